@@ -1,0 +1,60 @@
+"""Model configuration.
+
+Seed 004, "The environment": n_layer=4, n_head=4, n_embd=128, block_size=64
+and a 37-character vocabulary give a GPT of 804,224 parameters (tied).
+
+This module imports only the standard library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class GPTConfig:
+    """Hyperparameters of the GPT in ``engine.model``.
+
+    Attributes:
+        vocab_size: V, the number of token ids; ids live in [0, V).
+        block_size: the longest sequence the model accepts, in tokens; also
+            the number of rows in the position table.
+        n_layer: number of transformer blocks.
+        n_head: H, attention heads per block.
+        n_embd: C, the width of the residual stream. Head size D = C // H.
+        dropout: dropout probability used in training mode.
+        tie_weights: share one [V, C] matrix between the token embedding and
+            the lm_head (Seed 004, "Weight tying").
+        bias: whether the MLP's two Linear layers carry a bias.
+
+    Raises:
+        ValueError: if n_embd is not divisible by n_head, or a size is not
+            positive, or dropout is outside [0, 1).
+    """
+
+    vocab_size: int = 37
+    block_size: int = 64
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    dropout: float = 0.0
+    tie_weights: bool = True
+    bias: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
+            value = getattr(self, name)
+            if value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value}.")
+        if self.n_embd % self.n_head != 0:
+            raise ValueError(
+                f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head}) "
+                "so that every head gets the same head size D = n_embd // n_head."
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
+
+    @property
+    def head_size(self) -> int:
+        """D, the width of one attention head: n_embd // n_head."""
+        return self.n_embd // self.n_head

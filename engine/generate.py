@@ -1,0 +1,109 @@
+"""Autoregressive generation: greedy, temperature and top-k; naive and cached.
+
+Seed 004, "Generation is a different program": generation feeds the model
+its own output, in eval mode (dropout off), cropping the context to
+block_size every step. Seed 000, section 6: a KV cache keeps each layer's past
+keys and values so a step only projects the newest token.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def _next_token(logits: torch.Tensor, temperature: float, top_k: int | None,
+                greedy: bool, generator: torch.Generator | None) -> torch.Tensor:
+    """Pick one id per row from last-position logits (B, V); returns (B, 1)."""
+    if greedy:
+        return logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = F.softmax(logits, dim=-1)  # (B, V)
+    return torch.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
+
+
+def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
+             top_k: int | None = None, greedy: bool = False, use_cache: bool = False,
+             generator: torch.Generator | None = None) -> torch.Tensor:
+    """Extend idx by max_new_tokens tokens sampled from the model.
+
+    The model is put in eval mode (dropout off) and its previous mode is
+    restored afterwards, even on error. Runs under torch.no_grad().
+
+    Without a cache, every step reruns the model on the last block_size
+    tokens. With ``use_cache=True`` the prompt (its last block_size tokens)
+    is prefilled into a KV cache and each step feeds only the newest token.
+    The position table is absolute, so a full cache cannot simply drop its
+    oldest entry: when the next token would overflow block_size, the cache
+    is rebuilt from the last block_size - 1 tokens (a sliding window) and
+    the new token is fed on top. The logits then match the naive path, which
+    sees the same last block_size tokens; past that point each step costs a
+    full block_size prefill, as the naive path does.
+
+    Args:
+        model: a ``GPT`` (needs ``config.block_size``, ``config.vocab_size``
+            and, for use_cache, ``new_cache``).
+        idx: (B, T) int64 prompt ids, T >= 1.
+        max_new_tokens: number of tokens to append.
+        temperature: > 0; logits are divided by it before sampling.
+        top_k: keep only the top_k most likely ids before sampling; 1 is greedy.
+        greedy: take the argmax instead of sampling (temperature, top_k unused).
+        use_cache: decode through a KV cache.
+        generator: torch.Generator on the model's device, for reproducible sampling.
+
+    Returns:
+        (B, T + max_new_tokens) int64 ids: the prompt followed by new tokens.
+
+    Raises:
+        ValueError: if temperature <= 0, top_k is outside [1, V],
+            max_new_tokens < 0, or idx is not (B, T) with T >= 1.
+    """
+    V = model.config.vocab_size
+    block_size = model.config.block_size
+    if temperature <= 0:
+        raise ValueError(
+            f"temperature must be greater than 0, got {temperature}; "
+            "use greedy=True for argmax decoding."
+        )
+    if top_k is not None and not 1 <= top_k <= V:
+        raise ValueError(f"top_k must be between 1 and the vocabulary size V={V}, got top_k={top_k}.")
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be zero or more, got {max_new_tokens}.")
+    if idx.dim() != 2 or idx.size(1) < 1:
+        raise ValueError(f"idx must have shape (B, T) with T >= 1, got {tuple(idx.shape)}.")
+
+    def pick(logits: torch.Tensor) -> torch.Tensor:
+        return _next_token(logits, temperature, top_k, greedy, generator)
+
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            if not use_cache:
+                for _ in range(max_new_tokens):
+                    idx_cond = idx[:, -block_size:]
+                    logits, _ = model(idx_cond)  # (B, T_cond, V)
+                    idx = torch.cat((idx, pick(logits[:, -1, :])), dim=1)
+                return idx
+
+            B = idx.size(0)
+            cache = model.new_cache(B)
+            logits, _ = model(idx[:, -block_size:], cache=cache)  # prefill: (B, T_cond, V)
+            for step in range(max_new_tokens):
+                idx_next = pick(logits[:, -1, :])  # (B, 1)
+                idx = torch.cat((idx, idx_next), dim=1)
+                if step == max_new_tokens - 1:
+                    break
+                if cache[0].seq_len == block_size:
+                    # Sliding window: re-encode the last block_size - 1 tokens
+                    # before idx_next at positions 0.. so idx_next fits at the end.
+                    cache = model.new_cache(B)
+                    if block_size > 1:
+                        model(idx[:, -block_size:-1], cache=cache)
+                logits, _ = model(idx_next, cache=cache)  # (B, 1, V)
+            return idx
+    finally:
+        model.train(was_training)

@@ -1,0 +1,332 @@
+"""A small GPT, written to be read.
+
+Seed 004, "The model": token + position embeddings, a stack of pre-norm
+transformer blocks (causal self-attention, then an MLP, each inside a residual
+connection), a final LayerNorm and a linear head to vocabulary logits.
+Seed 000, section 6: a KV cache that lets generation feed one token at a time.
+
+Shapes use B batch, T time (tokens), C channels (n_embd), H heads (n_head),
+D head size (C // H), V vocabulary.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .config import GPTConfig
+
+
+# ---------------------------------------------------------------------------
+# Heads
+
+
+def split_heads(x: torch.Tensor, n_head: int) -> torch.Tensor:
+    """Partition the channel axis into heads: (B, T, C) -> (B, H, T, D).
+
+    Seed 004, "The model: attention". Each head gets a contiguous slice of D =
+    C // H channels at every position; the time axis is untouched. The view
+    must split C, then move H in front of T; reshaping straight to
+    (B, H, T, D) gives the same shape but cuts the sequence into blocks.
+    """
+    B, T, C = x.shape
+    return x.view(B, T, n_head, C // n_head).transpose(1, 2)  # (B, H, T, D)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """Inverse of ``split_heads``: (B, H, T, D) -> (B, T, C) with C = H * D.
+
+    Seed 004, "The model: attention". merge_heads(split_heads(q, H)) == q
+    exactly; the shape ledger checks that round trip.
+    """
+    B, H, T, D = x.shape
+    return x.transpose(1, 2).contiguous().view(B, T, H * D)  # (B, T, C)
+
+
+# ---------------------------------------------------------------------------
+# KV cache
+
+
+def causal_mask(offset: int, T_new: int, T_total: int, device=None) -> torch.Tensor:
+    """Boolean attention mask for T_new queries that start at position ``offset``.
+
+    Seed 000, section 6: a cache changes coordinates, not the meaning of
+    attention. Query i sits at absolute position offset + i and may see key j
+    iff j <= offset + i. With offset=3, T_new=2, T_total=5 the rows are
+    [1 1 1 1 0] and [1 1 1 1 1].
+
+    Returns:
+        Bool tensor of shape (T_new, T_total); True means "may attend", the
+        convention of ``F.scaled_dot_product_attention``.
+    """
+    q_pos = torch.arange(offset, offset + T_new, device=device).unsqueeze(1)  # (T_new, 1)
+    k_pos = torch.arange(T_total, device=device).unsqueeze(0)  # (1, T_total)
+    return k_pos <= q_pos  # (T_new, T_total)
+
+
+class KVCache:
+    """Keys and values of one attention layer, kept between forward calls.
+
+    Seed 000, section 6. Storage is preallocated as two (B, H, max_len, D)
+    tensors; ``update`` writes new entries by index along the time axis, so a
+    decoding step copies only the new token's keys and values (no torch.cat
+    over the whole history). Meant for inference under ``torch.no_grad()``.
+
+    Args:
+        batch_size: B.
+        n_head: H.
+        max_len: the most tokens the cache can hold (the model's block_size).
+        head_size: D.
+        device, dtype: where and how to store keys and values.
+
+    Attributes:
+        seq_len: how many tokens are stored so far.
+    """
+
+    def __init__(self, batch_size: int, n_head: int, max_len: int, head_size: int,
+                 device=None, dtype=None) -> None:
+        shape = (batch_size, n_head, max_len, head_size)
+        self.k = torch.zeros(shape, device=device, dtype=dtype)  # (B, H, max_len, D)
+        self.v = torch.zeros(shape, device=device, dtype=dtype)  # (B, H, max_len, D)
+        self.max_len = max_len
+        self.seq_len = 0
+
+    def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append new keys and values and return everything stored so far.
+
+        Args:
+            k, v: (B, H, T_new, D) projections of the new tokens.
+
+        Returns:
+            (k_all, v_all), views of shape (B, H, seq_len, D) after the write.
+
+        Raises:
+            ValueError: if the new tokens would not fit in max_len, or their
+                (B, H, D) differ from the cache's.
+        """
+        B, H, T_new, D = k.shape
+        if (B, H, D) != (self.k.size(0), self.k.size(1), self.k.size(3)):
+            raise ValueError(
+                f"keys of shape {tuple(k.shape)} do not fit a cache of shape "
+                f"{tuple(self.k.shape)}; (B, H, D) must match."
+            )
+        end = self.seq_len + T_new
+        if end > self.max_len:
+            raise ValueError(
+                f"KV cache overflow: {self.seq_len} stored + {T_new} new = {end} "
+                f"tokens exceeds max_len {self.max_len}."
+            )
+        self.k[:, :, self.seq_len:end] = k
+        self.v[:, :, self.seq_len:end] = v
+        self.seq_len = end
+        return self.k[:, :, :end], self.v[:, :, :end]  # (B, H, seq_len, D) each
+
+    def reset(self) -> None:
+        """Forget all stored tokens (the storage is reused)."""
+        self.seq_len = 0
+
+
+# ---------------------------------------------------------------------------
+# Modules
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention through SDPA.
+
+    Seed 004, "The model: attention". One packed Linear makes q, k and v;
+    each is split into H heads; ``F.scaled_dot_product_attention`` applies
+    the causal restriction; heads are merged and projected back to C.
+    """
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        C = config.n_embd
+        self.n_head = config.n_head
+        self.n_embd = C
+        self.dropout = config.dropout
+        self.qkv = nn.Linear(C, 3 * C, bias=False)
+        self.proj = nn.Linear(C, C, bias=False)
+        self.resid_dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None,
+                offset: int = 0) -> torch.Tensor:
+        """(B, T, C) -> (B, T, C).
+
+        Args:
+            x: (B, T, C) normalised residual stream.
+            cache: this layer's KV cache, or None for a full causal pass.
+            offset: absolute position of x's first token (the number of
+                tokens already in the cache).
+        """
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)  # 3 x (B, T, C)
+        q = split_heads(q, self.n_head)  # (B, H, T, D)
+        k = split_heads(k, self.n_head)  # (B, H, T, D)
+        v = split_heads(v, self.n_head)  # (B, H, T, D)
+        dropout_p = self.dropout if self.training else 0.0
+        if cache is None:
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)  # (B, H, T, D)
+        else:
+            k, v = cache.update(k, v)  # (B, H, offset + T, D)
+            mask = causal_mask(offset, T, k.size(2), x.device)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, H, T, D)
+        y = merge_heads(y)  # (B, T, C)
+        return self.resid_dropout(self.proj(y))  # (B, T, C)
+
+
+class MLP(nn.Module):
+    """Per-position feed-forward network: (B, T, C) -> (B, T, C), hidden 4C.
+
+    Seed 004, "The model: MLP, block, assembly".
+    """
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        C = config.n_embd
+        self.fc = nn.Linear(C, 4 * C, bias=config.bias)
+        self.gelu = nn.GELU()
+        self.proj = nn.Linear(4 * C, C, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.gelu(self.fc(x))  # (B, T, 4C)
+        return self.dropout(self.proj(x))  # (B, T, C)
+
+
+class Block(nn.Module):
+    """One pre-norm transformer block; preserves (B, T, C).
+
+    Seed 004, "The model: MLP, block, assembly".
+    """
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd)
+        self.mlp = MLP(config)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None,
+                offset: int = 0) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x), cache=cache, offset=offset)
+        x = x + self.mlp(self.ln_2(x))
+        return x  # (B, T, C)
+
+
+class GPT(nn.Module):
+    """A GPT language model over integer token ids.
+
+    Seed 004, "The model". With the default GPTConfig it has 804,224 unique
+    parameters (808,960 untied).
+
+    Args:
+        config: the hyperparameters; see ``GPTConfig``.
+    """
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)  # (V, C)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)  # (block_size, C)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList([Block(config) for _ in range(config.n_layer)])
+        self.ln_f = nn.LayerNorm(config.n_embd)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)  # (V, C)
+        self.apply(self._init_weights)
+        # Tie after initialisation, so the shared (V, C) matrix keeps the
+        # embedding's initialisation, and before any optimizer is built.
+        if config.tie_weights:
+            self.lm_head.weight = self.wte.weight
+
+    def _init_weights(self, module: nn.Module) -> None:
+        """GPT-2 style init: Linear and Embedding weights ~ N(0, 0.02), biases 0."""
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_params(self) -> int:
+        """Number of unique parameter values; a tied matrix counts once.
+
+        Seed 004, "Parameter accounting".
+        """
+        return sum(p.numel() for p in {id(p): p for p in self.parameters()}.values())
+
+    def new_cache(self, batch_size: int, device=None, dtype=None) -> list[KVCache]:
+        """One empty KV cache per block, each sized block_size.
+
+        Seed 000, section 6. Pass the list as ``cache=`` to ``forward``; the
+        caches advance together. Device and dtype default to the model's.
+        """
+        first = next(self.parameters())
+        device = first.device if device is None else device
+        dtype = first.dtype if dtype is None else dtype
+        c = self.config
+        return [
+            KVCache(batch_size, c.n_head, c.block_size, c.head_size, device=device, dtype=dtype)
+            for _ in range(c.n_layer)
+        ]
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None,
+                cache: list[KVCache] | None = None):
+        """Token ids -> next-token logits, and the loss when targets are given.
+
+        Seed 004, "The pipeline".
+
+        Args:
+            idx: (B, T) integer token ids in [0, V).
+            targets: optional (B, T) integer ids, idx shifted left by one.
+            cache: optional list of n_layer KV caches (see ``new_cache``);
+                idx then continues the tokens already cached.
+
+        Returns:
+            (logits, loss): logits (B, T, V); loss is the mean cross entropy
+            in nats (a 0-dim tensor), or None without targets.
+
+        Raises:
+            TypeError: if idx is not an integer tensor.
+            ValueError: if idx is not 2-D, if T exceeds block_size, or if the
+                cached tokens plus T exceed block_size.
+            IndexError: if a token id is outside [0, V).
+        """
+        if not isinstance(idx, torch.Tensor) or idx.is_floating_point() or idx.is_complex():
+            kind = idx.dtype if isinstance(idx, torch.Tensor) else type(idx).__name__
+            raise TypeError(f"idx must be an integer tensor of token ids, got {kind}.")
+        if idx.dim() != 2:
+            raise ValueError(f"idx must have shape (B, T), got {tuple(idx.shape)}.")
+        B, T = idx.shape
+        V = self.config.vocab_size
+        block_size = self.config.block_size
+        if T > block_size:
+            raise ValueError(f"sequence length {T} exceeds block_size {block_size}")
+        offset = cache[0].seq_len if cache is not None else 0
+        if offset + T > block_size:
+            raise ValueError(
+                f"cached length {offset} + new length {T} = {offset + T} "
+                f"exceeds block_size {block_size}"
+            )
+        if idx.numel() > 0:
+            lo, hi = int(idx.min()), int(idx.max())
+            if lo < 0 or hi >= V:
+                bad = lo if lo < 0 else hi
+                raise IndexError(
+                    f"token id {bad} is outside [0, {V}): the embedding table has "
+                    f"{V} rows; check the tokenizer's vocab_size against the model's."
+                )
+
+        pos = torch.arange(offset, offset + T, device=idx.device)  # (T,)
+        tok_emb = self.wte(idx)  # (B, T, C)
+        pos_emb = self.wpe(pos)  # (T, C), broadcast over B
+        x = self.drop(tok_emb + pos_emb)  # (B, T, C)
+        for i, block in enumerate(self.blocks):
+            x = block(x, cache=None if cache is None else cache[i], offset=offset)  # (B, T, C)
+        x = self.ln_f(x)  # (B, T, C)
+        logits = self.lm_head(x)  # (B, T, V)
+
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, V), targets.view(-1))
+        return logits, loss

@@ -1,0 +1,216 @@
+"""Predictions: parse what a learner typed, and compare it with an observation.
+
+Each prediction kind accepts a few spellings (lenient in form) but only one
+meaning (strict in meaning). An answer that cannot be read raises
+:class:`AnswerError` whose message states the expected format, so the CLI can
+print it as one sentence and exit 2.
+
+Canonical values (what checks return as ``observed``):
+
+========  ==========================================  =====================
+kind      learner may type                            canonical value
+========  ==========================================  =====================
+choice    a choice id, e.g. ``b``                     ``"b"``
+shape     ``(3, 3)``, ``3,3``, ``3x3``, ``[3, 3]``    ``[3, 3]``
+number    ``2``, ``0.908918``, ``804,224``, ``1/3``   ``float``
+bool      yes / no / true / false / y / n             ``True`` / ``False``
+error     an exception class name, or ``none``        ``"RuntimeError"``
+list      ``[0, 3, 1]``, ``0 3 1``, ``yes, no``       ``[0.0, 3.0, 1.0]``
+text      anything non-empty                          the text
+========  ==========================================  =====================
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+KINDS = ("choice", "shape", "number", "bool", "error", "list", "text")
+
+_TRUE = {"yes", "y", "true", "t", "1"}
+_FALSE = {"no", "n", "false", "f", "0"}
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$")
+MAX_ANSWER_CHARS = 2000
+
+
+class AnswerError(ValueError):
+    """An answer that cannot be read as the exercise's kind."""
+
+
+def answer_format(kind: str, choices: list[tuple[str, str]] | None = None) -> str:
+    """Describe, in one phrase, how to type an answer of ``kind``."""
+    if kind == "choice":
+        ids = ", ".join(cid for cid, _ in (choices or []))
+        return f"one choice id ({ids})"
+    return {
+        "shape": "a shape such as (3, 3), 3x3 or () for a scalar",
+        "number": "a number such as 2, 0.9089, 804,224 or 1/3",
+        "bool": "yes or no",
+        "error": "an exception class name such as RuntimeError, or none if nothing is raised",
+        "list": "a list such as [0, 3, 1] or yes, no, yes",
+        "text": "any non-empty text",
+    }[kind]
+
+
+def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None) -> Any:
+    """Read a learner's answer as ``kind``.
+
+    Args:
+        kind: one of :data:`KINDS`.
+        text: what the learner typed.
+        choices: ``(id, text)`` pairs, required for ``kind == "choice"``.
+
+    Returns:
+        The canonical value (see the module table).
+
+    Raises:
+        AnswerError: the text does not read as ``kind``; the message names the
+            expected format.
+    """
+    if kind not in KINDS:
+        raise AnswerError(f"unknown answer kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if not isinstance(text, str):
+        raise AnswerError(f"the answer must be text; expected {answer_format(kind, choices)}")
+    raw = text.strip()
+    if not raw:
+        raise AnswerError(f"the answer is empty; expected {answer_format(kind, choices)}")
+    if len(raw) > MAX_ANSWER_CHARS or "\x00" in raw:
+        raise AnswerError(f"the answer is too long or holds a NUL byte; expected {answer_format(kind, choices)}")
+    reader = {"choice": _choice, "shape": _shape, "number": _number, "bool": _bool,
+              "error": _error, "list": _list, "text": lambda s, c: s}[kind]
+    value = reader(raw, choices)
+    if value is None:
+        raise AnswerError(f"cannot read {raw[:60]!r} as {kind}; expected {answer_format(kind, choices)}")
+    return value
+
+
+def matches(kind: str, predicted: Any, observed: Any, tolerance: float = 0.0) -> bool:
+    """Whether a parsed prediction agrees with an observed canonical value."""
+    if kind == "number":
+        return _close(predicted, observed, tolerance)
+    if kind == "list":
+        if not isinstance(observed, list) or len(predicted) != len(observed):
+            return False
+        return all(_item_equal(p, o, tolerance) for p, o in zip(predicted, observed))
+    if kind == "shape":
+        return list(predicted) == list(observed) if isinstance(observed, (list, tuple)) else False
+    if kind == "error":
+        return isinstance(observed, str) and predicted.lower() == observed.lower()
+    if kind == "text":
+        return isinstance(observed, str) and predicted.strip().lower() == observed.strip().lower()
+    return predicted == observed
+
+
+def show(kind: str, value: Any) -> str:
+    """A canonical value as a learner would write it."""
+    if kind == "shape" and isinstance(value, (list, tuple)):
+        inner = ", ".join(str(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if kind == "bool" and isinstance(value, bool):
+        return "yes" if value else "no"
+    if kind == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:.6g}" if isinstance(value, float) else str(value)
+    if kind == "list" and isinstance(value, list):
+        return "[" + ", ".join(show("bool", v) if isinstance(v, bool) else
+                               (f"{v:g}" if isinstance(v, float) else str(v)) for v in value) + "]"
+    return str(value)
+
+
+# --- readers: each returns the canonical value or None -----------------------
+
+def _choice(raw: str, choices):
+    wanted = raw.lower().rstrip(").")
+    for cid, _ in choices or []:
+        if wanted == cid.lower():
+            return cid
+    return None
+
+
+def _shape(raw: str, _choices):
+    inner = raw.strip()
+    if inner.lower().startswith(("torch.size", "size")):
+        inner = inner[inner.index("(") + 1:] if "(" in inner else ""
+    inner = inner.strip("()[] ")
+    if not inner:
+        return []
+    parts = [p for p in re.split(r"\s*(?:,|x|×|\*|\s)\s*", inner.lower()) if p != ""]
+    if not parts or not all(p.isdigit() for p in parts):
+        return None
+    return [int(p) for p in parts]
+
+
+def _number(raw: str, _choices):
+    s = raw.replace("_", "").replace(" ", "")
+    if _THOUSANDS.match(s):
+        s = s.replace(",", "")
+    if "/" in s:
+        num, _, den = s.partition("/")
+        a, b = _float(num), _float(den)
+        if a is None or b is None or b == 0:
+            return None
+        return a / b
+    return _float(s)
+
+
+def _float(s: str):
+    try:
+        value = float(s)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _bool(raw: str, _choices):
+    word = raw.lower().rstrip(".!")
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    return None
+
+
+def _error(raw: str, _choices):
+    word = raw.strip().rstrip(":")
+    if word.lower() in {"none", "no error", "nothing", "no"}:
+        return "none"
+    if not _IDENT.match(word):
+        return None
+    return word.rsplit(".", 1)[-1]
+
+
+def _list(raw: str, _choices):
+    inner = raw.strip().strip("[]() ")
+    if not inner:
+        return []
+    parts = [p for p in re.split(r"\s*[,;\s]\s*", inner) if p]
+    items = []
+    for part in parts:
+        word = part.lower().rstrip(".!")
+        number = _number(part, None)
+        if word in (_TRUE | _FALSE) - {"1", "0"}:
+            items.append(word in _TRUE)
+        elif number is not None:
+            items.append(number)
+        elif re.match(r"^[A-Za-z_][\w.\-]*$", part):
+            items.append(part)
+        else:
+            return None
+    return items
+
+
+def _close(p: Any, o: Any, tolerance: float) -> bool:
+    if isinstance(o, bool) or not isinstance(o, (int, float)):
+        return False
+    if math.isnan(o):
+        return False
+    return abs(float(p) - float(o)) <= max(tolerance, 1e-12 * max(1.0, abs(o)))
+
+
+def _item_equal(p: Any, o: Any, tolerance: float) -> bool:
+    if isinstance(p, bool) or isinstance(o, bool):
+        return p is o if isinstance(p, bool) and isinstance(o, bool) else False
+    if isinstance(p, (int, float)) and isinstance(o, (int, float)):
+        return _close(p, o, tolerance)
+    return str(p).lower() == str(o).lower()

@@ -1,0 +1,160 @@
+"""Faults are diffs: a named, exact edit of real source, applied to a copy.
+
+A fault names one file of the subject (a path relative to the source root,
+such as ``engine/model.py`` or ``exercises/snippets/losses.py``), the exact
+``before`` text, which must occur exactly once there, the ``after`` text, and
+a one-line summary. The tutor shows the learner the unified diff and applies
+the edit to a private temporary copy of the subject packages; the files on
+disk are never touched, and the clean source carries no fault switches.
+
+Faults are data, kept in ``exercises/faults.toml``. Nothing in that file is
+executed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+FAULTS_FILE = Path(__file__).with_name("faults.toml")
+#: The packages copied into a private folder before a check runs.
+SUBJECT_PACKAGES = ("engine", "exercises")
+_FIELDS = {"id": str, "file": str, "before": str, "after": str, "summary": str}
+
+
+class FaultError(ValueError):
+    """A fault that is malformed or does not apply to the current source."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One named edit of the subject's source.
+
+    Attributes:
+        id: stable kebab-case name, used by exercises and shown to learners.
+        file: path relative to the source root, e.g. ``engine/model.py``.
+        before: exact text that must occur exactly once in ``file``.
+        after: the replacement text.
+        summary: one line saying what the edit does.
+    """
+
+    id: str
+    file: str
+    before: str
+    after: str
+    summary: str
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "file": self.file, "summary": self.summary,
+                "before": self.before, "after": self.after}
+
+
+def source_root() -> Path:
+    """The folder that holds the ``engine`` and ``exercises`` packages.
+
+    Found without importing ``engine`` (which would import torch).
+    """
+    spec = importlib.util.find_spec("exercises")
+    if spec is None or not spec.submodule_search_locations:
+        raise FaultError("cannot locate the exercises package; reinstall tutor with pip install -e .")
+    return Path(list(spec.submodule_search_locations)[0]).resolve().parent
+
+
+def load_faults(path: Path = FAULTS_FILE) -> dict[str, Fault]:
+    """Read and validate every fault in ``path``.
+
+    Raises:
+        FaultError: the file does not parse, or a fault has unknown or missing
+            keys, wrong types, or a duplicate id — the message names the file
+            and the fault.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise FaultError(f"{path.name}: cannot read the fault list ({exc}); fix the TOML syntax") from None
+    unknown_top = set(data) - {"format_version", "fault"}
+    if unknown_top:
+        raise FaultError(f"{path.name}: unknown top-level key {sorted(unknown_top)[0]!r}; only format_version and [[fault]] are allowed")
+    faults: dict[str, Fault] = {}
+    for n, entry in enumerate(data.get("fault", []), start=1):
+        where = f"{path.name}: fault #{n} ({entry.get('id', '?')})" if isinstance(entry, dict) else f"{path.name}: fault #{n}"
+        if not isinstance(entry, dict):
+            raise FaultError(f"{where}: each [[fault]] must be a table")
+        unknown = set(entry) - set(_FIELDS)
+        if unknown:
+            raise FaultError(f"{where}: unknown key {sorted(unknown)[0]!r}; allowed keys are {', '.join(_FIELDS)}")
+        for key, kind in _FIELDS.items():
+            if key not in entry:
+                raise FaultError(f"{where}: missing key {key!r}")
+            if not isinstance(entry[key], kind) or not entry[key]:
+                raise FaultError(f"{where}: key {key!r} must be a non-empty string")
+        if entry["id"] in faults:
+            raise FaultError(f"{where}: duplicate fault id {entry['id']!r}")
+        if entry["before"] == entry["after"]:
+            raise FaultError(f"{where}: before and after are the same text, so the fault changes nothing")
+        faults[entry["id"]] = Fault(**{k: entry[k] for k in _FIELDS})
+    return faults
+
+
+def verify(fault: Fault, root: Path | None = None) -> str:
+    """Check that ``fault`` applies to the current source; return that source.
+
+    Raises:
+        FaultError: the file is missing, outside the subject packages, or the
+            ``before`` text does not occur exactly once.
+    """
+    root = root or source_root()
+    parts = Path(fault.file).parts
+    if not parts or parts[0] not in SUBJECT_PACKAGES or ".." in parts or Path(fault.file).is_absolute():
+        raise FaultError(f"fault {fault.id!r}: file {fault.file!r} must lie inside one of {', '.join(SUBJECT_PACKAGES)}/")
+    path = root / fault.file
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        raise FaultError(f"fault {fault.id!r}: file {fault.file} does not exist under {root}") from None
+    count = text.count(fault.before)
+    if count != 1:
+        raise FaultError(f"fault {fault.id!r}: its before text occurs {count} times in {fault.file}, "
+                         "but must occur exactly once; update the fault to match the source")
+    return text
+
+
+def diff(fault: Fault, root: Path | None = None) -> str:
+    """The unified diff the fault makes, as the learner sees it."""
+    text = verify(fault, root)
+    edited = text.replace(fault.before, fault.after, 1)
+    lines = difflib.unified_diff(text.splitlines(keepends=True), edited.splitlines(keepends=True),
+                                 fromfile=f"a/{fault.file}", tofile=f"b/{fault.file}", n=2)
+    return "".join(lines)
+
+
+def make_private_copy(dest: Path, fault: Fault | None = None, root: Path | None = None) -> Path:
+    """Copy the subject packages into ``dest`` and apply ``fault`` there.
+
+    Args:
+        dest: an empty, private folder (the runner makes and removes it).
+        fault: the edit to apply, or None for the clean subject.
+        root: the source root to copy from (default: :func:`source_root`).
+
+    Returns:
+        ``dest``, ready to put first on ``sys.path``.
+
+    Raises:
+        FaultError: the fault does not apply to the current source.
+    """
+    root = root or source_root()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for package in SUBJECT_PACKAGES:
+        shutil.copytree(root / package, dest / package, ignore=ignore, dirs_exist_ok=True)
+    if fault is not None:
+        text = verify(fault, root)
+        (dest / fault.file).write_text(text.replace(fault.before, fault.after, 1), encoding="utf-8")
+    return dest

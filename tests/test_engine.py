@@ -1,0 +1,262 @@
+"""Contracts of the engine GPT, pinned with values from the seeds.
+
+Seed 004 gives the parameter counts (804,224 tied / 808,960 untied), the
+37-character corpus vocabulary, the alignment contract and the shape ledger;
+Seed 000 section 6 gives cached == full logits for chunks [1]*T and [3, 1, 3].
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from engine.config import GPTConfig
+from engine.corpus import make_corpus
+from engine.data import check_alignment, get_batch, split
+from engine.generate import generate
+from engine.instruments import cached_vs_full, future_token_intervention, shape_ledger
+from engine.model import GPT, KVCache, causal_mask, merge_heads, split_heads
+from engine.tokenizer import CharTokenizer
+from engine.train import evaluate, overfit_batch, train_step
+
+SMALL = GPTConfig(vocab_size=37, block_size=16, n_layer=2, n_head=4, n_embd=32)
+
+
+@pytest.fixture(scope="module")
+def corpus() -> str:
+    return make_corpus(200_000, seed=0)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(corpus) -> CharTokenizer:
+    return CharTokenizer(corpus)
+
+
+@pytest.fixture
+def small_model() -> GPT:
+    torch.manual_seed(0)
+    return GPT(SMALL).eval()
+
+
+def random_ids(B: int, T: int, V: int = 37, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, V, (B, T), generator=g)
+
+
+# --- config and parameters -------------------------------------------------
+
+
+def test_config_rejects_indivisible_heads():
+    with pytest.raises(ValueError, match="divisible"):
+        GPTConfig(n_embd=130, n_head=4)
+
+
+def test_parameter_counts_tied_and_untied():
+    tied = GPT(GPTConfig(vocab_size=37, block_size=64, n_layer=4, n_head=4, n_embd=128))
+    untied = GPT(GPTConfig(vocab_size=37, block_size=64, n_layer=4, n_head=4, n_embd=128,
+                           tie_weights=False))
+    assert tied.num_params() == 804_224
+    assert untied.num_params() == 808_960
+    assert tied.lm_head.weight is tied.wte.weight
+    assert untied.lm_head.weight is not untied.wte.weight
+    assert len(list(tied.parameters())) == 44
+    assert len(list(untied.parameters())) == 45
+
+
+def test_initial_loss_near_uniform_reference(small_model):
+    idx = random_ids(4, 16)
+    _, loss = small_model(idx, targets=random_ids(4, 16, seed=1))
+    assert abs(loss.item() - math.log(37)) < 0.2
+
+
+# --- forward contracts ------------------------------------------------------
+
+
+def test_forward_shapes(small_model):
+    logits, loss = small_model(random_ids(3, 10))
+    assert logits.shape == (3, 10, 37)
+    assert loss is None
+    logits, loss = small_model(random_ids(3, 10), targets=random_ids(3, 10, seed=1))
+    assert loss.dim() == 0 and torch.isfinite(loss)
+
+
+def test_sequence_longer_than_block_size_names_both_numbers(small_model):
+    with pytest.raises(ValueError, match="sequence length 20 exceeds block_size 16"):
+        small_model(random_ids(1, 20))
+
+
+def test_cache_overflow_in_forward_names_both_numbers(small_model):
+    cache = small_model.new_cache(1)
+    small_model(random_ids(1, 12), cache=cache)
+    with pytest.raises(ValueError, match=r"12.*block_size 16"):
+        small_model(random_ids(1, 5), cache=cache)
+
+
+def test_token_id_out_of_range_raises_index_error(small_model):
+    idx = random_ids(1, 8)
+    idx[0, 3] = 37
+    with pytest.raises(IndexError, match=r"token id 37 is outside \[0, 37\)"):
+        small_model(idx)
+
+
+def test_float_and_1d_ids_are_rejected(small_model):
+    with pytest.raises(TypeError):
+        small_model(random_ids(1, 8).float())
+    with pytest.raises(ValueError):
+        small_model(random_ids(1, 8)[0])
+
+
+def test_split_merge_round_trip():
+    x = torch.randn(2, 5, 32)
+    heads = split_heads(x, 4)
+    assert heads.shape == (2, 4, 5, 8)
+    assert torch.equal(heads[:, 1], x[:, :, 8:16])  # head 1 owns channels 8..15
+    assert torch.equal(merge_heads(heads), x)
+
+
+def test_causal_mask_with_offset():
+    mask = causal_mask(3, 2, 5, "cpu")
+    assert mask.tolist() == [[True, True, True, True, False], [True, True, True, True, True]]
+
+
+def test_kv_cache_writes_in_place_and_refuses_overflow():
+    cache = KVCache(batch_size=1, n_head=2, max_len=4, head_size=3)
+    storage = cache.k.data_ptr()
+    k = torch.randn(1, 2, 3, 3)
+    k_all, v_all = cache.update(k, k + 1)
+    assert cache.seq_len == 3 and k_all.shape == (1, 2, 3, 3)
+    assert torch.equal(k_all, k) and cache.k.data_ptr() == storage
+    with pytest.raises(ValueError, match="overflow"):
+        cache.update(torch.randn(1, 2, 2, 3), torch.randn(1, 2, 2, 3))
+
+
+# --- instruments on the clean engine ----------------------------------------
+
+
+def test_future_token_intervention_clean_model_is_causal(small_model):
+    result = future_token_intervention(small_model, random_ids(2, 16), position=7,
+                                       generator=torch.Generator().manual_seed(0))
+    assert result["prefix_max_delta"] <= result["tolerance"] == 1e-5
+    assert result["suffix_max_delta"] > 1e-5
+    assert result["causal"] is True
+
+
+@pytest.mark.parametrize("chunks", [[1] * 7, [3, 1, 3]])
+def test_cached_logits_equal_full_logits(small_model, chunks):
+    result = cached_vs_full(small_model, random_ids(2, 7), chunks)
+    assert result["equal"], result
+    assert result["max_delta"] <= 1e-5
+    assert len(result["per_chunk_max_delta"]) == len(chunks)
+
+
+def test_shape_ledger_clean_model(small_model):
+    ledger = shape_ledger(small_model, random_ids(2, 16))
+    stages = [row.stage for row in ledger.rows]
+    assert ledger.first_divergence is None
+    assert stages[:4] == ["token_embedding", "position_embedding", "tok + pos", "head split"]
+    head = ledger.rows[3]
+    assert head.shape == (2, 4, 16, 8) and head.invariant == "merge(split(q)) == q (round trip)"
+    assert stages[-3:] == ["ln_f", "lm_head", "flatten for CE"]
+    assert ledger.rows[-1].shape == (32, 37)
+    json.dumps(ledger.to_dict())  # plain data
+
+
+def test_shape_ledger_flags_wrong_head_split(small_model):
+    def wrong_split(x, n_head):
+        B, T, C = x.shape
+        return x.reshape(B, n_head, T, C // n_head)  # right shape, wrong data
+
+    ledger = shape_ledger(small_model, random_ids(2, 16), split_heads_fn=wrong_split)
+    assert ledger.first_divergence == "head split"
+    assert ledger.rows[3].shape == (2, 4, 16, 8)  # the shape alone looks fine
+    assert all(row.ok for row in ledger.rows if row.stage != "head split")
+
+
+# --- data --------------------------------------------------------------------
+
+
+def test_corpus_is_deterministic_and_long_enough(corpus):
+    assert len(corpus) >= 200_000
+    assert make_corpus(200_000, seed=0) == corpus
+    assert make_corpus(5_000, seed=1) != corpus[:5_000]
+
+
+def test_tokenizer_round_trip_and_vocabulary(corpus, tokenizer):
+    assert tokenizer.vocab_size == 37
+    ids = tokenizer.encode_tensor(corpus)
+    assert ids.dtype == torch.int64 and ids.min() == 0 and ids.max() == 36
+    assert tokenizer.decode(ids) == corpus
+
+
+def test_tokenizer_unseen_character_names_it(corpus):
+    small = CharTokenizer("the cat")
+    with pytest.raises(KeyError, match="'S'"):
+        small.encode("the Sat")
+    with pytest.raises(IndexError, match="token id 9"):
+        small.decode([0, 9])
+
+
+def test_real_batch_is_aligned(corpus, tokenizer):
+    train, val = split(tokenizer.encode_tensor(corpus))
+    assert len(train) + len(val) == len(corpus)
+    x, y = get_batch(train, 8, 64, generator=torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (8, 64) and x.dtype == torch.int64
+    assert check_alignment(x, y)
+    assert not check_alignment(x, x)  # y = x, the misaligned target
+
+
+# --- training ----------------------------------------------------------------
+
+
+def test_evaluate_restores_train_mode(small_model):
+    small_model.train()
+    x, y = random_ids(2, 8), random_ids(2, 8, seed=1)
+    evaluate(small_model, x, y)
+    assert small_model.training
+    with pytest.raises(IndexError):
+        evaluate(small_model, x, y + 100)
+    assert small_model.training
+
+
+def test_train_step_and_overfit_batch_lower_the_loss(small_model):
+    x, y = random_ids(2, 16), random_ids(2, 16, seed=1)
+    optimizer = torch.optim.AdamW(small_model.parameters(), lr=1e-3)
+    assert isinstance(train_step(small_model, optimizer, x, y), float)
+    curve = overfit_batch(small_model, x, y, steps=60, lr=3e-3)
+    assert len(curve) == 60 and curve[-1] < 0.5 * curve[0]
+    assert not small_model.training  # overfit_batch restores eval mode
+
+
+# --- generation --------------------------------------------------------------
+
+
+def test_top_k_one_equals_greedy(small_model):
+    prompt = random_ids(2, 4)
+    greedy = generate(small_model, prompt, 20, greedy=True)
+    top1 = generate(small_model, prompt, 20, top_k=1, generator=torch.Generator().manual_seed(0))
+    assert greedy.shape == (2, 24)
+    assert torch.equal(greedy, top1)
+
+
+def test_cached_generation_matches_uncached_past_the_window(small_model):
+    prompt = random_ids(1, 5)
+    naive = generate(small_model, prompt, 30, greedy=True)  # 35 tokens > block_size 16
+    cached = generate(small_model, prompt, 30, greedy=True, use_cache=True)
+    assert torch.equal(naive, cached)
+
+
+def test_generate_rejects_bad_sampling_settings(small_model):
+    prompt = random_ids(1, 4)
+    with pytest.raises(ValueError, match="temperature"):
+        generate(small_model, prompt, 5, temperature=0)
+    with pytest.raises(ValueError, match="top_k=38"):
+        generate(small_model, prompt, 5, top_k=38)
+
+
+def test_generate_restores_train_mode(small_model):
+    small_model.train()
+    generate(small_model, random_ids(1, 4), 3)
+    assert small_model.training

@@ -1,0 +1,261 @@
+"""The catalog: every exercise, read from ``exercises/*.toml`` and validated.
+
+Each set lives in one TOML file with a ``[set]`` table and ``[[exercise]]``
+tables (DESIGN.md, "An exercise"). Loading turns them into frozen dataclasses
+and rejects, with one sentence naming the file, the exercise and the key:
+unknown keys, missing fields, wrong types, duplicate ids, unknown faults or
+faults that no longer apply, and checks that do not exist. TOML is data only;
+nothing in it is executed, and this module imports neither torch nor Textual
+(a check's existence is verified by reading its module's syntax tree).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from exercises import answers
+from exercises.faults import FAULTS_FILE, Fault, FaultError, load_faults, source_root, verify
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+FORMAT_VERSION = 1
+EXERCISES_DIR = Path(__file__).resolve().parent.parent / "exercises"
+_ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+MAX_CATALOG_BYTES = 2_000_000
+
+
+class CatalogError(ValueError):
+    """A catalog file that cannot be used; the message names file and key."""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise, as data. See DESIGN.md, "An exercise"."""
+
+    id: str
+    set: str
+    title: str
+    source: str
+    prompt: str
+    kind: str
+    check: str
+    explain: str
+    hints: tuple[str, ...]
+    budget_s: float
+    subject: str = "engine"
+    fault: str | None = None
+    choices: tuple[tuple[str, str], ...] = ()
+    tolerance: float = 0.0
+    observe: str = "faulted"
+    timeout_s: float = 0.0
+
+    @property
+    def answer_format(self) -> str:
+        return answers.answer_format(self.kind, list(self.choices))
+
+    @property
+    def time_limit_s(self) -> float:
+        """Wall-clock limit for one run: explicit, else generous over budget."""
+        return self.timeout_s or max(30.0, 6.0 * self.budget_s)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "set": self.set, "title": self.title, "source": self.source,
+                "kind": self.kind, "choices": [{"id": c, "text": t} for c, t in self.choices],
+                "answer_format": self.answer_format, "fault": self.fault, "subject": self.subject,
+                "check": self.check, "budget_s": self.budget_s, "observe": self.observe}
+
+
+@dataclass(frozen=True)
+class ExerciseSet:
+    id: str
+    title: str
+    order: int
+    summary: str
+    exercises: tuple[Exercise, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Catalog:
+    sets: tuple[ExerciseSet, ...]
+    faults: dict
+
+    @property
+    def exercises(self) -> list[Exercise]:
+        return [ex for s in self.sets for ex in s.exercises]
+
+    def get(self, exercise_id: str) -> Exercise:
+        """The exercise with this id.
+
+        Raises:
+            KeyError: with a sentence listing close matches.
+        """
+        for ex in self.exercises:
+            if ex.id == exercise_id:
+                return ex
+        close = difflib.get_close_matches(exercise_id, [e.id for e in self.exercises], n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}?" if close else "run 'tutor list' to see every id."
+        raise KeyError(f"there is no exercise {exercise_id!r}; {hint}")
+
+    def get_set(self, set_id: str) -> ExerciseSet:
+        for s in self.sets:
+            if s.id == set_id:
+                return s
+        raise KeyError(f"there is no set {set_id!r}; the sets are {', '.join(s.id for s in self.sets)}.")
+
+    def fault_of(self, exercise: Exercise) -> Fault | None:
+        return self.faults[exercise.fault] if exercise.fault else None
+
+
+# key: (type, required)
+_SET_KEYS = {"id": (str, True), "title": (str, True), "order": (int, True), "summary": (str, True)}
+_EX_KEYS = {
+    "id": (str, True), "set": (str, True), "title": (str, True), "source": (str, True),
+    "prompt": (str, True), "kind": (str, True), "check": (str, True), "explain": (str, True),
+    "hints": (list, True), "budget_s": ((int, float), True), "subject": (str, False),
+    "fault": (str, False), "choices": (list, False), "tolerance": ((int, float), False),
+    "observe": (str, False), "timeout_s": ((int, float), False),
+}
+
+
+@lru_cache(maxsize=4)
+def load_catalog(directory: Path = EXERCISES_DIR, faults_file: Path = FAULTS_FILE) -> Catalog:
+    """Load and validate every set file in ``directory``.
+
+    Raises:
+        CatalogError: one sentence naming the file, the exercise and the key.
+    """
+    try:
+        faults = load_faults(faults_file)
+    except FaultError as exc:
+        raise CatalogError(str(exc)) from None
+    root = source_root() if directory == EXERCISES_DIR else directory.parent
+    for fault in faults.values():
+        try:
+            verify(fault, root)
+        except FaultError as exc:
+            raise CatalogError(f"{faults_file.name}: {exc}") from None
+    sets, seen = [], {}
+    for path in sorted(directory.glob("*.toml")):
+        if path.name == faults_file.name:
+            continue
+        sets.append(_load_set(path, faults, seen, directory))
+    sets.sort(key=lambda s: (s.order, s.id))
+    return Catalog(sets=tuple(sets), faults=faults)
+
+
+def _load_set(path: Path, faults: dict, seen: dict, directory: Path) -> ExerciseSet:
+    name = path.name
+    try:
+        if path.stat().st_size > MAX_CATALOG_BYTES:
+            raise CatalogError(f"{name}: the file is larger than {MAX_CATALOG_BYTES} bytes; split it")
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"{name}: cannot read the file ({exc.__class__.__name__}); check it is UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{name}: the TOML does not parse ({exc}); fix the syntax") from None
+    unknown = set(data) - {"format_version", "set", "exercise"}
+    if unknown:
+        raise CatalogError(f"{name}: unknown top-level key {sorted(unknown)[0]!r}; allowed: format_version, [set], [[exercise]]")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise CatalogError(f"{name}: format_version must be {FORMAT_VERSION}, found {data.get('format_version')!r}")
+    meta = data.get("set")
+    if not isinstance(meta, dict):
+        raise CatalogError(f"{name}: missing the [set] table (id, title, order, summary)")
+    _check_keys(meta, _SET_KEYS, f"{name}: [set]")
+    exercises = []
+    entries = data.get("exercise", [])
+    if not isinstance(entries, list):
+        raise CatalogError(f"{name}: 'exercise' must be an array of tables ([[exercise]])")
+    for n, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict):
+            raise CatalogError(f"{name}: exercise #{n} must be a table")
+        where = f"{name}: exercise {entry.get('id', f'#{n}')!r}"
+        _check_keys(entry, _EX_KEYS, where)
+        exercises.append(_exercise(entry, meta["id"], faults, seen, where, directory))
+        seen[entry["id"]] = name
+    return ExerciseSet(id=meta["id"], title=meta["title"], order=meta["order"],
+                       summary=meta["summary"], exercises=tuple(exercises))
+
+
+def _check_keys(table: dict, spec: dict, where: str) -> None:
+    unknown = set(table) - set(spec)
+    if unknown:
+        raise CatalogError(f"{where}: unknown key {sorted(unknown)[0]!r}; allowed keys are {', '.join(spec)}")
+    for key, (kind, required) in spec.items():
+        if key not in table:
+            if required:
+                raise CatalogError(f"{where}: missing key {key!r}")
+            continue
+        value = table[key]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            expected = kind.__name__ if isinstance(kind, type) else "number"
+            raise CatalogError(f"{where}: key {key!r} must be a {expected}, found {type(value).__name__}")
+
+
+def _exercise(e: dict, set_id: str, faults: dict, seen: dict, where: str, directory: Path) -> Exercise:
+    if not _ID.match(e["id"]):
+        raise CatalogError(f"{where}: key 'id' must be kebab-case (a-z, 0-9, single hyphens)")
+    if e["id"] in seen:
+        raise CatalogError(f"{where}: duplicate id, already defined in {seen[e['id']]}")
+    if e["set"] != set_id:
+        raise CatalogError(f"{where}: key 'set' is {e['set']!r} but the file's [set] id is {set_id!r}")
+    if e["kind"] not in answers.KINDS:
+        raise CatalogError(f"{where}: key 'kind' must be one of {', '.join(answers.KINDS)}")
+    choices = []
+    for c in e.get("choices", []):
+        if not (isinstance(c, dict) and set(c) == {"id", "text"} and all(isinstance(v, str) and v for v in c.values())):
+            raise CatalogError(f"{where}: key 'choices' must hold tables with exactly id and text strings")
+        choices.append((c["id"], c["text"]))
+    if e["kind"] == "choice" and len(choices) < 2:
+        raise CatalogError(f"{where}: key 'choices' needs at least two choices for kind choice")
+    if len({c for c, _ in choices}) != len(choices):
+        raise CatalogError(f"{where}: key 'choices' has a duplicate choice id")
+    if not (len(e["hints"]) >= 2 and all(isinstance(h, str) and h.strip() for h in e["hints"])):
+        raise CatalogError(f"{where}: key 'hints' must hold at least two non-empty strings (a nudge, then the mechanism)")
+    fault = e.get("fault")
+    if fault in ("", "none"):
+        fault = None
+    if fault is not None and fault not in faults:
+        raise CatalogError(f"{where}: key 'fault' names {fault!r}, which is not in faults.toml")
+    observe = e.get("observe", "faulted" if fault else "clean")
+    if observe not in ("faulted", "clean", "both"):
+        raise CatalogError(f"{where}: key 'observe' must be faulted, clean or both")
+    if observe != "clean" and fault is None:
+        raise CatalogError(f"{where}: key 'observe' is {observe!r} but the exercise has no fault")
+    _check_exists(e["check"], where, directory)
+    if e["budget_s"] <= 0:
+        raise CatalogError(f"{where}: key 'budget_s' must be positive")
+    return Exercise(id=e["id"], set=e["set"], title=e["title"], source=e["source"], prompt=e["prompt"],
+                    kind=e["kind"], check=e["check"], explain=e["explain"], hints=tuple(e["hints"]),
+                    budget_s=float(e["budget_s"]), subject=e.get("subject", "engine"), fault=fault,
+                    choices=tuple(choices), tolerance=float(e.get("tolerance", 0.0)), observe=observe,
+                    timeout_s=float(e.get("timeout_s", 0.0)))
+
+
+@lru_cache(maxsize=64)
+def _functions_in(path: Path) -> frozenset[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return frozenset(node.name for node in tree.body if isinstance(node, ast.FunctionDef))
+
+
+def _check_exists(check: str, where: str, directory: Path) -> None:
+    module, _, function = check.partition(".")
+    path = directory / f"{module}.py"
+    if not (module.isidentifier() and function.isidentifier()):
+        raise CatalogError(f"{where}: key 'check' must look like set.function, found {check!r}")
+    if not path.is_file():
+        raise CatalogError(f"{where}: key 'check' names module {module!r}, but exercises/{module}.py does not exist")
+    try:
+        functions = _functions_in(path)
+    except SyntaxError as exc:
+        raise CatalogError(f"{where}: exercises/{module}.py has a syntax error at line {exc.lineno}") from None
+    if function not in functions:
+        raise CatalogError(f"{where}: key 'check' names {check!r}, but exercises/{module}.py defines no function {function!r}")

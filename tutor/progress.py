@@ -1,0 +1,316 @@
+"""The progress store: one TOML file per learner, never lost, never half-written.
+
+``<folder>/<learner>.toml`` holds a format version and, per exercise, its
+attempts (time, prediction, observed, correct, status, device, engine source
+hash) and the explain-back note with the time it was written::
+
+    format_version = 1
+    learner = "ada"
+
+    [exercises.head-split]
+    note = "The reshape cuts the sequence into head-sized blocks ..."
+    note_time = "2026-11-29T18:40:00+00:00"
+
+    [[exercises.head-split.attempts]]
+    time = "2026-11-29T18:39:12+00:00"
+    prediction = "b"
+    observed = "b"
+    correct = true
+    status = "pass"
+    device = "cpu"
+    engine_hash = "3f2a9c0d1b7e"
+
+Every change takes a file lock (``filelock``), re-reads the file, applies the
+change and writes the whole file to a temporary file that is then renamed over
+the old one, so concurrent ``tutor run`` processes never lose an attempt and a
+killed process leaves the old file or the new one. A file that cannot be read
+as progress is never overwritten: it is moved aside with a timestamp and the
+learner is told where it went. A file from a newer tutor is left untouched and
+refused.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import tomli_w
+from filelock import FileLock, Timeout
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+FORMAT_VERSION = 1
+MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_NOTE_CHARS = 20_000
+_LEARNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_ATTEMPT_FIELDS = {"time": str, "prediction": str, "observed": str, "correct": bool,
+                   "status": str, "device": str, "engine_hash": str}
+
+
+class ProgressError(Exception):
+    """Progress that cannot be read or written; the message is one sentence."""
+
+
+@dataclass
+class Attempt:
+    time: str
+    prediction: str
+    observed: str
+    correct: bool
+    status: str
+    device: str
+    engine_hash: str
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in _ATTEMPT_FIELDS}
+
+
+@dataclass
+class ExerciseProgress:
+    attempts: list[Attempt] = field(default_factory=list)
+    note: str = ""
+    note_time: str = ""
+
+    @property
+    def solved(self) -> bool:
+        return any(a.correct for a in self.attempts)
+
+
+@dataclass
+class LearnerProgress:
+    learner: str
+    exercises: dict[str, ExerciseProgress] = field(default_factory=dict)
+    #: sentences for the learner about what happened while loading
+    warnings: list[str] = field(default_factory=list)
+    read_only: bool = False
+
+    def of(self, exercise_id: str) -> ExerciseProgress:
+        return self.exercises.get(exercise_id, ExerciseProgress())
+
+    def to_dict(self) -> dict:
+        return {"learner": self.learner, "exercises": {
+            ex_id: {"attempts": [a.to_dict() for a in p.attempts], "note": p.note, "note_time": p.note_time,
+                    "solved": p.solved} for ex_id, p in sorted(self.exercises.items())}}
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def validate_learner(name: str) -> str:
+    """Return ``name`` if it is a safe learner name.
+
+    Raises:
+        ProgressError: the name is empty, too long, or holds characters other
+            than letters, digits, dot, dash and underscore.
+    """
+    if not isinstance(name, str) or not _LEARNER.match(name) or name in (".", ".."):
+        shown = repr(name)[:40]
+        raise ProgressError(f"the learner name {shown} is not allowed; use 1-64 letters, digits, dots, "
+                            "dashes or underscores, starting with a letter or digit")
+    return name
+
+
+def default_learner() -> str:
+    """``TUTOR_LEARNER``, else the login name when it is a safe name, else ``learner``."""
+    name = os.environ.get("TUTOR_LEARNER")
+    if name:
+        return validate_learner(name)
+    try:
+        login = getpass.getuser()
+    except Exception:
+        login = ""
+    return login if _LEARNER.match(login or "") else "learner"
+
+
+def default_folder(explicit: str | os.PathLike | None = None) -> Path:
+    """Where progress lives: the flag, ``TUTOR_PROGRESS_DIR``, the checkout's
+    ``progress/`` when tutor runs from a checkout, else the user data folder."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("TUTOR_PROGRESS_DIR")
+    if env:
+        return Path(env).expanduser()
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "progress").is_dir():
+        return checkout / "progress"
+    import platformdirs
+    return Path(platformdirs.user_data_dir("tutor", appauthor=False)) / "progress"
+
+
+def engine_hash() -> str:
+    """First 12 hex digits of the SHA-256 of the engine's source files."""
+    from exercises.faults import source_root
+    digest = hashlib.sha256()
+    engine = source_root() / "engine"
+    for path in sorted(engine.rglob("*.py")):
+        digest.update(path.relative_to(engine).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+class ProgressStore:
+    """Reads and changes learners' progress files in one folder."""
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder)
+
+    def path(self, learner: str) -> Path:
+        return self.folder / f"{validate_learner(learner)}.toml"
+
+    def load(self, learner: str) -> LearnerProgress:
+        """Read a learner's progress; a missing file is empty progress.
+
+        A damaged file is moved aside (see the module docstring) and reported
+        in ``warnings``; a file from a newer tutor comes back ``read_only``.
+
+        Raises:
+            ProgressError: the name is unsafe or the folder cannot be read.
+        """
+        path = self.path(learner)
+        progress = LearnerProgress(learner=learner)
+        data = self._read(path, progress)
+        if data is not None:
+            self._fill(progress, data)
+        return progress
+
+    def record_attempt(self, learner: str, exercise_id: str, attempt: Attempt) -> LearnerProgress:
+        """Append one attempt, under the lock, atomically."""
+        def change(data: dict) -> None:
+            entry = data.setdefault("exercises", {}).setdefault(exercise_id, {})
+            entry.setdefault("attempts", []).append(attempt.to_dict())
+        return self._update(learner, change)
+
+    def save_note(self, learner: str, exercise_id: str, text: str) -> LearnerProgress:
+        """Store the explain-back note (replacing the previous one)."""
+        if len(text) > MAX_NOTE_CHARS:
+            raise ProgressError(f"the note is {len(text)} characters long; keep it under {MAX_NOTE_CHARS}")
+        text = text.replace("\x00", "")
+
+        def change(data: dict) -> None:
+            entry = data.setdefault("exercises", {}).setdefault(exercise_id, {})
+            entry["note"] = text
+            entry["note_time"] = now()
+        return self._update(learner, change)
+
+    # --- internals -----------------------------------------------------------
+
+    def _update(self, learner: str, change) -> LearnerProgress:
+        path = self.path(learner)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(path) + ".lock", timeout=30):
+                progress = LearnerProgress(learner=learner)
+                data = self._read(path, progress)
+                if progress.read_only:
+                    raise ProgressError(progress.warnings[-1])
+                data = data or {}
+                data["format_version"] = FORMAT_VERSION
+                data["learner"] = learner
+                change(data)
+                self._write_atomically(path, data)
+        except Timeout:
+            raise ProgressError(f"another tutor holds the lock on {path} for over 30 s; "
+                                "close it or delete the .lock file") from None
+        except OSError as exc:
+            raise ProgressError(f"cannot write progress to {path} ({exc.strerror or exc}); "
+                                "choose a writable folder with --progress-dir") from None
+        self._fill(progress, data)
+        return progress
+
+    def _read(self, path: Path, progress: LearnerProgress) -> dict | None:
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ProgressError(f"cannot read {path} ({exc.strerror or exc}); "
+                                "check its permissions or choose another --progress-dir") from None
+        problem = None
+        data = None
+        if size > MAX_FILE_BYTES:
+            problem = f"it is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+        else:
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except PermissionError as exc:
+                raise ProgressError(f"cannot read {path} ({exc.strerror}); check its permissions") from None
+            except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+                problem = f"it is not valid TOML ({str(exc).splitlines()[0][:80]})"
+        if problem is None:
+            version = data.get("format_version")
+            if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+                progress.read_only = True
+                progress.warnings.append(
+                    f"{path} was written by a newer tutor (format {version}, this one knows {FORMAT_VERSION}); "
+                    "it is shown read-only and will not be changed — upgrade tutor to record new attempts")
+            elif version != FORMAT_VERSION:
+                problem = f"its format_version is {version!r}, not {FORMAT_VERSION}"
+            else:
+                problem = _shape_problem(data)
+        if problem is None:
+            return data
+        aside = path.with_name(f"{path.name}.corrupt-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}")
+        try:
+            os.replace(path, aside)
+        except OSError as exc:
+            raise ProgressError(f"{path} cannot be used because {problem}, and it could not be moved aside "
+                                f"({exc.strerror or exc}); move it yourself") from None
+        progress.warnings.append(f"{path.name} could not be used because {problem}; it was kept as {aside} "
+                                 "and a fresh progress file was started")
+        return None
+
+    def _fill(self, progress: LearnerProgress, data: dict) -> None:
+        progress.exercises = {}
+        for ex_id, entry in data.get("exercises", {}).items():
+            attempts = [Attempt(**{k: a[k] for k in _ATTEMPT_FIELDS}) for a in entry.get("attempts", [])]
+            progress.exercises[ex_id] = ExerciseProgress(attempts=attempts, note=entry.get("note", ""),
+                                                         note_time=entry.get("note_time", ""))
+
+    def _write_atomically(self, path: Path, data: dict) -> None:
+        payload = tomli_w.dumps(data).encode("utf-8")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(payload)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+
+def _shape_problem(data: dict) -> str | None:
+    """Why ``data`` is not a well-formed progress document, or None."""
+    exercises = data.get("exercises", {})
+    if not isinstance(exercises, dict):
+        return "its exercises entry is not a table"
+    for ex_id, entry in exercises.items():
+        if not isinstance(entry, dict):
+            return f"the entry for {ex_id!r} is not a table"
+        for key in ("note", "note_time"):
+            if key in entry and not isinstance(entry[key], str):
+                return f"the {key} of {ex_id!r} is not text"
+        attempts = entry.get("attempts", [])
+        if not isinstance(attempts, list):
+            return f"the attempts of {ex_id!r} are not a list"
+        for attempt in attempts:
+            if not isinstance(attempt, dict):
+                return f"an attempt of {ex_id!r} is not a table"
+            for key, kind in _ATTEMPT_FIELDS.items():
+                if not isinstance(attempt.get(key), kind):
+                    return f"an attempt of {ex_id!r} has a missing or wrongly typed {key!r}"
+    return None

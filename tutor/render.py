@@ -1,0 +1,94 @@
+"""Rich renderables for a run's result — used by the CLI and inside the TUI.
+
+Evidence tables wrap long cells (``overflow="fold"``) instead of cutting them,
+so nothing is silently truncated on an 80-column terminal.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from exercises import answers
+
+_BLOCKS = "▁▂▃▄▅▆▇█"
+VERDICT_STYLE = {"pass": "bold green", "fail": "bold red", "ok": "bold cyan",
+                 "error": "bold yellow", "timeout": "bold yellow", "cancelled": "bold yellow"}
+VERDICT_TEXT = {"pass": "✓ your prediction matched the observation",
+                "fail": "✗ your prediction did not match the observation",
+                "ok": "the check ran (no prediction)",
+                "error": "the check could not finish — that is itself an outcome",
+                "timeout": "the check ran out of time and was stopped",
+                "cancelled": "the run was cancelled"}
+
+
+def sparkline(values: list[float], width: int = 48) -> str:
+    """A one-line drawing of a series (min at ▁, max at █)."""
+    if not values:
+        return ""
+    if len(values) > width:
+        step = len(values) / width
+        values = [values[int(i * step)] for i in range(width)]
+    lo, hi = min(values), max(values)
+    span = (hi - lo) or 1.0
+    return "".join(_BLOCKS[min(len(_BLOCKS) - 1, int((v - lo) / span * (len(_BLOCKS) - 1) + 0.5))] for v in values)
+
+
+def evidence_renderables(items: list[dict], side: str) -> list:
+    out = []
+    for item in items:
+        kind = item.get("type")
+        if kind == "table":
+            table = Table(title=f"[{side}] {item['title']}", title_justify="left", show_lines=False,
+                          expand=False, pad_edge=False)
+            for column in item["columns"]:
+                table.add_column(str(column), overflow="fold")
+            for row in item["rows"]:
+                table.add_row(*[str(c) for c in row])
+            out.append(table)
+        elif kind == "series":
+            values = item.get("values", [])
+            label = f" {item['label']}" if item.get("label") else ""
+            first, last = (values[0], values[-1]) if values else (float("nan"), float("nan"))
+            out.append(Text.assemble((f"[{side}] {item['title']}{label}: ", "bold"),
+                                     f"{first:.4g} → {last:.4g}  ", (sparkline(values), "cyan")))
+        elif kind == "note":
+            out.append(Text(f"[{side}] {item['text']}", style="italic"))
+    return out
+
+
+def comparison_table(ex, result) -> Table:
+    table = Table(show_header=True, expand=False, pad_edge=False)
+    table.add_column("", style="bold")
+    table.add_column("value", overflow="fold")
+    if result.prediction is not None:
+        table.add_row("your prediction", result.prediction)
+    if result.observed is not None:
+        table.add_row("observed", answers.show(ex.kind, result.observed))
+    if ex.fault and result.clean is not None and ex.observe != "clean":
+        table.add_row("clean subject", answers.show(ex.kind, result.clean))
+    if ex.fault and result.faulted is not None and ex.observe == "clean":
+        table.add_row("faulted subject", answers.show(ex.kind, result.faulted))
+    table.add_row("device", f"{result.device} · torch {result.torch} · {result.duration_s:.2f} s")
+    return table
+
+
+def render_result(ex, result) -> list:
+    """The verdict, prediction against observation, errors, and evidence."""
+    parts: list = [Text(VERDICT_TEXT.get(result.status, result.status),
+                        style=VERDICT_STYLE.get(result.status, "bold"))]
+    parts.append(comparison_table(ex, result))
+    for side, message in result.errors.items():
+        parts.append(Text(f"{side}: {message}", style="yellow"))
+    for side, output in result.output.items():
+        if output.strip():
+            parts.append(Text(f"{side} printed:\n{output[:600]}", style="dim"))
+    for side in ("faulted", "clean"):
+        if side in result.evidence:
+            parts.extend(evidence_renderables(result.evidence[side], side))
+    return parts
+
+
+def render_group(ex, result) -> Group:
+    return Group(*render_result(ex, result))
