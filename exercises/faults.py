@@ -7,8 +7,8 @@ a one-line summary. The tutor shows the learner the unified diff and applies
 the edit to a private temporary copy of the subject packages; the files on
 disk are never touched, and the clean source carries no fault switches.
 
-Faults are data, kept in ``exercises/faults.toml``. Nothing in that file is
-executed.
+Faults are data: ``[[fault]]`` tables in the set files ``exercises/*.toml``,
+beside the exercises that use them. Nothing in those files is executed.
 """
 
 from __future__ import annotations
@@ -19,12 +19,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
-FAULTS_FILE = Path(__file__).with_name("faults.toml")
 #: The packages copied into a private folder before a check runs.
 SUBJECT_PACKAGES = ("engine", "exercises")
 _FIELDS = {"id": str, "file": str, "before": str, "after": str, "summary": str}
@@ -68,40 +62,26 @@ def source_root() -> Path:
     return Path(list(spec.submodule_search_locations)[0]).resolve().parent
 
 
-def load_faults(path: Path = FAULTS_FILE) -> dict[str, Fault]:
-    """Read and validate every fault in ``path``.
+def parse_fault(entry: object, where: str) -> Fault:
+    """Validate one ``[[fault]]`` table from a set file.
 
     Raises:
-        FaultError: the file does not parse, or a fault has unknown or missing
-            keys, wrong types, or a duplicate id — the message names the file
-            and the fault.
+        FaultError: unknown or missing keys, or a value that is not a
+            non-empty string; the message starts with ``where``.
     """
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise FaultError(f"{path.name}: cannot read the fault list ({exc}); fix the TOML syntax") from None
-    unknown_top = set(data) - {"format_version", "fault"}
-    if unknown_top:
-        raise FaultError(f"{path.name}: unknown top-level key {sorted(unknown_top)[0]!r}; only format_version and [[fault]] are allowed")
-    faults: dict[str, Fault] = {}
-    for n, entry in enumerate(data.get("fault", []), start=1):
-        where = f"{path.name}: fault #{n} ({entry.get('id', '?')})" if isinstance(entry, dict) else f"{path.name}: fault #{n}"
-        if not isinstance(entry, dict):
-            raise FaultError(f"{where}: each [[fault]] must be a table")
-        unknown = set(entry) - set(_FIELDS)
-        if unknown:
-            raise FaultError(f"{where}: unknown key {sorted(unknown)[0]!r}; allowed keys are {', '.join(_FIELDS)}")
-        for key, kind in _FIELDS.items():
-            if key not in entry:
-                raise FaultError(f"{where}: missing key {key!r}")
-            if not isinstance(entry[key], kind) or not entry[key]:
-                raise FaultError(f"{where}: key {key!r} must be a non-empty string")
-        if entry["id"] in faults:
-            raise FaultError(f"{where}: duplicate fault id {entry['id']!r}")
-        if entry["before"] == entry["after"]:
-            raise FaultError(f"{where}: before and after are the same text, so the fault changes nothing")
-        faults[entry["id"]] = Fault(**{k: entry[k] for k in _FIELDS})
-    return faults
+    if not isinstance(entry, dict):
+        raise FaultError(f"{where}: each [[fault]] must be a table")
+    unknown = set(entry) - set(_FIELDS)
+    if unknown:
+        raise FaultError(f"{where}: unknown key {sorted(unknown)[0]!r}; allowed keys are {', '.join(_FIELDS)}")
+    for key, kind in _FIELDS.items():
+        if key not in entry:
+            raise FaultError(f"{where}: missing key {key!r}")
+        if not isinstance(entry[key], kind) or not entry[key]:
+            raise FaultError(f"{where}: key {key!r} must be a non-empty string")
+    if entry["before"] == entry["after"]:
+        raise FaultError(f"{where}: before and after are the same text, so the fault changes nothing")
+    return Fault(**{k: entry[k] for k in _FIELDS})
 
 
 def verify(fault: Fault, root: Path | None = None) -> str:

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from exercises import answers
-from exercises.faults import FAULTS_FILE, Fault, FaultError, load_faults, source_root, verify
+from exercises.faults import Fault, FaultError, parse_fault, source_root, verify
 
 try:
     import tomllib
@@ -126,32 +126,24 @@ _EX_KEYS = {
 
 
 @lru_cache(maxsize=4)
-def load_catalog(directory: Path = EXERCISES_DIR, faults_file: Path = FAULTS_FILE) -> Catalog:
+def load_catalog(directory: Path = EXERCISES_DIR) -> Catalog:
     """Load and validate every set file in ``directory``.
 
     Raises:
         CatalogError: one sentence naming the file, the exercise and the key.
     """
-    try:
-        faults = load_faults(faults_file)
-    except FaultError as exc:
-        raise CatalogError(str(exc)) from None
     root = source_root() if directory == EXERCISES_DIR else directory.parent
-    for fault in faults.values():
-        try:
-            verify(fault, root)
-        except FaultError as exc:
-            raise CatalogError(f"{faults_file.name}: {exc}") from None
-    sets, seen = [], {}
+    sets, seen, faults, uses = [], {}, {}, []
     for path in sorted(directory.glob("*.toml")):
-        if path.name == faults_file.name:
-            continue
-        sets.append(_load_set(path, faults, seen, directory))
+        sets.append(_load_set(path, faults, seen, uses, root))
+    for where, fault_id in uses:
+        if fault_id not in faults:
+            raise CatalogError(f"{where}: key 'fault' names {fault_id!r}, which no [[fault]] table defines")
     sets.sort(key=lambda s: (s.order, s.id))
     return Catalog(sets=tuple(sets), faults=faults)
 
 
-def _load_set(path: Path, faults: dict, seen: dict, directory: Path) -> ExerciseSet:
+def _load_set(path: Path, faults: dict, seen: dict, uses: list, root: Path) -> ExerciseSet:
     name = path.name
     try:
         if path.stat().st_size > MAX_CATALOG_BYTES:
@@ -161,15 +153,29 @@ def _load_set(path: Path, faults: dict, seen: dict, directory: Path) -> Exercise
         raise CatalogError(f"{name}: cannot read the file ({exc.__class__.__name__}); check it is UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{name}: the TOML does not parse ({exc}); fix the syntax") from None
-    unknown = set(data) - {"format_version", "set", "exercise"}
+    unknown = set(data) - {"format_version", "set", "exercise", "fault"}
     if unknown:
-        raise CatalogError(f"{name}: unknown top-level key {sorted(unknown)[0]!r}; allowed: format_version, [set], [[exercise]]")
+        raise CatalogError(f"{name}: unknown top-level key {sorted(unknown)[0]!r}; "
+                           "allowed: format_version, [set], [[exercise]], [[fault]]")
     if data.get("format_version") != FORMAT_VERSION:
         raise CatalogError(f"{name}: format_version must be {FORMAT_VERSION}, found {data.get('format_version')!r}")
     meta = data.get("set")
     if not isinstance(meta, dict):
         raise CatalogError(f"{name}: missing the [set] table (id, title, order, summary)")
     _check_keys(meta, _SET_KEYS, f"{name}: [set]")
+    fault_entries = data.get("fault", [])
+    if not isinstance(fault_entries, list):
+        raise CatalogError(f"{name}: 'fault' must be an array of tables ([[fault]])")
+    for n, entry in enumerate(fault_entries, start=1):
+        where = f"{name}: fault {entry.get('id', f'#{n}')!r}" if isinstance(entry, dict) else f"{name}: fault #{n}"
+        try:
+            fault = parse_fault(entry, where)
+            verify(fault, root)
+        except FaultError as exc:
+            raise CatalogError(str(exc) if str(exc).startswith(name) else f"{where}: {exc}") from None
+        if fault.id in faults:
+            raise CatalogError(f"{where}: duplicate fault id {fault.id!r}")
+        faults[fault.id] = fault
     exercises = []
     entries = data.get("exercise", [])
     if not isinstance(entries, list):
@@ -179,7 +185,7 @@ def _load_set(path: Path, faults: dict, seen: dict, directory: Path) -> Exercise
             raise CatalogError(f"{name}: exercise #{n} must be a table")
         where = f"{name}: exercise {entry.get('id', f'#{n}')!r}"
         _check_keys(entry, _EX_KEYS, where)
-        exercises.append(_exercise(entry, meta["id"], faults, seen, where, directory))
+        exercises.append(_exercise(entry, meta["id"], uses, seen, where, root / "exercises"))
         seen[entry["id"]] = name
     return ExerciseSet(id=meta["id"], title=meta["title"], order=meta["order"],
                        summary=meta["summary"], exercises=tuple(exercises))
@@ -200,7 +206,7 @@ def _check_keys(table: dict, spec: dict, where: str) -> None:
             raise CatalogError(f"{where}: key {key!r} must be a {expected}, found {type(value).__name__}")
 
 
-def _exercise(e: dict, set_id: str, faults: dict, seen: dict, where: str, directory: Path) -> Exercise:
+def _exercise(e: dict, set_id: str, uses: list, seen: dict, where: str, directory: Path) -> Exercise:
     if not _ID.match(e["id"]):
         raise CatalogError(f"{where}: key 'id' must be kebab-case (a-z, 0-9, single hyphens)")
     if e["id"] in seen:
@@ -223,8 +229,8 @@ def _exercise(e: dict, set_id: str, faults: dict, seen: dict, where: str, direct
     fault = e.get("fault")
     if fault in ("", "none"):
         fault = None
-    if fault is not None and fault not in faults:
-        raise CatalogError(f"{where}: key 'fault' names {fault!r}, which is not in faults.toml")
+    if fault is not None:
+        uses.append((where, fault))
     observe = e.get("observe", "faulted" if fault else "clean")
     if observe not in ("faulted", "clean", "both"):
         raise CatalogError(f"{where}: key 'observe' must be faulted, clean or both")

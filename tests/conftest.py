@@ -1,0 +1,27 @@
+"""Shared fixtures: one catalog and one warm worker for the whole session."""
+
+import pytest
+
+from tutor.catalog import load_catalog
+from tutor.runner import Runner
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture(scope="session")
+def runner(catalog):
+    """A CPU runner whose worker (torch imported) lives for the whole test session."""
+    r = Runner(catalog, device="cpu")
+    yield r
+    r.close()
+
+
+@pytest.fixture(scope="session")
+def run(runner, catalog):
+    """run(exercise_id, prediction=None) -> RunResult, through the real worker."""
+    def _run(exercise_id, prediction=None):
+        return runner.run(catalog.get(exercise_id), prediction)
+    return _run
