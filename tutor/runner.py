@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -139,6 +140,7 @@ class Worker:
         proc, self._proc = self._proc, None
         if proc is None:
             return
+        scratch = self.info.get("scratch")
         try:
             os.killpg(proc.pid, 9)
         except (ProcessLookupError, PermissionError, OSError):
@@ -152,6 +154,8 @@ class Worker:
                 stream.close()
             except OSError:
                 pass
+        if scratch and os.path.basename(scratch).startswith("tutor-worker-"):
+            shutil.rmtree(scratch, ignore_errors=True)  # a killed worker cannot tidy up
 
 
 class Runner:

@@ -49,9 +49,17 @@ def main() -> None:
 
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but protocol lines may reach the real stdout
+    scratch = tempfile.mkdtemp(prefix="tutor-worker-")  # every private copy lives in here
     hello = {"hello": {"torch": torch.__version__, "cuda": _cuda_available(torch),
-                       "pid": os.getpid(), "cores": os.cpu_count() or 1}}
+                       "pid": os.getpid(), "cores": os.cpu_count() or 1, "scratch": scratch}}
     _send(out, hello)
+    try:
+        _serve(out, scratch, torch.__version__)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _serve(out, scratch: str, torch_version: str) -> None:
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -60,7 +68,7 @@ def main() -> None:
         except json.JSONDecodeError:
             _send(out, {"error": "the worker received a line that is not JSON"})
             continue
-        _send(out, handle(request, torch.__version__, lambda msg: _send(out, msg)))
+        _send(out, handle(request, torch_version, lambda msg: _send(out, msg), scratch))
 
 
 def _preload(torch) -> None:
@@ -87,7 +95,7 @@ def _send(out, message: dict) -> None:
     out.flush()
 
 
-def handle(request: dict, torch_version: str, send=None) -> dict:
+def handle(request: dict, torch_version: str, send=None, scratch: str | None = None) -> dict:
     """Run every side of one request and return the combined answer."""
     job = request.get("job")
     sides = request.get("sides", [])
@@ -99,7 +107,7 @@ def handle(request: dict, torch_version: str, send=None) -> dict:
     for side in sides:
         name = side["name"]
         fault = Fault(**side["fault"]) if side.get("fault") else None
-        folder = tempfile.mkdtemp(prefix=f"tutor-{name}-")
+        folder = tempfile.mkdtemp(prefix=f"{name}-", dir=scratch)
         try:
             make_private_copy(_path(folder), fault)
         except (FaultError, OSError) as exc:

@@ -1,0 +1,28 @@
+"""Layers point one way: the domain never loads Textual, and nothing on the
+first-screen path loads torch (DESIGN.md, principle 4)."""
+
+import subprocess
+import sys
+
+import pytest
+
+DOMAIN = ["tutor.catalog", "tutor.progress", "tutor.runner", "tutor.render", "tutor.cli",
+          "exercises.answers", "exercises.faults", "exercises.outcome", "exercises.context"]
+
+
+@pytest.mark.parametrize("module", DOMAIN)
+def test_domain_module_imports_neither_torch_nor_textual(module):
+    code = (f"import sys, {module}; "
+            "bad = [m for m in ('torch', 'textual') if m in sys.modules]; "
+            "print(','.join(bad)); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, f"{module} loaded {proc.stdout.strip()} {proc.stderr[-300:]}"
+
+
+def test_tutor_list_does_not_import_torch():
+    code = ("import sys, io, contextlib\n"
+            "from tutor.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['list', '--json'])\n"
+            "sys.exit(1 if 'torch' in sys.modules else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

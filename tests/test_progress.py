@@ -1,0 +1,138 @@
+"""The progress store: round trip, damaged files kept aside, locks, atomic writes."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tutor.progress import (MAX_FILE_BYTES, Attempt, ProgressError, ProgressStore, default_folder,
+                            engine_hash, now, validate_learner)
+
+
+def attempt(prediction="b", correct=True):
+    return Attempt(time=now(), prediction=prediction, observed="b", correct=correct,
+                   status="pass" if correct else "fail", device="cpu", engine_hash="abc")
+
+
+def test_round_trip(tmp_path):
+    store = ProgressStore(tmp_path)
+    store.record_attempt("ada", "head-split", attempt("a", False))
+    store.record_attempt("ada", "head-split", attempt("b", True))
+    store.save_note("ada", "head-split", "the reshape cuts time into blocks")
+    p = store.load("ada")
+    ex = p.of("head-split")
+    assert [a.prediction for a in ex.attempts] == ["a", "b"]
+    assert ex.solved and ex.note == "the reshape cuts time into blocks" and ex.note_time
+    assert p.of("never-tried").attempts == []
+    text = (tmp_path / "ada.toml").read_text()
+    assert "format_version = 1" in text
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "", "a\x00b", ".", "..", "-rf", "x" * 65, "a b"])
+def test_unsafe_learner_names_are_refused(tmp_path, name):
+    with pytest.raises(ProgressError, match="not allowed"):
+        ProgressStore(tmp_path).path(name)
+
+
+def test_safe_names_pass():
+    assert validate_learner("ada.lovelace_1-2") == "ada.lovelace_1-2"
+
+
+@pytest.mark.parametrize("content, why", [
+    ("this is = = not toml", "not valid TOML"),
+    ("format_version = 0\n", "format_version"),
+    ('format_version = 1\nexercises = "oops"\n', "not a table"),
+    ('format_version = 1\n[exercises.x]\nattempts = [{time = 1}]\n', "wrongly typed"),
+])
+def test_a_damaged_file_is_kept_aside_and_never_overwritten(tmp_path, content, why):
+    path = tmp_path / "ada.toml"
+    path.write_text(content)
+    store = ProgressStore(tmp_path)
+    p = store.load("ada")
+    assert p.exercises == {}
+    assert why in p.warnings[0] and "kept as" in p.warnings[0]
+    kept = [f for f in tmp_path.iterdir() if ".corrupt-" in f.name]
+    assert len(kept) == 1 and kept[0].read_text() == content
+    store.record_attempt("ada", "x", attempt())
+    assert kept[0].read_text() == content
+    assert len(store.load("ada").of("x").attempts) == 1
+
+
+def test_a_huge_file_is_kept_aside(tmp_path):
+    path = tmp_path / "ada.toml"
+    with open(path, "wb") as fh:
+        fh.truncate(MAX_FILE_BYTES + 1)
+    p = ProgressStore(tmp_path).load("ada")
+    assert "larger than" in p.warnings[0]
+
+
+def test_a_newer_format_is_read_only(tmp_path):
+    path = tmp_path / "ada.toml"
+    path.write_text("format_version = 99\n")
+    store = ProgressStore(tmp_path)
+    p = store.load("ada")
+    assert p.read_only and "newer tutor" in p.warnings[0]
+    with pytest.raises(ProgressError, match="newer tutor"):
+        store.record_attempt("ada", "x", attempt())
+    assert path.read_text() == "format_version = 99\n"
+
+
+def test_an_unwritable_folder_is_one_sentence(tmp_path):
+    if os.geteuid() == 0:
+        folder = "/proc/tutor-cannot-write-here"
+    else:
+        folder = tmp_path / "ro"
+        folder.mkdir()
+        folder.chmod(0o500)
+    with pytest.raises(ProgressError, match="--progress-dir"):
+        ProgressStore(folder).record_attempt("ada", "x", attempt())
+
+
+def test_folder_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUTOR_PROGRESS_DIR", str(tmp_path / "env"))
+    assert default_folder(tmp_path / "flag") == tmp_path / "flag"
+    assert default_folder() == tmp_path / "env"
+
+
+def test_engine_hash_is_stable():
+    assert engine_hash() == engine_hash() and len(engine_hash()) == 12
+
+
+SAVER = """
+import sys
+from tutor.progress import Attempt, ProgressStore, now
+store = ProgressStore(sys.argv[1])
+for i in range(int(sys.argv[3])):
+    store.record_attempt("ada", "ex", Attempt(time=now(), prediction=f"{sys.argv[2]}-{i}", observed="o",
+                                                correct=True, status="pass", device="cpu", engine_hash="h"))
+"""
+
+
+def test_two_processes_saving_concurrently_lose_nothing(tmp_path):
+    n = 100
+    procs = [subprocess.Popen([sys.executable, "-c", SAVER, str(tmp_path), tag, str(n)]) for tag in ("p", "q")]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    attempts = ProgressStore(tmp_path).load("ada").of("ex").attempts
+    assert len(attempts) == 2 * n
+    assert {a.prediction for a in attempts} == {f"{t}-{i}" for t in "pq" for i in range(n)}
+
+
+@pytest.mark.slow
+def test_sigkill_while_saving_never_leaves_a_partial_file(tmp_path):
+    """Kill a saving process at random moments; the file always parses."""
+    import random
+    store = ProgressStore(tmp_path)
+    survived = 0
+    for round_ in range(200):
+        proc = subprocess.Popen([sys.executable, "-c", SAVER, str(tmp_path), f"r{round_}", "50"])
+        time.sleep(random.uniform(0.05, 0.6))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        p = store.load("ada")
+        assert not p.warnings, p.warnings
+        survived += 1
+    assert survived == 200
+    print(f"kills survived: {survived}, attempts on disk: {len(store.load('ada').of('ex').attempts)}")

@@ -1,0 +1,120 @@
+"""A subject that raises, hangs, aborts, eats memory or floods output is an outcome,
+never a crash of the tutor; the worker is replaced; the tree is never written."""
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from exercises.faults import source_root
+from tutor.runner import Runner, RunResult
+
+SQUEEZE = "    predictions = predictions.squeeze(-1)  # (N, 1) -> (N,): drop only the named axis\n"
+
+
+def _fault(code: str) -> dict:
+    body = "".join(f"    {line}\n" for line in code.splitlines())
+    return {"id": "t", "file": "exercises/snippets/losses.py", "summary": "s", "before": SQUEEZE, "after": body}
+
+
+def _side(runner, code, timeout_s=20):
+    answer = runner.worker.request({"job": 1, "check": "shapes.broadcast_loss", "device": "cpu", "seed": 0,
+                                    "timeout_s": timeout_s, "sides": [{"name": "faulted", "fault": _fault(code)}]})
+    return answer["sides"]["faulted"]
+
+
+def test_an_exception_in_the_subject_is_an_error_outcome(runner):
+    side = _side(runner, 'raise ValueError("the subject broke")')
+    assert side["status"] == "error"
+    assert "ValueError: the subject broke" in side["error"]
+
+
+def test_a_hang_is_a_timeout(runner):
+    side = _side(runner, "while True:\n    pass", timeout_s=1.5)
+    assert side["status"] == "timeout" and "1.5 s" in side["error"]
+
+
+def test_an_abort_is_a_crash_outcome_and_the_worker_lives_on(runner):
+    side = _side(runner, "import os\nos.abort()")
+    assert side["status"] == "error" and "SIGABRT" in side["error"]
+    assert _side(runner, "pass")["status"] == "ok"
+
+
+def test_a_flood_of_output_is_cut_to_an_excerpt(runner):
+    side = _side(runner, 'print("x" * 5_000_000)')
+    assert side["status"] == "ok"
+    assert len(side["output"]) < 3000 and "more bytes of output not shown" in side["output"]
+
+
+def test_unbounded_allocation_is_capped(monkeypatch, catalog):
+    monkeypatch.setenv("TUTOR_MEMORY_CAP_MB", "1536")
+    r = Runner(catalog, device="cpu")
+    try:
+        side = _side(r, "hog = []\nwhile True:\n    hog.append(bytearray(64 << 20))", timeout_s=60)
+        assert side["status"] == "error" and "MemoryError" in side["error"]
+    finally:
+        r.close()
+
+
+def test_cancel_replaces_the_worker(catalog):
+    import threading
+    r = Runner(catalog, device="cpu")
+    try:
+        r.warm_up()
+        first_pid, first_scratch = r.worker.info["pid"], r.worker.info["scratch"]
+        results = []
+        fault = _fault("import time\ntime.sleep(30)")
+        t = threading.Thread(target=lambda: results.append(r.worker.request(
+            {"job": 1, "check": "shapes.broadcast_loss", "device": "cpu", "seed": 0, "timeout_s": 60,
+             "sides": [{"name": "faulted", "fault": fault}]})))
+        t.start()
+        import time
+        time.sleep(1.0)
+        r.cancel()
+        t.join(timeout=10)
+        assert results == [None]
+        result = r.run(catalog.get("broadcast-loss"), "(3, 3)")
+        assert isinstance(result, RunResult) and result.status == "pass"
+        assert r.worker.info["pid"] != first_pid
+        assert not os.path.exists(first_scratch)
+    finally:
+        r.close()
+
+
+def _tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if any(part in {".git", "__pycache__", ".pytest_cache", ".hypothesis"} for part in path.parts):
+            continue
+        if path.is_file() and not path.name.endswith(".egg-info"):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def test_tutor_check_leaves_the_tree_and_progress_untouched(tmp_path):
+    """Run `tutor check` from a copy of the checkout and compare the copy before and after."""
+    import shutil
+    root = tmp_path / "checkout"
+    for name in ("tutor", "engine", "exercises", "progress"):
+        shutil.copytree(source_root() / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "*.toml.*"))
+    for name in list((root / "progress").iterdir()):
+        if name.name != ".gitkeep":
+            name.unlink()
+    (root / "pyproject.toml").write_text((source_root() / "pyproject.toml").read_text())
+    before = _tree_digest(root)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, TMPDIR=str(scratch), PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
+    env.pop("TUTOR_PROGRESS_DIR", None)
+    proc = subprocess.run([sys.executable, "-m", "tutor.cli", "check", "broadcast-loss", "head-split",
+                           "skip-zero-grad", "cache-offset", "--device", "cpu"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _tree_digest(root) == before
+    assert sorted(p.name for p in (root / "progress").iterdir()) == [".gitkeep"]
+    leftovers = [p.name for p in scratch.iterdir() if not p.name.startswith("torchinductor")]
+    assert leftovers == []  # private copies were removed (torch's own compile cache may stay)
