@@ -131,6 +131,12 @@ def _console():
     return Console(highlight=False)
 
 
+def escape(text: str) -> str:
+    """Text shown through Rich markup: square brackets are data, not tags."""
+    from rich.markup import escape as rich_escape
+    return rich_escape(str(text))
+
+
 # --- commands ----------------------------------------------------------------
 
 def cmd_list(args) -> int:
@@ -177,10 +183,10 @@ def cmd_show(args) -> int:
     console.print(Panel(Markdown(ex.prompt), title=f"{ex.id} · {ex.title}", subtitle=ex.source))
     if ex.choices:
         for cid, text in ex.choices:
-            console.print(f"  [bold]{cid}[/bold]  {text}")
-    console.print(f"Answer with {ex.answer_format}:  tutor run {ex.id} --predict ANSWER")
+            console.print(f"  [bold]{escape(cid)}[/bold]  {escape(text)}")
+    console.print(f"Answer with {escape(ex.answer_format)}:  tutor run {ex.id} --predict ANSWER")
     if fault:
-        console.print(f"\nThe fault [bold]{fault.id}[/bold]: {fault.summary}")
+        console.print(f"\nThe fault [bold]{fault.id}[/bold]: {escape(fault.summary)}")
         console.print(Syntax(patch, "diff", theme="ansi_dark", background_color="default"))
     return 0
 
@@ -278,9 +284,9 @@ def cmd_check(args) -> int:
                 mark = "[green]ok[/green]" if ok else "[red]FAIL[/red]"
                 shown_clean = answers.show(ex.kind, result.clean) if result.clean is not None else "-"
                 shown_fault = answers.show(ex.kind, result.faulted) if result.faulted is not None else "-"
-                extra = f"  [red]{result.error}[/red]" if result.error else ""
-                console.print(f"{mark} {ex.id:<24} clean={shown_clean:<18} faulted={shown_fault:<18} "
-                              f"{result.duration_s:6.2f}s{extra}")
+                extra = f"  [red]{escape(result.error)}[/red]" if result.error else ""
+                console.print(f"{mark} {ex.id:<24} clean={escape(shown_clean):<18} "
+                              f"faulted={escape(shown_fault):<18} {result.duration_s:6.2f}s{extra}")
     except WorkerError as exc:
         _fail(str(exc))
         return EXIT_CHECK
@@ -309,17 +315,20 @@ def cmd_progress(args) -> int:
         _print_json(data)
         return 0
     from rich.table import Table
+    from rich.text import Text
     console = _console()
     if not progress.exercises:
-        console.print(f"No attempts saved yet for {learner} in {store.folder}. Try: tutor run head-split --predict b")
+        console.print(Text(f"No attempts saved yet for {learner} in {store.folder}. "
+                           "Try: tutor run head-split --predict b"))
         return 0
     table = Table(title=f"Progress of {learner} ({store.path(learner)})", title_justify="left")
     for col in ("exercise", "attempts", "last prediction", "observed", "solved", "note"):
         table.add_column(col, overflow="fold")
     for ex_id, p in sorted(progress.exercises.items()):
         last = p.attempts[-1] if p.attempts else None
-        table.add_row(ex_id, str(len(p.attempts)), last.prediction if last else "-", last.observed if last else "-",
-                      "yes" if p.solved else "no", (p.note[:60] + "…") if len(p.note) > 60 else p.note)
+        table.add_row(ex_id, str(len(p.attempts)), Text(last.prediction if last else "-"),
+                      Text(last.observed if last else "-"), "yes" if p.solved else "no",
+                      Text((p.note[:60] + "…") if len(p.note) > 60 else p.note))
     console.print(table)
     return 0
 

@@ -7,6 +7,7 @@ so nothing is silently truncated on an 80-column terminal.
 from __future__ import annotations
 
 from rich.console import Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -40,12 +41,12 @@ def evidence_renderables(items: list[dict], side: str) -> list:
     for item in items:
         kind = item.get("type")
         if kind == "table":
-            table = Table(title=f"[{side}] {item['title']}", title_justify="left", show_lines=False,
-                          expand=False, pad_edge=False)
+            table = Table(title=Text(f"[{side}] {item['title']}", style="bold"), title_justify="left",
+                          show_lines=False, expand=False, pad_edge=False)
             for column in item["columns"]:
-                table.add_column(str(column), overflow="fold")
+                table.add_column(Text(str(column)), overflow="fold")
             for row in item["rows"]:
-                table.add_row(*[str(c) for c in row])
+                table.add_row(*[Text(str(c)) for c in row])
             out.append(table)
         elif kind == "series":
             values = item.get("values", [])
@@ -63,14 +64,14 @@ def comparison_table(ex, result) -> Table:
     table.add_column("", style="bold")
     table.add_column("value", overflow="fold")
     if result.prediction is not None:
-        table.add_row("your prediction", result.prediction)
+        table.add_row("your prediction", Text(result.prediction))
     if result.observed is not None:
-        table.add_row("observed", answers.show(ex.kind, result.observed))
+        table.add_row("observed", Text(answers.show(ex.kind, result.observed)))
     if ex.fault and result.clean is not None and ex.observe != "clean":
-        table.add_row("clean subject", answers.show(ex.kind, result.clean))
+        table.add_row("clean subject", Text(answers.show(ex.kind, result.clean)))
     if ex.fault and result.faulted is not None and ex.observe == "clean":
-        table.add_row("faulted subject", answers.show(ex.kind, result.faulted))
-    table.add_row("device", f"{result.device} · torch {result.torch} · {result.duration_s:.2f} s")
+        table.add_row("faulted subject", Text(answers.show(ex.kind, result.faulted)))
+    table.add_row("device", Text(f"{result.device} · torch {result.torch} · {result.duration_s:.2f} s"))
     return table
 
 

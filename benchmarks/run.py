@@ -1,0 +1,339 @@
+"""The performance benchmark: every figure of the performance targets, in one run.
+
+    python benchmarks/run.py [--quick] [--only SECTION ...] [--device cpu|cuda]
+
+Sections (each prints its figures with the target and pass / falls short):
+
+* ``startup``  — first screen: the TUI's home screen interactive (Textual
+  headless, app start to first idle; torch not imported), and the process
+  wall time of ``tutor list``; plus where a run's time goes (torch import,
+  worker start, fault copy, fork, the check).
+* ``verdict``  — Run→verdict with a warm worker for every exercise: median
+  and max of 5 (3 with --quick); ≤ 1 s without training, ≤ 10 s training.
+* ``engine``   — a training step of the engine (n_layer 4, n_head 4, n_embd
+  128, block 64, V 37, batch 16) against a straightforward nanoGPT-style
+  reference written here, measured alternately in one process; GEMM
+  throughput at the model's own matrix shapes; model FLOP utilisation with
+  the 6·N·tokens + attention estimate.
+* ``cache``    — ms/token of cached decoding at T = 8 and T = block_size
+  (block 512), and cached against full-prefix recomputation at T = 256.
+
+Timings are medians of repeated runs on this machine; they belong here, not
+in the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+RESULTS: list[tuple[str, str, str, str]] = []  # (figure, measured, target, verdict)
+
+
+def record(figure: str, measured: str, target: str, ok: bool | None) -> None:
+    verdict = "-" if ok is None else ("pass" if ok else "falls short")
+    RESULTS.append((figure, measured, target, verdict))
+    print(f"  {figure:<58} {measured:>22}   target {target:<16} {verdict}", flush=True)
+
+
+def median_time(fn, repeats: int, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+# --- startup -----------------------------------------------------------------
+
+def bench_startup(args) -> None:
+    print("\n== First screen and where a run's time goes")
+    walls = []
+    for _ in range(5):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "tutor.cli", "list", "--json"], capture_output=True, check=True)
+        walls.append(time.perf_counter() - t)
+    record("tutor list, process wall time (median of 5)", f"{statistics.median(walls) * 1000:.0f} ms", "< 500 ms",
+           statistics.median(walls) < 0.5)
+
+    code = r"""
+import asyncio, sys, time, tempfile
+t0 = time.perf_counter()
+from tutor.catalog import load_catalog
+from tutor.progress import ProgressStore
+from tutor.ui.app import build_app
+class IdleRunner:
+    def warm_up(self): return {}
+    def run(self, *a, **k): raise RuntimeError
+    def cancel(self): pass
+    def close(self): pass
+async def main():
+    app = build_app(load_catalog(), ProgressStore(tempfile.mkdtemp()), "bench", IdleRunner())
+    async with app.run_test(size=(100, 32)) as pilot:
+        await pilot.pause()
+        print(f"{time.perf_counter() - t0:.4f} {'torch' in sys.modules}")
+asyncio.run(main())
+"""
+    firsts, torch_loaded = [], False
+    for _ in range(5):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if out.returncode != 0:
+            print("  the TUI could not be started headless:", out.stderr.strip().splitlines()[-1:])
+            break
+        seconds, loaded = out.stdout.split()
+        firsts.append(float(seconds))
+        torch_loaded |= loaded == "True"
+    if firsts:
+        m = statistics.median(firsts)
+        record("TUI home screen, imports + app start to first idle", f"{m * 1000:.0f} ms", "< 500 ms", m < 0.5)
+        record("torch imported before the first screen", str(torch_loaded), "False", not torch_loaded)
+
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import torch"], check=True)
+    record("profile: python + import torch (cold process)", f"{(time.perf_counter() - t) * 1000:.0f} ms", "-", None)
+    from tutor.catalog import load_catalog
+    from tutor.runner import Runner
+    catalog = load_catalog()
+    runner = Runner(catalog, device="cpu")
+    t = time.perf_counter()
+    runner.warm_up()
+    record("profile: worker start (python, torch, preloads)", f"{(time.perf_counter() - t) * 1000:.0f} ms", "-", None)
+    import tempfile
+
+    from exercises.faults import make_private_copy
+    fault = catalog.faults["head-split-reshape"]
+
+    def copy_once():
+        with tempfile.TemporaryDirectory() as d:
+            make_private_copy(Path(d), fault)
+    record("profile: private copy + fault applied", f"{median_time(copy_once, 10) * 1000:.1f} ms", "-", None)
+    ex = catalog.get("broadcast-loss")
+    runner.run(ex)
+    result = runner.run(ex)
+    side = result.side_durations_s.get("faulted", 0.0)
+    record("profile: broadcast-loss, one side (fork + import + check)", f"{side * 1000:.0f} ms", "-", None)
+    runner.close()
+
+
+# --- Run -> verdict ----------------------------------------------------------
+
+def bench_verdict(args) -> None:
+    from tutor.catalog import load_catalog
+    from tutor.runner import Runner
+    print("\n== Run -> verdict with a warm worker (fault applied, check run, result returned)")
+    catalog = load_catalog()
+    runner = Runner(catalog, device=args.device)
+    runner.warm_up()
+    repeats = 3 if args.quick else 5
+    print(f"  {'id':<26} {'median s':>9} {'max s':>7}  target")
+    worst_fast, worst_train = 0.0, 0.0
+    for ex in catalog.exercises:
+        times = []
+        status = "?"
+        for _ in range(repeats):
+            t = time.perf_counter()
+            result = runner.run(ex)
+            times.append(time.perf_counter() - t)
+            status = result.status
+        training = ex.budget_s > 1.0
+        limit = 10.0 if training else 1.0
+        med, mx = statistics.median(times), max(times)
+        flag = "" if med <= limit else "  falls short"
+        print(f"  {ex.id:<26} {med:9.3f} {mx:7.3f}  ≤ {limit:g} s ({status}){flag}", flush=True)
+        if training:
+            worst_train = max(worst_train, med)
+        else:
+            worst_fast = max(worst_fast, med)
+    runner.close()
+    record("Run→verdict, slowest median without training", f"{worst_fast:.3f} s", "≤ 1 s", worst_fast <= 1.0)
+    record("Run→verdict, slowest median of a training exercise", f"{worst_train:.3f} s", "≤ 10 s", worst_train <= 10.0)
+
+
+# --- engine throughput -------------------------------------------------------
+
+def _reference_gpt(torch, V, block, n_layer, n_head, C):
+    """A straightforward nanoGPT-style GPT, written here as the yardstick."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_attn = nn.Linear(C, 3 * C, bias=False)
+            self.c_proj = nn.Linear(C, C, bias=False)
+
+        def forward(self, x):
+            B, T, _ = x.shape
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            q = q.view(B, T, n_head, C // n_head).transpose(1, 2)
+            k = k.view(B, T, n_head, C // n_head).transpose(1, 2)
+            v = v.view(B, T, n_head, C // n_head).transpose(1, 2)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+    class Blk(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.attn, self.ln_2 = nn.LayerNorm(C), Attn(), nn.LayerNorm(C)
+            self.mlp = nn.Sequential(nn.Linear(C, 4 * C), nn.GELU(), nn.Linear(4 * C, C))
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class Ref(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(block, C)
+            self.h = nn.ModuleList([Blk() for _ in range(n_layer)])
+            self.ln_f, self.lm_head = nn.LayerNorm(C), nn.Linear(C, V, bias=False)
+            self.lm_head.weight = self.wte.weight
+
+        def forward(self, idx, targets):
+            T = idx.size(1)
+            x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
+            for b in self.h:
+                x = b(x)
+            logits = self.lm_head(self.ln_f(x))
+            return logits, F.cross_entropy(logits.view(-1, V), targets.view(-1))
+
+    return Ref()
+
+
+def _sync(torch, device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def bench_engine(args) -> None:
+    import torch
+
+    from engine.config import GPTConfig
+    from engine.model import GPT
+    print(f"\n== Engine training step against a nanoGPT-style reference ({args.device}, "
+          f"{torch.get_num_threads()} threads)")
+    device = args.device
+    V, block, n_layer, n_head, C, B = 37, 64, 4, 4, 128, 16
+    torch.manual_seed(0)
+    engine = GPT(GPTConfig(vocab_size=V, block_size=block, n_layer=n_layer, n_head=n_head, n_embd=C)).to(device)
+    reference = _reference_gpt(torch, V, block, n_layer, n_head, C).to(device)
+    x = torch.randint(0, V, (B, block), device=device)
+    y = torch.randint(0, V, (B, block), device=device)
+    opts = {m: torch.optim.AdamW(m.parameters(), lr=1e-3) for m in (engine, reference)}
+
+    def step(model):
+        _, loss = model(x, y)
+        opts[model].zero_grad(set_to_none=True)
+        loss.backward()
+        opts[model].step()
+        _sync(torch, device)
+
+    rounds = 5 if args.quick else 15
+    per = {engine: [], reference: []}
+    for m in (engine, reference):
+        for _ in range(5):
+            step(m)
+    for _ in range(rounds):  # alternate, so drift hits both alike
+        for m in (engine, reference):
+            per[m].append(median_time(lambda: step(m), 5, warmup=0))
+    t_engine, t_ref = statistics.median(per[engine]), statistics.median(per[reference])
+    record("engine step (median ms)", f"{t_engine * 1000:.2f} ms", "-", None)
+    record("nanoGPT-style reference step (median ms)", f"{t_ref * 1000:.2f} ms", "-", None)
+    record("engine speed ÷ reference speed", f"{t_ref / t_engine:.3f}×", "≥ 1.00× (±3 % noise)",
+           t_ref / t_engine >= 0.97)
+
+    rows = B * block
+    shapes = [(rows, C, 3 * C), (rows, C, C), (rows, C, 4 * C), (rows, 4 * C, C), (rows, C, V)]
+    flops, seconds = 0.0, 0.0
+    for (m, k, n) in shapes:
+        a = torch.randn(m, k, device=device)
+        b = torch.randn(k, n, device=device)
+        t = median_time(lambda: (torch.mm(a, b), _sync(torch, device)), 50, warmup=5)
+        flops += 2 * m * k * n
+        seconds += t
+    gemm = flops / seconds
+    record("GEMM throughput at the model's shapes", f"{gemm / 1e9:.1f} GFLOP/s", "-", None)
+    n_params = sum(p.numel() for p in {id(p): p for p in engine.parameters()}.values())
+    tokens = B * block
+    model_flops = 6 * n_params * tokens + 12 * n_layer * C * block * tokens
+    achieved = model_flops / t_engine
+    mfu = achieved / gemm
+    record("engine model FLOP/s (6·N·tokens + attention)", f"{achieved / 1e9:.1f} GFLOP/s", "-", None)
+    record("engine FLOP utilisation vs GEMM at model shapes", f"{mfu * 100:.0f} %", "≥ 75 %", mfu >= 0.75)
+    record("reference FLOP utilisation vs GEMM", f"{model_flops / t_ref / gemm * 100:.0f} %", "-", None)
+
+
+# --- KV cache ----------------------------------------------------------------
+
+def bench_cache(args) -> None:
+    import torch
+
+    from engine.config import GPTConfig
+    from engine.model import GPT
+    print("\n== KV cache decoding cost (block_size 512)")
+    device = args.device
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=37, block_size=512, n_layer=4, n_head=4, n_embd=128)).to(device).eval()
+    prompt = torch.randint(0, 37, (1, 512), device=device)
+
+    @torch.no_grad()
+    def ms_per_token_cached(T: int, n: int = 16) -> float:
+        """Decode n tokens one at a time with T - n tokens already cached."""
+        cache = model.new_cache(1)
+        model(prompt[:, : T - n], cache=cache)
+        _sync(torch, device)
+        t = time.perf_counter()
+        for i in range(T - n, T):
+            model(prompt[:, i:i + 1], cache=cache)
+        _sync(torch, device)
+        return (time.perf_counter() - t) / n * 1000
+
+    @torch.no_grad()
+    def ms_per_token_full(T: int, n: int = 8) -> float:
+        t = time.perf_counter()
+        for i in range(T - n, T):
+            model(prompt[:, : i + 1])
+        _sync(torch, device)
+        return (time.perf_counter() - t) / n * 1000
+
+    reps = 5 if args.quick else 9
+    ms_per_token_cached(64)
+    short = statistics.median(ms_per_token_cached(24) for _ in range(reps))   # contexts 8..23
+    long = statistics.median(ms_per_token_cached(512) for _ in range(reps))   # contexts 496..511
+    record("cached ms/token near T = 8", f"{short:.3f} ms", "-", None)
+    record("cached ms/token near T = block_size (512)", f"{long:.3f} ms", "-", None)
+    record("cached cost growth T=512 ÷ T=8", f"{long / short:.2f}×", "≤ 1.15×", long / short <= 1.15)
+    cached = statistics.median(ms_per_token_cached(256) for _ in range(reps))
+    full = statistics.median(ms_per_token_full(256) for _ in range(max(3, reps // 2)))
+    record("full-prefix ms/token at T = 256", f"{full:.3f} ms", "-", None)
+    record("full-prefix ÷ cached at T = 256", f"{full / cached:.1f}×", "≥ 5×", full / cached >= 5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--only", nargs="*", choices=["startup", "verdict", "engine", "cache"])
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    args = parser.parse_args()
+    sections = args.only or ["startup", "verdict", "engine", "cache"]
+    print(f"machine: {os.cpu_count()} cores · python {sys.version.split()[0]} · {time.strftime('%Y-%m-%d %H:%M')}")
+    for name in sections:
+        {"startup": bench_startup, "verdict": bench_verdict, "engine": bench_engine, "cache": bench_cache}[name](args)
+    print("\n== Summary")
+    for figure, measured, target, verdict in RESULTS:
+        print(f"  {figure:<58} {measured:>22}   {target:<22} {verdict}")
+
+
+if __name__ == "__main__":
+    main()
