@@ -1,0 +1,60 @@
+"""The set ``shapes`` observes the known values of seed 000 §1 (CATALOG.md), clean and faulted."""
+
+from exercises import answers
+
+
+def graded(catalog, result, text):
+    """Grade another typed answer against an observation already made (no second run)."""
+    ex = catalog.get(result.id)
+    return answers.matches(ex.kind, answers.parse(ex.kind, text, list(ex.choices)), result.observed, ex.tolerance)
+
+
+def test_broadcast_loss(run, catalog):
+    r = run("broadcast-loss", "(3, 3)")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [3] and r.faulted == [3, 3]
+
+
+def test_squeeze_batch_drops_the_batch_axis_at_batch_size_one(run, catalog):
+    r = run("squeeze-batch", "(5,)")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [1, 5] and r.faulted == [5]
+    assert not graded(catalog, r, "(1, 5)")
+
+
+def test_softmax_axis_rows_stop_summing_to_one_with_the_same_shape(run, catalog):
+    r = run("softmax-axis", "no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean is True and r.faulted is False
+    shapes = {side: dict(r.evidence[side][0]["rows"]) for side in ("clean", "faulted")}
+    assert shapes["clean"] == shapes["faulted"] == {"logits": "(2, 4, 6)", "probs": "(2, 4, 6)"}
+
+
+def test_pairwise_index_pairs_versus_block(run, catalog):
+    r = run("pairwise-index", "3")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [3, 3] and r.faulted == [3]
+    values = [row[-1] for row in r.evidence["faulted"][1]["rows"]]
+    assert values == ["2", "13", "24"]  # coordinates (0, 2), (1, 3), (2, 4)
+
+
+def test_index_assign_read_copies_assignment_writes(run, catalog):
+    r = run("index-assign", "no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean is True and r.faulted is False
+
+
+def test_gather_repeat_gives_the_repeated_entry_gradient_two(run, catalog):
+    r = run("gather-repeat", "1 0 1 0 2 0")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [1.0, 0.0, 1.0, 0.0, 2.0, 0.0]
+    assert r.faulted == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]
+    assert not graded(catalog, r, "1 0 1 0 1 0")
+
+
+def test_token_logprob_without_the_singleton_axis_raises(run, catalog):
+    # Measured in torch 2.13: gather refuses an index with fewer axes than its input.
+    r = run("token-logprob", "RuntimeError")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == "none" and r.faulted == "RuntimeError"
+    assert any("same number of dimensions" in item.get("text", "") for item in r.evidence["faulted"])
