@@ -328,5 +328,5 @@ class GPT(nn.Module):
 
         loss = None
         if targets is not None:
-            loss = F.cross_entropy(logits.view(-1, V), targets.view(-1))
+            loss = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
         return logits, loss
