@@ -340,11 +340,11 @@ def _tui(args) -> int:
     from tutor.progress import ProgressError
     store, learner = _store_and_learner(args)
     try:
-        store.load(learner)
+        loaded = store.load(learner)
     except ProgressError as exc:
         raise UsageError(str(exc)) from None
     from tutor.ui.app import run_app
-    run_app(catalog=_catalog(), store=store, learner=learner, device=args.device)
+    run_app(catalog=_catalog(), store=store, learner=learner, device=args.device, warnings=loaded.warnings)
     return 0
 
 

@@ -92,11 +92,18 @@ class Worker:
     def __init__(self) -> None:
         self._proc: subprocess.Popen | None = None
         self.info: dict = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self.stopped = False  # set when stop() ends a worker on purpose
 
     def start(self) -> dict:
+        """Start the worker unless it is running; return its hello (torch version, CUDA, pid)."""
+        with self._lock:
+            return self._start()
+
+    def _start(self) -> dict:
         if self._proc is not None and self._proc.poll() is None:
             return self.info
+        self.stopped = False
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
         try:
@@ -105,10 +112,13 @@ class Worker:
                 stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env, start_new_session=True)
         except OSError as exc:
             raise WorkerError(f"could not start the check worker ({exc})") from None
-        line = self._proc.stdout.readline()
+        proc = self._proc
+        line = proc.stdout.readline()
         try:
             self.info = json.loads(line)["hello"]
         except (json.JSONDecodeError, KeyError, TypeError):
+            if self.stopped:
+                raise WorkerError("the check worker was stopped while it was starting") from None
             self.stop()
             raise WorkerError("the check worker did not start; is torch installed? "
                               "Run: pip install torch==2.13.0") from None
@@ -132,11 +142,15 @@ class Worker:
                             on_progress(answer)
                         continue
                     return answer
-            except (BrokenPipeError, OSError, ValueError):
+            except (BrokenPipeError, OSError, ValueError, AttributeError):
                 return None
 
     def stop(self) -> None:
-        """Kill the worker and everything it started (its process group)."""
+        """Kill the worker and everything it started (its process group).
+
+        Safe to call from another thread while a request or a start is waiting.
+        """
+        self.stopped = True
         proc, self._proc = self._proc, None
         if proc is None:
             return
@@ -207,15 +221,26 @@ class Runner:
         parsed = None
         if prediction is not None:
             parsed = answers.parse(exercise.kind, prediction, list(exercise.choices))
-        device = self.device
+        self._cancelled.clear()
+        try:
+            device = self.device
+        except WorkerError:
+            if not self._cancelled.is_set():
+                raise
+            return RunResult(id=exercise.id, status="cancelled", device="?", torch="?", fault=exercise.fault,
+                             kind=exercise.kind, prediction=prediction, errors={"run": "the run was cancelled"})
         fault = self.catalog.fault_of(exercise)
         sides = [{"name": "clean", "fault": None}]
         if fault is not None:
             sides.append({"name": "faulted", "fault": fault.to_dict()})
-        self._cancelled.clear()
         request = {"job": next(self._jobs), "check": exercise.check, "device": device, "seed": self.seed,
                    "timeout_s": exercise.time_limit_s, "sides": sides}
-        answer = self.worker.request(request, on_progress)
+        try:
+            answer = self.worker.request(request, on_progress)
+        except WorkerError:
+            if not self._cancelled.is_set():
+                raise
+            answer = None
         result = RunResult(id=exercise.id, status="error", device=device, torch=self.worker.info.get("torch", "?"),
                            fault=exercise.fault, kind=exercise.kind, prediction=prediction)
         if answer is None:

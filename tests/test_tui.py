@@ -1,0 +1,522 @@
+"""The Textual UI, driven through ``App.run_test()`` with a fake runner.
+
+Every test builds the app with the real catalog, a progress store in
+``tmp_path`` and a :class:`FakeRunner` that returns a canned ``RunResult``, so
+nothing here depends on torch or on its numerics. The tests are plain sync
+functions that call ``asyncio.run`` (no pytest-asyncio needed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+pytest.importorskip("textual")
+
+from textual.widgets import Input, OptionList, Static, TextArea  # noqa: E402
+
+from tutor.catalog import load_catalog  # noqa: E402
+from tutor.progress import Attempt, ProgressStore  # noqa: E402
+from tutor.runner import RunResult  # noqa: E402
+from tutor.ui.app import build_app  # noqa: E402
+from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
+from tutor.ui.screens.help import HelpScreen  # noqa: E402
+from tutor.ui.screens.home import HomeScreen  # noqa: E402
+from tutor.ui.screens.progress import ProgressScreen  # noqa: E402
+from tutor.ui.widgets.exercise_tree import ExerciseTree  # noqa: E402
+from tutor.ui.widgets.prediction import PredictionInput  # noqa: E402
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+LEARNER = "ada"
+
+
+# --- fakes and helpers ---------------------------------------------------------
+
+class FakeRunner:
+    """Has the real runner's four methods; ``run`` returns ``make(exercise, prediction)``.
+
+    With ``slow=True`` a run blocks until ``cancel()`` and then returns a
+    cancelled result, like the real runner does when its worker is killed.
+    """
+
+    def __init__(self, make=None, slow: bool = False) -> None:
+        self.make = make or canned_pass
+        self.slow = slow
+        self.calls: list[tuple[str, str | None]] = []
+        self.cancelled = threading.Event()
+        self.started = threading.Event()
+        self.closed = False
+
+    def warm_up(self) -> dict:
+        return {"torch": "fake", "cuda": False}
+
+    def run(self, exercise, prediction=None, on_progress=None):
+        self.calls.append((exercise.id, prediction))
+        self.started.set()
+        if on_progress is not None:
+            on_progress({"side": "clean", "progress": 0.5, "message": "halfway"})
+        if self.slow:
+            self.cancelled.wait(10)
+            return RunResult(id=exercise.id, status="cancelled", device="cpu", torch="fake", fault=exercise.fault,
+                             kind=exercise.kind, prediction=prediction, errors={"run": "the run was cancelled"})
+        return self.make(exercise, prediction)
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def canned_pass(exercise, prediction):
+    """A pass whose observation is whatever was predicted (kind-agnostic)."""
+    from exercises import answers
+    observed = answers.parse(exercise.kind, prediction, list(exercise.choices))
+    return RunResult(
+        id=exercise.id, status="pass", device="cpu", torch="fake", fault=exercise.fault, kind=exercise.kind,
+        prediction=prediction, observed=observed, clean=observed, faulted=observed, correct=True,
+        evidence={"clean": [{"type": "series", "title": "loss", "values": [3.0, 2.0, 1.0]},
+                            {"type": "table", "title": "canned rows", "columns": ["quantity", "value"],
+                             "rows": [["answer", "canned"]]}],
+                  "faulted": [{"type": "series", "title": "loss", "values": [3.0, 3.0, 3.5]}]},
+        duration_s=0.01)
+
+
+def canned_error(exercise, prediction):
+    return RunResult(id=exercise.id, status="error", device="cpu", torch="fake", fault=exercise.fault,
+                     kind=exercise.kind, prediction=prediction,
+                     errors={"faulted": "RuntimeError: the subject crashed on purpose (canned)"})
+
+
+def make_app(tmp_path, runner=None):
+    store = ProgressStore(tmp_path)
+    return build_app(load_catalog(), store, LEARNER, runner or FakeRunner()), store
+
+
+def drive(app, script, size=(80, 24)):
+    """Run ``script(pilot)`` inside ``app.run_test``; fail on any app exception."""
+    async def main():
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            await script(pilot)
+            await pilot.pause()
+    asyncio.run(main())
+    assert getattr(app, "_exception", None) is None
+
+
+def text_of(widget) -> str:
+    """What a Static shows, as plain text (rendered 400 columns wide, so nothing wraps)."""
+    console = Console(width=400, record=True, color_system=None, file=open(Path("/dev/null"), "w"))
+    console.print(widget.content)
+    return console.export_text()
+
+
+def screen_text(screen) -> str:
+    return "\n".join(text_of(s) for s in screen.query(Static))
+
+
+def walk(node):
+    yield node
+    for child in node.children:
+        yield from walk(child)
+
+
+async def open_exercise(pilot, exercise_id: str) -> ExerciseScreen:
+    tree = pilot.app.screen.query_one(ExerciseTree)
+    node = next(n for n in walk(tree.root) if n.data == exercise_id)
+    tree.focus()
+    tree.cursor_line = node.line
+    await pilot.pause()
+    await pilot.press("enter")
+    await pilot.pause()
+    screen = pilot.app.screen
+    assert isinstance(screen, ExerciseScreen) and screen.exercise.id == exercise_id
+    return screen
+
+
+async def pick(pilot, choice_id: str) -> None:
+    """Select a choice (or yes/no) in the option list with the keyboard."""
+    widget = pilot.app.screen.query_one(PredictionInput)
+    option_list = widget.query_one(OptionList)
+    option_list.focus()
+    await pilot.pause()
+    index = [cid for cid, _ in widget.options].index(choice_id)
+    await pilot.press("home", *(["down"] * index), "enter")
+    await pilot.pause()
+    assert widget.value == choice_id
+
+
+async def type_answer(pilot, text: str) -> None:
+    box = pilot.app.screen.query_one("#prediction-input", Input)
+    box.focus()
+    await pilot.pause()
+    await pilot.press(*text)
+
+
+async def finish_runs(pilot) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.pause()
+
+
+def saved(tmp_path) -> dict:
+    path = tmp_path / f"{LEARNER}.toml"
+    return tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def first_of_kind(kind: str):
+    for ex in load_catalog().exercises:
+        if ex.kind == kind:
+            return ex
+    pytest.skip(f"the catalog has no exercise of kind {kind}")
+
+
+# --- tests ---------------------------------------------------------------------
+
+def test_home_lists_every_set_and_exercise(tmp_path):
+    app, _ = make_app(tmp_path)
+    catalog = load_catalog()
+
+    async def script(pilot):
+        assert isinstance(pilot.app.screen, HomeScreen)
+        tree = pilot.app.screen.query_one(ExerciseTree)
+        labels = [n.label.plain for n in walk(tree.root)]
+        data = [n.data for n in walk(tree.root)]
+        for exercise_set in catalog.sets:
+            assert any(label.startswith(exercise_set.title) and f"0/{len(exercise_set.exercises)}" in label
+                       for label in labels), exercise_set.id
+        for ex in catalog.exercises:
+            assert ex.id in data
+            assert any(label.startswith("·") and ex.id in label for label in labels)
+        # sets in catalog order
+        set_lines = [d for d in data if d and d.startswith("set:")]
+        assert set_lines == [f"set:{s.id}" for s in catalog.sets]
+    drive(app, script)
+
+
+def test_choice_prediction_runs_and_records_attempt(tmp_path):
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+    ex = next(e for e in load_catalog().exercises if e.kind == "choice")
+    choice = ex.choices[1][0]
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        await pick(pilot, choice)
+        await pilot.press("r")
+        await finish_runs(pilot)
+        text = text_of(screen.query_one("#result-text", Static))
+        assert "✓ your prediction matched the observation" in text
+        assert "canned rows" in text
+        # clean vs faulted sparklines for the series evidence
+        assert screen.query(".spark-clean") and screen.query(".spark-faulted")
+        # back home: the mark and the count follow
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.pause()
+        tree = pilot.app.screen.query_one(ExerciseTree)
+        label = next(n.label.plain for n in walk(tree.root) if n.data == ex.id)
+        assert label.startswith("✓")
+    drive(app, script)
+    assert runner.calls == [(ex.id, choice)]
+    attempts = saved(tmp_path)["exercises"][ex.id]["attempts"]
+    assert len(attempts) == 1
+    assert attempts[0]["prediction"] == choice and attempts[0]["correct"] is True
+    assert attempts[0]["status"] == "pass" and attempts[0]["observed"] == choice
+
+
+def test_typed_prediction_enter_runs(tmp_path):
+    ex = first_of_kind("shape")
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        await type_answer(pilot, "3x3")
+        await pilot.press("enter")
+        await finish_runs(pilot)
+        assert "✓ your prediction matched" in text_of(screen.query_one("#result-text", Static))
+    drive(app, script)
+    attempt = saved(tmp_path)["exercises"][ex.id]["attempts"][0]
+    assert attempt["prediction"] == "3x3" and attempt["observed"] == "(3, 3)"
+
+
+def test_unparseable_answer_shows_format_and_records_nothing(tmp_path):
+    ex = first_of_kind("shape")
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        await type_answer(pilot, "banana")
+        await pilot.press("enter")
+        await pilot.pause()
+        error = text_of(screen.query_one("#answer-error", Static))
+        assert "expected a shape such as (3, 3)" in error
+        assert not screen.query_one("#result").has_class("-shown")
+    drive(app, script)
+    assert runner.calls == []
+    assert not (tmp_path / f"{LEARNER}.toml").exists()
+
+
+def test_empty_choice_names_the_choices(tmp_path):
+    ex = next(e for e in load_catalog().exercises if e.kind == "choice")
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        await pilot.press("r")
+        await pilot.pause()
+        assert "expected one choice id" in text_of(screen.query_one("#answer-error", Static))
+    drive(app, script)
+    assert runner.calls == []
+
+
+def test_error_status_is_shown_as_an_outcome(tmp_path):
+    ex = first_of_kind("shape")
+    app, _ = make_app(tmp_path, FakeRunner(make=canned_error))
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        await type_answer(pilot, "(3,)")
+        await pilot.press("enter")
+        await finish_runs(pilot)
+        text = text_of(screen.query_one("#result-text", Static))
+        assert "could not finish" in text
+        assert "the subject crashed on purpose (canned)" in text
+        assert "Traceback" not in screen_text(screen)
+    drive(app, script)
+    assert "exercises" not in saved(tmp_path)  # error is not an attempt
+
+
+def test_runner_exception_is_shown_not_raised(tmp_path):
+    ex = first_of_kind("shape")
+
+    def explode(exercise, prediction):
+        raise RuntimeError("the check worker did not start (canned)")
+    app, _ = make_app(tmp_path, FakeRunner(make=explode))
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        await type_answer(pilot, "3")
+        await pilot.press("enter")
+        await finish_runs(pilot)
+        assert "the check worker did not start (canned)" in text_of(screen.query_one("#result-text", Static))
+        assert not screen.running
+    drive(app, script)
+
+
+def test_note_is_saved_when_the_app_exits_at_once(tmp_path):
+    ex = load_catalog().exercises[0]
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        screen.query_one("#note", TextArea).focus()
+        await pilot.pause()
+        await pilot.press(*"broadcasting")
+        pilot.app.exit()  # no quit action, no debounce: the unmount must flush
+    drive(app, script)
+    assert saved(tmp_path)["exercises"][ex.id]["note"] == "broadcasting"
+
+
+def test_note_is_saved_on_ctrl_c(tmp_path):
+    ex = load_catalog().exercises[0]
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        screen.query_one("#note", TextArea).focus()
+        await pilot.pause()
+        await pilot.press(*"axis", "ctrl+c")
+    drive(app, script)
+    assert saved(tmp_path)["exercises"][ex.id]["note"] == "axis"
+
+
+def test_note_is_saved_after_a_pause_in_typing(tmp_path):
+    ex = load_catalog().exercises[0]
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        screen.query_one("#note", TextArea).focus()
+        await pilot.press(*"view")
+        await pilot.pause(1.5)  # the debounce fires while the screen is still open
+        assert saved(tmp_path)["exercises"][ex.id]["note"] == "view"
+    drive(app, script)
+
+
+def test_escape_during_a_slow_run_cancels(tmp_path):
+    ex = first_of_kind("shape")
+    runner = FakeRunner(slow=True)
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        await type_answer(pilot, "3x3")
+        await pilot.press("enter")
+        deadline = time.monotonic() + 5
+        while not runner.started.is_set() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert runner.started.is_set()
+        await pilot.pause()
+        assert screen.running and screen.query_one("#running").has_class("-shown")
+        await pilot.press("escape")
+        await finish_runs(pilot)
+        assert runner.cancelled.is_set()
+        assert pilot.app.screen is screen  # Esc cancelled; it did not leave
+        assert not screen.running
+        assert "cancelled" in text_of(screen.query_one("#result-text", Static))
+    drive(app, script)
+    assert "exercises" not in saved(tmp_path)
+
+
+def test_hints_are_revealed_one_at_a_time(tmp_path):
+    ex = load_catalog().exercises[0]
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        assert not screen.query(".hint")
+        await pilot.press("h")
+        await pilot.pause()
+        assert len(screen.query(".hint")) == 1
+        assert ex.hints[0] in text_of(screen.query(".hint").first())
+        await pilot.press("h")
+        await pilot.pause()
+        assert len(screen.query(".hint")) == 2
+    drive(app, script)
+
+
+def test_progress_screen_shows_attempts_and_note(tmp_path):
+    ex = load_catalog().exercises[0]
+    store = ProgressStore(tmp_path)
+    store.record_attempt(LEARNER, ex.id, Attempt(time="2026-01-02T03:04:05+00:00", prediction="7x7",
+                                                  observed="(3, 3)", correct=False, status="fail",
+                                                  device="cpu", engine_hash="abc"))
+    store.save_note(LEARNER, ex.id, "a note worth keeping")
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        tree = pilot.app.screen.query_one(ExerciseTree)
+        label = next(n.label.plain for n in walk(tree.root) if n.data == ex.id)
+        assert label.startswith("✗")
+        await pilot.press("p")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, ProgressScreen)
+        text = screen_text(pilot.app.screen)
+        for piece in ("7x7", "(3, 3)", "a note worth keeping", "2026-01-02 03:04:05Z", ex.id):
+            assert piece in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, HomeScreen)
+    drive(app, script)
+
+
+def test_help_opens_with_question_mark_and_f1(tmp_path):
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        for key in ("question_mark", "f1"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(pilot.app.screen, HelpScreen)
+            await pilot.press("escape")
+            await pilot.pause()
+            assert isinstance(pilot.app.screen, HomeScreen)
+        await pilot.press("q")
+    drive(app, script)
+    assert app.return_code in (0, None)
+
+
+def test_corrupt_progress_is_reported_as_a_notification(tmp_path):
+    (tmp_path / f"{LEARNER}.toml").write_text("this is [not toml", encoding="utf-8")
+    app, _ = make_app(tmp_path)
+    seen = []
+    original = app.notify
+
+    def notify(message, *args, **kwargs):
+        seen.append(str(message))
+        return original(message, *args, **kwargs)
+    app.notify = notify
+
+    async def script(pilot):
+        assert isinstance(pilot.app.screen, HomeScreen)
+    drive(app, script)
+    assert any("could not be used" in m and "corrupt" in m for m in seen)
+    assert list(tmp_path.glob(f"{LEARNER}.toml.corrupt-*"))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (40, 12)])
+def test_every_screen_works_at_small_sizes(tmp_path, size):
+    catalog = load_catalog()
+    app, _ = make_app(tmp_path)
+    kinds_seen = set()
+
+    async def script(pilot):
+        for ex in catalog.exercises:
+            # one exercise per widget shape: a choice list, yes/no, a typed answer
+            shape = ex.kind if ex.kind in ("choice", "bool") else "typed"
+            if shape in kinds_seen:
+                continue
+            kinds_seen.add(shape)
+            screen = await open_exercise(pilot, ex.id)
+            if ex.kind in ("choice", "bool"):
+                await pick(pilot, screen.query_one(PredictionInput).options[0][0])
+                await pilot.press("r")
+            else:
+                answer = {"shape": "3x3", "number": "2", "error": "RuntimeError", "list": "[0, 1]",
+                          "text": "words"}[ex.kind]
+                await type_answer(pilot, answer)
+                await pilot.press("enter")
+            await finish_runs(pilot)
+            screen.query_one("#exercise-body").focus()
+            await pilot.press("h", "pagedown", "pagedown", "end")
+            await pilot.pause()
+            await pilot.press("escape")
+            await pilot.pause()
+            assert isinstance(pilot.app.screen, HomeScreen)
+        for key in ("p", "escape", "f1", "pagedown", "escape"):
+            await pilot.press(key)
+            await pilot.pause()
+    drive(app, script, size=size)
+
+
+def test_first_screen_does_not_import_torch(tmp_path):
+    code = f"""
+import asyncio, json, sys
+from tutor.catalog import load_catalog
+from tutor.progress import ProgressStore
+from tutor.ui.app import build_app
+
+class Fake:
+    def warm_up(self): return {{}}
+    def run(self, *a, **k): raise AssertionError("no run here")
+    def cancel(self): pass
+    def close(self): pass
+
+app = build_app(load_catalog(), ProgressStore({str(tmp_path)!r}), "ada", Fake())
+async def main():
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        shown = type(app.screen).__name__
+    return shown
+shown = asyncio.run(main())
+print(json.dumps({{"screen": shown, "torch": "torch" in sys.modules}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result == {"screen": "HomeScreen", "torch": False}

@@ -1,0 +1,66 @@
+"""Messages that thread workers post back to the UI thread.
+
+``post_message`` is thread-safe, so a worker running a check (or starting
+the runner's worker process) reports through these and never touches widgets
+itself.
+"""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from tutor.runner import RunResult
+
+
+class RunProgress(Message):
+    """One progress report from a running check.
+
+    Args:
+        side: ``"clean"`` or ``"faulted"``.
+        progress: fraction of that side done, 0..1.
+        message: what the check is doing, in a few words.
+    """
+
+    def __init__(self, side: str, progress: float, message: str) -> None:
+        super().__init__()
+        self.side = side
+        self.progress = progress
+        self.message = message
+
+
+class RunFinished(Message):
+    """A check finished with a result (any status, including error and cancelled).
+
+    Args:
+        result: the runner's result.
+    """
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__()
+        self.result = result
+
+
+class RunCrashed(Message):
+    """The check could not be started at all (no worker, no device).
+
+    Args:
+        reason: one sentence naming the problem and the fix.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+
+class WarmUpFinished(Message):
+    """The runner's worker process is up (or could not start).
+
+    Args:
+        info: the worker's hello (torch version, CUDA), or None on failure.
+        error: one sentence when it could not start, else None.
+    """
+
+    def __init__(self, info: dict | None, error: str | None) -> None:
+        super().__init__()
+        self.info = info
+        self.error = error

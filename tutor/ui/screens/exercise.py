@@ -1,0 +1,255 @@
+"""One exercise: read, predict, run, compare, explain back."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Header, Markdown, ProgressBar, Static
+
+from exercises import answers
+from tutor.catalog import Exercise
+from tutor.progress import Attempt, ProgressError, engine_hash, now
+from tutor.runner import RunResult
+from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
+from tutor.ui.widgets.fault_view import FaultView
+from tutor.ui.widgets.hint_list import HintList
+from tutor.ui.widgets.note_editor import NoteEditor
+from tutor.ui.widgets.prediction import PredictionInput
+from tutor.ui.widgets.result_panel import ResultPanel
+
+#: seconds the run thread waits for the runner's warm-up before running anyway
+WARM_UP_WAIT_S = 120.0
+
+
+class ExerciseScreen(Screen):
+    """The whole loop for one exercise, in one scrolling column.
+
+    Run (``r`` or the button) parses the prediction first — an unreadable one
+    shows the expected format inline and runs nothing — then runs the check
+    in a thread worker that reports by :mod:`tutor.ui.messages`. Esc cancels
+    a running check (``runner.cancel()``), otherwise goes back. A pass or fail
+    is recorded as an attempt; error, timeout and cancelled are shown as
+    outcomes and not recorded.
+    """
+
+    BINDINGS = [
+        Binding("r", "run", "Run"),
+        Binding("ctrl+r", "run", "Run", show=False),
+        Binding("h", "hint", "Hint"),
+        Binding("escape", "cancel_or_back", "Back"),  # cancels a running check first
+    ]
+
+    def __init__(self, exercise: Exercise) -> None:
+        """Args:
+            exercise: the exercise to show.
+        """
+        super().__init__()
+        self.exercise = exercise
+        self.running = False
+        self._cancel_requested = False
+        self._done = 0.0
+
+    # --- layout --------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        ex = self.exercise
+        app = self.app
+        # Kept here so the note can still be saved while the app shuts down.
+        self._store, self._learner = app.store, app.learner
+        progress = self._progress()
+        yield Header()
+        with VerticalScroll(id="exercise-body"):
+            yield Static(Text.assemble((ex.id, "bold"), f" · {ex.title}\n", (ex.source, "dim")),
+                         id="exercise-title")
+            yield Markdown(ex.prompt, id="exercise-prompt")
+            yield FaultView(app.catalog.fault_of(ex), ex.observe, id="exercise-fault")
+            how = ("Tab to reach it; Enter picks; r or Ctrl+R runs" if ex.kind in ("choice", "bool")
+                   else "Tab to reach it; Enter or Ctrl+R runs")
+            yield Static(Text.assemble(("Your prediction", "bold"), f" — answer with {ex.answer_format}  ",
+                                       (f"({how})", "dim")), classes="section-label")
+            yield PredictionInput(ex, id="prediction")
+            yield Static("", id="answer-error")
+            with Horizontal(id="exercise-buttons"):
+                yield Button("Run ▶ r", id="run-button", variant="primary")
+                yield Button("Hint h", id="hint-button")
+            with Vertical(id="running"):
+                yield Static("", id="running-status")
+                yield ProgressBar(total=None, show_eta=False, id="running-bar")
+            yield ResultPanel(id="result")
+            yield HintList(ex.hints, id="hints")
+            yield NoteEditor(ex.explain, progress.note if progress else "", self._save_note, id="note-editor")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        # Focus the scrolling body (not the answer box) so the prompt is read
+        # first, the arrow keys scroll, and the footer shows every key.
+        self.query_one("#exercise-body").focus()
+        self.sub_title = self.exercise.id
+
+    def _progress(self):
+        try:
+            return self.app.store.load(self.app.learner).of(self.exercise.id)
+        except ProgressError as exc:
+            self.app.notify(str(exc), title="progress", severity="error", timeout=10, markup=False)
+            return None
+
+    # --- running -------------------------------------------------------------
+
+    def action_run(self) -> None:
+        """Parse the prediction, then run the check in a thread."""
+        if self.running:
+            self.notify("A check is already running; Esc cancels it.", severity="warning")
+            return
+        ex = self.exercise
+        text = self.query_one(PredictionInput).value
+        error = self.query_one("#answer-error", Static)
+        try:
+            answers.parse(ex.kind, text, list(ex.choices))
+        except answers.AnswerError as exc:
+            error.update(Text(f"✗ {exc}", style="bold red"))
+            error.add_class("-shown")
+            error.scroll_visible()
+            return
+        error.update("")
+        error.remove_class("-shown")
+        self._set_running(True, "starting the check (the first run loads torch)…")
+        self._run_check(text)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "run-button":
+            self.action_run()
+        elif event.button.id == "hint-button":
+            self.action_hint()
+
+    def on_prediction_input_submitted(self, event: PredictionInput.Submitted) -> None:
+        event.stop()
+        self.action_run()
+
+    @work(thread=True, exclusive=True, group="run", exit_on_error=False)
+    def _run_check(self, prediction: str) -> None:
+        """Thread: wait for the warm-up, run the check, report by message."""
+        ex = self.exercise
+        self.app.warmed.wait(WARM_UP_WAIT_S)
+        if self._cancel_requested:
+            self.post_message(RunFinished(self._cancelled(prediction, "before it started")))
+            return
+
+        def on_progress(update: dict) -> None:
+            self.post_message(RunProgress(str(update.get("side", "")), float(update.get("progress", 0.0) or 0.0),
+                                          str(update.get("message", ""))))
+        try:
+            result = self.app.runner.run(ex, prediction, on_progress=on_progress)
+        except Exception as exc:  # WorkerError, DeviceError, or anything else: an outcome, not a traceback
+            if self._cancel_requested:  # cancelling while the worker starts makes the start fail
+                self.post_message(RunFinished(self._cancelled(prediction, "while the check worker started")))
+                return
+            reason = str(exc) or exc.__class__.__name__
+            self.post_message(RunCrashed(f"{reason} ({exc.__class__.__name__})"))
+            return
+        self.post_message(RunFinished(result))
+
+    def _cancelled(self, prediction: str, when: str) -> RunResult:
+        """A result saying the learner cancelled the run ``when``."""
+        ex = self.exercise
+        return RunResult(id=ex.id, status="cancelled", device="-", torch="-", fault=ex.fault, kind=ex.kind,
+                         prediction=prediction, errors={"run": f"the run was cancelled {when}"})
+
+    def on_run_progress(self, message: RunProgress) -> None:
+        sides = ["clean", "faulted"] if self.exercise.fault else ["clean"]
+        index = sides.index(message.side) if message.side in sides else 0
+        done = min(1.0, (index + max(0.0, min(1.0, message.progress))) / len(sides))
+        self._done = max(self._done, done)
+        bar = self.query_one("#running-bar", ProgressBar)
+        bar.update(total=1.0, progress=self._done)
+        side = f"{message.side}: " if message.side else ""
+        self.query_one("#running-status", Static).update(Text(f"Running… {side}{message.message}  (Esc cancels)"))
+
+    def on_run_finished(self, message: RunFinished) -> None:
+        result = message.result
+        self._set_running(False)
+        panel = self.query_one(ResultPanel)
+        panel.show(self.exercise, result)
+        self._record(result)
+        self.call_after_refresh(panel.scroll_visible)
+
+    def on_run_crashed(self, message: RunCrashed) -> None:
+        self._set_running(False)
+        panel = self.query_one(ResultPanel)
+        panel.show_text(Text.assemble(("the check could not start — ", "bold yellow"), message.reason))
+        self.call_after_refresh(panel.scroll_visible)
+
+    def _record(self, result: RunResult) -> None:
+        """Save a pass or fail as an attempt (the same rule as ``tutor run``)."""
+        if result.status not in ("pass", "fail"):
+            return
+        ex = self.exercise
+        app = self.app
+        attempt = Attempt(time=now(), prediction=result.prediction or "",
+                          observed=answers.show(ex.kind, result.observed), correct=bool(result.correct),
+                          status=result.status, device=result.device, engine_hash=engine_hash())
+        try:
+            app.store.record_attempt(app.learner, ex.id, attempt)
+        except ProgressError as exc:
+            self.notify(f"The attempt was not saved: {exc}", severity="error", timeout=10, markup=False)
+
+    def _set_running(self, running: bool, status: str = "") -> None:
+        self.running = running
+        if running:
+            self._cancel_requested = False
+            self._done = 0.0
+            self.query_one("#running-bar", ProgressBar).update(total=None, progress=0)
+        self.query_one("#running-status", Static).update(Text(f"{status}  (Esc cancels)" if running else ""))
+        self.query_one("#running").set_class(running, "-shown")
+        self.query_one("#run-button", Button).disabled = running
+        if running:
+            self.query_one("#running").scroll_visible()
+
+    # --- cancel, hints, note -------------------------------------------------
+
+    def action_cancel_or_back(self) -> None:
+        """Cancel a running check, or go back to the list."""
+        if self.running:
+            if not self._cancel_requested:
+                self._cancel_requested = True
+                self.query_one("#running-status", Static).update("Cancelling…")
+                self._cancel()
+            return
+        self.app.pop_screen()
+
+    @work(thread=True, group="cancel", exit_on_error=False)
+    def _cancel(self) -> None:
+        """Thread: stop the runner's worker (killing a process may take a moment)."""
+        try:
+            self.app.runner.cancel()
+        except Exception:  # the run reports its own outcome; cancelling must never crash the UI
+            pass
+
+    def action_hint(self) -> None:
+        if not self.query_one(HintList).reveal():
+            self.notify("All hints are shown.")
+
+    def _save_note(self, text: str) -> str | None:
+        """Store the explain-back note; None, or the sentence saying why not."""
+        try:
+            self._store.save_note(self._learner, self.exercise.id, text)
+        except ProgressError as exc:
+            return str(exc)
+        return None
+
+    def flush_note(self) -> None:
+        """Save unsaved note text now (used when the app quits)."""
+        for editor in self.query(NoteEditor):
+            editor.flush()
+
+    def on_unmount(self) -> None:
+        if self.running:
+            self._cancel_requested = True
+            try:
+                self.app.runner.cancel()
+            except Exception:
+                pass

@@ -1,0 +1,48 @@
+"""The fault an exercise applies: its one-line summary and its unified diff."""
+
+from __future__ import annotations
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from exercises.faults import Fault, diff
+
+
+class FaultView(Vertical):
+    """Shows the fault's summary and its diff, syntax-highlighted and wrapped (never cut)."""
+
+    DEFAULT_CSS = """
+    FaultView {
+        height: auto;
+        border: round $secondary;
+        border-title-color: $secondary;
+        padding: 0 1;
+    }
+    FaultView > .fault-summary {
+        margin-bottom: 1;
+    }
+    """
+
+    def __init__(self, fault: Fault | None, observe: str = "faulted", **kwargs) -> None:
+        """Args:
+            fault: the exercise's fault, or None for an exercise on clean code.
+            observe: which side the exercise grades (``faulted``, ``clean`` or ``both``).
+        """
+        super().__init__(**kwargs)
+        self.fault = fault
+        self.observe = observe
+
+    def compose(self) -> ComposeResult:
+        if self.fault is None:
+            self.border_title = "no fault"
+            yield Static("This exercise runs the clean code as it is; nothing is edited.",
+                         classes="fault-summary")
+            return
+        self.border_title = f"the fault: {self.fault.id}"
+        yield Static(Text.assemble(("What changes: ", "bold"), self.fault.summary,
+                                   (f"  ({self.fault.file})", "dim")), classes="fault-summary")
+        yield Static(Syntax(diff(self.fault).rstrip(), "diff", theme="ansi_dark", background_color="default",
+                            word_wrap=True), classes="fault-diff")

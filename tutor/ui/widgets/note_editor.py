@@ -1,0 +1,105 @@
+"""The explain-back note: a text area saved as the learner types (debounced)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.timer import Timer
+from textual.widgets import Static, TextArea
+
+#: seconds of quiet typing before the note is saved
+DEBOUNCE_S = 1.0
+
+
+class NoteEditor(Vertical):
+    """The explain-back question and the learner's answer, saved through ``on_save``.
+
+    Saving happens ``DEBOUNCE_S`` after the last keystroke, on :meth:`flush`,
+    and when the widget is unmounted (leaving the screen, quitting the app),
+    so no typed text is lost. ``on_save(text)`` returns None on success or a
+    sentence saying why it failed, which is shown under the text area.
+    """
+
+    DEFAULT_CSS = """
+    NoteEditor {
+        height: auto;
+        border: round $primary;
+        padding: 0 1;
+    }
+    NoteEditor > TextArea {
+        height: 8;
+        min-height: 4;
+    }
+    NoteEditor > .note-status {
+        color: $text-muted;
+    }
+    NoteEditor > .note-status.-error {
+        color: $error;
+    }
+    """
+
+    BORDER_TITLE = "explain back"
+
+    def __init__(self, question: str, text: str, on_save: Callable[[str], str | None], **kwargs) -> None:
+        """Args:
+            question: the exercise's explain-back question.
+            text: the note saved so far.
+            on_save: stores a note; returns None or a one-sentence error.
+        """
+        super().__init__(**kwargs)
+        self.question = question
+        self._saved_text = text
+        self._on_save = on_save
+        self._timer: Timer | None = None
+        # Held directly: its document outlives unmounting, so a flush on the
+        # way out still reads what was typed.
+        self._area = TextArea(text, id="note", soft_wrap=True, show_line_numbers=False)
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.question, classes="note-question", markup=False)
+        yield self._area
+        yield Static("Saved as you type.", classes="note-status")
+
+    @property
+    def text(self) -> str:
+        """What the text area holds now."""
+        return self._area.text
+
+    @property
+    def dirty(self) -> bool:
+        """Whether the text differs from what was last saved."""
+        return self._area.text != self._saved_text
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        event.stop()
+        if self._timer is not None:
+            self._timer.stop()
+        if self.dirty:
+            self._timer = self.set_timer(DEBOUNCE_S, self.flush)
+
+    def flush(self) -> None:
+        """Save now if the text changed since the last save."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        text = self._area.text
+        if text == self._saved_text:
+            return
+        error = self._on_save(text)
+        if error is None:
+            self._saved_text = text
+        self._set_status(error)
+
+    def _set_status(self, error: str | None) -> None:
+        try:
+            status = self.query_one(".note-status", Static)
+        except Exception:
+            return
+        status.update(Text(f"Not saved: {error}" if error else "Saved."))
+        status.set_class(error is not None, "-error")
+
+    def on_unmount(self) -> None:
+        self.flush()
