@@ -40,8 +40,12 @@ class ExerciseScreen(Screen):
         Binding("r", "run", "Run"),
         Binding("ctrl+r", "run", "Run", show=False),
         Binding("h", "hint", "Hint"),
+        Binding("a", "answer", "Answer"),
         Binding("escape", "cancel_or_back", "Back"),  # cancels a running check first
     ]
+    #: single keys that keep their meaning while reading; any other printable
+    #: key starts typing the answer (when the answer box is a text box)
+    _COMMAND_KEYS = set("rhaqp?")
 
     def __init__(self, exercise: Exercise) -> None:
         """Args:
@@ -89,6 +93,25 @@ class ExerciseScreen(Screen):
         # first, the arrow keys scroll, and the footer shows every key.
         self.query_one("#exercise-body").focus()
         self.sub_title = self.exercise.id
+
+    def action_answer(self) -> None:
+        """Move the focus to the prediction widget."""
+        prediction = self.query_one(PredictionInput)
+        prediction.focus_input()
+        prediction.scroll_visible()
+
+    def on_key(self, event) -> None:
+        """Typing the start of an answer while reading jumps to the answer box."""
+        if self.exercise.kind in ("choice", "bool") or event.character is None:
+            return
+        if (self.focused is self.query_one("#exercise-body") and event.character.isprintable()
+                and event.character not in self._COMMAND_KEYS and not event.character.isspace()):
+            event.stop()
+            event.prevent_default()
+            self.action_answer()
+            box = self.query_one(PredictionInput).query_one("Input")
+            box.value += event.character
+            box.cursor_position = len(box.value)
 
     def _progress(self):
         try:
