@@ -136,7 +136,7 @@ def _shape(raw: str, _choices):
     if not inner:
         return []
     parts = [p for p in re.split(r"\s*(?:,|x|×|\*|\s)\s*", inner.lower()) if p != ""]
-    if not parts or not all(p.isdigit() for p in parts):
+    if not parts or not all(p.isdecimal() for p in parts):
         return None
     return [int(p) for p in parts]
 

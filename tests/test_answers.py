@@ -84,3 +84,8 @@ def test_fuzz_parser_small(kind, text):
 @pytest.mark.parametrize("kind", KINDS)
 def test_fuzz_parser_long(kind, text):
     _fuzz_one(kind, text)
+
+
+def test_fuzz_found_superscript_digits_are_not_a_shape():
+    with pytest.raises(AnswerError):
+        parse("shape", "¹")

@@ -136,3 +136,9 @@ def test_sigkill_while_saving_never_leaves_a_partial_file(tmp_path):
         survived += 1
     assert survived == 200
     print(f"kills survived: {survived}, attempts on disk: {len(store.load('ada').of('ex').attempts)}")
+
+
+def test_fuzz_found_a_newer_file_with_odd_contents_is_still_read_only(tmp_path):
+    (tmp_path / "ada.toml").write_text("format_version = 2\nexercises = 0\n")
+    p = ProgressStore(tmp_path).load("ada")
+    assert p.read_only and p.exercises == {}

@@ -179,7 +179,7 @@ class ProgressStore:
         path = self.path(learner)
         progress = LearnerProgress(learner=learner)
         data = self._read(path, progress)
-        if data is not None:
+        if data is not None and _shape_problem(data) is None:
             self._fill(progress, data)
         return progress
 
