@@ -159,6 +159,7 @@ def run_app(catalog: Catalog, store: ProgressStore, learner: str, device: str = 
 
     runner = Runner(catalog, device=device)
     app = build_app(catalog, store, learner, runner, warnings)
+    _save_notes_on_hangup(app, runner)
     try:
         app.run()
     finally:
@@ -166,3 +167,21 @@ def run_app(catalog: Catalog, store: ProgressStore, learner: str, device: str = 
             app.flush_notes()  # normally already done on quit and unmount; this is the last net
         finally:
             runner.close()
+
+
+def _save_notes_on_hangup(app: TutorApp, runner) -> None:
+    """Closing the terminal (SIGHUP) or a kill (SIGTERM) still saves the notes."""
+    import os
+    import signal
+
+    def handler(signum, _frame) -> None:
+        try:
+            app.flush_notes()
+        finally:
+            runner.close()
+            os._exit(128 + signum)
+
+    for name in ("SIGHUP", "SIGTERM"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), handler)
+

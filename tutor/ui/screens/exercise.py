@@ -41,11 +41,12 @@ class ExerciseScreen(Screen):
         Binding("ctrl+r", "run", "Run", show=False),
         Binding("h", "hint", "Hint"),
         Binding("a", "answer", "Answer"),
+        Binding("e", "explain", "Explain back"),
         Binding("escape", "cancel_or_back", "Back"),  # cancels a running check first
     ]
     #: single keys that keep their meaning while reading; any other printable
     #: key starts typing the answer (when the answer box is a text box)
-    _COMMAND_KEYS = set("rhaqp?")
+    _COMMAND_KEYS = set("rhaeqp?")
 
     def __init__(self, exercise: Exercise) -> None:
         """Args:
@@ -99,6 +100,12 @@ class ExerciseScreen(Screen):
         prediction = self.query_one(PredictionInput)
         prediction.focus_input()
         prediction.scroll_visible()
+
+    def action_explain(self) -> None:
+        """Move the focus to the explain-back note."""
+        editor = self.query_one(NoteEditor).query_one("TextArea")
+        editor.focus()
+        editor.scroll_visible()
 
     def on_key(self, event) -> None:
         """Typing the start of an answer while reading jumps to the answer box."""
