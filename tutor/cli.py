@@ -187,7 +187,7 @@ def cmd_show(args) -> int:
     console.print(f"Answer with {escape(ex.answer_format)}:  tutor run {ex.id} --predict ANSWER")
     if fault:
         console.print(f"\nThe fault [bold]{fault.id}[/bold]: {escape(fault.summary)}")
-        console.print(Syntax(patch, "diff", theme="ansi_dark", background_color="default"))
+        console.print(Syntax(patch, "diff", theme="ansi_dark", background_color="default", word_wrap=True))
     return 0
 
 

@@ -1,0 +1,146 @@
+"""Checks for the set ``data`` — the tokenizer and batching (seed 004, "Data").
+
+Two boundaries sit before the model: text -> ids (the tokenizer's alphabet,
+the embedding's rows) and ids -> (x, y) windows (the next-token shift). Each
+check here feeds real corpus data across one of them and reports what held.
+"""
+
+import torch
+
+from exercises.context import Context
+from exercises.outcome import Measurement, note, table
+
+SAMPLE_CHARS = 2_000
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc.args[0]) if exc.args else str(exc)
+    return (text.splitlines() or [""])[0][:160]
+
+
+def tokenizer_sample(ctx: Context) -> Measurement:
+    """Prepare the full corpus with ``prepare_text.prepare`` and see whether it encodes.
+
+    The corpus is ``make_corpus()`` (200,000 characters). The evidence
+    compares the corpus's alphabet with that of its first 2,000 characters
+    and lists where each character missing from that sample first appears.
+    Observed: the exception class ``prepare`` raises, or ``"none"``.
+    Seed 004, "Data: the tokenizer" and Exercises, "Tokenizer forensics".
+    """
+    from engine.corpus import make_corpus
+    from exercises.snippets import prepare_text
+
+    text = make_corpus(seed=ctx.seed)
+    try:
+        tok, ids = prepare_text.prepare(text)
+        round_trip = tok.decode(ids.tolist()) == text
+        observed = "none"
+        outcome = f"{len(ids):,} ids, V = {tok.vocab_size}, ids in [{int(ids.min())}, {int(ids.max())}], round trip {round_trip}"
+    except Exception as exc:  # the observation is the exception itself
+        observed = type(exc).__name__
+        outcome = f"{type(exc).__name__}: {_first_line(exc)}"
+    sample = set(text[:SAMPLE_CHARS])
+    missing = sorted(set(text) - sample)
+    evidence = [
+        table("Alphabets", ["text", "characters", "distinct"],
+              [["whole corpus", f"{len(text):,}", len(set(text))],
+               [f"first {SAMPLE_CHARS:,} characters", f"{SAMPLE_CHARS:,}", len(sample)]]),
+        table(f"Characters missing from the first {SAMPLE_CHARS:,}", ["character", "first position in the corpus"],
+              [[repr(c), f"{text.index(c):,}"] for c in missing] or [["none", "-"]]),
+        table("prepare(corpus)", ["outcome"], [[outcome]]),
+    ]
+    return Measurement(observed=observed, evidence=evidence)
+
+
+def id_out_of_range(ctx: Context) -> Measurement:
+    """Look every corpus id up in an embedding sized by ``embedding_rows``.
+
+    The corpus (50,000 characters) is encoded with a tokenizer fit on all of
+    it; ``embedding_rows.embedding_for(ids, 8)`` builds the table and every
+    id is looked up. That plain ``nn.Embedding`` lookup runs on the CPU: on
+    CUDA an out-of-range index is a device-side assert that poisons the
+    whole context. For contrast the engine GPT, sized with the same row
+    count, is fed a window holding the largest id on ``ctx.device`` (it
+    checks ids itself before its embedding). Observed: the exception class
+    of the plain lookup, or ``"none"``.
+    Seed 004, "Data: the tokenizer" (an out-of-range id reaching the table).
+    """
+    from engine.config import GPTConfig
+    from engine.corpus import make_corpus
+    from engine.model import GPT
+    from engine.tokenizer import CharTokenizer
+    from exercises.snippets import embedding_rows
+
+    text = make_corpus(50_000, seed=ctx.seed)
+    tok = CharTokenizer(text)
+    ids = tok.encode_tensor(text)  # (N,)
+    rows = embedding_rows.rows_needed(ids)
+    table_ = embedding_rows.embedding_for(ids, 8)
+    try:
+        table_(ids[None])  # (1, N, 8)
+        observed, plain = "none", f"looked up {len(ids):,} ids"
+    except Exception as exc:  # the observation is the exception itself
+        observed, plain = type(exc).__name__, f"{type(exc).__name__}: {_first_line(exc)}"
+
+    largest = int(ids.max())
+    config = GPTConfig(vocab_size=rows, block_size=16, n_layer=1, n_head=2, n_embd=16)
+    torch.manual_seed(ctx.seed)
+    model = GPT(config).to(ctx.device).eval()
+    at = int((ids == largest).nonzero()[0])
+    start = max(0, min(at - 8, len(ids) - config.block_size))
+    window = ids[start:start + config.block_size][None].to(ctx.device)  # (1, 16), holds the largest id
+    try:
+        with torch.no_grad():
+            model(window)
+        engine = "ran"
+    except Exception as exc:
+        engine = f"{type(exc).__name__}: {_first_line(exc)}"
+    evidence = [
+        table("Ids against rows", ["quantity", "value"],
+              [["tokenizer vocab_size", tok.vocab_size], ["largest id in the data", f"{largest} ({tok.itos[largest]!r})"],
+               ["rows_needed(ids)", rows], ["valid ids for the table", f"0 .. {rows - 1}"]]),
+        table("The same ids, two lookups", ["lookup", "outcome"],
+              [["nn.Embedding (CPU)", plain], ["engine GPT", engine]]),
+        note("nn.Embedding's message says only 'index out of range in self'; the engine checks the range "
+             "first and names the id and the table size."),
+    ]
+    return Measurement(observed=observed, evidence=evidence)
+
+
+def alignment_contract(ctx: Context) -> Measurement:
+    """Draw a real batch with ``engine.data.get_batch`` and apply the shift check.
+
+    Batch (4, 32) from the encoded corpus (50,000 characters). Observed:
+    ``check_alignment(x, y)``, i.e. ``torch.equal(x[:, 1:], y[:, :-1])``.
+    Evidence: row 0 of x and y as text, the fraction of positions where the
+    shifted pair agrees, and the same one-line check on hand-built targets
+    shifted by 0, 1 and 2.
+    Seed 004, "Data: batching and the alignment contract".
+    """
+    from engine.corpus import make_corpus
+    from engine.data import check_alignment, get_batch
+    from engine.tokenizer import CharTokenizer
+
+    text = make_corpus(50_000, seed=ctx.seed)
+    tok = CharTokenizer(text)
+    data = tok.encode_tensor(text)
+    T = 32
+    g = torch.Generator().manual_seed(ctx.seed)
+    x, y = get_batch(data, 4, T, generator=g, device=ctx.device)
+    passes = bool(check_alignment(x, y))
+    agree = (x[:, 1:] == y[:, :-1]).float().mean().item()
+
+    starts = torch.randint(0, len(data) - T - 2, (4,), generator=g)
+    x_hand = torch.stack([data[i:i + T] for i in starts])
+    hand = []
+    for shift, name in ((0, "no shift (y = x)"), (1, "shift by one"), (2, "shift by two")):
+        y_hand = torch.stack([data[i + shift:i + shift + T] for i in starts])
+        hand.append([name, bool(check_alignment(x_hand, y_hand))])
+    evidence = [
+        table("get_batch: row 0, first 24 tokens as text", ["tensor", "text"],
+              [["x", repr(tok.decode(x[0, :24].tolist()))], ["y", repr(tok.decode(y[0, :24].tolist()))]]),
+        table("torch.equal(x[:, 1:], y[:, :-1])", ["targets", "passes"],
+              [["get_batch's y", passes], *hand]),
+        note(f"x[:, 1:] and y[:, :-1] agree at {agree:.1%} of positions in the get_batch pair."),
+    ]
+    return Measurement(observed=passes, evidence=evidence)

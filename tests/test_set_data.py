@@ -1,0 +1,37 @@
+"""The set ``data`` observes the known values of seed 004, "Data" (CATALOG.md)."""
+
+
+def rows(result, side, title_start):
+    for item in result.evidence[side]:
+        if item["type"] == "table" and item["title"].startswith(title_start):
+            return item["rows"]
+    raise AssertionError(f"no table {title_start!r} on the {side} side")
+
+
+def test_tokenizer_fit_on_a_sample_raises_key_error_on_b(run, catalog):
+    # Seed 004 reports 'S' for its corpus; this corpus (make_corpus(), seed 0) first misses 'B'.
+    r = run("tokenizer-sample", "KeyError")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == "none" and r.faulted == "KeyError"
+    assert rows(r, "faulted", "Characters missing") == [["'B'", "3,746"]]
+    outcome = rows(r, "faulted", "prepare(corpus)")[0][0]
+    assert outcome.startswith("KeyError: character 'B' (at position 3746)")
+    assert rows(r, "clean", "prepare(corpus)")[0][0].endswith("V = 37, ids in [0, 36], round trip True")
+
+
+def test_id_equal_to_vocab_size_raises_index_error(run, catalog):
+    r = run("id-out-of-range", "IndexError")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == "none" and r.faulted == "IndexError"
+    lookups = dict(rows(r, "faulted", "The same ids"))
+    assert lookups["nn.Embedding (CPU)"] == "IndexError: index out of range in self"
+    assert lookups["engine GPT"].startswith("IndexError: token id 36 is outside [0, 36)")
+
+
+def test_alignment_check_passes_aligned_fails_shifted_twice(run, catalog):
+    r = run("alignment-contract", "no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean is True and r.faulted is False
+    hand = dict(rows(r, "clean", "torch.equal"))
+    assert hand == {"get_batch's y": "True", "no shift (y = x)": "False",
+                    "shift by one": "True", "shift by two": "False"}

@@ -1,0 +1,59 @@
+"""The set ``generation`` observes the known values of seed 004, "Generation is a different program"."""
+
+from exercises import answers
+
+
+def graded(catalog, result, text):
+    """Grade another typed answer against an observation already made (no second run)."""
+    ex = catalog.get(result.id)
+    return answers.matches(ex.kind, answers.parse(ex.kind, text, list(ex.choices)), result.observed, ex.tolerance)
+
+
+def rows(result, side, title_start):
+    for item in result.evidence[side]:
+        if item["type"] == "table" and item["title"].startswith(title_start):
+            return item["rows"]
+    raise AssertionError(f"no table {title_start!r} on the {side} side")
+
+
+def test_dropout_generation_same_seed_differs_in_train_mode(run, catalog):
+    r = run("dropout-generation", "no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean is True and r.faulted is False
+    texts = [row[1] for row in rows(r, "clean", "Two runs")]
+    assert texts[0] == texts[1] and texts[0].startswith("'The ")
+    # generate restores the caller's mode either way.
+    assert dict(rows(r, "faulted", "Facts"))["model.training after the calls"] == "True"
+
+
+def test_no_crop_raises_value_error_naming_length_and_block_size(run, catalog):
+    r = run("no-crop", "ValueError")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == "none" and r.faulted == "ValueError"
+    facts = {side: dict(rows(r, side, "generate(")) for side in ("clean", "faulted")}
+    assert facts["faulted"]["outcome"] == "ValueError: sequence length 17 exceeds block_size 16"
+    assert facts["faulted"]["context length fed, per step"] == "12 13 14 15 16 17"
+    assert facts["clean"]["context length fed, per step"] == "12 13 14 15 16 16 16 16 16 16"
+
+
+def test_sampling_knobs_top1_is_greedy_and_bad_knobs_raise(run, catalog):
+    r = run("sampling-knobs", "yes, RuntimeError, RuntimeError")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [True, "ValueError", "ValueError"]
+    assert r.faulted == [True, "RuntimeError", "RuntimeError"]
+    clean = {row[0]: row[2] for row in rows(r, "clean", "Invalid knobs")}
+    assert "top_k=38" in clean["top_k=38"] and "V=37" in clean["top_k=38"]
+    assert "temperature must be greater than 0" in clean["temperature=0"]
+    assert not graded(catalog, r, "yes, ValueError, ValueError")
+
+
+def test_cached_generation_same_tokens_until_the_window_slides(run, catalog):
+    r = run("cached-generation", "no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean is True and r.faulted is False
+    facts = dict(rows(r, "faulted", "Facts"))
+    assert int(facts["first differing position"]) >= 33  # the window first slides for token 33
+    timing = rows(r, "clean", "ms per new token")
+    assert [int(row[0]) for row in timing] == [16, 64, 128, 256, 512]
+    # Timings are evidence, not graded; only their presence and form are asserted here.
+    assert all(row[3].endswith("x") for row in timing)
