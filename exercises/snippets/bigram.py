@@ -1,0 +1,54 @@
+"""A neural bigram: one row of next-token logits per current token (seed 001,
+"Make the target unambiguous" and Parts 3-4 of its lab).
+
+Its whole decision rule is a (V, V) table, so the best it can ever do is
+known in advance: the counting floor, the loss of the empirical conditional
+probabilities count(a -> b) / count(a -> anything). Training with AdamW
+should approach that floor from above; nothing honest goes below it.
+"""
+
+import torch
+import torch.nn as nn
+
+from exercises.snippets.next_token_loss import next_token_loss
+
+TEXT = "a cat sat. a cat ran. a rat ran. a rat sat."
+LEARNING_RATE = 0.1
+
+
+class Bigram(nn.Module):
+    """Logits for the next token from the current token alone.
+
+    The table starts at zero, so every row is uniform and the first loss is
+    exactly ln V.
+    """
+
+    def __init__(self, vocab_size: int) -> None:
+        super().__init__()
+        self.table = nn.Embedding(vocab_size, vocab_size)  # (V, V): row = current token
+        nn.init.zeros_(self.table.weight)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
+        """(B, T) ids -> ((B, T, V) logits, mean loss or None)."""
+        logits = self.table(idx)  # (B, T, V)
+        loss = None if targets is None else next_token_loss(logits, targets)
+        return logits, loss
+
+
+def encode(text: str = TEXT) -> tuple[str, torch.Tensor]:
+    """Characters in sorted order, and the text as a (1, N) tensor of their ids."""
+    vocab = "".join(sorted(set(text)))
+    ids = torch.tensor([[vocab.index(c) for c in text]], dtype=torch.long)
+    return vocab, ids
+
+
+def shifted_pairs(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, N) ids -> inputs and targets, each (B, N - 1): y[:, t] is the token after x[:, t]."""
+    x = tokens[:, :-1].contiguous()  # every token except the last
+    y = tokens[:, 1:].contiguous()  # every token except the first
+    return x, y
+
+
+def make_optimizer(model: nn.Module) -> torch.optim.Optimizer:
+    """AdamW at LEARNING_RATE, no weight decay (decay would pull the table toward uniform)."""
+    return torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=0.0)
