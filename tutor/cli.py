@@ -17,6 +17,7 @@ from typing import Any
 
 from exercises import answers
 from exercises.faults import diff
+from tutor import audit_cmd
 
 EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, EXIT_CHECK = 0, 1, 2, 3
 
@@ -67,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("progress", help="review saved attempts and notes")
     p.add_argument("--json", action="store_true")
     _shared(p, device=False)
+
+    audit_cmd.add_parser(sub)
     return parser
 
 
@@ -85,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             return _tui(args)
         return {"list": cmd_list, "show": cmd_show, "run": cmd_run, "check": cmd_check,
-                "progress": cmd_progress}[args.command](args)
+                "progress": cmd_progress, "audit": audit_cmd.run}[args.command](args)
     except UsageError as exc:
         _fail(str(exc))
         return EXIT_USAGE

@@ -1,0 +1,170 @@
+"""Checks for the set ``beyond`` — the same reasoning past the transformer (seed 000, §8).
+
+A nearest-neighbour lookup rewritten as an affine score, group-relative
+baselines for post-training rewards, and the rank offset that keeps
+distributed data windows apart.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from exercises.context import Context
+from exercises.outcome import Measurement, note, table
+
+LABELS = ("A", "B")
+
+
+def nn_affine(ctx: Context) -> Measurement:
+    """Nearest neighbour as 2q·x − ‖x‖², then the classifier in ``snippets/neighbours.py``.
+
+    Part 1: 64 random queries against 200 random exemplars (D = 8): the
+    argmax of the affine score against the argmin of the L2 distance
+    (``torch.cdist``). Part 2: the query q = 0 and three exemplars on the
+    axes with ‖x_i‖² = −ln p_i for p = [0.45, 0.30, 0.25], so softmax of the
+    scores is exactly p; labels [A, B, B]. Observed: the label ``classify``
+    gives that query, as a choice id ``a`` (A) or ``b`` (B). Seed 000, §8.
+    """
+    from exercises.snippets.neighbours import affine_scores, classify
+
+    device = torch.device(ctx.device)
+    g = torch.Generator().manual_seed(ctx.seed)
+    Q = torch.randn(64, 8, generator=g, dtype=torch.float64).to(device)
+    X = torch.randn(200, 8, generator=g, dtype=torch.float64).to(device)
+    by_l2 = torch.cdist(Q, X).argmin(dim=-1)
+    by_affine = affine_scores(Q, X).argmax(dim=-1)
+    agree = int((by_l2 == by_affine).sum())
+
+    p = torch.tensor([0.45, 0.30, 0.25], dtype=torch.float64)
+    exemplars = torch.diag(torch.sqrt(-torch.log(p))).to(device)  # (3, 3): ||x_i||² = -ln p_i
+    labels = torch.tensor([0, 1, 1], device=device)
+    query = torch.zeros(1, 3, dtype=torch.float64, device=device)
+    probs = torch.softmax(affine_scores(query, exemplars), dim=-1)[0]
+    label = int(classify(query, exemplars, labels, n_classes=2)[0])
+    per_class = [float(probs[labels == c].sum()) for c in range(2)]
+    evidence = [
+        table("L2 argmin against affine argmax (64 queries, 200 exemplars, D=8)", ["quantity", "value"],
+              [["queries that agree", f"{agree} / 64"], ["dtype", "float64"]]),
+        table("Query q = 0 against three exemplars", ["exemplar", "label", "‖q − x‖²", "softmax p"],
+              [[i, LABELS[int(labels[i])], f"{float(exemplars[i] @ exemplars[i]):.4f}", f"{float(probs[i]):.2f}"]
+               for i in range(3)]),
+        table("Classifier", ["quantity", "value"],
+              [["nearest exemplar", f"0 (label {LABELS[int(labels[probs.argmax()])]})"],
+               ["class mass A / B", f"{per_class[0]:.2f} / {per_class[1]:.2f}"],
+               ["classify() returns", LABELS[label]]]),
+    ]
+    return Measurement(observed="ab"[label], evidence=evidence)
+
+
+def group_baseline(ctx: Context) -> Measurement:
+    """Group-relative advantages from ``snippets/advantages.py`` on rewards (B=3, G=4).
+
+    Rewards: prompt 0 [1, 1, 1, 0] (easy), prompt 1 [0, 0, 0, 1] (hard),
+    prompt 2 [1, 1, 1, 1] (every response equal). Observed: True when every
+    prompt's advantages sum to zero within 1e-6 (each row is centred on its
+    own prompt). Seed 000, §8, "Post-training makes the same distinctions
+    more consequential".
+    """
+    from exercises.snippets.advantages import advantages
+
+    rewards = torch.tensor([[1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]],
+                           device=ctx.device)
+    baseline, adv = advantages(rewards)
+    row_sums = adv.sum(dim=1)
+    centred = bool((row_sums.abs() <= 1e-6).all())
+    evidence = [
+        table("Rewards (B=3 prompts, G=4 responses)", ["prompt", "rewards", "advantages", "row sum"],
+              [[b, " ".join(f"{v:g}" for v in rewards[b].tolist()), " ".join(f"{v:+.2f}" for v in adv[b].tolist()),
+                f"{float(row_sums[b]):+.3f}"] for b in range(3)]),
+        table("Baseline", ["quantity", "value"],
+              [["baseline shape", tuple(baseline.shape)], ["baseline", " ".join(f"{v:.3f}" for v in baseline.flatten().tolist())],
+               ["advantages shape", tuple(adv.shape)], ["every row centred", centred]]),
+        note("Prompt 2's responses all earned 1: a per-prompt baseline gives them zero advantage."),
+    ]
+    return Measurement(observed=centred, evidence=evidence)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rank_main(rank: int, world: int, port: int, n_tokens: int, B: int, T: int, steps: int, conn) -> None:
+    """One process: join the gloo group, read ``steps`` spans, gather every rank's token positions."""
+    import datetime
+
+    import torch.distributed as dist
+
+    from exercises.snippets.shards import ShardedLoader
+
+    try:
+        torch.set_num_threads(1)
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=30))
+        loader = ShardedLoader(n_tokens, B, T, rank, world)
+        spans = [loader.next_span() for _ in range(steps)]
+        mine = torch.zeros(n_tokens, dtype=torch.int64)
+        for start, end in spans:
+            mine[start:end] += 1
+        everyone = [torch.zeros(n_tokens, dtype=torch.int64) for _ in range(world)]
+        dist.all_gather(everyone, mine)
+        dist.destroy_process_group()
+        conn.send(("ok", spans, [t.tolist() for t in everyone] if rank == 0 else None))
+    except BaseException as exc:  # reported to the check, never raised in the child
+        conn.send(("error", f"{type(exc).__name__}: {exc}", None))
+    finally:
+        conn.close()
+
+
+def rank_offset(ctx: Context) -> Measurement:
+    """Two processes read one token stream through ``snippets/shards.py``.
+
+    The check starts 2 processes (fork) that form a torch.distributed group
+    on the gloo backend over loopback 127.0.0.1 on a free port. Each reads 4
+    batches (B=2, T=8) from a 1,000-token stream and all-gathers a count of
+    how often it read each position. Observed: True when no position is read
+    by both ranks (the windows are disjoint). Seed 000, §8, "Distributed data".
+    """
+    import multiprocessing
+
+    world, n_tokens, B, T, steps = 2, 1000, 2, 8, 4
+    mp = multiprocessing.get_context("fork")
+    port = _free_port()
+    pipes = [mp.Pipe(duplex=False) for _ in range(world)]
+    procs = [mp.Process(target=_rank_main, args=(r, world, port, n_tokens, B, T, steps, pipes[r][1]))
+             for r in range(world)]
+    for p in procs:
+        p.start()
+    for _, send_end in pipes:
+        send_end.close()
+    results = []
+    try:
+        for r, (recv_end, _) in enumerate(pipes):
+            if not recv_end.poll(60):
+                raise TimeoutError(f"rank {r} sent nothing within 60 s")
+            results.append(recv_end.recv())
+    finally:
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    errors = [r[1] for r in results if r[0] != "ok"]
+    if errors:
+        raise RuntimeError(f"a rank failed: {errors[0]}")
+    counts = torch.tensor(results[0][2])  # (world, n_tokens)
+    both = int(((counts[0] > 0) & (counts[1] > 0)).sum())
+    read = [int((c > 0).sum()) for c in counts]
+    disjoint = both == 0
+    evidence = [
+        table(f"Spans [start, end) read per rank (B·T = {B * T}, world {world})", ["rank", "spans"],
+              [[r, " ".join(f"[{s},{e})" for s, e in results[r][1])] for r in range(world)]),
+        table("Token positions (all-gathered on rank 0)", ["quantity", "value"],
+              [["read by rank 0", read[0]], ["read by rank 1", read[1]], ["read by both", both],
+               ["distinct positions", int(((counts > 0).any(dim=0)).sum())], ["disjoint", disjoint]]),
+        note("Backend gloo, 2 processes on 127.0.0.1; each rank steps by B·T·world after every batch."),
+    ]
+    return Measurement(observed=disjoint, evidence=evidence)

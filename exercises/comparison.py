@@ -1,0 +1,260 @@
+"""Checks for the set ``comparison`` — ledgers and honest comparison (seed 004, ch. 12–14 in the book).
+
+Parameter accounting at two scales, the phase ledger of one training step,
+the batch and sequence-length sweeps, and a paired seed comparison. Timings
+are never graded as numbers: each timing check grades a property that holds
+with a margin (a phase that dominates clearly; a ratio of growths) and says
+so in its evidence.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from exercises.context import Context
+from exercises.outcome import Measurement, note, table
+
+SEED_CONFIG = dict(vocab_size=37, block_size=64, n_layer=4, n_head=4, n_embd=128)
+GPT2_SMALL = dict(vocab_size=50257, block_size=1024, n_layer=12, n_head=12, n_embd=768)
+
+#: A phase "dominates clearly" when it takes at least this many times the runner-up.
+CLEAR_RATIO = 1.25
+#: Two memory growths are "about the same" when within this factor of each other.
+SAME_FACTOR = 1.5
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f}"
+
+
+def param_accounting(ctx: Context) -> Measurement:
+    """Count the engine's parameters by group at two scales; find the crossover vocabulary.
+
+    Scale 1: the seed configuration (4 layers, C = 128, block 64, V = 37),
+    instantiated tied and untied. Scale 2: GPT-2-small sizes (12 layers,
+    C = 768, block 1024, V = 50,257), built on the ``meta`` device, so no
+    memory is allocated. Each is counted from the model and from the
+    closed-form formula in ``engine.instruments.param_accounting``.
+
+    Observed: the smallest vocabulary V (an int) whose token table V * C
+    exceeds the parameters of one block at C = 128, computed from the block
+    *as instantiated* (``blocks[0]`` of a meta model), and checked by
+    building meta models at V - 1 and V. The evidence says whether the
+    formula gives the same V. Seed 004, "Parameter accounting".
+    """
+    from engine.config import GPTConfig
+    from engine.instruments.param_accounting import agree, build_meta, count_by_group, formula
+    from engine.model import GPT
+
+    seed_rows = []
+    for tie in (True, False):
+        config = GPTConfig(**SEED_CONFIG, tie_weights=tie)
+        torch.manual_seed(ctx.seed)
+        model = GPT(config).to(ctx.device)
+        result = agree(config, model)
+        tied = ", ".join(f"{a} is {b}" for a, b in result["counted"]["tied"]) or "none"
+        seed_rows.append(["tied" if tie else "untied", f"{result['formula']['total']:,}",
+                          f"{result['counted']['total']:,}", tied])
+    big = GPTConfig(**GPT2_SMALL, tie_weights=True)
+    big_result = agree(big)  # meta device
+    untied_big = formula(**{k: GPT2_SMALL[k] for k in ("vocab_size", "block_size", "n_layer", "n_embd")},
+                         tie_weights=False)
+    big_rows = [[g, f"{f:,}", f"{c:,}"] for g, f, c in big_result["rows"]]
+    big_rows.append(["total (tied)", f"{big_result['formula']['total']:,}", f"{big_result['counted']['total']:,}"])
+
+    # The crossover, from the block as built.
+    C = SEED_CONFIG["n_embd"]
+    probe = build_meta(GPTConfig(**SEED_CONFIG))
+    block_counted = count_by_group(probe.blocks[0])["total"]
+    block_formula = formula(1, 1, 1, C)["block"]
+    v_model = block_counted // C + 1
+    v_formula = block_formula // C + 1
+    below = build_meta(GPTConfig(**{**SEED_CONFIG, "vocab_size": v_model - 1}))
+    at = build_meta(GPTConfig(**{**SEED_CONFIG, "vocab_size": v_model}))
+    below_ok = below.wte.weight.numel() <= block_counted
+    at_ok = at.wte.weight.numel() > block_counted
+    evidence = [
+        table("Seed configuration (4L, C=128, block 64, V=37): unique parameters",
+              ["weights", "formula", "model", "tied tensors"], seed_rows),
+        table("GPT-2-small sizes (12L, C=768, V=50,257), built on meta", ["group", "formula", "model"], big_rows),
+        note(f"Untied, the GPT-2-small sizes would hold {untied_big['total']:,} parameters "
+             f"(+{untied_big['groups']['lm_head']:,} for a separate lm_head)."),
+        table(f"When does the token table (V x C, C={C}) outgrow one block?", ["quantity", "value"], [
+            ["one block, counted on the model", f"{block_counted:,}"],
+            ["one block, by the formula 12C² + 9C", f"{block_formula:,}"],
+            ["crossover V from the model", v_model],
+            ["crossover V from the formula", v_formula],
+            [f"V={v_model - 1}: table {(v_model - 1) * C:,} <= block", below_ok],
+            [f"V={v_model}: table {v_model * C:,} > block", at_ok],
+        ]),
+    ]
+    if v_model != v_formula:
+        evidence.append(note("The formula and the model disagree: the block holds parameters the formula "
+                             "does not know about. Trust neither until they agree."))
+    if not all(r[1] == r[2] for r in seed_rows) or not big_result["agree"]:
+        evidence.append(note("Formula and model disagree on at least one group above."))
+    return Measurement(observed=int(v_model), evidence=evidence)
+
+
+def _workload_model(ctx: Context):
+    from engine.config import GPTConfig
+    from engine.model import GPT
+    from exercises.snippets import workload
+
+    w = workload.WORKLOAD
+    config = GPTConfig(vocab_size=37, block_size=max(64, w["block"]), n_layer=w["n_layer"], n_head=4,
+                       n_embd=w["n_embd"])
+    torch.manual_seed(ctx.seed)
+    model = GPT(config).to(ctx.device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=workload.LR)
+    g = torch.Generator().manual_seed(ctx.seed)
+    x = torch.randint(0, config.vocab_size, (w["batch"], w["block"]), generator=g).to(ctx.device)
+    y = torch.randint(0, config.vocab_size, (w["batch"], w["block"]), generator=g).to(ctx.device)
+    return model, optimizer, x, y, workload.describe()
+
+
+PHASE_CHOICE = {"forward": "a", "loss": "b", "backward": "c", "optimizer": "d"}
+
+
+def phase_ledger(ctx: Context) -> Measurement:
+    """Time the four phases of one training step of the workload in ``snippets/workload.py``.
+
+    Median of 7 steps after 2 warm-up steps (synchronised on CUDA). Observed:
+    the choice id of the phase with the largest median when it takes at
+    least ``CLEAR_RATIO`` (1.25) times the runner-up — ``a`` forward, ``b``
+    loss, ``c`` backward, ``d`` optimizer — else ``e`` (no phase dominates
+    clearly). The graded property is that ordering, never a time. Seed 004,
+    "Performance".
+    """
+    from engine.instruments.performance import dominant, phase_ledger as ledger_of
+
+    model, optimizer, x, y, described = _workload_model(ctx)
+    ctx.progress(0.1, "timing the step")
+    ledger = ledger_of(model, optimizer, x, y, repeats=7, warmup=2)
+    top, ratio, clear = dominant(ledger["phases"], CLEAR_RATIO)
+    total = sum(ledger["phases"].values())
+    rows = [[p, f"{ms:.2f}", f"{100 * ms / total:.1f}%"] for p, ms in ledger["phases"].items()]
+    rows.append(["sum", f"{total:.2f}", "100%"])
+    n_params = sum(p.numel() for p in model.parameters())
+    evidence = [
+        table(f"Phase ledger: {described}, {n_params:,} parameters, {ledger['device']}"
+              + (" (synchronised)" if ledger["synchronized"] else ""), ["phase", "median ms", "share"], rows),
+        table("Step", ["quantity", "value"], [
+            ["median step ms", f"{ledger['step_ms']:.2f}"],
+            ["tokens / s", f"{ledger['tokens_per_s']:,.0f}"],
+            [f"peak memory MiB ({ledger['peak_kind']})", _mib(ledger["peak_bytes"])],
+            ["threads", torch.get_num_threads()],
+        ]),
+        note(f"Largest phase: {top}, {ratio:.2f}x the runner-up. Graded rule: a phase dominates when it takes "
+             f"at least {CLEAR_RATIO}x the next one; the times themselves vary run to run."),
+    ]
+    return Measurement(observed=PHASE_CHOICE[top] if clear else "e", evidence=evidence)
+
+
+def seq_sweep(ctx: Context) -> Measurement:
+    """Batch-size and sequence-length sweeps of a 2-layer, C = 64 engine GPT.
+
+    Batch sweep B = 8, 16, 32 at T = 64; sequence sweep T = 64, 128, 256 at
+    B = 8 (one training step, median of 3 after a warm-up). On CPU every
+    point runs in its own forked process and reports its peak RSS above the
+    RSS it started with; on CUDA, max_memory_allocated. The two end points
+    hold the same number of tokens (32 x 64 = 8 x 256 = 2048). Observed: the
+    ratio r = growth(T: 64 -> 256) / growth(B: 8 -> 32) as a choice — ``a``
+    batch grows peak memory faster (r < 1/1.5), ``b`` about the same (within
+    1.5x), ``c`` sequence length grows it faster (r > 1.5). Seed 004,
+    "Performance".
+    """
+    from engine.instruments.performance import sweep
+
+    try:
+        import torch._dynamo  # noqa: F401  (the optimizer imports it on its first step; pay once, here)
+    except Exception:
+        pass
+    threads = max(1, torch.get_num_threads())
+    ctx.progress(0.05, "batch sweep")
+    by_batch = sweep("batch", [8, 16, 32], 64, device=ctx.device, seed=ctx.seed, threads=threads)
+    ctx.progress(0.55, "sequence sweep")
+    by_block = [by_batch[0]] + sweep("block", [128, 256], 8, device=ctx.device, seed=ctx.seed, threads=threads)
+    base = by_batch[0]["peak_above_start"]
+    grow_b = by_batch[-1]["peak_above_start"] - base
+    grow_t = by_block[-1]["peak_above_start"] - base
+    ratio = grow_t / grow_b if grow_b > 0 else float("inf")
+    if ratio > SAME_FACTOR:
+        observed = "c"
+    elif ratio < 1 / SAME_FACTOR:
+        observed = "a"
+    else:
+        observed = "b"
+    kind = by_batch[0]["peak_kind"]
+
+    def rows(points):
+        return [[p["batch"], p["block"], f"{p['step_ms']:.1f}", _mib(p["peak_above_start"])] for p in points]
+
+    evidence = [
+        table(f"Batch sweep (T=64), peak = {kind} above start, MiB", ["B", "T", "ms/step", "peak MiB"],
+              rows(by_batch)),
+        table(f"Sequence sweep (B=8), peak = {kind} above start, MiB", ["B", "T", "ms/step", "peak MiB"],
+              rows(by_block)),
+        table("Growth from (8, 64) to 2048 tokens", ["axis", "end point", "extra MiB"], [
+            ["batch x4", "(32, 64)", _mib(grow_b)], ["sequence x4", "(8, 256)", _mib(grow_t)],
+            ["ratio seq / batch", "", f"{ratio:.2f}"]]),
+        note(f"Graded on the ratio of the two growths: within {SAME_FACTOR}x counts as 'about the same'. "
+             "Step times are shown for context and are not graded."),
+    ]
+    return Measurement(observed=observed, evidence=evidence)
+
+
+#: The paired comparison's budget: 3 seeds x 2 arms x 60 steps of a 1-layer, C = 64 model.
+COMPARE_RUN = dict(vocab_size=37, block_size=32, n_layer=1, n_head=4, n_embd=64)
+COMPARE_STEPS, COMPARE_BATCH, COMPARE_LR, COMPARE_SEEDS = 60, 16, 2e-3, 3
+
+
+def seed_variation(ctx: Context) -> Measurement:
+    """Tied against untied weights: baseline variation and a paired comparison.
+
+    Both arms train a 1-layer, C = 64 engine GPT (block 32, batch 16, AdamW
+    lr 2e-3) for 60 steps at 3 seeds; A ties lm_head to the token table, B
+    does not. B's seeds come from ``snippets/pairing.py``. Validation loss is
+    the mean over 4 fixed held-out batches. Observed: ``a`` resolved with B
+    (untied) lower, ``b`` resolved with A (tied) lower, ``c`` not resolved —
+    by the rule in ``engine.instruments.seed_variation.verdict``. Seed 004,
+    "Weight tying" and "The run record, and this model's baseline variation".
+    """
+    from engine.config import GPTConfig
+    from engine.instruments.run_record import train_run
+    from engine.instruments.seed_variation import paired, summarize
+    from exercises.snippets.pairing import seeds_for_b
+
+    seeds = [ctx.seed * 10 + i for i in range(COMPARE_SEEDS)]
+    records: dict = {}
+
+    def arm(tie: bool):
+        def run(seed: int) -> dict:
+            record = train_run(GPTConfig(**COMPARE_RUN, tie_weights=tie), seed, steps=COMPARE_STEPS,
+                               batch_size=COMPARE_BATCH, lr=COMPARE_LR, device=ctx.device)
+            records[(tie, seed)] = record
+            return record
+        return run
+
+    result = paired(arm(True), arm(False), seeds, seeds_b=seeds_for_b(seeds), progress=ctx.progress)
+    baseline = summarize([r[2] for r in result["rows"]])
+    first = records[(True, seeds[0])]
+    shown = ["seed", "config_hash", "params", "torch", "device", "final_train_loss", "final_val_loss",
+             "peak_bytes", "peak_kind", "wall_s"]
+    if result["verdict"] == "resolved":
+        observed = "a" if result["mean"] < 0 else "b"
+    else:
+        observed = "c"
+    evidence = [
+        table("One run record (A, tied)", ["field", "value"], [[k, first[k]] for k in shown]),
+        table(f"Baseline: A (tied) at {len(seeds)} seeds, val loss", ["median", "stdev", "spread"],
+              [[f"{baseline['median']:.4f}", f"{baseline['stdev']:.4f}", f"{baseline['spread']:.4f}"]]),
+        table("Paired val loss" if result["paired"] else "UNPAIRED val loss (B runs other seeds)",
+              ["seeds A/B", "A tied", "B untied", "B - A"],
+              [[f"{sa}/{sb}", f"{a:.4f}", f"{b:.4f}", f"{d:+.4f}"] for sa, sb, a, b, d in result["rows"]]),
+        note(f"mean B - A {result['mean']:+.4f}, stdev {result['stdev']:.4f}, spread {result['spread']:.4f}: "
+             f"{result['verdict']} — {result['why']}"),
+        note(f"Budget: {COMPARE_STEPS} steps per run, early training. A verdict here says nothing about "
+             "converged runs (the seed's 2,000-step comparison was not resolved)."),
+    ]
+    return Measurement(observed=observed, evidence=evidence)

@@ -1,0 +1,207 @@
+"""The capstone audit: the engine passes every link, each engine fault is named
+at its link, an independently written nanoGPT-style model audits cleanly, and
+``tutor audit`` keeps its exit codes (seed 004, the final exercise)."""
+
+import argparse
+import json
+import textwrap
+
+import pytest
+
+from exercises.audit import LINKS, audit, load_factory
+from exercises.capstone import HIDDEN, build_mystery, hidden_fault
+from tutor import audit_cmd
+
+# A GPT written independently of the engine, in nanoGPT's style: forward(idx,
+# targets=None) returns (logits, loss), and only the last position's logits
+# when no targets are given. The lm_head is tied to the token table.
+NANO = textwrap.dedent('''
+    import math
+    import torch
+    import torch.nn as nn
+    from torch.nn import functional as F
+
+    class SelfAttention(nn.Module):
+        def __init__(self, n_embd, n_head, block_size):
+            super().__init__()
+            self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+            self.c_proj = nn.Linear(n_embd, n_embd)
+            self.n_head = n_head
+            mask = torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size)
+            self.register_buffer("bias", mask)
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
+            return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+    class Layer(nn.Module):
+        def __init__(self, n_embd, n_head, block_size):
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)
+            self.attn = SelfAttention(n_embd, n_head, block_size)
+            self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class NanoGPT(nn.Module):
+        def __init__(self, vocab_size=37, block_size=32, n_layer=2, n_head=4, n_embd=64):
+            super().__init__()
+            self.block_size = block_size
+            self.transformer = nn.ModuleDict(dict(
+                wte=nn.Embedding(vocab_size, n_embd), wpe=nn.Embedding(block_size, n_embd),
+                h=nn.ModuleList([Layer(n_embd, n_head, block_size) for _ in range(n_layer)]),
+                ln_f=nn.LayerNorm(n_embd)))
+            self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+            self.transformer.wte.weight = self.lm_head.weight
+            for m in self.modules():
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    nn.init.normal_(m.weight, std=0.02)
+                if isinstance(m, nn.Linear) and m.bias is not None:
+                    nn.init.zeros_(m.bias)
+
+        def forward(self, idx, targets=None):
+            t = idx.size(1)
+            x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t, device=idx.device))
+            for block in self.transformer.h:
+                x = block(x)
+            x = self.transformer.ln_f(x)
+            if targets is None:
+                return self.lm_head(x[:, [-1], :]), None
+            logits = self.lm_head(x)
+            return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+    def build():
+        return NanoGPT()
+
+    def broken():
+        raise RuntimeError("this factory cannot build its model")
+''')
+
+
+#: CAPABILITY's budget in these tests: both models are below 0.1 nats by step 75
+#: (the audit's default is 150, which leaves room for slower models).
+STEPS = 75
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _statuses(report):
+    return {link.name: link.status for link in report.links}
+
+
+@pytest.fixture(scope="module")
+def nano_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("learner") / "nano.py"
+    path.write_text(NANO)
+    return path
+
+
+def _mystery(tmp_path, fault_id):
+    return build_mystery(fault_id, tmp_path / fault_id)
+
+
+def test_the_engine_passes_every_link(tmp_path):
+    m = _mystery(tmp_path, "none")
+    report = audit(m["factory"], get_batch=m["get_batch"], overfit_steps=STEPS)
+    assert [link.name for link in report.links] == list(LINKS)
+    assert report.first_failure is None and report.status == "ok" and report.exit_code == 0
+    assert all(link.status == "ok" for link in report.links), report.text()
+    # a tied engine GPT, built directly, also passes (CAPABILITY skipped to save time)
+    tied = audit(lambda: m["model"].GPT(m["config"].GPTConfig(vocab_size=37, block_size=32, n_layer=2,
+                                                                  n_head=4, n_embd=64)), overfit_steps=0)
+    assert tied.first_failure is None, tied.text()
+    assert "lm_head.weight is wte.weight" in next(l.verdict for l in tied.links if l.name == "REGISTRATION")
+
+
+@pytest.mark.parametrize("fault_id, first, also", [
+    ("head-split-reshape", "CAUSALITY", {"SHAPE"}),       # positions mix before any shape is wrong
+    ("head-merge-no-transpose", "CAUSALITY", {"SHAPE"}),
+    ("attention-not-causal", "CAUSALITY", set()),
+    ("unshifted-targets", "ALIGNMENT", set()),
+    ("detach-residual", "GRADIENTS", {"UPDATE"}),
+    ("optimizer-before-head", "OWNERSHIP", {"UPDATE"}),
+])
+def test_each_engine_fault_is_named_at_its_link(tmp_path, fault_id, first, also):
+    m = _mystery(tmp_path, fault_id)
+    report = audit(m["factory"], get_batch=m["get_batch"], overfit_steps=0)
+    statuses = _statuses(report)
+    assert report.first_failure == first, report.text()
+    assert all(statuses[name] == "FAIL" for name in also), report.text()
+    assert report.exit_code == 1
+
+
+def test_default_init_tied_embeddings_fail_init(tmp_path):
+    m = _mystery(tmp_path, "embedding-default-init")
+    config = m["config"].GPTConfig(vocab_size=37, block_size=32, n_layer=2, n_head=4, n_embd=64)
+    report = audit(lambda: m["model"].GPT(config), overfit_steps=0)
+    assert report.first_failure == "INIT", report.text()
+    init = next(link for link in report.links if link.name == "INIT")
+    ratio = float(init.verdict.split("ratio ")[1].split()[0].rstrip(";"))
+    assert ratio > 3  # the seed saw about 33 at C = 128; at C = 64 it is smaller but far from 1
+    assert _statuses(report)["GRADIENTS"] == "ok" and _statuses(report)["OWNERSHIP"] == "ok"
+
+
+def test_a_nanogpt_style_model_audits_cleanly(nano_file):
+    report = audit(load_factory(str(nano_file), "build"), overfit_steps=STEPS)
+    assert report.first_failure is None, report.text()
+    assert "last position only" in report.setup["convention"]
+    registration = next(link for link in report.links if link.name == "REGISTRATION")
+    assert "tied: lm_head.weight is transformer.wte.weight" in registration.verdict
+    assert "contract only" in next(link.verdict for link in report.links if link.name == "SHAPE")
+
+
+def test_hidden_fault_is_deterministic_per_seed():
+    assert [hidden_fault(s) for s in range(20)] == [hidden_fault(s) for s in range(20)]
+    assert set(hidden_fault(s) for s in range(200)) == set(HIDDEN)
+
+
+def test_capstone_exercise_grades_against_the_audit(run):
+    r = run("audit")
+    assert r.status == "ok", r.error
+    expected = {"none": "none", "head-split-reshape": "causality", "head-merge-no-transpose": "causality",
+                "attention-not-causal": "causality", "unshifted-targets": "alignment",
+                "detach-residual": "gradients", "optimizer-before-head": "ownership"}[hidden_fault(0)]
+    assert r.clean == expected
+    assert run("audit", expected).status == "pass"
+
+
+def _cli(argv):
+    parser = argparse.ArgumentParser(prog="tutor")
+    parser.add_argument("--device", default="cpu")
+    audit_cmd.add_parser(parser.add_subparsers(dest="command"))
+    return audit_cmd.run(parser.parse_args(argv))
+
+
+def test_cli_usage_errors_exit_2(tmp_path, nano_file, capsys):
+    assert _cli(["audit", str(tmp_path / "missing.py") + ":build"]) == 2
+    assert _cli(["audit", str(nano_file)]) == 2
+    assert _cli(["audit", f"{nano_file}:no_such_factory"]) == 2
+    err = capsys.readouterr().err
+    assert "no such file" in err and "FILE.py:FACTORY" in err and "no_such_factory" in err
+
+
+def test_cli_factory_that_raises_exits_3(nano_file, capsys):
+    assert _cli(["audit", f"{nano_file}:broken", "--json"]) == 3
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "crashed" and "cannot build" in report["error"]
+
+
+def test_cli_hang_is_stopped(tmp_path, capsys):
+    path = tmp_path / "slow.py"
+    path.write_text("import time\n\ndef build():\n    time.sleep(600)\n")
+    assert _cli(["audit", f"{path}:build", "--timeout", "3"]) == 3
+    assert "did not finish" in capsys.readouterr().err
