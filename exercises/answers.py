@@ -128,14 +128,30 @@ def _choice(raw: str, choices):
     return None
 
 
+def _unwrap(raw: str):
+    """Strip one pair of matching brackets; None if brackets are unbalanced."""
+    text = raw.strip()
+    if text.lower().startswith("torch.size(") and text.endswith(")"):
+        text = text[len("torch.size("):-1].strip()
+    pairs = {"(": ")", "[": "]"}
+    if text[:1] in pairs:
+        if text[-1:] != pairs[text[0]]:
+            return None
+        text = text[1:-1].strip()
+    if any(b in text for b in "()[]"):
+        return None
+    return text
+
+
 def _shape(raw: str, _choices):
-    inner = raw.strip()
-    if inner.lower().startswith(("torch.size", "size")):
-        inner = inner[inner.index("(") + 1:] if "(" in inner else ""
-    inner = inner.strip("()[] ")
+    inner = _unwrap(raw)
+    if inner is None:
+        return None
     if not inner:
         return []
-    parts = [p for p in re.split(r"\s*(?:,|x|×|\*|\s)\s*", inner.lower()) if p != ""]
+    parts = re.split(r"\s*(?:,|x|×|\*)\s*|\s+", inner.lower())
+    if len(parts) > 1 and parts[-1] == "" and inner.rstrip().endswith(","):
+        parts = parts[:-1]  # "(5,)": the trailing comma of a one-axis shape
     if not parts or not all(p.isdecimal() for p in parts):
         return None
     return [int(p) for p in parts]
@@ -181,10 +197,14 @@ def _error(raw: str, _choices):
 
 
 def _list(raw: str, _choices):
-    inner = raw.strip().strip("[]() ")
+    inner = _unwrap(raw)
+    if inner is None:
+        return None
     if not inner:
         return []
-    parts = [p for p in re.split(r"\s*[,;\s]\s*", inner) if p]
+    parts = re.split(r"\s*[,;]\s*|\s+", inner)
+    if any(part == "" for part in parts):
+        return None  # an empty item, e.g. "1,,2" or a stray comma
     items = []
     for part in parts:
         word = part.lower().rstrip(".!")

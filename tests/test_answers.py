@@ -89,3 +89,19 @@ def test_fuzz_parser_long(kind, text):
 def test_fuzz_found_superscript_digits_are_not_a_shape():
     with pytest.raises(AnswerError):
         parse("shape", "¹")
+
+
+@pytest.mark.parametrize("text", ["x3", "5)", "(3,3", "(", "[3, 3)", "3,,3", ",3", "(3)(3)"])
+def test_malformed_shapes_are_refused(text):
+    with pytest.raises(AnswerError):
+        parse("shape", text)
+
+
+@pytest.mark.parametrize("text", ["[1, 2", "1,,2", "(1, 2]", ",1"])
+def test_malformed_lists_are_refused(text):
+    with pytest.raises(AnswerError):
+        parse("list", text)
+
+
+def test_one_axis_shapes_and_trailing_commas():
+    assert parse("shape", "5,") == [5] and parse("shape", "(5, )") == [5] and parse("shape", "[]") == []

@@ -131,8 +131,15 @@ def test_an_unwritable_progress_folder_is_reported_not_a_traceback(tmp_path):
         os.mkdir(target, 0o500)
     proc = tutor("run", "skip-zero-grad", "--predict", "2", "--progress-dir", target, "--learner", "ada")
     assert "Traceback" not in proc.stderr
-    assert "the attempt was not saved" in proc.stderr and "--progress-dir" in proc.stderr
-    assert proc.returncode == 0  # the prediction matched; the exit code still says so
+    assert "cannot write progress" in proc.stderr and "--progress-dir" in proc.stderr
+    assert proc.returncode == 2 and proc.stdout == ""  # refused before any work, so nothing is lost
+
+
+def test_check_with_cuda_missing_is_one_sentence():
+    proc = tutor("check", "broadcast-loss", "--device", "cuda")
+    if proc.returncode == 0:
+        pytest.skip("this machine has CUDA")
+    assert proc.returncode == 2 and "no CUDA device" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.slow

@@ -221,6 +221,10 @@ def cmd_run(args) -> int:
             _fail(warning)
         if loaded.read_only:
             raise UsageError("the progress file is read-only for this tutor; use --no-save or upgrade tutor")
+        try:
+            store.ensure_writable()
+        except ProgressError as exc:
+            raise UsageError(str(exc)) from None
     runner = _runner(catalog, args.device)
     try:
         result = runner.run(ex, args.predict)
@@ -264,7 +268,7 @@ def _print_result(ex, result) -> None:
 
 
 def cmd_check(args) -> int:
-    from tutor.runner import WorkerError
+    from tutor.runner import DeviceError, WorkerError
     catalog = _catalog()
     exercises = [_exercise(catalog, i) for i in args.ids] if args.ids else catalog.exercises
     if args.set_id:
@@ -276,6 +280,10 @@ def cmd_check(args) -> int:
     rows = []
     console = None if args.json else _console()
     try:
+        try:
+            runner.device  # resolve the device once: a missing CUDA is a usage error, not a traceback
+        except DeviceError as exc:
+            raise UsageError(str(exc)) from None
         for ex in exercises:
             result = runner.run(ex)
             ok = result.status == "ok" and (result.differs is not False)
@@ -322,7 +330,7 @@ def cmd_progress(args) -> int:
     console = _console()
     if not progress.exercises:
         console.print(Text(f"No attempts saved yet for {learner} in {store.folder}. "
-                           "Try: tutor run head-split --predict b"))
+                           "Start with: tutor (the TUI), or tutor show ID then tutor run ID --predict ANSWER"))
         return 0
     table = Table(title=f"Progress of {learner} ({store.path(learner)})", title_justify="left")
     for col in ("exercise", "attempts", "last prediction", "observed", "solved", "note"):

@@ -167,6 +167,21 @@ class ProgressStore:
     def path(self, learner: str) -> Path:
         return self.folder / f"{validate_learner(learner)}.toml"
 
+    def ensure_writable(self) -> None:
+        """Make sure attempts can be saved here, before any work is done.
+
+        Raises:
+            ProgressError: the folder cannot be created or written.
+        """
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".tutor-write-test-", dir=self.folder)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            raise ProgressError(f"cannot write progress to {self.folder} ({exc.strerror or exc}); "
+                                "choose a writable folder with --progress-dir, or pass --no-save") from None
+
     def load(self, learner: str) -> LearnerProgress:
         """Read a learner's progress; a missing file is empty progress.
 

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Header, Markdown, ProgressBar, Static
+from textual.widgets import Button, Footer, Header, Input, Markdown, ProgressBar, Static, TextArea
 
 from exercises import answers
 from tutor.catalog import Exercise
@@ -86,7 +86,11 @@ class ExerciseScreen(Screen):
                 yield ProgressBar(total=None, show_eta=False, id="running-bar")
             yield ResultPanel(id="result")
             yield HintList(ex.hints, id="hints")
-            yield NoteEditor(ex.explain, progress.note if progress else "", self._save_note, id="note-editor")
+            note = NoteEditor(ex.explain, progress.note if progress else "", self._save_note, id="note-editor")
+            # The explain-back question can give the answer away: it appears
+            # after the first run (or at once when a note or attempt exists).
+            note.display = bool(progress and (progress.note or progress.attempts))
+            yield note
         yield Footer()
 
     def on_mount(self) -> None:
@@ -102,23 +106,51 @@ class ExerciseScreen(Screen):
         prediction.scroll_visible()
 
     def action_explain(self) -> None:
-        """Move the focus to the explain-back note."""
+        """Move the focus to the explain-back note (shown after the first run)."""
+        if not self.query_one(NoteEditor).display:
+            self.notify("Run the check first; then explain back what you saw.")
+            return
         editor = self.query_one(NoteEditor).query_one("TextArea")
         editor.focus()
         editor.scroll_visible()
 
     def on_key(self, event) -> None:
-        """Typing the start of an answer while reading jumps to the answer box."""
-        if self.exercise.kind in ("choice", "bool") or event.character is None:
+        """Keys that answer straight away while reading.
+
+        For a choice (or yes/no) exercise, the letter of a choice (or y / n)
+        picks it. For a typed answer, any printable key that is not a command
+        key starts the answer in the answer box, so nothing typed is lost.
+        """
+        char = event.character
+        if char is None or not char.isprintable():
             return
-        if (self.focused is self.query_one("#exercise-body") and event.character.isprintable()
-                and event.character not in self._COMMAND_KEYS and not event.character.isspace()):
+        prediction = self.query_one(PredictionInput)
+        if isinstance(self.focused, TextArea):
+            return
+        if isinstance(self.focused, Input):
+            # A box consumes its own keys, so a key that reaches the screen
+            # while a box has focus was typed before the focus moved there:
+            # it belongs at the end of the answer.
             event.stop()
             event.prevent_default()
-            self.action_answer()
-            box = self.query_one(PredictionInput).query_one("Input")
-            box.value += event.character
-            box.cursor_position = len(box.value)
+            self.focused.insert_text_at_cursor(char)
+            return
+        if char.isspace():
+            return
+        if prediction.options:
+            wanted = {"y": "yes", "n": "no"}.get(char.lower(), char.lower()) if self.exercise.kind == "bool" \
+                else char.lower()
+            if wanted in {cid.lower() for cid, _ in prediction.options}:
+                event.stop()
+                event.prevent_default()
+                prediction.set_value(next(cid for cid, _ in prediction.options if cid.lower() == wanted))
+            return
+        if self.focused is self.query_one("#exercise-body") and char not in self._COMMAND_KEYS:
+            event.stop()
+            event.prevent_default()
+            box = prediction.query_one(Input)
+            self.set_focus(box)  # at once, so the next key already lands in the box
+            box.insert_text_at_cursor(char)
 
     def _progress(self):
         try:
@@ -142,7 +174,8 @@ class ExerciseScreen(Screen):
         except answers.AnswerError as exc:
             error.update(Text(f"✗ {exc}", style="bold red"))
             error.add_class("-shown")
-            error.scroll_visible()
+            self.query_one(ResultPanel).clear()
+            self.call_after_refresh(error.scroll_visible)
             return
         error.update("")
         error.remove_class("-shown")
@@ -205,6 +238,8 @@ class ExerciseScreen(Screen):
         panel = self.query_one(ResultPanel)
         panel.show(self.exercise, result)
         self._record(result)
+        self.query_one(NoteEditor).display = True
+        self.query_one("#exercise-body").focus()  # h, e, r and the arrows work again
         self.call_after_refresh(panel.scroll_visible)
 
     def on_run_crashed(self, message: RunCrashed) -> None:

@@ -56,7 +56,7 @@ class PredictionInput(Vertical):
             yield OptionList(*[Option(self._prompt(cid, text), id=cid) for cid, text in self.options],
                              id="prediction-options")
         else:
-            yield Input(placeholder=self.exercise.answer_format, id="prediction-input")
+            yield Input(placeholder=self.exercise.answer_format, id="prediction-input", select_on_focus=False)
 
     @property
     def value(self) -> str:

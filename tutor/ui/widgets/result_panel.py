@@ -103,3 +103,9 @@ class ResultPanel(Vertical):
         self.query(SeriesPair).remove()
         self.query_one("#result-text", Static).update(renderable)
         self.set_class(True, "-shown")
+
+    def clear(self) -> None:
+        """Hide the previous result (a new answer is being entered)."""
+        self.query(SeriesPair).remove()
+        self.query_one("#result-text", Static).update("")
+        self.set_class(False, "-shown")
