@@ -51,6 +51,7 @@ from typing import Any, Callable
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from engine.instruments.forward import logits_of
 
 LINKS = ("TOKENIZER", "ALIGNMENT", "CAUSALITY", "SHAPE", "INIT", "REGISTRATION", "GRADIENTS", "OWNERSHIP",
          "UPDATE", "CAPABILITY")
@@ -138,17 +139,6 @@ def format_report(data: dict, evidence: bool = True) -> str:
 # ---------------------------------------------------------------------------
 # The forward contract
 
-
-def logits_of(output: Any) -> torch.Tensor:
-    """Logits from a forward's output: the tensor, a tuple's first element, or ``.logits``."""
-    if isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
-        return output[0]
-    found = getattr(output, "logits", None)
-    if isinstance(found, torch.Tensor):
-        return found
-    raise TypeError(f"the forward returned {type(output).__name__}; expected logits or a tuple starting with them")
 
 
 class Forward:

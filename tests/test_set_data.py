@@ -1,11 +1,6 @@
 """The set ``data`` observes the known values of seed 004, "Data" (CATALOG.md)."""
 
-
-def rows(result, side, title_start):
-    for item in result.evidence[side]:
-        if item["type"] == "table" and item["title"].startswith(title_start):
-            return item["rows"]
-    raise AssertionError(f"no table {title_start!r} on the {side} side")
+from helpers import rows
 
 
 def test_tokenizer_fit_on_a_sample_raises_key_error_on_b(run, catalog):

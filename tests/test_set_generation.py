@@ -1,19 +1,6 @@
 """The set ``generation`` observes the known values of seed 004, "Generation is a different program"."""
 
-from exercises import answers
-
-
-def graded(catalog, result, text):
-    """Grade another typed answer against an observation already made (no second run)."""
-    ex = catalog.get(result.id)
-    return answers.matches(ex.kind, answers.parse(ex.kind, text, list(ex.choices)), result.observed, ex.tolerance)
-
-
-def rows(result, side, title_start):
-    for item in result.evidence[side]:
-        if item["type"] == "table" and item["title"].startswith(title_start):
-            return item["rows"]
-    raise AssertionError(f"no table {title_start!r} on the {side} side")
+from helpers import graded, rows
 
 
 def test_dropout_generation_same_seed_differs_in_train_mode(run, catalog):

@@ -33,23 +33,13 @@ from typing import Any, Callable
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from .forward import logits_of
 
 PHASES = ("forward", "loss", "backward", "optimizer")
 
 #: The model the sweeps train (small enough for 2 CPU cores).
 SWEEP_MODEL = dict(vocab_size=37, n_layer=2, n_head=4, n_embd=64)
 
-
-def logits_of(output: Any) -> torch.Tensor:
-    """The logits tensor of a forward's output: itself, or the first element of a tuple."""
-    if isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
-        return output[0]
-    logits = getattr(output, "logits", None)
-    if isinstance(logits, torch.Tensor):
-        return logits
-    raise TypeError(f"cannot find logits in a forward output of type {type(output).__name__}")
 
 
 def _sync(device: torch.device) -> None:
