@@ -95,7 +95,8 @@ def run(args) -> int:
     with tempfile.TemporaryDirectory(prefix="tutor-audit-") as folder:
         try:
             done = subprocess.run(command, cwd=folder, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                                  text=True, timeout=args.timeout)
+                                  text=True, timeout=args.timeout,
+                                  preexec_fn=_cap_memory if _cpu_only(device) else None)
         except subprocess.TimeoutExpired:
             _fail(f"the audit did not finish within {args.timeout:g} s and was stopped; the forward pass or "
                   "training may hang (raise --timeout if the model is just slow)")
@@ -119,6 +120,23 @@ def run(args) -> int:
     if code == EXIT_CRASHED:
         _fail(report.get("error", "the model could not be audited"))
     return code
+
+
+def _cpu_only(device: str) -> bool:
+    """Whether the audit will surely run on the CPU (a cap on address space breaks CUDA)."""
+    return device == "cpu" or (device == "auto" and not os.path.exists("/dev/nvidiactl"))
+
+
+def _cap_memory() -> None:
+    """In the audit process: cap its address space, like the check worker's children
+    (TUTOR_MEMORY_CAP_MB, default 8192), so a runaway model fails instead of the machine."""
+    try:
+        import resource
+        cap = int(os.environ.get("TUTOR_MEMORY_CAP_MB", "8192")) * 1024 * 1024
+        if cap > 0:
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    except (ImportError, ValueError, OSError):
+        pass
 
 
 def _source_root() -> str:
