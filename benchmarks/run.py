@@ -1,6 +1,10 @@
 """The performance benchmark: every figure of the performance targets, in one run.
 
-    python benchmarks/run.py [--quick] [--only SECTION ...] [--device cpu|cuda]
+    python benchmarks/run.py [--quick] [--only SECTION ...] [--device cpu|cuda|all]
+
+``--device all`` (the default) measures on the CPU, and on CUDA too where a
+CUDA device is present, printing the CUDA figures beside the CPU ones
+(synchronized timings). Run→verdict runs on the CPU unless ``cuda`` is given.
 
 Sections (each prints its figures with the target and pass / falls short):
 
@@ -39,7 +43,8 @@ sys.path.insert(0, str(ROOT))
 RESULTS: list[tuple[str, str, str, str]] = []  # (figure, measured, target, verdict)
 
 
-def record(figure: str, measured: str, target: str, ok: bool | None) -> None:
+def record(figure: str, measured: str, target: str, ok: bool | None, device: str = "") -> None:
+    figure = f"[{device}] {figure}" if device else figure
     verdict = "-" if ok is None else ("pass" if ok else "falls short")
     RESULTS.append((figure, measured, target, verdict))
     print(f"  {figure:<58} {measured:>22}   target {target:<16} {verdict}", flush=True)
@@ -134,7 +139,7 @@ def bench_verdict(args) -> None:
     from tutor.runner import Runner
     print("\n== Run -> verdict with a warm worker (fault applied, check run, result returned)")
     catalog = load_catalog()
-    runner = Runner(catalog, device=args.device)
+    runner = Runner(catalog, device="cuda" if args.device == "cuda" else "cpu")
     runner.warm_up()
     repeats = 3 if args.quick else 5
     print(f"  {'id':<26} {'median s':>9} {'max s':>7}  target")
@@ -224,6 +229,9 @@ def bench_engine(args) -> None:
     print(f"\n== Engine training step against a nanoGPT-style reference ({args.device}, "
           f"{torch.get_num_threads()} threads)")
     device = args.device
+
+    def rec(*fields):
+        rec(*fields, device=device)
     V, block, n_layer, n_head, C, B = 37, 64, 4, 4, 128, 16
     torch.manual_seed(0)
     engine = GPT(GPTConfig(vocab_size=V, block_size=block, n_layer=n_layer, n_head=n_head, n_embd=C)).to(device)
@@ -248,9 +256,9 @@ def bench_engine(args) -> None:
         for m in (engine, reference):
             per[m].append(median_time(lambda: step(m), 5, warmup=0))
     t_engine, t_ref = statistics.median(per[engine]), statistics.median(per[reference])
-    record("engine step (median ms)", f"{t_engine * 1000:.2f} ms", "-", None)
-    record("nanoGPT-style reference step (median ms)", f"{t_ref * 1000:.2f} ms", "-", None)
-    record("engine speed ÷ reference speed", f"{t_ref / t_engine:.3f}×", "≥ 1.00× (±3 % noise)",
+    rec("engine step (median ms)", f"{t_engine * 1000:.2f} ms", "-", None)
+    rec("nanoGPT-style reference step (median ms)", f"{t_ref * 1000:.2f} ms", "-", None)
+    rec("engine speed ÷ reference speed", f"{t_ref / t_engine:.3f}×", "≥ 1.00× (±3 % noise)",
            t_ref / t_engine >= 0.97)
 
     # The machine's GEMM throughput on the model's own matrix products: for
@@ -272,15 +280,15 @@ def bench_engine(args) -> None:
             flops += 2 * rows * k * n * count
             seconds += t * count
     gemm = flops / seconds
-    record("GEMM throughput at the model's shapes (fwd + bwd products)", f"{gemm / 1e9:.1f} GFLOP/s", "-", None)
+    rec("GEMM throughput at the model's shapes (fwd + bwd products)", f"{gemm / 1e9:.1f} GFLOP/s", "-", None)
     n_params = sum(p.numel() for p in {id(p): p for p in engine.parameters()}.values())
     tokens = B * block
     model_flops = 6 * n_params * tokens + 12 * n_layer * C * block * tokens
     achieved = model_flops / t_engine
     mfu = achieved / gemm
-    record("engine model FLOP/s (6·N·tokens + attention)", f"{achieved / 1e9:.1f} GFLOP/s", "-", None)
-    record("engine FLOP utilisation vs GEMM at model shapes", f"{mfu * 100:.0f} %", "≥ 75 %", mfu >= 0.75)
-    record("reference FLOP utilisation vs GEMM", f"{model_flops / t_ref / gemm * 100:.0f} %", "-", None)
+    rec("engine model FLOP/s (6·N·tokens + attention)", f"{achieved / 1e9:.1f} GFLOP/s", "-", None)
+    rec("engine FLOP utilisation vs GEMM at model shapes", f"{mfu * 100:.0f} %", "≥ 75 %", mfu >= 0.75)
+    rec("reference FLOP utilisation vs GEMM", f"{model_flops / t_ref / gemm * 100:.0f} %", "-", None)
 
 
 # --- KV cache ----------------------------------------------------------------
@@ -292,6 +300,9 @@ def bench_cache(args) -> None:
     from engine.model import GPT
     print("\n== KV cache decoding cost (block_size 512)")
     device = args.device
+
+    def rec(*fields):
+        rec(*fields, device=device)
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=37, block_size=512, n_layer=4, n_head=4, n_embd=128)).to(device).eval()
     prompt = torch.randint(0, 37, (1, 512), device=device)
@@ -331,25 +342,35 @@ def bench_cache(args) -> None:
     ms_per_token_cached(64, n=50)
     short = statistics.median(ms_per_token_cached(8) for _ in range(reps))
     long = statistics.median(ms_per_token_cached(512) for _ in range(reps))
-    record("cached ms/token at T = 8", f"{short:.3f} ms", "-", None)
-    record("cached ms/token at T = block_size (512)", f"{long:.3f} ms", "-", None)
-    record("cached cost growth T=512 ÷ T=8", f"{long / short:.2f}×", "≤ 1.15×", long / short <= 1.15)
+    rec("cached ms/token at T = 8", f"{short:.3f} ms", "-", None)
+    rec("cached ms/token at T = block_size (512)", f"{long:.3f} ms", "-", None)
+    rec("cached cost growth T=512 ÷ T=8", f"{long / short:.2f}×", "≤ 1.15×", long / short <= 1.15)
     cached = statistics.median(ms_per_token_cached(256) for _ in range(reps))
     full = statistics.median(ms_per_token_full(256) for _ in range(reps))
-    record("full-prefix ms/token at T = 256", f"{full:.3f} ms", "-", None)
-    record("full-prefix ÷ cached at T = 256", f"{full / cached:.1f}×", "≥ 5×", full / cached >= 5)
+    rec("full-prefix ms/token at T = 256", f"{full:.3f} ms", "-", None)
+    rec("full-prefix ÷ cached at T = 256", f"{full / cached:.1f}×", "≥ 5×", full / cached >= 5)
+
+
+def _cuda_present() -> bool:
+    import torch
+    return torch.cuda.is_available()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--only", nargs="*", choices=["startup", "verdict", "engine", "cache"])
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--device", choices=["cpu", "cuda", "all"], default="all")
     args = parser.parse_args()
     sections = args.only or ["startup", "verdict", "engine", "cache"]
     print(f"machine: {os.cpu_count()} cores · python {sys.version.split()[0]} · {time.strftime('%Y-%m-%d %H:%M')}")
+    devices = [args.device] if args.device != "all" else ["cpu"] + (["cuda"] if _cuda_present() else [])
     for name in sections:
-        {"startup": bench_startup, "verdict": bench_verdict, "engine": bench_engine, "cache": bench_cache}[name](args)
+        if name in ("engine", "cache"):
+            for device in devices:  # the device-bound sections, once per device
+                {"engine": bench_engine, "cache": bench_cache}[name](argparse.Namespace(**{**vars(args), "device": device}))
+        else:
+            {"startup": bench_startup, "verdict": bench_verdict}[name](args)
     print("\n== Summary")
     for figure, measured, target, verdict in RESULTS:
         print(f"  {figure:<58} {measured:>22}   {target:<22} {verdict}")
