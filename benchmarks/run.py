@@ -231,7 +231,7 @@ def bench_engine(args) -> None:
     device = args.device
 
     def rec(*fields):
-        rec(*fields, device=device)
+        record(*fields, device=device)
     V, block, n_layer, n_head, C, B = 37, 64, 4, 4, 128, 16
     torch.manual_seed(0)
     engine = GPT(GPTConfig(vocab_size=V, block_size=block, n_layer=n_layer, n_head=n_head, n_embd=C)).to(device)
@@ -302,7 +302,7 @@ def bench_cache(args) -> None:
     device = args.device
 
     def rec(*fields):
-        rec(*fields, device=device)
+        record(*fields, device=device)
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=37, block_size=512, n_layer=4, n_head=4, n_embd=128)).to(device).eval()
     prompt = torch.randint(0, 37, (1, 512), device=device)
