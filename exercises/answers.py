@@ -11,7 +11,7 @@ Canonical values (what checks return as ``observed``):
 kind      learner may type                            canonical value
 ========  ==========================================  =====================
 choice    a choice id, e.g. ``b``                     ``"b"``
-shape     ``(3, 3)``, ``3,3``, ``3x3``, ``[3, 3]``    ``[3, 3]``
+shape     ``(2, 7)``, ``2,7``, ``2x7``, ``[2, 7]``    ``[2, 7]``
 number    ``2``, ``0.908918``, ``804,224``, ``1/3``   ``float``
 bool      yes / no / true / false / y / n             ``True`` / ``False``
 error     an exception class name, or ``none``        ``"RuntimeError"``
@@ -45,11 +45,11 @@ def answer_format(kind: str, choices: list[tuple[str, str]] | None = None) -> st
         ids = ", ".join(cid for cid, _ in (choices or []))
         return f"one choice id ({ids})"
     return {
-        "shape": "a shape such as (3, 3), 3x3 or () for a scalar",
-        "number": "a number such as 2, 0.9089, 804,224 or 1/3",
+        "shape": "a shape such as (2, 7), 2x7, (7,) or () for a scalar",
+        "number": "a number such as 7, 0.25, 1,024 or 1/4",
         "bool": "yes or no",
-        "error": "an exception class name such as RuntimeError, or none if nothing is raised",
-        "list": "a list such as [0, 3, 1] or yes, no, yes",
+        "error": "an exception class name as Python prints it (SomethingError), or none if nothing is raised",
+        "list": "a list such as [4, 5, 6] or yes, no",
         "text": "any non-empty text",
     }[kind]
 

@@ -255,6 +255,6 @@ def seed_variation(ctx: Context) -> Measurement:
         note(f"mean B - A {result['mean']:+.4f}, stdev {result['stdev']:.4f}, spread {result['spread']:.4f}: "
              f"{result['verdict']} — {result['why']}"),
         note(f"Budget: {COMPARE_STEPS} steps per run, early training. A verdict here says nothing about "
-             "converged runs (the seed's 2,000-step comparison was not resolved)."),
+             "converged runs (a 2,000-step comparison of converged runs came out not resolved)."),
     ]
     return Measurement(observed=observed, evidence=evidence)
