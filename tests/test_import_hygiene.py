@@ -26,3 +26,12 @@ def test_tutor_list_does_not_import_torch():
             "    main(['list', '--json'])\n"
             "sys.exit(1 if 'torch' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_tutor_progress_does_not_import_torch(tmp_path):
+    code = ("import sys, io, contextlib\n"
+            "from tutor.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    main(['progress', '--json', '--progress-dir', {str(tmp_path)!r}, '--learner', 'ada'])\n"
+            "sys.exit(1 if 'torch' in sys.modules else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
