@@ -521,3 +521,80 @@ print(json.dumps({{"screen": shown, "torch": "torch" in sys.modules}}))
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result == {"screen": "HomeScreen", "torch": False}
+
+
+# --- the real runner under a misbehaving subject -------------------------------
+
+def _catalog_with(fault_body: str):
+    """The real catalog, with broadcast-loss's fault replaced by ``fault_body``."""
+    import dataclasses
+
+    from exercises.faults import Fault
+    from tutor.catalog import Catalog
+    real = load_catalog()
+    original = real.faults["no-squeeze"]
+    faults = dict(real.faults)
+    faults["no-squeeze"] = Fault(id=original.id, file=original.file, before=original.before,
+                                 after="".join(f"    {line}\n" for line in fault_body.splitlines()),
+                                 summary="a subject that misbehaves (test)")
+    sets = tuple(dataclasses.replace(s, exercises=tuple(dataclasses.replace(e, timeout_s=60.0)
+                                                        for e in s.exercises)) for s in real.sets)
+    return Catalog(sets=sets, faults=faults)
+
+
+def test_a_hanging_subject_is_cancelled_with_the_real_runner_and_the_app_stays_responsive(tmp_path):
+    from tutor.runner import Runner
+    catalog = _catalog_with("import time\ntime.sleep(120)")
+    runner = Runner(catalog, device="cpu")
+    app = build_app(catalog, ProgressStore(tmp_path), LEARNER, runner)
+
+    async def script(pilot):
+        await asyncio.to_thread(pilot.app.warmed.wait, 60)
+        first_pid = runner.worker.info["pid"]
+        screen = await open_exercise(pilot, "broadcast-loss")
+        await type_answer(pilot, "(3, 3)")
+        await pilot.press("enter")
+        await asyncio.sleep(1.5)
+        assert screen.running
+        await pilot.press("ctrl+r")           # the UI still answers keys while the subject hangs
+        await pilot.press("escape")           # cancel
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if not screen.running:
+                break
+        assert not screen.running
+        assert "cancelled" in screen_text(screen)
+        await pilot.press("p")                 # and still navigates
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, ProgressScreen)
+        assert runner.worker.info.get("pid") != first_pid or runner.worker._proc is None
+
+    try:
+        drive(app, script)
+    finally:
+        runner.close()
+    assert "broadcast-loss" not in saved(tmp_path).get("exercises", {})  # a cancelled run is not an attempt
+
+
+def test_a_crashing_subject_is_an_outcome_with_the_real_runner(tmp_path):
+    from tutor.runner import Runner
+    catalog = _catalog_with("import os\nos.abort()")
+    runner = Runner(catalog, device="cpu")
+    app = build_app(catalog, ProgressStore(tmp_path), LEARNER, runner)
+
+    async def script(pilot):
+        await asyncio.to_thread(pilot.app.warmed.wait, 60)
+        screen = await open_exercise(pilot, "broadcast-loss")
+        await type_answer(pilot, "(3, 3)")
+        await pilot.press("enter")
+        for _ in range(200):
+            await asyncio.sleep(0.1)
+            if not screen.running:
+                break
+        text = screen_text(screen)
+        assert "SIGABRT" in text and "could not finish" in text
+
+    try:
+        drive(app, script)
+    finally:
+        runner.close()
