@@ -18,10 +18,10 @@ from textual.binding import Binding
 from tutor.catalog import Catalog
 from tutor.progress import ProgressStore
 from tutor.ui.messages import WarmUpFinished
-from tutor.ui.screens.exercise import ExerciseScreen
-from tutor.ui.screens.help import HelpScreen
 from tutor.ui.screens.home import HomeScreen
-from tutor.ui.screens.progress import ProgressScreen
+
+# The other screens (and the Markdown widget they use) are imported when
+# first opened, so the home screen appears sooner.
 
 
 class RunnerLike(Protocol):
@@ -106,20 +106,23 @@ class TutorApp(App):
 
     def open_exercise(self, exercise_id: str) -> None:
         """Push the exercise screen for this id."""
+        from tutor.ui.screens.exercise import ExerciseScreen
         self.push_screen(ExerciseScreen(self.catalog.get(exercise_id)))
 
     def action_help(self) -> None:
+        from tutor.ui.screens.help import HelpScreen
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
     def action_progress(self) -> None:
+        from tutor.ui.screens.progress import ProgressScreen
         if not isinstance(self.screen, ProgressScreen):
             self.push_screen(ProgressScreen())
 
     def flush_notes(self) -> None:
         """Save every unsaved explain-back note on the screen stack."""
         for screen in self.screen_stack:
-            if isinstance(screen, ExerciseScreen):
+            if hasattr(screen, "flush_note"):  # an exercise screen
                 screen.flush_note()
 
     async def action_quit(self) -> None:
