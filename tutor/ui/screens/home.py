@@ -29,6 +29,12 @@ class HomeScreen(Screen):
             yield Static("", id="home-detail-text")
         yield Footer()
 
+    def on_resize(self, event) -> None:
+        """On a short terminal the list gets every row: the intro and detail pane step aside."""
+        roomy = event.size.height >= 20
+        self.query_one("#home-intro").display = roomy
+        self.query_one("#home-detail").display = roomy
+
     def _intro(self) -> Text:
         return Text.assemble("Pick an exercise and press ", ("Enter", "bold"),
                              ". Predict, run, compare, explain back.  ", ("?", "bold"), " help")
