@@ -125,6 +125,23 @@ def _store_and_learner(args):
         raise UsageError(str(exc)) from None
 
 
+def _load_quietly(store, learner: str):
+    """Load a learner's progress; a failure is a usage error, warnings are kept for the caller."""
+    from tutor.progress import ProgressError
+    try:
+        return store.load(learner)
+    except ProgressError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _load_progress(store, learner: str):
+    """Load a learner's progress and print its warnings (e.g. a damaged file moved aside)."""
+    progress = _load_quietly(store, learner)
+    for warning in progress.warnings:
+        _fail(warning)
+    return progress
+
+
 def _print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
 
@@ -213,12 +230,7 @@ def cmd_run(args) -> int:
         raise UsageError(f"{exc} (exercise {ex.id})") from None
     store, learner = (None, None) if args.no_save else _store_and_learner(args)
     if store is not None:
-        try:
-            loaded = store.load(learner)
-        except ProgressError as exc:
-            raise UsageError(str(exc)) from None
-        for warning in loaded.warnings:
-            _fail(warning)
+        loaded = _load_progress(store, learner)
         if loaded.read_only:
             raise UsageError("the progress file is read-only for this tutor; use --no-save or upgrade tutor")
         try:
@@ -312,14 +324,8 @@ def cmd_check(args) -> int:
 
 
 def cmd_progress(args) -> int:
-    from tutor.progress import ProgressError
     store, learner = _store_and_learner(args)
-    try:
-        progress = store.load(learner)
-    except ProgressError as exc:
-        raise UsageError(str(exc)) from None
-    for warning in progress.warnings:
-        _fail(warning)
+    progress = _load_progress(store, learner)
     if args.json:
         data = progress.to_dict()
         data["file"] = str(store.path(learner))
@@ -348,12 +354,8 @@ def _tui(args) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("the terminal UI needs an interactive terminal; use 'tutor list', 'tutor show ID' "
                          "and 'tutor run ID --predict ANSWER' instead")
-    from tutor.progress import ProgressError
     store, learner = _store_and_learner(args)
-    try:
-        loaded = store.load(learner)
-    except ProgressError as exc:
-        raise UsageError(str(exc)) from None
+    loaded = _load_quietly(store, learner)
     from tutor.ui.app import run_app
     run_app(catalog=_catalog(), store=store, learner=learner, device=args.device, warnings=loaded.warnings)
     return 0
