@@ -56,7 +56,7 @@ class ExerciseScreen(Screen):
         self.exercise = exercise
         self.running = False
         self._cancel_requested = False
-        self._done = 0.0
+        self._side_done: dict[str, float] = {}
 
     # --- layout --------------------------------------------------------------
 
@@ -223,14 +223,15 @@ class ExerciseScreen(Screen):
                          prediction=prediction, errors={"run": f"the run was cancelled {when}"})
 
     def on_run_progress(self, message: RunProgress) -> None:
+        """The two sides run at once: the bar shows their mean, the text each one."""
         sides = ["clean", "faulted"] if self.exercise.fault else ["clean"]
-        index = sides.index(message.side) if message.side in sides else 0
-        done = min(1.0, (index + max(0.0, min(1.0, message.progress))) / len(sides))
-        self._done = max(self._done, done)
-        bar = self.query_one("#running-bar", ProgressBar)
-        bar.update(total=1.0, progress=self._done)
-        side = f"{message.side}: " if message.side else ""
-        self.query_one("#running-status", Static).update(Text(f"Running… {side}{message.message}  (Esc cancels)"))
+        side = message.side if message.side in sides else sides[0]
+        self._side_done[side] = max(self._side_done.get(side, 0.0), max(0.0, min(1.0, message.progress)))
+        done = sum(self._side_done.get(s, 0.0) for s in sides) / len(sides)
+        self.query_one("#running-bar", ProgressBar).update(total=1.0, progress=done)
+        each = " · ".join(f"{s} {self._side_done.get(s, 0.0):.0%}" for s in sides)
+        self.query_one("#running-status", Static).update(
+            Text(f"Running… {each} — {side}: {message.message}  (Esc cancels)"))
 
     def on_run_finished(self, message: RunFinished) -> None:
         result = message.result
@@ -266,7 +267,7 @@ class ExerciseScreen(Screen):
         self.running = running
         if running:
             self._cancel_requested = False
-            self._done = 0.0
+            self._side_done = {}
             self.query_one("#running-bar", ProgressBar).update(total=None, progress=0)
         self.query_one("#running-status", Static).update(Text(f"{status}  (Esc cancels)" if running else ""))
         self.query_one("#running").set_class(running, "-shown")
