@@ -150,6 +150,7 @@ class ExerciseScreen(Screen):
             event.prevent_default()
             box = prediction.query_one(Input)
             self.set_focus(box)  # at once, so the next key already lands in the box
+            box.value = ""  # typing from the page starts a new answer (press a to edit the old one)
             box.insert_text_at_cursor(char)
 
     def _progress(self):
