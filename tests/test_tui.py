@@ -598,3 +598,42 @@ def test_a_crashing_subject_is_an_outcome_with_the_real_runner(tmp_path):
         drive(app, script)
     finally:
         runner.close()
+
+
+def test_typing_from_the_page_starts_the_answer_and_keeps_every_key(tmp_path):
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        screen.query_one("#exercise-body").focus()
+        await pilot.pause()
+        await pilot.press(*"(3, 3)")          # no Tab, no 'a': the first key must not be lost
+        assert screen.query_one(PredictionInput).value == "(3, 3)"
+        await pilot.press("enter")
+        await finish_runs(pilot)
+        screen.query_one("#exercise-body").focus()
+        await pilot.pause()
+        await pilot.press(*"3x3")              # a new answer replaces the old one
+        assert screen.query_one(PredictionInput).value == "3x3"
+    drive(app, script)
+    attempts = saved(tmp_path)["exercises"]["broadcast-loss"]["attempts"]
+    assert [a["prediction"] for a in attempts] == ["(3, 3)"]
+
+
+def test_a_letter_picks_a_choice_and_y_n_answer_yes_no(tmp_path):
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "head-split")
+        screen.query_one("#exercise-body").focus()
+        await pilot.pause()
+        await pilot.press("c")
+        assert screen.query_one(PredictionInput).value == "c"
+        await pilot.press("escape")
+        await pilot.pause()
+        screen = await open_exercise(pilot, "cache-offset")
+        screen.query_one("#exercise-body").focus()
+        await pilot.pause()
+        await pilot.press("n")
+        assert screen.query_one(PredictionInput).value == "no"
+    drive(app, script)
