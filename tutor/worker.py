@@ -132,7 +132,10 @@ def handle(request: dict, torch_version: str, send=None, scratch: str | None = N
             buffers[name] += chunk
             while b"\n" in buffers[name] and send is not None:
                 line, _, rest = buffers[name].partition(b"\n")
-                message = json.loads(line)
+                try:
+                    message = json.loads(line)
+                except json.JSONDecodeError:
+                    break  # not a progress line; the final reading sorts it out
                 if "progress" in message:
                     buffers[name] = rest
                     send({"job": job, "side": name, "progress": message["progress"],
