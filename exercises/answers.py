@@ -39,8 +39,10 @@ class AnswerError(ValueError):
     """An answer that cannot be read as the exercise's kind."""
 
 
-def answer_format(kind: str, choices: list[tuple[str, str]] | None = None) -> str:
+def answer_format(kind: str, choices: list[tuple[str, str]] | None = None, length: int | None = None) -> str:
     """Describe, in one phrase, how to type an answer of ``kind``."""
+    if kind == "list" and length:
+        return f"a list of {length} items such as [4, 5, 6] or yes, no"
     if kind == "choice":
         ids = ", ".join(cid for cid, _ in (choices or []))
         return f"one choice id ({ids})"
@@ -54,13 +56,14 @@ def answer_format(kind: str, choices: list[tuple[str, str]] | None = None) -> st
     }[kind]
 
 
-def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None) -> Any:
+def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None, length: int | None = None) -> Any:
     """Read a learner's answer as ``kind``.
 
     Args:
         kind: one of :data:`KINDS`.
         text: what the learner typed.
         choices: ``(id, text)`` pairs, required for ``kind == "choice"``.
+        length: for ``kind == "list"``, the number of items the answer must have.
 
     Returns:
         The canonical value (see the module table).
@@ -82,7 +85,9 @@ def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None) ->
               "error": _error, "list": _list, "text": lambda s, c: s}[kind]
     value = reader(raw, choices)
     if value is None:
-        raise AnswerError(f"cannot read {raw[:60]!r} as {kind}; expected {answer_format(kind, choices)}")
+        raise AnswerError(f"cannot read {raw[:60]!r} as {kind}; expected {answer_format(kind, choices, length)}")
+    if kind == "list" and length and len(value) != length:
+        raise AnswerError(f"the answer has {len(value)} items; expected {answer_format(kind, choices, length)}")
     return value
 
 

@@ -152,3 +152,9 @@ def test_tutor_check_is_deterministic_three_times(tmp_path):
         runs.append({r["id"]: (r["clean"], r["faulted"]) for r in json.loads(proc.stdout)["results"]})
     assert runs[0] == runs[1] == runs[2]
     print(f"{len(runs[0])} exercises, identical observations in 3 runs")
+
+
+def test_a_list_answer_of_the_wrong_length_is_a_usage_error():
+    proc = tutor("run", "clone-detach", "--predict", "yes yes no yes", "--no-save")
+    assert proc.returncode == 2
+    assert "the answer has 4 items; expected a list of 10 items" in proc.stderr

@@ -109,6 +109,7 @@ def test_a_good_catalog_loads(tmp_path):
     (lambda t: t.replace('hints = ["a", "b"]', 'hints = ["a"]'), "at least two"),
     (lambda t: t + t[t.index("[[exercise]]"):t.index("[[fault]]")], "duplicate id"),
     (lambda t: t.replace("format_version = 1", "format_version = 7"), "format_version must be 1"),
+    (lambda t: t.replace('budget_s = 0.1', 'budget_s = 0.1\nanswer_length = 3'), "for kind list only"),
     (lambda t: t.replace('title = "t"', 'title = '), "does not parse"),
 ])
 def test_a_broken_catalog_is_named_in_one_sentence(tmp_path, edit, message):

@@ -55,10 +55,19 @@ class Exercise:
     tolerance: float = 0.0
     observe: str = "faulted"
     timeout_s: float = 0.0
+    answer_length: int | None = None
 
     @property
     def answer_format(self) -> str:
-        return answers.answer_format(self.kind, list(self.choices))
+        return answers.answer_format(self.kind, list(self.choices), self.answer_length)
+
+    def parse_answer(self, text: str):
+        """Read a learner's answer for this exercise (kind, choices, list length).
+
+        Raises:
+            answers.AnswerError: one sentence naming the expected format.
+        """
+        return answers.parse(self.kind, text, list(self.choices), self.answer_length)
 
     @property
     def time_limit_s(self) -> float:
@@ -69,7 +78,8 @@ class Exercise:
         return {"id": self.id, "set": self.set, "title": self.title, "source": self.source,
                 "kind": self.kind, "choices": [{"id": c, "text": t} for c, t in self.choices],
                 "answer_format": self.answer_format, "fault": self.fault, "subject": self.subject,
-                "check": self.check, "budget_s": self.budget_s, "observe": self.observe}
+                "check": self.check, "budget_s": self.budget_s, "observe": self.observe,
+                "answer_length": self.answer_length}
 
 
 @dataclass(frozen=True)
@@ -120,7 +130,7 @@ _EX_KEYS = {
     "prompt": (str, True), "kind": (str, True), "check": (str, True), "explain": (str, True),
     "hints": (list, True), "budget_s": ((int, float), True), "subject": (str, False),
     "fault": (str, False), "choices": (list, False), "tolerance": ((int, float), False),
-    "observe": (str, False), "timeout_s": ((int, float), False),
+    "observe": (str, False), "timeout_s": ((int, float), False), "answer_length": (int, False),
 }
 
 
@@ -238,11 +248,13 @@ def _exercise(e: dict, set_id: str, uses: list, seen: dict, where: str, director
     _check_exists(e["check"], where, directory)
     if e["budget_s"] <= 0:
         raise CatalogError(f"{where}: key 'budget_s' must be positive")
+    if "answer_length" in e and (e["kind"] != "list" or e["answer_length"] < 1):
+        raise CatalogError(f"{where}: key 'answer_length' is for kind list only and must be at least 1")
     return Exercise(id=e["id"], set=e["set"], title=e["title"], source=e["source"], prompt=e["prompt"],
                     kind=e["kind"], check=e["check"], explain=e["explain"], hints=tuple(e["hints"]),
                     budget_s=float(e["budget_s"]), subject=e.get("subject", "engine"), fault=fault,
                     choices=tuple(choices), tolerance=float(e.get("tolerance", 0.0)), observe=observe,
-                    timeout_s=float(e.get("timeout_s", 0.0)))
+                    timeout_s=float(e.get("timeout_s", 0.0)), answer_length=e.get("answer_length"))
 
 
 @lru_cache(maxsize=64)

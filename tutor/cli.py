@@ -198,7 +198,7 @@ def cmd_show(args) -> int:
         return 0
     from rich.markdown import Markdown
     from rich.panel import Panel
-    from rich.syntax import Syntax
+    from tutor.render import render_diff
     console = _console()
     console.print(Panel(Markdown(ex.prompt), title=f"{ex.id} · {ex.title}", subtitle=ex.source))
     if ex.choices:
@@ -207,7 +207,7 @@ def cmd_show(args) -> int:
     console.print(f"Answer with {escape(ex.answer_format)}:  tutor run {ex.id} --predict ANSWER")
     if fault:
         console.print(f"\nThe fault [bold]{fault.id}[/bold]: {escape(fault.summary)}")
-        console.print(Syntax(patch, "diff", theme="ansi_dark", background_color="default", word_wrap=True))
+        console.print(render_diff(patch))
     return 0
 
 
@@ -225,7 +225,7 @@ def cmd_run(args) -> int:
     catalog = _catalog()
     ex = _exercise(catalog, args.id)
     try:
-        answers.parse(ex.kind, args.predict, list(ex.choices))
+        ex.parse_answer(args.predict)
     except answers.AnswerError as exc:
         raise UsageError(f"{exc} (exercise {ex.id})") from None
     store, learner = (None, None) if args.no_save else _store_and_learner(args)

@@ -93,3 +93,34 @@ def render_result(ex, result) -> list:
 
 def render_group(ex, result) -> Group:
     return Group(*render_result(ex, result))
+
+
+class DiffView:
+    """A unified diff that wraps long lines and repeats the +/- marker on every
+    wrapped piece, so a change never looks like context (colour or not)."""
+
+    STYLES = {"-": ("bold red", "red"), "+": ("bold green", "green"), "@": ("cyan", "cyan"), " ": ("", "dim")}
+
+    def __init__(self, patch: str) -> None:
+        self.lines = patch.rstrip("\n").splitlines()
+
+    def __rich_console__(self, console, options):
+        width = max(8, options.max_width - 2)
+        for line in self.lines:
+            if line.startswith(("---", "+++")):
+                marker, body, style = " ", line, "bold"
+            elif line.startswith("@@"):
+                marker, body, style = " ", line, "cyan"
+            else:
+                marker, body = (line[:1] or " "), line[1:]
+                marker = marker if marker in "+-" else " "
+                style = self.STYLES[marker][1]
+            marker_style = self.STYLES.get(marker, ("", ""))[0]
+            pieces = Text(body, style=style).wrap(console, width, overflow="fold", no_wrap=False) or [Text("")]
+            for piece in pieces:
+                yield Text.assemble((marker, marker_style), " ", piece)
+
+
+def render_diff(patch: str) -> "DiffView":
+    """The renderable for a fault's diff (see :class:`DiffView`)."""
+    return DiffView(patch)

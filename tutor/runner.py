@@ -220,7 +220,7 @@ class Runner:
         """
         parsed = None
         if prediction is not None:
-            parsed = answers.parse(exercise.kind, prediction, list(exercise.choices))
+            parsed = exercise.parse_answer(prediction)
         self._cancelled.clear()
         try:
             device = self.device

@@ -112,6 +112,7 @@ class ExerciseScreen(Screen):
             return
         editor = self.query_one(NoteEditor).query_one("TextArea")
         editor.focus()
+        editor.move_cursor(editor.document.end)  # continue the note, do not type in front of it
         editor.scroll_visible()
 
     def on_key(self, event) -> None:
@@ -171,7 +172,7 @@ class ExerciseScreen(Screen):
         text = self.query_one(PredictionInput).value
         error = self.query_one("#answer-error", Static)
         try:
-            answers.parse(ex.kind, text, list(ex.choices))
+            ex.parse_answer(text)
         except answers.AnswerError as exc:
             error.update(Text(f"✗ {exc}", style="bold red"))
             error.add_class("-shown")
@@ -241,6 +242,8 @@ class ExerciseScreen(Screen):
         panel.show(self.exercise, result)
         self._record(result)
         self.query_one(NoteEditor).display = True
+        if not self.query_one(PredictionInput).options:
+            self.query_one(PredictionInput).set_value("")  # the answer is in the result; the box starts fresh
         self.query_one("#exercise-body").focus()  # h, e, r and the arrows work again
         self.call_after_refresh(panel.scroll_visible)
 
@@ -274,12 +277,16 @@ class ExerciseScreen(Screen):
         self.query_one("#running").set_class(running, "-shown")
         self.query_one("#run-button", Button).disabled = running
         if running:
-            self.query_one("#running").scroll_visible()
+            running_box = self.query_one("#running")
+            self.call_after_refresh(running_box.scroll_visible)  # after it is shown, wherever the page was
 
     # --- cancel, hints, note -------------------------------------------------
 
     def action_cancel_or_back(self) -> None:
-        """Cancel a running check, or go back to the list."""
+        """Cancel a running check; else leave the answer box or note; else go back to the list."""
+        if not self.running and isinstance(self.focused, (Input, TextArea)):
+            self.query_one("#exercise-body").focus()
+            return
         if self.running:
             if not self._cancel_requested:
                 self._cancel_requested = True

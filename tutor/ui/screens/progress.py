@@ -39,7 +39,7 @@ def progress_renderable(catalog, progress: LearnerProgress, where: str) -> Group
                 for column in ("time", "prediction", "observed", "correct", "device"):
                     table.add_column(column, overflow="fold")
                 for a in p.attempts:
-                    table.add_row(a.time.replace("T", " ").replace("+00:00", "Z"), a.prediction, a.observed,
+                    table.add_row(a.time.replace("T", " ").replace("+00:00", "Z"), Text(a.prediction), Text(a.observed),
                                   Text("yes", style="green") if a.correct else Text("no", style="red"), a.device)
                 parts.append(table)
             else:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
 from exercises.faults import Fault, diff
+from tutor.render import render_diff
 
 
 class FaultView(Vertical):
@@ -44,5 +44,4 @@ class FaultView(Vertical):
         self.border_title = f"the fault: {self.fault.id}"
         yield Static(Text.assemble(("What changes: ", "bold"), self.fault.summary,
                                    (f"  ({self.fault.file})", "dim")), classes="fault-summary")
-        yield Static(Syntax(diff(self.fault).rstrip(), "diff", theme="ansi_dark", background_color="default",
-                            word_wrap=True), classes="fault-diff")
+        yield Static(render_diff(diff(self.fault)), classes="fault-diff")
