@@ -70,6 +70,12 @@ class ExerciseScreen(Screen):
         with VerticalScroll(id="exercise-body"):
             yield Static(Text.assemble((ex.id, "bold"), f" · {ex.title}\n", (ex.source, "dim")),
                          id="exercise-title")
+            if progress and progress.attempts:
+                last = progress.attempts[-1]
+                verdict = ("✓ solved", "green") if progress.solved else ("✗ not solved yet", "red")
+                yield Static(Text.assemble(verdict, f" · {len(progress.attempts)} attempt(s); last: you said ",
+                                           (last.prediction, "bold"), ", the check observed ", (last.observed, "bold")),
+                             id="exercise-history")
             yield Markdown(ex.prompt, id="exercise-prompt")
             yield FaultView(app.catalog.fault_of(ex), ex.observe, id="exercise-fault")
             how = ("Tab to reach it; Enter picks; r or Ctrl+R runs" if ex.kind in ("choice", "bool")
