@@ -1,12 +1,9 @@
 """Every fault applies to today's source; the catalog rejects bad data with one sentence."""
 
-import shutil
-import textwrap
-from pathlib import Path
-
 import pytest
 
 from exercises.faults import Fault, FaultError, diff, make_private_copy, source_root, verify
+from helpers import DEMO_CATALOG, demo_catalog_dir
 from tutor.catalog import CatalogError, load_catalog
 
 ROOT = source_root()
@@ -53,46 +50,8 @@ def test_a_fault_outside_the_subject_is_refused():
 
 # --- catalog validation: build a small exercises folder and break it ----------
 
-GOOD = textwrap.dedent('''
-    format_version = 1
-    [set]
-    id = "demo"
-    title = "Demo"
-    order = 1
-    summary = "demo set"
-
-    [[exercise]]
-    id = "demo-one"
-    set = "demo"
-    title = "t"
-    source = "000 · 1"
-    prompt = "p"
-    kind = "bool"
-    check = "demo.one"
-    explain = "e"
-    hints = ["a", "b"]
-    budget_s = 0.1
-    fault = "demo-fault"
-
-    [[fault]]
-    id = "demo-fault"
-    file = "exercises/demo.py"
-    summary = "s"
-    before = "return True"
-    after = "return False"
-''')
-
-
-def _catalog_dir(tmp_path, text, check_source="def one(ctx):\n    return True\n"):
-    (tmp_path / "exercises").mkdir()
-    (tmp_path / "exercises" / "demo.toml").write_text(text)
-    (tmp_path / "exercises" / "demo.py").write_text(check_source)
-    load_catalog.cache_clear()
-    return tmp_path / "exercises"
-
-
 def test_a_good_catalog_loads(tmp_path):
-    cat = load_catalog(_catalog_dir(tmp_path, GOOD))
+    cat = load_catalog(demo_catalog_dir(tmp_path, DEMO_CATALOG))
     assert [e.id for e in cat.exercises] == ["demo-one"]
     assert cat.fault_of(cat.exercises[0]).id == "demo-fault"
 
@@ -113,7 +72,7 @@ def test_a_good_catalog_loads(tmp_path):
     (lambda t: t.replace('title = "t"', 'title = '), "does not parse"),
 ])
 def test_a_broken_catalog_is_named_in_one_sentence(tmp_path, edit, message):
-    directory = _catalog_dir(tmp_path, edit(GOOD))
+    directory = demo_catalog_dir(tmp_path, edit(DEMO_CATALOG))
     with pytest.raises(CatalogError) as err:
         load_catalog(directory)
     text = str(err.value)

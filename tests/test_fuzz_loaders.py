@@ -2,7 +2,6 @@
 either data or one sentence — never a traceback (issue: bad input)."""
 
 import tempfile
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import DEMO_CATALOG, demo_catalog_dir
 from tutor.catalog import CatalogError, load_catalog
 from tutor.progress import ProgressStore
 
@@ -54,38 +54,14 @@ def test_fuzz_progress_loader_long(data):
     _check_progress_bytes(data)
 
 
-BASE = textwrap.dedent('''
-    format_version = 1
-    [set]
-    id = "demo"
-    title = "Demo"
-    order = 1
-    summary = "demo"
-    [[exercise]]
-    id = "demo-one"
-    set = "demo"
-    title = "t"
-    source = "s"
-    prompt = "p"
-    kind = "bool"
-    check = "demo.one"
-    explain = "e"
-    hints = ["a", "b"]
-    budget_s = 0.1
-''')
 exercise_keys = ["id", "set", "title", "source", "prompt", "kind", "check", "explain", "hints", "budget_s",
                  "fault", "choices", "tolerance", "observe", "timeout_s", "subject", "colour"]
 
 
 def _check_catalog_text(text: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        directory = Path(folder) / "exercises"
-        directory.mkdir()
-        (directory / "demo.toml").write_text(text, encoding="utf-8", errors="replace")
-        (directory / "demo.py").write_text("def one(ctx):\n    return True\n")
-        load_catalog.cache_clear()
         try:
-            load_catalog(directory)
+            load_catalog(demo_catalog_dir(Path(folder), text))
         except CatalogError as exc:
             assert "\n" not in str(exc) and str(exc).startswith("demo.toml")
 
@@ -93,7 +69,7 @@ def _check_catalog_text(text: str) -> None:
 @st.composite
 def mutated_catalogs(draw):
     import tomllib
-    doc = tomllib.loads(BASE)
+    doc = tomllib.loads(DEMO_CATALOG)
     entry = doc["exercise"][0]
     for key in draw(st.lists(st.sampled_from(exercise_keys), max_size=3)):
         if draw(st.booleans()):

@@ -147,6 +147,14 @@ async def open_exercise(pilot, exercise_id: str) -> ExerciseScreen:
     return screen
 
 
+async def open_note(pilot, exercise_id: str) -> ExerciseScreen:
+    """Open an exercise and put the focus in its explain-back note."""
+    screen = await open_exercise(pilot, exercise_id)
+    screen.query_one("#note", TextArea).focus()
+    await pilot.pause()
+    return screen
+
+
 async def pick(pilot, choice_id: str) -> None:
     """Select a choice (or yes/no) in the option list with the keyboard."""
     widget = pilot.app.screen.query_one(PredictionInput)
@@ -324,9 +332,7 @@ def test_note_is_saved_when_the_app_exits_at_once(tmp_path):
     app, _ = make_app(tmp_path)
 
     async def script(pilot):
-        screen = await open_exercise(pilot, ex.id)
-        screen.query_one("#note", TextArea).focus()
-        await pilot.pause()
+        await open_note(pilot, ex.id)
         await pilot.press(*"broadcasting")
         pilot.app.exit()  # no quit action, no debounce: the unmount must flush
     drive(app, script)
@@ -338,9 +344,7 @@ def test_note_is_saved_on_ctrl_c(tmp_path):
     app, _ = make_app(tmp_path)
 
     async def script(pilot):
-        screen = await open_exercise(pilot, ex.id)
-        screen.query_one("#note", TextArea).focus()
-        await pilot.pause()
+        await open_note(pilot, ex.id)
         await pilot.press(*"axis", "ctrl+c")
     drive(app, script)
     assert saved(tmp_path)["exercises"][ex.id]["note"] == "axis"
@@ -351,8 +355,7 @@ def test_note_is_saved_after_a_pause_in_typing(tmp_path):
     app, _ = make_app(tmp_path)
 
     async def script(pilot):
-        screen = await open_exercise(pilot, ex.id)
-        screen.query_one("#note", TextArea).focus()
+        await open_note(pilot, ex.id)
         await pilot.press(*"view")
         await pilot.pause(1.5)  # the debounce fires while the screen is still open
         assert saved(tmp_path)["exercises"][ex.id]["note"] == "view"

@@ -29,8 +29,7 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one sentence, exit 2, like every other input error
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"tutor: error: {message}; see 'tutor {self.prog.split()[-1]} --help'.\n"
-                  if " " in self.prog else f"tutor: error: {message}; see 'tutor --help'.\n")
+        self.exit(EXIT_USAGE, f"tutor: error: {message}; see '{self.prog} --help'.\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -194,7 +194,7 @@ class ProgressStore:
         path = self.path(learner)
         progress = LearnerProgress(learner=learner)
         data = self._read(path, progress)
-        if data is not None and _shape_problem(data) is None:
+        if data is not None:
             self._fill(progress, data)
         return progress
 
@@ -268,6 +268,7 @@ class ProgressStore:
                 progress.warnings.append(
                     f"{path} was written by a newer tutor (format {version}, this one knows {FORMAT_VERSION}); "
                     "it is shown read-only and will not be changed — upgrade tutor to record new attempts")
+                return data if _shape_problem(data) is None else None  # shown only if this tutor can read it
             elif version != FORMAT_VERSION:
                 problem = f"its format_version is {version!r}, not {FORMAT_VERSION}"
             else:

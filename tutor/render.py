@@ -36,7 +36,8 @@ def sparkline(values: list[float], width: int = 48) -> str:
     return "".join(_BLOCKS[min(len(_BLOCKS) - 1, int((v - lo) / span * (len(_BLOCKS) - 1) + 0.5))] for v in values)
 
 
-def evidence_renderables(items: list[dict], side: str) -> list:
+def evidence_renderables(items: list[dict], side: str, series: bool = True) -> list:
+    """Tables, notes and (unless ``series`` is False) text sparklines of one side's evidence."""
     out = []
     for item in items:
         kind = item.get("type")
@@ -48,7 +49,7 @@ def evidence_renderables(items: list[dict], side: str) -> list:
             for row in item["rows"]:
                 table.add_row(*[Text(str(c)) for c in row])
             out.append(table)
-        elif kind == "series":
+        elif kind == "series" and series:
             values = item.get("values", [])
             label = f" {item['label']}" if item.get("label") else ""
             first, last = (values[0], values[-1]) if values else (float("nan"), float("nan"))
@@ -75,8 +76,11 @@ def comparison_table(ex, result) -> Table:
     return table
 
 
-def render_result(ex, result) -> list:
-    """The verdict, prediction against observation, errors, and evidence."""
+def render_result(ex, result, series: bool = True) -> list:
+    """The verdict, prediction against observation, errors, and evidence.
+
+    ``series=False`` leaves loss curves out, for a caller that draws them itself.
+    """
     parts: list = [Text(VERDICT_TEXT.get(result.status, result.status),
                         style=VERDICT_STYLE.get(result.status, "bold"))]
     parts.append(comparison_table(ex, result))
@@ -87,12 +91,8 @@ def render_result(ex, result) -> list:
             parts.append(Text(f"{side} printed:\n{output[:600]}", style="dim"))
     for side in ("faulted", "clean"):
         if side in result.evidence:
-            parts.extend(evidence_renderables(result.evidence[side], side))
+            parts.extend(evidence_renderables(result.evidence[side], side, series))
     return parts
-
-
-def render_group(ex, result) -> Group:
-    return Group(*render_result(ex, result))
 
 
 class DiffView:

@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import traceback
+from pathlib import Path
 
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # ask CUDA without creating a context
 
@@ -109,7 +110,7 @@ def handle(request: dict, torch_version: str, send=None, scratch: str | None = N
         fault = Fault(**side["fault"]) if side.get("fault") else None
         folder = tempfile.mkdtemp(prefix=f"{name}-", dir=scratch)
         try:
-            make_private_copy(_path(folder), fault)
+            make_private_copy(Path(folder), fault)
         except (FaultError, OSError) as exc:
             shutil.rmtree(folder, ignore_errors=True)
             results[name] = {"status": "error", "error": f"the fault could not be applied: {exc}"}
@@ -153,11 +154,6 @@ def handle(request: dict, torch_version: str, send=None, scratch: str | None = N
         shutil.rmtree(child["folder"], ignore_errors=True)
     return {"job": job, "torch": torch_version, "device": request.get("device", "cpu"),
             "duration_s": round(time.perf_counter() - started, 4), "sides": results}
-
-
-def _path(folder: str):
-    from pathlib import Path
-    return Path(folder)
 
 
 def _fork(request: dict, folder: str, threads: int) -> dict:

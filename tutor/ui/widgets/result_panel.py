@@ -91,7 +91,7 @@ class ResultPanel(Vertical):
 
     def show(self, exercise: Exercise, result: RunResult) -> None:
         """Replace the panel's content with this result."""
-        self.query_one("#result-text", Static).update(Group(*render_result(exercise, result)))
+        self.query_one("#result-text", Static).update(Group(*render_result(exercise, result, series=False)))
         self.query(SeriesPair).remove()
         pairs = paired_series(result)
         if pairs:
