@@ -221,11 +221,94 @@ def _sync(torch, device):
         torch.cuda.synchronize()
 
 
+def _gemm_products(torch, device, rows, linears):
+    """Every matrix product of the model's Linears, as (flops, thunk) pairs.
+
+    For a Linear (rows × K → N) run ``count`` times per step: the forward
+    product, and the backward ones for the input's gradient and the
+    weight's gradient, each 2·rows·K·N FLOPs.
+    """
+    products = []
+    for (k, n, count) in linears:
+        x_in = torch.randn(rows, k, device=device)
+        weight = torch.randn(n, k, device=device)
+        grad_out = torch.randn(rows, n, device=device)
+        for thunk in (lambda x_in=x_in, w=weight: torch.nn.functional.linear(x_in, w),  # (rows, N)
+                      lambda g=grad_out, w=weight: g @ w,                             # (rows, K)
+                      lambda g=grad_out, x_in=x_in: g.t() @ x_in):                    # (N, K)
+            products.extend([(2 * rows * k * n, thunk)] * count)
+    return products
+
+
+def _component_thunks(torch, device, B, T, C, n_head, n_layer):
+    """The step's non-GEMM work in isolation at the model's shapes, as thunks.
+
+    SDPA (causal) and GELU forward + backward once per layer, LayerNorm
+    forward + backward for the 2·n_layer + 1 norms.
+    """
+    F = torch.nn.functional
+    D = C // n_head
+    q, k, v = (torch.randn(B, n_head, T, D, device=device, requires_grad=True) for _ in range(3))
+    dy = torch.randn(B, n_head, T, D, device=device)
+    h = torch.randn(B, T, 4 * C, device=device, requires_grad=True)
+    dh = torch.randn(B, T, 4 * C, device=device)
+    ln = torch.nn.LayerNorm(C).to(device)
+    r = torch.randn(B, T, C, device=device, requires_grad=True)
+    dr = torch.randn(B, T, C, device=device)
+
+    def sdpa():
+        for _ in range(n_layer):
+            F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(dy)
+
+    def gelu():
+        for _ in range(n_layer):
+            F.gelu(h).backward(dh)
+
+    def layernorm():
+        for _ in range(2 * n_layer + 1):
+            ln(r).backward(dr)
+    return {"SDPA fwd+bwd": sdpa, "GELU fwd+bwd": gelu, "LayerNorm fwd+bwd": layernorm}
+
+
+# Operator families of a training step, by the names torch.profiler gives them.
+_FAMILIES = [("matrix products", ("aten::mm", "aten::addmm", "aten::bmm")),
+             ("SDPA", ("scaled_dot_product",)),
+             ("GELU", ("gelu",)),
+             ("LayerNorm", ("layer_norm",)),
+             ("optimizer", ("adam", "Optimizer.")),
+             ("copies and concatenation", ("aten::copy_", "aten::cat", "aten::contiguous", "aten::clone")),
+             ("loss and embeddings", ("cross_entropy", "nll_loss", "log_softmax", "embedding", "index_select"))]
+
+
+def _profile_step(torch, step, steps: int) -> None:
+    """Print the step's own time per operator family (torch.profiler, self time).
+
+    The profiler adds a little time to every operator, so the shares matter
+    more than the absolute figures.
+    """
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    totals = {name: 0.0 for name, _ in _FAMILIES}
+    totals["everything else (adds, views, autograd, …)"] = 0.0
+    for event in prof.key_averages():
+        family = next((name for name, keys in _FAMILIES
+                       if any(key.lower() in event.key.lower() for key in keys)),
+                      "everything else (adds, views, autograd, …)")
+        totals[family] += event.self_cpu_time_total / 1000 / steps  # ms per step
+    whole = sum(totals.values())
+    print(f"  inside the engine's step (torch.profiler self time, {whole:.1f} ms per step with profiling):")
+    for name, ms in totals.items():
+        print(f"    {name:<44} {ms:7.2f} ms  {ms / whole * 100:4.0f} %")
+
+
 def bench_engine(args) -> None:
     import torch
 
     from engine.config import GPTConfig
     from engine.model import GPT
+    from engine.train import make_optimizer
     print(f"\n== Engine training step against a nanoGPT-style reference ({args.device}, "
           f"{torch.get_num_threads()} threads)")
     device = args.device
@@ -238,7 +321,11 @@ def bench_engine(args) -> None:
     reference = _reference_gpt(torch, V, block, n_layer, n_head, C).to(device)
     x = torch.randint(0, V, (B, block), device=device)
     y = torch.randint(0, V, (B, block), device=device)
-    opts = {m: torch.optim.AdamW(m.parameters(), lr=1e-3) for m in (engine, reference)}
+    # Each model trains as its own code would: the engine with its
+    # make_optimizer (fused AdamW), the reference as nanoGPT does on a CPU
+    # (plain AdamW; nanoGPT asks for the fused kernel only on CUDA).
+    opts = {engine: make_optimizer(engine, lr=1e-3),
+            reference: torch.optim.AdamW(reference.parameters(), lr=1e-3, fused=device == "cuda" or None)}
 
     def step(model):
         _, loss = model(x, y)
@@ -247,48 +334,79 @@ def bench_engine(args) -> None:
         opts[model].step()
         _sync(torch, device)
 
+    rows = B * block
+    linears = [(C, 3 * C, n_layer), (C, C, n_layer), (C, 4 * C, n_layer), (4 * C, C, n_layer), (C, V, 1)]
+    products = _gemm_products(torch, device, rows, linears)
+    gemm_flops = sum(f for f, _ in products)
+
+    def all_products():
+        for _, thunk in products:
+            thunk()
+        _sync(torch, device)
+    components = _component_thunks(torch, device, B, block, C, n_head, n_layer)
+    components["optimizer step (engine)"] = lambda: (opts[engine].step(), _sync(torch, device))
+
     rounds = 5 if args.quick else 15
-    per = {engine: [], reference: []}
+    times = {k: [] for k in ["engine", "reference", "gemm", *components]}
     for m in (engine, reference):
         for _ in range(5):
             step(m)
-    for _ in range(rounds):  # alternate, so drift hits both alike
-        for m in (engine, reference):
-            per[m].append(median_time(lambda: step(m), 5, warmup=0))
-    t_engine, t_ref = statistics.median(per[engine]), statistics.median(per[reference])
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    # Alternate everything within each round, so that drift in the machine's
+    # speed (shared cores) hits the model steps and the yardsticks alike.
+    for _ in range(rounds):
+        times["engine"].append(median_time(lambda: step(engine), 5, warmup=0))
+        times["reference"].append(median_time(lambda: step(reference), 5, warmup=0))
+        times["gemm"].append(median_time(all_products, 5, warmup=1))
+        for name, thunk in components.items():
+            times[name].append(median_time(thunk, 3, warmup=1))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    t_engine, t_ref = med["engine"], med["reference"]
     rec("engine step (median ms)", f"{t_engine * 1000:.2f} ms", "-", None)
     rec("nanoGPT-style reference step (median ms)", f"{t_ref * 1000:.2f} ms", "-", None)
     rec("engine speed ÷ reference speed", f"{t_ref / t_engine:.3f}×", "≥ 1.00× (±3 % noise)",
-           t_ref / t_engine >= 0.97)
+        t_ref / t_engine >= 0.97)
 
-    # The machine's GEMM throughput on the model's own matrix products: for
-    # every Linear (rows x K -> N) the forward product and the two backward
-    # ones (grad of the input, grad of the weight), counted as often as the
-    # model runs them in one step.
-    rows = B * block
-    linears = [(C, 3 * C, n_layer), (C, C, n_layer), (C, 4 * C, n_layer), (4 * C, C, n_layer), (C, V, 1)]
-    flops, seconds = 0.0, 0.0
-    for (k, n, count) in linears:
-        x_in = torch.randn(rows, k, device=device)
-        weight = torch.randn(n, k, device=device)
-        grad_out = torch.randn(rows, n, device=device)
-        products = (lambda: torch.nn.functional.linear(x_in, weight),   # (rows, N)
-                    lambda: grad_out @ weight,                          # (rows, K)
-                    lambda: grad_out.t() @ x_in)                        # (N, K)
-        for product in products:
-            t = median_time(lambda: (product(), _sync(torch, device)), 50, warmup=5)
-            flops += 2 * rows * k * n * count
-            seconds += t * count
-    gemm = flops / seconds
+    gemm = gemm_flops / med["gemm"]
     rec("GEMM throughput at the model's shapes (fwd + bwd products)", f"{gemm / 1e9:.1f} GFLOP/s", "-", None)
-    n_params = sum(p.numel() for p in {id(p): p for p in engine.parameters()}.values())
+    # N as nanoGPT counts it: unique parameters less the position table,
+    # which is looked up rather than multiplied.
+    n_params = engine.num_params() - engine.wpe.weight.numel()
     tokens = B * block
     model_flops = 6 * n_params * tokens + 12 * n_layer * C * block * tokens
-    achieved = model_flops / t_engine
-    mfu = achieved / gemm
-    rec("engine model FLOP/s (6·N·tokens + attention)", f"{achieved / 1e9:.1f} GFLOP/s", "-", None)
+    # Per round, model FLOP/s over that round's GEMM FLOP/s; the median of those.
+    mfu = statistics.median(model_flops / te / (gemm_flops / tg) for te, tg in zip(times["engine"], times["gemm"]))
+    mfu_ref = statistics.median(model_flops / tr / (gemm_flops / tg) for tr, tg in zip(times["reference"], times["gemm"]))
+    rec("engine model FLOP/s (6·N·tokens + attention)", f"{model_flops / t_engine / 1e9:.1f} GFLOP/s", "-", None)
     rec("engine FLOP utilisation vs GEMM at model shapes", f"{mfu * 100:.0f} %", "≥ 75 %", mfu >= 0.75)
-    rec("reference FLOP utilisation vs GEMM", f"{model_flops / t_ref / gemm * 100:.0f} %", "-", None)
+    rec("reference FLOP utilisation vs GEMM", f"{mfu_ref * 100:.0f} %", "-", None)
+
+    # Where the engine's step goes: its matrix products and the other work
+    # timed alone at the same shapes; "the rest" is what is left of the step.
+    print("  where the engine's step goes (each part timed alone, median ms):")
+    parts = {"matrix products (all Linears, fwd + bwd)": med["gemm"], **{k: med[k] for k in components}}
+    for name, t in parts.items():
+        print(f"    {name:<44} {t * 1000:7.2f} ms  {t / t_engine * 100:4.0f} %")
+    rest = t_engine - sum(parts.values())
+    print(f"    {'the rest (embeddings, adds, loss, splits, …)':<44} {rest * 1000:7.2f} ms  {rest / t_engine * 100:4.0f} %")
+    _profile_step(torch, lambda: step(engine), rounds)
+    if args.compile:
+        compiled = torch.compile(engine)
+        opts[compiled] = opts[engine]
+        started = time.perf_counter()
+        for _ in range(3):
+            step(compiled)
+        print(f"  torch.compile of the engine: {time.perf_counter() - started:.1f} s to compile and warm up")
+        t_compiled = statistics.median(median_time(lambda: step(compiled), 5, warmup=0) for _ in range(rounds))
+        rec("engine step under torch.compile (median ms)", f"{t_compiled * 1000:.2f} ms", "-", None)
+        rec("compiled engine FLOP utilisation vs GEMM", f"{model_flops / t_compiled / gemm * 100:.0f} %", "-", None)
+    # The best this step could do in eager PyTorch: nothing but its products,
+    # SDPA and GELU, each at its isolated speed.
+    floor = med["gemm"] + med["SDPA fwd+bwd"] + med["GELU fwd+bwd"]
+    rec("utilisation if only GEMM + SDPA + GELU took time", f"{model_flops / floor / gemm * 100:.0f} %", "-", None)
+    if device == "cuda":
+        rec("CUDA max_memory_allocated (training steps)", f"{torch.cuda.max_memory_allocated() / 2**20:.1f} MiB", "-", None)
 
 
 # --- KV cache ----------------------------------------------------------------
@@ -303,6 +421,8 @@ def bench_cache(args) -> None:
 
     def rec(*fields):
         record(*fields, device=device)
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=37, block_size=512, n_layer=4, n_head=4, n_embd=128)).to(device).eval()
     prompt = torch.randint(0, 37, (1, 512), device=device)
@@ -349,6 +469,8 @@ def bench_cache(args) -> None:
     full = statistics.median(ms_per_token_full(256) for _ in range(reps))
     rec("full-prefix ms/token at T = 256", f"{full:.3f} ms", "-", None)
     rec("full-prefix ÷ cached at T = 256", f"{full / cached:.1f}×", "≥ 5×", full / cached >= 5)
+    if device == "cuda":
+        rec("CUDA max_memory_allocated (decoding)", f"{torch.cuda.max_memory_allocated() / 2**20:.1f} MiB", "-", None)
 
 
 def _cuda_present() -> bool:
@@ -361,6 +483,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--only", nargs="*", choices=["startup", "verdict", "engine", "cache"])
     parser.add_argument("--device", choices=["cpu", "cuda", "all"], default="all")
+    parser.add_argument("--compile", action="store_true",
+                        help="also time the engine under torch.compile (compiling takes about 30 s)")
     args = parser.parse_args()
     sections = args.only or ["startup", "verdict", "engine", "cache"]
     print(f"machine: {os.cpu_count()} cores · python {sys.version.split()[0]} · {time.strftime('%Y-%m-%d %H:%M')}")

@@ -22,6 +22,7 @@ _EXPORTS = {
     "get_batch": "data",
     "split": "data",
     "check_alignment": "data",
+    "make_optimizer": "train",
     "train_step": "train",
     "evaluate": "train",
     "overfit_batch": "train",

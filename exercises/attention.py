@@ -267,7 +267,7 @@ def non_causal(ctx: Context) -> Measurement:
     from engine.instruments.intervention import future_token_intervention
     from engine.model import GPT
     from engine.tokenizer import CharTokenizer
-    from engine.train import evaluate, train_step
+    from engine.train import evaluate, make_optimizer, train_step
 
     text = make_corpus(100_000, seed=ctx.seed)
     tok = CharTokenizer(text)
@@ -276,7 +276,7 @@ def non_causal(ctx: Context) -> Measurement:
     T = config.block_size
     torch.manual_seed(ctx.seed)
     model = GPT(config).to(ctx.device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=NON_CAUSAL_LR)
+    optimizer = make_optimizer(model, lr=NON_CAUSAL_LR)
     g = torch.Generator().manual_seed(ctx.seed)
     x_val, y_val = get_batch(val_data, 64, T, generator=torch.Generator().manual_seed(ctx.seed + 1), device=ctx.device)
 

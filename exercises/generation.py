@@ -37,7 +37,7 @@ def _trained(ctx: Context, steps: int = TRAIN_STEPS, **overrides):
     from engine.data import get_batch
     from engine.model import GPT
     from engine.tokenizer import CharTokenizer
-    from engine.train import train_step
+    from engine.train import make_optimizer, train_step
 
     text = make_corpus(50_000, seed=ctx.seed)
     tok = CharTokenizer(text)
@@ -45,7 +45,7 @@ def _trained(ctx: Context, steps: int = TRAIN_STEPS, **overrides):
     config = _small_config(vocab_size=tok.vocab_size, **overrides)
     torch.manual_seed(ctx.seed)
     model = GPT(config).to(ctx.device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
+    optimizer = make_optimizer(model, lr=5e-3)
     g = torch.Generator().manual_seed(ctx.seed)
     model.train()
     for step in range(steps):

@@ -20,7 +20,7 @@ from engine.generate import generate
 from engine.instruments import cached_vs_full, future_token_intervention, shape_ledger
 from engine.model import GPT, KVCache, causal_mask, merge_heads, split_heads
 from engine.tokenizer import CharTokenizer
-from engine.train import evaluate, overfit_batch, train_step
+from engine.train import evaluate, make_optimizer, overfit_batch, train_step
 
 SMALL = GPTConfig(vocab_size=37, block_size=16, n_layer=2, n_head=4, n_embd=32)
 
@@ -228,6 +228,23 @@ def test_train_step_and_overfit_batch_lower_the_loss(small_model):
     curve = overfit_batch(small_model, x, y, steps=60, lr=3e-3)
     assert len(curve) == 60 and curve[-1] < 0.5 * curve[0]
     assert not small_model.training  # overfit_batch restores eval mode
+
+
+def test_make_optimizer_is_fused_adamw_with_plain_adamws_arithmetic():
+    torch.manual_seed(0)
+    fused_model, plain_model = GPT(SMALL), GPT(SMALL)
+    plain_model.load_state_dict(fused_model.state_dict())
+    fused = make_optimizer(fused_model, lr=1e-2)
+    plain = torch.optim.AdamW(plain_model.parameters(), lr=1e-2, foreach=False)
+    assert isinstance(fused, torch.optim.AdamW) and fused.defaults["fused"]
+    assert fused.defaults["weight_decay"] == 0.01  # torch's default decay, kept
+    x, y = random_ids(2, 16), random_ids(2, 16, seed=1)
+    for _ in range(3):
+        assert train_step(fused_model, fused, x, y) == pytest.approx(train_step(plain_model, plain, x, y), abs=1e-5)
+    for a, b in zip(fused_model.parameters(), plain_model.parameters()):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+    # the tied matrix is one parameter, updated once per step
+    assert len(fused.param_groups[0]["params"]) == len(list(fused_model.parameters()))
 
 
 # --- generation --------------------------------------------------------------

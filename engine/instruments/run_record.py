@@ -61,7 +61,7 @@ def train_run(config, seed: int, steps: int = 100, batch_size: int = 16, lr: flo
     from engine.data import get_batch, split
     from engine.instruments.performance import peak_rss_bytes
     from engine.model import GPT
-    from engine.train import evaluate
+    from engine.train import evaluate, make_optimizer
 
     tokenizer, data = _corpus_tokens(n_chars, corpus_seed)
     if tokenizer.vocab_size > config.vocab_size:
@@ -74,7 +74,7 @@ def train_run(config, seed: int, steps: int = 100, batch_size: int = 16, lr: flo
     started = time.perf_counter()
     torch.manual_seed(seed)
     model = GPT(config).to(dev)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    optimizer = make_optimizer(model, lr=lr, weight_decay=0.0)
     g = torch.Generator().manual_seed(seed)
     model.train()
     train_loss = float("nan")
