@@ -169,7 +169,9 @@ class CausalSelfAttention(nn.Module):
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)  # (B, H, T, D)
         else:
             k, v = cache.update(k, v)  # (B, H, offset + T, D)
-            mask = causal_mask(offset, T, k.size(2), x.device)
+            # One new token is the newest position and may see every cached
+            # key: it needs no mask. A chunk of T > 1 tokens does.
+            mask = causal_mask(offset, T, k.size(2), x.device) if T > 1 else None  # (T, offset + T)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, H, T, D)
         y = merge_heads(y)  # (B, T, C)
         return self.resid_dropout(self.proj(y))  # (B, T, C)
