@@ -31,6 +31,10 @@ KINDS = ("choice", "shape", "number", "bool", "error", "list", "text")
 _TRUE = {"yes", "y", "true", "t", "1"}
 _FALSE = {"no", "n", "false", "f", "0"}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+# How Python's exception classes are named: SomethingError, ...Exception,
+# ...Warning, and the few that end otherwise (KeyboardInterrupt, SystemExit,
+# StopIteration, GeneratorExit).
+_EXCEPTION_NAME = re.compile(r"(Error|Exception|Warning|Interrupt|Exit|Iteration)$")
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$")
 MAX_ANSWER_CHARS = 2000
 
@@ -39,10 +43,15 @@ class AnswerError(ValueError):
     """An answer that cannot be read as the exercise's kind."""
 
 
-def answer_format(kind: str, choices: list[tuple[str, str]] | None = None, length: int | None = None) -> str:
-    """Describe, in one phrase, how to type an answer of ``kind``."""
-    if kind == "list" and length:
-        return f"a list of {length} items such as [4, 5, 6] or yes, no"
+def answer_format(kind: str, choices: list[tuple[str, str]] | None = None, length: int | None = None,
+                  items: str | list[str] | None = None) -> str:
+    """Describe, in one phrase, how to type an answer of ``kind``.
+
+    For a list, ``length`` and ``items`` (see :func:`item_kinds`) make the
+    phrase exact; its examples are generic, never the exercise's answer.
+    """
+    if kind == "list" and (length or items):
+        return _list_format(length, items)
     if kind == "choice":
         ids = ", ".join(cid for cid, _ in (choices or []))
         return f"one choice id ({ids})"
@@ -51,12 +60,13 @@ def answer_format(kind: str, choices: list[tuple[str, str]] | None = None, lengt
         "number": "a number such as 7, 0.25, 1,024 or 1/4",
         "bool": "yes or no",
         "error": "an exception class name as Python prints it (SomethingError), or none if nothing is raised",
-        "list": "a list such as [4, 5, 6] or yes, no",
+        "list": "a list of items separated by commas or spaces",
         "text": "any non-empty text",
     }[kind]
 
 
-def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None, length: int | None = None) -> Any:
+def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None, length: int | None = None,
+          items: str | list[str] | None = None) -> Any:
     """Read a learner's answer as ``kind``.
 
     Args:
@@ -64,6 +74,8 @@ def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None, le
         text: what the learner typed.
         choices: ``(id, text)`` pairs, required for ``kind == "choice"``.
         length: for ``kind == "list"``, the number of items the answer must have.
+        items: for ``kind == "list"``, what each item must be (see
+            :func:`item_kinds`); None accepts any readable item.
 
     Returns:
         The canonical value (see the module table).
@@ -81,14 +93,88 @@ def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None, le
         raise AnswerError(f"the answer is empty; expected {answer_format(kind, choices)}")
     if len(raw) > MAX_ANSWER_CHARS or "\x00" in raw:
         raise AnswerError(f"the answer is too long or holds a NUL byte; expected {answer_format(kind, choices)}")
+    if kind == "list" and isinstance(items, list) and not length:
+        length = len(items)  # one item kind per position fixes the count
     reader = {"choice": _choice, "shape": _shape, "number": _number, "bool": _bool,
               "error": _error, "list": _list, "text": lambda s, c: s}[kind]
     value = reader(raw, choices)
+    expected = answer_format(kind, choices, length, items)
     if value is None:
-        raise AnswerError(f"cannot read {raw[:60]!r} as {kind}; expected {answer_format(kind, choices, length)}")
+        if kind == "list" and sum(raw.count(b) for b in "([") > 1:
+            raise AnswerError(f"cannot read {raw[:60]!r}: write the items as one flat list "
+                              f"without inner brackets, row by row; expected {expected}")
+        raise AnswerError(f"cannot read {raw[:60]!r} as {kind}; expected {expected}")
     if kind == "list" and length and len(value) != length:
-        raise AnswerError(f"the answer has {len(value)} items; expected {answer_format(kind, choices, length)}")
+        raise AnswerError(f"the answer has {len(value)} items; expected {expected}")
+    if kind == "list" and items:
+        value = _typed_items(value, item_kinds(items, len(value)), expected)
     return value
+
+
+def item_kinds(items: str | list[str], length: int) -> list[str]:
+    """One item kind per position of a list answer.
+
+    ``items`` is one kind for every item, or a list with one kind per
+    position. An item kind is ``number``, ``bool`` (yes/no), ``error`` (an
+    exception name or none), or a set of words written ``"both|saved|neither"``.
+
+    Raises:
+        ValueError: a per-position list whose length is not ``length``.
+    """
+    kinds = [items] * length if isinstance(items, str) else list(items)
+    if len(kinds) != length:
+        raise ValueError(f"{len(kinds)} item kinds for a list of {length} items")
+    return kinds
+
+
+def _item_phrase(kind: str) -> str:
+    if "|" in kind:
+        return "one of " + ", ".join(kind.split("|"))
+    return {"number": "a number", "bool": "yes or no", "error": "an exception name or none"}[kind]
+
+
+def _list_format(length: int | None, items: str | list[str] | None) -> str:
+    n = length or (len(items) if isinstance(items, list) else None)
+    count = f"{n} " if n else ""
+    if items is None:
+        return f"a list of {count}items separated by commas or spaces"
+    if isinstance(items, list) and len(set(items)) > 1:
+        return f"a list of {count}items, in order: " + "; ".join(_item_phrase(k) for k in items)
+    kind = items if isinstance(items, str) else items[0]
+    if "|" in kind:
+        return f"a list of {count}words, each one of {', '.join(kind.split('|'))}"
+    example = {"number": "1, 2", "bool": "yes, no", "error": "none, TypeError"}[kind]
+    if n is None or n > 2:
+        example += ", …"
+    plural = {"number": "numbers", "bool": "yes/no answers", "error": "exception names or none"}[kind]
+    return f"a list of {count}{plural} separated by commas or spaces, e.g. {example}"
+
+
+def _typed_items(values: list, kinds: list[str], expected: str) -> list:
+    """Check (and canonicalise) each read item against its item kind."""
+    typed = []
+    for position, (value, kind) in enumerate(zip(values, kinds), start=1):
+        item = _typed_item(value, kind)
+        if item is None:
+            raise AnswerError(f"item {position} ({show('list', [value])[1:-1]}) should be "
+                              f"{_item_phrase(kind)}; expected {expected}")
+        typed.append(item)
+    return typed
+
+
+def _typed_item(value: Any, kind: str) -> Any:
+    if kind == "number":
+        return value if isinstance(value, float) else None
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        return {1.0: True, 0.0: False}.get(value) if isinstance(value, float) else None
+    if kind == "error":
+        if value is False:  # "no" reads as a yes/no item; here it means no error
+            return "none"
+        return _error(value, None) if isinstance(value, str) else None
+    words = kind.split("|")
+    return value.lower() if isinstance(value, str) and value.lower() in words else None
 
 
 def matches(kind: str, predicted: Any, observed: Any, tolerance: float = 0.0) -> bool:
@@ -198,7 +284,8 @@ def _error(raw: str, _choices):
         return "none"
     if not _IDENT.match(word):
         return None
-    return word.rsplit(".", 1)[-1]
+    name = word.rsplit(".", 1)[-1]
+    return name if _EXCEPTION_NAME.search(name) else None
 
 
 def _list(raw: str, _choices):

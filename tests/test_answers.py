@@ -105,3 +105,47 @@ def test_malformed_lists_are_refused(text):
 
 def test_one_axis_shapes_and_trailing_commas():
     assert parse("shape", "5,") == [5] and parse("shape", "(5, )") == [5] and parse("shape", "[]") == []
+
+
+def test_error_answers_must_look_like_exception_names():
+    for name in ("Banana", "gradient", "torch.nn"):
+        with pytest.raises(AnswerError):
+            parse("error", name)
+    for name in ("KeyError", "MyException", "UserWarning", "KeyboardInterrupt", "StopIteration", "SystemExit"):
+        assert parse("error", name) == name
+
+
+@pytest.mark.parametrize("items, text, value", [
+    ("number", "1 0 1", [1.0, 0.0, 1.0]),
+    ("bool", "yes, no, 1", [True, False, True]),
+    ("error", "none, no, torch.KeyError", ["none", "none", "KeyError"]),
+    ("both|saved|neither", "Both, neither, saved", ["both", "neither", "saved"]),
+    (["bool", "error", "number"], "no, ValueError, 7", [False, "ValueError", 7.0]),
+])
+def test_list_items_are_read_as_their_kind(items, text, value):
+    assert parse("list", text, length=3, items=items) == value
+
+
+@pytest.mark.parametrize("items, text, position", [
+    ("number", "a b c", 1), ("bool", "yes no maybe", 3), ("error", "none Banana KeyError", 2),
+    ("both|saved|neither", "both moved saved", 2), (["bool", "error", "number"], "yes 7 7", 2),
+])
+def test_list_items_of_the_wrong_kind_are_refused_by_position(items, text, position):
+    with pytest.raises(AnswerError) as err:
+        parse("list", text, length=3, items=items)
+    assert f"item {position} " in str(err.value) and "expected a list of 3" in str(err.value)
+
+
+def test_list_format_examples_are_generic_and_count_the_items():
+    assert answer_format("list", None, 6, "number") == \
+        "a list of 6 numbers separated by commas or spaces, e.g. 1, 2, …"
+    assert answer_format("list", None, None, ["bool", "error"]) == \
+        "a list of 2 items, in order: yes or no; an exception name or none"
+    assert parse("list", "yes no", items=["bool", "error"]) == [True, "none"]
+    with pytest.raises(AnswerError, match="has 3 items"):
+        parse("list", "yes no no", items=["bool", "error"])
+
+
+def test_nested_lists_get_a_flattening_hint():
+    with pytest.raises(AnswerError, match="one flat list"):
+        parse("list", "[[1, 0, 1], [0, 2, 0]]", length=6, items="number")

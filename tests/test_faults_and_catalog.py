@@ -69,6 +69,10 @@ def test_a_good_catalog_loads(tmp_path):
     (lambda t: t + t[t.index("[[exercise]]"):t.index("[[fault]]")], "duplicate id"),
     (lambda t: t.replace("format_version = 1", "format_version = 7"), "format_version must be 1"),
     (lambda t: t.replace('budget_s = 0.1', 'budget_s = 0.1\nanswer_length = 3'), "for kind list only"),
+    (lambda t: t.replace('budget_s = 0.1', 'budget_s = 0.1\nanswer_items = "number"'), "for kind list only"),
+    (lambda t: t.replace('kind = "bool"', 'kind = "list"\nanswer_items = "colour"'), "entry 'colour' must be"),
+    (lambda t: t.replace('kind = "bool"', 'kind = "list"\nanswer_length = 3\nanswer_items = ["bool", "error"]'),
+     "lists 2 kinds but answer_length is 3"),
     (lambda t: t.replace('title = "t"', 'title = '), "does not parse"),
 ])
 def test_a_broken_catalog_is_named_in_one_sentence(tmp_path, edit, message):
@@ -84,5 +88,7 @@ def test_a_broken_catalog_is_named_in_one_sentence(tmp_path, edit, message):
 def test_the_shipped_catalog_is_valid_and_ids_are_unique(catalog):
     ids = [e.id for e in catalog.exercises]
     assert len(ids) == len(set(ids))
+    # every list answer says what its items are, so a wrong kind is refused, not graded
+    assert all(e.answer_items for e in catalog.exercises if e.kind == "list")
     for ex in catalog.exercises:
         assert len(ex.hints) >= 2 and ex.explain.strip() and ex.prompt.strip()

@@ -56,10 +56,15 @@ class Exercise:
     observe: str = "faulted"
     timeout_s: float = 0.0
     answer_length: int | None = None
+    answer_items: str | tuple[str, ...] | None = None
+
+    @property
+    def _items(self):
+        return list(self.answer_items) if isinstance(self.answer_items, tuple) else self.answer_items
 
     @property
     def answer_format(self) -> str:
-        return answers.answer_format(self.kind, list(self.choices), self.answer_length)
+        return answers.answer_format(self.kind, list(self.choices), self.answer_length, self._items)
 
     def parse_answer(self, text: str):
         """Read a learner's answer for this exercise (kind, choices, list length).
@@ -67,7 +72,7 @@ class Exercise:
         Raises:
             answers.AnswerError: one sentence naming the expected format.
         """
-        return answers.parse(self.kind, text, list(self.choices), self.answer_length)
+        return answers.parse(self.kind, text, list(self.choices), self.answer_length, self._items)
 
     @property
     def time_limit_s(self) -> float:
@@ -79,7 +84,7 @@ class Exercise:
                 "kind": self.kind, "choices": [{"id": c, "text": t} for c, t in self.choices],
                 "answer_format": self.answer_format, "fault": self.fault, "subject": self.subject,
                 "check": self.check, "budget_s": self.budget_s, "observe": self.observe,
-                "answer_length": self.answer_length}
+                "answer_length": self.answer_length, "answer_items": self._items}
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,7 @@ _EX_KEYS = {
     "hints": (list, True), "budget_s": ((int, float), True), "subject": (str, False),
     "fault": (str, False), "choices": (list, False), "tolerance": ((int, float), False),
     "observe": (str, False), "timeout_s": ((int, float), False), "answer_length": (int, False),
+    "answer_items": ((str, list), False),
 }
 
 
@@ -250,11 +256,33 @@ def _exercise(e: dict, set_id: str, uses: list, seen: dict, where: str, director
         raise CatalogError(f"{where}: key 'budget_s' must be positive")
     if "answer_length" in e and (e["kind"] != "list" or e["answer_length"] < 1):
         raise CatalogError(f"{where}: key 'answer_length' is for kind list only and must be at least 1")
+    items = _answer_items(e, where)
     return Exercise(id=e["id"], set=e["set"], title=e["title"], source=e["source"], prompt=e["prompt"],
                     kind=e["kind"], check=e["check"], explain=e["explain"], hints=tuple(e["hints"]),
                     budget_s=float(e["budget_s"]), subject=e.get("subject", "engine"), fault=fault,
                     choices=tuple(choices), tolerance=float(e.get("tolerance", 0.0)), observe=observe,
-                    timeout_s=float(e.get("timeout_s", 0.0)), answer_length=e.get("answer_length"))
+                    timeout_s=float(e.get("timeout_s", 0.0)), answer_length=e.get("answer_length"),
+                    answer_items=items)
+
+
+def _answer_items(e: dict, where: str):
+    """Validate ``answer_items``: one item kind, or one per position (a tuple)."""
+    if "answer_items" not in e:
+        return None
+    items = e["answer_items"]
+    kinds = [items] if isinstance(items, str) else items
+    if e["kind"] != "list" or not kinds:
+        raise CatalogError(f"{where}: key 'answer_items' is for kind list only and cannot be empty")
+    for kind in kinds:
+        if not isinstance(kind, str) or not (kind in ("number", "bool", "error") or "|" in kind):
+            raise CatalogError(f"{where}: answer_items entry {kind!r} must be number, bool, error "
+                               "or words written like 'both|saved|neither'")
+    if isinstance(items, list):
+        if "answer_length" in e and e["answer_length"] != len(items):
+            raise CatalogError(f"{where}: answer_items lists {len(items)} kinds but answer_length "
+                               f"is {e['answer_length']}")
+        return tuple(items)
+    return items
 
 
 @lru_cache(maxsize=64)
