@@ -37,13 +37,20 @@ def sparkline(values: list[float], width: int = 48) -> str:
 
 
 def evidence_renderables(items: list[dict], side: str, series: bool = True) -> list:
-    """Tables, notes and (unless ``series`` is False) text sparklines of one side's evidence."""
+    """Tables, notes and (unless ``series`` is False) text sparklines of one side's evidence.
+
+    Each line starts with ``[side]``; an empty ``side`` (an exercise with no
+    fault has only one side) leaves the label out.
+    """
+    prefix = f"[{side}] " if side else ""
     out = []
     for item in items:
         kind = item.get("type")
         if kind == "table":
-            table = Table(title=Text(f"[{side}] {item['title']}", style="bold"), title_justify="left",
-                          show_lines=False, expand=False, pad_edge=False)
+            # The title goes on its own line: as a table title it would wrap
+            # to the width of a narrow table.
+            out.append(Text(f"{prefix}{item['title']}", style="bold"))
+            table = Table(show_lines=False, expand=False, pad_edge=False)
             for column in item["columns"]:
                 table.add_column(Text(str(column)), overflow="fold")
             for row in item["rows"]:
@@ -53,10 +60,10 @@ def evidence_renderables(items: list[dict], side: str, series: bool = True) -> l
             values = item.get("values", [])
             label = f" {item['label']}" if item.get("label") else ""
             first, last = (values[0], values[-1]) if values else (float("nan"), float("nan"))
-            out.append(Text.assemble((f"[{side}] {item['title']}{label}: ", "bold"),
+            out.append(Text.assemble((f"{prefix}{item['title']}{label}: ", "bold"),
                                      f"{first:.4g} → {last:.4g}  ", (sparkline(values), "cyan")))
         elif kind == "note":
-            out.append(Text(f"[{side}] {item['text']}", style="italic"))
+            out.append(Text(f"{prefix}{item['text']}", style="italic"))
     return out
 
 
@@ -72,7 +79,8 @@ def comparison_table(ex, result) -> Table:
         table.add_row("clean subject", Text(answers.show(ex.kind, result.clean)))
     if ex.fault and result.faulted is not None and ex.observe == "clean":
         table.add_row("faulted subject", Text(answers.show(ex.kind, result.faulted)))
-    table.add_row("device", Text(f"{result.device} · torch {result.torch} · {result.duration_s:.2f} s"))
+    ran = f" · {result.duration_s:.2f} s" if result.duration_s or result.status != "cancelled" else ""
+    table.add_row("device", Text(f"{result.device} · torch {result.torch}{ran}"))
     return table
 
 
@@ -84,20 +92,24 @@ def render_result(ex, result, series: bool = True) -> list:
     parts: list = [Text(VERDICT_TEXT.get(result.status, result.status),
                         style=VERDICT_STYLE.get(result.status, "bold"))]
     parts.append(comparison_table(ex, result))
+    # With no fault there is one side, and naming it "clean" would mislead
+    # (the capstone's mystery model, say): such lines carry no side label.
+    label = (lambda side: side) if ex.fault else (lambda side: "")
     for side, message in result.errors.items():
-        parts.append(Text(f"{side}: {message}", style="yellow"))
+        parts.append(Text(f"{label(side) or 'the check'}: {message}", style="yellow"))
     for side, output in result.output.items():
         if output.strip():
-            parts.append(Text(f"{side} printed:\n{output[:600]}", style="dim"))
+            parts.append(Text(f"{label(side) or 'the check'} printed:\n{output[:600]}", style="dim"))
     for side in ("faulted", "clean"):
         if side in result.evidence:
-            parts.extend(evidence_renderables(result.evidence[side], side, series))
+            parts.extend(evidence_renderables(result.evidence[side], label(side), series))
     return parts
 
 
 class DiffView:
-    """A unified diff that wraps long lines and repeats the +/- marker on every
-    wrapped piece, so a change never looks like context (colour or not)."""
+    """A unified diff that wraps long lines. A wrapped piece keeps its line's
+    +/- marker followed by ↳, so it reads neither as context nor as another
+    changed line (colour or not)."""
 
     STYLES = {"-": ("bold red", "red"), "+": ("bold green", "green"), "@": ("cyan", "cyan"), " ": ("", "dim")}
 
@@ -117,8 +129,8 @@ class DiffView:
                 style = self.STYLES[marker][1]
             marker_style = self.STYLES.get(marker, ("", ""))[0]
             pieces = Text(body, style=style).wrap(console, width, overflow="fold", no_wrap=False) or [Text("")]
-            for piece in pieces:
-                yield Text.assemble((marker, marker_style), " ", piece)
+            for n, piece in enumerate(pieces):
+                yield Text.assemble((marker, marker_style), ("↳", "dim") if n else " ", piece)
 
 
 def render_diff(patch: str) -> "DiffView":

@@ -1,0 +1,59 @@
+"""What the CLI and the TUI draw from a result and a fault's diff (no torch needed)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from tutor.catalog import load_catalog
+from tutor.render import render_diff, render_result
+from tutor.runner import RunResult
+
+
+def plain(renderables, width: int = 60) -> str:
+    console = Console(width=width, record=True, color_system=None)
+    for r in renderables:
+        console.print(r)
+    return console.export_text()
+
+
+def test_a_wrapped_diff_line_keeps_its_marker_and_reads_as_a_continuation():
+    long = "x = " + " + ".join(f"term_{i}" for i in range(20))
+    text = plain([render_diff(f"--- a\n+++ b\n@@ -1 +1 @@\n-{long}\n+y = 1\n context\n")], width=40)
+    lines = text.splitlines()
+    removed = [line for line in lines if line.startswith("-")]
+    assert removed[0].startswith("- x = ") and len(removed) > 2
+    assert all(line.startswith("-↳") for line in removed[1:])  # continuations, not new lines
+    assert [line for line in lines if line.startswith("+")] == ["+ y = 1"]
+    assert "  context" in lines
+
+
+def _result(**fields):
+    base = dict(id="audit", status="ok", device="cpu", torch="2.13.0", fault=None, kind="choice",
+                observed="gradients", clean="gradients", duration_s=0.4,
+                evidence={"clean": [{"type": "table", "title": "Audit of the mystery GPT, link by link",
+                                     "columns": ["link", "verdict"], "rows": [["INIT", "ok"]]},
+                                    {"type": "note", "text": "First failure: GRADIENTS."}]})
+    base.update(fields)
+    return RunResult(**base)
+
+
+def test_an_exercise_without_a_fault_has_no_side_labels_and_full_titles():
+    ex = load_catalog().get("audit")
+    text = plain(render_result(ex, _result()), width=30)
+    assert "[clean]" not in text and "First failure: GRADIENTS." in text
+    # the title sits on its own lines, not folded into the narrow table's width
+    assert "Audit of the mystery GPT," in text.replace("\n", " ")
+
+
+def test_a_faulted_exercise_labels_each_side():
+    ex = load_catalog().get("broadcast-loss")
+    result = _result(id=ex.id, fault=ex.fault, kind=ex.kind, observed=[3, 3], clean=[3], faulted=[3, 3],
+                     evidence={"faulted": [{"type": "note", "text": "loss per row"}]})
+    assert "[faulted] loss per row" in plain(render_result(ex, result))
+
+
+def test_a_cancelled_run_shows_no_made_up_duration():
+    ex = load_catalog().get("audit")
+    text = plain(render_result(ex, _result(status="cancelled", observed=None, clean=None, duration_s=0.0,
+                                           evidence={})))
+    assert "the run was cancelled" in text and "0.00 s" not in text
