@@ -57,6 +57,7 @@ class Exercise:
     timeout_s: float = 0.0
     answer_length: int | None = None
     answer_items: str | tuple[str, ...] | None = None
+    seed_per_attempt: bool = False
 
     @property
     def _items(self):
@@ -74,6 +75,16 @@ class Exercise:
         """
         return answers.parse(self.kind, text, list(self.choices), self.answer_length, self._items)
 
+    def seed_for(self, earlier_attempts: int, default: int = 0) -> int:
+        """The check's seed for a learner's next attempt.
+
+        An exercise with ``seed_per_attempt`` (the capstone) gives attempt
+        n + 1 the seed n, so each attempt meets a new, reproducible mystery;
+        every other exercise keeps ``default``, the seed its values are
+        pinned at.
+        """
+        return earlier_attempts if self.seed_per_attempt else default
+
     @property
     def time_limit_s(self) -> float:
         """Wall-clock limit for one run: explicit, else generous over budget."""
@@ -84,7 +95,8 @@ class Exercise:
                 "kind": self.kind, "choices": [{"id": c, "text": t} for c, t in self.choices],
                 "answer_format": self.answer_format, "fault": self.fault, "subject": self.subject,
                 "check": self.check, "budget_s": self.budget_s, "observe": self.observe,
-                "answer_length": self.answer_length, "answer_items": self._items}
+                "answer_length": self.answer_length, "answer_items": self._items,
+                "seed_per_attempt": self.seed_per_attempt}
 
 
 @dataclass(frozen=True)
@@ -136,7 +148,7 @@ _EX_KEYS = {
     "hints": (list, True), "budget_s": ((int, float), True), "subject": (str, False),
     "fault": (str, False), "choices": (list, False), "tolerance": ((int, float), False),
     "observe": (str, False), "timeout_s": ((int, float), False), "answer_length": (int, False),
-    "answer_items": ((str, list), False),
+    "answer_items": ((str, list), False), "seed_per_attempt": (bool, False),
 }
 
 
@@ -216,7 +228,7 @@ def _check_keys(table: dict, spec: dict, where: str) -> None:
                 raise CatalogError(f"{where}: missing key {key!r}")
             continue
         value = table[key]
-        if isinstance(value, bool) or not isinstance(value, kind):
+        if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
             expected = kind.__name__ if isinstance(kind, type) else "number"
             raise CatalogError(f"{where}: key {key!r} must be a {expected}, found {type(value).__name__}")
 
@@ -262,7 +274,7 @@ def _exercise(e: dict, set_id: str, uses: list, seen: dict, where: str, director
                     budget_s=float(e["budget_s"]), subject=e.get("subject", "engine"), fault=fault,
                     choices=tuple(choices), tolerance=float(e.get("tolerance", 0.0)), observe=observe,
                     timeout_s=float(e.get("timeout_s", 0.0)), answer_length=e.get("answer_length"),
-                    answer_items=items)
+                    answer_items=items, seed_per_attempt=e.get("seed_per_attempt", False))
 
 
 def _answer_items(e: dict, where: str):

@@ -56,6 +56,7 @@ class RunResult:
         differs: for a faulted exercise, whether clean and faulted observed
             values differ (what ``tutor check`` asserts).
         duration_s: wall time of the run, seconds.
+        seed: the seed the check ran with (``Context.seed``).
     """
 
     id: str
@@ -75,6 +76,7 @@ class RunResult:
     output: dict = field(default_factory=dict)
     duration_s: float = 0.0
     side_durations_s: dict = field(default_factory=dict)
+    seed: int = 0
 
     @property
     def error(self) -> str | None:
@@ -205,13 +207,14 @@ class Runner:
         return self.requested_device
 
     def run(self, exercise: Exercise, prediction: str | None = None,
-            on_progress: Callable[[dict], None] | None = None) -> RunResult:
+            on_progress: Callable[[dict], None] | None = None, seed: int | None = None) -> RunResult:
         """Apply the exercise's fault, run its check on both sides, grade.
 
         Args:
             exercise: the exercise to run.
             prediction: what the learner typed, or None for an ungraded run.
             on_progress: called with ``{"side", "progress", "message"}`` dicts.
+            seed: the check's seed for this run; None takes the runner's.
 
         Raises:
             answers.AnswerError: the prediction does not read as the kind.
@@ -221,6 +224,7 @@ class Runner:
         parsed = None
         if prediction is not None:
             parsed = exercise.parse_answer(prediction)
+        seed = self.seed if seed is None else seed
         self._cancelled.clear()
         try:
             device = self.device
@@ -228,12 +232,13 @@ class Runner:
             if not self._cancelled.is_set():
                 raise
             return RunResult(id=exercise.id, status="cancelled", device="?", torch="?", fault=exercise.fault,
-                             kind=exercise.kind, prediction=prediction, errors={"run": "the run was cancelled"})
+                             kind=exercise.kind, prediction=prediction, errors={"run": "the run was cancelled"},
+                             seed=seed)
         fault = self.catalog.fault_of(exercise)
         sides = [{"name": "clean", "fault": None}]
         if fault is not None:
             sides.append({"name": "faulted", "fault": fault.to_dict()})
-        request = {"job": next(self._jobs), "check": exercise.check, "device": device, "seed": self.seed,
+        request = {"job": next(self._jobs), "check": exercise.check, "device": device, "seed": seed,
                    "timeout_s": exercise.time_limit_s, "sides": sides}
         try:
             answer = self.worker.request(request, on_progress)
@@ -242,7 +247,7 @@ class Runner:
                 raise
             answer = None
         result = RunResult(id=exercise.id, status="error", device=device, torch=self.worker.info.get("torch", "?"),
-                           fault=exercise.fault, kind=exercise.kind, prediction=prediction)
+                           fault=exercise.fault, kind=exercise.kind, prediction=prediction, seed=seed)
         if answer is None:
             self.worker.stop()
             if self._cancelled.is_set():
