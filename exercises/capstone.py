@@ -123,7 +123,7 @@ def audit(ctx: Context) -> Measurement:
     if report.status == "crashed":
         raise RuntimeError(report.error)
     first = report.first_failure
-    rows = [[i, link.name, link.status, link.verdict[:70]] for i, link in enumerate(report.links, start=1)]
+    rows = [[i, link.name, link.status, link.verdict] for i, link in enumerate(report.links, start=1)]
     evidence = [
         table("Audit of the mystery GPT (2 layers, C=64, V=37, batch 4x32)", ["#", "link", "status", "verdict"], rows),
     ]

@@ -21,6 +21,7 @@ from rich.console import Console
 
 pytest.importorskip("textual")
 
+from textual.geometry import Region  # noqa: E402
 from textual.widgets import Input, OptionList, Static, TextArea  # noqa: E402
 
 from exercises import answers  # noqa: E402
@@ -33,7 +34,7 @@ from tutor.ui.screens.help import HelpScreen  # noqa: E402
 from tutor.ui.screens.home import HomeScreen  # noqa: E402
 from tutor.ui.screens.progress import ProgressScreen  # noqa: E402
 from tutor.ui.widgets.exercise_tree import ExerciseTree  # noqa: E402
-from tutor.ui.widgets.prediction import PredictionInput  # noqa: E402
+from tutor.ui.widgets.prediction import PredictionInput, choice_keys  # noqa: E402
 
 try:
     import tomllib
@@ -640,3 +641,224 @@ def test_a_letter_picks_a_choice_and_y_n_answer_yes_no(tmp_path):
         await pilot.press("n")
         assert screen.query_one(PredictionInput).value == "no"
     drive(app, script)
+
+
+# --- choice keys, labels, stale errors, cancelled time, evidence widths ----------
+
+def word_choice_exercise(min_choices: int = 2):
+    """A choice exercise whose ids are words (the capstone's links, say)."""
+    for ex in load_catalog().exercises:
+        if ex.kind == "choice" and len(ex.choices) >= min_choices and any(len(c) > 1 for c, _ in ex.choices):
+            return ex
+    pytest.skip(f"the catalog has no choice exercise with {min_choices}+ word ids")
+
+
+def letter_choice_exercise():
+    for ex in load_catalog().exercises:
+        if ex.kind == "choice" and all(len(c) == 1 for c, _ in ex.choices):
+            return ex
+    pytest.skip("the catalog has no choice exercise with letter ids")
+
+
+def prompts(screen) -> list[str]:
+    """Each option's label as plain text, in order."""
+    option_list = screen.query_one(PredictionInput).query_one(OptionList)
+    return [option_list.get_option_at_index(i).prompt.plain for i in range(option_list.option_count)]
+
+
+async def on_page(pilot, exercise_id: str) -> ExerciseScreen:
+    """Open an exercise with the focus on its page (not in a box or the list)."""
+    screen = await open_exercise(pilot, exercise_id)
+    screen.query_one("#exercise-body").focus()
+    await pilot.pause()
+    return screen
+
+
+def test_choice_keys_letters_numbers_and_yes_no():
+    assert choice_keys("choice", ["a", "b", "c", "d"]) == ["a", "b", "c", "d"]
+    assert choice_keys("bool", ["yes", "no"]) == ["y", "n"]
+    words = [f"link{i}" for i in range(12)]
+    assert choice_keys("choice", words) == list("1234567890") + [None, None]
+    # one word among letters: every choice is numbered, so keys never mix
+    assert choice_keys("choice", ["a", "b", "other"]) == ["1", "2", "3"]
+
+
+def test_a_number_picks_a_word_choice_and_letters_do_not(tmp_path):
+    ex = word_choice_exercise(min_choices=3)
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await on_page(pilot, ex.id)
+        prediction = screen.query_one(PredictionInput)
+        await pilot.press("3")
+        assert prediction.value == ex.choices[2][0]
+        await pilot.press("1")
+        assert prediction.value == ex.choices[0][0]
+        await pilot.press("c", "t")            # not keys of this list: nothing is picked
+        assert prediction.value == ex.choices[0][0]
+        assert not screen.query("#prediction-input")
+    drive(app, script)
+
+
+def test_zero_picks_the_tenth_word_choice(tmp_path):
+    ex = word_choice_exercise(min_choices=10)
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await on_page(pilot, ex.id)
+        await pilot.press("0")
+        assert screen.query_one(PredictionInput).value == ex.choices[9][0]
+        await pilot.press("9")
+        assert screen.query_one(PredictionInput).value == ex.choices[8][0]
+    drive(app, script)
+
+
+def test_a_digit_still_starts_a_typed_answer(tmp_path):
+    ex = first_of_kind("number")
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await on_page(pilot, ex.id)
+        await pilot.press("2", "5")
+        box = screen.query_one("#prediction-input", Input)
+        assert screen.focused is box and box.value == "25"
+    drive(app, script)
+
+
+def test_choice_labels_show_the_key_and_the_text_once(tmp_path):
+    words, letters = word_choice_exercise(), letter_choice_exercise()
+    yes_no = first_of_kind("bool")
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, words.id)
+        labels = prompts(screen)
+        for i, ((cid, text), label) in enumerate(zip(words.choices, labels)):
+            if i < 10:
+                assert label == f"( ) {'1234567890'[i]}  {text}", label
+            else:
+                assert label == f"( )    {text}", label  # no key left: the list's arrows and Enter
+            # the id is not repeated next to a text that already says it
+            assert label.lower().count(cid) == text.lower().count(cid), label
+        await pilot.press("escape")
+        await pilot.pause()
+        screen = await open_exercise(pilot, letters.id)
+        assert prompts(screen) == [f"( ) {cid}  {text}" for cid, text in letters.choices]
+        await pilot.press("escape")
+        await pilot.pause()
+        screen = await on_page(pilot, yes_no.id)
+        assert prompts(screen) == ["( ) y  yes", "( ) n  no"]
+        await pilot.press("y")
+        assert prompts(screen)[0] == "(●) y  yes"
+    drive(app, script)
+
+
+def test_a_new_answer_clears_the_empty_answer_message(tmp_path):
+    words = word_choice_exercise()
+    typed = first_of_kind("shape")
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await on_page(pilot, words.id)
+        error = screen.query_one("#answer-error", Static)
+        await pilot.press("r")
+        await pilot.pause()
+        assert error.has_class("-shown") and "the answer is empty" in text_of(error)
+        await pilot.press("2")                 # picking a choice is a new answer
+        await pilot.pause()
+        assert not error.has_class("-shown") and text_of(error).strip() == ""
+        await pilot.press("r")                 # and it runs
+        await finish_runs(pilot)
+        assert "✓ your prediction matched" in text_of(screen.query_one("#result-text", Static))
+        await pilot.press("escape")
+        await pilot.pause()
+
+        screen = await open_exercise(pilot, typed.id)
+        error = screen.query_one("#answer-error", Static)
+        await type_answer(pilot, "banana")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert error.has_class("-shown")
+        await pilot.press("backspace")         # editing the typed answer clears it too
+        await pilot.pause()
+        assert not error.has_class("-shown")
+    drive(app, script)
+    assert runner.calls == [(words.id, words.choices[1][0])]
+
+
+class FakeClock:
+    """Stands in for the exercise screen's ``time`` module: the test moves ``now``."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_a_cancelled_run_shows_how_long_it_ran(tmp_path, monkeypatch):
+    from tutor.ui.screens import exercise as exercise_module
+    clock = FakeClock()
+    monkeypatch.setattr(exercise_module, "time", clock)
+    ex = first_of_kind("shape")
+    runner = FakeRunner(slow=True)           # its cancelled result carries no duration, like the real runner's
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        await type_answer(pilot, "3x3")
+        await pilot.press("enter")
+        await asyncio.to_thread(runner.started.wait, 5)
+        assert runner.started.is_set()
+        clock.now += 3.25                      # the run "ran" 3.25 s before Esc
+        await pilot.press("escape")
+        await finish_runs(pilot)
+        text = text_of(screen.query_one("#result-text", Static))
+        assert "the run was cancelled" in text
+        device = next(line for line in text.splitlines() if "device" in line)
+        assert "3.25 s" in device and "0.00 s" not in device, device
+    drive(app, script)
+
+
+def panel_lines(screen) -> list[str]:
+    """The result text exactly as the TUI laid it out, one string per screen row."""
+    static = screen.query_one("#result-text", Static)
+    width, height = static.size
+    return [strip.text.rstrip() for strip in static.render_lines(Region(0, 0, width, height))]
+
+
+LONG_TITLE = "What the loss compared, a title longer than its narrow table"  # fits 80 columns
+LONG_VERDICT = ("initial loss 3.641 / ln 37 = 3.611: ratio 1.01; one-example CE by hand 3.55123 vs F 3.55123; "
+                "reported loss model 3.64 vs mean by hand 3.64")
+
+
+def canned_wide_evidence(exercise, prediction):
+    result = canned_pass(exercise, prediction)
+    result.evidence = {"faulted": [
+        {"type": "table", "title": LONG_TITLE, "columns": ["quantity", "value"], "rows": [["loss", "1.33"]]},
+        {"type": "table", "title": "Audit", "columns": ["#", "link", "status", "verdict"],
+         "rows": [["5", "INIT", "ok", LONG_VERDICT]]}]}
+    return result
+
+
+@pytest.mark.parametrize("width", [120, 80])
+def test_evidence_titles_and_verdicts_are_shown_in_full(tmp_path, width):
+    ex = first_of_kind("shape")
+    app, _ = make_app(tmp_path, FakeRunner(make=canned_wide_evidence))
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        await type_answer(pilot, "3x3")
+        await pilot.press("enter")
+        await finish_runs(pilot)
+        lines = panel_lines(screen)
+        assert max(len(line) for line in lines) <= width
+        # the title is one line, not folded to the narrow table's width
+        assert any(LONG_TITLE in line for line in lines), "\n".join(lines)
+        # the verdict may wrap inside its cell, but every word of it is there, in order, and nothing is cut
+        audit = lines[next(i for i, line in enumerate(lines) if "Audit" in line):]
+        verdict = " ".join(line.split("│")[4].strip() for line in audit if line.count("│") == 5)
+        assert verdict.split() == LONG_VERDICT.split(), "\n".join(lines)
+        assert "…" not in "\n".join(lines)
+    drive(app, script, size=(width, 40))

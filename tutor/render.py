@@ -96,6 +96,8 @@ def render_result(ex, result, series: bool = True) -> list:
     # (the capstone's mystery model, say): such lines carry no side label.
     label = (lambda side: side) if ex.fault else (lambda side: "")
     for side, message in result.errors.items():
+        if result.status == "cancelled" and side == "run":
+            continue  # the verdict line already says so
         parts.append(Text(f"{label(side) or 'the check'}: {message}", style="yellow"))
     for side, output in result.output.items():
         if output.strip():

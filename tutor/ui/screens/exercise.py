@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import time
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -57,6 +60,7 @@ class ExerciseScreen(Screen):
         self.running = False
         self._cancel_requested = False
         self._side_done: dict[str, float] = {}
+        self._started_at = 0.0  # time.monotonic() when the running check started
 
     # --- layout --------------------------------------------------------------
 
@@ -78,10 +82,14 @@ class ExerciseScreen(Screen):
                              id="exercise-history")
             yield Markdown(ex.prompt, id="exercise-prompt")
             yield FaultView(app.catalog.fault_of(ex), ex.observe, id="exercise-fault")
-            how = ("Tab to reach it; Enter picks; r or Ctrl+R runs" if ex.kind in ("choice", "bool")
-                   else "Tab to reach it; Enter or Ctrl+R runs")
-            yield Static(Text.assemble(("Your prediction", "bold"), f" — answer with {ex.answer_format}  ",
-                                       (f"({how})", "dim")), classes="section-label")
+            # A list is picked from, so its ids (the typed format) are not shown here.
+            what, how = {
+                "choice": ("pick one choice", "press the key shown beside it, or Tab to the list and Enter; "
+                                              "r or Ctrl+R runs"),
+                "bool": ("yes or no", "press y or n, or Tab to the list and Enter; r or Ctrl+R runs"),
+            }.get(ex.kind, (f"answer with {ex.answer_format}", "Tab to reach it; Enter or Ctrl+R runs"))
+            yield Static(Text.assemble(("Your prediction", "bold"), f" — {what}  ", (f"({how})", "dim")),
+                         classes="section-label")
             yield PredictionInput(ex, id="prediction")
             yield Static("", id="answer-error")
             with Horizontal(id="exercise-buttons"):
@@ -124,8 +132,9 @@ class ExerciseScreen(Screen):
     def on_key(self, event) -> None:
         """Keys that answer straight away while reading.
 
-        For a choice (or yes/no) exercise, the letter of a choice (or y / n)
-        picks it. For a typed answer, any printable key that is not a command
+        For a choice (or yes/no) exercise, the key shown beside a choice (its
+        letter, its number 1…9 / 0 when the ids are words, or y / n) picks it.
+        For a typed answer, any printable key that is not a command
         key starts the answer in the answer box, so nothing typed is lost.
         """
         char = event.character
@@ -145,12 +154,11 @@ class ExerciseScreen(Screen):
         if char.isspace():
             return
         if prediction.options:
-            wanted = {"y": "yes", "n": "no"}.get(char.lower(), char.lower()) if self.exercise.kind == "bool" \
-                else char.lower()
-            if wanted in {cid.lower() for cid, _ in prediction.options}:
+            choice = prediction.choice_for_key(char)
+            if choice is not None:
                 event.stop()
                 event.prevent_default()
-                prediction.set_value(next(cid for cid, _ in prediction.options if cid.lower() == wanted))
+                prediction.set_value(choice)
             return
         if self.focused is self.query_one("#exercise-body") and char not in self._COMMAND_KEYS:
             event.stop()
@@ -185,10 +193,19 @@ class ExerciseScreen(Screen):
             self.query_one(ResultPanel).clear()
             self.call_after_refresh(error.scroll_visible)
             return
-        error.update("")
-        error.remove_class("-shown")
+        self._clear_answer_error()
         self._set_running(True, "starting the check (the first run loads torch)…")
         self._run_check(text)
+
+    def _clear_answer_error(self) -> None:
+        error = self.query_one("#answer-error", Static)
+        error.update("")
+        error.remove_class("-shown")
+
+    def on_prediction_input_changed(self, event: PredictionInput.Changed) -> None:
+        """A new answer: the complaint about the old one no longer applies."""
+        event.stop()
+        self._clear_answer_error()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -243,6 +260,9 @@ class ExerciseScreen(Screen):
 
     def on_run_finished(self, message: RunFinished) -> None:
         result = message.result
+        if result.status == "cancelled" and not result.duration_s:
+            # The runner times only finished runs; show how long this one ran before it was stopped.
+            result = dataclasses.replace(result, duration_s=time.monotonic() - self._started_at)
         self._set_running(False)
         panel = self.query_one(ResultPanel)
         panel.show(self.exercise, result)
@@ -278,6 +298,7 @@ class ExerciseScreen(Screen):
         if running:
             self._cancel_requested = False
             self._side_done = {}
+            self._started_at = time.monotonic()
             self.query_one("#running-bar", ProgressBar).update(total=None, progress=0)
         self.query_one("#running-status", Static).update(Text(f"{status}  (Esc cancels)" if running else ""))
         self.query_one("#running").set_class(running, "-shown")

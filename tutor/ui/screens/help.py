@@ -39,7 +39,7 @@ the outcome.
 | r | exercise | run the check (Enter in the answer box too) |
 | h | exercise | reveal the next hint |
 | a | exercise | move to the answer box (typing a digit or bracket starts the answer too) |
-| a, b, c… / y, n | choice exercise | pick that choice / yes or no |
+| a, b, c… / 1, 2, 3… / y, n | choice exercise | pick the choice with that key (shown beside it) / yes or no |
 | e | exercise | move to the explain-back note (it appears after the first run) |
 | Esc | exercise | cancel a running check; otherwise go back |
 | Tab / Shift+Tab | anywhere | move between parts of the screen |

@@ -11,17 +11,37 @@ from textual.widgets.option_list import Option
 
 from tutor.catalog import Exercise
 
+#: keys for choices whose ids are words: the first ten choices get 1…9, 0
+NUMBER_KEYS = tuple("1234567890")
+
+
+def choice_keys(kind: str, ids: list[str]) -> list[str | None]:
+    """The key that picks each choice, in order (None: no key; use the list).
+
+    * ``bool``: ``y`` and ``n``.
+    * choices whose ids are all single characters (``a``, ``b``…): the id itself.
+    * choices with word ids (``task``, ``objective``…): ``1`` to ``9``, then
+      ``0`` for a tenth; any further choice has no key.
+    """
+    if kind == "bool":
+        return ["y", "n"]
+    if ids and all(len(cid) == 1 for cid in ids):
+        return [cid.lower() for cid in ids]
+    return [NUMBER_KEYS[i] if i < len(NUMBER_KEYS) else None for i in range(len(ids))]
+
 
 class PredictionInput(Vertical):
     """Where the learner states a prediction, shaped by the exercise's kind.
 
-    * ``choice``: an option list of the choices; Enter or a click picks one.
-    * ``bool``: the same with ``yes`` and ``no``.
+    * ``choice``: an option list of the choices; Enter or a click picks one,
+      and so does the key shown beside it (see :func:`choice_keys`).
+    * ``bool``: the same with ``yes`` (y) and ``no`` (n).
     * anything else: an input whose placeholder is the answer format;
       Enter posts :class:`PredictionInput.Submitted`.
 
     ``value`` is always the text to hand to ``answers.parse`` (empty when
-    nothing was picked, so parsing names the expected format).
+    nothing was picked, so parsing names the expected format). Every change
+    of ``value`` posts :class:`PredictionInput.Changed`.
     """
 
     DEFAULT_CSS = """
@@ -30,12 +50,15 @@ class PredictionInput(Vertical):
     }
     PredictionInput > OptionList {
         height: auto;
-        max-height: 12;
+        max-height: 14;
     }
     """
 
     class Submitted(Message):
         """Enter was pressed in the typed-answer input: the learner wants to run."""
+
+    class Changed(Message):
+        """The prediction changed (a choice was picked, or the typed text was edited)."""
 
     def __init__(self, exercise: Exercise, **kwargs) -> None:
         """Args:
@@ -49,11 +72,12 @@ class PredictionInput(Vertical):
             self.options = [("yes", "yes"), ("no", "no")]
         else:
             self.options = []
+        self.keys = choice_keys(exercise.kind, [cid for cid, _ in self.options]) if self.options else []
         self.chosen: str | None = None
 
     def compose(self) -> ComposeResult:
         if self.options:
-            yield OptionList(*[Option(self._prompt(cid, text), id=cid) for cid, text in self.options],
+            yield OptionList(*[Option(self._prompt(index), id=cid) for index, (cid, _) in enumerate(self.options)],
                              id="prediction-options")
         else:
             yield Input(placeholder=self.exercise.answer_format, id="prediction-input", select_on_focus=False)
@@ -72,29 +96,49 @@ class PredictionInput(Vertical):
         else:
             self.query_one(Input).value = text
 
+    def choice_for_key(self, key: str) -> str | None:
+        """The id of the choice this key picks, or None (not a choice's key)."""
+        key = key.lower()
+        for (cid, _), choice_key in zip(self.options, self.keys):
+            if choice_key is not None and choice_key == key:
+                return cid
+        return None
+
     def focus_input(self) -> None:
         """Focus the list or the input."""
         (self.query_one(OptionList) if self.options else self.query_one(Input)).focus()
 
-    def _prompt(self, cid: str, text: str) -> Text:
+    def _prompt(self, index: int) -> Text:
+        """``(●) key  text``: the key once, then the text; the id only where the text does not say it."""
+        cid, text = self.options[index]
         picked = cid == self.chosen
         mark = ("(●) ", "bold green") if picked else ("( ) ", "")
-        if self.exercise.kind == "bool":
-            return Text.assemble(mark, (text, "bold" if picked else ""))
-        return Text.assemble(mark, (cid, "bold"), f"  {text}")
+        key = self.keys[index] or ""
+        width = max(len(k or "") for k in self.keys)
+        parts = [mark, (key.ljust(width), "bold"), "  ", (text, "bold" if picked else "")]
+        if key != cid.lower() and cid.lower() not in text.lower():
+            parts.append((f"  ({cid})", "dim"))  # a word id the text does not show: the result names it
+        return Text.assemble(*parts)
 
     def _choose(self, cid: str) -> None:
         if cid not in {c for c, _ in self.options}:
             return
+        changed = cid != self.chosen
         self.chosen = cid
         option_list = self.query_one(OptionList)
-        for index, (option_id, text) in enumerate(self.options):
-            option_list.replace_option_prompt_at_index(index, self._prompt(option_id, text))
+        for index in range(len(self.options)):
+            option_list.replace_option_prompt_at_index(index, self._prompt(index))
+        if changed:
+            self.post_message(self.Changed())
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         if event.option.id is not None:
             self._choose(event.option.id)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.post_message(self.Changed())
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
