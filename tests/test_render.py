@@ -41,6 +41,7 @@ def test_an_exercise_without_a_fault_has_no_side_labels_and_full_titles():
     ex = load_catalog().get("audit")
     text = plain(render_result(ex, _result()), width=30)
     assert "[clean]" not in text and "First failure: GRADIENTS." in text
+    assert "seed 0" in text  # which mystery it was, so it can be rebuilt
     # the title sits on its own lines, not folded into the narrow table's width
     assert "Audit of the mystery GPT," in text.replace("\n", " ")
 

@@ -57,6 +57,7 @@ class FakeRunner:
         self.make = make or canned_pass
         self.slow = slow
         self.calls: list[tuple[str, str | None]] = []
+        self.seeds: list[int | None] = []
         self.cancelled = threading.Event()
         self.started = threading.Event()
         self.closed = False
@@ -64,8 +65,9 @@ class FakeRunner:
     def warm_up(self) -> dict:
         return {"torch": "fake", "cuda": False}
 
-    def run(self, exercise, prediction=None, on_progress=None):
+    def run(self, exercise, prediction=None, on_progress=None, seed=None):
         self.calls.append((exercise.id, prediction))
+        self.seeds.append(seed)
         self.started.set()
         if on_progress is not None:
             on_progress({"side": "clean", "progress": 0.5, "message": "halfway"})
@@ -245,6 +247,27 @@ def test_choice_prediction_runs_and_records_attempt(tmp_path):
     assert len(attempts) == 1
     assert attempts[0]["prediction"] == choice and attempts[0]["correct"] is True
     assert attempts[0]["status"] == "pass" and attempts[0]["observed"] == choice
+
+
+def test_each_capstone_attempt_meets_a_new_mystery_and_other_exercises_keep_seed_zero(tmp_path):
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        await open_exercise(pilot, "audit")
+        for key in ("1", "2", "3"):  # three attempts: TOKENIZER, ALIGNMENT, CAUSALITY
+            await pilot.press(key)
+            await pilot.press("r")
+            await finish_runs(pilot)
+        await pilot.press("escape")
+        await pilot.pause()
+        await open_exercise(pilot, "head-split")
+        await pick(pilot, "a")
+        await pilot.press("r")
+        await finish_runs(pilot)
+    drive(app, script)
+    assert [c[0] for c in runner.calls] == ["audit"] * 3 + ["head-split"]
+    assert runner.seeds == [0, 1, 2, 0]
 
 
 def test_typed_prediction_enter_runs(tmp_path):

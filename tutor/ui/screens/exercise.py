@@ -194,8 +194,10 @@ class ExerciseScreen(Screen):
             self.call_after_refresh(error.scroll_visible)
             return
         self._clear_answer_error()
+        progress = self._progress() if ex.seed_per_attempt else None
+        seed = ex.seed_for(len(progress.attempts) if progress else 0)
         self._set_running(True, "starting the check (the first run loads torch)…")
-        self._run_check(text)
+        self._run_check(text, seed)
 
     def _clear_answer_error(self) -> None:
         error = self.query_one("#answer-error", Static)
@@ -219,8 +221,8 @@ class ExerciseScreen(Screen):
         self.action_run()
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
-    def _run_check(self, prediction: str) -> None:
-        """Thread: wait for the warm-up, run the check, report by message."""
+    def _run_check(self, prediction: str, seed: int = 0) -> None:
+        """Thread: wait for the warm-up, run the check with ``seed``, report by message."""
         ex = self.exercise
         self.app.warmed.wait(WARM_UP_WAIT_S)
         if self._cancel_requested:
@@ -231,7 +233,7 @@ class ExerciseScreen(Screen):
             self.post_message(RunProgress(str(update.get("side", "")), float(update.get("progress", 0.0) or 0.0),
                                           str(update.get("message", ""))))
         try:
-            result = self.app.runner.run(ex, prediction, on_progress=on_progress)
+            result = self.app.runner.run(ex, prediction, on_progress=on_progress, seed=seed)
         except Exception as exc:  # WorkerError, DeviceError, or anything else: an outcome, not a traceback
             if self._cancel_requested:  # cancelling while the worker starts makes the start fail
                 self.post_message(RunFinished(self._cancelled(prediction, "while the check worker started")))
