@@ -88,6 +88,10 @@ def test_a_broken_catalog_is_named_in_one_sentence(tmp_path, edit, message):
 def test_the_shipped_catalog_is_valid_and_ids_are_unique(catalog):
     ids = [e.id for e in catalog.exercises]
     assert len(ids) == len(set(ids))
+    # every source names a seed chapter, so the label a learner sees can say which
+    assert all(e.source_label.startswith("From chapter 00") for e in catalog.exercises)
+    assert catalog.get("broadcast-loss").source_label == (
+        "From chapter 000, Shapes, storage, gradients and state: 1. Shape is part of the algorithm")
     # every list answer says what its items are, so a wrong kind is refused, not graded
     assert all(e.answer_items for e in catalog.exercises if e.kind == "list")
     for ex in catalog.exercises:

@@ -35,6 +35,12 @@ class CatalogError(ValueError):
     """A catalog file that cannot be used; the message names file and key."""
 
 
+#: The book chapters the exercises come from (``../shared/seeds/``), by number.
+CHAPTERS = {"000": "Shapes, storage, gradients and state",
+            "001": "The training loop",
+            "004": "A language model you can interrogate"}
+
+
 @dataclass(frozen=True)
 class Exercise:
     """One exercise, as data. See DESIGN.md, "An exercise"."""
@@ -75,6 +81,19 @@ class Exercise:
         """
         return answers.parse(self.kind, text, list(self.choices), self.answer_length, self._items)
 
+    @property
+    def source_label(self) -> str:
+        """Where the idea comes from, for a reader who has not seen the seeds.
+
+        ``"000 · 1. Shape is part of the algorithm"`` reads ``"From chapter
+        000, Shapes, storage, gradients and state: 1. Shape is part of the
+        algorithm"``; a source in another form is returned as it is.
+        """
+        number, sep, section = self.source.partition(" · ")
+        if not sep or number not in CHAPTERS:
+            return self.source
+        return f"From chapter {number}, {CHAPTERS[number]}: {section}"
+
     def seed_for(self, earlier_attempts: int, default: int = 0) -> int:
         """The check's seed for a learner's next attempt.
 
@@ -92,6 +111,7 @@ class Exercise:
 
     def to_dict(self) -> dict:
         return {"id": self.id, "set": self.set, "title": self.title, "source": self.source,
+                "source_label": self.source_label,
                 "kind": self.kind, "choices": [{"id": c, "text": t} for c, t in self.choices],
                 "answer_format": self.answer_format, "fault": self.fault, "subject": self.subject,
                 "check": self.check, "budget_s": self.budget_s, "observe": self.observe,

@@ -72,7 +72,7 @@ class ExerciseScreen(Screen):
         progress = self._progress()
         yield Header()
         with VerticalScroll(id="exercise-body"):
-            yield Static(Text.assemble((ex.id, "bold"), f" · {ex.title}\n", (ex.source, "dim")),
+            yield Static(Text.assemble((ex.id, "bold"), f" · {ex.title}\n", (ex.source_label, "dim")),
                          id="exercise-title")
             if progress and progress.attempts:
                 last = progress.attempts[-1]

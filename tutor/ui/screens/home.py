@@ -96,6 +96,6 @@ class HomeScreen(Screen):
         progress = self._load().of(exercise_id)
         state = {"solved": "solved", "attempted": "attempted, not yet matched", "untried": "not tried yet"}
         return Text.assemble((f"{exercise.id}", "bold"), f" · {exercise.title}\n",
-                             (exercise.source, "dim"), "\n",
+                             (exercise.source_label, "dim"), "\n",
                              f"answer: {exercise.answer_format} · {state[status_of(progress)]}"
                              f" · {len(progress.attempts)} attempt(s)")
