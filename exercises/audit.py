@@ -38,12 +38,15 @@ inference path) is called with targets instead, and the report says so.
 Run as ``python -m exercises.audit FILE.py FACTORY [--vocab V] [--block T]
 [--device D] [--json]`` (what ``tutor audit`` starts in a separate process).
 Exit status: 0 every link holds, 1 a link failed, 2 a usage error (no such
-file or factory), 3 the factory or the first forward pass raised.
+file or factory), 3 the import, the factory or the first forward pass raised,
+or the factory returned something that is not a model. While it runs it
+writes ``STAGE_MARKER`` lines to stderr naming the step in progress.
 """
 
 from __future__ import annotations
 
 import math
+import reprlib
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -60,6 +63,9 @@ B_AUDIT, T_MAX = 4, 32
 OVERFIT_STEPS, OVERFIT_BELOW = 150, 0.1
 CORPUS_CHARS = 20_000
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASHED = 0, 1, 2, 3
+#: Starts each stderr line of ``main`` that names what is running now (``tutor audit``
+#: reads the last one when its time limit stops the audit; tutor/audit_cmd.py holds a copy).
+STAGE_MARKER = "tutor-audit-stage: "
 
 
 @dataclass
@@ -82,7 +88,8 @@ class AuditReport:
 
     Attributes:
         status: "ok" (every link holds), "failed" (a link failed) or
-            "crashed" (the factory or the first forward raised; no links).
+            "crashed" (no links: the factory raised or returned no model,
+            or the first forward raised).
         error: the crash, one line, when status is "crashed".
         setup: what was audited: V, T, B, device, forward convention, optimizer.
     """
@@ -339,11 +346,14 @@ def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size:
         seed: seeds the model build, the batch and the intervention.
         get_batch: the batching function under audit (default ``engine.data.get_batch``).
         overfit_steps: CAPABILITY's budget (0 skips it).
+        progress: called as ``progress(fraction, what)`` as each step starts,
+            ``what`` naming it ("the factory call build()", "CAUSALITY", ...).
 
     Returns:
-        An AuditReport. It never raises for the model's faults: a factory or
-        first forward that raises gives status "crashed"; a link that raises
-        fails with the exception in its verdict.
+        An AuditReport. It never raises for the model's faults: a factory that
+        raises or returns no model, or a first forward that raises, gives
+        status "crashed"; a link that raises fails with the exception in its
+        verdict.
     """
     from engine.corpus import make_corpus
     from engine.instruments.learning_ledger import learning_ledger
@@ -357,14 +367,22 @@ def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size:
 
     # Build, then find the forward convention.
     torch.manual_seed(seed)
+    name = f"{getattr(factory, '__name__', 'factory')}()"
+    say(0.0, f"the factory call {name}")
     try:
         built = factory()
-        model, optimizer = (built if isinstance(built, (tuple, list)) else (built, None))[:2]
-        if not isinstance(model, nn.Module):
-            raise TypeError(f"the factory returned {type(model).__name__}, not an nn.Module")
+    except Exception as exc:
+        report.status, report.error = "crashed", f"the factory {name} raised {type(exc).__name__}: {exc}"
+        return report
+    model, optimizer, problem = _model_and_optimizer(built)
+    if problem is not None:
+        report.status, report.error = "crashed", (f"the factory {name} returned {problem}, but it must return "
+                                                  "an nn.Module or a (model, optimizer) pair")
+        return report
+    try:
         model.to(dev)
     except Exception as exc:
-        report.status, report.error = "crashed", f"the factory raised {type(exc).__name__}: {exc}"
+        report.status, report.error = "crashed", f"moving the model to {dev} raised {type(exc).__name__}: {exc}"
         return report
     text = make_corpus(CORPUS_CHARS, seed=0)
     tokenizer = CharTokenizer(text)
@@ -374,6 +392,7 @@ def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size:
     g = torch.Generator().manual_seed(seed)
     data = tokenizer.encode_tensor(text)
     x, y = get_batch(data, B_AUDIT, T, generator=g, device=dev)
+    say(0.02, "the model's first forward pass")
     try:
         probe_ids = x % (vocab_size or tokenizer.vocab_size)
         forward, described = probe(model, probe_ids, y % (vocab_size or tokenizer.vocab_size))
@@ -408,7 +427,7 @@ def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size:
     report.links.append(guarded("SHAPE", lambda: _shape(forward, xs, V)))
     registration = guarded("REGISTRATION", lambda: _registration(model))
 
-    say(0.3, "learning ledger")
+    say(0.3, "the learning ledger (INIT, GRADIENTS, OWNERSHIP, UPDATE)")
 
     def on_step(step: int, total: int) -> None:
         if step % 10 == 0:
@@ -434,6 +453,33 @@ def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size:
     report.status = "ok" if report.first_failure is None else "failed"
     say(1.0, "done")
     return report
+
+
+def _model_and_optimizer(built: Any) -> tuple[nn.Module | None, Any, str | None]:
+    """Split what a factory returned into (model, optimizer or None, problem or None).
+
+    ``problem`` describes, for a message, a value that is neither an nn.Module
+    nor a (model, optimizer) pair: "42 (an int)", "a tuple of 3 items".
+    """
+    if isinstance(built, (tuple, list)):
+        if len(built) != 2:
+            return None, None, f"a {type(built).__name__} of {len(built)} items"
+        model, optimizer = built
+        if not isinstance(model, nn.Module):
+            return None, None, f"a pair whose first item is {_described(model)}"
+        return model, optimizer, None
+    if not isinstance(built, nn.Module):
+        return None, None, _described(built)
+    return built, None, None
+
+
+def _described(value: Any) -> str:
+    """A short description of a value for a message: ``42 (an int)``, ``None``."""
+    if value is None:
+        return "None"
+    kind = type(value).__name__
+    article = "an" if kind[:1].lower() in "aeiou" else "a"
+    return f"{reprlib.repr(value)} ({article} {kind})"
 
 
 class _LedgerView(nn.Module):
@@ -499,6 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m exercises.audit FILE FACTORY [--vocab V] [--block T] [--device D] [--json]``."""
     import argparse
     import json
+    import os
 
     parser = argparse.ArgumentParser(prog="python -m exercises.audit")
     parser.add_argument("file")
@@ -508,8 +555,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    out = sys.stdout
+    out, err = sys.stdout, sys.stderr
     sys.stdout = sys.stderr  # the audited code may print; keep stdout for the report
+
+    def stage(_fraction: float, what: str) -> None:
+        # What is running now, for the message if the time limit stops the audit.
+        err.write(f"\n{STAGE_MARKER}{what}\n")
+        err.flush()
+
+    stage(0.0, f"the import of {os.path.basename(args.file)}")
     try:
         factory = load_factory(args.file, args.factory)
     except (FileNotFoundError, LookupError) as exc:
@@ -521,7 +575,9 @@ def main(argv: list[str] | None = None) -> int:
         device = args.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        report = audit(factory, vocab_size=args.vocab, block_size=args.block, device=device)
+        report = audit(factory, vocab_size=args.vocab, block_size=args.block, device=device, progress=stage)
+    stage(1.0, "the end of the audit, after every link ran (something the model's file started may keep "
+               "the process alive)")
     data = report.to_dict()
     data["text"] = report.text()
     out.write((json.dumps(data) if args.json else data["text"]) + "\n")

@@ -7,6 +7,7 @@ import json
 import textwrap
 
 import pytest
+import torch
 
 from exercises.audit import LINKS, audit, load_factory
 from exercises.capstone import HIDDEN, build_mystery, hidden_fault
@@ -198,12 +199,83 @@ def test_cli_usage_errors_exit_2(tmp_path, nano_file, capsys):
 
 def test_cli_factory_that_raises_exits_3(nano_file, capsys):
     assert _cli(["audit", f"{nano_file}:broken", "--json"]) == 3
-    report = json.loads(capsys.readouterr().out)
-    assert report["status"] == "crashed" and "cannot build" in report["error"]
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    error = "the factory broken() raised RuntimeError: this factory cannot build its model"
+    assert report["status"] == "crashed" and report["error"] == error and report["exit_code"] == 3
+    assert captured.err == f"tutor: could not audit {nano_file}:broken: {error}\n"
+
+
+def test_cli_crash_is_said_once_in_human_mode(nano_file, capsys):
+    assert _cli(["audit", f"{nano_file}:broken"]) == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"tutor: could not audit {nano_file}:broken: the factory broken() raised "
+                            "RuntimeError: this factory cannot build its model\n")
+
+
+def test_cli_usage_error_with_json_is_one_json_object(tmp_path, capsys):
+    missing = tmp_path / "missing.py"
+    assert _cli(["audit", f"{missing}:build", "--json"]) == 2
+    captured = capsys.readouterr()
+    sentence = f"no such file: {missing}; pass the path to a Python file, e.g. tutor audit mygpt.py:build"
+    assert json.loads(captured.out) == {"status": "usage_error", "error": sentence, "exit_code": 2}
+    assert captured.err == f"tutor: {sentence}\n"
 
 
 def test_cli_hang_is_stopped(tmp_path, capsys):
     path = tmp_path / "slow.py"
     path.write_text("import time\n\ndef build():\n    time.sleep(600)\n")
-    assert _cli(["audit", f"{path}:build", "--timeout", "3"]) == 3
-    assert "did not finish" in capsys.readouterr().err
+    assert _cli(["audit", f"{path}:build", "--timeout", "3", "--json"]) == 3
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["status"] == "timeout" and data["exit_code"] == 3
+    assert data["error"].startswith("the audit did not finish within 3 s and was stopped ")
+    assert "forward pass or training" not in data["error"] and captured.err == f"tutor: {data['error']}\n"
+
+
+def test_a_factory_that_returns_no_model_says_what_it_returned():
+    def fortytwo():
+        return 42
+
+    def triple():
+        return torch.nn.Linear(2, 2), None, None
+
+    def pair():
+        return None, None
+
+    expected = {fortytwo: "42 (an int)", triple: "a tuple of 3 items", pair: "a pair whose first item is None"}
+    for factory, returned in expected.items():
+        report = audit(factory, overfit_steps=0)
+        assert report.status == "crashed" and report.exit_code == 3 and report.links == []
+        assert report.error == (f"the factory {factory.__name__}() returned {returned}, but it must return an "
+                                "nn.Module or a (model, optimizer) pair")
+
+
+def test_the_timeout_message_names_the_step_that_was_running():
+    stderr = (b"tutor-audit-stage: the import of slow.py\nthe model prints this\n"
+              b"tutor-audit-stage: the factory call build()\nmore output, no newline")
+    assert audit_cmd.last_stage(stderr) == "the factory call build()"
+    assert audit_cmd.timeout_sentence(3, stderr) == (
+        "the audit did not finish within 3 s and was stopped during the factory call build(); "
+        "raise --timeout if the model is just slow")
+    for unknown in (None, b"", "no marker here\n"):
+        assert audit_cmd.last_stage(unknown) is None
+        assert audit_cmd.timeout_sentence(2.5, unknown) == (
+            "the audit did not finish within 2.5 s and was stopped before it named a step (it may hang in the "
+            "factory or the audit's model calls); raise --timeout if the model is just slow")
+
+
+def test_the_audit_process_names_each_step_on_stderr(nano_file):
+    import subprocess
+    import sys
+
+    from exercises.audit import STAGE_MARKER
+
+    assert audit_cmd.STAGE_MARKER == STAGE_MARKER
+    done = subprocess.run([sys.executable, "-m", "exercises.audit", str(nano_file), "broken", "--json"],
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 3
+    stages = [line.removeprefix(STAGE_MARKER) for line in done.stderr.splitlines() if line.startswith(STAGE_MARKER)]
+    assert stages[:2] == ["the import of nano.py", "the factory call broken()"]
+    assert stages[2].startswith("the end of the audit") and len(stages) == 3

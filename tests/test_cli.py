@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -157,4 +158,200 @@ def test_tutor_check_is_deterministic_three_times(tmp_path):
 def test_a_list_answer_of_the_wrong_length_is_a_usage_error():
     proc = tutor("run", "clone-detach", "--predict", "yes yes no yes", "--no-save")
     assert proc.returncode == 2
-    assert "the answer has 4 items; expected a list of 10 items" in proc.stderr
+    assert "the answer has 4 items; expected a list of 10 yes/no answers" in proc.stderr
+
+
+# --- one JSON object on stdout, errors included --------------------------------
+
+def _json_error(proc, code=2, status="usage_error"):
+    """The JSON error object of a --json run that failed; checks it repeats the stderr sentence."""
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)  # exactly one JSON document, nothing else on stdout
+    assert data["status"] == status and data["exit_code"] == code
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last in (f"tutor: {data['error']}", f"tutor: error: {data['error']}")
+    assert "Traceback" not in proc.stderr
+    return data
+
+
+def test_json_answer_of_the_wrong_length_is_a_json_usage_error():
+    proc = tutor("run", "gather-repeat", "--predict", "1 0 1", "--json", "--no-save")
+    data = _json_error(proc)
+    assert data["error"].startswith("the answer has 3 items; expected a list of 6 numbers")
+    assert proc.stderr.count("\n") == 1
+
+
+def test_json_unknown_id_and_unknown_set_are_json_usage_errors():
+    assert "there is no exercise 'head-splt'" in _json_error(tutor("run", "head-splt", "--predict", "b",
+                                                                   "--json"))["error"]
+    assert "there is no exercise 'nope'" in _json_error(tutor("show", "nope", "--json"))["error"]
+    assert "there is no set 'nope'" in _json_error(tutor("list", "--set", "nope", "--json"))["error"]
+    assert "learner name" in _json_error(tutor("progress", "--learner", "../x", "--json"))["error"]
+
+
+def test_json_unwritable_progress_folder_is_a_json_usage_error(tmp_path):
+    target = "/proc/tutor-cannot-write-here" if os.geteuid() == 0 else str(tmp_path / "ro")
+    if os.geteuid() != 0:
+        os.mkdir(target, 0o500)
+    proc = tutor("run", "skip-zero-grad", "--predict", "2", "--progress-dir", target, "--learner", "ada", "--json")
+    assert "cannot write progress" in _json_error(proc)["error"]
+
+
+def test_json_arguments_that_do_not_parse_are_a_json_usage_error():
+    data = _json_error(tutor("run", "gather-repeat", "--json"))
+    assert data["error"] == "the following arguments are required: --predict; see 'tutor run --help'."
+    data = _json_error(tutor("list", "--json", "--bogus"))
+    assert data["error"].startswith("unrecognized arguments: --bogus")
+    plain = tutor("list", "--bogus")
+    assert plain.returncode == 2 and plain.stdout == ""
+
+
+def test_json_cuda_without_cuda_is_a_json_usage_error():
+    proc = tutor("check", "broadcast-loss", "--device", "cuda", "--json")
+    if proc.returncode == 0:
+        pytest.skip("this machine has CUDA")
+    assert "no CUDA device" in _json_error(proc)["error"]
+
+
+# --- tutor progress only reads ---------------------------------------------------
+
+DAMAGED = 'format_version = 1\nlearner = "kim"\n[exercises.broadcast-loss\nnote = "x'
+
+
+def test_progress_leaves_a_damaged_file_in_place_and_run_moves_it_aside(tmp_path):
+    path = tmp_path / "kim.toml"
+    path.write_text(DAMAGED)
+    proc = tutor("progress", "--progress-dir", str(tmp_path), "--learner", "kim")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(f"tutor: {path} cannot be read because it is not valid TOML")
+    assert "kim.toml.corrupt-<time>" in proc.stderr and proc.stderr.count("\n") == 1
+    data = _json_error(tutor("progress", "--progress-dir", str(tmp_path), "--learner", "kim", "--json"))
+    assert data["error"] == proc.stderr.strip().removeprefix("tutor: ")
+    assert [f.name for f in tmp_path.iterdir()] == ["kim.toml"] and path.read_text() == DAMAGED
+    # Saving an attempt moves the file aside, says where, and starts a fresh one.
+    run = tutor("run", "broadcast-loss", "--predict", "(3, 3)", "--device", "cpu", "--progress-dir", str(tmp_path),
+                "--learner", "kim")
+    assert run.returncode == 0, run.stderr
+    kept = [f for f in tmp_path.iterdir() if ".corrupt-" in f.name]
+    assert len(kept) == 1 and kept[0].read_text() == DAMAGED and f"kept as {kept[0]}" in run.stderr
+    review = json.loads(tutor("progress", "--progress-dir", str(tmp_path), "--learner", "kim", "--json").stdout)
+    assert review["exercises"]["broadcast-loss"]["attempts"][0]["prediction"] == "(3, 3)"
+
+
+# --- the default learner ------------------------------------------------------------
+
+def test_an_unusable_login_name_is_named_once_on_stderr(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("TUTOR_LEARNER", "LOGNAME", "USER", "LNAME",
+                                                              "USERNAME")}
+    env.update(LOGNAME="kim lee", TUTOR_PROGRESS_DIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-m", "tutor.cli", "progress"], capture_output=True, text=True,
+                          env=env, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ("tutor: your login name 'kim lee' is not a valid learner name, so the learner name "
+                           "'learner' is used; choose one with --learner NAME or TUTOR_LEARNER=NAME\n")
+    assert "No attempts saved yet for learner" in proc.stdout
+    named = subprocess.run([sys.executable, "-m", "tutor.cli", "progress", "--learner", "kim"], capture_output=True,
+                           text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+    assert named.returncode == 0 and named.stderr == ""
+
+
+# --- sets by id or title ----------------------------------------------------------------
+
+def test_list_shows_each_set_id_in_its_header():
+    proc = tutor("list", env={"COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    assert "Ledgers and comparison  (comparison) — " in proc.stdout and "Shapes  (shapes) — " in proc.stdout
+
+
+@pytest.mark.parametrize("name, set_id", [("Shapes", "shapes"), ("shapes", "shapes"),
+                                          ("LEDGERS AND COMPARISON", "comparison"), ("Comparison", "comparison")])
+def test_set_takes_the_id_or_the_title_in_any_case(name, set_id):
+    proc = tutor("list", "--set", name, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert [s["id"] for s in json.loads(proc.stdout)["sets"]] == [set_id]
+
+
+def test_an_unknown_set_lists_the_valid_ids():
+    proc = tutor("list", "--set", "Shapez")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith("tutor: there is no set 'Shapez'; use a set id (shapes, storage, modules, ")
+    assert "comparison, beyond, capstone) or a set title" in proc.stderr
+
+
+# --- which side is graded ------------------------------------------------------------------
+
+def test_run_json_names_the_graded_side_and_the_choice_texts():
+    shown = {c["id"]: c["text"] for c in json.loads(tutor("show", "head-split", "--json").stdout)["choices"]}
+    proc = tutor("run", "head-split", "--predict", "B)", "--json", "--device", "cpu", "--no-save")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["observe"] == "faulted" and data["seed"] == 0
+    assert data["prediction"] == "B)" and data["prediction_text"] == "b" and data["observed_text"] == "b"
+    assert data["prediction_choice_text"] == data["observed_choice_text"] == shown["b"]
+    assert data["saved_to"] is None
+
+
+def test_run_json_says_when_the_clean_side_is_graded():
+    proc = tutor("run", "gather-repeat", "--predict", "0 0 0 0 0 0", "--json", "--device", "cpu", "--no-save")
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["observe"] == "clean" and data["observed"] == data["clean"] != data["faulted"]
+    assert data["prediction_text"] == "[0, 0, 0, 0, 0, 0]"
+    assert data["prediction_choice_text"] is None and data["observed_choice_text"] is None
+
+
+# --- tutor check fits 80 columns ---------------------------------------------------------------
+
+def test_check_prints_each_result_on_one_line_of_80_columns():
+    proc = tutor("check", "head-split", "clone-detach", "--device", "cpu", env={"COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 3 and lines[2] == "2 of 2 checks show their fault as the exercise claims"
+    assert all(len(line) <= 80 for line in lines)
+    assert re.fullmatch(r"ok +\d+\.\d\ds  head-split {14}clean=a {13}faulted=b", lines[0])
+    assert re.fullmatch(r"ok +\d+\.\d\ds  clone-detach {12}clean=\[yes, yes, n… faulted=\S.{11}…", lines[1])
+
+
+def test_a_check_line_cuts_long_values_and_keeps_the_duration():
+    import io
+
+    from rich.console import Console
+
+    from tutor.catalog import load_catalog
+    from tutor.cli import _check_line
+    from tutor.runner import RunResult
+
+    ex = load_catalog().get("clone-detach")
+    result = RunResult(id=ex.id, status="ok", device="cpu", torch="t", fault=ex.fault, kind=ex.kind,
+                       clean=[True] * 10, faulted=[False] * 10, duration_s=123.456)
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(_check_line(ex, result, ok=True))
+    assert out.getvalue() == "ok   123.46s  clone-detach            clean=[yes, yes, y… faulted=[no, no, no,…\n"
+
+
+def test_run_seed_flag_is_the_seed_the_check_ran_with():
+    proc = tutor("run", "head-split", "--predict", "b", "--seed", "5", "--json", "--device", "cpu", "--no-save")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["seed"] == 5
+    bad = tutor("run", "head-split", "--predict", "b", "--seed", "-1", "--json", "--no-save")
+    assert "argument --seed: expected a whole number 0 or more, got '-1'" in _json_error(bad)["error"]
+
+
+def test_each_capstone_attempt_runs_with_the_next_seed(tmp_path):
+    earlier = "".join(f'''
+[[exercises.audit.attempts]]
+time = "2026-11-29T18:39:1{i}+00:00"
+prediction = "none"
+observed = "none"
+correct = true
+status = "pass"
+device = "cpu"
+engine_hash = "h"
+''' for i in range(3))
+    (tmp_path / "ada.toml").write_text(f'format_version = 1\nlearner = "ada"\n{earlier}')
+    proc = tutor("run", "audit", "--predict", "none", "--json", "--device", "cpu", "--learner", "ada",
+                 "--progress-dir", str(tmp_path))
+    assert proc.returncode in (0, 1), proc.stderr
+    assert json.loads(proc.stdout)["seed"] == 3
+    saved = json.loads(tutor("progress", "--json", "--learner", "ada", "--progress-dir", str(tmp_path)).stdout)
+    assert len(saved["exercises"]["audit"]["attempts"]) == 4

@@ -1,5 +1,6 @@
 """The progress store: round trip, damaged files kept aside, locks, atomic writes."""
 
+import getpass
 import os
 import signal
 import subprocess
@@ -8,7 +9,8 @@ import time
 
 import pytest
 
-from tutor.progress import (MAX_FILE_BYTES, Attempt, ProgressError, ProgressStore, default_folder,
+from tutor.progress import (FALLBACK_LEARNER, MAX_FILE_BYTES, Attempt, DamagedProgressError, ProgressError,
+                            ProgressStore, default_folder, default_learner, default_learner_and_notice,
                             engine_hash, now, validate_learner)
 
 
@@ -29,6 +31,20 @@ def test_round_trip(tmp_path):
     assert p.of("never-tried").attempts == []
     text = (tmp_path / "ada.toml").read_text()
     assert "format_version = 1" in text
+
+
+def test_an_attempts_seed_is_kept_and_older_files_without_it_read_as_seed_zero(tmp_path):
+    store = ProgressStore(tmp_path)
+    store.record_attempt("ada", "audit", Attempt(time=now(), prediction="none", observed="gradients",
+                                                 correct=False, status="fail", device="cpu",
+                                                 engine_hash="abc", seed=4))
+    assert store.load("ada").of("audit").attempts[0].seed == 4
+    old = (tmp_path / "ada.toml").read_text().replace("seed = 4\n", "")
+    (tmp_path / "ada.toml").write_text(old)
+    assert store.load("ada").of("audit").attempts[0].seed == 0
+    (tmp_path / "ada.toml").write_text(old.replace('device = "cpu"', 'device = "cpu"\nseed = "four"'))
+    with pytest.raises(DamagedProgressError, match="wrongly typed 'seed'"):
+        store.load("ada", move_aside=False)
 
 
 @pytest.mark.parametrize("name", ["../x", "a/b", "", "a\x00b", ".", "..", "-rf", "x" * 65, "a b"])
@@ -142,3 +158,52 @@ def test_fuzz_found_a_newer_file_with_odd_contents_is_still_read_only(tmp_path):
     (tmp_path / "ada.toml").write_text("format_version = 2\nexercises = 0\n")
     p = ProgressStore(tmp_path).load("ada")
     assert p.read_only and p.exercises == {}
+
+
+@pytest.mark.parametrize("content, why", [
+    ("this is = = not toml", "it is not valid TOML"),
+    ("format_version = 0\n", "its format_version is 0, not 1"),
+    ('format_version = 1\nexercises = "oops"\n', "its exercises entry is not a table"),
+])
+def test_a_review_leaves_a_damaged_file_where_it_is(tmp_path, content, why):
+    path = tmp_path / "ada.toml"
+    path.write_text(content)
+    with pytest.raises(DamagedProgressError) as caught:
+        ProgressStore(tmp_path).load("ada", move_aside=False)
+    message = str(caught.value)
+    assert message.startswith(f"{path} cannot be read because {why}")
+    assert "fix it by hand" in message and "ada.toml.corrupt-<time>" in message and "\n" not in message
+    assert caught.value.path == path and isinstance(caught.value, ProgressError)
+    assert [f.name for f in tmp_path.iterdir()] == ["ada.toml"] and path.read_text() == content
+
+
+def test_a_review_still_shows_a_newer_file_read_only(tmp_path):
+    (tmp_path / "ada.toml").write_text("format_version = 2\n")
+    p = ProgressStore(tmp_path).load("ada", move_aside=False)
+    assert p.read_only and "newer tutor" in p.warnings[0]
+
+
+def test_the_default_learner_is_the_login_name_when_it_is_safe(monkeypatch):
+    monkeypatch.delenv("TUTOR_LEARNER", raising=False)
+    monkeypatch.setattr(getpass, "getuser", lambda: "kim")
+    assert default_learner_and_notice() == ("kim", None)
+    assert default_learner() == "kim"
+
+
+@pytest.mark.parametrize("login, why", [
+    ("kim lee", "your login name 'kim lee' is not a valid learner name"),
+    ("", "no login name was found"),
+])
+def test_an_unusable_login_name_falls_back_with_a_notice(monkeypatch, login, why):
+    monkeypatch.delenv("TUTOR_LEARNER", raising=False)
+    monkeypatch.setattr(getpass, "getuser", lambda: login)
+    name, notice = default_learner_and_notice()
+    assert name == FALLBACK_LEARNER == "learner"
+    assert notice == (f"{why}, so the learner name 'learner' is used; "
+                      "choose one with --learner NAME or TUTOR_LEARNER=NAME")
+
+
+def test_tutor_learner_wins_over_the_login_name_without_a_notice(monkeypatch):
+    monkeypatch.setenv("TUTOR_LEARNER", "ada")
+    monkeypatch.setattr(getpass, "getuser", lambda: "kim lee")
+    assert default_learner_and_notice() == ("ada", None)

@@ -5,7 +5,11 @@ be broken: it runs in a separate process (``python -m exercises.audit``),
 inside a fresh temporary folder, under a time limit, and this process never
 imports it (nor torch). Exit status: 0 every link holds, 1 a link failed,
 2 a usage error (no such file, no such factory, a bad option), 3 the factory
-raised, the forward pass crashed, or the audit ran past its time limit.
+raised or returned no model, the forward pass crashed, or the audit ran past
+its time limit. An error is one sentence on stderr; with ``--json`` stdout
+holds one JSON object in every case: the report (status ok, failed or
+crashed, with ``exit_code``), or ``{"status": "usage_error" | "timeout" |
+"crashed", "error": SENTENCE, "exit_code": 2 | 3}`` when there is none.
 
 Wire it into ``tutor.cli`` with two lines:
 
@@ -26,6 +30,9 @@ import tempfile
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASHED = 0, 1, 2, 3
 DEFAULT_TIMEOUT_S = 300
+#: The audit process names each step it starts on a stderr line beginning with this
+#: (a copy of exercises.audit.STAGE_MARKER: this module must not import torch).
+STAGE_MARKER = "tutor-audit-stage: "
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -53,6 +60,46 @@ def _fail(sentence: str) -> None:
     sys.stderr.write(f"tutor: {sentence}\n")
 
 
+def _error(code: int, status: str, sentence: str, as_json: bool) -> int:
+    """Report an audit that gave no report: the sentence on stderr, and with --json one JSON object."""
+    _fail(sentence)
+    if as_json:
+        sys.stdout.write(json.dumps({"status": status, "error": sentence, "exit_code": code}, indent=2) + "\n")
+    return code
+
+
+def _text(stream: str | bytes | None) -> str:
+    """Captured output as text (a timeout hands it over as bytes)."""
+    if isinstance(stream, bytes):
+        return stream.decode("utf-8", errors="replace")
+    return stream or ""
+
+
+def last_stage(stderr: str | bytes | None) -> str | None:
+    """The step the audit process last said it started (see ``STAGE_MARKER``), or None."""
+    text = _text(stderr)
+    at = text.rfind(STAGE_MARKER)
+    if at < 0:
+        return None
+    return text[at + len(STAGE_MARKER):].split("\n", 1)[0].strip() or None
+
+
+def timeout_sentence(timeout_s: float, stderr: str | bytes | None) -> str:
+    """The message for an audit stopped by its time limit, naming the step it was in when known."""
+    stage = last_stage(stderr)
+    where = (f"during {stage}" if stage else
+             "before it named a step (it may hang in the factory or the audit's model calls)")
+    return f"the audit did not finish within {timeout_s:g} s and was stopped {where}; " \
+           "raise --timeout if the model is just slow"
+
+
+def _last_line(stderr: str | bytes | None, default: str) -> str:
+    """The last line of the audit process's stderr that is not a step marker."""
+    lines = [line for line in _text(stderr).strip().splitlines()
+             if line.strip() and not line.startswith(STAGE_MARKER)]
+    return lines[-1] if lines else default
+
+
 def _split_target(target: str) -> tuple[str, str]:
     path, sep, factory = target.rpartition(":")
     if not sep or not path or not factory:
@@ -71,7 +118,12 @@ def _device(requested: str) -> str:
 
 
 def run(args) -> int:
-    """Run the audit of ``args.target`` in a separate process and print its report."""
+    """Run the audit of ``args.target`` in a separate process and print its report.
+
+    Returns the exit status (module docstring); never raises for the model's
+    faults or for bad input, which are reported as one sentence.
+    """
+    as_json = bool(getattr(args, "json", False))
     try:
         path, factory = _split_target(args.target)
         device = _device(getattr(args, "device", "auto") or "auto")
@@ -79,12 +131,11 @@ def run(args) -> int:
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value}")
     except ValueError as exc:
-        _fail(str(exc))
-        return EXIT_USAGE
+        return _error(EXIT_USAGE, "usage_error", str(exc), as_json)
     path = os.path.abspath(path)
     if not os.path.isfile(path):
-        _fail(f"no such file: {path}; pass the path to a Python file, e.g. tutor audit mygpt.py:build")
-        return EXIT_USAGE
+        return _error(EXIT_USAGE, "usage_error",
+                      f"no such file: {path}; pass the path to a Python file, e.g. tutor audit mygpt.py:build", as_json)
     command = [sys.executable, "-m", "exercises.audit", path, factory, "--device", device, "--json"]
     if args.vocab is not None:
         command += ["--vocab", str(args.vocab)]
@@ -97,28 +148,27 @@ def run(args) -> int:
             done = subprocess.run(command, cwd=folder, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                                   text=True, timeout=args.timeout,
                                   preexec_fn=_cap_memory if _cpu_only(device) else None)
-        except subprocess.TimeoutExpired:
-            _fail(f"the audit did not finish within {args.timeout:g} s and was stopped; the forward pass or "
-                  "training may hang (raise --timeout if the model is just slow)")
-            return EXIT_CRASHED
+        except subprocess.TimeoutExpired as exc:
+            return _error(EXIT_CRASHED, "timeout", timeout_sentence(args.timeout, exc.stderr), as_json)
     if done.returncode == EXIT_USAGE:
-        _fail((done.stderr.strip().splitlines() or ["the audit could not start"])[-1].removeprefix("audit: "))
-        return EXIT_USAGE
+        sentence = _last_line(done.stderr, "the audit could not start").removeprefix("audit: ")
+        return _error(EXIT_USAGE, "usage_error", sentence, as_json)
     try:
         report = json.loads(done.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        _fail(f"the audit process died (exit {done.returncode}) without a report: {tail}")
-        return EXIT_CRASHED
+        stage = last_stage(done.stderr)
+        during = f" during {stage}" if stage else ""
+        return _error(EXIT_CRASHED, "crashed", f"the audit process died (exit {done.returncode}){during} "
+                      f"without a report: {_last_line(done.stderr, 'no output')}", as_json)
     code = {"crashed": EXIT_CRASHED, "failed": EXIT_FAILED}.get(report.get("status"), EXIT_OK)
     text = report.pop("text", "")
+    if code == EXIT_CRASHED:  # said once, on stderr; with --json the report carries it too
+        _fail(f"could not audit {args.target}: {report.get('error') or 'the model could not be audited'}")
     if args.json:
         report["exit_code"] = code
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
-        return code
-    sys.stdout.write(text + "\n")
-    if code == EXIT_CRASHED:
-        _fail(report.get("error", "the model could not be audited"))
+    elif code != EXIT_CRASHED:
+        sys.stdout.write(text + "\n")
     return code
 
 

@@ -2,9 +2,12 @@
 
 Exit codes (``tutor run``): 0 the prediction matched, 1 it did not, 2 a usage
 or input error (unknown id, unparseable answer, unsafe learner name, missing
-device), 3 the check itself could not run (the subject raised, crashed or
-timed out). ``--json`` prints exactly one JSON object on stdout; errors go to
-stderr as one sentence naming the problem and the fix.
+device, unreadable progress file), 3 the check itself could not run (the
+subject raised, crashed or timed out, or the check worker would not start).
+Errors go to stderr as one sentence naming the problem and the fix. With
+``--json`` every command prints exactly one JSON object on stdout, errors
+included: ``{"status": "usage_error", "error": SENTENCE, "exit_code": 2}``, or
+``"could_not_run"`` with exit code 3 (``tutor audit`` has its own statuses).
 """
 
 from __future__ import annotations
@@ -26,10 +29,18 @@ class UsageError(Exception):
     """Bad input from the user: one sentence, exit 2."""
 
 
+class CouldNotRun(Exception):
+    """The check could not be run at all (e.g. the worker did not start): one sentence, exit 3."""
+
+
+class ArgumentsError(UsageError):
+    """Arguments argparse could not read; the usage line is already on stderr."""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one sentence, exit 2, like every other input error
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"tutor: error: {message}; see '{self.prog} --help'.\n")
+        raise ArgumentsError(f"{message}; see '{self.prog} --help'.")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--predict", required=True, metavar="ANSWER", help="your prediction (see 'tutor show ID')")
     p.add_argument("--explain", metavar="TEXT", help="your explain-back note, saved with the attempt")
     p.add_argument("--no-save", action="store_true", help="do not record the attempt")
+    p.add_argument("--seed", type=_seed, metavar="N", help="the check's seed (default: 0; for the capstone, "
+                   "the number of your earlier attempts, so each attempt meets a new mystery)")
     p.add_argument("--json", action="store_true")
     _shared(p)
 
@@ -72,6 +85,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _seed(text: str) -> int:
+    """Read ``--seed``: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number 0 or more, got {text!r}")
+    return value
+
+
 def _shared(p: argparse.ArgumentParser, learner: bool = True, device: bool = True) -> None:
     # The same options are accepted after the subcommand too.
     if device:
@@ -81,8 +105,23 @@ def _shared(p: argparse.ArgumentParser, learner: bool = True, device: bool = Tru
         p.add_argument("--progress-dir", default=argparse.SUPPRESS)
 
 
+#: Whether this command has printed its JSON object already (there is exactly one).
+_json_printed = False
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; return its exit status (see the module docstring)."""
+    global _json_printed
+    _json_printed = False
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except ArgumentsError as exc:
+        # Best effort: the arguments did not parse, so --json counts wherever it appears.
+        _fail(f"error: {exc}")
+        _print_error_json("usage_error", str(exc), EXIT_USAGE, wanted="--json" in argv)
+        return EXIT_USAGE
+    wants_json = bool(getattr(args, "json", False))
     try:
         if args.command is None:
             return _tui(args)
@@ -90,14 +129,27 @@ def main(argv: list[str] | None = None) -> int:
                 "progress": cmd_progress, "audit": audit_cmd.run}[args.command](args)
     except UsageError as exc:
         _fail(str(exc))
+        _print_error_json("usage_error", str(exc), EXIT_USAGE, wanted=wants_json)
         return EXIT_USAGE
+    except CouldNotRun as exc:
+        _fail(str(exc))
+        _print_error_json("could_not_run", str(exc), EXIT_CHECK, wanted=wants_json)
+        return EXIT_CHECK
     except KeyboardInterrupt:
-        _fail("interrupted; nothing half-written was saved")
+        sentence = "interrupted; nothing half-written was saved"
+        _fail(sentence)
+        _print_error_json("interrupted", sentence, 130, wanted=wants_json)
         return 130
 
 
 def _fail(sentence: str) -> None:
     sys.stderr.write(f"tutor: {sentence}\n")
+
+
+def _print_error_json(status: str, sentence: str, code: int, wanted: bool) -> None:
+    """With --json, the error as the command's one JSON object (unless one was printed)."""
+    if wanted and not _json_printed:
+        _print_json({"status": status, "error": sentence, "exit_code": code})
 
 
 def _catalog():
@@ -115,33 +167,56 @@ def _exercise(catalog, exercise_id: str):
         raise UsageError(exc.args[0]) from None
 
 
-def _store_and_learner(args):
-    from tutor.progress import ProgressError, ProgressStore, default_folder, default_learner, validate_learner
+def _store_and_learner(args, notices: list[str] | None = None):
+    """The progress store and learner name the flags and environment choose.
+
+    A notice about the learner name (the login name could not be used) goes
+    to ``notices`` when given, else to stderr.
+
+    Raises:
+        UsageError: the learner name is unsafe.
+    """
+    from tutor.progress import ProgressError, ProgressStore, default_folder, default_learner_and_notice, \
+        validate_learner
     try:
-        learner = validate_learner(args.learner) if args.learner is not None else default_learner()
-        return ProgressStore(default_folder(args.progress_dir)), learner
+        if args.learner is not None:
+            learner, notice = validate_learner(args.learner), None
+        else:
+            learner, notice = default_learner_and_notice()
+        store = ProgressStore(default_folder(args.progress_dir))
     except ProgressError as exc:
         raise UsageError(str(exc)) from None
+    if notice is not None:
+        if notices is None:
+            _fail(notice)
+        else:
+            notices.append(notice)
+    return store, learner
 
 
-def _load_quietly(store, learner: str):
-    """Load a learner's progress; a failure is a usage error, warnings are kept for the caller."""
+def _load_quietly(store, learner: str, move_aside: bool = True):
+    """Load a learner's progress; a failure is a usage error, warnings are kept for the caller.
+
+    With ``move_aside=False`` a damaged file stays where it is and is a usage error.
+    """
     from tutor.progress import ProgressError
     try:
-        return store.load(learner)
+        return store.load(learner, move_aside=move_aside)
     except ProgressError as exc:
         raise UsageError(str(exc)) from None
 
 
-def _load_progress(store, learner: str):
+def _load_progress(store, learner: str, move_aside: bool = True):
     """Load a learner's progress and print its warnings (e.g. a damaged file moved aside)."""
-    progress = _load_quietly(store, learner)
+    progress = _load_quietly(store, learner, move_aside=move_aside)
     for warning in progress.warnings:
         _fail(warning)
     return progress
 
 
 def _print_json(obj: Any) -> None:
+    global _json_printed
+    _json_printed = True
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
 
 
@@ -158,14 +233,23 @@ def escape(text: str) -> str:
 
 # --- commands ----------------------------------------------------------------
 
+def _find_set(catalog, name: str):
+    """The set whose id or title is ``name``, ignoring case.
+
+    Raises:
+        UsageError: no set has that id or title; the sentence lists the ids.
+    """
+    wanted = name.strip().casefold()
+    for s in catalog.sets:
+        if wanted in (s.id.casefold(), s.title.casefold()):
+            return s
+    raise UsageError(f"there is no set {name!r}; use a set id ({', '.join(s.id for s in catalog.sets)}) "
+                     "or a set title, as 'tutor list' shows them")
+
+
 def cmd_list(args) -> int:
     catalog = _catalog()
-    sets = catalog.sets
-    if args.set_id:
-        try:
-            sets = (catalog.get_set(args.set_id),)
-        except KeyError as exc:
-            raise UsageError(exc.args[0]) from None
+    sets = (_find_set(catalog, args.set_id),) if args.set_id else catalog.sets
     if args.json:
         _print_json({"sets": [{"id": s.id, "title": s.title, "summary": s.summary,
                                "exercises": [e.to_dict() for e in s.exercises]} for s in sets],
@@ -174,7 +258,7 @@ def cmd_list(args) -> int:
     from rich.table import Table
     console = _console()
     for s in sets:
-        table = Table(title=f"{s.title} — {s.summary}", title_justify="left", expand=False)
+        table = Table(title=f"{s.title}  ({s.id}) — {s.summary}", title_justify="left", expand=False)
         table.add_column("id", style="bold")
         table.add_column("title")
         table.add_column("answer")
@@ -224,10 +308,11 @@ def cmd_run(args) -> int:
     catalog = _catalog()
     ex = _exercise(catalog, args.id)
     try:
-        ex.parse_answer(args.predict)
+        parsed = ex.parse_answer(args.predict)
     except answers.AnswerError as exc:
         raise UsageError(f"{exc} (exercise {ex.id})") from None
     store, learner = (None, None) if args.no_save else _store_and_learner(args)
+    earlier_attempts = 0
     if store is not None:
         loaded = _load_progress(store, learner)
         if loaded.read_only:
@@ -236,21 +321,22 @@ def cmd_run(args) -> int:
             store.ensure_writable()
         except ProgressError as exc:
             raise UsageError(str(exc)) from None
+        earlier_attempts = len(loaded.of(ex.id).attempts)
+    seed = args.seed if args.seed is not None else ex.seed_for(earlier_attempts)
     runner = _runner(catalog, args.device)
     try:
-        result = runner.run(ex, args.predict)
+        result = runner.run(ex, args.predict, seed=seed)
     except DeviceError as exc:
         raise UsageError(str(exc)) from None
     except WorkerError as exc:
-        _fail(str(exc))
-        return EXIT_CHECK
+        raise CouldNotRun(str(exc)) from None
     finally:
         runner.close()
     saved = None
     if store is not None and result.status in ("pass", "fail"):
         attempt = Attempt(time=now(), prediction=args.predict, observed=answers.show(ex.kind, result.observed),
                           correct=bool(result.correct), status=result.status, device=result.device,
-                          engine_hash=engine_hash())
+                          engine_hash=engine_hash(), seed=result.seed)
         try:
             store.record_attempt(learner, ex.id, attempt)
             if args.explain:
@@ -263,12 +349,24 @@ def cmd_run(args) -> int:
         data = result.to_dict()
         data["saved_to"] = saved
         data["observed_text"] = answers.show(ex.kind, result.observed) if result.observed is not None else None
+        # Which side the prediction is graded against (the seed it ran with is result.seed).
+        data["observe"] = ex.observe
+        data["prediction_text"] = answers.show(ex.kind, parsed)
+        data["prediction_choice_text"] = _choice_text(ex, parsed)
+        data["observed_choice_text"] = _choice_text(ex, result.observed)
         _print_json(data)
         return code
     _print_result(ex, result)
     if saved:
         _console().print(f"[dim]saved to {saved}[/dim]")
     return code
+
+
+def _choice_text(ex, choice_id) -> str | None:
+    """The text of choice ``choice_id`` of a choice exercise; None for other kinds or no choice."""
+    if ex.kind != "choice":
+        return None
+    return dict(ex.choices).get(choice_id) if isinstance(choice_id, str) else None
 
 
 def _print_result(ex, result) -> None:
@@ -279,14 +377,13 @@ def _print_result(ex, result) -> None:
 
 
 def cmd_check(args) -> int:
+    from rich.text import Text
     from tutor.runner import DeviceError, WorkerError
     catalog = _catalog()
     exercises = [_exercise(catalog, i) for i in args.ids] if args.ids else catalog.exercises
     if args.set_id:
-        try:
-            exercises = [e for e in exercises if e.set == catalog.get_set(args.set_id).id]
-        except KeyError as exc:
-            raise UsageError(exc.args[0]) from None
+        wanted = _find_set(catalog, args.set_id).id
+        exercises = [e for e in exercises if e.set == wanted]
     runner = _runner(catalog, args.device)
     rows = []
     console = None if args.json else _console()
@@ -303,15 +400,11 @@ def cmd_check(args) -> int:
                    "ok": ok, "duration_s": result.duration_s, "device": result.device, "error": result.error}
             rows.append(row)
             if console:
-                mark = "[green]ok[/green]" if ok else "[red]FAIL[/red]"
-                shown_clean = answers.show(ex.kind, result.clean) if result.clean is not None else "-"
-                shown_fault = answers.show(ex.kind, result.faulted) if result.faulted is not None else "-"
-                extra = f"  [red]{escape(result.error)}[/red]" if result.error else ""
-                console.print(f"{mark} {ex.id:<24} clean={escape(shown_clean):<18} "
-                              f"faulted={escape(shown_fault):<18} {result.duration_s:6.2f}s{extra}")
+                console.print(_check_line(ex, result, ok), no_wrap=True, overflow="ellipsis")
+                if result.error:  # the whole error, on the lines below its result
+                    console.print(Text(f"     {result.error}", style="red"))
     except WorkerError as exc:
-        _fail(str(exc))
-        return EXIT_CHECK
+        raise CouldNotRun(str(exc)) from None
     finally:
         runner.close()
     passed = sum(r["ok"] for r in rows)
@@ -322,9 +415,31 @@ def cmd_check(args) -> int:
     return 0 if passed == len(rows) else EXIT_CHECK
 
 
+#: Columns of one ``tutor check`` line: the id, then each side's value (longer ones end in "…").
+CHECK_ID_WIDTH, CHECK_VALUE_WIDTH = 23, 13
+
+
+def _check_line(ex, result, ok: bool):
+    """One ``tutor check`` result on one line of under 80 columns: mark, duration, id, clean, faulted."""
+    from rich.text import Text
+    line = Text()
+    line.append("ok  " if ok else "FAIL", style="green" if ok else "red")
+    clean = answers.show(ex.kind, result.clean) if result.clean is not None else "-"
+    faulted = answers.show(ex.kind, result.faulted) if result.faulted is not None else "-"
+    line.append(f" {result.duration_s:5.2f}s  {_fit(ex.id, CHECK_ID_WIDTH):<{CHECK_ID_WIDTH}} "
+                f"clean={_fit(clean, CHECK_VALUE_WIDTH):<{CHECK_VALUE_WIDTH}} "
+                f"faulted={_fit(faulted, CHECK_VALUE_WIDTH)}")
+    return line
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the last one an ellipsis when anything was cut."""
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
 def cmd_progress(args) -> int:
     store, learner = _store_and_learner(args)
-    progress = _load_progress(store, learner)
+    progress = _load_progress(store, learner, move_aside=False)  # a review never moves a file
     if args.json:
         data = progress.to_dict()
         data["file"] = str(store.path(learner))
@@ -353,10 +468,12 @@ def _tui(args) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("the terminal UI needs an interactive terminal; use 'tutor list', 'tutor show ID' "
                          "and 'tutor run ID --predict ANSWER' instead")
-    store, learner = _store_and_learner(args)
+    notices: list[str] = []
+    store, learner = _store_and_learner(args, notices)  # shown in the TUI, where stderr is hidden
     loaded = _load_quietly(store, learner)
     from tutor.ui.app import run_app
-    run_app(catalog=_catalog(), store=store, learner=learner, device=args.device, warnings=loaded.warnings)
+    run_app(catalog=_catalog(), store=store, learner=learner, device=args.device,
+            warnings=notices + loaded.warnings)
     return 0
 
 

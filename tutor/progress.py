@@ -24,9 +24,12 @@ Every change takes a file lock (``filelock``), re-reads the file, applies the
 change and writes the whole file to a temporary file that is then renamed over
 the old one, so concurrent ``tutor run`` processes never lose an attempt and a
 killed process leaves the old file or the new one. A file that cannot be read
-as progress is never overwritten: it is moved aside with a timestamp and the
-learner is told where it went. A file from a newer tutor is left untouched and
-refused.
+as progress is never overwritten: when an attempt or note is saved (and when
+``load`` is asked to, as the TUI does) it is moved aside with a timestamp and
+the learner is told where it went; a review (``load(..., move_aside=False)``,
+what ``tutor progress`` uses) leaves it in place and raises
+``DamagedProgressError`` instead. A file from a newer tutor is left untouched
+and refused.
 """
 
 from __future__ import annotations
@@ -51,13 +54,32 @@ except ModuleNotFoundError:  # Python 3.10
 FORMAT_VERSION = 1
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_NOTE_CHARS = 20_000
+#: The learner name used when neither a flag, TUTOR_LEARNER nor a safe login name gives one.
+FALLBACK_LEARNER = "learner"
 _LEARNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ATTEMPT_FIELDS = {"time": str, "prediction": str, "observed": str, "correct": bool,
                    "status": str, "device": str, "engine_hash": str}
+#: Attempt keys a file may lack (older files), with their defaults.
+_OPTIONAL_ATTEMPT_FIELDS = {"seed": 0}
 
 
 class ProgressError(Exception):
     """Progress that cannot be read or written; the message is one sentence."""
+
+
+class DamagedProgressError(ProgressError):
+    """A progress file that cannot be read as progress, left where it is.
+
+    Attributes:
+        path: the file.
+        problem: why it cannot be used, as a clause ("it is not valid TOML (...)").
+    """
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path, self.problem = path, problem
+        super().__init__(f"{path} cannot be read because {problem}; it was left as it is: fix it by hand, "
+                         f"or the next saved attempt will move it aside as {path.name}.corrupt-<time> "
+                         "and start a fresh file")
 
 
 @dataclass
@@ -69,9 +91,10 @@ class Attempt:
     status: str
     device: str
     engine_hash: str
+    seed: int = 0  # the check's seed (the capstone's mystery); 0 for every other exercise
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in _ATTEMPT_FIELDS}
+        return {k: getattr(self, k) for k in (*_ATTEMPT_FIELDS, *_OPTIONAL_ATTEMPT_FIELDS)}
 
 
 @dataclass
@@ -121,15 +144,37 @@ def validate_learner(name: str) -> str:
 
 
 def default_learner() -> str:
-    """``TUTOR_LEARNER``, else the login name when it is a safe name, else ``learner``."""
+    """``TUTOR_LEARNER``, else the login name when it is a safe name, else ``learner``.
+
+    Raises:
+        ProgressError: TUTOR_LEARNER is set to an unsafe name.
+    """
+    return default_learner_and_notice()[0]
+
+
+def default_learner_and_notice() -> tuple[str, str | None]:
+    """The default learner name, and a sentence to show when it is the fallback.
+
+    The name is ``TUTOR_LEARNER``, else the login name when it is a safe
+    learner name, else ``FALLBACK_LEARNER``; the sentence is None unless the
+    fallback was taken, and then names it and how to choose a name.
+
+    Raises:
+        ProgressError: TUTOR_LEARNER is set to an unsafe name.
+    """
     name = os.environ.get("TUTOR_LEARNER")
     if name:
-        return validate_learner(name)
+        return validate_learner(name), None
     try:
         login = getpass.getuser()
     except Exception:
         login = ""
-    return login if _LEARNER.match(login or "") else "learner"
+    if _LEARNER.match(login or ""):
+        return login, None
+    why = (f"your login name {login[:40]!r} is not a valid learner name" if login else
+           "no login name was found")
+    return FALLBACK_LEARNER, (f"{why}, so the learner name {FALLBACK_LEARNER!r} is used; "
+                              "choose one with --learner NAME or TUTOR_LEARNER=NAME")
 
 
 def default_folder(explicit: str | os.PathLike | None = None) -> Path:
@@ -182,18 +227,22 @@ class ProgressStore:
             raise ProgressError(f"cannot write progress to {self.folder} ({exc.strerror or exc}); "
                                 "choose a writable folder with --progress-dir, or pass --no-save") from None
 
-    def load(self, learner: str) -> LearnerProgress:
+    def load(self, learner: str, move_aside: bool = True) -> LearnerProgress:
         """Read a learner's progress; a missing file is empty progress.
 
         A damaged file is moved aside (see the module docstring) and reported
-        in ``warnings``; a file from a newer tutor comes back ``read_only``.
+        in ``warnings``, or, with ``move_aside=False``, left where it is and
+        raised; a file from a newer tutor comes back ``read_only``.
 
         Raises:
-            ProgressError: the name is unsafe or the folder cannot be read.
+            DamagedProgressError: with ``move_aside=False``, the file cannot be
+                read as progress (it is not TOML, too large, or malformed).
+            ProgressError: the name is unsafe, the folder or file cannot be
+                read, or a damaged file cannot be moved aside.
         """
         path = self.path(learner)
         progress = LearnerProgress(learner=learner)
-        data = self._read(path, progress)
+        data = self._read(path, progress, move_aside=move_aside)
         if data is not None:
             self._fill(progress, data)
         return progress
@@ -242,7 +291,7 @@ class ProgressStore:
         self._fill(progress, data)
         return progress
 
-    def _read(self, path: Path, progress: LearnerProgress) -> dict | None:
+    def _read(self, path: Path, progress: LearnerProgress, move_aside: bool = True) -> dict | None:
         try:
             size = path.stat().st_size
         except FileNotFoundError:
@@ -275,6 +324,8 @@ class ProgressStore:
                 problem = _shape_problem(data)
         if problem is None:
             return data
+        if not move_aside:
+            raise DamagedProgressError(path, problem)
         aside = path.with_name(f"{path.name}.corrupt-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}")
         try:
             os.replace(path, aside)
@@ -288,7 +339,9 @@ class ProgressStore:
     def _fill(self, progress: LearnerProgress, data: dict) -> None:
         progress.exercises = {}
         for ex_id, entry in data.get("exercises", {}).items():
-            attempts = [Attempt(**{k: a[k] for k in _ATTEMPT_FIELDS}) for a in entry.get("attempts", [])]
+            attempts = [Attempt(**{k: a[k] for k in _ATTEMPT_FIELDS},
+                                **{k: a.get(k, default) for k, default in _OPTIONAL_ATTEMPT_FIELDS.items()})
+                        for a in entry.get("attempts", [])]
             progress.exercises[ex_id] = ExerciseProgress(attempts=attempts, note=entry.get("note", ""),
                                                          note_time=entry.get("note_time", ""))
 
@@ -329,4 +382,7 @@ def _shape_problem(data: dict) -> str | None:
             for key, kind in _ATTEMPT_FIELDS.items():
                 if not isinstance(attempt.get(key), kind):
                     return f"an attempt of {ex_id!r} has a missing or wrongly typed {key!r}"
+            seed = attempt.get("seed", 0)
+            if isinstance(seed, bool) or not isinstance(seed, int):
+                return f"an attempt of {ex_id!r} has a wrongly typed 'seed'"
     return None

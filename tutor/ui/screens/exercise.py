@@ -289,7 +289,8 @@ class ExerciseScreen(Screen):
         app = self.app
         attempt = Attempt(time=now(), prediction=result.prediction or "",
                           observed=answers.show(ex.kind, result.observed), correct=bool(result.correct),
-                          status=result.status, device=result.device, engine_hash=engine_hash())
+                          status=result.status, device=result.device, engine_hash=engine_hash(),
+                          seed=result.seed)
         try:
             app.store.record_attempt(app.learner, ex.id, attempt)
         except ProgressError as exc:

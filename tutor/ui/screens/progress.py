@@ -57,7 +57,7 @@ class ProgressScreen(Screen):
     def compose(self) -> ComposeResult:
         app = self.app
         try:
-            progress = app.store.load(app.learner)
+            progress = app.store.load(app.learner, move_aside=False)  # a review only reads
             body = progress_renderable(app.catalog, progress, str(app.store.path(app.learner)))
         except ProgressError as exc:
             body = Text(f"The progress file cannot be read: {exc}", style="bold red")
