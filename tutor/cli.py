@@ -283,7 +283,7 @@ def cmd_show(args) -> int:
     from rich.panel import Panel
     from tutor.render import render_diff
     console = _console()
-    console.print(Panel(Markdown(ex.prompt), title=f"{ex.id} · {ex.title}", subtitle=ex.source))
+    console.print(Panel(Markdown(ex.prompt), title=f"{ex.id} · {ex.title}", subtitle=escape(ex.source_label)))
     if ex.choices:
         for cid, text in ex.choices:
             console.print(f"  [bold]{escape(cid)}[/bold]  {escape(text)}")
