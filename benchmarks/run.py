@@ -429,53 +429,54 @@ def bench_cache(args) -> None:
     model = GPT(GPTConfig(vocab_size=37, block_size=512, n_layer=4, n_head=4, n_embd=128)).to(device).eval()
     prompt = torch.randint(0, 37, (1, 512), device=device)
 
-    @torch.no_grad()
-    def ms_per_token_cached(T: int, n: int = 200) -> float:
-        """One decode step with exactly T - 1 tokens cached, repeated n times.
+    def decoder(T: int):
+        """A step that decodes one token with exactly T - 1 tokens cached.
 
-        After each step the caches are wound back to T - 1 tokens (their
+        Before each step the caches are wound back to T - 1 tokens (their
         ``seq_len``), so every step attends over the same T keys.
         """
         cache = model.new_cache(1)
-        model(prompt[:, : T - 1], cache=cache)
+        with torch.no_grad():
+            model(prompt[:, : T - 1], cache=cache)
         token = prompt[:, T - 1:T]
-        times = []
-        for _ in range(n):
+
+        def step():
             for layer in cache:
                 layer.seq_len = T - 1
-            t = time.perf_counter()
             model(token, cache=cache)
-            _sync(torch, device)
-            times.append(time.perf_counter() - t)
-        return statistics.median(times) * 1000
+        return step
+
+    def full_prefix(T: int):
+        """A step that recomputes the whole prefix of T tokens to get the next one."""
+        return lambda: model(prompt[:, :T])
 
     @torch.no_grad()
-    def ms_per_token_full(T: int, n: int = 20) -> float:
-        """Recompute the whole prefix of T tokens to get the next one."""
-        times = []
-        for _ in range(n):
-            t = time.perf_counter()
-            model(prompt[:, :T])
-            _sync(torch, device)
-            times.append(time.perf_counter() - t)
-        return statistics.median(times) * 1000
+    def alternate(a, b, rounds: int, run_a: int = 1, run_b: int = 1) -> tuple[float, float]:
+        """Median ms of steps a and b: each round times run_a a-steps, then run_b b-steps.
 
-    reps = 3 if args.quick else 5
-    ms_per_token_cached(64, n=50)
-    # Each round measures both lengths back to back; the figure is the median
-    # of the rounds' ratios, so a slow spell of the machine hits both alike.
-    pairs = [(ms_per_token_cached(8), ms_per_token_cached(512)) for _ in range(reps)]
-    short = statistics.median(p[0] for p in pairs)
-    long = statistics.median(p[1] for p in pairs)
-    growth = statistics.median(b / a for a, b in pairs)
+        Alternating means a slow spell of the machine (its cores are shared)
+        lands on both sides alike. Runs of several steps keep a decoder's
+        weights and cache as warm as they are when it generates for real.
+        """
+        times_a, times_b = [], []
+        for _ in range(rounds):
+            for step, times, count in ((a, times_a, run_a), (b, times_b, run_b)):
+                for _ in range(count):
+                    t = time.perf_counter()
+                    step()
+                    _sync(torch, device)
+                    times.append(time.perf_counter() - t)
+        return statistics.median(times_a) * 1000, statistics.median(times_b) * 1000
+
+    n = 300 if args.quick else 1000
+    alternate(decoder(8), decoder(512), 50)  # warm up
+    short, long = alternate(decoder(8), decoder(512), n)
     rec("cached ms/token at T = 8", f"{short:.3f} ms", "-", None)
     rec("cached ms/token at T = block_size (512)", f"{long:.3f} ms", "-", None)
-    rec("cached cost growth T=512 ÷ T=8", f"{growth:.3f}×", "≤ 1.15×", growth <= 1.15)
-    pairs = [(ms_per_token_cached(256), ms_per_token_full(256)) for _ in range(reps)]
-    full = statistics.median(p[1] for p in pairs)
-    speedup = statistics.median(b / a for a, b in pairs)
+    rec("cached cost growth T=512 ÷ T=8", f"{long / short:.3f}×", "≤ 1.15×", long / short <= 1.15)
+    cached, full = alternate(decoder(256), full_prefix(256), n // 50, run_a=50, run_b=5)
     rec("full-prefix ms/token at T = 256", f"{full:.3f} ms", "-", None)
-    rec("full-prefix ÷ cached at T = 256", f"{speedup:.2f}×", "≥ 5×", speedup >= 5)
+    rec("full-prefix ÷ cached at T = 256", f"{full / cached:.2f}×", "≥ 5×", full / cached >= 5)
     if device == "cuda":
         rec("CUDA max_memory_allocated (decoding)", f"{torch.cuda.max_memory_allocated() / 2**20:.1f} MiB", "-", None)
 
