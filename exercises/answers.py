@@ -34,7 +34,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 # How Python's exception classes are named: SomethingError, ...Exception,
 # ...Warning, and the few that end otherwise (KeyboardInterrupt, SystemExit,
 # StopIteration, GeneratorExit).
-_EXCEPTION_NAME = re.compile(r"(Error|Exception|Warning|Interrupt|Exit|Iteration)$")
+_EXCEPTION_NAME = re.compile(r"(Error|Exception|Warning|Interrupt|Exit|Iteration)$", re.IGNORECASE)
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$")
 MAX_ANSWER_CHARS = 2000
 
@@ -65,6 +65,37 @@ def answer_format(kind: str, choices: list[tuple[str, str]] | None = None, lengt
     }[kind]
 
 
+#: Keys the exercise screen uses for actions (explain, hint, progress, quit,
+#: run), never given to a choice.
+ACTION_KEYS = frozenset("ehpqr")
+#: Keys for choices numbered by position: the first ten get 1…9, 0.
+NUMBER_KEYS = tuple("1234567890")
+
+
+def choice_keys(kind: str, ids: list[str]) -> list[str | None]:
+    """The key that picks each choice, in order (None: no key; use the list).
+
+    * ``bool``: ``y`` and ``n``.
+    * single-letter ids (``a``, ``b``…) that are no action key: the id itself.
+    * otherwise the first ten choices get ``1`` … ``9``, ``0``; any later
+      choice gets the first letter of its id when that letter is free (not
+      an action key, not taken), else no key.
+
+    ``parse`` accepts a choice's key as well as its id, so the key shown in
+    the TUI also works for ``tutor run --predict``.
+    """
+    if kind == "bool":
+        return ["y", "n"]
+    if ids and all(len(cid) == 1 and cid.lower() not in ACTION_KEYS for cid in ids):
+        return [cid.lower() for cid in ids]
+    keys: list[str | None] = list(NUMBER_KEYS[:len(ids)])
+    for cid in ids[len(NUMBER_KEYS):]:
+        letter = cid[:1].lower()
+        free = letter.isalpha() and letter not in ACTION_KEYS and letter not in keys
+        keys.append(letter if free else None)
+    return keys
+
+
 def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None, length: int | None = None,
           items: str | list[str] | None = None) -> Any:
     """Read a learner's answer as ``kind``.
@@ -87,12 +118,13 @@ def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None, le
     if kind not in KINDS:
         raise AnswerError(f"unknown answer kind {kind!r}; expected one of {', '.join(KINDS)}")
     if not isinstance(text, str):
-        raise AnswerError(f"the answer must be text; expected {answer_format(kind, choices)}")
+        raise AnswerError(f"the answer must be text; expected {answer_format(kind, choices, length, items)}")
     raw = text.strip()
     if not raw:
-        raise AnswerError(f"the answer is empty; expected {answer_format(kind, choices)}")
+        raise AnswerError(f"the answer is empty; expected {answer_format(kind, choices, length, items)}")
     if len(raw) > MAX_ANSWER_CHARS or "\x00" in raw:
-        raise AnswerError(f"the answer is too long or holds a NUL byte; expected {answer_format(kind, choices)}")
+        raise AnswerError("the answer is too long or holds a NUL byte; "
+                          f"expected {answer_format(kind, choices, length, items)}")
     if kind == "list" and isinstance(items, list) and not length:
         length = len(items)  # one item kind per position fixes the count
     reader = {"choice": _choice, "shape": _shape, "number": _number, "bool": _bool,
@@ -105,9 +137,10 @@ def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None, le
                               f"without inner brackets, row by row; expected {expected}")
         raise AnswerError(f"cannot read {raw[:60]!r} as {kind}; expected {expected}")
     if kind == "list" and length and len(value) != length:
-        raise AnswerError(f"the answer has {len(value)} items; expected {expected}")
+        count = "1 item" if len(value) == 1 else f"{len(value)} items"
+        raise AnswerError(f"the answer has {count}; expected {expected}")
     if kind == "list" and items:
-        value = _typed_items(value, item_kinds(items, len(value)), expected)
+        value = _typed_items(value, _list_parts(raw), item_kinds(items, len(value)), expected)
     return value
 
 
@@ -150,14 +183,16 @@ def _list_format(length: int | None, items: str | list[str] | None) -> str:
     return f"a list of {count}{plural} separated by commas or spaces, e.g. {example}"
 
 
-def _typed_items(values: list, kinds: list[str], expected: str) -> list:
-    """Check (and canonicalise) each read item against its item kind."""
+def _typed_items(values: list, typed_as: list[str], kinds: list[str], expected: str) -> list:
+    """Check (and canonicalise) each read item against its item kind.
+
+    ``typed_as`` holds the items as the learner wrote them, for the message.
+    """
     typed = []
-    for position, (value, kind) in enumerate(zip(values, kinds), start=1):
+    for position, (value, raw, kind) in enumerate(zip(values, typed_as, kinds), start=1):
         item = _typed_item(value, kind)
         if item is None:
-            raise AnswerError(f"item {position} ({show('list', [value])[1:-1]}) should be "
-                              f"{_item_phrase(kind)}; expected {expected}")
+            raise AnswerError(f"item {position} ({raw}) should be {_item_phrase(kind)}; expected {expected}")
         typed.append(item)
     return typed
 
@@ -213,8 +248,12 @@ def show(kind: str, value: Any) -> str:
 
 def _choice(raw: str, choices):
     wanted = raw.lower().rstrip(").")
-    for cid, _ in choices or []:
+    ids = [cid for cid, _ in choices or []]
+    for cid in ids:
         if wanted == cid.lower():
+            return cid
+    for cid, key in zip(ids, choice_keys("choice", ids)):  # the key shown beside a choice
+        if key is not None and wanted == key:
             return cid
     return None
 
@@ -288,13 +327,19 @@ def _error(raw: str, _choices):
     return name if _EXCEPTION_NAME.search(name) else None
 
 
+def _list_parts(raw: str) -> list[str]:
+    """The items of a list answer as typed (brackets off, split on commas, semicolons, spaces)."""
+    inner = _unwrap(raw)
+    return re.split(r"\s*[,;]\s*|\s+", inner) if inner else []
+
+
 def _list(raw: str, _choices):
     inner = _unwrap(raw)
     if inner is None:
         return None
     if not inner:
         return []
-    parts = re.split(r"\s*[,;]\s*|\s+", inner)
+    parts = _list_parts(raw)
     if any(part == "" for part in parts):
         return None  # an empty item, e.g. "1,,2" or a stray comma
     items = []

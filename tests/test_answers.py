@@ -149,3 +149,20 @@ def test_list_format_examples_are_generic_and_count_the_items():
 def test_nested_lists_get_a_flattening_hint():
     with pytest.raises(AnswerError, match="one flat list"):
         parse("list", "[[1, 0, 1], [0, 2, 0]]", length=6, items="number")
+
+
+def test_a_choice_key_shown_in_the_tui_also_reads_headless():
+    words = [("task", "TASK"), ("objective", "OBJECTIVE"), ("capability", "CAPABILITY")]
+    assert parse("choice", "2", words) == "objective" and parse("choice", "capability", words) == "capability"
+    letters = [("a", "x"), ("b", "y"), ("c", "z"), ("d", "w"), ("e", "v")]
+    assert parse("choice", "e", letters) == "e" and parse("choice", "5", letters) == "e"
+
+
+def test_refusals_name_the_full_format_echo_what_was_typed_and_count_in_english():
+    with pytest.raises(AnswerError, match="empty; expected a list of 6 numbers"):
+        parse("list", "  ", length=6, items="number")
+    with pytest.raises(AnswerError, match=r"item 1 \(true\) should be a number"):
+        parse("list", "true 0", length=2, items="number")
+    with pytest.raises(AnswerError, match="has 1 item;"):
+        parse("list", "7", length=2, items="number")
+    assert parse("list", "yes runtimeerror none", items=["bool", "error", "error"]) == [True, "runtimeerror", "none"]

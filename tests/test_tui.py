@@ -701,7 +701,11 @@ def test_choice_keys_letters_numbers_and_yes_no():
     assert choice_keys("choice", ["a", "b", "c", "d"]) == ["a", "b", "c", "d"]
     assert choice_keys("bool", ["yes", "no"]) == ["y", "n"]
     words = [f"link{i}" for i in range(12)]
-    assert choice_keys("choice", words) == list("1234567890") + [None, None]
+    assert choice_keys("choice", words) == list("1234567890") + ["l", None]  # then a free first letter
+    # a letter that is an action key (e: explain) numbers every choice instead
+    assert choice_keys("choice", list("abcde")) == ["1", "2", "3", "4", "5"]
+    audit = load_catalog().get("audit")
+    assert choice_keys("choice", [cid for cid, _ in audit.choices])[-1] == "n"  # none
     # one word among letters: every choice is numbered, so keys never mix
     assert choice_keys("choice", ["a", "b", "other"]) == ["1", "2", "3"]
 

@@ -11,23 +11,7 @@ from textual.widgets.option_list import Option
 
 from tutor.catalog import Exercise
 
-#: keys for choices whose ids are words: the first ten choices get 1…9, 0
-NUMBER_KEYS = tuple("1234567890")
-
-
-def choice_keys(kind: str, ids: list[str]) -> list[str | None]:
-    """The key that picks each choice, in order (None: no key; use the list).
-
-    * ``bool``: ``y`` and ``n``.
-    * choices whose ids are all single characters (``a``, ``b``…): the id itself.
-    * choices with word ids (``task``, ``objective``…): ``1`` to ``9``, then
-      ``0`` for a tenth; any further choice has no key.
-    """
-    if kind == "bool":
-        return ["y", "n"]
-    if ids and all(len(cid) == 1 for cid in ids):
-        return [cid.lower() for cid in ids]
-    return [NUMBER_KEYS[i] if i < len(NUMBER_KEYS) else None for i in range(len(ids))]
+from exercises.answers import choice_keys  # noqa: F401  (the keys live beside the parser that accepts them)
 
 
 class PredictionInput(Vertical):
