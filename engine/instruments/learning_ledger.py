@@ -86,6 +86,13 @@ class LearningLedger:
         }
 
 
+
+def _some(names: list[str], shown: int = 3) -> str:
+    """The first few parameter names and how many more: "a, b, c and 19 more"."""
+    head = ", ".join(names[:shown])
+    rest = len(names) - shown
+    return f"{head} and {rest} more" if rest > 0 else head
+
 def _forward(model, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Run the model; return (logits (B, T, V), the loss it reports or None)."""
     try:
@@ -202,7 +209,7 @@ def learning_ledger(model, optimizer: torch.optim.Optimizer, x: torch.Tensor, y:
         _loss(model, x, y).backward()
         present = {id(p) for p in params if p.grad is not None and bool(p.grad.ne(0).any())}
         missing = [names.get(id(p), "?") for p in params if id(p) not in present]
-        row("GRADIENT", "present", f"{len(present)}/{len(params)}" + (f" (no gradient: {missing[0]}…)" if missing else ""),
+        row("GRADIENT", "present", f"{len(present)}/{len(params)}" + (f" (no gradient: {_some(missing)})" if missing else ""),
             not missing)
         grads = [p.grad for p in params if p.grad is not None]
         finite = sum(bool(torch.isfinite(g).all()) for g in grads)
@@ -214,7 +221,7 @@ def learning_ledger(model, optimizer: torch.optim.Optimizer, x: torch.Tensor, y:
         owned = len(model_ids & owned_ids)
         foreign = len(owned_ids - model_ids)
         orphans = [names.get(i, "?") for i in model_ids - owned_ids]
-        row("OWNERSHIP", "owned", f"{owned}/{len(params)}" + (f" (not owned: {orphans[0]}…)" if orphans else ""),
+        row("OWNERSHIP", "owned", f"{owned}/{len(params)}" + (f" (not owned: {_some(sorted(orphans))})" if orphans else ""),
             not orphans)
         row("OWNERSHIP", "foreign", f"{foreign} optimizer tensors not in the model", foreign == 0)
 
