@@ -329,6 +329,31 @@ def test_a_check_line_cuts_long_values_and_keeps_the_duration():
     assert out.getvalue() == "ok   123.46s  clone-detach            clean=[yes, yes, y… faulted=[no, no, no,…\n"
 
 
+def test_a_check_line_keeps_the_first_difference_in_view():
+    import io
+
+    from rich.console import Console
+
+    from tutor.catalog import load_catalog
+    from tutor.cli import _check_line
+    from tutor.runner import RunResult
+
+    ex = load_catalog().get("clone-detach")
+    clean = [True, True, False, True, True, False, False, False, False, False]
+    faulted = clean[:8] + [True, False]  # the ninth answer differs
+    result = RunResult(id=ex.id, status="ok", device="cpu", torch="t", fault=ex.fault, kind=ex.kind,
+                       clean=clean, faulted=faulted, duration_s=0.1)
+    for width in (80, 120, 170):
+        out = io.StringIO()
+        Console(file=out, width=width, color_system=None).print(_check_line(ex, result, True, width))
+        line = out.getvalue().rstrip("\n")
+        assert len(line) < width
+        shown_clean = line.split("clean=")[1].split(" faulted=")[0].strip()
+        shown_faulted = line.split("faulted=")[1]
+        assert shown_clean != shown_faulted  # the difference is on screen
+    assert line.endswith("faulted=[yes, yes, no, yes, yes, no, no, no, yes, no]")  # 170 columns: whole
+
+
 def test_run_seed_flag_is_the_seed_the_check_ran_with():
     proc = tutor("run", "head-split", "--predict", "b", "--seed", "5", "--json", "--device", "cpu", "--no-save")
     assert proc.returncode == 0, proc.stderr

@@ -400,7 +400,7 @@ def cmd_check(args) -> int:
                    "ok": ok, "duration_s": result.duration_s, "device": result.device, "error": result.error}
             rows.append(row)
             if console:
-                console.print(_check_line(ex, result, ok), no_wrap=True, overflow="ellipsis")
+                console.print(_check_line(ex, result, ok, console.width), no_wrap=True, overflow="ellipsis")
                 if result.error:  # the whole error, on the lines below its result
                     console.print(Text(f"     {result.error}", style="red"))
     except WorkerError as exc:
@@ -415,26 +415,49 @@ def cmd_check(args) -> int:
     return 0 if passed == len(rows) else EXIT_CHECK
 
 
-#: Columns of one ``tutor check`` line: the id, then each side's value (longer ones end in "…").
+#: Columns of one ``tutor check`` line: the id, then each side's value (longer ones cut with "…").
 CHECK_ID_WIDTH, CHECK_VALUE_WIDTH = 23, 13
+#: Width of a check line without its two values: mark, duration, id and the labels.
+_CHECK_FIXED = 4 + 10 + CHECK_ID_WIDTH + 1 + len("clean=") + 1 + len("faulted=")
 
 
-def _check_line(ex, result, ok: bool):
-    """One ``tutor check`` result on one line of under 80 columns: mark, duration, id, clean, faulted."""
+def _check_line(ex, result, ok: bool, width: int = 80):
+    """One ``tutor check`` result on one line of under ``width`` columns: mark, duration, id, clean, faulted.
+
+    Each value gets half of what the terminal leaves (at least 13 columns);
+    when both must be cut, they are cut around their first difference, so
+    the line still shows how the fault changed the outcome.
+    """
     from rich.text import Text
     line = Text()
     line.append("ok  " if ok else "FAIL", style="green" if ok else "red")
     clean = answers.show(ex.kind, result.clean) if result.clean is not None else "-"
     faulted = answers.show(ex.kind, result.faulted) if result.faulted is not None else "-"
+    value_width = max(CHECK_VALUE_WIDTH, (width - 1 - _CHECK_FIXED) // 2)
+    clean, faulted = _fit_pair(clean, faulted, value_width)
     line.append(f" {result.duration_s:5.2f}s  {_fit(ex.id, CHECK_ID_WIDTH):<{CHECK_ID_WIDTH}} "
-                f"clean={_fit(clean, CHECK_VALUE_WIDTH):<{CHECK_VALUE_WIDTH}} "
-                f"faulted={_fit(faulted, CHECK_VALUE_WIDTH)}")
+                f"clean={clean:<{value_width}} faulted={faulted}")
     return line
 
 
 def _fit(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters, the last one an ellipsis when anything was cut."""
     return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _fit_pair(a: str, b: str, width: int) -> tuple[str, str]:
+    """Cut ``a`` and ``b`` to ``width`` characters each, keeping their first difference in view."""
+    if len(a) <= width and len(b) <= width:
+        return a, b
+    first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    start = max(0, first - width // 3) if first >= width - 2 else 0
+
+    def window(text: str) -> str:
+        if start == 0:
+            return _fit(text, width)
+        piece = "…" + text[start + 1:]
+        return _fit(piece, width)
+    return window(a), window(b)
 
 
 def cmd_progress(args) -> int:
