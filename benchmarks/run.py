@@ -47,7 +47,7 @@ def record(figure: str, measured: str, target: str, ok: bool | None, device: str
     figure = f"[{device}] {figure}" if device else figure
     verdict = "-" if ok is None else ("pass" if ok else "falls short")
     RESULTS.append((figure, measured, target, verdict))
-    print(f"  {figure:<58} {measured:>22}   target {target:<16} {verdict}", flush=True)
+    print(f"  {figure:<66} {measured:>14}   target {target:<16} {verdict}", flush=True)
 
 
 def median_time(fn, repeats: int, warmup: int = 1) -> float:
@@ -287,9 +287,17 @@ def _profile_step(torch, step, steps: int) -> None:
     more than the absolute figures.
     """
     from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        for _ in range(steps):
-            step()
+    sys.stdout.flush()
+    saved_stderr = os.dup(2)  # the profiler's C++ side logs start/stop lines there
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                for _ in range(steps):
+                    step()
+    finally:
+        os.dup2(saved_stderr, 2)
+        os.close(saved_stderr)
     totals = {name: 0.0 for name, _ in _FAMILIES}
     totals["everything else (adds, views, autograd, …)"] = 0.0
     for event in prof.key_averages():
@@ -298,7 +306,9 @@ def _profile_step(torch, step, steps: int) -> None:
                       "everything else (adds, views, autograd, …)")
         totals[family] += event.self_cpu_time_total / 1000 / steps  # ms per step
     whole = sum(totals.values())
-    print(f"  inside the engine's step (torch.profiler self time, {whole:.1f} ms per step with profiling):")
+    print(f"  inside the engine's step (torch.profiler self time, {whole:.1f} ms per step with profiling;\n"
+          "  each operator as the step runs it: several cost more than when timed alone, GELU most,\n"
+          "  and 'everything else' is only what no family here claims):")
     for name, ms in totals.items():
         print(f"    {name:<44} {ms:7.2f} ms  {ms / whole * 100:4.0f} %")
 
@@ -385,7 +395,8 @@ def bench_engine(args) -> None:
 
     # Where the engine's step goes: its matrix products and the other work
     # timed alone at the same shapes; "the rest" is what is left of the step.
-    print("  where the engine's step goes (each part timed alone, median ms):")
+    print("  where the engine's step goes (each part timed alone at the model's shapes, median ms;\n"
+          "  'the rest' is the step's time minus those parts):")
     parts = {"matrix products (all Linears, fwd + bwd)": med["gemm"], **{k: med[k] for k in components}}
     for name, t in parts.items():
         print(f"    {name:<44} {t * 1000:7.2f} ms  {t / t_engine * 100:4.0f} %")
@@ -406,7 +417,7 @@ def bench_engine(args) -> None:
     # The best this step could do in eager PyTorch: nothing but its products,
     # SDPA and GELU, each at its isolated speed.
     floor = med["gemm"] + med["SDPA fwd+bwd"] + med["GELU fwd+bwd"]
-    rec("utilisation if only GEMM + SDPA + GELU took time", f"{model_flops / floor / gemm * 100:.0f} %", "-", None)
+    rec("FLOP utilisation ceiling: a step of only GEMM + SDPA + GELU", f"{model_flops / floor / gemm * 100:.0f} %", "-", None)
     if device == "cuda":
         rec("CUDA max_memory_allocated (training steps)", f"{torch.cuda.max_memory_allocated() / 2**20:.1f} MiB", "-", None)
 
@@ -505,7 +516,7 @@ def main() -> None:
             {"startup": bench_startup, "verdict": bench_verdict}[name](args)
     print("\n== Summary")
     for figure, measured, target, verdict in RESULTS:
-        print(f"  {figure:<58} {measured:>22}   {target:<22} {verdict}")
+        print(f"  {figure:<66} {measured:>14}   {target:<22} {verdict}")
 
 
 if __name__ == "__main__":
