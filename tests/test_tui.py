@@ -889,3 +889,16 @@ def test_evidence_titles_and_verdicts_are_shown_in_full(tmp_path, width):
         assert verdict.split() == LONG_VERDICT.split(), "\n".join(lines)
         assert "…" not in "\n".join(lines)
     drive(app, script, size=(width, 40))
+
+
+def test_the_explain_back_question_is_reflowed_not_broken_at_the_files_line_ends(tmp_path):
+    app, _ = make_app(tmp_path)
+    ex = load_catalog().get("audit")
+    assert "\n" in ex.explain.strip()  # the catalog breaks its lines
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        assert "hidden fault" in text_of(screen.query_one(".fault-summary", Static))  # not "nothing is edited"
+        question = text_of(screen.query_one(".note-question", Static))
+        assert "\n" not in question.strip() and "Which later links also failed" in question
+    drive(app, script, size=(80, 24))

@@ -81,7 +81,7 @@ class ExerciseScreen(Screen):
                                            (last.prediction, "bold"), ", the check observed ", (last.observed, "bold")),
                              id="exercise-history")
             yield Markdown(ex.prompt, id="exercise-prompt")
-            yield FaultView(app.catalog.fault_of(ex), ex.observe, id="exercise-fault")
+            yield FaultView(app.catalog.fault_of(ex), ex.observe, hidden=ex.seed_per_attempt, id="exercise-fault")
             # A list is picked from, so its ids (the typed format) are not shown here.
             what, how = {
                 "choice": ("pick one choice", "press the key shown beside it, or Tab to the list and Enter; "

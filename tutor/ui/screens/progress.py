@@ -36,11 +36,13 @@ def progress_renderable(catalog, progress: LearnerProgress, where: str) -> Group
             parts.append(Text.assemble((mark, style), " ", (ex.id, "bold"), f" — {ex.title}"))
             if p.attempts:
                 table = Table(expand=False, pad_edge=False, show_edge=False)
-                for column in ("time", "prediction", "observed", "correct", "device"):
+                columns = ["time", "prediction", "observed", "correct", "device"] + (["seed"] if ex.seed_per_attempt else [])
+                for column in columns:
                     table.add_column(column, overflow="fold")
                 for a in p.attempts:
+                    seed = [str(a.seed)] if ex.seed_per_attempt else []  # which mystery the capstone attempt met
                     table.add_row(a.time.replace("T", " ").replace("+00:00", "Z"), Text(a.prediction), Text(a.observed),
-                                  Text("yes", style="green") if a.correct else Text("no", style="red"), a.device)
+                                  Text("yes", style="green") if a.correct else Text("no", style="red"), a.device, *seed)
                 parts.append(table)
             else:
                 parts.append(Text("  no attempts yet", style="dim"))

@@ -26,16 +26,23 @@ class FaultView(Vertical):
     }
     """
 
-    def __init__(self, fault: Fault | None, observe: str = "faulted", **kwargs) -> None:
+    def __init__(self, fault: Fault | None, observe: str = "faulted", hidden: bool = False, **kwargs) -> None:
         """Args:
             fault: the exercise's fault, or None for an exercise on clean code.
             observe: which side the exercise grades (``faulted``, ``clean`` or ``both``).
+            hidden: the check itself draws a fault the learner must find (the capstone).
         """
         super().__init__(**kwargs)
         self.fault = fault
         self.observe = observe
+        self.hidden = hidden
 
     def compose(self) -> ComposeResult:
+        if self.fault is None and self.hidden:
+            self.border_title = "the fault: hidden"
+            yield Static("The check builds the model with one hidden fault, or none: a new mystery for each attempt; "
+                         "the result names it.", classes="fault-summary")
+            return
         if self.fault is None:
             self.border_title = "no fault"
             yield Static("This exercise runs the clean code as it is; nothing is edited.",

@@ -59,7 +59,10 @@ class NoteEditor(Vertical):
         self._area = TextArea(text, id="note", soft_wrap=True, show_line_numbers=False)
 
     def compose(self) -> ComposeResult:
-        yield Static(self.question, classes="note-question", markup=False)
+        # The catalog's line breaks are the TOML file's, not the learner's
+        # screen's: join each paragraph's lines so the box wraps them cleanly.
+        paragraphs = [" ".join(part.split()) for part in self.question.strip().split("\n\n")]
+        yield Static("\n\n".join(paragraphs), classes="note-question", markup=False)
         yield self._area
         yield Static("Saved as you type.", classes="note-status")
 
