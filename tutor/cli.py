@@ -34,12 +34,11 @@ class CouldNotRun(Exception):
 
 
 class ArgumentsError(UsageError):
-    """Arguments argparse could not read; the usage line is already on stderr."""
+    """Arguments argparse could not read."""
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one sentence, exit 2, like every other input error
-        self.print_usage(sys.stderr)
         raise ArgumentsError(f"{message}; see '{self.prog} --help'.")
 
 
