@@ -255,9 +255,12 @@ def cmd_list(args) -> int:
                      "count": sum(len(s.exercises) for s in sets)})
         return 0
     from rich.table import Table
+    from rich.text import Text
     console = _console()
     for s in sets:
-        table = Table(title=f"{s.title}  ({s.id}) — {s.summary}", title_justify="left", expand=False)
+        # The set's line is printed on its own: as a table title it would wrap to the table's width.
+        console.print(Text.assemble((s.title, "bold"), f"  ({s.id}) — {s.summary}"))
+        table = Table(expand=False)
         table.add_column("id", style="bold")
         table.add_column("title")
         table.add_column("answer")
