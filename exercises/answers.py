@@ -53,8 +53,13 @@ def answer_format(kind: str, choices: list[tuple[str, str]] | None = None, lengt
     if kind == "list" and (length or items):
         return _list_format(length, items)
     if kind == "choice":
-        ids = ", ".join(cid for cid, _ in (choices or []))
-        return f"one choice id ({ids})"
+        ids = [cid for cid, _ in (choices or [])]
+        keys = choice_keys(kind, ids)
+        if keys == [cid.lower() for cid in ids]:
+            return f"one choice id ({', '.join(ids)})"
+        # the keys shown in the TUI are answers too: name each beside its id
+        return "one choice id or its key (" + ", ".join(
+            f"{cid} = {key}" if key else cid for cid, key in zip(ids, keys)) + ")"
     return {
         "shape": "a shape such as (2, 7), 2x7, (7,) or () for a scalar",
         "number": "a number such as 7, 0.25, 1,024 or 1/4",

@@ -166,3 +166,9 @@ def test_refusals_name_the_full_format_echo_what_was_typed_and_count_in_english(
     with pytest.raises(AnswerError, match="has 1 item;"):
         parse("list", "7", length=2, items="number")
     assert parse("list", "yes runtimeerror none", items=["bool", "error", "error"]) == [True, "runtimeerror", "none"]
+
+
+def test_a_choice_format_names_the_keys_when_they_differ_from_the_ids():
+    words = [("task", "TASK"), ("none", "none of them")]
+    assert answer_format("choice", words) == "one choice id or its key (task = 1, none = 2)"
+    assert answer_format("choice", [("a", "x"), ("b", "y")]) == "one choice id (a, b)"
