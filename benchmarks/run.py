@@ -29,7 +29,6 @@ in the test suite.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import statistics
 import subprocess

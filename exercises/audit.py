@@ -45,7 +45,6 @@ writes ``STAGE_MARKER`` lines to stderr naming the step in progress.
 
 from __future__ import annotations
 
-import math
 import reprlib
 import sys
 from dataclasses import dataclass, field
@@ -53,7 +52,6 @@ from typing import Any, Callable
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from engine.instruments.forward import logits_of
 
 LINKS = ("TOKENIZER", "ALIGNMENT", "CAUSALITY", "SHAPE", "INIT", "REGISTRATION", "GRADIENTS", "OWNERSHIP",

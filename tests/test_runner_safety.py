@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from exercises.faults import source_root
 from tutor.runner import Runner, RunResult

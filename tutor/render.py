@@ -6,8 +6,6 @@ so nothing is silently truncated on an 80-column terminal.
 
 from __future__ import annotations
 
-from rich.console import Group
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 

@@ -86,12 +86,12 @@ class LearningLedger:
         }
 
 
-
 def _some(names: list[str], shown: int = 3) -> str:
     """The first few parameter names and how many more: "a, b, c and 19 more"."""
     head = ", ".join(names[:shown])
     rest = len(names) - shown
     return f"{head} and {rest} more" if rest > 0 else head
+
 
 def _forward(model, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Run the model; return (logits (B, T, V), the loss it reports or None)."""

@@ -28,7 +28,7 @@ import select
 import signal
 import statistics
 import time
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 import torch.nn as nn
