@@ -132,6 +132,8 @@ def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None, le
                           f"expected {answer_format(kind, choices, length, items)}")
     if kind == "list" and isinstance(items, list) and not length:
         length = len(items)  # one item kind per position fixes the count
+    if kind != "text" and raw.endswith(".") and len(raw) > 1:
+        raw = raw[:-1].rstrip()  # a sentence's full stop ("saved, moved.") is not part of the answer
     reader = {"choice": _choice, "shape": _shape, "number": _number, "bool": _bool,
               "error": _error, "list": _list, "text": lambda s, c: s}[kind]
     value = reader(raw, choices)
@@ -260,6 +262,8 @@ def _choice(raw: str, choices):
     for cid, key in zip(ids, choice_keys("choice", ids)):  # the key shown beside a choice
         if key is not None and wanted == key:
             return cid
+    if wanted in NUMBER_KEYS[:len(ids)]:  # a position, 1 for the first choice, whatever the keys
+        return ids[NUMBER_KEYS.index(wanted)]
     return None
 
 

@@ -172,3 +172,13 @@ def test_a_choice_format_names_the_keys_when_they_differ_from_the_ids():
     words = [("task", "TASK"), ("none", "none of them")]
     assert answer_format("choice", words) == "one choice id or its key (task = 1, none = 2)"
     assert answer_format("choice", [("a", "x"), ("b", "y")]) == "one choice id (a, b)"
+
+
+def test_a_full_stop_ends_any_answer_and_positions_pick_any_choice():
+    assert parse("list", "saved, moved.", length=2, items="both|saved|moved|neither") == ["saved", "moved"]
+    assert parse("shape", "(3, 3).") == [3, 3] and parse("error", "ValueError.") == "ValueError"
+    assert parse("number", "0.5.") == 0.5 and parse("text", "as it is.") == "as it is."
+    letters = [("a", "x"), ("b", "y"), ("c", "z"), ("d", "w")]
+    assert parse("choice", "1", letters) == "a" and parse("choice", "4", letters) == "d"
+    with pytest.raises(AnswerError):
+        parse("choice", "5", letters)

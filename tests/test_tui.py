@@ -282,7 +282,25 @@ def test_typed_prediction_enter_runs(tmp_path):
         assert "✓ your prediction matched" in text_of(screen.query_one("#result-text", Static))
     drive(app, script)
     attempt = saved(tmp_path)["exercises"][ex.id]["attempts"][0]
-    assert attempt["prediction"] == "3x3" and attempt["observed"] == "(3, 3)"
+    assert attempt["prediction"] == "(3, 3)" and attempt["observed"] == "(3, 3)"  # "3x3" as it was read
+
+
+def test_a_refused_answer_keeps_the_last_result_on_screen(tmp_path):
+    ex = first_of_kind("shape")
+    app, _ = make_app(tmp_path, FakeRunner())
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        await type_answer(pilot, "3x3")
+        await pilot.press("enter")
+        await finish_runs(pilot)
+        await type_answer(pilot, "banana")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.query_one("#answer-error", Static).has_class("-shown")
+        assert screen.query_one("#result").has_class("-shown")
+        assert "✓ your prediction matched" in text_of(screen.query_one("#result-text", Static))
+    drive(app, script)
 
 
 def test_unparseable_answer_shows_format_and_records_nothing(tmp_path):
@@ -303,7 +321,7 @@ def test_unparseable_answer_shows_format_and_records_nothing(tmp_path):
     assert not (tmp_path / f"{LEARNER}.toml").exists()
 
 
-def test_empty_choice_names_the_choices(tmp_path):
+def test_running_with_no_choice_says_to_pick_one(tmp_path):
     ex = next(e for e in load_catalog().exercises if e.kind == "choice")
     runner = FakeRunner()
     app, _ = make_app(tmp_path, runner)
@@ -312,7 +330,7 @@ def test_empty_choice_names_the_choices(tmp_path):
         screen = await open_exercise(pilot, ex.id)
         await pilot.press("r")
         await pilot.pause()
-        assert "expected one choice id" in text_of(screen.query_one("#answer-error", Static))
+        assert "pick a choice first" in text_of(screen.query_one("#answer-error", Static))
     drive(app, script)
     assert runner.calls == []
 
@@ -773,6 +791,12 @@ def test_choice_labels_show_the_key_and_the_text_once(tmp_path):
         assert prompts(screen) == [f"( ) {cid}  {text}" for cid, text in letters.choices]
         await pilot.press("escape")
         await pilot.pause()
+        screen = await open_exercise(pilot, "phase-ledger")  # letters a-e, numbered (e is an action key)
+        ledger = load_catalog().get("phase-ledger")
+        assert prompts(screen) == [f"( ) {n}  {text}  ({cid})" for n, (cid, text) in
+                                   zip("12345", ledger.choices)]  # every letter shown: the result names it
+        await pilot.press("escape")
+        await pilot.pause()
         screen = await on_page(pilot, yes_no.id)
         assert prompts(screen) == ["( ) y  yes", "( ) n  no"]
         await pilot.press("y")
@@ -791,7 +815,7 @@ def test_a_new_answer_clears_the_empty_answer_message(tmp_path):
         error = screen.query_one("#answer-error", Static)
         await pilot.press("r")
         await pilot.pause()
-        assert error.has_class("-shown") and "the answer is empty" in text_of(error)
+        assert error.has_class("-shown") and "pick a choice first" in text_of(error)
         await pilot.press("2")                 # picking a choice is a new answer
         await pilot.pause()
         assert not error.has_class("-shown") and text_of(error).strip() == ""

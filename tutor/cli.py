@@ -284,11 +284,14 @@ def cmd_show(args) -> int:
     from rich.panel import Panel
     from tutor.render import render_diff
     console = _console()
-    console.print(Panel(Markdown(ex.prompt), title=f"{ex.id} · {ex.title}", subtitle=escape(ex.source_label)))
+    console.print(Panel(Markdown(ex.prompt), title=f"{ex.id} · {ex.title}"))
+    console.print(f"[dim]{escape(ex.source_label)}[/dim]")  # on its own line: a panel border would cut it
     if ex.choices:
         for cid, text in ex.choices:
             console.print(f"  [bold]{escape(cid)}[/bold]  {escape(text)}")
-    console.print(f"Answer with {escape(ex.answer_format)}:  tutor run {ex.id} --predict ANSWER")
+    ending = "" if ex.answer_format.endswith(("…", ".")) else "."
+    console.print(f"Answer with {escape(ex.answer_format)}{ending}")
+    console.print(f"  tutor run {ex.id} --predict ANSWER", soft_wrap=True)
     if fault:
         console.print(f"\nThe fault [bold]{fault.id}[/bold]: {escape(fault.summary)}")
         console.print(render_diff(patch))
@@ -313,6 +316,8 @@ def cmd_run(args) -> int:
     except answers.AnswerError as exc:
         raise UsageError(f"{exc} (exercise {ex.id})") from None
     store, learner = (None, None) if args.no_save else _store_and_learner(args)
+    if args.no_save and args.explain:
+        print("tutor: --explain is not saved with --no-save; drop --no-save to keep the note.", file=sys.stderr)
     earlier_attempts = 0
     if store is not None:
         loaded = _load_progress(store, learner)
@@ -335,7 +340,9 @@ def cmd_run(args) -> int:
         runner.close()
     saved = None
     if store is not None and result.status in ("pass", "fail"):
-        attempt = Attempt(time=now(), prediction=args.predict, observed=answers.show(ex.kind, result.observed),
+        # The answer as it was read and graded ("capability" for the key 6, "[1, 0]" for "1 0").
+        attempt = Attempt(time=now(), prediction=answers.show(ex.kind, parsed),
+                          observed=answers.show(ex.kind, result.observed),
                           correct=bool(result.correct), status=result.status, device=result.device,
                           engine_hash=engine_hash(), seed=result.seed)
         try:
@@ -355,6 +362,7 @@ def cmd_run(args) -> int:
         data["prediction_text"] = answers.show(ex.kind, parsed)
         data["prediction_choice_text"] = _choice_text(ex, parsed)
         data["observed_choice_text"] = _choice_text(ex, result.observed)
+        data["note"] = args.explain if saved and args.explain else None  # the explain-back note, when saved
         _print_json(data)
         return code
     _print_result(ex, result)
@@ -476,16 +484,31 @@ def cmd_progress(args) -> int:
         console.print(Text(f"No attempts saved yet for {learner} in {store.folder}. "
                            "Start with: tutor (the TUI), or tutor show ID then tutor run ID --predict ANSWER"))
         return 0
-    table = Table(title=f"Progress of {learner} ({store.path(learner)})", title_justify="left")
-    for col in ("exercise", "attempts", "last prediction", "observed", "solved", "note"):
+    console.print(Text(f"Progress of {learner} ({store.path(learner)})", style="bold"))
+    table = Table()
+    table.add_column("exercise", no_wrap=True)  # an id is never broken
+    for col in ("attempts", "last prediction", "observed", "ever solved", "note"):
         table.add_column(col, overflow="fold")
+    catalog = _catalog_or_none()
+    seeded = {e.id for e in catalog.exercises if e.seed_per_attempt} if catalog else set()
     for ex_id, p in sorted(progress.exercises.items()):
         last = p.attempts[-1] if p.attempts else None
+        observed = last.observed if last else "-"
+        if last and ex_id in seeded:
+            observed += f" (seed {last.seed})"  # which mystery the last attempt met
         table.add_row(ex_id, str(len(p.attempts)), Text(last.prediction if last else "-"),
-                      Text(last.observed if last else "-"), "yes" if p.solved else "no",
+                      Text(observed), "yes" if p.solved else "no",
                       Text((p.note[:60] + "…") if len(p.note) > 60 else p.note))
     console.print(table)
     return 0
+
+
+def _catalog_or_none():
+    """The catalog, or None when it cannot be loaded (a review of progress still works without it)."""
+    try:
+        return _catalog()
+    except UsageError:
+        return None
 
 
 def _tui(args) -> int:

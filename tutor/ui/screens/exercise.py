@@ -188,9 +188,11 @@ class ExerciseScreen(Screen):
         try:
             ex.parse_answer(text)
         except answers.AnswerError as exc:
-            error.update(Text(f"✗ {exc}", style="bold red"))
+            # The last result stays: a refused answer is not a run.
+            picked_nothing = self.query_one(PredictionInput).options and not text.strip()
+            message = "pick a choice first: press the key shown beside it" if picked_nothing else str(exc)
+            error.update(Text(f"✗ {message}", style="bold red"))
             error.add_class("-shown")
-            self.query_one(ResultPanel).clear()
             self.call_after_refresh(error.scroll_visible)
             return
         self._clear_answer_error()
@@ -287,7 +289,11 @@ class ExerciseScreen(Screen):
             return
         ex = self.exercise
         app = self.app
-        attempt = Attempt(time=now(), prediction=result.prediction or "",
+        try:  # the answer as it was read and graded, as tutor run saves it
+            prediction = answers.show(ex.kind, ex.parse_answer(result.prediction or ""))
+        except answers.AnswerError:
+            prediction = result.prediction or ""
+        attempt = Attempt(time=now(), prediction=prediction,
                           observed=answers.show(ex.kind, result.observed), correct=bool(result.correct),
                           status=result.status, device=result.device, engine_hash=engine_hash(),
                           seed=result.seed)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -12,6 +14,11 @@ from textual.widgets.option_list import Option
 from tutor.catalog import Exercise
 
 from exercises.answers import choice_keys  # noqa: F401  (the keys live beside the parser that accepts them)
+
+
+def _says(text: str, cid: str) -> bool:
+    """Whether a choice's text shows its id as a whole word (``task`` in ``TASK``; never a lone letter)."""
+    return len(cid) > 1 and re.search(rf"\b{re.escape(cid)}\b", text, re.IGNORECASE) is not None
 
 
 class PredictionInput(Vertical):
@@ -100,8 +107,8 @@ class PredictionInput(Vertical):
         key = self.keys[index] or ""
         width = max(len(k or "") for k in self.keys)
         parts = [mark, (key.ljust(width), "bold"), "  ", (text, "bold" if picked else "")]
-        if key != cid.lower() and cid.lower() not in text.lower():
-            parts.append((f"  ({cid})", "dim"))  # a word id the text does not show: the result names it
+        if key != cid.lower() and not _says(text, cid):
+            parts.append((f"  ({cid})", "dim"))  # the result names the choice by its id: show it
         return Text.assemble(*parts)
 
     def _choose(self, cid: str) -> None:
