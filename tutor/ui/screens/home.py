@@ -95,7 +95,10 @@ class HomeScreen(Screen):
         exercise = catalog.get(exercise_id)
         progress = self._load().of(exercise_id)
         state = {"solved": "solved", "attempted": "attempted, not yet matched", "untried": "not tried yet"}
+        # A choice's options are on the exercise's page; here its kind is enough.
+        answer = (f"one of {len(exercise.choices)} choices" if exercise.kind == "choice"
+                  else exercise.answer_format)
         return Text.assemble((f"{exercise.id}", "bold"), f" · {exercise.title}\n",
                              (exercise.source_label, "dim"), "\n",
-                             f"answer: {exercise.answer_format} · {state[status_of(progress)]}"
-                             f" · {len(progress.attempts)} attempt(s)")
+                             f"{state[status_of(progress)]} · {len(progress.attempts)} attempt(s) · "
+                             f"answer: {answer}")
