@@ -381,3 +381,29 @@ engine_hash = "h"
     assert json.loads(proc.stdout)["seed"] == 3
     saved = json.loads(tutor("progress", "--json", "--learner", "ada", "--progress-dir", str(tmp_path)).stdout)
     assert len(saved["exercises"]["audit"]["attempts"]) == 4
+
+
+def test_progress_all_summarises_every_learner_and_reports_a_damaged_file(tmp_path):
+    from tutor.progress import Attempt, ProgressStore
+
+    folder = tmp_path / "class"
+    store = ProgressStore(folder)
+    for learner, results in (("ada", [False, True]), ("bob", [False])):
+        for n, correct in enumerate(results):
+            store.record_attempt(learner, "head-split", Attempt(
+                time=f"2026-11-29T10:0{n}:00+00:00", prediction="a", observed="b", correct=correct,
+                status="pass" if correct else "fail", device="cpu", engine_hash="abc"))
+    store.save_note("ada", "head-split", "the reshape cuts time into blocks")
+    proc = tutor("progress", "--all", "--progress-dir", str(folder), "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["learner"]: r for r in json.loads(proc.stdout)["learners"]}
+    assert rows["ada"] == {"learner": "ada", "file": str(folder / "ada.toml"), "error": None, "tried": 1,
+                           "solved": 1, "attempts": 2, "notes": 1, "last_attempt": "2026-11-29T10:01:00+00:00"}
+    assert rows["bob"]["solved"] == 0 and rows["bob"]["attempts"] == 1
+    damaged = folder / "cyd.toml"
+    damaged.write_text("format_version = 1\n[exercises.x\n")
+    proc = tutor("progress", "--all", "--progress-dir", str(folder), env={"COLUMNS": "200"})
+    assert proc.returncode == 2 and "cyd.toml cannot be read" in proc.stderr
+    assert "ada" in proc.stdout and "cannot be read (below)" in proc.stdout
+    assert damaged.read_text() == "format_version = 1\n[exercises.x\n"  # a review moves nothing
+    assert "drop --learner" in tutor("progress", "--all", "--learner", "ada", "--progress-dir", str(folder)).stderr

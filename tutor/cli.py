@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     _shared(p, learner=False)
 
     p = sub.add_parser("progress", help="review saved attempts and notes")
+    p.add_argument("--all", action="store_true", help="one line per learner with a file in the progress folder")
     p.add_argument("--json", action="store_true")
     _shared(p, device=False)
 
@@ -470,6 +471,8 @@ def _fit_pair(a: str, b: str, width: int) -> tuple[str, str]:
 
 
 def cmd_progress(args) -> int:
+    if args.all:
+        return _progress_of_everyone(args)
     store, learner = _store_and_learner(args)
     progress = _load_progress(store, learner, move_aside=False)  # a review never moves a file
     if args.json:
@@ -501,6 +504,61 @@ def cmd_progress(args) -> int:
                       Text((p.note[:60] + "…") if len(p.note) > 60 else p.note))
     console.print(table)
     return 0
+
+
+def _progress_of_everyone(args) -> int:
+    """``tutor progress --all``: one summary line per learner file in the folder; reads only.
+
+    A file that cannot be read gets its reason on its line; the command then
+    exits 2, as a review of that learner alone would.
+    """
+    from tutor.progress import ProgressError, ProgressStore, default_folder
+    if args.learner:
+        raise UsageError("--all reviews every learner in the folder; drop --learner, or drop --all")
+    store = ProgressStore(default_folder(args.progress_dir))
+    catalog = _catalog_or_none()
+    total = len(catalog.exercises) if catalog else None
+    rows = []
+    for learner in store.learners():
+        row = {"learner": learner, "file": str(store.path(learner)), "error": None}
+        try:
+            progress = store.load(learner, move_aside=False)
+        except ProgressError as exc:
+            row["error"] = str(exc)
+            rows.append(row)
+            continue
+        entries = progress.exercises.values()
+        times = [a.time for e in entries for a in e.attempts]
+        row.update(tried=sum(bool(e.attempts) for e in entries), solved=sum(e.solved for e in entries),
+                   attempts=len(times), notes=sum(bool(e.note.strip()) for e in entries),
+                   last_attempt=max(times) if times else None)
+        rows.append(row)
+    code = EXIT_USAGE if any(r["error"] for r in rows) else 0
+    if args.json:
+        _print_json({"folder": str(store.folder), "exercises": total, "learners": rows})
+        return code
+    from rich.table import Table
+    from rich.text import Text
+    console = _console()
+    if not rows:
+        console.print(Text(f"No progress files in {store.folder}."))
+        return 0
+    console.print(Text(f"Learners in {store.folder}" + (f" ({total} exercises)" if total else ""), style="bold"))
+    table = Table()
+    table.add_column("learner", no_wrap=True)
+    for col in ("tried", "ever solved", "attempts", "notes", "last attempt"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        if r["error"]:
+            table.add_row(r["learner"], Text("cannot be read (below)", style="red"), "", "", "", "")
+        else:
+            when = (r["last_attempt"] or "-").replace("T", " ").replace("+00:00", "Z")
+            table.add_row(r["learner"], str(r["tried"]), str(r["solved"]), str(r["attempts"]), str(r["notes"]), when)
+    console.print(table)
+    for r in rows:
+        if r["error"]:
+            _fail(r["error"])
+    return code
 
 
 def _catalog_or_none():

@@ -212,6 +212,12 @@ class ProgressStore:
     def path(self, learner: str) -> Path:
         return self.folder / f"{validate_learner(learner)}.toml"
 
+    def learners(self) -> list[str]:
+        """The learners with a progress file in this folder, sorted (files kept aside are not counted)."""
+        if not self.folder.is_dir():
+            return []
+        return sorted(path.stem for path in self.folder.glob("*.toml") if _LEARNER.match(path.stem))
+
     def ensure_writable(self) -> None:
         """Make sure attempts can be saved here, before any work is done.
 
