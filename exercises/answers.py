@@ -44,7 +44,7 @@ class AnswerError(ValueError):
 
 
 def answer_format(kind: str, choices: list[tuple[str, str]] | None = None, length: int | None = None,
-                  items: str | list[str] | None = None) -> str:
+                  items: str | list[str] | tuple[str, ...] | None = None) -> str:
     """Describe, in one phrase, how to type an answer of ``kind``.
 
     For a list, ``length`` and ``items`` (see :func:`item_kinds`) make the
@@ -130,7 +130,7 @@ def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None, le
     if len(raw) > MAX_ANSWER_CHARS or "\x00" in raw:
         raise AnswerError("the answer is too long or holds a NUL byte; "
                           f"expected {answer_format(kind, choices, length, items)}")
-    if kind == "list" and isinstance(items, list) and not length:
+    if kind == "list" and items is not None and not isinstance(items, str) and not length:
         length = len(items)  # one item kind per position fixes the count
     if kind != "text" and raw.endswith(".") and len(raw) > 1:
         raw = raw[:-1].rstrip()  # a sentence's full stop ("saved, moved.") is not part of the answer
@@ -174,11 +174,12 @@ def _item_phrase(kind: str) -> str:
 
 
 def _list_format(length: int | None, items: str | list[str] | None) -> str:
-    n = length or (len(items) if isinstance(items, list) else None)
+    per_position = items is not None and not isinstance(items, str)  # a list or tuple: one kind per item
+    n = length or (len(items) if per_position else None)
     count = f"{n} " if n else ""
     if items is None:
         return f"a list of {count}items separated by commas or spaces"
-    if isinstance(items, list) and len(set(items)) > 1:
+    if per_position and len(set(items)) > 1:
         return f"a list of {count}items, in order: " + "; ".join(_item_phrase(k) for k in items)
     kind = items if isinstance(items, str) else items[0]
     if "|" in kind:
@@ -336,10 +337,13 @@ def _error(raw: str, _choices):
     return name if _EXCEPTION_NAME.search(name) else None
 
 
+_ITEM_SEPARATOR = re.compile(r"\s*[,;]\s*|\s+")
+
+
 def _list_parts(raw: str) -> list[str]:
     """The items of a list answer as typed (brackets off, split on commas, semicolons, spaces)."""
     inner = _unwrap(raw)
-    return re.split(r"\s*[,;]\s*|\s+", inner) if inner else []
+    return _ITEM_SEPARATOR.split(inner) if inner else []
 
 
 def _list(raw: str, _choices):
@@ -348,7 +352,7 @@ def _list(raw: str, _choices):
         return None
     if not inner:
         return []
-    parts = _list_parts(raw)
+    parts = _ITEM_SEPARATOR.split(inner)
     if any(part == "" for part in parts):
         return None  # an empty item, e.g. "1,,2" or a stray comma
     items = []

@@ -207,3 +207,12 @@ def test_tutor_learner_wins_over_the_login_name_without_a_notice(monkeypatch):
     monkeypatch.setenv("TUTOR_LEARNER", "ada")
     monkeypatch.setattr(getpass, "getuser", lambda: "kim lee")
     assert default_learner_and_notice() == ("ada", None)
+
+
+def test_an_attempt_of_a_run_saves_the_answer_as_read_and_the_seed():
+    from tutor.runner import RunResult
+    result = RunResult(id="lr-10x", status="pass", device="cpu", torch="t", fault="lr-times-ten", kind="choice",
+                       prediction="6", prediction_text="capability", observed="capability", correct=True, seed=3)
+    attempt = Attempt.of(result)
+    assert (attempt.prediction, attempt.observed, attempt.correct, attempt.seed) == ("capability", "capability", True, 3)
+    assert attempt.engine_hash == engine_hash() and attempt.status == "pass"

@@ -86,11 +86,11 @@ class FakeRunner:
 
 def canned_pass(exercise, prediction):
     """A pass whose observation is whatever was predicted (kind-agnostic)."""
-    from exercises import answers
     observed = answers.parse(exercise.kind, prediction, list(exercise.choices))
     return RunResult(
         id=exercise.id, status="pass", device="cpu", torch="fake", fault=exercise.fault, kind=exercise.kind,
-        prediction=prediction, observed=observed, clean=observed, faulted=observed, correct=True,
+        prediction=prediction, prediction_text=answers.show(exercise.kind, observed),  # as the runner reads it
+        observed=observed, clean=observed, faulted=observed, correct=True,
         evidence={"clean": [{"type": "series", "title": "loss", "values": [3.0, 2.0, 1.0]},
                             {"type": "table", "title": "canned rows", "columns": ["quantity", "value"],
                              "rows": [["answer", "canned"]]}],

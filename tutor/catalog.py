@@ -66,12 +66,8 @@ class Exercise:
     seed_per_attempt: bool = False
 
     @property
-    def _items(self):
-        return list(self.answer_items) if isinstance(self.answer_items, tuple) else self.answer_items
-
-    @property
     def answer_format(self) -> str:
-        return answers.answer_format(self.kind, list(self.choices), self.answer_length, self._items)
+        return answers.answer_format(self.kind, list(self.choices), self.answer_length, self.answer_items)
 
     def parse_answer(self, text: str):
         """Read a learner's answer for this exercise (kind, choices, list length).
@@ -79,7 +75,7 @@ class Exercise:
         Raises:
             answers.AnswerError: one sentence naming the expected format.
         """
-        return answers.parse(self.kind, text, list(self.choices), self.answer_length, self._items)
+        return answers.parse(self.kind, text, list(self.choices), self.answer_length, self.answer_items)
 
     @property
     def source_label(self) -> str:
@@ -115,7 +111,7 @@ class Exercise:
                 "kind": self.kind, "choices": [{"id": c, "text": t} for c, t in self.choices],
                 "answer_format": self.answer_format, "fault": self.fault, "subject": self.subject,
                 "check": self.check, "budget_s": self.budget_s, "observe": self.observe,
-                "answer_length": self.answer_length, "answer_items": self._items,
+                "answer_length": self.answer_length, "answer_items": list(self.answer_items) if isinstance(self.answer_items, tuple) else self.answer_items,
                 "seed_per_attempt": self.seed_per_attempt}
 
 

@@ -308,7 +308,7 @@ def _runner(catalog, device: str):
 
 
 def cmd_run(args) -> int:
-    from tutor.progress import Attempt, ProgressError, engine_hash, now
+    from tutor.progress import Attempt, ProgressError
     from tutor.runner import DeviceError, WorkerError
     catalog = _catalog()
     ex = _exercise(catalog, args.id)
@@ -341,13 +341,8 @@ def cmd_run(args) -> int:
         runner.close()
     saved = None
     if store is not None and result.status in ("pass", "fail"):
-        # The answer as it was read and graded ("capability" for the key 6, "[1, 0]" for "1 0").
-        attempt = Attempt(time=now(), prediction=answers.show(ex.kind, parsed),
-                          observed=answers.show(ex.kind, result.observed),
-                          correct=bool(result.correct), status=result.status, device=result.device,
-                          engine_hash=engine_hash(), seed=result.seed)
         try:
-            store.record_attempt(learner, ex.id, attempt)
+            store.record_attempt(learner, ex.id, Attempt.of(result))
             if args.explain:
                 store.save_note(learner, ex.id, args.explain)
             saved = str(store.path(learner))
@@ -360,7 +355,6 @@ def cmd_run(args) -> int:
         data["observed_text"] = answers.show(ex.kind, result.observed) if result.observed is not None else None
         # Which side the prediction is graded against (the seed it ran with is result.seed).
         data["observe"] = ex.observe
-        data["prediction_text"] = answers.show(ex.kind, parsed)
         data["prediction_choice_text"] = _choice_text(ex, parsed)
         data["observed_choice_text"] = _choice_text(ex, result.observed)
         data["note"] = args.explain if saved and args.explain else None  # the explain-back note, when saved

@@ -93,6 +93,19 @@ class Attempt:
     engine_hash: str
     seed: int = 0  # the check's seed (the capstone's mystery); 0 for every other exercise
 
+    @classmethod
+    def of(cls, result) -> "Attempt":
+        """The attempt a graded run (a ``tutor.runner.RunResult``) leaves, timed now.
+
+        The prediction is saved as it was read and graded, so ``6`` for a
+        choice's key is saved as the choice's id; ``tutor run`` and the TUI
+        both save through here.
+        """
+        from exercises import answers
+        return cls(time=now(), prediction=result.prediction_text or result.prediction or "",
+                   observed=answers.show(result.kind, result.observed), correct=bool(result.correct),
+                   status=result.status, device=result.device, engine_hash=engine_hash(), seed=result.seed)
+
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in (*_ATTEMPT_FIELDS, *_OPTIONAL_ATTEMPT_FIELDS)}
 

@@ -77,7 +77,7 @@ def comparison_table(ex, result) -> Table:
         table.add_row("clean subject", Text(answers.show(ex.kind, result.clean)))
     if ex.fault and result.faulted is not None and ex.observe == "clean":
         table.add_row("faulted subject", Text(answers.show(ex.kind, result.faulted)))
-    if getattr(ex, "seed_per_attempt", False):
+    if ex.seed_per_attempt:
         table.add_row("mystery", Text(f"seed {result.seed} (tutor run {ex.id} --seed {result.seed} rebuilds it)"))
     ran = f" · {result.duration_s:.2f} s" if result.duration_s or result.status != "cancelled" else ""
     table.add_row("device", Text(f"{result.device} · torch {result.torch}{ran}"))

@@ -57,6 +57,8 @@ class RunResult:
             values differ (what ``tutor check`` asserts).
         duration_s: wall time of the run, seconds.
         seed: the seed the check ran with (``Context.seed``).
+        prediction_text: the prediction as it was read and graded, written
+            the canonical way (``capability`` for the key ``6``).
     """
 
     id: str
@@ -66,6 +68,7 @@ class RunResult:
     fault: str | None
     kind: str
     prediction: str | None = None
+    prediction_text: str | None = None
     observed: Any = None
     clean: Any = None
     faulted: Any = None
@@ -221,9 +224,10 @@ class Runner:
             DeviceError: the requested device is not available.
             WorkerError: the worker could not be started.
         """
-        parsed = None
+        parsed = prediction_text = None
         if prediction is not None:
             parsed = exercise.parse_answer(prediction)
+            prediction_text = answers.show(exercise.kind, parsed)
         seed = self.seed if seed is None else seed
         self._cancelled.clear()
         try:
@@ -232,8 +236,8 @@ class Runner:
             if not self._cancelled.is_set():
                 raise
             return RunResult(id=exercise.id, status="cancelled", device="?", torch="?", fault=exercise.fault,
-                             kind=exercise.kind, prediction=prediction, errors={"run": "the run was cancelled"},
-                             seed=seed)
+                             kind=exercise.kind, prediction=prediction, prediction_text=prediction_text,
+                             errors={"run": "the run was cancelled"}, seed=seed)
         fault = self.catalog.fault_of(exercise)
         sides = [{"name": "clean", "fault": None}]
         if fault is not None:
@@ -247,7 +251,8 @@ class Runner:
                 raise
             answer = None
         result = RunResult(id=exercise.id, status="error", device=device, torch=self.worker.info.get("torch", "?"),
-                           fault=exercise.fault, kind=exercise.kind, prediction=prediction, seed=seed)
+                           fault=exercise.fault, kind=exercise.kind, prediction=prediction,
+                           prediction_text=prediction_text, seed=seed)
         if answer is None:
             self.worker.stop()
             if self._cancelled.is_set():

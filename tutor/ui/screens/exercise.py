@@ -15,7 +15,7 @@ from textual.widgets import Button, Footer, Header, Input, Markdown, ProgressBar
 
 from exercises import answers
 from tutor.catalog import Exercise
-from tutor.progress import Attempt, ProgressError, engine_hash, now
+from tutor.progress import Attempt, ProgressError
 from tutor.runner import RunResult
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
 from tutor.ui.widgets.fault_view import FaultView
@@ -287,18 +287,9 @@ class ExerciseScreen(Screen):
         """Save a pass or fail as an attempt (the same rule as ``tutor run``)."""
         if result.status not in ("pass", "fail"):
             return
-        ex = self.exercise
         app = self.app
-        try:  # the answer as it was read and graded, as tutor run saves it
-            prediction = answers.show(ex.kind, ex.parse_answer(result.prediction or ""))
-        except answers.AnswerError:
-            prediction = result.prediction or ""
-        attempt = Attempt(time=now(), prediction=prediction,
-                          observed=answers.show(ex.kind, result.observed), correct=bool(result.correct),
-                          status=result.status, device=result.device, engine_hash=engine_hash(),
-                          seed=result.seed)
         try:
-            app.store.record_attempt(app.learner, ex.id, attempt)
+            app.store.record_attempt(app.learner, self.exercise.id, Attempt.of(result))
         except ProgressError as exc:
             self.notify(f"The attempt was not saved: {exc}", severity="error", timeout=10, markup=False)
 
