@@ -49,7 +49,7 @@ def nn_affine(ctx: Context) -> Measurement:
               [[i, LABELS[int(labels[i])], f"{float(exemplars[i] @ exemplars[i]):.4f}", f"{float(probs[i]):.2f}"]
                for i in range(3)]),
         table("Classifier", ["quantity", "value"],
-              [["nearest exemplar", f"0 (label {LABELS[int(labels[probs.argmax()])]})"],
+              [["nearest exemplar", f"{int(probs.argmax())} (label {LABELS[int(labels[probs.argmax()])]})"],
                ["class mass A / B", f"{per_class[0]:.2f} / {per_class[1]:.2f}"],
                ["classify() returns", LABELS[label]]]),
     ]

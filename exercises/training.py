@@ -327,7 +327,7 @@ def ce_on_probs(ctx: Context) -> Measurement:
             ["next_token_loss", subject], ["cross entropy by hand", by_hand], ["equal (1e-9)", equal]]),
         series("bigram trained with next_token_loss, scored by hand (nats)", curve, "nats"),
         table("Bigram after 200 steps (true cross entropy)", ["quantity", "value"], [
-            ["start (ln 8)", curve[0]], ["after 200 steps", curve[-1]]]),
+            [f"start (ln {V})", curve[0]], ["after 200 steps", curve[-1]]]),
         note(f"Fed probabilities (each in [0, 1]), cross entropy can never go below ln(e + V - 1) - 1 = "
              f"{math.log(math.e + V - 1) - 1:.4f} nats for V = {V}, whatever the model does; its gradient "
              "is squashed by a second softmax."),
@@ -495,7 +495,7 @@ def bigram_floor(ctx: Context) -> Measurement:
     evidence = [
         table("Bigram on the toy text", ["quantity", "value"], [
             ["V, targets", f"{V}, {y.numel()}"], ["pairs aligned (x[:,1:] == y[:,:-1])", torch.equal(x[:, 1:], y[:, :-1])],
-            ["start (ln 8 = 2.079442)", curve[0]], ["after 200 steps", curve[-1]],
+            [f"start (ln {V} = {math.log(V):.6f})", curve[0]], ["after 200 steps", curve[-1]],
             ["counting floor", floor], ["max row probability error", row_error]]),
         series("training loss after each step", curve, "nats"),
         note(f"after 'a' (counted / learned): {successors}"),
@@ -514,10 +514,11 @@ def zero_lr(ctx: Context) -> Measurement:
     """
     run = _train_bigram(ctx)
     curve, model = run["curve"], run["model"]
+    V = len(run["vocab"])
     evidence = [
         table("Bigram, 200 AdamW steps", ["quantity", "value"], [
             ["learning rate", run["lr"]], ["start", curve[0]], ["after 200 steps", curve[-1]],
-            ["ln 8", math.log(8)], ["table still all zeros", not bool(model.table.weight.ne(0).any())]]),
+            [f"ln {V}", math.log(V)], ["table still all zeros", not bool(model.table.weight.ne(0).any())]]),
         series("training loss after each step", curve, "nats"),
     ]
     return Measurement(observed=round(curve[-1], 9), evidence=evidence)

@@ -7,6 +7,8 @@ def test_nn_affine(run):
     assert r.clean == "a" and r.faulted == "b"          # nearest exemplar A; soft vote 0.45 vs 0.55 picks B
     table = r.evidence["clean"][0]
     assert table["rows"][0][1] == "64 / 64"              # affine argmax == L2 argmin on every query
+    classifier = {row[0]: row[1] for row in r.evidence["clean"][2]["rows"]}
+    assert classifier["nearest exemplar"] == "0 (label A)"  # q = 0 is nearest the first exemplar, label A
     assert run("nn-affine", "b").status == "pass"
 
 

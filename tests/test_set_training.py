@@ -157,6 +157,7 @@ def test_bigram_floor(ok, run):
 def test_zero_lr(ok, run):
     r = ok("zero-lr")
     assert r.faulted == pytest.approx(math.log(8), abs=1e-9) == pytest.approx(2.079442, abs=1e-6)
+    assert _table(r, "faulted", "Bigram, 200")["ln 8"] == ["2.07944"]  # V = 8, computed from the vocabulary
     assert r.clean == pytest.approx(0.735081, abs=1e-4)
     assert run("zero-lr", "2.0794").status == "pass"
 
