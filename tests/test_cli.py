@@ -108,6 +108,13 @@ def test_check_json_shows_every_fault_differing():
     assert by_id["skip-zero-grad"]["clean"] == 1.0 and by_id["skip-zero-grad"]["faulted"] == 2.0
     assert by_id["cache-offset"]["clean"] is True and by_id["cache-offset"]["faulted"] is False
     assert by_id["head-split"]["clean"] == "a" and by_id["head-split"]["faulted"] == "b"
+    assert data["faults_shown"] == data["faults"] == 4
+
+
+def test_an_exercise_without_a_fault_is_counted_as_ran_not_as_a_fault_shown():
+    proc = tutor("check", "audit", "--device", "cpu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "0 of 0 faults show against their clean run; 1 of 1 exercise without a fault ran"
 
 
 def test_help_screen():
@@ -306,7 +313,7 @@ def test_check_prints_each_result_on_one_line_of_80_columns():
     proc = tutor("check", "head-split", "clone-detach", "--device", "cpu", env={"COLUMNS": "80"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 3 and lines[2] == "2 of 2 checks show their fault as the exercise claims"
+    assert len(lines) == 3 and lines[2] == "2 of 2 faults show against their clean run"
     assert all(len(line) <= 80 for line in lines)
     assert re.fullmatch(r"ok +\d+\.\d\ds  head-split {14}clean=a {13}faulted=b", lines[0])
     # clean and faulted differ only at the ninth answer: the cut keeps that part in view

@@ -412,10 +412,20 @@ def cmd_check(args) -> int:
     finally:
         runner.close()
     passed = sum(r["ok"] for r in rows)
+    # An exercise without a fault (the capstone) can only show that it ran; it
+    # is counted apart, never as a fault that showed.
+    faulted = [r for r in rows if r["fault"]]
+    shown = sum(r["ok"] for r in faulted)
     if args.json:
-        _print_json({"results": rows, "passed": passed, "total": len(rows)})
+        _print_json({"results": rows, "passed": passed, "total": len(rows),
+                     "faults_shown": shown, "faults": len(faulted)})
     else:
-        console.print(f"{passed} of {len(rows)} checks show their fault as the exercise claims")
+        summary = f"{shown} of {len(faulted)} faults show against their clean run"
+        unfaulted = len(rows) - len(faulted)
+        if unfaulted:
+            ran = passed - shown
+            summary += f"; {ran} of {unfaulted} exercise{'s' if unfaulted > 1 else ''} without a fault ran"
+        console.print(summary)
     return 0 if passed == len(rows) else EXIT_CHECK
 
 
