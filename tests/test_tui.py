@@ -926,3 +926,22 @@ def test_the_explain_back_question_is_reflowed_not_broken_at_the_files_line_ends
         question = text_of(screen.query_one(".note-question", Static))
         assert "\n" not in question.strip() and "Which later links also failed" in question
     drive(app, script, size=(80, 24))
+
+
+def test_moving_the_cursor_at_home_does_not_reread_progress(tmp_path):
+    class CountingStore(ProgressStore):
+        loads = 0
+
+        def load(self, *args, **kwargs):
+            CountingStore.loads += 1
+            return super().load(*args, **kwargs)
+    app = build_app(load_catalog(), CountingStore(tmp_path), LEARNER, FakeRunner())
+
+    async def script(pilot):
+        before = CountingStore.loads
+        for _ in range(6):
+            await pilot.press("down")
+        await pilot.pause()
+        assert CountingStore.loads == before
+        assert "attempt(s)" in text_of(pilot.app.screen.query_one("#home-detail-text", Static))
+    drive(app, script)

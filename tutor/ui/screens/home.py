@@ -24,7 +24,10 @@ class HomeScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(self._intro(), id="home-intro")
-        yield ExerciseTree(self.app.catalog, self._load(), id="exercise-tree")
+        # Read once here and again on returning to this screen; moving the
+        # cursor only describes what was read.
+        self.progress = self._load()
+        yield ExerciseTree(self.app.catalog, self.progress, id="exercise-tree")
         with VerticalScroll(id="home-detail"):
             yield Static("", id="home-detail-text")
         yield Footer()
@@ -54,7 +57,8 @@ class HomeScreen(Screen):
 
     def on_screen_resume(self) -> None:
         tree = self.query_one(ExerciseTree)
-        tree.refresh_progress(self._load())
+        self.progress = self._load()
+        tree.refresh_progress(self.progress)
         tree.focus()
         self.call_after_refresh(self._update_detail)
 
@@ -93,7 +97,7 @@ class HomeScreen(Screen):
             return Text.assemble((exercise_set.title, "bold"), f" — {exercise_set.summary}")
         exercise_id = data
         exercise = catalog.get(exercise_id)
-        progress = self._load().of(exercise_id)
+        progress = self.progress.of(exercise_id)
         state = {"solved": "solved", "attempted": "attempted, not yet matched", "untried": "not tried yet"}
         # A choice's options are on the exercise's page; here its kind is enough.
         answer = (f"one of {len(exercise.choices)} choices" if exercise.kind == "choice"
