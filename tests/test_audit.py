@@ -167,6 +167,7 @@ def test_a_nanogpt_style_model_audits_cleanly(nano_file):
 
 def test_hidden_fault_is_deterministic_per_seed():
     assert [hidden_fault(s) for s in range(20)] == [hidden_fault(s) for s in range(20)]
+    assert [hidden_fault(s) for s in range(3)] == ["unshifted-targets", "head-split-reshape", "none"]  # the fixed shuffle
     assert set(hidden_fault(s) for s in range(200)) == set(HIDDEN)
     for start in (0, 5, 40):  # any len(HIDDEN) consecutive seeds meet every mystery once
         assert sorted(hidden_fault(s) for s in range(start, start + len(HIDDEN))) == sorted(HIDDEN)

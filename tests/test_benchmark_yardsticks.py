@@ -35,6 +35,11 @@ def test_reference_is_the_engines_model_in_other_code():
     x = torch.randint(0, 37, (2, 64))
     logits, loss = reference(x, x)
     assert logits.shape == (2, 64, 37) and loss.ndim == 0
+    # causal like the engine: changing the last token moves no earlier position's logits
+    changed = x.clone()
+    changed[:, -1] = (changed[:, -1] + 1) % 37
+    with torch.no_grad():
+        assert torch.equal(reference(x, x)[0][:, :-1], reference(changed, x)[0][:, :-1])
 
 
 def test_gemm_list_counts_three_products_per_linear():
@@ -45,5 +50,6 @@ def test_gemm_list_counts_three_products_per_linear():
     assert len(products) == 3 * 2 + 3 * 1
     # by hand: 2·rows·K·N per product, three products, count times
     assert sum(f for f, _ in products) == 3 * 2 * rows * (C * 3 * C * 2 + C * V)
+    assert sum(f for f, _ in products) == 77_568  # 6 · 8 · (768 · 2 + 80)
     shapes = sorted(tuple(thunk().shape) for _, thunk in products[:6])  # the first Linear, twice
     assert shapes == sorted([(rows, 3 * C), (rows, C), (3 * C, C)] * 2)

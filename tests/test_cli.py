@@ -29,6 +29,7 @@ def test_list_json_holds_every_set_and_the_foundation_four():
     ids = [e["id"] for s in data["sets"] for e in s["exercises"]]
     assert set(FOUR) <= set(ids)
     assert data["count"] == len(ids)
+    assert data["count"] == 63  # every CATALOG.md row
     assert {"shapes", "attention", "training"} <= {s["id"] for s in data["sets"]}
 
 

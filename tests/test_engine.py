@@ -245,6 +245,9 @@ def test_make_optimizer_is_fused_adamw_with_plain_adamws_arithmetic():
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
     # the tied matrix is one parameter, updated once per step
     assert len(fused.param_groups[0]["params"]) == len(list(fused_model.parameters()))
+    # by hand: wte, wpe, 10 tensors per block x 2 blocks, ln_f's two; the tied lm_head adds none
+    assert len(fused.param_groups[0]["params"]) == 24
+    assert sum(p is fused_model.wte.weight for p in fused.param_groups[0]["params"]) == 1
 
 
 # --- generation --------------------------------------------------------------

@@ -74,6 +74,8 @@ def test_run_record_is_toml_and_reproducible():
     b = train_run(config, seed=3, steps=5, batch_size=4, n_chars=5_000)
     assert a["final_val_loss"] == b["final_val_loss"] and a["config_hash"] == config_hash(config)
     assert a["tokenizer"]["vocab_size"] <= 37 and a["params"] == GPT(config).num_params()
+    # by hand: wte 592 + wpe 256 + one block 3,216 + ln_f 32
+    assert a["params"] == 4_096
     text = tomli_w.dumps(a)
     for key in ("config_hash", "seed", "torch", "device", "final_train_loss", "final_val_loss", "peak_bytes",
                 "wall_s"):

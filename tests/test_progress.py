@@ -117,6 +117,23 @@ def test_engine_hash_is_stable():
     assert engine_hash() == engine_hash() and len(engine_hash()) == 12
 
 
+def test_engine_hash_follows_the_engine_source(tmp_path, monkeypatch):
+    import re
+    import shutil
+
+    import exercises.faults
+    original = engine_hash()
+    assert re.fullmatch(r"[0-9a-f]{12}", original)
+    copy = tmp_path / "src"
+    shutil.copytree(exercises.faults.source_root() / "engine", copy / "engine",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(exercises.faults, "source_root", lambda: copy)
+    assert engine_hash() == original  # the same files give the same hash
+    model = copy / "engine" / "model.py"
+    model.write_text(model.read_text() + "\n# one more line\n")
+    assert engine_hash() != original
+
+
 SAVER = """
 import sys
 from tutor.progress import Attempt, ProgressStore, now
@@ -141,16 +158,17 @@ def test_sigkill_while_saving_never_leaves_a_partial_file(tmp_path):
     """Kill a saving process at random moments; the file always parses."""
     import random
     store = ProgressStore(tmp_path)
-    survived = 0
+    survived = killed_mid_run = 0
     for round_ in range(200):
         proc = subprocess.Popen([sys.executable, "-c", SAVER, str(tmp_path), f"r{round_}", "50"])
         time.sleep(random.uniform(0.05, 0.6))
         proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        killed_mid_run += proc.wait() == -signal.SIGKILL  # it was still saving when killed
         p = store.load("ada")
         assert not p.warnings, p.warnings
         survived += 1
     assert survived == 200
+    assert killed_mid_run > 0 and len(store.load("ada").of("ex").attempts) > 0  # kills landed while it ran
     print(f"kills survived: {survived}, attempts on disk: {len(store.load('ada').of('ex').attempts)}")
 
 

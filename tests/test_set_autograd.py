@@ -27,6 +27,7 @@ def test_matmul_grad_hand_formulas_match_autograd_until_a_transpose_moves(run):
     rows = facts(r, "faulted", "Hand formula")
     assert rows["A in A@B"][-1] == "True" and rows["B in A@B"][-1] == "True"
     assert rows["B in A@B@C"] == ["(3, 3)", rows["B in A@B@C"][1], "False"]
+    assert float(rows["B in A@B@C"][1]) > 1e-3  # the wrong formula misses by far more than rounding
 
 
 def test_broadcast_grad_has_the_operands_own_shape(run):

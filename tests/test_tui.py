@@ -485,6 +485,7 @@ def test_help_opens_with_question_mark_and_f1(tmp_path):
         await pilot.press("q")
     drive(app, script)
     assert app.return_code in (0, None)
+    assert app.return_code == 0  # q quit the app
 
 
 def test_corrupt_progress_is_reported_as_a_notification(tmp_path):
