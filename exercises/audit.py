@@ -53,6 +53,7 @@ from typing import Any, Callable
 import torch
 import torch.nn as nn
 from engine.instruments.forward import logits_of
+from exercises.outcome import first_line
 
 LINKS = ("TOKENIZER", "ALIGNMENT", "CAUSALITY", "SHAPE", "INIT", "REGISTRATION", "GRADIENTS", "OWNERSHIP",
          "UPDATE", "CAPABILITY")
@@ -413,7 +414,7 @@ def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size:
         try:
             return fn()
         except Exception as exc:
-            return Link(name, "FAIL", f"raised {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}")
+            return Link(name, "FAIL", f"raised {first_line(exc)[:200]}")
 
     say(0.05, "TOKENIZER, ALIGNMENT")
     report.links.append(guarded("TOKENIZER", lambda: _tokenizer(text, tokenizer, V)[0]))
@@ -443,7 +444,7 @@ def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size:
             capability.evidence.append(["loss every 25 steps",
                                         " ".join(f"{v:.3f}" for v in ledger.curve[::25] + ledger.curve[-1:])])
     except Exception as exc:
-        failed = f"the learning ledger raised {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+        failed = f"the learning ledger raised {first_line(exc)[:200]}"
         init = Link("INIT", "FAIL", failed)
         rest = [Link(n, "skip", "not run") for n in ("GRADIENTS", "OWNERSHIP", "UPDATE")]
         capability = Link("CAPABILITY", "skip", "not run")

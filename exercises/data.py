@@ -8,14 +8,9 @@ check here feeds real corpus data across one of them and reports what held.
 import torch
 
 from exercises.context import Context
-from exercises.outcome import Measurement, note, table
+from exercises.outcome import Measurement, first_line, note, table
 
 SAMPLE_CHARS = 2_000
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc.args[0]) if exc.args else str(exc)
-    return (text.splitlines() or [""])[0][:160]
 
 
 def tokenizer_sample(ctx: Context) -> Measurement:
@@ -38,7 +33,7 @@ def tokenizer_sample(ctx: Context) -> Measurement:
         outcome = f"{len(ids):,} ids, V = {tok.vocab_size}, ids in [{int(ids.min())}, {int(ids.max())}], round trip {round_trip}"
     except Exception as exc:  # the observation is the exception itself
         observed = type(exc).__name__
-        outcome = f"{type(exc).__name__}: {_first_line(exc)}"
+        outcome = first_line(exc, limit=160)
     sample = set(text[:SAMPLE_CHARS])
     missing = sorted(set(text) - sample)
     evidence = [
@@ -80,7 +75,7 @@ def id_out_of_range(ctx: Context) -> Measurement:
         table_(ids[None])  # (1, N, 8)
         observed, plain = "none", f"looked up {len(ids):,} ids"
     except Exception as exc:  # the observation is the exception itself
-        observed, plain = type(exc).__name__, f"{type(exc).__name__}: {_first_line(exc)}"
+        observed, plain = type(exc).__name__, first_line(exc, limit=160)
 
     largest = int(ids.max())
     config = GPTConfig(vocab_size=rows, block_size=16, n_layer=1, n_head=2, n_embd=16)
@@ -94,7 +89,7 @@ def id_out_of_range(ctx: Context) -> Measurement:
             model(window)
         engine = "ran"
     except Exception as exc:
-        engine = f"{type(exc).__name__}: {_first_line(exc)}"
+        engine = first_line(exc, limit=160)
     evidence = [
         table("Ids against rows", ["quantity", "value"],
               [["tokenizer vocab_size", tok.vocab_size], ["largest id in the data", f"{largest} ({tok.itos[largest]!r})"],

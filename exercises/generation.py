@@ -11,7 +11,7 @@ import time
 import torch
 
 from exercises.context import Context
-from exercises.outcome import Measurement, note, table
+from exercises.outcome import Measurement, first_line, note, table
 
 TRAIN_STEPS = 200
 PROMPT = "The "
@@ -61,11 +61,6 @@ def _first_difference(a: torch.Tensor, b: torch.Tensor):
     """First index where two (1, N) id tensors differ, or None."""
     diff = (a[0] != b[0]).nonzero()
     return int(diff[0]) if len(diff) else None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc.args[0]) if exc.args else str(exc)
-    return (text.splitlines() or [""])[0][:120]
 
 
 def dropout_generation(ctx: Context) -> Measurement:
@@ -127,7 +122,7 @@ def no_crop(ctx: Context) -> Measurement:
         out = generate(model, prompt, 10, greedy=True)
         observed, outcome = "none", f"returned {tuple(out.shape)}"
     except Exception as exc:  # the point of the exercise: report, do not crash
-        observed, outcome = type(exc).__name__, f"{type(exc).__name__}: {_first_line(exc)}"
+        observed, outcome = type(exc).__name__, first_line(exc, limit=120)
     finally:
         handle.remove()
     evidence = [
@@ -176,7 +171,7 @@ def sampling_knobs(ctx: Context) -> Measurement:
             rows.append([label, "none", "generated 5 tokens"])
         except Exception as exc:  # the observation is the exception itself
             errors.append(type(exc).__name__)
-            rows.append([label, type(exc).__name__, _first_line(exc)])
+            rows.append([label, type(exc).__name__, first_line(exc, with_type=False, limit=120)])
     evidence = [
         table("Greedy against top_k=1 (20 new tokens, 2 rows)", ["quantity", "value"],
               [["same tokens", same], ["positions that differ", int((greedy != top1).sum())]]),

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from exercises.context import Context
-from exercises.outcome import Measurement, note, table
+from exercises.outcome import Measurement, first_line, note, table
 
 SEED_CONFIG = dict(vocab_size=37, block_size=64, n_layer=4, n_head=4, n_embd=128)
 
@@ -30,11 +30,6 @@ def _batch(ctx: Context, config, B: int = 2, T: int = 16):
     g = torch.Generator().manual_seed(ctx.seed)
     data = torch.randint(0, config.vocab_size, (B, T + 1), generator=g)
     return data[:, :-1].contiguous().to(ctx.device), data[:, 1:].contiguous().to(ctx.device)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:150]
 
 
 def _count(module: nn.Module) -> int:
@@ -71,7 +66,7 @@ def plain_list(ctx: Context) -> Measurement:
         optimizer.step()
         step = f"loss {loss.item():.4f}"
     except Exception as exc:  # with the blocks left behind on another device
-        step = _first_line(exc)
+        step = first_line(exc, limit=150)
     has_grad = qkv.grad is not None
     moved = not torch.equal(qkv.detach(), before)
     evidence = [
@@ -236,7 +231,7 @@ def buffer_vs_attribute(ctx: Context) -> Measurement:
         y = module(x)
         forward = f"ok, {tuple(y.shape)} {str(y.dtype).replace('torch.', '')}"
     except Exception as exc:
-        forward = _first_line(exc)
+        forward = first_line(exc, limit=150)
     word = {(True, True): "both", (True, False): "saved", (False, True): "moved", (False, False): "neither"}
     evidence = [
         table("What nn.Module does for the weights", ["question", "answer"],
@@ -263,7 +258,7 @@ def assign_tensor_to_param(ctx: Context) -> Measurement:
         reinitialise_head(model)
         observed, message = "none", "no exception"
     except Exception as exc:
-        observed, message = type(exc).__name__, _first_line(exc)
+        observed, message = type(exc).__name__, first_line(exc, limit=150)
     w = model.head.weight
     evidence = [
         table("reinitialise_head(model)", ["quantity", "value"],
@@ -366,7 +361,7 @@ def linear_weight(ctx: Context) -> Measurement:
             logits, _ = model(idx)
         forward = f"ok, logits {tuple(logits.shape)}"
     except Exception as exc:
-        forward = _first_line(exc)
+        forward = first_line(exc, limit=150)
     evidence = [
         table("Linear layers of block 0: nn.Linear(in, out)", ["name", "(in, out)", "weight", "bias"], rows),
         table("Checks", ["quantity", "value"],

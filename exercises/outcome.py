@@ -39,6 +39,21 @@ class Measurement:
         return {"observed": jsonable(self.observed), "evidence": jsonable(self.evidence)}
 
 
+def first_line(exc: BaseException, with_type: bool = True, limit: int | None = None) -> str:
+    """An exception as the first line of its traceback: ``"RuntimeError: view size is ..."``.
+
+    A KeyError's str() wraps its message in quotes; the message is taken
+    bare. ``with_type=False`` leaves the class name off; ``limit`` cuts the
+    line to that many characters.
+    """
+    bare = isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str)
+    text = (exc.args[0] if bare else str(exc)).strip()
+    line = (text.splitlines() or [""])[0]
+    if with_type:
+        line = f"{type(exc).__name__}: {line}"
+    return line[:limit] if limit else line
+
+
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> dict:
     """A small table of evidence; every cell is shown as text."""
     return {"type": "table", "title": title, "columns": list(columns),

@@ -7,7 +7,7 @@ returns a :class:`~exercises.outcome.Measurement`.
 import torch
 
 from exercises.context import Context
-from exercises.outcome import Measurement, note, table
+from exercises.outcome import Measurement, first_line, note, table
 
 
 def broadcast_loss(ctx: Context) -> Measurement:
@@ -35,12 +35,6 @@ def broadcast_loss(ctx: Context) -> Measurement:
     return Measurement(observed=list(errors.shape), evidence=evidence)
 
 
-def _first_line(exc: BaseException) -> str:
-    """The exception's first line, as the learner would see it at the top of a traceback."""
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
-
-
 def squeeze_batch(ctx: Context) -> Measurement:
     """Observe the shape of the candidate scores when the batch holds one example.
 
@@ -66,11 +60,11 @@ def squeeze_batch(ctx: Context) -> Measurement:
         try:
             loss = f"{torch.nn.functional.cross_entropy(scores, targets).item():.4f} (ran)"
         except Exception as exc:  # noqa: BLE001 - the exception is the evidence
-            loss = _first_line(exc)
+            loss = first_line(exc)
         try:
             picked = f"{tuple(scores.argmax(dim=1).shape)} (ran)"
         except Exception as exc:  # noqa: BLE001
-            picked = _first_line(exc).split(" (")[0]
+            picked = first_line(exc).split(" (")[0]
         downstream.append([batch_size, loss, picked])
         if batch_size == 1:
             at_one = list(scores.shape)
@@ -236,7 +230,7 @@ def token_logprob(ctx: Context) -> Measurement:
     except Exception as exc:  # noqa: BLE001 - the exception is the observation
         rows.append(["result", "(raised)"])
         evidence = [table("Shapes", ["tensor", "shape"], rows),
-                    note(_first_line(exc)),
+                    note(first_line(exc)),
                     note("gather wants an index with as many axes as its input: (B, T, V) needs (B, T, 1), "
                          "one vocabulary entry per (b, t). It never broadcasts the index.")]
         return Measurement(observed=type(exc).__name__, evidence=evidence)

@@ -8,16 +8,11 @@ autograd graph when it has a ``grad_fn``.
 import torch
 
 from exercises.context import Context
-from exercises.outcome import Measurement, note, table
+from exercises.outcome import Measurement, first_line, note, table
 
 
 def _ptr(t: torch.Tensor) -> int:
     return t.untyped_storage().data_ptr()
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 def view_vs_reshape(ctx: Context) -> Measurement:
@@ -46,7 +41,7 @@ def view_vs_reshape(ctx: Context) -> Measurement:
         flat = layout.column_major(x)
     except Exception as exc:  # noqa: BLE001 - the exception is the observation
         evidence += [table("Reference spellings", ["expression", "values", "shares x"], spellings),
-                     note(_first_line(exc)),
+                     note(first_line(exc)),
                      note("Reading x.T in order means jumping back in memory (0, 3, then 1): no single stride "
                           "does that, so no view exists, and view refuses to copy.")]
         return Measurement(observed=type(exc).__name__, evidence=evidence)
@@ -157,7 +152,7 @@ def inplace_saved(ctx: Context) -> Measurement:
         evidence = [table("Run", ["stage", "outcome"],
                           [["forward", "ran" if stage == "backward" else "raised"],
                            ["backward", "raised" if stage == "backward" else "not reached"]]),
-                    note(_first_line(exc)),
+                    note(first_line(exc)),
                     note("softmax saved its output (version 0) for backward; the in-place clamp made it "
                          "version 1, so backward refuses to use it.")]
         return Measurement(observed=type(exc).__name__, evidence=evidence)

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from exercises.context import Context
-from exercises.outcome import Measurement, note, series, table
+from exercises.outcome import Measurement, first_line, note, series, table
 
 HAND_UPDATE = [-0.1, 0.2, -0.1]  # logits [0, 0, 0], target 1, SGD lr 0.3 (seed 001, Part 1)
 
@@ -58,11 +58,6 @@ LEDGER_BELOW = 0.1  # CAPABILITY's threshold, nats per token
 def _vec(t: torch.Tensor) -> str:
     """A short 1-D tensor as text, 6 significant digits per entry."""
     return "[" + ", ".join(f"{v:.6g}" for v in t.flatten().tolist()) + "]"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
 def _corpus(ctx: Context, n_chars: int = 200_000):
@@ -398,7 +393,7 @@ def masked_mean(ctx: Context) -> Measurement:
         subject(losses, torch.zeros_like(mask))
         all_masked = "no error: returned a value"
     except Exception as exc:  # the error is the observation
-        all_masked = _first_line(exc)
+        all_masked = first_line(exc)
     evidence = [
         table("Losses (pad = 7) and mask", ["sequence", "losses", "mask"], [
             ["0", "[1, 7, 7]", "[1, 0, 0]"], ["1", "[3, 3, 3]", "[1, 1, 1]"]]),
