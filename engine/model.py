@@ -122,10 +122,6 @@ class KVCache:
         self.seq_len = end
         return self.k[:, :, :end], self.v[:, :, :end]  # (B, H, seq_len, D) each
 
-    def reset(self) -> None:
-        """Forget all stored tokens (the storage is reused)."""
-        self.seq_len = 0
-
 
 # ---------------------------------------------------------------------------
 # Modules
@@ -143,7 +139,6 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         C = config.n_embd
         self.n_head = config.n_head
-        self.n_embd = C
         self.dropout = config.dropout
         self.qkv = nn.Linear(C, 3 * C, bias=False)
         self.proj = nn.Linear(C, C, bias=False)

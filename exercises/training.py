@@ -48,7 +48,6 @@ def skip_zero_grad(ctx: Context) -> Measurement:
 # ---------------------------------------------------------------------------
 # Helpers
 
-LINK_CHOICES = ("task", "objective", "gradient", "ownership", "update", "capability")
 SMALL_GPT = dict(block_size=32, n_layer=2, n_head=2, n_embd=64)  # ~0.1 M parameters: quick on a CPU
 LEDGER_BATCH = (4, 32)  # B, T of the fixed batch the learning ledger checks
 LEDGER_STEPS = 150  # CAPABILITY's step budget

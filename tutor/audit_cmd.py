@@ -11,12 +11,7 @@ holds one JSON object in every case: the report (status ok, failed or
 crashed, with ``exit_code``), or ``{"status": "usage_error" | "timeout" |
 "crashed", "error": SENTENCE, "exit_code": 2 | 3}`` when there is none.
 
-Wire it into ``tutor.cli`` with two lines:
-
-    from tutor import audit_cmd          # at the top
-    audit_cmd.add_parser(sub)            # in build_parser, after the other subcommands
-
-and dispatch ``"audit": audit_cmd.run`` in ``main``.
+``tutor.cli`` adds the subcommand with ``add_parser`` and dispatches to ``run``.
 """
 
 from __future__ import annotations
@@ -52,7 +47,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
                    help=f"stop the audit after S seconds (default {DEFAULT_TIMEOUT_S})")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=run)
     return p
 
 

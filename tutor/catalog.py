@@ -90,15 +90,14 @@ class Exercise:
             return self.source
         return f"From chapter {number}, {CHAPTERS[number]}: {section}"
 
-    def seed_for(self, earlier_attempts: int, default: int = 0) -> int:
+    def seed_for(self, earlier_attempts: int) -> int:
         """The check's seed for a learner's next attempt.
 
         An exercise with ``seed_per_attempt`` (the capstone) gives attempt
         n + 1 the seed n, so each attempt meets a new, reproducible mystery;
-        every other exercise keeps ``default``, the seed its values are
-        pinned at.
+        every other exercise keeps seed 0, the seed its values are pinned at.
         """
-        return earlier_attempts if self.seed_per_attempt else default
+        return earlier_attempts if self.seed_per_attempt else 0
 
     @property
     def time_limit_s(self) -> float:

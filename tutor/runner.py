@@ -180,12 +180,11 @@ class Worker:
 class Runner:
     """Runs exercises of one catalog on one device choice."""
 
-    def __init__(self, catalog: Catalog, device: str = "auto", seed: int = 0) -> None:
+    def __init__(self, catalog: Catalog, device: str = "auto") -> None:
         if device not in DEVICES:
             raise DeviceError(f"unknown device {device!r}; use one of {', '.join(DEVICES)}")
         self.catalog = catalog
         self.requested_device = device
-        self.seed = seed
         self.worker = Worker()
         self._jobs = itertools.count(1)
         self._cancelled = threading.Event()
@@ -210,14 +209,15 @@ class Runner:
         return self.requested_device
 
     def run(self, exercise: Exercise, prediction: str | None = None,
-            on_progress: Callable[[dict], None] | None = None, seed: int | None = None) -> RunResult:
+            on_progress: Callable[[dict], None] | None = None, seed: int = 0) -> RunResult:
         """Apply the exercise's fault, run its check on both sides, grade.
 
         Args:
             exercise: the exercise to run.
             prediction: what the learner typed, or None for an ungraded run.
             on_progress: called with ``{"side", "progress", "message"}`` dicts.
-            seed: the check's seed for this run; None takes the runner's.
+            seed: the check's seed (``Context.seed``); 0 is the seed every
+                exercise's values are pinned at.
 
         Raises:
             answers.AnswerError: the prediction does not read as the kind.
@@ -228,7 +228,6 @@ class Runner:
         if prediction is not None:
             parsed = exercise.parse_answer(prediction)
             prediction_text = answers.show(exercise.kind, parsed)
-        seed = self.seed if seed is None else seed
         self._cancelled.clear()
         try:
             device = self.device

@@ -76,7 +76,6 @@ def _preload(torch) -> None:
     """Import, once, the modules checks reach for lazily (the optimizer's first
     step imports torch._dynamo, about a second). Imports only: no tensor
     operation runs here, so no thread pool exists to break across fork."""
-    import importlib
     for name in ("torch.optim", "torch._dynamo", "torch.autograd.gradcheck", "numpy"):
         try:
             importlib.import_module(name)
