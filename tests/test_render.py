@@ -58,3 +58,12 @@ def test_a_cancelled_run_shows_no_made_up_duration():
     text = plain(render_result(ex, _result(status="cancelled", observed=None, clean=None, duration_s=0.0,
                                            evidence={})))
     assert "the run was cancelled" in text and "0.00 s" not in text
+
+
+def test_the_prediction_is_shown_as_it_was_read_and_saved():
+    ex = load_catalog().get("lr-10x")
+    result = _result(id=ex.id, fault=ex.fault, prediction="6", prediction_text="capability",
+                     observed="capability", faulted="capability", status="pass", evidence={})
+    table_text = plain(render_result(ex, result), width=80)
+    line = next(line for line in table_text.splitlines() if "your prediction" in line and "│" in line)
+    assert "capability" in line and " 6 " not in line

@@ -70,7 +70,8 @@ def comparison_table(ex, result) -> Table:
     table.add_column("", style="bold")
     table.add_column("value", overflow="fold")
     if result.prediction is not None:
-        table.add_row("your prediction", Text(result.prediction))
+        # As it was read and graded, which is also how it is saved ("capability" for the key 6).
+        table.add_row("your prediction", Text(result.prediction_text or result.prediction))
     if result.observed is not None:
         table.add_row("observed", Text(answers.show(ex.kind, result.observed)))
     if ex.fault and result.clean is not None and ex.observe != "clean":
