@@ -48,8 +48,9 @@ class ExerciseScreen(Screen):
         Binding("escape", "cancel_or_back", "Back"),  # cancels a running check first
     ]
     #: single keys that keep their meaning while reading; any other printable
-    #: key starts typing the answer (when the answer box is a text box)
-    _COMMAND_KEYS = set("rhaeqp?")
+    #: key starts typing the answer (when the answer box is a text box). The
+    #: action keys no choice may take, plus a (to the answer box) and ? (help).
+    _COMMAND_KEYS = set(answers.ACTION_KEYS) | set("a?")
 
     def __init__(self, exercise: Exercise) -> None:
         """Args:
