@@ -516,7 +516,7 @@ def _progress_of_everyone(args) -> int:
     A file that cannot be read gets its reason on its line; the command then
     exits 2, as a review of that learner alone would.
     """
-    from tutor.progress import ProgressError, ProgressStore, default_folder
+    from tutor.progress import ProgressError, ProgressStore, default_folder, show_time
     if args.learner:
         raise UsageError("--all reviews every learner in the folder; drop --learner, or drop --all")
     store = ProgressStore(default_folder(args.progress_dir))
@@ -556,7 +556,7 @@ def _progress_of_everyone(args) -> int:
         if r["error"]:
             table.add_row(r["learner"], Text("cannot be read (below)", style="red"), "", "", "", "")
         else:
-            when = (r["last_attempt"] or "-").replace("T", " ").replace("+00:00", "Z")
+            when = show_time(r["last_attempt"]) if r["last_attempt"] else "-"
             table.add_row(r["learner"], str(r["tried"]), str(r["solved"]), str(r["attempts"]), str(r["notes"]), when)
     console.print(table)
     for r in rows:

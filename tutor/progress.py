@@ -142,6 +142,11 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def show_time(stamp: str) -> str:
+    """A saved time (``now()``'s ISO form) as people read it: ``2026-11-29 10:01:00Z``."""
+    return stamp.replace("T", " ").replace("+00:00", "Z")
+
+
 def validate_learner(name: str) -> str:
     """Return ``name`` if it is a safe learner name.
 

@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from tutor.progress import LearnerProgress, ProgressError
+from tutor.progress import LearnerProgress, ProgressError, show_time
 from tutor.ui.widgets.exercise_tree import MARKS, status_of
 
 
@@ -41,7 +41,7 @@ def progress_renderable(catalog, progress: LearnerProgress, where: str) -> Group
                     table.add_column(column, overflow="fold")
                 for a in p.attempts:
                     seed = [str(a.seed)] if ex.seed_per_attempt else []  # which mystery the capstone attempt met
-                    table.add_row(a.time.replace("T", " ").replace("+00:00", "Z"), Text(a.prediction), Text(a.observed),
+                    table.add_row(show_time(a.time), Text(a.prediction), Text(a.observed),
                                   Text("yes", style="green") if a.correct else Text("no", style="red"), a.device, *seed)
                 parts.append(table)
             else:
