@@ -20,6 +20,16 @@ def rows(result, side, title_start):
     raise AssertionError(f"no table {title_start!r} on the {side} side")
 
 
+def facts(result, side, title_start):
+    """That table's rows as {first cell: the other cells}."""
+    return {row[0]: row[1:] for row in rows(result, side, title_start)}
+
+
+def fact(result, side, title_start):
+    """That table's rows as {first cell: second cell}."""
+    return {row[0]: row[1] for row in rows(result, side, title_start)}
+
+
 #: A one-exercise set with a fault: valid as it stands; tests break it on purpose.
 DEMO_CATALOG = textwrap.dedent('''
     format_version = 1

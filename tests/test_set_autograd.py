@@ -1,13 +1,7 @@
 """Set ``autograd``: every check observes the known value on both sides
 (CATALOG.md; seed 000 §5), through the real worker."""
 
-
-def facts(result, side, title_start):
-    """The rows of one evidence table as {first cell: second cell}."""
-    for item in result.evidence[side]:
-        if item["type"] == "table" and item["title"].startswith(title_start):
-            return {row[0]: row[1:] for row in item["rows"]}
-    raise AssertionError(f"no table starting {title_start!r} on the {side} side")
+from helpers import facts
 
 
 def test_gradcheck_passes_3x2_and_fails_2x2(run):

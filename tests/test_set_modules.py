@@ -1,13 +1,7 @@
 """Set ``modules``: every check observes the known value on both sides
 (CATALOG.md; seed 000 §3, §4), through the real worker."""
 
-
-def facts(result, side, title_start):
-    """The rows of one evidence table as {first cell: second cell}."""
-    for item in result.evidence[side]:
-        if item["type"] == "table" and item["title"].startswith(title_start):
-            return {row[0]: row[1] for row in item["rows"]}
-    raise AssertionError(f"no table starting {title_start!r} on the {side} side")
+from helpers import fact
 
 
 def test_plain_list_counts_only_the_parameters_outside_the_list(run):
@@ -15,10 +9,10 @@ def test_plain_list_counts_only_the_parameters_outside_the_list(run):
     assert r.status == "pass", r.error
     # wte 37*128 + wpe 64*128 + ln_f 2*128; the four blocks (197,760 each) vanish.
     assert r.clean == 804_224 and r.faulted == 13_184
-    step = facts(r, "faulted", "One AdamW step")
+    step = fact(r, "faulted", "One AdamW step")
     assert step["blocks[0].attn.qkv.weight has a grad"] == "True"
     assert step["blocks[0].attn.qkv.weight moved"] == "False"
-    assert facts(r, "clean", "One AdamW step")["blocks[0].attn.qkv.weight moved"] == "True"
+    assert fact(r, "clean", "One AdamW step")["blocks[0].attn.qkv.weight moved"] == "True"
 
 
 def test_unregistered_tensor_gets_a_grad_but_does_not_move(run):
@@ -32,7 +26,7 @@ def test_replace_after_optimizer_leaves_the_new_weight_still(run):
     r = run("replace-after-optimizer", "no")
     assert r.status == "pass", r.error
     assert r.clean is True and r.faulted is False
-    owners = facts(r, "faulted", "Who holds")
+    owners = fact(r, "faulted", "Who holds")
     assert owners["optimizer holds model.head.weight"] == "False"
     assert owners["optimizer holds the original object"] == "True"
 
@@ -41,30 +35,30 @@ def test_parameters_generator_second_pass_is_empty(run):
     r = run("parameters-generator", "0")
     assert r.status == "pass", r.error
     assert r.clean == 4 and r.faulted == 0
-    assert facts(r, "clean", "inventory")["second pass: scalars"] == "58"
+    assert fact(r, "clean", "inventory")["second pass: scalars"] == "58"
 
 
 def test_buffer_is_saved_and_moved_attribute_neither(run):
     r = run("buffer-vs-attribute", "both, neither")
     assert r.status == "pass", r.error
     assert r.observed == ["both", "neither"]
-    assert facts(r, "clean", "What nn.Module")["after"] == "float64 on cpu"
-    assert facts(r, "faulted", "What nn.Module")["after"] == "float32 on cpu"
+    assert fact(r, "clean", "What nn.Module")["after"] == "float64 on cpu"
+    assert fact(r, "faulted", "What nn.Module")["after"] == "float32 on cpu"
 
 
 def test_assign_tensor_to_param_raises_type_error(run):
     r = run("assign-tensor-to-param", "TypeError")
     assert r.status == "pass", r.error
     assert r.clean == "none" and r.faulted == "TypeError"
-    assert "cannot assign" in facts(r, "faulted", "reinitialise_head")["raised"]
+    assert "cannot assign" in fact(r, "faulted", "reinitialise_head")["raised"]
 
 
 def test_tie_weights_counts_the_copy_twice(run):
     r = run("tie-weights", "808960")
     assert r.status == "pass", r.error
     assert r.clean == 804_224 and r.faulted == 808_960   # difference V*C = 37*128
-    assert facts(r, "clean", "The token table")["same object"] == "True"
-    gaps = facts(r, "faulted", "max |lm_head")
+    assert fact(r, "clean", "The token table")["same object"] == "True"
+    gaps = fact(r, "faulted", "max |lm_head")
     assert gaps["after init"] == "0" and float(gaps["after one AdamW step"]) > 0
 
 
@@ -72,7 +66,7 @@ def test_layernorm_params_2c_then_c(run):
     r = run("layernorm-params", "256, 128")
     assert r.status == "pass", r.error
     assert r.observed == [256, 128]
-    variants = facts(r, "clean", "LayerNorm variants")
+    variants = fact(r, "clean", "LayerNorm variants")
     assert [variants[k] for k in ("LayerNorm(C)", "LayerNorm(C, bias=False)",
                                   "LayerNorm(C, elementwise_affine=False)")] == ["256", "128", "0"]
 
@@ -81,5 +75,5 @@ def test_linear_weight_is_out_by_in(run):
     r = run("linear-weight", "(512, 128)")
     assert r.status == "pass", r.error
     assert r.clean == [512, 128] and r.faulted == [128, 512]
-    assert facts(r, "faulted", "Checks")["model forward on (2, 16)"].startswith("RuntimeError")
+    assert fact(r, "faulted", "Checks")["model forward on (2, 16)"].startswith("RuntimeError")
 

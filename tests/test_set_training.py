@@ -9,23 +9,9 @@ import math
 
 import pytest
 
-from exercises import answers
+from helpers import facts, graded
 
 SET = "training"
-
-
-def _grades(catalog, result, answer: str) -> bool:
-    """Grade ``answer`` against an observation already made (no second run of a slow check)."""
-    ex = catalog.get(result.id)
-    return answers.matches(ex.kind, answers.parse(ex.kind, answer, list(ex.choices)), result.observed, ex.tolerance)
-
-
-def _table(result, side: str, title_start: str) -> dict[str, list[str]]:
-    """Rows of the first evidence table whose title starts with title_start, keyed by first cell."""
-    for item in result.evidence[side]:
-        if item["type"] == "table" and item["title"].startswith(title_start):
-            return {row[0]: row[1:] for row in item["rows"]}
-    raise AssertionError(f"no table {title_start!r} on the {side} side: {result.evidence[side]}")
 
 
 def _series(result, side: str, title_start: str) -> list[float]:
@@ -71,13 +57,13 @@ def test_hand_update(ok, run):
     assert r.clean == pytest.approx(0.908918, abs=1e-6)  # seed 001, Part 1
     p_up = math.exp(-0.2) / (math.exp(-0.2) + 2 * math.exp(0.1))  # the flipped step: [0.1, -0.2, 0.1]
     assert r.faulted == pytest.approx(-math.log(p_up), abs=1e-9)
-    rows = _table(r, "clean", "One step")
+    rows = facts(r, "clean", "One step")
     assert rows["loss before"] == ["1.09861"]
     assert rows["gradient"] == ["[0.333333, -0.666667, 0.333333]"]
     assert rows["logits after"] == ["[-0.1, 0.2, -0.1]"]
     assert rows["target prob"] == ["0.333333 -> 0.402960"]
-    assert _table(r, "clean", "The step against")["same logits as SGD's step"] == ["True"]
-    assert _table(r, "faulted", "The step against")["loss went down"] == ["False"]
+    assert facts(r, "clean", "The step against")["same logits as SGD's step"] == ["True"]
+    assert facts(r, "faulted", "The step against")["loss went down"] == ["False"]
     assert run("hand-update", "0.909").status == "pass"
     assert run("hand-update", "1.0986").status == "fail"
 
@@ -86,7 +72,7 @@ def test_backward_no_update(ok, run):
     r = ok("backward-no-update")
     assert r.clean is True and r.faulted is False
     for side in ("clean", "faulted"):
-        assert _table(r, side, "backward() alone")["weights bit-identical afterwards"] == ["True"]
+        assert facts(r, side, "backward() alone")["weights bit-identical afterwards"] == ["True"]
     flat = _series(r, "faulted", "loss after")
     assert max(flat) == min(flat) == pytest.approx(math.log(8), abs=1e-9)
     assert run("backward-no-update", "no").status == "pass"
@@ -95,7 +81,7 @@ def test_backward_no_update(ok, run):
 def test_set_to_none(ok, run):
     r = ok("set-to-none")
     assert r.clean == "a" and r.faulted == "c"  # None and skipped / zeros and still moved by Adam
-    assert _table(r, "clean", "Head b")["b.weight.grad is"] == ["None"]
+    assert facts(r, "clean", "Head b")["b.weight.grad is"] == ["None"]
     assert run("set-to-none", "c").status == "pass"
 
 
@@ -111,17 +97,17 @@ def test_ce_on_probs(ok, run):
 def test_microbatch_weighting(ok, run):
     r = ok("microbatch-weighting")
     assert r.clean is True and r.faulted is False
-    assert float(_table(r, "clean", "Accumulated")["max |Δ gradient|"][0]) <= 1e-6
-    assert float(_table(r, "faulted", "Accumulated")["max |Δ gradient|"][0]) > 1e-3
-    assert _table(r, "clean", "Microbatches")["30 targets"] == ["0.7143", "0.7143"]
-    assert _table(r, "faulted", "Microbatches")["12 targets"] == ["0.2857", "0.5000"]
+    assert float(facts(r, "clean", "Accumulated")["max |Δ gradient|"][0]) <= 1e-6
+    assert float(facts(r, "faulted", "Accumulated")["max |Δ gradient|"][0]) > 1e-3
+    assert facts(r, "clean", "Microbatches")["30 targets"] == ["0.7143", "0.7143"]
+    assert facts(r, "faulted", "Microbatches")["12 targets"] == ["0.2857", "0.5000"]
     assert run("microbatch-weighting", "no").status == "pass"
 
 
 def test_masked_mean(ok, run):
     r = ok("masked-mean")
     assert r.clean == 2.5 and r.faulted == 2.0
-    nan_rows = _table(r, "clean", "A NaN")
+    nan_rows = facts(r, "clean", "A NaN")
     assert nan_rows["masked_mean"] == ["2.5"]
     assert nan_rows["0 * NaN"] == ["nan"] and nan_rows["(losses * mask).sum() / n"] == ["nan"]
     assert "all positions masked: ValueError" in _notes(r, "clean")
@@ -131,20 +117,20 @@ def test_masked_mean(ok, run):
 def test_misaligned_targets(ok, catalog):
     r = ok("misaligned-targets")
     assert r.clean == "a" and r.faulted == "b"
-    clean, faulted = _table(r, "clean", "After 200 steps"), _table(r, "faulted", "After 200 steps")
+    clean, faulted = facts(r, "clean", "After 200 steps"), facts(r, "faulted", "After 200 steps")
     floor = float(clean["bigram floor (one character of context)"][0])
     assert float(faulted["loss on get_batch's own targets"][0]) < 0.1 < floor
     assert float(faulted["loss on the real next token"][0]) > math.log(37)
     assert 0.5 < float(clean["loss on get_batch's own targets"][0]) < 3.0
     assert clean["check_alignment(x, y)"] == ["True"] and faulted["check_alignment(x, y)"] == ["False"]
-    sample = _table(r, "faulted", "Greedy")["this run"][0]
+    sample = facts(r, "faulted", "Greedy")["this run"][0]
     assert len(set(ast.literal_eval(sample)[4:])) == 1  # the copier repeats one character
-    assert _grades(catalog, r, "b")
+    assert graded(catalog, r, "b")
 
 
 def test_bigram_floor(ok, run):
     r = ok("bigram-floor")
-    rows = _table(r, "clean", "Bigram on the toy text")
+    rows = facts(r, "clean", "Bigram on the toy text")
     assert rows["V, targets"] == ["8, 42"]
     assert _series(r, "clean", "training loss")[0] == pytest.approx(2.079442, abs=1e-6)
     assert float(rows["counting floor"][0]) == pytest.approx(0.731409, abs=1e-6)
@@ -157,7 +143,7 @@ def test_bigram_floor(ok, run):
 def test_zero_lr(ok, run):
     r = ok("zero-lr")
     assert r.faulted == pytest.approx(math.log(8), abs=1e-9) == pytest.approx(2.079442, abs=1e-6)
-    assert _table(r, "faulted", "Bigram, 200")["ln 8"] == ["2.07944"]  # V = 8, computed from the vocabulary
+    assert facts(r, "faulted", "Bigram, 200")["ln 8"] == ["2.07944"]  # V = 8, computed from the vocabulary
     assert r.clean == pytest.approx(0.735081, abs=1e-4)
     assert run("zero-lr", "2.0794").status == "pass"
 
@@ -165,7 +151,7 @@ def test_zero_lr(ok, run):
 def test_fit_vs_stress(ok, run):
     r = ok("fit-vs-stress")
     assert r.clean == "a" and r.faulted == "b"
-    rows = _table(r, "clean", "Loss")
+    rows = facts(r, "clean", "Loss")
     assert [float(v) for v in rows["train 0 1 0 1 …"]] == pytest.approx([0.693147, 0.025389], abs=1e-5)
     assert [float(v) for v in rows["stress"]] == pytest.approx([0.693147, 3.686117], abs=1e-4)
     assert run("fit-vs-stress", "a").status == "pass"
@@ -174,28 +160,28 @@ def test_fit_vs_stress(ok, run):
 def test_init_scale(ok, catalog):
     r = ok("init-scale")
     assert r.clean == "a" and r.faulted == "c"
-    clean = float(_table(r, "clean", "Initial logits")["initial loss / ln V"][0])
-    faulted = float(_table(r, "faulted", "Initial logits")["initial loss / ln V"][0])
+    clean = float(facts(r, "clean", "Initial logits")["initial loss / ln V"][0])
+    faulted = float(facts(r, "faulted", "Initial logits")["initial loss / ln V"][0])
     assert 0.9 < clean < 1.1  # seed 004: 1.02
     assert 5 < faulted < 100  # seed 004: 33.08 on its batch; 23.6 measured here (seed 0, batch 8 x 32)
     assert "OBJECTIVE/initial loss" in _notes(r, "faulted")
-    assert _grades(catalog, r, "c")
+    assert graded(catalog, r, "c")
 
 
 def test_detached_residual(ok, catalog):
     r = ok("detached-residual")
     assert r.clean == "none" and r.faulted == "gradient"
     assert "GRADIENT/present" in _notes(r, "faulted")
-    assert _grades(catalog, r, "gradient")
+    assert graded(catalog, r, "gradient")
 
 
 def test_stale_optimizer(ok, catalog):
     r = ok("stale-optimizer")
     assert r.clean == "none" and r.faulted == "ownership"
-    head = _table(r, "faulted", "The new lm_head.weight")
+    head = facts(r, "faulted", "The new lm_head.weight")
     assert head["in the optimizer"] == ["False"] and head["has a gradient"] == ["True"]
     assert head["moved during training"] == ["False"]
-    assert _grades(catalog, r, "ownership")
+    assert graded(catalog, r, "ownership")
 
 
 def test_lr_10x(ok, catalog):
@@ -204,13 +190,13 @@ def test_lr_10x(ok, catalog):
     assert r.clean == "none" and r.faulted == "capability"
     assert _series(r, "clean", "CAPABILITY")[-1] < 0.1
     assert _series(r, "faulted", "CAPABILITY")[-1] > 0.5
-    assert _grades(catalog, r, "capability")
+    assert graded(catalog, r, "capability")
 
 
 def test_eval_vs_no_grad(ok, run):
     r = ok("eval-vs-no-grad")
     assert r.clean == "a" and r.faulted == "b"
-    switches = _table(r, "clean", "Each switch alone")
+    switches = facts(r, "clean", "Each switch alone")
     assert switches["model.eval() only"] == ["False", "True"]  # dropout off, graph still recorded
     assert switches["torch.no_grad() only"] == ["True", "False"]  # dropout on, no graph
     assert run("eval-vs-no-grad", "b").status == "pass"
@@ -219,6 +205,6 @@ def test_eval_vs_no_grad(ok, run):
 def test_overfit_batch(ok, catalog):
     r = ok("overfit-batch")
     assert r.clean < 0.05  # near zero (seed 004: 0.0029 after 400 steps at 4 layers)
-    start = float(_table(r, "faulted", "One fixed batch")["start"][0])
+    start = float(facts(r, "faulted", "One fixed batch")["start"][0])
     assert r.faulted == pytest.approx(start, abs=1e-5) and abs(r.faulted - math.log(37)) < 0.1
-    assert _grades(catalog, r, "3.6") and not _grades(catalog, r, "0")
+    assert graded(catalog, r, "3.6") and not graded(catalog, r, "0")
