@@ -57,10 +57,15 @@ def test_safe_names_pass():
     assert validate_learner("ada.lovelace_1-2") == "ada.lovelace_1-2"
 
 
-@pytest.mark.parametrize("content, why", [
-    ("this is = = not toml", "not valid TOML"),
-    ("format_version = 0\n", "format_version"),
-    ('format_version = 1\nexercises = "oops"\n', "not a table"),
+#: Damaged progress files and the reason each is refused, as the learner is told it.
+DAMAGED = [
+    ("this is = = not toml", "it is not valid TOML"),
+    ("format_version = 0\n", "its format_version is 0, not 1"),
+    ('format_version = 1\nexercises = "oops"\n', "its exercises entry is not a table"),
+]
+
+
+@pytest.mark.parametrize("content, why", DAMAGED + [
     ('format_version = 1\n[exercises.x]\nattempts = [{time = 1}]\n', "wrongly typed"),
 ])
 def test_a_damaged_file_is_kept_aside_and_never_overwritten(tmp_path, content, why):
@@ -178,11 +183,7 @@ def test_fuzz_found_a_newer_file_with_odd_contents_is_still_read_only(tmp_path):
     assert p.read_only and p.exercises == {}
 
 
-@pytest.mark.parametrize("content, why", [
-    ("this is = = not toml", "it is not valid TOML"),
-    ("format_version = 0\n", "its format_version is 0, not 1"),
-    ('format_version = 1\nexercises = "oops"\n', "its exercises entry is not a table"),
-])
+@pytest.mark.parametrize("content, why", DAMAGED)
 def test_a_review_leaves_a_damaged_file_where_it_is(tmp_path, content, why):
     path = tmp_path / "ada.toml"
     path.write_text(content)

@@ -369,27 +369,26 @@ def test_runner_exception_is_shown_not_raised(tmp_path):
     drive(app, script)
 
 
-def test_note_is_saved_when_the_app_exits_at_once(tmp_path):
+async def _exit_at_once(pilot):
+    pilot.app.exit()  # no quit action, no debounce: the unmount must flush
+
+
+async def _ctrl_c(pilot):
+    await pilot.press("ctrl+c")
+
+
+@pytest.mark.parametrize("text, leave", [("broadcasting", _exit_at_once), ("axis", _ctrl_c)],
+                         ids=["app-exits-at-once", "ctrl-c"])
+def test_note_is_saved_when_the_app_ends(tmp_path, text, leave):
     ex = load_catalog().exercises[0]
     app, _ = make_app(tmp_path)
 
     async def script(pilot):
         await open_note(pilot, ex.id)
-        await pilot.press(*"broadcasting")
-        pilot.app.exit()  # no quit action, no debounce: the unmount must flush
+        await pilot.press(*text)
+        await leave(pilot)
     drive(app, script)
-    assert saved(tmp_path)["exercises"][ex.id]["note"] == "broadcasting"
-
-
-def test_note_is_saved_on_ctrl_c(tmp_path):
-    ex = load_catalog().exercises[0]
-    app, _ = make_app(tmp_path)
-
-    async def script(pilot):
-        await open_note(pilot, ex.id)
-        await pilot.press(*"axis", "ctrl+c")
-    drive(app, script)
-    assert saved(tmp_path)["exercises"][ex.id]["note"] == "axis"
+    assert saved(tmp_path)["exercises"][ex.id]["note"] == text
 
 
 def test_note_is_saved_after_a_pause_in_typing(tmp_path):
