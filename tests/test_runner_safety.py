@@ -117,3 +117,21 @@ def test_tutor_check_leaves_the_tree_and_progress_untouched(tmp_path):
     assert sorted(p.name for p in (root / "progress").iterdir()) == [".gitkeep"]
     leftovers = [p.name for p in scratch.iterdir() if not p.name.startswith("torchinductor")]
     assert leftovers == []  # private copies were removed (torch's own compile cache may stay)
+
+
+def test_a_cancelled_run_reports_how_long_it_ran(catalog):
+    import threading
+    import time
+    r = Runner(catalog, device="cpu")
+    try:
+        r.warm_up()
+        results = []
+        t = threading.Thread(target=lambda: results.append(r.run(catalog.get("non-causal"), "a")))
+        t.start()
+        time.sleep(1.0)  # the run is training by now
+        r.cancel()
+        t.join(timeout=20)
+        assert results[0].status == "cancelled"
+        assert results[0].duration_s >= 0.5  # most of the second it ran before the cancel, not 0
+    finally:
+        r.close()

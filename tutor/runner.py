@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -243,6 +244,7 @@ class Runner:
             sides.append({"name": "faulted", "fault": fault.to_dict()})
         request = {"job": next(self._jobs), "check": exercise.check, "device": device, "seed": seed,
                    "timeout_s": exercise.time_limit_s, "sides": sides}
+        started = time.perf_counter()
         try:
             answer = self.worker.request(request, on_progress)
         except WorkerError:
@@ -254,6 +256,7 @@ class Runner:
                            prediction_text=prediction_text, seed=seed)
         if answer is None:
             self.worker.stop()
+            result.duration_s = time.perf_counter() - started  # how long it ran before it stopped
             if self._cancelled.is_set():
                 result.status = "cancelled"
                 result.errors["run"] = "the run was cancelled"

@@ -266,7 +266,7 @@ class ExerciseScreen(Screen):
     def on_run_finished(self, message: RunFinished) -> None:
         result = message.result
         if result.status == "cancelled" and not result.duration_s:
-            # The runner times only finished runs; show how long this one ran before it was stopped.
+            # Stopped before the runner timed anything (while the worker started): time it here.
             result = dataclasses.replace(result, duration_s=time.monotonic() - self._started_at)
         self._set_running(False)
         panel = self.query_one(ResultPanel)
