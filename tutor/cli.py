@@ -20,6 +20,7 @@ from typing import Any
 from exercises import answers
 from exercises.faults import diff
 from tutor import audit_cmd
+from tutor.runner import DEVICES
 
 EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, EXIT_CHECK = 0, 1, 2, 3
 
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--progress-dir", help="folder for progress files (default: TUTOR_PROGRESS_DIR, "
                         "the checkout's progress/, or your user data folder)")
     parser.add_argument("--learner", help="learner name (default: TUTOR_LEARNER or your login name)")
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+    parser.add_argument("--device", choices=DEVICES, default="auto",
                         help="where checks run (default: auto, CUDA when present)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
@@ -98,7 +99,7 @@ def _seed(text: str) -> int:
 def _shared(p: argparse.ArgumentParser, learner: bool = True, device: bool = True) -> None:
     # The same options are accepted after the subcommand too.
     if device:
-        p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=argparse.SUPPRESS)
+        p.add_argument("--device", choices=DEVICES, default=argparse.SUPPRESS)
     if learner:
         p.add_argument("--learner", default=argparse.SUPPRESS)
         p.add_argument("--progress-dir", default=argparse.SUPPRESS)
