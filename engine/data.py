@@ -61,3 +61,44 @@ def check_alignment(x: torch.Tensor, y: torch.Tensor) -> bool:
     Seed 004: the one line that catches a misaligned target before training.
     """
     return torch.equal(x[:, 1:], y[:, :-1])
+
+
+#: The target id that ``F.cross_entropy`` (and so the engine's loss) skips:
+#: its default ``ignore_index``.
+IGNORE_INDEX = -100
+
+
+def pad_batch(sequences: list[list[int]], pad_id: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Shifted (input, target) pairs for sequences of different lengths, padded to one T.
+
+    Seed 000, section 7 ("Masking chooses which examples count"). Each
+    sequence s gives x = s[:-1] and y = s[1:]; shorter rows are filled up to
+    T = (longest length - 1). Inputs are filled with ``pad_id``, a real id
+    the embedding can look up; targets are filled with ``IGNORE_INDEX``, so
+    the loss averages over real next tokens only. A padded input position
+    still runs through the model; causality keeps it from changing the real
+    positions before it.
+
+    Args:
+        sequences: B lists of token ids, each of length >= 2.
+        pad_id: the id written into padded input positions.
+        device: where to put x and y.
+
+    Returns:
+        (x, y), each (B, T) int64.
+
+    Raises:
+        ValueError: if there are no sequences or one is shorter than 2 ids.
+    """
+    if not sequences or min(len(s) for s in sequences) < 2:
+        raise ValueError("pad_batch needs at least one sequence, each of 2 or more ids (an input and its target).")
+    T = max(len(s) for s in sequences) - 1
+    x = torch.full((len(sequences), T), pad_id, dtype=torch.long)  # (B, T)
+    y = torch.full((len(sequences), T), IGNORE_INDEX, dtype=torch.long)  # (B, T)
+    for b, s in enumerate(sequences):
+        ids = torch.tensor(s, dtype=torch.long)
+        x[b, : len(s) - 1] = ids[:-1]
+        y[b, : len(s) - 1] = ids[1:]
+    if device is not None:
+        x, y = x.to(device), y.to(device)
+    return x, y  # (B, T), (B, T)

@@ -1,4 +1,4 @@
-"""Autoregressive generation: greedy, temperature and top-k; naive and cached.
+"""Autoregressive generation: greedy, temperature, top-k and top-p; naive and cached.
 
 Seed 004, "Generation is a different program": generation feeds the model
 its own output, in eval mode (dropout off), cropping the context to
@@ -12,22 +12,95 @@ import torch
 import torch.nn.functional as F
 
 
-def _next_token(logits: torch.Tensor, temperature: float, top_k: int | None,
-                greedy: bool, generator: torch.Generator | None) -> torch.Tensor:
-    """Pick one id per row from last-position logits (B, V); returns (B, 1)."""
-    if greedy:
-        return logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+def top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Nucleus filtering: keep the fewest most likely ids whose probability reaches top_p.
+
+    Seed 004, "Generation is a different program" (the sampling knobs).
+    Ids are ranked by probability; an id is dropped once the ids ranked
+    above it already carry top_p or more. The id whose probability carries
+    the running total across top_p therefore stays: for probabilities
+    [0.5, 0.41, 0.09] and top_p = 0.9 the first two stay (0.5 alone falls
+    short of 0.9). The most likely id always stays.
+
+    Args:
+        logits: (B, V) scores; ids already at -inf stay there.
+        top_p: the probability mass to keep, in (0, 1].
+
+    Returns:
+        (B, V) logits with every dropped id at -inf.
+    """
+    ranked, order = torch.sort(logits, dim=-1, descending=True)  # (B, V), best first
+    probs = F.softmax(ranked, dim=-1)  # (B, V)
+    above = probs.cumsum(dim=-1) - probs  # (B, V): mass of the ids ranked above each one
+    drop_ranked = above >= top_p  # the ids above already reach top_p
+    drop = torch.zeros_like(drop_ranked).scatter(-1, order, drop_ranked)  # back to id order
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def valid_logits(logits: torch.Tensor, valid_vocab: int | None) -> torch.Tensor:
+    """Remove the ids a padded vocabulary table owns but no tokenizer emits.
+
+    Seed 000, section 8 ("Vocabulary padding"): GPT-2's 50,257 ids live in a
+    table of 50,304 rows, a multiple of 64; the 47 extra rows are not
+    tokens, and a decoder must never pick them.
+
+    Args:
+        logits: (B, V) scores over the model's table.
+        valid_vocab: how many ids the tokenizer defines (ids 0 .. valid_vocab - 1),
+            or None when the table has no padding.
+
+    Returns:
+        (B, V) logits with ids >= valid_vocab at -inf.
+    """
+    if valid_vocab is None:
+        return logits
+    padded = torch.arange(logits.size(-1), device=logits.device) >= valid_vocab  # (V,)
+    return logits.masked_fill(padded, float("-inf"))
+
+
+def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
+                          top_p: float | None = None, valid_vocab: int | None = None) -> torch.Tensor:
+    """The distribution the next id is drawn from, for last-position logits.
+
+    Seed 004, "Generation is a different program". In order: padded ids
+    are removed (``valid_logits``); the logits are divided by the
+    temperature (below 1 sharpens, above 1 flattens); top-k keeps the k
+    largest; top-p keeps the nucleus (``top_p_filter``) of the tempered
+    distribution; softmax turns what is left into probabilities.
+
+    Args:
+        logits: (B, V) scores.
+        temperature: > 0.
+        top_k: keep the top_k largest logits, or None.
+        top_p: keep the nucleus of mass top_p, or None.
+        valid_vocab: ids the tokenizer defines, or None (see ``valid_logits``).
+
+    Returns:
+        (B, V) probabilities; each row sums to 1 and removed ids are exactly 0.
+    """
+    logits = valid_logits(logits, valid_vocab)
     logits = logits / temperature
     if top_k is not None:
         kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
         logits = logits.masked_fill(logits < kth, float("-inf"))
-    probs = F.softmax(logits, dim=-1)  # (B, V)
+    if top_p is not None:
+        logits = top_p_filter(logits, top_p)
+    return F.softmax(logits, dim=-1)  # (B, V)
+
+
+def _next_token(logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None,
+                valid_vocab: int | None, greedy: bool, generator: torch.Generator | None) -> torch.Tensor:
+    """Pick one id per row from last-position logits (B, V); returns (B, 1)."""
+    if greedy:
+        return valid_logits(logits, valid_vocab).argmax(dim=-1, keepdim=True)  # (B, 1)
+    probs = sampling_distribution(logits, temperature, top_k, top_p, valid_vocab)  # (B, V)
     return torch.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
 
 
 def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, greedy: bool = False, use_cache: bool = False,
-             generator: torch.Generator | None = None) -> torch.Tensor:
+             generator: torch.Generator | None = None, top_p: float | None = None,
+             valid_vocab: int | None = None) -> torch.Tensor:
     """Extend idx by max_new_tokens tokens sampled from the model.
 
     The model is put in eval mode (dropout off) and its previous mode is
@@ -50,16 +123,22 @@ def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float =
         max_new_tokens: number of tokens to append.
         temperature: > 0; logits are divided by it before sampling.
         top_k: keep only the top_k most likely ids before sampling; 1 is greedy.
-        greedy: take the argmax instead of sampling (temperature, top_k unused).
+        greedy: take the argmax instead of sampling (temperature, top_k and
+            top_p unused).
         use_cache: decode through a KV cache.
         generator: torch.Generator on the model's device, for reproducible sampling.
+        top_p: keep only the nucleus of probability mass top_p, in (0, 1]
+            (``top_p_filter``); applied after temperature and top_k.
+        valid_vocab: when the model's vocabulary table is padded past the
+            tokenizer's ids, how many ids are real; the rest are never picked.
 
     Returns:
         (B, T + max_new_tokens) int64 ids: the prompt followed by new tokens.
 
     Raises:
-        ValueError: if temperature <= 0, top_k is outside [1, V],
-            max_new_tokens < 0, or idx is not (B, T) with T >= 1.
+        ValueError: if temperature <= 0, top_k is outside [1, V], top_p is
+            outside (0, 1], valid_vocab is outside [1, V], max_new_tokens < 0,
+            or idx is not (B, T) with T >= 1.
     """
     V = model.config.vocab_size
     block_size = model.config.block_size
@@ -70,13 +149,17 @@ def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float =
         )
     if top_k is not None and not 1 <= top_k <= V:
         raise ValueError(f"top_k must be between 1 and the vocabulary size V={V}, got top_k={top_k}.")
+    if top_p is not None and not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got top_p={top_p}; 1 keeps every id.")
+    if valid_vocab is not None and not 1 <= valid_vocab <= V:
+        raise ValueError(f"valid_vocab must be between 1 and the table size V={V}, got {valid_vocab}.")
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be zero or more, got {max_new_tokens}.")
     if idx.dim() != 2 or idx.size(1) < 1:
         raise ValueError(f"idx must have shape (B, T) with T >= 1, got {tuple(idx.shape)}.")
 
     def pick(logits: torch.Tensor) -> torch.Tensor:
-        return _next_token(logits, temperature, top_k, greedy, generator)
+        return _next_token(logits, temperature, top_k, top_p, valid_vocab, greedy, generator)
 
     was_training = model.training
     model.eval()

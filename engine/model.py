@@ -11,6 +11,8 @@ D head size (C // H), V vocabulary.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -42,6 +44,43 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """
     B, H, T, D = x.shape
     return x.transpose(1, 2).contiguous().view(B, T, H * D)  # (B, T, C)
+
+
+# ---------------------------------------------------------------------------
+# Attention, written out
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+              mask: torch.Tensor | None = None,
+              dropout_p: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scaled dot-product attention with every step in view: the path SDPA fuses.
+
+    Seed 004, "The model: attention"; seed 000, section 4. Each query scores
+    every key, ``q @ k^T``, scaled by 1/sqrt(D) so the scores keep unit
+    variance whatever the head size; keys the mask forbids get a score of
+    -inf, so the softmax gives them exactly zero weight; each output is the
+    weighted average of the values. With the same mask it equals
+    ``F.scaled_dot_product_attention`` within float rounding, and it hands
+    back the weights, which SDPA keeps to itself.
+
+    Args:
+        q: (B, H, T_q, D) queries.
+        k, v: (B, H, T_k, D) keys and values.
+        mask: optional bool (T_q, T_k); True means "may attend" (SDPA's
+            convention; see ``causal_mask``). Every row needs one True.
+        dropout_p: probability of dropping an attention weight (training).
+
+    Returns:
+        (y, weights): y (B, H, T_q, D); weights (B, H, T_q, T_k), each row
+        summing to 1 (before dropout).
+    """
+    D = q.size(-1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, T_q, T_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # forbidden keys
+    weights = F.softmax(scores, dim=-1)  # (B, H, T_q, T_k)
+    y = F.dropout(weights, p=dropout_p) @ v if dropout_p > 0 else weights @ v  # (B, H, T_q, D)
+    return y, weights
 
 
 # ---------------------------------------------------------------------------
@@ -133,6 +172,12 @@ class CausalSelfAttention(nn.Module):
     Seed 004, "The model: attention". One packed Linear makes q, k and v;
     each is split into H heads; ``F.scaled_dot_product_attention`` applies
     the causal restriction; heads are merged and projected back to C.
+
+    Attributes:
+        fused: True (the default) runs SDPA. False runs the written-out
+            ``attention`` with an explicit causal mask, the same function
+            step by step, and keeps its weights in ``self.weights``
+            (B, H, T, T_k) after each call, for instruments to read.
     """
 
     def __init__(self, config: GPTConfig) -> None:
@@ -143,6 +188,8 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(C, 3 * C, bias=False)
         self.proj = nn.Linear(C, C, bias=False)
         self.resid_dropout = nn.Dropout(config.dropout)
+        self.fused = True
+        self.weights: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None,
                 offset: int = 0) -> torch.Tensor:
@@ -160,10 +207,14 @@ class CausalSelfAttention(nn.Module):
         k = split_heads(k, self.n_head)  # (B, H, T, D)
         v = split_heads(v, self.n_head)  # (B, H, T, D)
         dropout_p = self.dropout if self.training else 0.0
-        if cache is None:
+        if cache is not None:
+            k, v = cache.update(k, v)  # (B, H, offset + T, D)
+        if not self.fused:
+            mask = causal_mask(offset, T, k.size(2), x.device)  # (T, offset + T)
+            y, self.weights = attention(q, k, v, mask, dropout_p)  # (B, H, T, D), (B, H, T, offset + T)
+        elif cache is None:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)  # (B, H, T, D)
         else:
-            k, v = cache.update(k, v)  # (B, H, offset + T, D)
             # One new token is the newest position and may see every cached
             # key: it needs no mask. A chunk of T > 1 tokens does.
             mask = causal_mask(offset, T, k.size(2), x.device) if T > 1 else None  # (T, offset + T)

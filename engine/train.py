@@ -86,3 +86,38 @@ def overfit_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
         return [train_step(model, optimizer, x, y) for _ in range(steps)]
     finally:
         model.train(was_training)
+
+
+def scaled_train_step(model: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
+                      x: torch.Tensor, y: torch.Tensor, max_norm: float = 1.0,
+                      autocast_dtype: torch.dtype | None = None) -> float:
+    """One step with loss scaling and gradient clipping, the mixed-precision recipe.
+
+    Seed 000, section 7 ("Initialization, precision, and evaluation mode"):
+    loss scaling is its own mechanism beside autocast. The loss is multiplied
+    by the scaler's factor (65,536 at the start) before backward, so small
+    float16 gradients do not underflow; every gradient then arrives that
+    many times too large. ``scaler.unscale_`` divides them back in place,
+    and only then does clipping see their true norm. ``scaler.step`` skips
+    the update when a gradient is inf or NaN, and ``scaler.update`` adapts
+    the factor.
+
+    Args:
+        scaler: a ``torch.amp.GradScaler`` for x's device type.
+        x, y: (B, T) int64 inputs and targets.
+        max_norm: the largest total gradient norm the update may use.
+        autocast_dtype: run the forward under ``torch.autocast`` in this
+            dtype (float16, bfloat16), or None for the model's own dtype.
+
+    Returns:
+        The loss before the step, in nats per token (unscaled).
+    """
+    with torch.autocast(x.device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+        _, loss = model(x, targets=y)
+    optimizer.zero_grad(set_to_none=True)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)  # the gradients' true size, before anything reads their norm
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.item()
