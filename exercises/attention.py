@@ -5,16 +5,11 @@ import torch
 from exercises.context import Context
 from exercises.outcome import Measurement, note, series, table
 
-LEDGER_CONFIG = dict(vocab_size=37, block_size=64, n_layer=4, n_head=4, n_embd=128)
-
 
 def _model(ctx: Context, **overrides):
-    from engine.config import GPTConfig
-    from engine.model import GPT
-
-    config = GPTConfig(**{**LEDGER_CONFIG, **overrides})
-    torch.manual_seed(ctx.seed)
-    return GPT(config).to(ctx.device).eval(), config
+    """The seed-sized engine (``ctx.gpt("seed")`` with overrides) in eval mode, and its config."""
+    model = ctx.gpt("seed", **overrides).eval()
+    return model, model.config
 
 
 def _ledger_choice(ctx: Context) -> Measurement:
@@ -214,7 +209,7 @@ def sdpa_bool_mask(ctx: Context) -> Measurement:
     return Measurement(observed=bool(equal), evidence=evidence)
 
 
-NON_CAUSAL = dict(n_layer=2, n_head=2, n_embd=64, block_size=16)
+NON_CAUSAL = dict(block_size=16)  # the "small" preset with a 16-token window
 NON_CAUSAL_STEPS = 300
 NON_CAUSAL_BATCH = 32
 NON_CAUSAL_LR = 5e-3
@@ -260,22 +255,19 @@ def non_causal(ctx: Context) -> Measurement:
     """
     import math
 
-    from engine.config import GPTConfig
     from engine.corpus import make_corpus
     from engine.data import get_batch, split
     from engine.generate import generate
     from engine.instruments.intervention import future_token_intervention
-    from engine.model import GPT
     from engine.tokenizer import CharTokenizer
     from engine.train import evaluate, make_optimizer, train_step
 
     text = make_corpus(100_000, seed=ctx.seed)
     tok = CharTokenizer(text)
     train_data, val_data = split(tok.encode_tensor(text))
-    config = GPTConfig(vocab_size=tok.vocab_size, **NON_CAUSAL)
+    model = ctx.gpt("small", vocab_size=tok.vocab_size, **NON_CAUSAL)
+    config = model.config
     T = config.block_size
-    torch.manual_seed(ctx.seed)
-    model = GPT(config).to(ctx.device)
     optimizer = make_optimizer(model, lr=NON_CAUSAL_LR)
     g = torch.Generator().manual_seed(ctx.seed)
     x_val, y_val = get_batch(val_data, 64, T, generator=torch.Generator().manual_seed(ctx.seed + 1), device=ctx.device)

@@ -14,8 +14,6 @@ import torch
 from exercises.context import Context
 from exercises.outcome import Measurement, note, table
 
-SEED_CONFIG = dict(vocab_size=37, block_size=64, n_layer=4, n_head=4, n_embd=128)
-GPT2_SMALL = dict(vocab_size=50257, block_size=1024, n_layer=12, n_head=12, n_embd=768)
 
 #: A phase "dominates clearly" when it takes at least this many times the runner-up.
 CLEAR_RATIO = 1.25
@@ -42,35 +40,31 @@ def param_accounting(ctx: Context) -> Measurement:
     building meta models at V - 1 and V. The evidence says whether the
     formula gives the same V. Seed 004, "Parameter accounting".
     """
-    from engine.config import GPTConfig
+    from engine.config import preset
     from engine.instruments.param_accounting import agree, build_meta, count_by_group, formula
-    from engine.model import GPT
 
     seed_rows = []
     for tie in (True, False):
-        config = GPTConfig(**SEED_CONFIG, tie_weights=tie)
-        torch.manual_seed(ctx.seed)
-        model = GPT(config).to(ctx.device)
-        result = agree(config, model)
+        model = ctx.gpt("seed", tie_weights=tie)
+        result = agree(model.config, model)
         tied = ", ".join(f"{a} is {b}" for a, b in result["counted"]["tied"]) or "none"
         seed_rows.append(["tied" if tie else "untied", f"{result['formula']['total']:,}",
                           f"{result['counted']['total']:,}", tied])
-    big = GPTConfig(**GPT2_SMALL, tie_weights=True)
+    big = preset("gpt2-small", tie_weights=True)
     big_result = agree(big)  # meta device
-    untied_big = formula(**{k: GPT2_SMALL[k] for k in ("vocab_size", "block_size", "n_layer", "n_embd")},
-                         tie_weights=False)
+    untied_big = formula(big.vocab_size, big.block_size, big.n_layer, big.n_embd, tie_weights=False)
     big_rows = [[g, f"{f:,}", f"{c:,}"] for g, f, c in big_result["rows"]]
     big_rows.append(["total (tied)", f"{big_result['formula']['total']:,}", f"{big_result['counted']['total']:,}"])
 
     # The crossover, from the block as built.
-    C = SEED_CONFIG["n_embd"]
-    probe = build_meta(GPTConfig(**SEED_CONFIG))
+    C = preset("seed").n_embd
+    probe = build_meta(preset("seed"))
     block_counted = count_by_group(probe.blocks[0])["total"]
     block_formula = formula(1, 1, 1, C)["block"]
     v_model = block_counted // C + 1
     v_formula = block_formula // C + 1
-    below = build_meta(GPTConfig(**{**SEED_CONFIG, "vocab_size": v_model - 1}))
-    at = build_meta(GPTConfig(**{**SEED_CONFIG, "vocab_size": v_model}))
+    below = build_meta(preset("seed", vocab_size=v_model - 1))
+    at = build_meta(preset("seed", vocab_size=v_model))
     below_ok = below.wte.weight.numel() <= block_counted
     at_ok = at.wte.weight.numel() > block_counted
     evidence = [
@@ -97,15 +91,11 @@ def param_accounting(ctx: Context) -> Measurement:
 
 
 def _workload_model(ctx: Context):
-    from engine.config import GPTConfig
-    from engine.model import GPT
     from exercises.snippets import workload
 
     w = workload.WORKLOAD
-    config = GPTConfig(vocab_size=37, block_size=max(64, w["block"]), n_layer=w["n_layer"], n_head=4,
-                       n_embd=w["n_embd"])
-    torch.manual_seed(ctx.seed)
-    model = GPT(config).to(ctx.device)
+    model = ctx.gpt("seed", block_size=max(64, w["block"]), n_layer=w["n_layer"], n_embd=w["n_embd"])
+    config = model.config
     optimizer = torch.optim.AdamW(model.parameters(), lr=workload.LR)
     g = torch.Generator().manual_seed(ctx.seed)
     x = torch.randint(0, config.vocab_size, (w["batch"], w["block"]), generator=g).to(ctx.device)
@@ -205,7 +195,7 @@ def seq_sweep(ctx: Context) -> Measurement:
 
 
 #: The paired comparison's budget: 3 seeds x 2 arms x 60 steps of a 1-layer, C = 64 model.
-COMPARE_RUN = dict(vocab_size=37, block_size=32, n_layer=1, n_head=4, n_embd=64)
+COMPARE_RUN = dict(n_layer=1, n_head=4)  # the "small" preset, one block of four heads
 COMPARE_STEPS, COMPARE_BATCH, COMPARE_LR, COMPARE_SEEDS = 60, 16, 2e-3, 3
 
 
@@ -220,7 +210,7 @@ def seed_variation(ctx: Context) -> Measurement:
     by the rule in ``engine.instruments.seed_variation.verdict``. Seed 004,
     "Weight tying" and "The run record, and this model's baseline variation".
     """
-    from engine.config import GPTConfig
+    from engine.config import preset
     from engine.instruments.run_record import train_run
     from engine.instruments.seed_variation import paired, summarize
     from exercises.snippets.pairing import seeds_for_b
@@ -230,7 +220,7 @@ def seed_variation(ctx: Context) -> Measurement:
 
     def arm(tie: bool):
         def run(seed: int) -> dict:
-            record = train_run(GPTConfig(**COMPARE_RUN, tie_weights=tie), seed, steps=COMPARE_STEPS,
+            record = train_run(preset("small", **COMPARE_RUN, tie_weights=tie), seed, steps=COMPARE_STEPS,
                                batch_size=COMPARE_BATCH, lr=COMPARE_LR, device=ctx.device)
             records[(tie, seed)] = record
             return record

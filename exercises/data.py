@@ -60,9 +60,7 @@ def id_out_of_range(ctx: Context) -> Measurement:
     of the plain lookup, or ``"none"``.
     Seed 004, "Data: the tokenizer" (an out-of-range id reaching the table).
     """
-    from engine.config import GPTConfig
     from engine.corpus import make_corpus
-    from engine.model import GPT
     from engine.tokenizer import CharTokenizer
     from exercises.snippets import embedding_rows
 
@@ -78,9 +76,8 @@ def id_out_of_range(ctx: Context) -> Measurement:
         observed, plain = type(exc).__name__, first_line(exc, limit=160)
 
     largest = int(ids.max())
-    config = GPTConfig(vocab_size=rows, block_size=16, n_layer=1, n_head=2, n_embd=16)
-    torch.manual_seed(ctx.seed)
-    model = GPT(config).to(ctx.device).eval()
+    model = ctx.gpt("small", vocab_size=rows, block_size=16, n_layer=1, n_embd=16).eval()
+    config = model.config
     at = int((ids == largest).nonzero()[0])
     start = max(0, min(at - 8, len(ids) - config.block_size))
     window = ids[start:start + config.block_size][None].to(ctx.device)  # (1, 16), holds the largest id

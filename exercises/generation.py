@@ -17,12 +17,6 @@ TRAIN_STEPS = 200
 PROMPT = "The "
 
 
-def _small_config(**overrides):
-    from engine.config import GPTConfig
-
-    return GPTConfig(**{**dict(vocab_size=37, block_size=32, n_layer=2, n_head=2, n_embd=64), **overrides})
-
-
 def _trained(ctx: Context, steps: int = TRAIN_STEPS, **overrides):
     """A small engine trained briefly on the corpus; returned in train mode.
 
@@ -35,16 +29,14 @@ def _trained(ctx: Context, steps: int = TRAIN_STEPS, **overrides):
     """
     from engine.corpus import make_corpus
     from engine.data import get_batch
-    from engine.model import GPT
     from engine.tokenizer import CharTokenizer
     from engine.train import make_optimizer, train_step
 
     text = make_corpus(50_000, seed=ctx.seed)
     tok = CharTokenizer(text)
     data = tok.encode_tensor(text)
-    config = _small_config(vocab_size=tok.vocab_size, **overrides)
-    torch.manual_seed(ctx.seed)
-    model = GPT(config).to(ctx.device)
+    model = ctx.gpt("small", vocab_size=tok.vocab_size, **overrides)
+    config = model.config
     optimizer = make_optimizer(model, lr=5e-3)
     g = torch.Generator().manual_seed(ctx.seed)
     model.train()
@@ -109,11 +101,9 @@ def no_crop(ctx: Context) -> Measurement:
     context length).
     """
     from engine.generate import generate
-    from engine.model import GPT
 
-    config = _small_config(block_size=16, n_layer=1, n_embd=32)
-    torch.manual_seed(ctx.seed)
-    model = GPT(config).to(ctx.device).eval()
+    model = ctx.gpt("small", block_size=16, n_layer=1, n_embd=32).eval()
+    config = model.config
     g = torch.Generator().manual_seed(ctx.seed)
     prompt = torch.randint(0, config.vocab_size, (1, 12), generator=g).to(ctx.device)
     lengths = []
@@ -149,12 +139,10 @@ def sampling_knobs(ctx: Context) -> Measurement:
     import copy
 
     from engine.generate import generate
-    from engine.model import GPT
 
-    config = _small_config(block_size=32, n_layer=1, n_embd=32)
+    model = ctx.gpt("small", n_layer=1, n_embd=32).eval()
+    config = model.config
     V = config.vocab_size
-    torch.manual_seed(ctx.seed)
-    model = GPT(config).to(ctx.device).eval()
     g = torch.Generator().manual_seed(ctx.seed)
     prompt = torch.randint(0, V, (2, 8), generator=g).to(ctx.device)
     greedy = generate(model, prompt, 20, greedy=True)
@@ -196,11 +184,9 @@ def _ms_per_token(ctx: Context) -> list[list]:
     holding T - 1 tokens. Untrained engine, 2 layers, C = 64, block_size 512;
     the best of 5 repeats. Rows: [T, naive ms, cached ms, naive / cached].
     """
-    from engine.model import GPT
 
-    config = _small_config(block_size=max(TIMING_CONTEXTS))
-    torch.manual_seed(ctx.seed)
-    model = GPT(config).to(ctx.device).eval()
+    model = ctx.gpt("small", block_size=max(TIMING_CONTEXTS)).eval()
+    config = model.config
     idx = torch.randint(0, config.vocab_size, (1, config.block_size),
                         generator=torch.Generator().manual_seed(ctx.seed)).to(ctx.device)
 

@@ -12,18 +12,6 @@ from torch import nn
 from exercises.context import Context
 from exercises.outcome import Measurement, first_line, note, table
 
-SEED_CONFIG = dict(vocab_size=37, block_size=64, n_layer=4, n_head=4, n_embd=128)
-
-
-def _engine(ctx: Context, **overrides):
-    """The engine GPT at the seed configuration, on ctx.device, seeded."""
-    from engine.config import GPTConfig
-    from engine.model import GPT
-
-    config = GPTConfig(**{**SEED_CONFIG, **overrides})
-    torch.manual_seed(ctx.seed)
-    return GPT(config).to(ctx.device), config
-
 
 def _batch(ctx: Context, config, B: int = 2, T: int = 16):
     """A random (B, T) batch of token ids and next-token targets on ctx.device."""
@@ -46,7 +34,8 @@ def plain_list(ctx: Context) -> Measurement:
     AdamW step on a (2, 16) batch — does block 0's qkv weight get a gradient,
     and does it move? Seed 000 §3, "Containers are part of model structure".
     """
-    model, config = _engine(ctx)
+    model = ctx.gpt("seed")
+    config = model.config
     rows = []
     for name, child in model.named_children():
         tied = name == "lm_head" and model.lm_head.weight is model.wte.weight
@@ -282,7 +271,8 @@ def tie_weights(ctx: Context) -> Measurement:
     AdamW step on a (2, 16) batch. Seed 000 §4, "Weight tying connects lookup
     and prediction"; seed 004, "Weight tying".
     """
-    model, config = _engine(ctx)
+    model = ctx.gpt("seed")
+    config = model.config
     wte, head = model.wte.weight, model.lm_head.weight
     gap_before = (head - wte).abs().max().item()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
@@ -318,7 +308,8 @@ def layernorm_params(ctx: Context) -> Measurement:
     reference, and the whole model's count. Seed 000 §4, "Two temporary
     expansions, two different jobs".
     """
-    model, config = _engine(ctx)
+    model = ctx.gpt("seed")
+    config = model.config
     C = config.n_embd
     ln = model.ln_f
     count = _count(ln)
@@ -346,7 +337,8 @@ def linear_weight(ctx: Context) -> Measurement:
     shapes), whether ``fc(x) == x @ W.T + b``, and whether the model's forward
     runs. Seed 000 §4, "Read a transformer as a sequence of shape contracts".
     """
-    model, config = _engine(ctx)
+    model = ctx.gpt("seed")
+    config = model.config
     block = model.blocks[0]
     rows = [[name, f"({m.in_features}, {m.out_features})", tuple(m.weight.shape),
              tuple(m.bias.shape) if m.bias is not None else None]

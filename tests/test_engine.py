@@ -280,3 +280,35 @@ def test_generate_restores_train_mode(small_model):
     small_model.train()
     generate(small_model, random_ids(1, 4), 3)
     assert small_model.training
+
+
+# ---------------------------------------------------------------------------
+# Named sizes: engine.config.PRESETS and the checks' one builder, ctx.gpt
+
+
+def test_presets_give_the_seed_counts():
+    from engine.config import PRESETS, preset
+
+    assert GPT(preset("seed")).num_params() == 804_224  # seed 004, tied
+    assert GPT(preset("seed", tie_weights=False)).num_params() == 808_960  # seed 004, untied
+    small = preset("small", n_layer=1)
+    assert (small.n_layer, small.n_head, small.n_embd, small.block_size) == (1, 2, 64, 32)
+    assert PRESETS["gpt2-small"]["vocab_size"] == 50_257
+    with pytest.raises(KeyError, match="the presets are seed, small, gpt2-small"):
+        preset("medium")
+    with pytest.raises(ValueError, match="divisible"):
+        preset("small", n_embd=63)
+
+
+def test_ctx_gpt_is_seeded_and_reproducible():
+    from exercises.context import Context
+
+    a = Context(seed=0).gpt("small", dropout=0.1)
+    b = Context(seed=0).gpt("small", dropout=0.1)
+    c = Context(seed=1).gpt("small", dropout=0.1)
+    assert a.training and a.config.dropout == 0.1 and a.config.n_layer == 2
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert not torch.equal(a.blocks[0].attn.qkv.weight, c.blocks[0].attn.qkv.weight)
+    torch.manual_seed(0)
+    by_hand = GPT(GPTConfig(vocab_size=37, block_size=32, n_layer=2, n_head=2, n_embd=64, dropout=0.1))
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), by_hand.parameters()))

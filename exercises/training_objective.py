@@ -1,0 +1,236 @@
+"""Checks for the set ``training``, part 2: the objective and its floor (seed 001).
+
+What the loss measures (cross entropy on logits, a masked mean), whether the
+targets are the next token, and how low an honest model can go.
+"""
+
+import math
+
+import torch
+
+from exercises.context import Context
+from exercises.outcome import Measurement, first_line, note, series, table
+from exercises.training_common import bigram_data, corpus, counting, fixed_batch, train_bigram
+
+
+def ce_on_probs(ctx: Context) -> Measurement:
+    """Cross entropy on logits versus on softmax probabilities.
+
+    Random logits (2, 5, 8) and targets: the snippet's ``next_token_loss``
+    against cross entropy worked out by hand (logsumexp - target logit).
+    Observed: True when they agree within 1e-9. Then the bigram, trained 200
+    steps with that loss (AdamW lr 0.1), is scored by the hand formula after
+    every step. Seed 001, "Turn scores into a penalty".
+    """
+    from exercises.snippets import bigram, loop
+    from exercises.snippets.next_token_loss import next_token_loss
+
+    device = torch.device(ctx.device)
+    g = torch.Generator().manual_seed(ctx.seed)
+    V = 8
+    logits = (3 * torch.randn(2, 5, V, generator=g, dtype=torch.float64)).to(device)
+    targets = torch.randint(0, V, (2, 5), generator=g).to(device)
+    by_hand = (logits.logsumexp(-1) - logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)).mean().item()
+    subject = next_token_loss(logits, targets).item()
+    equal = abs(subject - by_hand) <= 1e-9
+
+    _, x, y, model = bigram_data(ctx)
+    optimizer = bigram.make_optimizer(model)
+
+    def true_loss() -> float:
+        with torch.no_grad():
+            z = model(x)[0]
+            return (z.logsumexp(-1) - z.gather(-1, y.unsqueeze(-1)).squeeze(-1)).mean().item()
+
+    curve = [true_loss()]
+    for step in range(200):
+        loop.optimizer_step(optimizer, lambda: model(x, y)[1])
+        curve.append(true_loss())
+        if step % 50 == 49:
+            ctx.progress((step + 1) / 200, "training the bigram with this loss")
+    evidence = [
+        table("Random logits (2, 5, V=8)", ["loss", "nats"], [
+            ["next_token_loss", subject], ["cross entropy by hand", by_hand], ["equal (1e-9)", equal]]),
+        series("bigram trained with next_token_loss, scored by hand (nats)", curve, "nats"),
+        table("Bigram after 200 steps (true cross entropy)", ["quantity", "value"], [
+            [f"start (ln {V})", curve[0]], ["after 200 steps", curve[-1]]]),
+        note(f"Fed probabilities (each in [0, 1]), cross entropy can never go below ln(e + V - 1) - 1 = "
+             f"{math.log(math.e + V - 1) - 1:.4f} nats for V = {V}, whatever the model does; its gradient "
+             "is squashed by a second softmax."),
+    ]
+    return Measurement(observed=equal, evidence=evidence)
+
+
+def masked_mean(ctx: Context) -> Measurement:
+    """Average per-token losses over real targets only.
+
+    Two sequences: length 1 with loss 1, length 3 with loss 3 at each
+    position; padded positions hold 7 (garbage that must not count).
+    Observed: the snippet's mean (token-weighted 2.5; per-sequence 2.0).
+    Also: a NaN at a padded position, 0 * NaN, and an all-masked batch.
+    Seed 001, "Turn scores into a penalty".
+    """
+    from exercises.snippets.masked_loss import masked_mean as subject
+
+    device = torch.device(ctx.device)
+    losses = torch.tensor([[1.0, 7.0, 7.0], [3.0, 3.0, 3.0]], dtype=torch.float64, device=device)
+    mask = torch.tensor([[True, False, False], [True, True, True]], device=device)
+    value = subject(losses, mask).item()
+    with_nan = losses.clone()
+    with_nan[0, 2] = float("nan")
+    nan_value = subject(with_nan, mask).item()
+    multiplied = ((with_nan * mask).sum() / mask.sum()).item()
+    zero_times_nan = (torch.tensor(0.0) * torch.tensor(float("nan"))).item()
+    try:
+        subject(losses, torch.zeros_like(mask))
+        all_masked = "no error: returned a value"
+    except Exception as exc:  # the error is the observation
+        all_masked = first_line(exc)
+    evidence = [
+        table("Losses (pad = 7) and mask", ["sequence", "losses", "mask"], [
+            ["0", "[1, 7, 7]", "[1, 0, 0]"], ["1", "[3, 3, 3]", "[1, 1, 1]"]]),
+        table("Means", ["rule", "value"], [
+            ["masked_mean (subject)", value], ["every token weighs the same", 10 / 4],
+            ["every sequence weighs the same", (1 + 3) / 2]]),
+        table("A NaN at a padded position", ["computation", "value"], [
+            ["masked_mean", nan_value], ["(losses * mask).sum() / n", multiplied], ["0 * NaN", zero_times_nan]]),
+        note(f"all positions masked: {all_masked}"),
+    ]
+    return Measurement(observed=round(value, 9), evidence=evidence)
+
+
+def misaligned_targets(ctx: Context) -> Measurement:
+    """Train a small GPT on engine.data.get_batch and look at what it learned.
+
+    GPT 2 layers, 2 heads, C = 64, block 32, V = 37, AdamW lr 3e-3, 200
+    steps of batch 8 x 32 drawn from the corpus's train split. Then: the loss
+    on the run's own targets (a fixed batch from get_batch), the loss on the
+    real next-token task (windows shifted by the check itself), the
+    alignment contract on a get_batch batch, and a greedy sample. Observed
+    choice: a: own loss > 0.1 and aligned; b: own loss < 0.1 and misaligned;
+    c: > 0.1 and misaligned; d: < 0.1 and aligned. Seed 001, "Make the
+    target unambiguous"; seed 004, the alignment contract.
+    """
+    from engine.data import check_alignment, get_batch, split
+    from engine.generate import generate
+    from engine.train import evaluate, train_step
+
+    data, tokenizer = corpus(ctx)
+    train_data, val_data = split(data)
+    model = ctx.gpt("small", vocab_size=tokenizer.vocab_size)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+    g = torch.Generator().manual_seed(ctx.seed)
+    steps, curve = 200, []
+    model.train()
+    for step in range(steps):
+        x, y = get_batch(train_data, 8, 32, generator=g)
+        curve.append(train_step(model, optimizer, x, y))
+        if step % 20 == 19:
+            ctx.progress((step + 1) / steps, f"training step {step + 1}/{steps}")
+    own_x, own_y = get_batch(val_data, 32, 32, generator=g)
+    own = evaluate(model, own_x, own_y)
+    real_x, real_y = fixed_batch(ctx, val_data, 32, 32)
+    real = evaluate(model, real_x, real_y)
+    aligned = check_alignment(own_x, own_y)
+    _, floor = counting(train_data[:-1], train_data[1:], tokenizer.vocab_size)
+    prompt = torch.tensor([tokenizer.encode("The ")], device=ctx.device)
+    sample = tokenizer.decode(generate(model, prompt, 40, greedy=True)[0].tolist())
+    collapsed = own < 0.1
+    observed = {(False, True): "a", (True, False): "b", (False, False): "c", (True, True): "d"}[(collapsed, aligned)]
+    evidence = [
+        series("training loss on get_batch's targets", curve, "nats"),
+        table("After 200 steps (held-out split)", ["measurement", "value"], [
+            ["loss on get_batch's own targets", own], ["loss on the real next token", real],
+            ["ln V (a uniform guess)", math.log(tokenizer.vocab_size)],
+            ["bigram floor (one character of context)", floor],
+            ["check_alignment(x, y)", aligned]]),
+        table("Greedy sample from 'The '", ["model", "text"], [["this run", repr(sample)]]),
+        note(f"A bigram can do no better than {floor:.2f} nats on this text; more context helps, but the "
+             "corpus draws its words at random from lists of twelve, so no honest model predicts every "
+             "next character: a loss near zero means the targets leak into the inputs."),
+    ]
+    return Measurement(observed=observed, evidence=evidence)
+
+
+def bigram_floor(ctx: Context) -> Measurement:
+    """Neural bigram against the counting floor on 'a cat sat. a cat ran. a rat ran. a rat sat.'.
+
+    Zero-initialised table, float64, AdamW lr 0.1 without weight decay, 200
+    full-batch steps on the pairs the snippet's ``shifted_pairs`` makes. The
+    floor is counted by the check from honestly shifted pairs. Observed: the
+    loss after 200 steps (the exercise grades the clean side: 0.735081 against
+    the floor 0.731409). Seed 001, lab Parts 3 and 4.
+    """
+    from exercises.snippets import bigram
+
+    run = train_bigram(ctx)
+    vocab, x, y, curve = run["vocab"], run["x"], run["y"], run["curve"]
+    V = len(vocab)
+    _, ids = bigram.encode()
+    honest_x, honest_y = ids[:, :-1].to(ctx.device), ids[:, 1:].to(ctx.device)
+    empirical, floor = counting(honest_x, honest_y, V)
+    learned = run["model"].table.weight.detach().softmax(-1)
+    seen = empirical.sum(1) > 0
+    row_error = (learned[seen] - empirical[seen]).abs().max().item()
+    a = vocab.index("a")
+    successors = " ".join(f"{c!r}:{empirical[a, j]:.3f}/{learned[a, j]:.3f}"
+                          for j, c in enumerate(vocab) if empirical[a, j] > 0 or learned[a, j] > 0.05)
+    evidence = [
+        table("Bigram on the toy text", ["quantity", "value"], [
+            ["V, targets", f"{V}, {y.numel()}"], ["pairs aligned (x[:,1:] == y[:,:-1])", torch.equal(x[:, 1:], y[:, :-1])],
+            [f"start (ln {V} = {math.log(V):.6f})", curve[0]], ["after 200 steps", curve[-1]],
+            ["counting floor", floor], ["max row probability error", row_error]]),
+        series("training loss after each step", curve, "nats"),
+        note(f"after 'a' (counted / learned): {successors}"),
+    ]
+    if curve[-1] < floor - 1e-6:
+        evidence.append(note("The loss is below the counting floor: no bigram can do that on these pairs, "
+                             "so the model was scored on something easier than the next token."))
+    return Measurement(observed=round(curve[-1], 9), evidence=evidence)
+
+
+def zero_lr(ctx: Context) -> Measurement:
+    """The bigram of ``bigram_floor`` trained with the snippet's learning rate.
+
+    Observed: the loss after 200 steps (ln 8 = 2.079442 with lr 0; 0.735081
+    with lr 0.1). Seed 001, "Check yourself" question 7.
+    """
+    run = train_bigram(ctx)
+    curve, model = run["curve"], run["model"]
+    V = len(run["vocab"])
+    evidence = [
+        table("Bigram, 200 AdamW steps", ["quantity", "value"], [
+            ["learning rate", run["lr"]], ["start", curve[0]], ["after 200 steps", curve[-1]],
+            [f"ln {V}", math.log(V)], ["table still all zeros", not bool(model.table.weight.ne(0).any())]]),
+        series("training loss after each step", curve, "nats"),
+    ]
+    return Measurement(observed=round(curve[-1], 9), evidence=evidence)
+
+
+def fit_vs_stress(ctx: Context) -> Measurement:
+    """Training on 0 1 0 1 ...; scoring on the stress set of the snippet.
+
+    Bigram(2), float64, SGD lr 1.0, 40 steps (seed 001, lab Part 5: train
+    0.693147 -> ~0.025, stress 0.693147 -> ~3.69). Observed choice: a train
+    falls, stress rises; b both fall; c train falls, stress unchanged; d
+    train does not fall.
+    """
+    from exercises.snippets import fit_stress
+
+    curves = fit_stress.experiment()
+    train, stress = curves["train"], curves["stress"]
+    if not train[-1] < train[0] - 1e-9:
+        observed = "d"
+    elif stress[-1] > stress[0] + 1e-9:
+        observed = "a"
+    elif stress[-1] < stress[0] - 1e-9:
+        observed = "b"
+    else:
+        observed = "c"
+    evidence = [
+        table("Loss (nats)", ["set", "before", "after 40 steps"], [
+            ["train 0 1 0 1 …", train[0], train[-1]], ["stress", stress[0], stress[-1]]]),
+        series("train loss", train, "nats"),
+        series("stress loss", stress, "nats"),
+    ]
+    return Measurement(observed=observed, evidence=evidence)
