@@ -15,24 +15,6 @@ import torch
 from exercises.context import Context
 from exercises.outcome import Measurement, first_line, note, table
 
-#: Stand-in for ``ctx.gpt`` until the checks refactor lands: the same
-#: presets (engine.config.PRESETS), seeded the same way.
-_PRESETS = {
-    "seed": dict(vocab_size=37, block_size=64, n_layer=4, n_head=4, n_embd=128),
-    "small": dict(vocab_size=37, block_size=32, n_layer=2, n_head=2, n_embd=64),
-}
-
-
-def gpt(ctx: Context, preset: str = "seed", **overrides):
-    """A fresh engine GPT of a named size on ``ctx.device``, seeded with ``ctx.seed``, in train mode."""
-    from engine.config import GPTConfig
-    from engine.model import GPT
-
-    config = GPTConfig(**{**_PRESETS[preset], **overrides})
-    torch.manual_seed(ctx.seed)
-    return GPT(config).to(ctx.device)
-
-
 def written_out(model):
     """Switch every block of ``model`` to the written-out attention path; returns the model."""
     for block in model.blocks:
@@ -144,7 +126,7 @@ def mask_tiny_fill(ctx: Context) -> Measurement:
     """
     from engine.instruments.intervention import future_token_intervention
 
-    model = written_out(gpt(ctx, "small")).eval()
+    model = written_out(ctx.gpt("small")).eval()
     g = torch.Generator().manual_seed(ctx.seed)
     idx = torch.randint(0, model.config.vocab_size, (1, 16), generator=g).to(ctx.device)
     probe = future_token_intervention(model, idx, position=7, generator=g)
@@ -180,7 +162,7 @@ def norm_over_time(ctx: Context) -> Measurement:
     """
     from engine.instruments.intervention import future_token_intervention
 
-    model = gpt(ctx, "small", block_size=16).eval()
+    model = ctx.gpt("small", block_size=16).eval()
     g = torch.Generator().manual_seed(ctx.seed)
     idx = torch.randint(0, model.config.vocab_size, (1, 16), generator=g).to(ctx.device)
     probe = future_token_intervention(model, idx, position=7, generator=g)
@@ -206,7 +188,7 @@ def norm_over_time(ctx: Context) -> Measurement:
 def residual_from_norm(ctx: Context) -> Measurement:
     """One engine Block whose two sub-layers are switched off: how far does it move x?
 
-    Block(C = 64, H = 4) with the output projections of attention and MLP
+    The engine's Block (C = 64, H = 4) with the output projections of attention and MLP
     zeroed (weights and bias), so both sub-layers add exactly 0. The input
     x (2, 8, 64) has, at every position, 32 entries +17 and 32 entries -17
     in a random order: mean 0, standard deviation 17, as large as a deep
@@ -215,12 +197,7 @@ def residual_from_norm(ctx: Context) -> Measurement:
     so 16: the catalog's ≈ 16, exactly, by construction.
     Seed 004, "The model: MLP, block, assembly".
     """
-    from engine.config import GPTConfig
-    from engine.model import Block
-
-    config = GPTConfig(vocab_size=37, block_size=8, n_layer=1, n_head=4, n_embd=64)
-    torch.manual_seed(ctx.seed)
-    block = Block(config).to(ctx.device).eval()
+    block = ctx.gpt("small", n_layer=1, n_head=4).blocks[0].eval()  # C = 64, H = 4
     with torch.no_grad():
         block.attn.proj.weight.zero_()
         block.mlp.proj.weight.zero_()
@@ -326,7 +303,7 @@ def pad_not_ignored(ctx: Context) -> Measurement:
 
     from engine.data import pad_batch
 
-    model = gpt(ctx, "small")
+    model = ctx.gpt("small")
     x, y = pad_batch(SEQUENCES, pad_id=0, device=ctx.device)
     logits, loss = model(x, targets=y)
     logits.retain_grad()
@@ -388,7 +365,7 @@ def train_mode_not_restored(ctx: Context) -> Measurement:
     """
     from engine.train import evaluate, make_optimizer, train_step
 
-    model = gpt(ctx, "small", dropout=0.1)
+    model = ctx.gpt("small", dropout=0.1)
     optimizer = make_optimizer(model, lr=1e-3)
     g = torch.Generator().manual_seed(ctx.seed)
     V, T = model.config.vocab_size, model.config.block_size
@@ -439,7 +416,7 @@ def clip_before_unscale(ctx: Context) -> Measurement:
     """
     from engine.train import scaled_train_step
 
-    model = gpt(ctx, "small")
+    model = ctx.gpt("small")
     device_type = torch.device(ctx.device).type
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
     scaler = torch.amp.GradScaler(device_type, init_scale=2.0 ** 16)
