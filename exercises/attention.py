@@ -337,3 +337,120 @@ def sdpa_dropout_eval(ctx: Context) -> Measurement:
              "dropout_p argument it is handed."),
     ]
     return Measurement(observed=bool(equal), evidence=evidence)
+
+
+def no_positions(ctx: Context) -> Measurement:
+    """Swap two earlier tokens and watch the last position, in a 1-layer and a 2-layer engine.
+
+    Eight distinct random ids; tokens 1 and 3 trade places. Each engine
+    (C = 64, H = 2, block 16, eval mode) reads both orders. Observed:
+    ``[last position's logits change with 1 layer, ... with 2 layers]``,
+    a change being max |Δ| > 1e-5. Evidence: max |Δ logits| at every
+    position for both depths. The catalog's "no change: the model is
+    permutation-equivariant over the prefix" holds for one layer only: from
+    the second layer on, the causal mask itself tells positions apart (each
+    earlier position has seen a different prefix), which seed 004 notes
+    ("The model: embeddings and positions").
+    """
+    g = torch.Generator().manual_seed(ctx.seed)
+    idx = torch.randperm(37, generator=g)[:8].unsqueeze(0).to(ctx.device)  # (1, 8), distinct ids
+    swapped = idx.clone()
+    swapped[0, 1], swapped[0, 3] = idx[0, 3], idx[0, 1]
+    deltas, changed = [], []
+    for n_layer in (1, 2):
+        model = ctx.gpt("small", n_layer=n_layer, block_size=16).eval()
+        with torch.no_grad():
+            before, _ = model(idx)  # (1, 8, V)
+            after, _ = model(swapped)  # (1, 8, V)
+        per_position = (after - before).abs().amax(dim=-1)[0]  # (8,)
+        deltas.append(per_position.tolist())
+        changed.append(bool(per_position[-1].item() > 1e-5))
+    evidence = [
+        table("max |Δ logits| per position after swapping tokens 1 and 3", ["position", "1 layer", "2 layers"],
+              [[t, deltas[0][t], deltas[1][t]] for t in range(8)]),
+        note(f"ids {idx[0].tolist()} -> {swapped[0].tolist()}; a change is max |Δ| > 1e-5."),
+    ]
+    return Measurement(observed=changed, evidence=evidence)
+
+
+def norm_placement(ctx: Context) -> Measurement:
+    """Is the engine's block the pre-norm function, and does the engine still train?
+
+    One block of a 1-layer engine (C = 64, H = 2, eval mode) maps x ~ N(0, 1)
+    of shape (2, 8, 64); the check recomputes the pre-norm recipe
+    ``h = x + attn(ln_1(x)); h + mlp(ln_2(h))`` from the block's own
+    sub-modules, and the post-norm one ``ln_2(h + mlp(h)), h = ln_1(x +
+    attn(x))``. Observed: True when the block equals the pre-norm recipe
+    within 1e-6. Evidence: both gaps, the output's scale, and 40 AdamW steps
+    (lr 3e-3) on one fixed batch (4, 32): the loss falls either way.
+    Seed 000, section 4 ("Moving normalization outside the addition changes
+    the function").
+    """
+    from engine.train import make_optimizer, train_step
+
+    model = ctx.gpt("small", n_layer=1).eval()
+    block = model.blocks[0]
+    g = torch.Generator().manual_seed(ctx.seed)
+    x = torch.randn(2, 8, 64, generator=g).to(ctx.device)
+    with torch.no_grad():
+        out = block(x)
+        h = x + block.attn(block.ln_1(x))
+        pre = h + block.mlp(block.ln_2(h))
+        h = block.ln_1(x + block.attn(x))
+        post = block.ln_2(h + block.mlp(h))
+    gap_pre = (out - pre).abs().max().item()
+    gap_post = (out - post).abs().max().item()
+
+    ids = torch.randint(0, 37, (4, 33), generator=g).to(ctx.device)
+    optimizer = make_optimizer(model, lr=3e-3)
+    model.train()
+    losses = [train_step(model, optimizer, ids[:, :-1], ids[:, 1:]) for _ in range(40)]
+    evidence = [
+        table("The block against the two recipes, x ~ N(0, 1), (2, 8, 64)", ["quantity", "value"],
+              [["max |block(x) - pre-norm|", gap_pre], ["max |block(x) - post-norm|", gap_post],
+               ["std of x", x.std().item()], ["std of block(x)", out.std().item()]]),
+        series("Loss over 40 steps on one fixed batch (4, 32)", losses, "nats"),
+        table("Training", ["quantity", "value"], [["loss at step 0", losses[0]], ["loss at step 39", losses[-1]]]),
+    ]
+    return Measurement(observed=bool(gap_pre <= 1e-6), evidence=evidence)
+
+
+def kv_wrong_axis(ctx: Context) -> Measurement:
+    """Feed 7 tokens through the KV cache in chunks 3, 1, 3 and compare with the full pass.
+
+    A 2-layer engine (C = 64, H = 4, D = 16, block 16, eval mode). Each
+    layer's cache is a (B, H, block_size, D) = (1, 4, 16, 16) store. Observed:
+    the class name of the exception the cached pass raises, or ``"none"``.
+    Evidence: each chunk's outcome (max |Δ| against the full logits, or
+    the exception). The catalog expected a shape error or a mismatch "at the
+    second chunk"; with the engine's preallocated cache the first write
+    already fails (the head axis holds 4 slots, a chunk brings 3 tokens).
+    Seed 000, section 6 ("Append the new projections along the sequence
+    axis, not the head axis").
+    """
+    from exercises.outcome import first_line
+
+    model = ctx.gpt("small", n_head=4, block_size=16).eval()
+    g = torch.Generator().manual_seed(ctx.seed)
+    idx = torch.randint(0, 37, (1, 7), generator=g).to(ctx.device)
+    cache = model.new_cache(1)
+    rows, raised, start = [], "none", 0
+    with torch.no_grad():
+        full, _ = model(idx)  # (1, 7, V)
+        for size in (3, 1, 3):
+            chunk = idx[:, start:start + size]
+            try:
+                logits, _ = model(chunk, cache=cache)  # (1, size, V)
+                delta = (logits - full[:, start:start + size]).abs().max().item()
+                rows.append([f"{start}..{start + size - 1}", f"max |Δ| = {delta:.2e}", delta <= 1e-5])
+            except Exception as exc:  # the observation is the exception itself
+                raised = type(exc).__name__
+                rows.append([f"{start}..{start + size - 1}", first_line(exc, limit=110), "-"])
+                break
+            start += size
+    evidence = [
+        table("Cached chunks against the full pass", ["positions", "outcome", "equal (1e-5)"], rows),
+        table("Layer 0's cache", ["quantity", "value"],
+              [["k store (B, H, max_len, D)", tuple(cache[0].k.shape)], ["tokens stored", cache[0].seq_len]]),
+    ]
+    return Measurement(observed=raised, evidence=evidence)

@@ -248,3 +248,114 @@ def seed_variation(ctx: Context) -> Measurement:
              "converged runs (a 2,000-step comparison of converged runs came out not resolved)."),
     ]
     return Measurement(observed=observed, evidence=evidence)
+
+
+def compile_equivalence(ctx: Context) -> Measurement:
+    """Eager against ``torch.compile(backend="aot_eager")`` on the same weights and batch.
+
+    The small engine (2 layers, C = 64, block 32, eval mode) reads a random
+    (2, 32) batch under no_grad, eagerly and compiled. ``aot_eager`` traces
+    the graph through AOTAutograd without generating kernels, so its first
+    call costs about a second or two instead of inductor's tens of seconds
+    on a small CPU. Times are wall-clock: the first compiled call (which
+    compiles), and the fastest of 5 later calls of each (the least disturbed
+    by other work on the machine). Observed:
+    ``[max |Δ logits| <= 1e-5, first compiled call slower than a steady
+    compiled call]``. Evidence also counts graph breaks (the engine's id
+    range check reads two numbers back into Python).
+
+    Raises:
+        RuntimeError: if torch.compile cannot run here (an unsupported
+            Python, a missing backend); the message says so, and the
+            tutor reports the check as unable to run.
+
+    Seed 004, "Compilation"; seed 000, section 8 (a device scalar read for
+    Python control flow complicates compilation).
+    """
+    import logging
+    import time
+
+    from exercises.outcome import first_line
+
+    model = ctx.gpt("small").eval()
+    g = torch.Generator().manual_seed(ctx.seed)
+    idx = torch.randint(0, 37, (2, 32), generator=g).to(ctx.device)
+
+    def timed(fn):
+        if ctx.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        with torch.no_grad():
+            out, _ = fn(idx)
+        if ctx.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return out, time.perf_counter() - start
+
+    eager, _ = timed(model)
+    eager_ms = min(timed(model)[1] for _ in range(5)) * 1e3
+    dynamo_log = logging.getLogger("torch._dynamo")
+    level = dynamo_log.level
+    dynamo_log.setLevel(logging.ERROR)  # graph-break warnings are evidence here, not console noise
+    try:
+        import torch._dynamo as dynamo
+        from torch._dynamo.utils import counters
+
+        dynamo.reset()
+        counters.clear()
+        ctx.progress(0.2, "compiling (aot_eager)")
+        compiled = torch.compile(model, backend="aot_eager")
+        out, first_s = timed(compiled)
+        steady_ms = min(timed(compiled)[1] for _ in range(5)) * 1e3
+        breaks = sum(counters["graph_break"].values())
+        reasons = sorted(counters["graph_break"])
+    except Exception as exc:
+        raise RuntimeError(f"torch.compile is unavailable here ({first_line(exc, limit=120)}); "
+                           "this exercise needs it, so it cannot run on this machine.") from None
+    finally:
+        dynamo_log.setLevel(level)
+    delta = (out - eager).abs().max().item()
+    evidence = [
+        table("Eager against aot_eager, batch (2, 32)", ["quantity", "value"],
+              [["max |Δ logits|", delta], ["first compiled call (s)", first_s],
+               ["steady compiled call (ms, fastest of 5)", steady_ms], ["steady eager call (ms, fastest of 5)", eager_ms],
+               ["graph breaks", breaks]]),
+    ]
+    if reasons:
+        evidence.append(note("graph break: " + reasons[0].splitlines()[0][:150]))
+    return Measurement(observed=[bool(delta <= 1e-5), bool(first_s * 1e3 > steady_ms)], evidence=evidence)
+
+
+#: GPT-2's tokenizer defines 50,257 ids; nanoGPT's table has 50,304 rows (a multiple of 64).
+GPT2_VOCAB, PADDED_VOCAB = 50_257, 50_304
+
+
+def vocab_padding(ctx: Context) -> Measurement:
+    """Padded vocabulary rows: how many, and does sampling ever pick one?
+
+    A 1-layer engine (C = 16, H = 2, block 8) built with vocab_size 50,304
+    reads 8 random real ids; ``engine.generate.sampling_distribution`` turns
+    the last position's logits into probabilities with ``valid_vocab`` =
+    50,257, and 20,000 ids are drawn from them (a generator seeded with
+    ``ctx.seed``). Observed: ``[rows beyond the tokenizer's ids, any drawn id
+    >= 50,257]``. Evidence: the probability mass on the padded ids and how
+    many draws landed there. Seed 000, section 8 ("Vocabulary padding").
+    """
+    from engine.generate import sampling_distribution
+
+    model = ctx.gpt("small", vocab_size=PADDED_VOCAB, n_layer=1, n_head=2, n_embd=16, block_size=8).eval()
+    padded_rows = model.lm_head.weight.size(0) - GPT2_VOCAB
+    g = torch.Generator().manual_seed(ctx.seed)
+    idx = torch.randint(0, GPT2_VOCAB, (1, 8), generator=g).to(ctx.device)
+    with torch.no_grad():
+        logits, _ = model(idx)  # (1, 8, 50,304)
+    probs = sampling_distribution(logits[:, -1], valid_vocab=GPT2_VOCAB)[0]  # (50,304,)
+    draws = torch.multinomial(probs, 20_000, replacement=True,
+                              generator=torch.Generator(device=ctx.device).manual_seed(ctx.seed))
+    landed = int((draws >= GPT2_VOCAB).sum())
+    evidence = [
+        table(f"A table of {PADDED_VOCAB:,} rows for {GPT2_VOCAB:,} token ids", ["quantity", "value"],
+              [["padded rows", padded_rows], ["probability on padded ids", probs[GPT2_VOCAB:].sum().item()],
+               ["draws of 20,000 that were padded ids", landed]]),
+        note("The padded rows get initialised and tied like every other row; only the decoder can keep them out."),
+    ]
+    return Measurement(observed=[padded_rows, landed > 0], evidence=evidence)

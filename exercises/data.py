@@ -136,3 +136,36 @@ def alignment_contract(ctx: Context) -> Measurement:
         note(f"x[:, 1:] and y[:, :-1] agree at {agree:.1%} of positions in the get_batch pair."),
     ]
     return Measurement(observed=passes, evidence=evidence)
+
+
+def float_ids(ctx: Context) -> Measurement:
+    """Feed the engine token ids stored as floats: ``[[3., 7., 12., 5.]]``.
+
+    The small engine (eval mode) gets a float32 (1, 4) tensor of whole
+    numbers. Observed: the class name of the exception, or ``"none"``.
+    Evidence: the dtype, the exception's first line and the function that
+    raised it, and what a silent cast would have done to a fractional id.
+    Seed 004, "Data: the tokenizer" (IDs are indices, not continuous values;
+    diagnose them at the boundary).
+    """
+    import traceback
+    from pathlib import Path
+
+    model = ctx.gpt("small").eval()
+    ids = torch.tensor([[3.0, 7.0, 12.0, 5.0]], device=ctx.device)
+    raised, line, where = "none", "the forward pass returned logits", "-"
+    try:
+        with torch.no_grad():
+            model(ids)
+    except Exception as exc:  # the observation is the exception itself
+        raised, line = type(exc).__name__, first_line(exc, limit=120)
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        where = f"{Path(frame.filename).name}, in {frame.name}"
+    evidence = [
+        table("model(ids) with float ids", ["quantity", "value"],
+              [["ids dtype", str(ids.dtype).replace("torch.", "")], ["raised", raised], ["raised in", where]]),
+        note(line),
+        note(f"A silent cast would read an id of 2.7 as {torch.tensor([2.7]).long().item()}: a different token, "
+             "with no error."),
+    ]
+    return Measurement(observed=raised, evidence=evidence)

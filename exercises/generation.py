@@ -253,3 +253,47 @@ def cached_generation(ctx: Context) -> Measurement:
              "newest token and attends it to T stored keys."),
     ]
     return Measurement(observed=bool(same), evidence=evidence)
+
+
+#: Temperatures the diversity check sweeps, lowest first.
+TEMPERATURES = (0.5, 1.0, 2.0)
+
+
+def temperature_effect(ctx: Context) -> Measurement:
+    """Sample diversity of the engine's sampling distribution at three temperatures.
+
+    Fixed logits over V = 37 ids, N(0, 2) from a generator seeded with
+    ``ctx.seed``, go through ``engine.generate.sampling_distribution`` at
+    temperatures 0.5, 1 and 2. For each: the entropy (nats) and the number
+    of distinct ids in 200 draws. Observed: a choice — ``a``: entropy rises
+    with the temperature; ``b``: it falls; ``c``: neither (not monotone, or
+    unchanged within 1e-6). Seed 004, "Generation is a different program"
+    (0.5 sharpens, 1.5 flattens).
+    """
+    import math
+
+    from engine.generate import sampling_distribution
+
+    g = torch.Generator().manual_seed(ctx.seed)
+    logits = (2.0 * torch.randn(1, 37, generator=g)).to(ctx.device)
+    draws = torch.Generator(device=ctx.device).manual_seed(ctx.seed)
+    rows, entropies = [], []
+    for t in TEMPERATURES:
+        probs = sampling_distribution(logits, temperature=t)  # (1, V)
+        entropy = -(probs * probs.clamp_min(1e-30).log()).sum().item()
+        sample = torch.multinomial(probs[0], 200, replacement=True, generator=draws)
+        entropies.append(entropy)
+        rows.append([t, entropy, probs.max().item(), int(sample.unique().numel())])
+    steps = [b - a for a, b in zip(entropies, entropies[1:])]
+    if all(s > 1e-6 for s in steps):
+        observed = "a"
+    elif all(s < -1e-6 for s in steps):
+        observed = "b"
+    else:
+        observed = "c"
+    evidence = [
+        table("sampling_distribution at three temperatures (V = 37)",
+              ["temperature", "entropy (nats)", "top probability", "distinct ids in 200 draws"], rows),
+        note(f"Uniform over 37 ids would give entropy ln 37 = {math.log(37):.3f}."),
+    ]
+    return Measurement(observed=observed, evidence=evidence)

@@ -360,3 +360,87 @@ def linear_weight(ctx: Context) -> Measurement:
               [["max |fc(x) - (x @ W.T + b)|", gap], ["model forward on (2, 16)", forward]]),
     ]
     return Measurement(observed=list(fc.weight.shape), evidence=evidence)
+
+
+def head_divisibility(ctx: Context) -> Measurement:
+    """Build and run an engine with C = 64 and H = 3 heads (64 is not a multiple of 3).
+
+    The small engine's sizes with ``n_head=3``, then one forward on a
+    random (2, 8) batch. Observed: the class name of the first exception,
+    or ``"none"``. Evidence: where it was raised (building the config, or
+    the forward pass) and its first line. Seed 004, "The final checklist"
+    (n_embd % n_head == 0).
+    """
+    import traceback
+    from pathlib import Path
+
+    stage, raised, line, where = "config", "none", "built and ran", "-"
+    try:
+        model = ctx.gpt("small", n_head=3)
+        stage = "forward"
+        g = torch.Generator().manual_seed(ctx.seed)
+        model(torch.randint(0, 37, (2, 8), generator=g).to(ctx.device))
+        stage = "done"
+    except Exception as exc:  # the observation is the exception itself
+        raised, line = type(exc).__name__, first_line(exc, limit=110)
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        where = f"{Path(frame.filename).name}, in {frame.name}"
+    evidence = [
+        table("GPT with n_embd = 64, n_head = 3", ["quantity", "value"],
+              [["64 // 3 (head size D)", 64 // 3], ["H * D", 3 * (64 // 3)], ["stage reached", stage],
+               ["raised", raised], ["raised in", where]]),
+        note(line),
+    ]
+    return Measurement(observed=raised, evidence=evidence)
+
+
+def packed_qkv(ctx: Context) -> Measurement:
+    """The engine's attention against a reference that reads the packed weight by its rows.
+
+    One attention module (C = 64, H = 2, eval mode) of a 1-layer engine maps
+    x ~ N(0, 1) of shape (2, 8, 64). The packed ``qkv`` Linear holds a
+    (3C, C) weight: rows 0..C-1 make q, C..2C-1 make k, 2C..3C-1 make v (the
+    layout checkpoints such as GPT-2's use). The reference computes q, k, v
+    from those row blocks and runs SDPA. Observed: a choice —
+    ``a``: shapes kept, causal, equal to the reference (1e-5);
+    ``b``: shapes kept, causal, different; ``c``: not causal;
+    ``d``: an exception or a changed shape. Causality: changing x after
+    position 3 must leave outputs 0..3 unchanged. Seed 000, section 4
+    ("packed QKV"); seed 004, "The model: attention".
+    """
+    import torch.nn.functional as F
+
+    from engine.model import merge_heads, split_heads
+
+    model = ctx.gpt("small", n_layer=1).eval()
+    attn = model.blocks[0].attn
+    H, C = attn.n_head, model.config.n_embd
+    g = torch.Generator().manual_seed(ctx.seed)
+    x = torch.randn(2, 8, C, generator=g).to(ctx.device)
+    later = x.clone()
+    later[:, 4:] = torch.randn(2, 4, C, generator=g).to(ctx.device)
+    try:
+        with torch.no_grad():
+            y = attn(x)  # (2, 8, C)
+            y_later = attn(later)
+    except Exception as exc:  # a packed split that cannot even run is an outcome
+        return Measurement(observed="d", evidence=[note(first_line(exc, limit=120))])
+    W = attn.qkv.weight  # (3C, C)
+    with torch.no_grad():
+        q, k, v = (split_heads(x @ W[i * C:(i + 1) * C].T, H) for i in range(3))  # (2, H, 8, D) each
+        reference = attn.proj(merge_heads(F.scaled_dot_product_attention(q, k, v, is_causal=True)))
+    gap = (y - reference).abs().max().item()
+    past = (y_later[:, :4] - y[:, :4]).abs().max().item()
+    if tuple(y.shape) != tuple(x.shape):
+        observed = "d"
+    elif past > 1e-5:
+        observed = "c"
+    else:
+        observed = "a" if gap <= 1e-5 else "b"
+    evidence = [
+        table("Attention of block 0, x (2, 8, 64)", ["quantity", "value"],
+              [["output shape", tuple(y.shape)], ["max |Δ| at 0..3 when x[4:] changes", past],
+               ["max |Δ| against the row-block reference", gap]]),
+        note("The reference reads the packed weight as [W_q; W_k; W_v], three blocks of C rows."),
+    ]
+    return Measurement(observed=observed, evidence=evidence)

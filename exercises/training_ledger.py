@@ -215,3 +215,57 @@ def overfit_batch(ctx: Context) -> Measurement:
             [f"after {LEDGER_STEPS} steps", final]]),
     ]
     return Measurement(observed=round(final, 6), evidence=evidence)
+
+
+#: The block whose attention runs on the written-out path in ``first_nonfinite``.
+WRITTEN_OUT_BLOCK = 2
+
+
+def first_nonfinite(ctx: Context) -> Measurement:
+    """The non-finite ledger on the seed-sized engine with block 2 on the written-out attention.
+
+    4 layers, C = 128, eval mode; block 2's attention runs
+    ``engine.model.attention`` with the explicit causal mask (as it would
+    while its weights are being inspected), the others SDPA. A random
+    (1, 16) batch goes through ``nonfinite_ledger``. Observed: a choice —
+    ``a``: no module's output holds an inf or NaN; ``b``: the first is in
+    block 0 or 1; ``c``: ``blocks.2.attn.qkv``; ``d``: ``blocks.2.attn.proj``;
+    ``e``: a later module (block 2's MLP, block 3, ln_f, lm_head). Evidence:
+    the mask's first rows, the ledger around the first non-finite row, and
+    the loss. Seed 000, section 7 ("inspect the first operation that
+    produces a non-finite value").
+    """
+    from engine.instruments.nonfinite import nonfinite_ledger
+    from engine.model import causal_mask
+
+    model = ctx.gpt("seed").eval()
+    model.blocks[WRITTEN_OUT_BLOCK].attn.fused = False
+    g = torch.Generator().manual_seed(ctx.seed)
+    ids = torch.randint(0, 37, (1, 17), generator=g).to(ctx.device)
+    ledger = nonfinite_ledger(model, ids[:, :-1])
+    with torch.no_grad():
+        _, loss = model(ids[:, :-1], targets=ids[:, 1:])
+    first = ledger.first.module if ledger.first else None
+    if first is None:
+        observed = "a"
+    elif first.startswith(("blocks.0.", "blocks.1.")):
+        observed = "b"
+    elif first == "blocks.2.attn.qkv":
+        observed = "c"
+    elif first == "blocks.2.attn.proj":
+        observed = "d"
+    else:
+        observed = "e"
+    shown = ["blocks.1.mlp.proj", "blocks.2.ln_1", "blocks.2.attn.qkv", "blocks.2.attn.proj", "blocks.2.attn",
+             "blocks.2.mlp.proj", "blocks.3.attn.proj", "ln_f", "lm_head"]
+    by_name = {row.module: row for row in ledger.rows}
+    mask = causal_mask(0, 4, 4)
+    evidence = [
+        table("causal_mask(0, 4, 4), True = may attend", ["query", "keys 0..3"],
+              [[i, " ".join("1" if m else "0" for m in mask[i].tolist())] for i in range(4)]),
+        table("Non-finite ledger (hooks in the order modules finish)", ["module", "output shape", "inf or NaN"],
+              [[name, by_name[name].shape, by_name[name].nonfinite] for name in shown]),
+        note(f"first non-finite output: {first or 'none'}; {len(ledger.rows)} module outputs recorded; "
+             f"loss = {loss.item():.4f}"),
+    ]
+    return Measurement(observed=observed, evidence=evidence)
