@@ -76,6 +76,9 @@ def id_out_of_range(ctx: Context) -> Measurement:
         observed, plain = type(exc).__name__, first_line(exc, limit=160)
 
     largest = int(ids.max())
+    rowless, counts = torch.unique(ids[ids >= rows], return_counts=True)  # ids the table has no row for
+    without_row = ", ".join(f"{i} ({tok.itos[i]!r}): {n:,} of {len(ids):,} ids"
+                            for i, n in zip(rowless.tolist(), counts.tolist())) or "none"
     model = ctx.gpt("small", vocab_size=rows, block_size=16, n_layer=1, n_embd=16).eval()
     config = model.config
     at = int((ids == largest).nonzero()[0])
@@ -90,7 +93,8 @@ def id_out_of_range(ctx: Context) -> Measurement:
     evidence = [
         table("Ids against rows", ["quantity", "value"],
               [["tokenizer vocab_size", tok.vocab_size], ["largest id in the data", f"{largest} ({tok.itos[largest]!r})"],
-               ["rows_needed(ids)", rows], ["valid ids for the table", f"0 .. {rows - 1}"]]),
+               ["rows_needed(ids)", rows], ["valid ids for the table", f"0 .. {rows - 1}"],
+               ["ids with no row, and how often", without_row]]),
         table("The same ids, two lookups", ["lookup", "outcome"],
               [["nn.Embedding (CPU)", plain], ["engine GPT", engine]]),
         note("nn.Embedding's message says only 'index out of range in self'; the engine checks the range "

@@ -170,8 +170,10 @@ def index_assign(ctx: Context) -> Measurement:
         table("Facts", ["question", "answer"], [["logits changed", changed]]),
     ]
     if not changed:
+        kept = probs[rows, cols].tolist()
         evidence.append(note("Reading logits[rows, cols] made a new tensor; fill_ wrote -inf into that copy, "
-                             "and the banned tokens keep probability 1/5."))
+                             f"and the banned tokens keep probability {', '.join(f'{q:.3g}' for q in kept)} "
+                             f"(1/V for V = {logits.shape[-1]}: every logit is still 0)."))
     return Measurement(observed=changed, evidence=evidence)
 
 
@@ -204,8 +206,11 @@ def gather_repeat(ctx: Context) -> Measurement:
         table("Facts", ["question", "answer"], [["hand-written backward matches torch", agrees]]),
     ]
     if not agrees:
-        evidence.append(note("scatter_ writes each upstream gradient into its slot; the second write to the "
-                             "slot of 50 replaces the first instead of adding to it."))
+        evidence.append(note("scatter_ writes each upstream gradient into its slot instead of adding: the slot "
+                             "of 50 receives two writes and keeps one. PyTorch documents scatter_ with repeated "
+                             "indices as nondeterministic (which write survives is unspecified); here both "
+                             f"writes carry the same upstream gradient, so the slot holds {hand[1, 1].item():g} "
+                             "either way, not their sum."))
     return Measurement(observed=[float(v) for v in hand.flatten().tolist()], evidence=evidence)
 
 

@@ -11,7 +11,21 @@ from exercises.context import Context
 from exercises.outcome import Measurement, note, series, table
 from exercises.training_common import bigram_data
 
-HAND_UPDATE = [-0.1, 0.2, -0.1]  # logits [0, 0, 0], target 1, SGD lr 0.3 (seed 001, Part 1)
+
+
+def _hand_sgd_step(logits: torch.Tensor, target: torch.Tensor, lr: float) -> torch.Tensor:
+    """One plain SGD step worked out from the formula, without autograd.
+
+    theta_new = theta - lr * (softmax(theta) - onehot(target)) / N for the
+    mean cross entropy over N rows (seed 001, "Derive the gradient rather
+    than trusting a slogan"). For logits [0, 0, 0], target 1 and lr 0.3 it
+    gives [-0.1, 0.2, -0.1].
+
+    Args:
+        logits: (N, V) float logits; target: (N,) int64 ids.
+    """
+    onehot = F.one_hot(target, logits.shape[-1]).to(logits.dtype)  # (N, V)
+    return logits - lr * (logits.softmax(-1) - onehot) / logits.shape[0]
 
 
 def _vec(t: torch.Tensor) -> str:
@@ -67,7 +81,8 @@ def skip_zero_grad(ctx: Context) -> Measurement:
 
     Logits [0, 0, 0] (float64), target 1, SGD lr 0.3. After the two passes one
     SGD step is taken with whatever ``.grad`` holds and compared with the hand
-    update [-0.1, 0.2, -0.1] (seed 001, Part 1 and Part 2).
+    update worked out from the formula, [-0.1, 0.2, -0.1] (seed 001, Part 1
+    and Part 2).
     """
     from exercises.snippets import accumulate
 
@@ -80,19 +95,22 @@ def skip_zero_grad(ctx: Context) -> Measurement:
     unchanged = torch.equal(logits.detach(), before)
     ratio = (second / first)[0]
     optimizer.step()
-    after = logits.detach()[0].tolist()
-    hand = torch.tensor(HAND_UPDATE, dtype=torch.float64)
-    matches_hand = torch.allclose(logits.detach()[0].cpu(), hand, atol=1e-12)
+    after = logits.detach()[0]
+    hand = _hand_sgd_step(before, target, lr=0.3)[0]  # from the formula: [-0.1, 0.2, -0.1]
+    matches_hand = torch.allclose(after, hand, atol=1e-12)
+    step_ratio = ((after - before[0]).norm() / (hand - before[0]).norm()).item()
     evidence = [
         table("Gradients at unchanged weights", ["pass", "logit 0", "logit 1", "logit 2"],
               [["first", *first[0].tolist()], ["second", *second[0].tolist()], ["second / first", *ratio.tolist()]]),
         table("One SGD step (lr 0.3) with what .grad holds", ["", "logit 0", "logit 1", "logit 2"],
-              [["after the step", *after], ["hand update", *HAND_UPDATE]]),
+              [["after the step", *after.tolist()], ["hand update (formula)", *hand.tolist()]]),
         table("Facts", ["question", "answer"],
-              [["weights unchanged by backward", unchanged], ["step matches the hand update", matches_hand]]),
+              [["weights unchanged by backward", unchanged], ["step matches the hand update", matches_hand],
+               ["step length / hand step length", step_ratio]]),
     ]
     if ratio[1].item() != 1.0:
-        evidence.append(note("Without the reset, backward adds the same gradient again: the step is twice as big."))
+        evidence.append(note(f"Without the reset, backward adds the same gradient again: the step is "
+                             f"{step_ratio:g} times as long as the hand update."))
     return Measurement(observed=round(ratio[1].item(), 12), evidence=evidence)
 
 
