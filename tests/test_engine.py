@@ -312,3 +312,12 @@ def test_ctx_gpt_is_seeded_and_reproducible():
     torch.manual_seed(0)
     by_hand = GPT(GPTConfig(vocab_size=37, block_size=32, n_layer=2, n_head=2, n_embd=64, dropout=0.1))
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), by_hand.parameters()))
+
+
+def test_train_cites_sections_that_exist():
+    # Issue 14: make_optimizer cited seed 001 "The optimizer owns the update", a section the seed
+    # does not have; AdamW built once outside the loop is its "Parts 3 and 4" section.
+    import engine.train
+
+    assert "The optimizer owns the update" not in engine.train.make_optimizer.__doc__
+    assert '"Parts 3 and 4: inspect and train the bigram"' in engine.train.make_optimizer.__doc__
