@@ -257,3 +257,40 @@ def fit_vs_stress(ctx: Context) -> Measurement:
         series("stress loss", stress, "nats"),
     ]
     return Measurement(observed=observed, evidence=evidence)
+
+
+def validation_split(ctx: Context) -> Measurement:
+    """The bigram trained on the toy text and scored on the snippet's validation pairs.
+
+    The zero-initialised bigram (float64) trains 200 full-batch AdamW steps
+    (lr 0.1, no weight decay) on 'a cat sat. a cat ran. a rat ran. a rat
+    sat.'; after 0, 1, 10, 50 and 200 updates it is scored on the training
+    pairs and on ``validation.validation_pairs``. Observed: the validation
+    loss after 200 updates (seed 001: 0.739163; the training loss 0.735081).
+    Seed 001, "Separate fitting, validation and stress testing".
+    """
+    from exercises.snippets import bigram, loop, validation
+
+    vocab, x, y, model = bigram_data(ctx)
+    vx, vy = (t.to(ctx.device) for t in validation.validation_pairs(vocab))
+    optimizer = bigram.make_optimizer(model)
+    rows = []
+    for step in range(201):
+        if step in (0, 1, 10, 50, 200):
+            rows.append([step, loop.evaluate(model, x, y), loop.evaluate(model, vx, vy)])
+        if step < 200:
+            loop.optimizer_step(optimizer, lambda: model(x, y)[1])
+        if step % 50 == 49:
+            ctx.progress((step + 1) / 200, "training the bigram")
+    overlap = torch.equal(vx, x[:, :vx.shape[1]]) if vx.shape[1] <= x.shape[1] else False
+    evidence = [
+        table("Loss after n updates (nats)", ["updates", "train", "validation"],
+              [[n, f"{t:.6f}", f"{v:.6f}"] for n, t, v in rows]),
+        table("The validation pairs", ["quantity", "value"], [
+            ["targets", vy.numel()], ["first inputs as text", repr("".join(vocab[i] for i in vx[0, :12].tolist()))],
+            ["identical to the start of the training pairs", overlap]]),
+    ]
+    if overlap:
+        evidence.append(note("The 'validation' pairs are the training pairs: a score on them measures fit, "
+                             "not anything held out."))
+    return Measurement(observed=round(rows[-1][2], 9), evidence=evidence)

@@ -232,3 +232,39 @@ def microbatch_weighting(ctx: Context) -> Measurement:
             ["equal (1e-6)", gap <= 1e-6]]),
     ]
     return Measurement(observed=gap <= 1e-6, evidence=evidence)
+
+
+def batch_mean_gradient(ctx: Context) -> Measurement:
+    """The gradient of the snippet's batch loss against the mean's, worked out by hand.
+
+    Logits (N = 8, V = 5) in float64 and random targets. The reference is the
+    gradient of the *mean* cross entropy from the formula (softmax - onehot)
+    / N. Observed: the ratio of the subject's gradient to it (the least-
+    squares factor over all 40 entries; 1 for a mean). Evidence: one row of
+    each, and the length of one SGD step (lr 0.1) under each. Seed 001,
+    "Derive the gradient rather than trusting a slogan" (the mean divides
+    each row's gradient by N).
+    """
+    from exercises.snippets.batch_loss import batch_loss
+
+    device = torch.device(ctx.device)
+    g = torch.Generator().manual_seed(ctx.seed)
+    N, V = 8, 5
+    logits = torch.randn(N, V, generator=g, dtype=torch.float64).to(device).requires_grad_()
+    targets = torch.randint(0, V, (N,), generator=g).to(device)
+    batch_loss(logits, targets).backward()
+    subject = logits.grad.detach()
+    by_hand = (logits.detach().softmax(-1) - F.one_hot(targets, V).double()) / N  # mean's gradient
+    ratio = ((subject * by_hand).sum() / (by_hand * by_hand).sum()).item()
+    evidence = [
+        table("Row 0 of the gradient", ["route", "values"], [
+            ["subject's loss", _vec(subject[0])], ["(softmax - onehot) / N", _vec(by_hand[0])]]),
+        table("Facts", ["quantity", "value"], [
+            ["N (rows in the batch)", N], ["subject / mean-gradient", ratio],
+            ["SGD step length at lr 0.1, subject", (0.1 * subject).norm().item()],
+            ["SGD step length at lr 0.1, mean", (0.1 * by_hand).norm().item()]]),
+    ]
+    if abs(ratio - 1) > 1e-9:
+        evidence.append(note(f"Every gradient is {ratio:g} times the mean's: the learning rate now means "
+                             f"{ratio:g} times as much, and it changes again whenever the batch size does."))
+    return Measurement(observed=round(ratio, 9), evidence=evidence)
