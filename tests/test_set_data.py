@@ -34,3 +34,13 @@ def test_alignment_check_passes_aligned_fails_shifted_twice(run, catalog):
     hand = dict(rows(r, "clean", "torch.equal"))
     assert hand == {"get_batch's y": "True", "no shift (y = x)": "False",
                     "shift by one": "True", "shift by two": "False"}
+
+
+# Seed gaps (CATALOG-3.md)
+
+def test_int32_ids_embedding_accepts_cross_entropy_refuses(run, catalog):
+    r = run("int32-ids", "none RuntimeError")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == ["none", "none"] and r.faulted == ["none", "RuntimeError"]
+    calls = dict(rows(r, "faulted", "The engine GPT"))
+    assert calls["model(x, targets=y)"] == "RuntimeError: expected target dtype to be Long or Byte, but got Int"
