@@ -1,6 +1,9 @@
-"""One optimisation step, evaluation, and the overfit-one-batch check.
+"""One optimisation step, evaluation, and the overfit-one-batch check; the
+machinery a longer run adds around them: weight decay by tensor rank, a
+warm-up schedule, gradient clipping, and checkpoints that resume exactly.
 
-Seed 004, "Training: prove it is happening".
+Seed 004, "Training: prove it is happening"; seed 001, "In the real world"
+(accumulation, warm-up, clipping and checkpoints each have a distinct job).
 """
 
 from __future__ import annotations
@@ -9,11 +12,32 @@ import torch
 import torch.nn as nn
 
 
+def decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """AdamW parameter groups: matrices decay, vectors do not.
+
+    Seed 000 §8, "A few nanoGPT details that should remain
+    implementation-specific" (weight decay): decaying tensors with ndim >= 2
+    (Linear and Embedding weights) and exempting one-dimensional ones
+    (biases, LayerNorm gains and shifts) is the reference code's convention,
+    not a theorem. A tied matrix appears once.
+
+    Returns:
+        [{"params": ndim >= 2, "weight_decay": weight_decay},
+         {"params": ndim < 2, "weight_decay": 0.0}]
+    """
+    params = [p for p in {id(p): p for p in model.parameters()}.values() if p.requires_grad]
+    matrices = [p for p in params if p.dim() >= 2]
+    vectors = [p for p in params if p.dim() < 2]
+    return [{"params": matrices, "weight_decay": weight_decay},
+            {"params": vectors, "weight_decay": 0.0}]
+
+
 def make_optimizer(model: nn.Module, lr: float = 1e-3,
-                   weight_decay: float = 0.01) -> torch.optim.AdamW:
+                   weight_decay: float = 0.01, split_decay: bool = False) -> torch.optim.AdamW:
     """AdamW over the model's parameters, with the fused kernel where it exists.
 
-    Seed 001, "The optimizer owns the update". The fused kernel updates every
+    Seed 001, "Parts 3 and 4: inspect and train the bigram" (AdamW keeps
+    running averages, so it is built once, outside the loop). The fused kernel updates every
     parameter in one pass per step instead of a chain of per-tensor ops; the
     arithmetic is AdamW's. On a 2-core CPU it takes the engine's default
     model from about 3.2 ms to 0.7 ms per step (``benchmarks/run.py``). Any
@@ -23,28 +47,62 @@ def make_optimizer(model: nn.Module, lr: float = 1e-3,
     Args:
         lr: learning rate.
         weight_decay: decoupled weight decay (torch's default, 0.01).
+        split_decay: decay only tensors with ndim >= 2 (``decay_groups``);
+            by default every parameter decays, as torch's AdamW does.
     """
     params = list(model.parameters())
     fused = all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params)
-    return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=fused or None)
+    groups = decay_groups(model, weight_decay) if split_decay else params
+    return torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay, fused=fused or None)
+
+
+def warmup_schedule(optimizer: torch.optim.Optimizer, warmup_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up to the optimizer's learning rate, then constant.
+
+    Update k (counted from 0) runs at lr * min(1, (k + 1) / warmup_steps),
+    provided ``scheduler.step()`` follows ``optimizer.step()`` (as in
+    ``train_step``): for 4 warm-up steps the first five updates use 0.25,
+    0.5, 0.75, 1 and 1 times lr. Seed 001, "In the real world" (scheduling
+    changes the update scale over the run).
+
+    Raises:
+        ValueError: if warmup_steps < 1.
+    """
+    if warmup_steps < 1:
+        raise ValueError(f"warmup_steps must be at least 1, got {warmup_steps}.")
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: min(1.0, (k + 1) / warmup_steps))
 
 
 def train_step(model: nn.Module, optimizer: torch.optim.Optimizer,
-               x: torch.Tensor, y: torch.Tensor) -> float:
-    """Forward with targets, backward, one optimizer step.
+               x: torch.Tensor, y: torch.Tensor, *, max_norm: float | None = None,
+               scheduler: torch.optim.lr_scheduler.LRScheduler | None = None) -> float:
+    """Forward with targets, backward, optional clipping, one optimizer step.
 
-    Leaves the model's train/eval mode as the caller set it.
+    The order is the algorithm (seed 001, "In the real world"): gradients
+    are reset before backward fills them, clipped after backward and before
+    the optimizer reads them, and the schedule advances after the step it
+    set the learning rate for. Leaves the model's train/eval mode as the
+    caller set it.
 
     Args:
         x, y: (B, T) int64 inputs and targets.
+        max_norm: if given, rescale the gradients so that their global L2
+            norm is at most max_norm before the step.
+        scheduler: if given, advanced once after the step.
 
     Returns:
-        The loss before the step, in nats per token.
+        The loss the step was computed from (before the update), in nats
+        per token. Seed 001, "Parts 3 and 4": it does not become the
+        post-update loss when the weights change.
     """
     _, loss = model(x, targets=y)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
+    if max_norm is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
     optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
     return loss.item()
 
 
@@ -86,6 +144,53 @@ def overfit_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
         return [train_step(model, optimizer, x, y) for _ in range(steps)]
     finally:
         model.train(was_training)
+
+
+def save_checkpoint(f, model: nn.Module, optimizer: torch.optim.Optimizer, step: int,
+                    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None) -> None:
+    """Write what a resumed run needs to continue the same trajectory.
+
+    The model's weights restore a forward pass; resuming *training* also
+    needs the optimizer's state (AdamW's running averages and step counts),
+    the schedule's position and the number of updates taken. The data
+    position and random-number state are the caller's (seed 001, "In the
+    real world": a checkpoint with weights only is not a resumable run).
+
+    Args:
+        f: a path or a binary file object (``io.BytesIO`` works).
+        step: updates taken so far.
+    """
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": int(step)}
+    if scheduler is not None:
+        state["scheduler"] = scheduler.state_dict()
+    torch.save(state, f)
+
+
+def load_checkpoint(f, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None) -> int:
+    """Restore what ``save_checkpoint`` wrote into a freshly built model (and optimizer).
+
+    Tensors are mapped to the model's device. Build the optimizer over the
+    same parameters, in the same order, before loading.
+
+    Args:
+        f: a path or a binary file object positioned at the checkpoint.
+
+    Returns:
+        The number of updates the checkpoint had taken.
+
+    Raises:
+        KeyError: if the file lacks the model's state (not a checkpoint).
+        RuntimeError: if the weights do not fit the model.
+    """
+    device = next(model.parameters()).device
+    state = torch.load(f, map_location=device, weights_only=True)
+    model.load_state_dict(state["model"])
+    if optimizer is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    if scheduler is not None and "scheduler" in state:
+        scheduler.load_state_dict(state["scheduler"])
+    return int(state["step"])
 
 
 def scaled_train_step(model: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,

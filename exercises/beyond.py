@@ -168,3 +168,175 @@ def rank_offset(ctx: Context) -> Measurement:
         note("Backend gloo, 2 processes on 127.0.0.1; each rank steps by B·T·world after every batch."),
     ]
     return Measurement(observed=disjoint, evidence=evidence)
+
+
+def _peak_tensor_bytes(fn):
+    """Run ``fn()`` and return (its result, the peak bytes of tensors it created, alive at once).
+
+    Every tensor an operation returns during the call is followed from the
+    moment it is made until Python frees it (a weak-reference finaliser);
+    a storage counts once however many views share it, from its first
+    tensor to its last. Inputs that existed before the call are not
+    counted, nor views of them. Works on any device, without the
+    allocator's statistics.
+    """
+    import weakref
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    live = {"now": 0, "peak": 0}
+    users: dict[int, int] = {}  # storage address -> tensors alive that use it
+    sizes: dict[int, int] = {}
+
+    def release(key: int) -> None:
+        users[key] -= 1
+        if users[key] == 0:
+            live["now"] -= sizes.pop(key)
+            del users[key]
+
+    class Meter(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            given = {a.untyped_storage().data_ptr() for a in tree_leaves((args, kwargs))
+                     if isinstance(a, torch.Tensor)}
+            for t in tree_leaves(out):
+                if isinstance(t, torch.Tensor) and t.untyped_storage().nbytes():
+                    key = t.untyped_storage().data_ptr()
+                    if key in given and key not in users:
+                        continue  # a view of a tensor from outside the call: not new memory
+                    if key not in users:
+                        users[key], sizes[key] = 0, t.untyped_storage().nbytes()
+                        live["now"] += sizes[key]
+                        live["peak"] = max(live["peak"], live["now"])
+                    users[key] += 1
+                    weakref.finalize(t, release, key)
+            return out
+
+    with Meter():
+        result = fn()
+    return result, live["peak"]
+
+
+def chunked_scores(ctx: Context) -> Measurement:
+    """``chunked_nearest.nearest`` against one full (M, N) score matrix.
+
+    M = 64 queries, N = 8,192 exemplars, D = 32, float32. The reference
+    scores every pair at once (``neighbours.affine_scores``) and takes the
+    argmax. Observed: ``[same winners and best scores within 1e-6 relative,
+    peak intermediate bytes lower than the reference's]``, the peak counted
+    by ``_peak_tensor_bytes``. Seed 000 §8 ("Chunking is necessary when that
+    is too large").
+    """
+    from exercises.snippets import chunked_nearest
+    from exercises.snippets.neighbours import affine_scores
+
+    g = torch.Generator().manual_seed(ctx.seed)
+    M, N, D = 64, 8192, 32
+    queries = torch.randn(M, D, generator=g).to(ctx.device)
+    exemplars = torch.randn(N, D, generator=g).to(ctx.device)
+
+    def reference():
+        best, where = affine_scores(queries, exemplars).max(dim=-1)  # (M, N) at once
+        return best, where
+
+    (ref_best, ref_where), ref_peak = _peak_tensor_bytes(reference)
+    (best, where), peak = _peak_tensor_bytes(lambda: chunked_nearest.nearest(queries, exemplars))
+    same_winners = bool(torch.equal(where, ref_where))
+    close = bool(torch.allclose(best, ref_best, rtol=1e-6, atol=1e-5))
+    lower = peak < ref_peak
+    evidence = [
+        table(f"M = {M} queries, N = {N:,} exemplars, D = {D}", ["route", "peak intermediates", "chunk"], [
+            ["all pairs at once", f"{ref_peak / 2**10:,.0f} KiB", N],
+            ["nearest (subject)", f"{peak / 2**10:,.0f} KiB", min(chunked_nearest.CHUNK, N)]]),
+        table("Agreement", ["question", "answer"], [
+            ["same nearest exemplar for every query", same_winners],
+            ["max |Δ best score|", (best - ref_best).abs().max().item()],
+            ["scores equal (1e-6 relative)", close], ["peak lower", lower]]),
+        note(f"One full score matrix is M x N x 4 bytes = {M * N * 4 / 2**10:,.0f} KiB; the scores of a chunk "
+             f"of {min(chunked_nearest.CHUNK, N):,} exemplars take "
+             f"{M * min(chunked_nearest.CHUNK, N) * 4 / 2**10:,.0f} KiB."),
+    ]
+    return Measurement(observed=[same_winners and close, lower], evidence=evidence)
+
+
+def l1_as_relu(ctx: Context) -> Measurement:
+    """``l1.l1_distance`` against ``(a - b).abs().sum(-1)``: values and gradients.
+
+    a, b: (6, 5) float64 drawn so that no difference is within 0.01 of 0.
+    Observed: True when the values and the gradients with respect to a agree
+    within 1e-12. Evidence adds a difference of exactly 0, where the two
+    routes' gradients are compared too. Seed 000 §8 (|a| = ReLU(a) + ReLU(-a)).
+    """
+    from exercises.snippets.l1 import l1_distance
+
+    g = torch.Generator().manual_seed(ctx.seed)
+    b = torch.randn(6, 5, generator=g, dtype=torch.float64)
+    step = torch.rand(6, 5, generator=g, dtype=torch.float64) + 0.01
+    sign = torch.where(torch.rand(6, 5, generator=g) < 0.5, -1.0, 1.0).double()
+    a0 = (b + sign * step).to(ctx.device)  # |a - b| >= 0.01 everywhere
+    b = b.to(ctx.device)
+
+    def both(fn, a):
+        a = a.clone().requires_grad_()
+        value = fn(a)
+        value.sum().backward()
+        return value.detach(), a.grad
+
+    subject, subject_grad = both(lambda a: l1_distance(a, b), a0)
+    reference, reference_grad = both(lambda a: (a - b).abs().sum(-1), a0)
+    values = (subject - reference).abs().max().item()
+    grads = (subject_grad - reference_grad).abs().max().item()
+    equal = values <= 1e-12 and grads <= 1e-12
+    at_zero = torch.zeros(1, 1, dtype=torch.float64, device=ctx.device)
+    zero_subject = both(lambda a: l1_distance(a, at_zero), at_zero)[1].item()
+    zero_reference = both(lambda a: (a - at_zero).abs().sum(-1), at_zero)[1].item()
+    evidence = [
+        table("Against (a - b).abs().sum(-1), away from 0", ["quantity", "max |Δ|"], [
+            ["values", values], ["gradients with respect to a", grads]]),
+        table("At a - b = 0 exactly", ["route", "gradient"], [
+            ["l1_distance", zero_subject], ["abs", zero_reference]]),
+        table("Facts", ["question", "answer"], [["equal values and gradients (1e-12)", equal]]),
+    ]
+    return Measurement(observed=bool(equal), evidence=evidence)
+
+
+def fixed_old_logprobs(ctx: Context) -> Measurement:
+    """The gradient ``policy_ratio.surrogate`` sends through its old log-probabilities.
+
+    A policy with logits (4, 5) as its only parameter; responses (4,) drawn
+    from it; advantages [1, -1, 0.5, -0.5]. As in the bug the seed warns
+    about, the "old" log-probabilities are recomputed from the same policy,
+    so they carry its graph. The gradient through the new side is what the
+    loss gives with the old side detached by the check. Observed: the
+    gradient through the old side as a multiple of the gradient through the
+    new side (the least-squares factor; 0 when nothing flows through it).
+    Seed 000 §8 ("the old log-probability is a fixed record of the sampling
+    policy").
+    """
+    from exercises.snippets.policy_ratio import surrogate
+
+    g = torch.Generator().manual_seed(ctx.seed)
+    logits = torch.randn(4, 5, generator=g, dtype=torch.float64).to(ctx.device).requires_grad_()
+    tokens = torch.multinomial(logits.detach().softmax(-1).cpu(), 1, generator=g).squeeze(-1).to(ctx.device)
+    advantages = torch.tensor([1.0, -1.0, 0.5, -0.5], dtype=torch.float64, device=ctx.device)
+
+    def log_probs():
+        return torch.log_softmax(logits, dim=-1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # (4,)
+
+    new_side = torch.autograd.grad(surrogate(log_probs(), log_probs().detach(), advantages), logits)[0]
+    total = torch.autograd.grad(surrogate(log_probs(), log_probs(), advantages), logits)[0]
+    old_side = total - new_side
+    factor = ((old_side * new_side).sum() / (new_side * new_side).sum()).item()
+    evidence = [
+        table("Gradient of the surrogate with respect to the policy logits", ["part", "norm"], [
+            ["through the new log-probs", new_side.norm().item()], ["through the old log-probs", old_side.norm().item()],
+            ["total", total.norm().item()]]),
+        table("Facts", ["quantity", "value"], [
+            ["old side / new side", factor],
+            ["ratio exp(new - old) per response", " ".join(f"{r:g}" for r in torch.exp(log_probs() - log_probs()).tolist())]]),
+    ]
+    if abs(factor) > 1e-9:
+        evidence.append(note("The ratio exp(new - old) is 1 whatever the weights when old is the same "
+                             "function of them: the two sides cancel and the policy receives no gradient."))
+    return Measurement(observed=round(factor, 9), evidence=evidence)

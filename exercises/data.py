@@ -76,6 +76,9 @@ def id_out_of_range(ctx: Context) -> Measurement:
         observed, plain = type(exc).__name__, first_line(exc, limit=160)
 
     largest = int(ids.max())
+    rowless, counts = torch.unique(ids[ids >= rows], return_counts=True)  # ids the table has no row for
+    without_row = ", ".join(f"{i} ({tok.itos[i]!r}): {n:,} of {len(ids):,} ids"
+                            for i, n in zip(rowless.tolist(), counts.tolist())) or "none"
     model = ctx.gpt("small", vocab_size=rows, block_size=16, n_layer=1, n_embd=16).eval()
     config = model.config
     at = int((ids == largest).nonzero()[0])
@@ -90,7 +93,8 @@ def id_out_of_range(ctx: Context) -> Measurement:
     evidence = [
         table("Ids against rows", ["quantity", "value"],
               [["tokenizer vocab_size", tok.vocab_size], ["largest id in the data", f"{largest} ({tok.itos[largest]!r})"],
-               ["rows_needed(ids)", rows], ["valid ids for the table", f"0 .. {rows - 1}"]]),
+               ["rows_needed(ids)", rows], ["valid ids for the table", f"0 .. {rows - 1}"],
+               ["ids with no row, and how often", without_row]]),
         table("The same ids, two lookups", ["lookup", "outcome"],
               [["nn.Embedding (CPU)", plain], ["engine GPT", engine]]),
         note("nn.Embedding's message says only 'index out of range in self'; the engine checks the range "
@@ -136,6 +140,48 @@ def alignment_contract(ctx: Context) -> Measurement:
         note(f"x[:, 1:] and y[:, :-1] agree at {agree:.1%} of positions in the get_batch pair."),
     ]
     return Measurement(observed=passes, evidence=evidence)
+
+
+def int32_ids(ctx: Context) -> Measurement:
+    """Feed the small engine GPT ids loaded by ``token_ids.as_token_ids`` from an int32 array.
+
+    The corpus (20,000 characters) is encoded into a NumPy int32 array; a
+    window (2, 16) and its shifted targets are loaded with the snippet. The
+    model runs twice: without targets (the embedding lookups) and with
+    targets (cross entropy). Observed: ``[exception class of each call, or
+    "none"]``. Seed 000 §8, "Token conversion" (Embedding accepts IntTensor;
+    class-index targets must be int64).
+    """
+    import numpy as np
+
+    from engine.corpus import make_corpus
+    from engine.tokenizer import CharTokenizer
+    from exercises.snippets.token_ids import as_token_ids
+
+    text = make_corpus(20_000, seed=ctx.seed)
+    tok = CharTokenizer(text)
+    array = np.asarray(tok.encode(text), dtype=np.int32)
+    ids = as_token_ids(array)
+    x = torch.stack([ids[i:i + 16] for i in (0, 100)]).to(ctx.device)  # (2, 16)
+    y = torch.stack([ids[i + 1:i + 17] for i in (0, 100)]).to(ctx.device)
+    model = ctx.gpt("small", vocab_size=tok.vocab_size).eval()
+    outcomes, rows = [], []
+    for label, call in (("model(x)", lambda: model(x)), ("model(x, targets=y)", lambda: model(x, targets=y))):
+        try:
+            with torch.no_grad():
+                call()
+            outcomes.append("none")
+            rows.append([label, "ran"])
+        except Exception as exc:  # the dtype contract is the observation
+            outcomes.append(type(exc).__name__)
+            rows.append([label, first_line(exc, limit=90)])
+    evidence = [
+        table("Loaded ids", ["quantity", "value"], [
+            ["NumPy array dtype", str(array.dtype)], ["tensor dtype", str(ids.dtype).removeprefix("torch.")],
+            ["largest id", int(ids.max())]]),
+        table("The engine GPT (V = 37)", ["call", "outcome"], rows),
+    ]
+    return Measurement(observed=outcomes, evidence=evidence)
 
 
 def float_ids(ctx: Context) -> Measurement:

@@ -225,8 +225,11 @@ def cached_generation(ctx: Context) -> Measurement:
     extends ``"The "`` by 80 greedy tokens twice, ``use_cache=False`` and
     ``use_cache=True``. 80 tokens overfill the 32-token window, so the cached
     path must slide its window too. Observed: True when both paths produce
-    the same tokens. Evidence adds ms per new token against context length,
-    naive vs cached (timings are evidence only, never graded).
+    the same tokens. Evidence: the first differing position, the first token
+    predicted from a slid window (measured by a hook on the naive loop's
+    inputs: index 33 for a 4-token prompt and block_size 32), the tokens
+    around the first difference, and ms per new token against context
+    length, naive vs cached (timings are evidence only, never graded).
     Seed 004, "Generation is a different program" (the cost structure) and
     Exercises, "Generation cost"; seed 000 §6.
     """
@@ -234,10 +237,24 @@ def cached_generation(ctx: Context) -> Measurement:
 
     model, tok = _trained(ctx)
     prompt = tok.encode_tensor(PROMPT)[None].to(ctx.device)
-    naive = generate(model, prompt, 80, greedy=True)
+    fed = []  # the length of every context the naive loop feeds the model
+    handle = model.register_forward_pre_hook(lambda _m, args: fed.append(args[0].shape[1]))
+    try:
+        naive = generate(model, prompt, 80, greedy=True)
+    finally:
+        handle.remove()
     cached = generate(model, prompt, 80, greedy=True, use_cache=True)
     same = torch.equal(naive, cached)
     first = _first_difference(naive, cached)
+    # Call k predicts the token at index len(prompt) + k from the tokens before it; the window
+    # has slid once that call is fed fewer tokens than there are.
+    P = prompt.shape[1]
+    slid = next((P + k for k, n in enumerate(fed) if n < P + k), None)
+    around = first if first is not None else slid
+    rows = []
+    if around is not None:
+        for i in range(max(0, around - 2), min(naive.shape[1], around + 4)):
+            rows.append([i, repr(tok.decode([naive[0, i].item()])), repr(tok.decode([cached[0, i].item()]))])
     ctx.progress(0.9, "timing")
     timing = _ms_per_token(ctx)
     evidence = [
@@ -246,7 +263,10 @@ def cached_generation(ctx: Context) -> Measurement:
               [["naive", repr(tok.decode(naive[0].tolist()))], ["cached", repr(tok.decode(cached[0].tolist()))]]),
         table("Facts", ["quantity", "value"],
               [["same tokens", same], ["first differing position", first if first is not None else "none"],
-               ["first token predicted after the window slides", model.config.block_size + 1]]),
+               ["first token predicted from a slid window (measured)", slid if slid is not None else "none"],
+               ["context lengths the naive loop fed", f"{fed[0]}, {fed[1]}, ... up to {max(fed)}"]]),
+        table("Tokens around " + ("the first difference" if first is not None else "the first slide"),
+              ["index", "naive", "cached"], rows),
         table("ms per new token against context length T (block_size 512)",
               ["T", "naive ms", "cached ms", "naive / cached"], timing),
         note("Naive decoding re-encodes all T visible tokens for every new one; the cache projects only the "

@@ -170,8 +170,10 @@ def index_assign(ctx: Context) -> Measurement:
         table("Facts", ["question", "answer"], [["logits changed", changed]]),
     ]
     if not changed:
+        kept = probs[rows, cols].tolist()
         evidence.append(note("Reading logits[rows, cols] made a new tensor; fill_ wrote -inf into that copy, "
-                             "and the banned tokens keep probability 1/5."))
+                             f"and the banned tokens keep probability {', '.join(f'{q:.3g}' for q in kept)} "
+                             f"(1/V for V = {logits.shape[-1]}: every logit is still 0)."))
     return Measurement(observed=changed, evidence=evidence)
 
 
@@ -204,8 +206,11 @@ def gather_repeat(ctx: Context) -> Measurement:
         table("Facts", ["question", "answer"], [["hand-written backward matches torch", agrees]]),
     ]
     if not agrees:
-        evidence.append(note("scatter_ writes each upstream gradient into its slot; the second write to the "
-                             "slot of 50 replaces the first instead of adding to it."))
+        evidence.append(note("scatter_ writes each upstream gradient into its slot instead of adding: the slot "
+                             "of 50 receives two writes and keeps one. PyTorch documents scatter_ with repeated "
+                             "indices as nondeterministic (which write survives is unspecified); here both "
+                             f"writes carry the same upstream gradient, so the slot holds {hand[1, 1].item():g} "
+                             "either way, not their sum."))
     return Measurement(observed=[float(v) for v in hand.flatten().tolist()], evidence=evidence)
 
 
@@ -243,3 +248,72 @@ def token_logprob(ctx: Context) -> Measurement:
                       if picked.shape == ce.shape else []),
                 note(f"max |log-prob + cross_entropy| = {gap:.2e}")]
     return Measurement(observed="none", evidence=evidence)
+
+
+def keepdim_sum(ctx: Context) -> Measurement:
+    """Normalise counts with ``normalize.counts_to_probs`` at two shapes.
+
+    Integer counts in [1, 9] (float32) of shape (B, T, V) = (2, 3, 5), then
+    (4, 4, 4), where B, T and V are equal. Observed: ``[exception class at
+    (2, 3, 5) or "none", do all rows sum to 1 at (4, 4, 4)]``. Seed 000 §1, "Shape is
+    part of the algorithm" (keepdim=True keeps the reduced axis visible).
+    """
+    from exercises.snippets.normalize import counts_to_probs
+
+    g = torch.Generator().manual_seed(ctx.seed)
+    rows, outcomes = [], []
+    for shape in ((2, 3, 5), (4, 4, 4)):
+        counts = torch.randint(1, 10, shape, generator=g).float().to(ctx.device)
+        try:
+            probs = counts_to_probs(counts)
+            sums = probs.sum(dim=-1)  # (B, T)
+            ok = bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-6))
+            outcomes.append(("none", ok))
+            rows.append([str(shape), str(tuple(probs.shape)), f"{sums.min().item():.4g} .. {sums.max().item():.4g}"])
+        except Exception as exc:  # a shape error is an observation
+            outcomes.append((type(exc).__name__, False))
+            rows.append([str(shape), first_line(exc, limit=70), "-"])
+    totals = torch.ones(2, 3, 5).sum(dim=-1)
+    evidence = [
+        table("counts_to_probs(counts)", ["counts", "result shape / error", "row sums"], rows),
+        table("Shapes of the row totals", ["expression", "shape"], [
+            ["counts.sum(-1, keepdim=True)", str(tuple(torch.ones(2, 3, 5).sum(-1, keepdim=True).shape))],
+            ["counts.sum(-1)", str(tuple(totals.shape))]]),
+    ]
+    if outcomes[1] == ("none", False):
+        evidence.append(note("At (4, 4, 4) the (4, 4) totals broadcast against the last two axes: entry "
+                             "[b, t, v] was divided by totals[t, v], not by its own row's total. No error, "
+                             "wrong numbers."))
+    return Measurement(observed=[outcomes[0][0], outcomes[1][1]], evidence=evidence)
+
+
+def batched_transpose(ctx: Context) -> Measurement:
+    """The shape of ``key_transpose.keys_for_scores`` on keys (B, H, T, D) = (2, 3, 5, 4).
+
+    Observed: that shape, as a list. Evidence: whether ``scores(q, k)`` runs
+    and its shape, and any warning PyTorch raised. Seed 000 §4 ("for a
+    batched tensor, .T is not a synonym for transpose the matrix inside each
+    batch").
+    """
+    import warnings
+
+    from exercises.snippets.key_transpose import keys_for_scores, scores
+
+    g = torch.Generator().manual_seed(ctx.seed)
+    q = torch.randn(2, 3, 5, 4, generator=g).to(ctx.device)  # (B, H, T, D)
+    k = torch.randn(2, 3, 5, 4, generator=g).to(ctx.device)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kt = keys_for_scores(k)
+        try:
+            outcome = f"ran: {tuple(scores(q, k).shape)}"
+        except Exception as exc:  # the shape error is the observation
+            outcome = first_line(exc, limit=90)
+    said = [str(w.message).split(". ")[0] + "." for w in caught]
+    evidence = [
+        table("Keys (B, H, T, D) = (2, 3, 5, 4)", ["expression", "value"], [
+            ["keys_for_scores(k).shape", str(tuple(kt.shape))], ["k.transpose(-2, -1).shape", str(tuple(k.transpose(-2, -1).shape))],
+            ["scores(q, k)", outcome]]),
+        note("PyTorch warned: " + said[0] if said else "PyTorch raised no warning."),
+    ]
+    return Measurement(observed=list(kt.shape), evidence=evidence)

@@ -162,3 +162,37 @@ def inplace_saved(ctx: Context) -> Measurement:
                       [[i, [round(v, 4) for v in grad[i].tolist()], round(grad[i].sum().item(), 6) + 0.0]
                        for i in range(grad.shape[0])])]
     return Measurement(observed="none", evidence=evidence)
+
+
+def view_noncontig(ctx: Context) -> Measurement:
+    """Regroup the rows of a non-contiguous tensor with ``regroup.split_rows``.
+
+    x = arange(24).reshape(4, 6)[:, :3]: (4, 3), strides (6, 1), not
+    contiguous. ``split_rows(x, 2)`` asks for (2, 2, 3). Observed: the
+    exception class, or ``"none"``. Evidence: the strides, whether the result
+    shares x's storage, and a flattening ``x.view(12)`` that strides cannot
+    express. Seed 000 §2 ("A tensor does not have to be globally contiguous
+    for every possible view to work").
+    """
+    from exercises.snippets.regroup import split_rows
+
+    x = torch.arange(24, device=ctx.device).reshape(4, 6)[:, :3]  # (4, 3), strides (6, 1)
+    try:
+        y = split_rows(x, 2)
+        observed = "none"
+        outcome = f"(2, 2, 3), strides {y.stride()}, shares storage {y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()}"
+    except Exception as exc:  # the refusal is the observation
+        observed, outcome = type(exc).__name__, first_line(exc, limit=100)
+    try:
+        x.view(12)
+        flat = "ran"
+    except Exception as exc:
+        flat = first_line(exc, limit=100)
+    evidence = [
+        table("x = arange(24).reshape(4, 6)[:, :3]", ["quantity", "value"], [
+            ["shape", str(tuple(x.shape))], ["strides", str(x.stride())], ["is_contiguous()", x.is_contiguous()]]),
+        table("Views of x", ["call", "outcome"], [["split_rows(x, 2)", outcome], ["x.view(12)", flat]]),
+        note("Splitting axis 0 into (2, 2) only needs strides (12, 6, 1); flattening would need one stride "
+             "for 12 elements that sit 1 apart within a row and 6 apart across rows, which no stride gives."),
+    ]
+    return Measurement(observed=observed, evidence=evidence)

@@ -1,9 +1,11 @@
 """What the training checks share: the corpus, fixed batches, and the seed's bigram.
 
-The training set's checks live in three modules, one per section of the set:
+The training set's checks live in one module per section of the set:
 ``training_updates`` (one update by hand), ``training_objective`` (the
-objective and its floor) and ``training_ledger`` (the learning ledger on the
-engine, modes, the end-to-end proof). Their models come from ``ctx.gpt``.
+objective and its floor), ``training_ledger`` (the learning ledger on the
+engine, modes, the end-to-end proof), ``training_numerics`` (log-
+probabilities, inference mode, autocast) and ``training_loop`` (the engine's
+loop and what a longer run adds). Their models come from ``ctx.gpt``.
 """
 
 import torch

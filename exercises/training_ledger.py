@@ -56,8 +56,9 @@ def init_scale(ctx: Context) -> Measurement:
     GPT 4 layers, 4 heads, C = 128, block 64, V = 37 (tied), one batch 8 x 32
     from the corpus, AdamW lr 1e-3; the ledger runs TASK to UPDATE (no
     CAPABILITY). Observed choice by the ratio: a < 1.5, b 1.5-5, c 5-100,
-    d > 100 (seed 004: 1.02 with the small init, 33.08 when the tied table
-    keeps N(0, 1)).
+    d > 100 (seed 004: 1.02 with the small init, 33.08 and an initial loss of
+    119.463 when only the tied token table keeps N(0, 1); measured here on
+    CPU, seed 0: 1.008 and 34.02, initial loss 122.839).
     """
     data, tokenizer = corpus(ctx)
     model = ctx.gpt("seed", vocab_size=tokenizer.vocab_size)
@@ -69,7 +70,9 @@ def init_scale(ctx: Context) -> Measurement:
     ledger = _run_ledger(ctx, model, optimizer, x, y, overfit_steps=0)
     observed = "a" if ratio < 1.5 else "b" if ratio < 5 else "c" if ratio < 100 else "d"
     extra = [table("Initial logits", ["quantity", "value"], [
-        ["initial loss / ln V", ratio], ["std of the token table", model.wte.weight.std().item()],
+        ["initial loss", loss.item()], ["initial loss / ln V", ratio],
+        ["std of the token table", model.wte.weight.std().item()],
+        ["std of the position table", model.wpe.weight.std().item()],
         ["std of the logits", logits.std().item()], ["largest |logit|", logits.abs().max().item()]])]
     measurement = _ledger_measurement(ledger, "Learning ledger, 4L/4H/128, batch (8, 32)", extra)
     measurement.observed = observed
@@ -123,8 +126,10 @@ def lr_10x(ctx: Context) -> Measurement:
     Small engine GPT, batch 4 x 32 from the corpus; CAPABILITY: below 0.1
     nats within 150 steps. Measured on CPU (seed 0): lr 3e-3 passes every
     link (0.006 after 150 steps); lr 3e-2 passes TASK to UPDATE and fails
-    CAPABILITY (the loss stalls near 2 nats). Observed: the first failing
-    link or "none".
+    CAPABILITY (the loss stalls near 2 nats). The loss before any update is
+    measured first (3.630 on both sides); the CAPABILITY curve starts after
+    the UPDATE link's step (3.261 clean, 3.147 faulted). Observed: the first
+    failing link or "none".
     """
     from exercises.snippets import finetune
 
@@ -132,10 +137,13 @@ def lr_10x(ctx: Context) -> Measurement:
     model = ctx.gpt("small", vocab_size=tokenizer.vocab_size)
     optimizer = finetune.build_optimizer(model)
     x, y = fixed_batch(ctx, data, *LEDGER_BATCH)
+    with torch.no_grad():
+        initial = model(x, y)[1].item()  # before any update (no dropout: draws nothing)
     ledger = _run_ledger(ctx, model, optimizer, x, y)
     curve = ledger.curve
     extra = [table("The run", ["quantity", "value"], [
-        ["learning rate", optimizer.param_groups[0]["lr"]], ["loss at the start", curve[0]],
+        ["learning rate", optimizer.param_groups[0]["lr"]], ["loss before any update", initial],
+        ["CAPABILITY's first loss (after UPDATE's step)", curve[0]],
         ["lowest loss", min(curve)], ["final loss", curve[-1]]])]
     return _ledger_measurement(ledger, "Learning ledger, 2L/2H/64, batch (4, 32)", extra)
 

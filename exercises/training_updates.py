@@ -11,7 +11,21 @@ from exercises.context import Context
 from exercises.outcome import Measurement, note, series, table
 from exercises.training_common import bigram_data
 
-HAND_UPDATE = [-0.1, 0.2, -0.1]  # logits [0, 0, 0], target 1, SGD lr 0.3 (seed 001, Part 1)
+
+
+def _hand_sgd_step(logits: torch.Tensor, target: torch.Tensor, lr: float) -> torch.Tensor:
+    """One plain SGD step worked out from the formula, without autograd.
+
+    theta_new = theta - lr * (softmax(theta) - onehot(target)) / N for the
+    mean cross entropy over N rows (seed 001, "Derive the gradient rather
+    than trusting a slogan"). For logits [0, 0, 0], target 1 and lr 0.3 it
+    gives [-0.1, 0.2, -0.1].
+
+    Args:
+        logits: (N, V) float logits; target: (N,) int64 ids.
+    """
+    onehot = F.one_hot(target, logits.shape[-1]).to(logits.dtype)  # (N, V)
+    return logits - lr * (logits.softmax(-1) - onehot) / logits.shape[0]
 
 
 def _vec(t: torch.Tensor) -> str:
@@ -67,7 +81,8 @@ def skip_zero_grad(ctx: Context) -> Measurement:
 
     Logits [0, 0, 0] (float64), target 1, SGD lr 0.3. After the two passes one
     SGD step is taken with whatever ``.grad`` holds and compared with the hand
-    update [-0.1, 0.2, -0.1] (seed 001, Part 1 and Part 2).
+    update worked out from the formula, [-0.1, 0.2, -0.1] (seed 001, Part 1
+    and Part 2).
     """
     from exercises.snippets import accumulate
 
@@ -80,19 +95,22 @@ def skip_zero_grad(ctx: Context) -> Measurement:
     unchanged = torch.equal(logits.detach(), before)
     ratio = (second / first)[0]
     optimizer.step()
-    after = logits.detach()[0].tolist()
-    hand = torch.tensor(HAND_UPDATE, dtype=torch.float64)
-    matches_hand = torch.allclose(logits.detach()[0].cpu(), hand, atol=1e-12)
+    after = logits.detach()[0]
+    hand = _hand_sgd_step(before, target, lr=0.3)[0]  # from the formula: [-0.1, 0.2, -0.1]
+    matches_hand = torch.allclose(after, hand, atol=1e-12)
+    step_ratio = ((after - before[0]).norm() / (hand - before[0]).norm()).item()
     evidence = [
         table("Gradients at unchanged weights", ["pass", "logit 0", "logit 1", "logit 2"],
               [["first", *first[0].tolist()], ["second", *second[0].tolist()], ["second / first", *ratio.tolist()]]),
         table("One SGD step (lr 0.3) with what .grad holds", ["", "logit 0", "logit 1", "logit 2"],
-              [["after the step", *after], ["hand update", *HAND_UPDATE]]),
+              [["after the step", *after.tolist()], ["hand update (formula)", *hand.tolist()]]),
         table("Facts", ["question", "answer"],
-              [["weights unchanged by backward", unchanged], ["step matches the hand update", matches_hand]]),
+              [["weights unchanged by backward", unchanged], ["step matches the hand update", matches_hand],
+               ["step length / hand step length", step_ratio]]),
     ]
     if ratio[1].item() != 1.0:
-        evidence.append(note("Without the reset, backward adds the same gradient again: the step is twice as big."))
+        evidence.append(note(f"Without the reset, backward adds the same gradient again: the step is "
+                             f"{step_ratio:g} times as long as the hand update."))
     return Measurement(observed=round(ratio[1].item(), 12), evidence=evidence)
 
 
@@ -214,3 +232,39 @@ def microbatch_weighting(ctx: Context) -> Measurement:
             ["equal (1e-6)", gap <= 1e-6]]),
     ]
     return Measurement(observed=gap <= 1e-6, evidence=evidence)
+
+
+def batch_mean_gradient(ctx: Context) -> Measurement:
+    """The gradient of the snippet's batch loss against the mean's, worked out by hand.
+
+    Logits (N = 8, V = 5) in float64 and random targets. The reference is the
+    gradient of the *mean* cross entropy from the formula (softmax - onehot)
+    / N. Observed: the ratio of the subject's gradient to it (the least-
+    squares factor over all 40 entries; 1 for a mean). Evidence: one row of
+    each, and the length of one SGD step (lr 0.1) under each. Seed 001,
+    "Derive the gradient rather than trusting a slogan" (the mean divides
+    each row's gradient by N).
+    """
+    from exercises.snippets.batch_loss import batch_loss
+
+    device = torch.device(ctx.device)
+    g = torch.Generator().manual_seed(ctx.seed)
+    N, V = 8, 5
+    logits = torch.randn(N, V, generator=g, dtype=torch.float64).to(device).requires_grad_()
+    targets = torch.randint(0, V, (N,), generator=g).to(device)
+    batch_loss(logits, targets).backward()
+    subject = logits.grad.detach()
+    by_hand = (logits.detach().softmax(-1) - F.one_hot(targets, V).double()) / N  # mean's gradient
+    ratio = ((subject * by_hand).sum() / (by_hand * by_hand).sum()).item()
+    evidence = [
+        table("Row 0 of the gradient", ["route", "values"], [
+            ["subject's loss", _vec(subject[0])], ["(softmax - onehot) / N", _vec(by_hand[0])]]),
+        table("Facts", ["quantity", "value"], [
+            ["N (rows in the batch)", N], ["subject / mean-gradient", ratio],
+            ["SGD step length at lr 0.1, subject", (0.1 * subject).norm().item()],
+            ["SGD step length at lr 0.1, mean", (0.1 * by_hand).norm().item()]]),
+    ]
+    if abs(ratio - 1) > 1e-9:
+        evidence.append(note(f"Every gradient is {ratio:g} times the mean's: the learning rate now means "
+                             f"{ratio:g} times as much, and it changes again whenever the batch size does."))
+    return Measurement(observed=round(ratio, 9), evidence=evidence)

@@ -312,3 +312,131 @@ def test_ctx_gpt_is_seeded_and_reproducible():
     torch.manual_seed(0)
     by_hand = GPT(GPTConfig(vocab_size=37, block_size=32, n_layer=2, n_head=2, n_embd=64, dropout=0.1))
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), by_hand.parameters()))
+
+
+def test_train_cites_sections_that_exist():
+    # Issue 14: make_optimizer cited seed 001 "The optimizer owns the update", a section the seed
+    # does not have; AdamW built once outside the loop is its "Parts 3 and 4" section.
+    import engine.train
+
+    assert "The optimizer owns the update" not in engine.train.make_optimizer.__doc__
+    assert '"Parts 3 and 4: inspect and train the bigram"' in engine.train.make_optimizer.__doc__
+
+
+# ---------------------------------------------------------------------------
+# The loop's machinery: decay groups, warm-up, clipping, checkpoints
+
+
+def _tiny(seed: int = 0) -> GPT:
+    torch.manual_seed(seed)
+    return GPT(GPTConfig(vocab_size=5, block_size=8, n_layer=1, n_head=2, n_embd=8))
+
+
+def _batch(seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    data = torch.randint(0, 5, (2, 9), generator=g)
+    return data[:, :-1], data[:, 1:]
+
+
+def test_decay_groups_split_by_rank():
+    from engine.train import decay_groups
+
+    model = _tiny()
+    matrices, vectors = decay_groups(model, 0.1)
+    assert matrices["weight_decay"] == 0.1 and vectors["weight_decay"] == 0.0
+    # wte (tied with lm_head, once), wpe, qkv, proj, fc, mlp proj: 6 matrices; the rest are vectors.
+    assert len(matrices["params"]) == 6 and all(p.dim() == 2 for p in matrices["params"])
+    assert {p.dim() for p in vectors["params"]} == {1}
+    assert len(matrices["params"]) + len(vectors["params"]) == len(list(model.parameters()))
+    optimizer = make_optimizer(model, lr=1e-3, weight_decay=0.1, split_decay=True)
+    assert [g["weight_decay"] for g in optimizer.param_groups] == [0.1, 0.0]
+    assert len(make_optimizer(model).param_groups) == 1  # the default decays every tensor
+
+
+def test_warmup_schedule_by_hand():
+    from engine.train import warmup_schedule
+
+    model = _tiny()
+    optimizer = torch.optim.SGD(model.parameters(), lr=2.0)
+    scheduler = warmup_schedule(optimizer, 4)
+    used = []
+    for _ in range(6):
+        used.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert used == [0.5, 1.0, 1.5, 2.0, 2.0, 2.0]  # 2.0 * min(1, (k + 1) / 4)
+    with pytest.raises(ValueError, match="warmup_steps"):
+        warmup_schedule(optimizer, 0)
+
+
+def test_train_step_clips_before_the_step_and_schedules_after():
+    from engine.train import warmup_schedule
+
+    model = _tiny()
+    x, y = _batch()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    scheduler = warmup_schedule(optimizer, 2)
+    seen = []
+    optimizer.register_step_pre_hook(lambda opt, *_: seen.append(
+        (opt.param_groups[0]["lr"], torch.cat([p.grad.flatten() for p in model.parameters()]).norm().item())))
+    before = torch.cat([p.detach().flatten() for p in model.parameters()])
+    train_step(model, optimizer, x, y, max_norm=0.01, scheduler=scheduler)
+    after = torch.cat([p.detach().flatten() for p in model.parameters()])
+    lr, grad_norm = seen[0]
+    assert lr == 0.5 and grad_norm == pytest.approx(0.01, rel=1e-4)  # clipped before the step read it
+    assert (after - before).norm().item() == pytest.approx(0.5 * 0.01, rel=1e-4)  # SGD: lr x clipped norm
+    assert optimizer.param_groups[0]["lr"] == 1.0  # advanced after the step
+
+
+def test_train_step_returns_the_loss_it_stepped_on():
+    model = _tiny()
+    x, y = _batch()
+    before = evaluate(model, x, y)
+    returned = train_step(model, torch.optim.SGD(model.parameters(), lr=0.5), x, y)
+    assert returned == pytest.approx(before, abs=1e-6)
+    assert abs(evaluate(model, x, y) - before) > 1e-4  # the weights moved; the returned loss did not follow
+
+
+def test_checkpoint_resume_matches_an_uninterrupted_run():
+    import io
+
+    from engine.train import load_checkpoint, save_checkpoint, warmup_schedule
+
+    x, y = _batch()
+
+    def fresh():
+        model = _tiny()
+        optimizer = make_optimizer(model, lr=1e-2)
+        return model, optimizer, warmup_schedule(optimizer, 3)
+
+    model, optimizer, scheduler = fresh()
+    for _ in range(6):
+        train_step(model, optimizer, x, y, scheduler=scheduler)
+    straight = [p.detach().clone() for p in model.parameters()]
+
+    model, optimizer, scheduler = fresh()
+    for _ in range(3):
+        train_step(model, optimizer, x, y, scheduler=scheduler)
+    buffer = io.BytesIO()
+    save_checkpoint(buffer, model, optimizer, 3, scheduler)
+    buffer.seek(0)
+    model, optimizer, scheduler = fresh()
+    assert load_checkpoint(buffer, model, optimizer, scheduler) == 3
+    for _ in range(3):
+        train_step(model, optimizer, x, y, scheduler=scheduler)
+    assert all(torch.equal(a, b) for a, b in zip(straight, model.parameters()))
+
+    buffer.seek(0)
+    other = _tiny(seed=1)
+    load_checkpoint(buffer, other)  # weights only into a differently seeded model
+    assert torch.equal(other.wte.weight, straight[0]) is False  # it holds the step-3 weights, not step 6
+    with pytest.raises(KeyError):
+        load_checkpoint(io.BytesIO(_saved({"weights": 1})), other)
+
+
+def _saved(obj) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()

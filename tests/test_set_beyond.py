@@ -32,3 +32,42 @@ def test_rank_offset(run):
     assert clean["read by both"] == "0" and clean["distinct positions"] == "128"
     assert faulted["read by both"] == "64" and faulted["distinct positions"] == "64"
     assert run("rank-offset", "no").status == "pass"
+
+
+# Seed gaps (CATALOG-3.md)
+
+def test_chunked_scores_equal_with_a_lower_peak(run):
+    r = run("chunked-scores", "yes no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [True, True] and r.faulted == [True, False]
+    clean = fact(r, "clean", "M = 64 queries")
+    # (64, 8192) float32 is 2,048 KiB; all at once the product and the scores coexist: 4,128 KiB.
+    assert clean["all pairs at once"] == "4,128 KiB"
+    assert int(clean["nearest (subject)"].split()[0].replace(",", "")) < 256
+
+
+def test_peak_tensor_bytes_by_hand():
+    import torch
+
+    from exercises.beyond import _peak_tensor_bytes
+
+    x = torch.ones(1000)
+    _, peak = _peak_tensor_bytes(lambda: (x + 1) * 2)  # two 4,000-byte results alive at once
+    assert peak == 8000
+    _, peak = _peak_tensor_bytes(lambda: x[:10].sum())  # a view of an input is not new memory
+    assert peak == 4
+
+
+def test_l1_as_relu(run):
+    r = run("l1-as-relu", "no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean is True and r.faulted is False
+    assert fact(r, "faulted", "Against")["gradients with respect to a"] == "2"  # 1 against ±1
+
+
+def test_fixed_old_logprobs(run):
+    # CATALOG-3: nonzero gradient through the old side; here exactly -1 times the new side.
+    r = run("fixed-old-logprobs", "-1")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == 0 and r.faulted == -1
+    assert fact(r, "faulted", "Gradient of the surrogate")["total"] == "0"

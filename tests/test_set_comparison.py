@@ -4,6 +4,10 @@ Timing exercises are graded on a property with a margin (a phase that
 dominates by 1.25x; growths within 1.5x), never on a time.
 """
 
+import pytest
+
+from helpers import fact, rows
+
 
 def test_param_accounting(run):
     r = run("param-accounting")
@@ -38,7 +42,29 @@ def test_seq_sweep(run):
 def test_seed_variation(run):
     r = run("seed-variation")
     assert r.status == "ok", r.error
-    assert r.clean == "a"      # paired: untied lower at every seed, by more than the spread (60 steps)
-    assert r.faulted == "c"    # unpaired: seed noise swamps the same effect
+    # Issue 14: graded on a property the learner can reason out (independent noises add, shared
+    # noise cancels), measured: sd(B - A) / sd(A) is 0.63 paired and 1.93 unpaired (CPU, seed 0).
+    assert r.clean is False and r.faulted is True
+    clean = fact(r, "clean", "Seed-to-seed standard deviation")
+    faulted = fact(r, "faulted", "Seed-to-seed standard deviation")
+    assert clean["A's val loss"] == faulted["A's val loss"] == "0.0212"  # A runs the same seeds either way
+    assert clean["B - A"] == "0.0133" and clean["ratio (B - A) / A"] == "0.63"
+    assert faulted["B - A"] == "0.0409" and faulted["ratio (B - A) / A"] == "1.93"
+    # The verdict is a 95% t interval of the mean delta, not min/max over the seeds.
+    assert rows(r, "clean", "Mean B - A")[0] == ["-0.0893", "[-0.1104, -0.0681]", "resolved"]
+    assert rows(r, "faulted", "Mean B - A")[0] == ["-0.0662", "[-0.1313, -0.0011]", "resolved"]
+    assert not any("2,000" in e.get("text", "") for side in ("clean", "faulted") for e in r.evidence[side])
     record = {row[0]: row[1] for row in r.evidence["clean"][0]["rows"]}
     assert record["peak_kind"] == "process peak RSS" and record["device"] == "cpu"
+
+
+def test_interval_verdict_by_hand():
+    from exercises.comparison import _interval_verdict
+
+    # deltas 1, 2, 3: mean 2, s = 1, t(0.975, 2) = 4.303 -> 2 ± 4.303 / √3 = 2 ± 2.4843
+    low, high, word = _interval_verdict([1.0, 2.0, 3.0])
+    assert (low, high) == (pytest.approx(-0.48433, abs=1e-4), pytest.approx(4.48433, abs=1e-4))
+    assert word == "not resolved"
+    assert _interval_verdict([-1.0, -1.1, -0.9, -1.05])[2] == "resolved"
+    with pytest.raises(ValueError, match="2 to 10 paired deltas"):
+        _interval_verdict([1.0])

@@ -21,6 +21,10 @@ def test_id_equal_to_vocab_size_raises_index_error(run, catalog):
     lookups = dict(rows(r, "faulted", "The same ids"))
     assert lookups["nn.Embedding (CPU)"] == "IndexError: index out of range in self"
     assert lookups["engine GPT"].startswith("IndexError: token id 36 is outside [0, 36)")
+    # Issue 14: the explain-back asks which id has no row and how often it occurs; the evidence shows it.
+    # 'y' is the 37th character in sorted order; it occurs 391 times in the first 50,000 corpus characters.
+    assert dict(rows(r, "faulted", "Ids against rows"))["ids with no row, and how often"] == "36 ('y'): 391 of 50,000 ids"
+    assert dict(rows(r, "clean", "Ids against rows"))["ids with no row, and how often"] == "none"
 
 
 def test_alignment_check_passes_aligned_fails_shifted_twice(run, catalog):
@@ -30,3 +34,13 @@ def test_alignment_check_passes_aligned_fails_shifted_twice(run, catalog):
     hand = dict(rows(r, "clean", "torch.equal"))
     assert hand == {"get_batch's y": "True", "no shift (y = x)": "False",
                     "shift by one": "True", "shift by two": "False"}
+
+
+# Seed gaps (CATALOG-3.md)
+
+def test_int32_ids_embedding_accepts_cross_entropy_refuses(run, catalog):
+    r = run("int32-ids", "none RuntimeError")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == ["none", "none"] and r.faulted == ["none", "RuntimeError"]
+    calls = dict(rows(r, "faulted", "The engine GPT"))
+    assert calls["model(x, targets=y)"] == "RuntimeError: expected target dtype to be Long or Byte, but got Int"

@@ -77,3 +77,44 @@ def test_linear_weight_is_out_by_in(run):
     assert r.clean == [512, 128] and r.faulted == [128, 512]
     assert fact(r, "faulted", "Checks")["model forward on (2, 16)"].startswith("RuntimeError")
 
+
+
+# Seed gaps (CATALOG-3.md)
+
+def test_parameter_list_plain_list_registers_nothing(run):
+    r = run("parameter-list", "0")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == 3 and r.faulted == 0
+    assert fact(r, "clean", "GainBank")["state_dict keys"] == "gains.0, gains.1, gains.2"
+    assert fact(r, "faulted", "Training")["optimizer"] == "ValueError: optimizer got an empty parameter list"
+
+
+def test_sequential_vs_modulelist_has_no_forward(run):
+    r = run("sequential-vs-modulelist", "NotImplementedError")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == "none" and r.faulted == "NotImplementedError"
+    assert fact(r, "clean", "Stack")["parameter scalars"] == fact(r, "faulted", "Stack")["parameter scalars"] == "216"
+
+
+def test_frozen_param_grad_none_and_adamw_skips_it(run):
+    # CATALOG-3: grad None; the weight does not move (AdamW skips None grads, decay included).
+    r = run("frozen-param", "yes no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [True, False] and r.faulted == [False, True]
+    assert fact(r, "clean", "The optimizer")["parameters with state after the step"] == "2"
+
+
+def test_forward_bypasses_hooks(run):
+    r = run("forward-bypasses-hooks", "0")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == 1 and r.faulted == 0
+    assert fact(r, "faulted", "Forward hooks")["blocks[0]"] == "1"  # the blocks are still called normally
+
+
+def test_empty_init_misspelt_initializer(run):
+    r = run("empty-init", "AttributeError")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == "none" and r.faulted == "AttributeError"
+    assert fact(r, "faulted", "PositionTable")["construction"] == (
+        "AttributeError: module 'torch.nn.init' has no attribute 'normalize_'")
+    assert fact(r, "clean", "PositionTable")["construction"].endswith("std 0.0200")

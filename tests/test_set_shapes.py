@@ -36,6 +36,9 @@ def test_index_assign_read_copies_assignment_writes(run, catalog):
     r = run("index-assign", "no")
     assert r.status == "pass", (r.status, r.error, r.observed)
     assert r.clean is True and r.faulted is False
+    # Issue 14: the kept probability is computed from the logits: 1/5 = 0.2 for V = 5.
+    assert "keep probability 0.2, 0.2 (1/V for V = 5" in " ".join(
+        e["text"] for e in r.evidence["faulted"] if e["type"] == "note")
 
 
 def test_gather_repeat_gives_the_repeated_entry_gradient_two(run, catalog):
@@ -44,6 +47,10 @@ def test_gather_repeat_gives_the_repeated_entry_gradient_two(run, catalog):
     assert r.clean == [1.0, 0.0, 1.0, 0.0, 2.0, 0.0]
     assert r.faulted == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]
     assert not graded(catalog, r, "1 0 1 0 1 0")
+    # Issue 14: scatter_ with repeated indices is documented as nondeterministic; say so.
+    note = " ".join(e["text"] for e in r.evidence["faulted"] if e["type"] == "note")
+    assert "nondeterministic" in note and "holds 1 either way" in note
+    assert "nondeterministic" in catalog.get("gather-repeat").hints[-1]
 
 
 def test_token_logprob_without_the_singleton_axis_raises(run, catalog):
@@ -52,3 +59,31 @@ def test_token_logprob_without_the_singleton_axis_raises(run, catalog):
     assert r.status == "pass", (r.status, r.error, r.observed)
     assert r.clean == "none" and r.faulted == "RuntimeError"
     assert any("same number of dimensions" in item.get("text", "") for item in r.evidence["faulted"])
+
+
+# Seed gaps (CATALOG-3.md)
+
+def test_keepdim_sum_raises_or_broadcasts_wrongly(run, catalog):
+    # (2, 3, 5) / (2, 3) cannot broadcast; (4, 4, 4) / (4, 4) can, against the wrong axes.
+    r = run("keepdim-sum", "RuntimeError no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == ["none", True] and r.faulted == ["RuntimeError", False]
+    faulted = {row[0]: row[1:] for row in _rows(r, "faulted", "counts_to_probs")}
+    assert faulted["(4, 4, 4)"][0] == "(4, 4, 4)" and faulted["(4, 4, 4)"][1] != "1 .. 1"
+    assert not graded(catalog, r, "none no")
+
+
+def test_batched_transpose_reverses_every_axis(run, catalog):
+    r = run("batched-transpose", "(4, 5, 3, 2)")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [2, 3, 4, 5] and r.faulted == [4, 5, 3, 2]  # (D, T, H, B)
+    notes = " ".join(e["text"] for e in r.evidence["faulted"] if e["type"] == "note")
+    assert "deprecated" in notes
+    assert dict((row[0], row[1]) for row in _rows(r, "faulted", "Keys"))["scores(q, k)"].startswith("RuntimeError")
+
+
+def _rows(result, side, title_start):
+    for item in result.evidence[side]:
+        if item["type"] == "table" and item["title"].startswith(title_start):
+            return item["rows"]
+    raise AssertionError(title_start)

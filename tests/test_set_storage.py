@@ -43,3 +43,14 @@ def test_inplace_saved_raises_at_backward(run, catalog):
     stages = dict(r.evidence["faulted"][0]["rows"])
     assert stages == {"forward": "ran", "backward": "raised"}
     assert any("version" in item.get("text", "") for item in r.evidence["faulted"])
+
+
+# Seed gaps (CATALOG-3.md)
+
+def test_view_noncontig_a_noncontiguous_tensor_can_still_be_viewed(run, catalog):
+    r = run("view-noncontig", "none")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == "none" and r.faulted == "ValueError"
+    views = {row[0]: row[1] for row in next(e for e in r.evidence["clean"] if e.get("title") == "Views of x")["rows"]}
+    assert views["split_rows(x, 2)"] == "(2, 2, 3), strides (12, 6, 1), shares storage True"
+    assert views["x.view(12)"].startswith("RuntimeError: view size is not compatible")

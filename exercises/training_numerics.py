@@ -1,0 +1,144 @@
+"""Checks for the set ``training``, part 4: numbers and modes around the loss
+(seed 000 §7, "The training loop connects the four views" and
+"Initialization, precision, and evaluation mode").
+
+Log-probabilities at extreme logits, tensors made under inference mode, and
+which dtype each operation picks under bfloat16 autocast.
+"""
+
+import copy
+
+import torch
+import torch.nn.functional as F
+
+from exercises.context import Context
+from exercises.outcome import Measurement, first_line, note, table
+
+
+def log_softmax_numerics(ctx: Context) -> Measurement:
+    """Log-probabilities of logits [100, 0, -100] in float32, and whether each is finite.
+
+    The snippet's ``token_log_probs`` against float64 ``log_softmax`` (the
+    reference: 0, -100, -200). Observed: a list of three bools, one per
+    token, True when that log-probability is finite. Seed 000 §7 (log_softmax
+    avoids the numerical problems of softmax followed by log).
+    """
+    from exercises.snippets.log_probs import token_log_probs
+
+    device = torch.device(ctx.device)
+    logits = torch.tensor([[100.0, 0.0, -100.0]], device=device)  # (1, V = 3), float32
+    subject = token_log_probs(logits)[0].cpu()
+    reference = F.log_softmax(logits.double(), dim=-1)[0].cpu()
+    probs = logits.softmax(dim=-1)[0].cpu()
+    finite = [bool(v) for v in torch.isfinite(subject).tolist()]
+    evidence = [
+        table("Logits [100, 0, -100], float32", ["token", "probability", "log-prob", "float64 ref"],
+              [[i, f"{probs[i].item():.3g}", f"{subject[i].item():.6g}", f"{reference[i].item():.6g}"]
+               for i in range(3)]),
+        table("Facts", ["question", "answer"], [
+            ["smallest positive float32 (subnormal)", f"{torch.finfo(torch.float32).smallest_normal * 2**-23:.3g}"],
+            ["exp(-200) in float64", f"{torch.tensor(-200.0, dtype=torch.float64).exp().item():.3g}"],
+            ["every log-prob finite", all(finite)]]),
+    ]
+    if not all(finite):
+        evidence.append(note("softmax rounded exp(-200) to 0 in float32 and log(0) = -inf; exp(-100) survived "
+                             "only as a subnormal, so its log is off in the fourth digit. log_softmax never "
+                             "forms the probability: it subtracts logsumexp from the logits."))
+    return Measurement(observed=finite, evidence=evidence)
+
+
+def inference_mode(ctx: Context) -> Measurement:
+    """Train a head on features computed without a graph, and see whether backward runs.
+
+    A frozen encoder ``Linear(8, 8)`` makes features for a batch (6, 8)
+    through the snippet's ``features``; a trainable head ``Linear(8, 3)``
+    scores them and cross entropy is backpropagated into the head. Observed:
+    the exception class of that forward + backward, or ``"none"``.
+    Seed 000 §7 (inference mode imposes restrictions on later autograd use).
+    """
+    from exercises.snippets.frozen_features import features
+
+    device = torch.device(ctx.device)
+    torch.manual_seed(ctx.seed)
+    encoder = torch.nn.Linear(8, 8).to(device)
+    head = torch.nn.Linear(8, 3).to(device)
+    g = torch.Generator().manual_seed(ctx.seed)
+    x = torch.randn(6, 8, generator=g).to(device)
+    y = torch.randint(0, 3, (6,), generator=g).to(device)
+    feats = features(encoder, x)
+    try:
+        F.cross_entropy(head(feats), y).backward()
+        observed, outcome = "none", f"head.weight.grad norm {head.weight.grad.norm().item():.4g}"
+    except Exception as exc:  # the observation is the exception itself
+        observed, outcome = type(exc).__name__, first_line(exc, limit=160)
+    head.zero_grad(set_to_none=True)
+    F.cross_entropy(head(feats.clone()), y).backward()  # a clone is an ordinary tensor
+    evidence = [
+        table("The features", ["question", "answer"], [
+            ["requires_grad", feats.requires_grad], ["is_inference()", feats.is_inference()],
+            ["encoder weight has a grad afterwards", encoder.weight.grad is not None]]),
+        table("head(features) -> cross entropy -> backward", ["input", "outcome"], [
+            ["the features", outcome],
+            ["features.clone()", f"ran: head.weight.grad norm {head.weight.grad.norm().item():.4g}"]]),
+    ]
+    return Measurement(observed=observed, evidence=evidence)
+
+
+DTYPE_CHOICE = {("float32", "float32"): "a", ("bfloat16", "float32"): "b",
+                ("bfloat16", "bfloat16"): "c", ("float32", "bfloat16"): "d"}
+
+
+def _short(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def autocast_bf16(ctx: Context) -> Measurement:
+    """The dtypes of the logits and the loss from the snippet's bfloat16 forward.
+
+    The small engine GPT (2 layers, C = 64, V = 37) and a random batch
+    (2, 16). The float32 logits are computed first; the snippet then runs a
+    copy of the model. Observed choice by (logits dtype, loss dtype): a
+    float32/float32, b bfloat16/float32, c bfloat16/bfloat16, d
+    float32/bfloat16. Evidence: the dtype each operation picks under
+    autocast on this device, and how far the bfloat16 logits are from
+    float32. Measured on CPU (torch 2.13): Linear bf16, cross_entropy
+    float32, softmax/log_softmax/layer_norm bf16. Seed 000 §7 (autocast
+    selects operation dtypes; loss scaling is a separate mechanism).
+    """
+    from exercises.snippets.mixed_precision import bf16_forward
+
+    model = ctx.gpt("small").eval()
+    g = torch.Generator().manual_seed(ctx.seed)
+    data = torch.randint(0, model.config.vocab_size, (2, 17), generator=g).to(ctx.device)
+    x, y = data[:, :-1], data[:, 1:]
+    with torch.no_grad():
+        reference, ref_loss = model(x, targets=y)  # float32
+        logits, loss = bf16_forward(copy.deepcopy(model), x, y)
+    kinds = (_short(logits.dtype), _short(loss.dtype))
+    observed = DTYPE_CHOICE.get(kinds, "e")
+    delta = (logits.float() - reference).abs().max().item()
+    scale = reference.abs().max().item()
+
+    device_type = torch.device(ctx.device).type
+    probe = torch.randn(4, 64, generator=g).to(ctx.device)
+    lin = torch.nn.Linear(64, 37).to(ctx.device)
+    target = torch.randint(0, 37, (4,), generator=g).to(ctx.device)
+    with torch.no_grad(), torch.autocast(device_type, dtype=torch.bfloat16):
+        z = lin(probe)
+        ops = [["Linear", z], ["matmul", probe @ probe.T], ["softmax", z.softmax(-1)],
+               ["log_softmax", F.log_softmax(z, -1)], ["layer_norm", F.layer_norm(z, (37,))],
+               ["cross_entropy", F.cross_entropy(z, target)]]
+    evidence = [
+        table("The subject's forward", ["tensor", "dtype"], [
+            ["weights", _short(next(model.parameters()).dtype)], ["logits", kinds[0]], ["loss", kinds[1]]]),
+        table(f"Under autocast({device_type!r}, bfloat16), fed a bf16 or float32 input",
+              ["operation", "output dtype"], [[name, _short(t.dtype)] for name, t in ops]),
+        table("Against float32", ["quantity", "value"], [
+            ["max |Δ logits|", delta], ["max |logit|", scale], ["relative", delta / scale if scale else 0.0],
+            ["bfloat16 epsilon (2^-7)", torch.finfo(torch.bfloat16).eps],
+            ["loss, float32 / subject", f"{ref_loss.item():.5f} / {loss.float().item():.5f}"]]),
+    ]
+    if kinds[1] == "bfloat16":
+        evidence.append(note("The loss itself was computed in bfloat16: with 8 bits of mantissa a loss near "
+                             "3.6 is represented only to about 0.016."))
+    return Measurement(observed=observed, evidence=evidence)
