@@ -10,8 +10,8 @@ import time
 import pytest
 
 from tutor.progress import (FALLBACK_LEARNER, MAX_FILE_BYTES, Attempt, DamagedProgressError, ProgressError,
-                            ProgressStore, default_folder, default_learner, default_learner_and_notice,
-                            engine_hash, now, validate_learner)
+                            ProgressStore, Reading, classify, default_folder, default_learner,
+                            default_learner_and_notice, engine_hash, now, validate_learner)
 
 
 def attempt(prediction="b", correct=True):
@@ -118,8 +118,19 @@ def test_folder_precedence(tmp_path, monkeypatch):
     assert default_folder() == tmp_path / "env"
 
 
-def test_engine_hash_is_stable():
-    assert engine_hash() == engine_hash() and len(engine_hash()) == 12
+def test_engine_hash_is_the_sha256_of_each_python_file_path_then_its_bytes(tmp_path, monkeypatch):
+    """Pinned with ``printf 'a.pyx = 1\\nsub/b.pyy = 2\\n' | sha256sum``: the relative paths (posix, sorted)
+    each followed by the file's bytes; files other than .py do not count."""
+    import exercises.faults
+    engine = tmp_path / "engine"
+    (engine / "sub").mkdir(parents=True)
+    (engine / "a.py").write_text("x = 1\n")
+    (engine / "sub" / "b.py").write_text("y = 2\n")
+    (engine / "notes.txt").write_text("not source")
+    monkeypatch.setattr(exercises.faults, "source_root", lambda: tmp_path)
+    assert engine_hash() == "060c5c4bab56"
+    (engine / "a.py").write_text("x = 2\n")
+    assert engine_hash() == "48bf519c3eb1"
 
 
 def test_engine_hash_follows_the_engine_source(tmp_path, monkeypatch):
@@ -163,7 +174,7 @@ def test_sigkill_while_saving_never_leaves_a_partial_file(tmp_path):
     """Kill a saving process at random moments; the file always parses."""
     import random
     store = ProgressStore(tmp_path)
-    survived = killed_mid_run = 0
+    killed_mid_run = saved = 0
     for round_ in range(200):
         proc = subprocess.Popen([sys.executable, "-c", SAVER, str(tmp_path), f"r{round_}", "50"])
         time.sleep(random.uniform(0.05, 0.6))
@@ -171,10 +182,11 @@ def test_sigkill_while_saving_never_leaves_a_partial_file(tmp_path):
         killed_mid_run += proc.wait() == -signal.SIGKILL  # it was still saving when killed
         p = store.load("ada")
         assert not p.warnings, p.warnings
-        survived += 1
-    assert survived == 200
-    assert killed_mid_run > 0 and len(store.load("ada").of("ex").attempts) > 0  # kills landed while it ran
-    print(f"kills survived: {survived}, attempts on disk: {len(store.load('ada').of('ex').attempts)}")
+        now_saved = len(p.of("ex").attempts)
+        assert now_saved >= saved, "a kill lost attempts that were already saved"
+        saved = now_saved
+    assert killed_mid_run > 0 and saved > 0  # kills landed while it ran, and it saved between them
+    print(f"kills while saving: {killed_mid_run} of 200, attempts on disk: {saved}")
 
 
 def test_fuzz_found_a_newer_file_with_odd_contents_is_still_read_only(tmp_path):
@@ -235,3 +247,115 @@ def test_an_attempt_of_a_run_saves_the_answer_as_read_and_the_seed():
     attempt = Attempt.of(result)
     assert (attempt.prediction, attempt.observed, attempt.correct, attempt.seed) == ("capability", "capability", True, 3)
     assert attempt.engine_hash == engine_hash() and attempt.status == "pass"
+
+
+#: A save whose write fails halfway: the file size limit lets the child write 10,000 bytes of any file,
+#: and the new progress file would be over 20,000 (a 20,000-character prediction).
+INTERRUPTED_SAVER = """
+import resource, sys
+from tutor.progress import Attempt, ProgressError, ProgressStore, now
+store = ProgressStore(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (10_000, 10_000))
+try:
+    store.record_attempt("ada", "ex", Attempt(time=now(), prediction="p" * 20_000, observed="o", correct=True,
+                                              status="pass", device="cpu", engine_hash="h"))
+except ProgressError as exc:
+    print(exc)
+    sys.exit(3)
+"""
+
+
+def test_a_save_interrupted_mid_write_leaves_the_old_file_byte_identical(tmp_path):
+    store = ProgressStore(tmp_path)
+    store.record_attempt("ada", "ex", attempt())
+    path = tmp_path / "ada.toml"
+    before = path.read_bytes()
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED_SAVER, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.startswith(f"cannot write progress to {path} (File too large)")
+    assert path.read_bytes() == before
+    assert not [f.name for f in tmp_path.iterdir() if f.name.endswith(".tmp")]  # the half-written copy is gone
+    assert [a.prediction for a in store.load("ada").of("ex").attempts] == ["b"]
+
+
+def test_an_attempt_is_saved_under_the_keys_the_file_format_names():
+    saved = attempt().to_dict()
+    assert list(saved) == ["time", "prediction", "observed", "correct", "status", "device", "engine_hash", "seed"]
+    assert (saved["observed"], saved["correct"], saved["seed"]) == ("b", True, 0)
+
+
+def test_reading_classifies_bytes_without_touching_a_file():
+    assert classify(None) == Reading()
+    assert classify(b'format_version = 1\nlearner = "ada"\n') == Reading(data={"format_version": 1, "learner": "ada"})
+    # line ends as a text-mode read takes them: CRLF and a lone CR are newlines
+    assert classify(b'format_version = 1\r\nlearner = "ada"\r').data == {"format_version": 1, "learner": "ada"}
+    assert classify(b"format_version = 3\n") == Reading(data={"format_version": 3}, newer=3)
+    assert classify(b"format_version = 3\nexercises = 1\n") == Reading(data=None, newer=3)
+    assert classify(b"format_version = true\n").problem == "its format_version is True, not 1"  # true == 1 in Python
+    assert classify(b"format_version = 1.0\n").problem == "its format_version is 1.0, not 1"
+    assert classify(b"\xff").problem.startswith("it is not valid TOML (")
+    assert classify(b"#" * MAX_FILE_BYTES).problem == "its format_version is None, not 1"  # one comment, not too large
+    assert classify(b"#" * (MAX_FILE_BYTES + 1)) == Reading(problem="it is larger than 8 MiB")
+
+
+@pytest.mark.parametrize("attempt_toml, why", [
+    ('{time = "t"}', "an attempt of 'x' has a missing or wrongly typed 'prediction'"),
+    ('{time = "t", prediction = "a", observed = "a", correct = 1, status = "pass", device = "cpu", '
+     'engine_hash = "h"}', "an attempt of 'x' has a missing or wrongly typed 'correct'"),
+    ('{time = "t", prediction = "a", observed = "a", correct = true, status = "pass", device = "cpu", '
+     'engine_hash = "h", seed = true}', "an attempt of 'x' has a wrongly typed 'seed'"),
+    ('"text"', "an attempt of 'x' is not a table"),
+])
+def test_a_malformed_attempt_names_its_first_bad_key(attempt_toml, why):
+    reading = classify(f"format_version = 1\n[exercises.x]\nattempts = [{attempt_toml}]\n".encode())
+    assert reading == Reading(problem=why)
+
+
+@pytest.mark.parametrize("entry, why", [
+    ("[exercises]\nx = 1\n", "the entry for 'x' is not a table"),
+    ("[exercises.x]\nnote = 1\n", "the note of 'x' is not text"),
+    ("[exercises.x]\nnote_time = 1\n", "the note_time of 'x' is not text"),
+    ("[exercises.x]\nattempts = 1\n", "the attempts of 'x' are not a list"),
+])
+def test_a_malformed_exercise_entry_is_named(entry, why):
+    assert classify(f"format_version = 1\n{entry}".encode()) == Reading(problem=why)
+
+
+def test_a_damaged_file_that_cannot_be_moved_aside_is_one_sentence_and_stays(tmp_path, monkeypatch):
+    path = tmp_path / "ada.toml"
+    path.write_text("format_version = 0\n")
+
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(ProgressError) as caught:
+        ProgressStore(tmp_path).load("ada")
+    assert str(caught.value) == (f"{path} cannot be used because its format_version is 0, not 1, and it could not "
+                                 "be moved aside (Permission denied); move it yourself")
+    assert path.read_text() == "format_version = 0\n"
+
+
+def test_a_file_that_cannot_be_read_is_one_sentence(tmp_path):
+    (tmp_path / "ada.toml").mkdir()  # a folder where the file should be
+    with pytest.raises(ProgressError, match=r"^cannot read .*ada\.toml \(Is a directory\); check its permissions"):
+        ProgressStore(tmp_path).load("ada")
+
+
+def test_saving_keeps_what_the_file_held_and_marks_its_format_and_learner(tmp_path):
+    store = ProgressStore(tmp_path)
+    store.save_note("ada", "x", "first note")
+    store.record_attempt("ada", "y", attempt("c", False))
+    p = store.save_note("ada", "x", "second\x00 note")
+    assert p.of("x").note == "second note" and p.of("y").attempts[0].prediction == "c" and not p.of("y").solved
+    text = (tmp_path / "ada.toml").read_text()
+    assert text.startswith('format_version = 1\nlearner = "ada"\n')
+
+
+def test_a_note_over_the_limit_is_refused_before_anything_is_written(tmp_path):
+    from tutor.progress import MAX_NOTE_CHARS
+    assert MAX_NOTE_CHARS == 20_000
+    ProgressStore(tmp_path).save_note("ada", "x", "n" * 20_000)
+    with pytest.raises(ProgressError, match="the note is 20001 characters long; keep it under 20000"):
+        ProgressStore(tmp_path).save_note("ada", "x", "n" * 20_001)
+    assert ProgressStore(tmp_path).load("ada").of("x").note == "n" * 20_000

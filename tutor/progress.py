@@ -371,10 +371,11 @@ def classify(raw: bytes | None) -> Reading:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return Reading(problem=f"it is not valid TOML ({str(exc).splitlines()[0][:80]})")
     version = data.get("format_version")
-    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+    whole = type(version) is int  # not a bool (true == 1) or a float (1.0 == 1)
+    if whole and version > FORMAT_VERSION:
         # shown read-only, and its contents only where this tutor can read them
         return Reading(data=data if _shape_problem(data) is None else None, newer=version)
-    if version != FORMAT_VERSION:
+    if not whole or version != FORMAT_VERSION:
         return Reading(problem=f"its format_version is {version!r}, not {FORMAT_VERSION}")
     problem = _shape_problem(data)
     return Reading(data=None if problem else data, problem=problem)
