@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exercises.answers import KINDS, AnswerError, answer_format, choice_keys, matches, parse, show
+from exercises.answers import KINDS, AnswerError, answer_format, choice_keys, item_kinds, matches, parse, show
 
 CHOICES = [("a", "first"), ("b", "second")]
 
@@ -191,6 +191,7 @@ def test_a_shape_matches_only_with_the_same_sizes_in_the_same_order():
     assert not matches("shape", [128, 512], [512, 128])  # a transpose is another shape
     assert not matches("shape", [128, 512], [128, 512, 1]) and not matches("shape", [], [1])
     assert not matches("shape", [128, 512], "(128, 512)")  # an observation that is not a shape matches nothing
+    assert not matches("shape", [128, 512], None)
 
 
 def test_number_tolerance_is_absolute_not_relative():
@@ -237,6 +238,8 @@ def test_choice_keys_are_letters_numbers_or_free_first_letters():
     # after ten numbers: a free first letter (lowercased), else no key (taken, an action key, a digit)
     assert choice_keys("choice", ids) == list("1234567890") + ["a", None, None, None, "k"]
     assert parse("choice", "k", [(i, i) for i in ids]) == "Kiwi" and parse("choice", "a", [(i, i) for i in ids]) == "apple"
+    # a choice without a key is named alone in the format
+    assert answer_format("choice", [(i, i) for i in ids]).endswith("c9 = 0, apple = a, avocado, quit, 1x, Kiwi = k)")
 
 
 @pytest.mark.parametrize("text, value", [("b)", "b"), ("B.", "b"), ("(b", None)])
@@ -262,6 +265,17 @@ def test_refusals_of_bad_input_name_the_exercise_format():
         parse("colour", "red")
 
 
+def test_refusals_of_a_list_answer_give_its_count_and_item_kinds():
+    expected = "expected a list of 2 numbers separated by commas or spaces, e.g. 1, 2"
+    for text in (7, "1 \x00", "[1, @]"):
+        with pytest.raises(AnswerError) as err:
+            parse("list", text, length=2, items="number")
+        assert str(err.value).endswith(expected)
+    assert answer_format("number", None, 2, "number") == "a number such as 7, 0.25, 1,024 or 1/4"  # lists only
+    with pytest.raises(ValueError, match="^1 item kinds for a list of 2 items$"):
+        item_kinds(["bool"], 2)
+
+
 def test_an_answer_may_be_2000_characters_long_but_not_longer():
     assert parse("text", "x" * 2000) == "x" * 2000
     with pytest.raises(AnswerError, match="too long"):
@@ -270,6 +284,7 @@ def test_an_answer_may_be_2000_characters_long_but_not_longer():
 
 def test_only_a_full_stop_after_an_answer_is_dropped():
     assert parse("text", ".") == "." and parse("list", "1 2 .", length=2) == [1.0, 2.0]
+    assert parse("shape", "5.") == [5] and parse("text", "5.") == "5."
     with pytest.raises(AnswerError, match=r"cannot read '\.' as number"):
         parse("number", ".")
 
@@ -285,6 +300,9 @@ def test_the_flat_list_hint_is_for_nested_brackets_only():
         parse("list", "[1, @]")
     with pytest.raises(AnswerError, match="one flat list"):
         parse("list", "(1 2) (3 4)")
+    with pytest.raises(AnswerError) as err:
+        parse("list", "[[" + "1, " * 30 + "]]")
+    assert str(err.value).startswith(f"cannot read {('[[' + '1, ' * 30)[:60]!r}: write the items as one flat list")
 
 
 @pytest.mark.parametrize("text, value", [
@@ -330,6 +348,7 @@ def test_a_one_axis_shape_keeps_its_one_size(text):
 
 def test_a_trailing_comma_ends_a_shape_of_any_length_but_an_empty_size_is_refused():
     assert parse("shape", "2,3,") == [2, 3] and parse("shape", "(2, 3, 4)") == [2, 3, 4]
+    assert parse("shape", "2X3") == [2, 3] and parse("shape", "[2 X 3]") == [2, 3]
     for text in ("(2,,)", "(,)", "(2,,3)", ","):
         with pytest.raises(AnswerError):
             parse("shape", text)
@@ -361,6 +380,7 @@ def test_numbers_within_float_rounding_of_the_observation_agree():
     ("shape", [5], "(5,)"), ("shape", [], "()"), ("shape", (2, 3), "(2, 3)"),
     ("bool", True, "yes"), ("bool", False, "no"),
     ("number", 1 / 3, "0.333333"), ("number", 7, "7"), ("number", 804224.0, "804224"), ("number", True, "True"),
+    ("number", 1234567, "1234567"), ("number", 1234567.0, "1.23457e+06"), ("text", 1 / 3, "0.3333333333333333"),
     ("list", [True, False, 1.0, 0.5, "none"], "[yes, no, 1, 0.5, none]"),
     ("error", "KeyError", "KeyError"), ("text", "as it is", "as it is"), ("choice", "b", "b"),
     ("shape", None, "None"), ("list", "text", "text"),
