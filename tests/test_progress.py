@@ -11,7 +11,7 @@ import pytest
 
 from tutor.progress import (FALLBACK_LEARNER, MAX_FILE_BYTES, Attempt, DamagedProgressError, ProgressError,
                             ProgressStore, Reading, classify, default_folder, default_learner,
-                            default_learner_and_notice, engine_hash, now, validate_learner)
+                            default_learner_and_notice, engine_hash, now, show_time, validate_learner)
 
 
 def attempt(prediction="b", correct=True):
@@ -359,3 +359,205 @@ def test_a_note_over_the_limit_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(ProgressError, match="the note is 20001 characters long; keep it under 20000"):
         ProgressStore(tmp_path).save_note("ada", "x", "n" * 20_001)
     assert ProgressStore(tmp_path).load("ada").of("x").note == "n" * 20_000
+
+
+# --- known values for the store's smaller promises ------------------------------
+# Each pins a behaviour that a mutation (scripts/mutation.sh) could change unseen.
+
+STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"
+
+
+def test_times_are_utc_to_the_second_and_shown_with_a_z():
+    import re
+    assert re.fullmatch(STAMP, now())
+    assert show_time("2026-11-29T10:01:00+00:00") == "2026-11-29 10:01:00Z"
+
+
+def test_a_learners_progress_as_data(tmp_path):
+    store = ProgressStore(tmp_path)
+    store.record_attempt("ada", "b-ex", Attempt(time="2026-11-29T10:01:00+00:00", prediction="a", observed="b",
+                                                correct=False, status="fail", device="cpu", engine_hash="abc"))
+    p = store.save_note("ada", "a-ex", "why")
+    data = p.to_dict()
+    assert list(data) == ["learner", "exercises"] and data["learner"] == "ada"
+    assert list(data["exercises"]) == ["a-ex", "b-ex"]  # sorted by id
+    assert data["exercises"]["b-ex"] == {
+        "attempts": [{"time": "2026-11-29T10:01:00+00:00", "prediction": "a", "observed": "b", "correct": False,
+                      "status": "fail", "device": "cpu", "engine_hash": "abc", "seed": 0}],
+        "note": "", "note_time": "", "solved": False}
+    a_ex = data["exercises"]["a-ex"]
+    assert (a_ex["attempts"], a_ex["note"], a_ex["solved"]) == ([], "why", False)
+
+
+def test_the_learners_are_the_safe_names_of_the_toml_files(tmp_path):
+    assert ProgressStore(tmp_path / "missing").learners() == []
+    for name in ("bob.toml", "ada.toml", "ada.toml.corrupt-20260101", "bad name.toml", "notes.txt"):
+        (tmp_path / name).write_text("")
+    assert ProgressStore(tmp_path).learners() == ["ada", "bob"]
+
+
+def test_ensure_writable_makes_the_folder_and_leaves_nothing_behind(tmp_path):
+    folder = tmp_path / "a" / "b"
+    ProgressStore(folder).ensure_writable()
+    assert folder.is_dir() and list(folder.iterdir()) == []
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ProgressError) as caught:
+        ProgressStore(tmp_path / "file" / "sub").ensure_writable()
+    assert str(caught.value) == (f"cannot write progress to {tmp_path / 'file' / 'sub'} (Not a directory); "
+                                 "choose a writable folder with --progress-dir, or pass --no-save")
+
+
+def test_saving_makes_missing_parent_folders(tmp_path):
+    p = ProgressStore(tmp_path / "a" / "b").record_attempt("ada", "x", attempt())
+    assert p.learner == "ada" and p.warnings == [] and len(p.of("x").attempts) == 1
+    assert (tmp_path / "a" / "b" / "ada.toml").is_file()
+
+
+def test_a_save_into_a_file_path_is_one_sentence(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ProgressError) as caught:
+        ProgressStore(tmp_path / "file").record_attempt("ada", "x", attempt())
+    assert str(caught.value) == (f"cannot write progress to {tmp_path / 'file' / 'ada.toml'} (File exists); "
+                                 "choose a writable folder with --progress-dir")
+
+
+def test_a_save_locks_the_file_beside_it_for_up_to_30_s_and_writes_a_temporary_file_beside_it(tmp_path, monkeypatch):
+    import tutor.progress
+    locks, renames = [], []
+    real_lock, real_replace = tutor.progress.FileLock, os.replace
+
+    def lock(path, timeout):
+        locks.append((path, timeout))
+        return real_lock(path, timeout=timeout)
+
+    def replace(src, dst):
+        renames.append((os.fspath(src), os.fspath(dst)))
+        real_replace(src, dst)
+    monkeypatch.setattr(tutor.progress, "FileLock", lock)
+    monkeypatch.setattr(os, "replace", replace)
+    ProgressStore(tmp_path).record_attempt("ada", "x", attempt())
+    assert locks == [(f"{tmp_path / 'ada.toml'}.lock", 30)]
+    [(src, dst)] = renames
+    # beside the target, on the same file system, so the rename is atomic
+    assert dst == str(tmp_path / "ada.toml") and os.path.dirname(src) == str(tmp_path)
+    assert os.path.basename(src).startswith(".ada.toml.") and src.endswith(".tmp")
+
+
+def test_a_lock_held_too_long_is_one_sentence(tmp_path, monkeypatch):
+    import tutor.progress
+    from filelock import Timeout
+
+    class Held:
+        def __init__(self, path, timeout):
+            self.path = path
+
+        def __enter__(self):
+            raise Timeout(self.path)
+
+        def __exit__(self, *exc):
+            return False
+    monkeypatch.setattr(tutor.progress, "FileLock", Held)
+    with pytest.raises(ProgressError) as caught:
+        ProgressStore(tmp_path).record_attempt("ada", "x", attempt())
+    assert str(caught.value) == (f"another tutor holds the lock on {tmp_path / 'ada.toml'} for over 30 s; "
+                                 "close it or delete the .lock file")
+
+
+def test_saving_over_a_newer_file_names_it_and_both_formats(tmp_path):
+    (tmp_path / "ada.toml").write_text("format_version = 7\n")
+    message = (f"{tmp_path / 'ada.toml'} was written by a newer tutor (format 7, this one knows 1); it is shown "
+               "read-only and will not be changed — upgrade tutor to record new attempts")
+    with pytest.raises(ProgressError) as caught:
+        ProgressStore(tmp_path).record_attempt("ada", "x", attempt())
+    assert str(caught.value) == message
+    p = ProgressStore(tmp_path).load("ada")
+    assert p.warnings == [message] and p.learner == "ada"
+
+
+def test_a_damaged_file_is_renamed_with_the_time_and_a_save_says_so(tmp_path):
+    import re
+    (tmp_path / "ada.toml").write_text("format_version = 0\n")
+    p = ProgressStore(tmp_path).record_attempt("ada", "x", attempt())
+    [kept] = [f for f in tmp_path.iterdir() if ".corrupt-" in f.name]
+    assert re.fullmatch(r"ada\.toml\.corrupt-\d{8}-\d{6}-\d{6}", kept.name)
+    assert p.warnings == [f"ada.toml could not be used because its format_version is 0, not 1; it was kept as {kept} "
+                          "and a fresh progress file was started"]
+    assert p.learner == "ada" and len(p.of("x").attempts) == 1
+
+
+def test_a_review_of_a_damaged_file_says_what_the_next_save_will_do(tmp_path):
+    (tmp_path / "ada.toml").write_text("format_version = 0\n")
+    with pytest.raises(DamagedProgressError) as caught:
+        ProgressStore(tmp_path).load("ada", move_aside=False)
+    assert str(caught.value).endswith("; it was left as it is: fix it by hand, or the next saved attempt will move it "
+                                      "aside as ada.toml.corrupt-<time> and start a fresh file")
+    assert caught.value.problem == "its format_version is 0, not 1"
+
+
+def test_an_exercise_without_a_note_reads_with_empty_note_and_time(tmp_path):
+    (tmp_path / "ada.toml").write_text('format_version = 1\n[exercises.x]\nattempts = []\n')
+    p = ProgressStore(tmp_path).load("ada")
+    assert (p.of("x").note, p.of("x").note_time, p.learner) == ("", "", "ada")
+
+
+def test_a_crlf_inside_a_multiline_string_reads_as_one_newline():
+    reading = classify(b'format_version = 1\r\nlearner = """a\r\nb"""\r\n')
+    assert reading.data["learner"] == "a\nb"
+
+
+def test_a_toml_error_names_where_the_file_breaks():
+    assert "line 2" in classify(b"format_version = 1\nx = = 2\n").problem
+
+
+def test_an_unsafe_learner_name_is_named_up_to_40_characters():
+    with pytest.raises(ProgressError) as caught:
+        validate_learner("a b" + "c" * 60)
+    assert str(caught.value) == (f"the learner name {repr('a b' + 'c' * 60)[:40]} is not allowed; use 1-64 letters, "
+                                 "digits, dots, dashes or underscores, starting with a letter or digit")
+
+
+def test_no_login_name_at_all_falls_back_with_a_notice(monkeypatch):
+    def no_login():
+        raise OSError("no such user")
+    monkeypatch.delenv("TUTOR_LEARNER", raising=False)
+    monkeypatch.setattr(getpass, "getuser", no_login)
+    name, notice = default_learner_and_notice()
+    assert name == "learner" and notice.startswith("no login name was found, so")
+
+
+def test_a_long_unusable_login_name_is_named_up_to_40_characters(monkeypatch):
+    login = "a b" + "c" * 60
+    monkeypatch.delenv("TUTOR_LEARNER", raising=False)
+    monkeypatch.setattr(getpass, "getuser", lambda: login)
+    assert default_learner_and_notice()[1].startswith(f"your login name {login[:40]!r} is not a valid learner name,")
+
+
+def test_progress_lives_in_the_checkouts_progress_folder_when_there_is_one(monkeypatch):
+    from pathlib import Path
+    monkeypatch.delenv("TUTOR_PROGRESS_DIR", raising=False)
+    checkout = Path(__file__).resolve().parent.parent  # these tests run from a checkout that has progress/
+    assert default_folder() == checkout / "progress"
+
+
+@pytest.mark.parametrize("has_pyproject", [False, True])
+def test_outside_a_checkout_with_progress_it_lives_in_the_user_data_folder(tmp_path, monkeypatch, has_pyproject):
+    import tutor.progress
+    monkeypatch.delenv("TUTOR_PROGRESS_DIR", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    installed = tmp_path / "site" / "tutor" / "progress.py"
+    installed.parent.mkdir(parents=True)
+    if has_pyproject:  # a checkout without a progress/ folder
+        (tmp_path / "site" / "pyproject.toml").write_text("")
+    monkeypatch.setattr(tutor.progress, "__file__", str(installed))
+    assert default_folder() == tmp_path / "data" / "tutor" / "progress"
+
+
+def test_an_attempt_of_a_run_without_a_prediction_shows_the_observation_in_its_kind():
+    import re
+
+    from tutor.runner import RunResult
+    result = RunResult(id="x", status="pass", device="cuda", torch="t", fault=None, kind="bool",
+                       prediction=None, prediction_text=None, observed=True, correct=None)
+    saved = Attempt.of(result)
+    assert (saved.prediction, saved.observed, saved.correct, saved.device, saved.seed) == ("", "yes", False, "cuda", 0)
+    assert re.fullmatch(STAMP, saved.time)

@@ -266,7 +266,8 @@ def _check_keys(table: dict, spec: dict, where: str) -> None:
         value = table[key]
         if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
             expected = kind.__name__ if isinstance(kind, type) else "number"
-            raise CatalogError(f"{where}: key {key!r} must be a {expected}, found {type(value).__name__}")
+            article = "an" if expected == "int" else "a"
+            raise CatalogError(f"{where}: key {key!r} must be {article} {expected}, found {type(value).__name__}")
 
 
 def _exercise(e: dict, set_id: str, uses: list, seen: dict, where: str, directory: Path) -> Exercise:
