@@ -532,11 +532,14 @@ def test_a_long_unusable_login_name_is_named_up_to_40_characters(monkeypatch):
     assert default_learner_and_notice()[1].startswith(f"your login name {login[:40]!r} is not a valid learner name,")
 
 
-def test_progress_lives_in_the_checkouts_progress_folder_when_there_is_one(monkeypatch):
-    from pathlib import Path
+def test_progress_lives_in_the_checkouts_progress_folder_when_there_is_one(tmp_path, monkeypatch):
+    import tutor.progress
     monkeypatch.delenv("TUTOR_PROGRESS_DIR", raising=False)
-    checkout = Path(__file__).resolve().parent.parent  # these tests run from a checkout that has progress/
-    assert default_folder() == checkout / "progress"
+    (tmp_path / "checkout" / "tutor").mkdir(parents=True)
+    (tmp_path / "checkout" / "progress").mkdir()
+    (tmp_path / "checkout" / "pyproject.toml").write_text("")
+    monkeypatch.setattr(tutor.progress, "__file__", str(tmp_path / "checkout" / "tutor" / "progress.py"))
+    assert default_folder() == tmp_path / "checkout" / "progress"
 
 
 @pytest.mark.parametrize("has_pyproject", [False, True])
