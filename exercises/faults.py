@@ -16,12 +16,11 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import shutil
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 #: The packages copied into a private folder before a check runs.
 SUBJECT_PACKAGES = ("engine", "exercises")
-_FIELDS = {"id": str, "file": str, "before": str, "after": str, "summary": str}
 
 
 class FaultError(ValueError):
@@ -47,8 +46,11 @@ class Fault:
     summary: str
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "file": self.file, "summary": self.summary,
-                "before": self.before, "after": self.after}
+        return asdict(self)
+
+
+#: The keys of a [[fault]] table: Fault's fields, every one a required non-empty string.
+_FIELDS = tuple(f.name for f in fields(Fault))
 
 
 def source_root() -> Path:
@@ -74,10 +76,10 @@ def parse_fault(entry: object, where: str) -> Fault:
     unknown = set(entry) - set(_FIELDS)
     if unknown:
         raise FaultError(f"{where}: unknown key {sorted(unknown)[0]!r}; allowed keys are {', '.join(_FIELDS)}")
-    for key, kind in _FIELDS.items():
+    for key in _FIELDS:
         if key not in entry:
             raise FaultError(f"{where}: missing key {key!r}")
-        if not isinstance(entry[key], kind) or not entry[key]:
+        if not isinstance(entry[key], str) or not entry[key]:
             raise FaultError(f"{where}: key {key!r} must be a non-empty string")
     if entry["before"] == entry["after"]:
         raise FaultError(f"{where}: before and after are the same text, so the fault changes nothing")

@@ -1,10 +1,12 @@
 """Answers: lenient in form, strict in meaning; a bad answer names the format."""
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exercises.answers import KINDS, AnswerError, answer_format, matches, parse, show
+from exercises.answers import KINDS, AnswerError, answer_format, choice_keys, item_kinds, matches, parse, show
 
 CHOICES = [("a", "first"), ("b", "second")]
 
@@ -182,3 +184,206 @@ def test_a_full_stop_ends_any_answer_and_positions_pick_any_choice():
     assert parse("choice", "1", letters) == "a" and parse("choice", "4", letters) == "d"
     with pytest.raises(AnswerError):
         parse("choice", "5", letters)
+
+
+def test_a_shape_matches_only_with_the_same_sizes_in_the_same_order():
+    assert matches("shape", [128, 512], [128, 512]) and matches("shape", [128, 512], (128, 512))
+    assert not matches("shape", [128, 512], [512, 128])  # a transpose is another shape
+    assert not matches("shape", [128, 512], [128, 512, 1]) and not matches("shape", [], [1])
+    assert not matches("shape", [128, 512], "(128, 512)")  # an observation that is not a shape matches nothing
+    assert not matches("shape", [128, 512], None)
+
+
+def test_number_tolerance_is_absolute_not_relative():
+    assert not matches("number", 1000.75, 1000.0, 0.5)  # 0.75 off; relative to 1000 it would pass
+    assert matches("number", 1000.5, 1000.0, 0.5) and matches("number", 999.5, 1000.0, 0.5)  # the bound is inclusive
+    assert not matches("number", 0.0, 1e-6, 0.0) and matches("number", 3.0, 3.0, 0.0)
+    assert not matches("number", 1.0, True, 1.0)  # a yes/no observation is not a number
+
+
+# --- known values for each phrase, reader, comparer and display ----------------
+# Each pins a behaviour that a mutation (scripts/mutation.sh) could change unseen.
+
+@pytest.mark.parametrize("kind, phrase", [
+    ("shape", "a shape such as (2, 7), 2x7, (7,) or () for a scalar"),
+    ("number", "a number such as 7, 0.25, 1,024 or 1/4"),
+    ("bool", "yes or no"),
+    ("error", "an exception class name as Python prints it (SomethingError), or none if nothing is raised"),
+    ("list", "a list of items separated by commas or spaces"),
+    ("text", "any non-empty text"),
+])
+def test_each_kind_names_its_format_in_one_phrase(kind, phrase):
+    assert answer_format(kind) == phrase
+
+
+@pytest.mark.parametrize("length, items, phrase", [
+    (2, "number", "a list of 2 numbers separated by commas or spaces, e.g. 1, 2"),
+    (3, "bool", "a list of 3 yes/no answers separated by commas or spaces, e.g. yes, no, …"),
+    (None, "error", "a list of exception names or none separated by commas or spaces, e.g. none, TypeError, …"),
+    (None, ["bool", "bool"], "a list of 2 yes/no answers separated by commas or spaces, e.g. yes, no"),
+    (2, "saved|moved", "a list of 2 words, each one of saved, moved"),
+    (None, ["number", "saved|moved"], "a list of 2 items, in order: a number; one of saved, moved"),
+    (4, None, "a list of 4 items separated by commas or spaces"),
+])
+def test_a_list_format_counts_and_names_its_items(length, items, phrase):
+    assert answer_format("list", None, length, items) == phrase
+
+
+def test_choice_keys_are_letters_numbers_or_free_first_letters():
+    assert choice_keys("bool", []) == ["y", "n"]
+    assert choice_keys("choice", ["A", "b"]) == ["a", "b"]
+    assert choice_keys("choice", ["a", "e"]) == ["1", "2"]  # e is the explain key, so both get numbers
+    assert choice_keys("choice", ["ab", "cd"]) == ["1", "2"]
+    ids = [f"c{i}" for i in range(10)] + ["apple", "avocado", "quit", "1x", "Kiwi"]
+    # after ten numbers: a free first letter (lowercased), else no key (taken, an action key, a digit)
+    assert choice_keys("choice", ids) == list("1234567890") + ["a", None, None, None, "k"]
+    assert parse("choice", "k", [(i, i) for i in ids]) == "Kiwi" and parse("choice", "a", [(i, i) for i in ids]) == "apple"
+    # a choice without a key is named alone in the format
+    assert answer_format("choice", [(i, i) for i in ids]).endswith("c9 = 0, apple = a, avocado, quit, 1x, Kiwi = k)")
+
+
+@pytest.mark.parametrize("text, value", [("b)", "b"), ("B.", "b"), ("(b", None)])
+def test_a_choice_may_end_with_a_bracket_or_full_stop(text, value):
+    if value is None:
+        with pytest.raises(AnswerError):
+            parse("choice", text, CHOICES)
+    else:
+        assert parse("choice", text, CHOICES) == value
+
+
+def test_refusals_of_bad_input_name_the_exercise_format():
+    words = [("task", "t"), ("none", "n")]
+    expected = "expected one choice id or its key (task = 1, none = 2)"
+    with pytest.raises(AnswerError, match=r"^the answer must be text; " + re.escape(expected) + "$"):
+        parse("choice", 7, words)
+    with pytest.raises(AnswerError, match=r"^the answer is empty; " + re.escape(expected) + "$"):
+        parse("choice", " ", words)
+    with pytest.raises(AnswerError, match=r"^the answer is too long or holds a NUL byte; " + re.escape(expected)):
+        parse("choice", "task\x00", words)
+    with pytest.raises(AnswerError, match=r"^unknown answer kind 'colour'; expected one of choice, shape, number, "
+                                          r"bool, error, list, text$"):
+        parse("colour", "red")
+
+
+def test_refusals_of_a_list_answer_give_its_count_and_item_kinds():
+    expected = "expected a list of 2 numbers separated by commas or spaces, e.g. 1, 2"
+    for text in (7, "1 \x00", "[1, @]"):
+        with pytest.raises(AnswerError) as err:
+            parse("list", text, length=2, items="number")
+        assert str(err.value).endswith(expected)
+    assert answer_format("number", None, 2, "number") == "a number such as 7, 0.25, 1,024 or 1/4"  # lists only
+    with pytest.raises(ValueError, match="^1 item kinds for a list of 2 items$"):
+        item_kinds(["bool"], 2)
+
+
+def test_an_answer_may_be_2000_characters_long_but_not_longer():
+    assert parse("text", "x" * 2000) == "x" * 2000
+    with pytest.raises(AnswerError, match="too long"):
+        parse("text", "x" * 2001)
+
+
+def test_only_a_full_stop_after_an_answer_is_dropped():
+    assert parse("text", ".") == "." and parse("list", "1 2 .", length=2) == [1.0, 2.0]
+    assert parse("shape", "5.") == [5] and parse("text", "5.") == "5."
+    with pytest.raises(AnswerError, match=r"cannot read '\.' as number"):
+        parse("number", ".")
+
+
+def test_the_echo_of_an_unreadable_answer_stops_at_60_characters():
+    with pytest.raises(AnswerError) as err:
+        parse("number", "z" * 70)
+    assert f"cannot read {'z' * 60!r} as number" in str(err.value)
+
+
+def test_the_flat_list_hint_is_for_nested_brackets_only():
+    with pytest.raises(AnswerError, match="cannot read '\\[1, @\\]' as list"):
+        parse("list", "[1, @]")
+    with pytest.raises(AnswerError, match="one flat list"):
+        parse("list", "(1 2) (3 4)")
+    with pytest.raises(AnswerError) as err:
+        parse("list", "[[" + "1, " * 30 + "]]")
+    assert str(err.value).startswith(f"cannot read {('[[' + '1, ' * 30)[:60]!r}: write the items as one flat list")
+
+
+@pytest.mark.parametrize("text, value", [
+    ("1_000", 1000.0), ("1 000", 1000.0), ("-3/4", -0.75), ("2e3", 2000.0), ("1,000.5", 1000.5),
+])
+def test_number_spellings(text, value):
+    assert parse("number", text) == value
+
+
+@pytest.mark.parametrize("text", ["x/2", "2/x", "1/2/4", "1,00", "nan"])
+def test_numbers_that_do_not_read_are_refused(text):
+    with pytest.raises(AnswerError, match="as number"):
+        parse("number", text)
+
+
+@pytest.mark.parametrize("text, value", [("yes!", True), ("No!", False), ("f", False), ("t", True)])
+def test_bool_spellings(text, value):
+    assert parse("bool", text) is value
+
+
+@pytest.mark.parametrize("text, value", [
+    ("KeyError:", "KeyError"), ("no error", "none"), ("Nothing", "none"), ("No", "none"),
+    ("torch.cuda.OutOfMemoryError", "OutOfMemoryError"),
+])
+def test_error_spellings(text, value):
+    assert parse("error", text) == value
+
+
+def test_list_items_keep_their_kind_and_words_lose_a_bang():
+    assert parse("list", "yes! no 1 0 KeyError") == [True, False, 1.0, 0.0, "KeyError"]
+    assert parse("list", "[]") == [] and parse("list", "1; 2") == [1.0, 2.0]
+    assert parse("list", "1 0 1", items="bool") == [True, False, True]
+    with pytest.raises(AnswerError, match=r"item 1 \(2\) should be yes or no"):
+        parse("list", "2 0", items="bool")
+    with pytest.raises(AnswerError, match=r"item 2 \(3\) should be an exception name or none"):
+        parse("list", "none 3", items="error")
+
+
+@pytest.mark.parametrize("text", ["5,", "(5, )", "[5,]"])
+def test_a_one_axis_shape_keeps_its_one_size(text):
+    assert parse("shape", text) == [5]
+
+
+def test_a_trailing_comma_ends_a_shape_of_any_length_but_an_empty_size_is_refused():
+    assert parse("shape", "2,3,") == [2, 3] and parse("shape", "(2, 3, 4)") == [2, 3, 4]
+    assert parse("shape", "2X3") == [2, 3] and parse("shape", "[2 X 3]") == [2, 3]
+    for text in ("(2,,)", "(,)", "(2,,3)", ","):
+        with pytest.raises(AnswerError):
+            parse("shape", text)
+
+
+@pytest.mark.parametrize("kind, predicted, observed, agree", [
+    ("list", [1.0], 1.0, False),                       # an observation that is not a list
+    ("list", [1.0, 2.0], [1.0], False),
+    ("list", [True], [True], True), ("list", [False], [True], False),
+    ("list", [True], [1.0], False), ("list", [1.0], [True], False),  # a yes/no item is not a number
+    ("list", ["keyerror"], ["KeyError"], True), ("list", ["x"], [1.0], False),
+    ("list", [1.0], ["1"], False),
+    ("error", "KeyError", None, False), ("error", "KeyError", "ValueError", False),
+    ("text", " As It Is ", "as it is", True), ("text", "as it is", None, False), ("text", "a", "b", False),
+    ("choice", "a", "a", True), ("choice", "a", "b", False),
+    ("bool", True, True, True), ("bool", True, False, False),
+])
+def test_matching_by_kind(kind, predicted, observed, agree):
+    assert matches(kind, predicted, observed, 0.0) is agree
+
+
+def test_numbers_within_float_rounding_of_the_observation_agree():
+    # the floor is 1e-12 of the observation (at least 1e-12): printing and reading a float loses no more
+    assert matches("number", 1e15 + 100, 1e15) and not matches("number", 1e15 + 2000, 1e15)
+    assert not matches("number", 1 + 1.5e-12, 1.0) and matches("number", 1 + 0.5e-12, 1.0)
+
+
+@pytest.mark.parametrize("kind, value, shown", [
+    ("shape", [5], "(5,)"), ("shape", [], "()"), ("shape", (2, 3), "(2, 3)"),
+    ("bool", True, "yes"), ("bool", False, "no"),
+    ("number", 1 / 3, "0.333333"), ("number", 7, "7"), ("number", 804224.0, "804224"), ("number", True, "True"),
+    ("number", 1234567, "1234567"), ("number", 1234567.0, "1.23457e+06"), ("text", 1 / 3, "0.3333333333333333"),
+    ("list", [True, False, 1.0, 0.5, "none"], "[yes, no, 1, 0.5, none]"),
+    ("error", "KeyError", "KeyError"), ("text", "as it is", "as it is"), ("choice", "b", "b"),
+    ("shape", None, "None"), ("list", "text", "text"),
+])
+def test_values_are_shown_as_a_learner_would_write_them(kind, value, shown):
+    assert show(kind, value) == shown

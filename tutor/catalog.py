@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 
@@ -41,29 +41,48 @@ CHAPTERS = {"000": "Shapes, storage, gradients and state",
             "004": "A language model you can interrogate"}
 
 
+def _key(toml_type, *, listed: bool = True, **default):
+    """A dataclass field that a set file's table spells as a key of ``toml_type``.
+
+    The field's name is the key; a field without a default is a required key.
+    ``listed=False`` keeps a long text field out of the short ``to_dict``
+    (the one ``tutor list --json`` prints for every exercise).
+    """
+    return field(metadata={"toml": toml_type, "listed": listed}, **default)
+
+
+def _spec(cls) -> dict:
+    """``{key: (TOML type, required)}`` for the ``_key`` fields of ``cls``, in field order."""
+    return {f.name: (f.metadata["toml"], f.default is MISSING and f.default_factory is MISSING)
+            for f in fields(cls) if "toml" in f.metadata}
+
+
 @dataclass(frozen=True)
 class Exercise:
-    """One exercise, as data. See DESIGN.md, "An exercise"."""
+    """One exercise, as data. See DESIGN.md, "An exercise".
 
-    id: str
-    set: str
-    title: str
-    source: str
-    prompt: str
-    kind: str
-    check: str
-    explain: str
-    hints: tuple[str, ...]
-    budget_s: float
-    subject: str = "engine"
-    fault: str | None = None
-    choices: tuple[tuple[str, str], ...] = ()
-    tolerance: float = 0.0
-    observe: str = "faulted"
-    timeout_s: float = 0.0
-    answer_length: int | None = None
-    answer_items: str | tuple[str, ...] | None = None
-    seed_per_attempt: bool = False
+    Each field is a key of an ``[[exercise]]`` table, with the TOML type given
+    to ``_key``; the loader's key check and ``to_dict`` both read this list.
+    """
+
+    id: str = _key(str)
+    set: str = _key(str)
+    title: str = _key(str)
+    source: str = _key(str)
+    prompt: str = _key(str, listed=False)
+    kind: str = _key(str)
+    check: str = _key(str)
+    explain: str = _key(str, listed=False)
+    hints: tuple[str, ...] = _key(list, listed=False)
+    budget_s: float = _key((int, float))
+    fault: str | None = _key(str, default=None)
+    choices: tuple[tuple[str, str], ...] = _key(list, default=())
+    tolerance: float = _key((int, float), default=0.0)
+    observe: str = _key(str, default="faulted")
+    timeout_s: float = _key((int, float), default=0.0)
+    answer_length: int | None = _key(int, default=None)
+    answer_items: str | tuple[str, ...] | None = _key((str, list), default=None)
+    seed_per_attempt: bool = _key(bool, default=False)
 
     @property
     def answer_format(self) -> str:
@@ -105,21 +124,30 @@ class Exercise:
         return self.timeout_s or max(30.0, 6.0 * self.budget_s)
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "set": self.set, "title": self.title, "source": self.source,
-                "source_label": self.source_label,
-                "kind": self.kind, "choices": [{"id": c, "text": t} for c, t in self.choices],
-                "answer_format": self.answer_format, "fault": self.fault, "subject": self.subject,
-                "check": self.check, "budget_s": self.budget_s, "observe": self.observe,
-                "answer_length": self.answer_length, "answer_items": list(self.answer_items) if isinstance(self.answer_items, tuple) else self.answer_items,
-                "seed_per_attempt": self.seed_per_attempt}
+        """The exercise as plain data (lists, not tuples), without its long texts.
+
+        Choices become ``{"id", "text"}`` tables as in the set file; the
+        derived ``source_label`` and ``answer_format`` are added.
+        """
+        data = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.metadata["listed"]}
+        data["choices"] = [{"id": c, "text": t} for c, t in self.choices]
+        data.update(source_label=self.source_label, answer_format=self.answer_format)
+        return data
+
+
+def _plain(value):
+    """Tuples (nested too) as lists, the form JSON and TOML write."""
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
 
 
 @dataclass(frozen=True)
 class ExerciseSet:
-    id: str
-    title: str
-    order: int
-    summary: str
+    """One set file's ``[set]`` table, with the set's exercises in file order."""
+
+    id: str = _key(str)
+    title: str = _key(str)
+    order: int = _key(int)
+    summary: str = _key(str)
     exercises: tuple[Exercise, ...] = field(default=())
 
 
@@ -155,16 +183,9 @@ class Catalog:
         return self.faults[exercise.fault] if exercise.fault else None
 
 
-# key: (type, required)
-_SET_KEYS = {"id": (str, True), "title": (str, True), "order": (int, True), "summary": (str, True)}
-_EX_KEYS = {
-    "id": (str, True), "set": (str, True), "title": (str, True), "source": (str, True),
-    "prompt": (str, True), "kind": (str, True), "check": (str, True), "explain": (str, True),
-    "hints": (list, True), "budget_s": ((int, float), True), "subject": (str, False),
-    "fault": (str, False), "choices": (list, False), "tolerance": ((int, float), False),
-    "observe": (str, False), "timeout_s": ((int, float), False), "answer_length": (int, False),
-    "answer_items": ((str, list), False), "seed_per_attempt": (bool, False),
-}
+#: {key: (TOML type, required)} of a [set] table and an [[exercise]] table, read off the dataclasses.
+_SET_KEYS = _spec(ExerciseSet)
+_EX_KEYS = _spec(Exercise)
 
 
 @lru_cache(maxsize=4)
@@ -245,7 +266,8 @@ def _check_keys(table: dict, spec: dict, where: str) -> None:
         value = table[key]
         if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
             expected = kind.__name__ if isinstance(kind, type) else "number"
-            raise CatalogError(f"{where}: key {key!r} must be a {expected}, found {type(value).__name__}")
+            article = "an" if expected == "int" else "a"
+            raise CatalogError(f"{where}: key {key!r} must be {article} {expected}, found {type(value).__name__}")
 
 
 def _exercise(e: dict, set_id: str, uses: list, seen: dict, where: str, directory: Path) -> Exercise:
@@ -284,12 +306,10 @@ def _exercise(e: dict, set_id: str, uses: list, seen: dict, where: str, director
     if "answer_length" in e and (e["kind"] != "list" or e["answer_length"] < 1):
         raise CatalogError(f"{where}: key 'answer_length' is for kind list only and must be at least 1")
     items = _answer_items(e, where)
-    return Exercise(id=e["id"], set=e["set"], title=e["title"], source=e["source"], prompt=e["prompt"],
-                    kind=e["kind"], check=e["check"], explain=e["explain"], hints=tuple(e["hints"]),
-                    budget_s=float(e["budget_s"]), subject=e.get("subject", "engine"), fault=fault,
-                    choices=tuple(choices), tolerance=float(e.get("tolerance", 0.0)), observe=observe,
-                    timeout_s=float(e.get("timeout_s", 0.0)), answer_length=e.get("answer_length"),
-                    answer_items=items, seed_per_attempt=e.get("seed_per_attempt", False))
+    # the table as read (its keys are Exercise's fields), with values in the dataclass's types
+    return Exercise(**{**e, "hints": tuple(e["hints"]), "budget_s": float(e["budget_s"]), "fault": fault,
+                       "choices": tuple(choices), "tolerance": float(e.get("tolerance", 0.0)),
+                       "observe": observe, "timeout_s": float(e.get("timeout_s", 0.0)), "answer_items": items})
 
 
 def _answer_items(e: dict, where: str):

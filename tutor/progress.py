@@ -39,7 +39,8 @@ import hashlib
 import os
 import re
 import tempfile
-from dataclasses import dataclass, field
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -57,10 +58,6 @@ MAX_NOTE_CHARS = 20_000
 #: The learner name used when neither a flag, TUTOR_LEARNER nor a safe login name gives one.
 FALLBACK_LEARNER = "learner"
 _LEARNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_ATTEMPT_FIELDS = {"time": str, "prediction": str, "observed": str, "correct": bool,
-                   "status": str, "device": str, "engine_hash": str}
-#: Attempt keys a file may lack (older files), with their defaults.
-_OPTIONAL_ATTEMPT_FIELDS = {"seed": 0}
 
 
 class ProgressError(Exception):
@@ -84,6 +81,12 @@ class DamagedProgressError(ProgressError):
 
 @dataclass
 class Attempt:
+    """One graded run as the progress file keeps it: an ``[[exercises.<id>.attempts]]`` table.
+
+    Each field is a key of that table with the field's type; a field with a
+    default may be missing from older files and reads as the default.
+    """
+
     time: str
     prediction: str
     observed: str
@@ -107,7 +110,11 @@ class Attempt:
                    status=result.status, device=result.device, engine_hash=engine_hash(), seed=result.seed)
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in (*_ATTEMPT_FIELDS, *_OPTIONAL_ATTEMPT_FIELDS)}
+        return asdict(self)
+
+
+#: Attempt's keys: {name: (type, default or MISSING when every file must have it)}.
+_ATTEMPT_FIELDS = {f.name: (typing.get_type_hints(Attempt)[f.name], f.default) for f in fields(Attempt)}
 
 
 @dataclass
@@ -265,11 +272,10 @@ class ProgressStore:
                 read, or a damaged file cannot be moved aside.
         """
         path = self.path(learner)
-        progress = LearnerProgress(learner=learner)
-        data = self._read(path, progress, move_aside=move_aside)
-        if data is not None:
-            self._fill(progress, data)
-        return progress
+        reading = classify(_read_bytes(path))
+        if reading.problem is not None and not move_aside:
+            raise DamagedProgressError(path, reading.problem)
+        return _progress(learner, reading.data, _settle(path, reading), read_only=reading.newer is not None)
 
     def record_attempt(self, learner: str, exercise_id: str, attempt: Attempt) -> LearnerProgress:
         """Append one attempt, under the lock, atomically."""
@@ -297,11 +303,11 @@ class ProgressStore:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             with FileLock(str(path) + ".lock", timeout=30):
-                progress = LearnerProgress(learner=learner)
-                data = self._read(path, progress)
-                if progress.read_only:
-                    raise ProgressError(progress.warnings[-1])
-                data = data or {}
+                reading = classify(_read_bytes(path))
+                if reading.newer is not None:
+                    raise ProgressError(_newer_warning(path, reading.newer))
+                warnings = _settle(path, reading)
+                data = reading.data or {}
                 data["format_version"] = FORMAT_VERSION
                 data["learner"] = learner
                 change(data)
@@ -312,62 +318,7 @@ class ProgressStore:
         except OSError as exc:
             raise ProgressError(f"cannot write progress to {path} ({exc.strerror or exc}); "
                                 "choose a writable folder with --progress-dir") from None
-        self._fill(progress, data)
-        return progress
-
-    def _read(self, path: Path, progress: LearnerProgress, move_aside: bool = True) -> dict | None:
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise ProgressError(f"cannot read {path} ({exc.strerror or exc}); "
-                                "check its permissions or choose another --progress-dir") from None
-        problem = None
-        data = None
-        if size > MAX_FILE_BYTES:
-            problem = f"it is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
-        else:
-            try:
-                data = tomllib.loads(path.read_text(encoding="utf-8"))
-            except PermissionError as exc:
-                raise ProgressError(f"cannot read {path} ({exc.strerror}); check its permissions") from None
-            except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-                problem = f"it is not valid TOML ({str(exc).splitlines()[0][:80]})"
-        if problem is None:
-            version = data.get("format_version")
-            if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
-                progress.read_only = True
-                progress.warnings.append(
-                    f"{path} was written by a newer tutor (format {version}, this one knows {FORMAT_VERSION}); "
-                    "it is shown read-only and will not be changed — upgrade tutor to record new attempts")
-                return data if _shape_problem(data) is None else None  # shown only if this tutor can read it
-            elif version != FORMAT_VERSION:
-                problem = f"its format_version is {version!r}, not {FORMAT_VERSION}"
-            else:
-                problem = _shape_problem(data)
-        if problem is None:
-            return data
-        if not move_aside:
-            raise DamagedProgressError(path, problem)
-        aside = path.with_name(f"{path.name}.corrupt-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}")
-        try:
-            os.replace(path, aside)
-        except OSError as exc:
-            raise ProgressError(f"{path} cannot be used because {problem}, and it could not be moved aside "
-                                f"({exc.strerror or exc}); move it yourself") from None
-        progress.warnings.append(f"{path.name} could not be used because {problem}; it was kept as {aside} "
-                                 "and a fresh progress file was started")
-        return None
-
-    def _fill(self, progress: LearnerProgress, data: dict) -> None:
-        progress.exercises = {}
-        for ex_id, entry in data.get("exercises", {}).items():
-            attempts = [Attempt(**{k: a[k] for k in _ATTEMPT_FIELDS},
-                                **{k: a.get(k, default) for k, default in _OPTIONAL_ATTEMPT_FIELDS.items()})
-                        for a in entry.get("attempts", [])]
-            progress.exercises[ex_id] = ExerciseProgress(attempts=attempts, note=entry.get("note", ""),
-                                                         note_time=entry.get("note_time", ""))
+        return _progress(learner, data, warnings)
 
     def _write_atomically(self, path: Path, data: dict) -> None:
         payload = tomli_w.dumps(data).encode("utf-8")
@@ -384,6 +335,111 @@ class ProgressStore:
             except OSError:
                 pass
             raise
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a progress file holds, as this tutor reads it (see :func:`classify`).
+
+    Attributes:
+        data: the document to show, or None (no file, or nothing this tutor can show).
+        problem: why the file cannot be used, as a clause ("it is not valid
+            TOML (...)"), or None when it can.
+        newer: the file's format version when a newer tutor wrote it (the
+            file is then read-only), else None.
+    """
+
+    data: dict | None = None
+    problem: str | None = None
+    newer: int | None = None
+
+
+def classify(raw: bytes | None) -> Reading:
+    """Read a progress file's bytes (None: there is no file); touches no file.
+
+    A file is damaged (``problem`` set) when it is larger than
+    MAX_FILE_BYTES, is not UTF-8 TOML, has another format_version than this
+    tutor's (and not a newer one), or is not shaped like progress.
+    """
+    if raw is None:
+        return Reading()
+    if len(raw) > MAX_FILE_BYTES:
+        return Reading(problem=f"it is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    try:
+        # newlines translated as a text-mode read does, so a file's CR or CRLF line ends read alike
+        data = tomllib.loads(raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return Reading(problem=f"it is not valid TOML ({str(exc).splitlines()[0][:80]})")
+    version = data.get("format_version")
+    whole = type(version) is int  # not a bool (true == 1) or a float (1.0 == 1)
+    if whole and version > FORMAT_VERSION:
+        # shown read-only, and its contents only where this tutor can read them
+        return Reading(data=data if _shape_problem(data) is None else None, newer=version)
+    if not whole or version != FORMAT_VERSION:
+        return Reading(problem=f"its format_version is {version!r}, not {FORMAT_VERSION}")
+    problem = _shape_problem(data)
+    return Reading(data=None if problem else data, problem=problem)
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    """The file's bytes (at most MAX_FILE_BYTES + 1 of them, enough to tell it is too large), or None if
+    there is no file.
+
+    Raises:
+        ProgressError: the file exists but cannot be read.
+    """
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ProgressError(f"cannot read {path} ({exc.strerror or exc}); "
+                            "check its permissions or choose another --progress-dir") from None
+
+
+def _settle(path: Path, reading: Reading) -> list[str]:
+    """Act on a reading: move a damaged file aside; return the sentences the learner is told.
+
+    Raises:
+        ProgressError: a damaged file could not be moved aside.
+    """
+    if reading.problem is not None:
+        return [_move_aside(path, reading.problem)]
+    if reading.newer is not None:
+        return [_newer_warning(path, reading.newer)]
+    return []
+
+
+def _move_aside(path: Path, problem: str) -> str:
+    """Rename a damaged file to ``<name>.corrupt-<time>``; return the sentence that says so.
+
+    Raises:
+        ProgressError: the file could not be renamed.
+    """
+    aside = path.with_name(f"{path.name}.corrupt-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}")
+    try:
+        os.replace(path, aside)
+    except OSError as exc:
+        raise ProgressError(f"{path} cannot be used because {problem}, and it could not be moved aside "
+                            f"({exc.strerror or exc}); move it yourself") from None
+    return (f"{path.name} could not be used because {problem}; it was kept as {aside} "
+            "and a fresh progress file was started")
+
+
+def _newer_warning(path: Path, version: int) -> str:
+    return (f"{path} was written by a newer tutor (format {version}, this one knows {FORMAT_VERSION}); "
+            "it is shown read-only and will not be changed — upgrade tutor to record new attempts")
+
+
+def _progress(learner: str, data: dict | None, warnings: list[str], read_only: bool = False) -> LearnerProgress:
+    """A well-formed progress document (see :func:`_shape_problem`) as a LearnerProgress."""
+    progress = LearnerProgress(learner=learner, warnings=warnings, read_only=read_only)
+    for ex_id, entry in (data or {}).get("exercises", {}).items():
+        attempts = [Attempt(**{k: a[k] for k in _ATTEMPT_FIELDS if k in a}) for a in entry.get("attempts", [])]
+        progress.exercises[ex_id] = ExerciseProgress(attempts=attempts, note=entry.get("note", ""),
+                                                     note_time=entry.get("note_time", ""))
+    return progress
 
 
 def _shape_problem(data: dict) -> str | None:
@@ -403,10 +459,11 @@ def _shape_problem(data: dict) -> str | None:
         for attempt in attempts:
             if not isinstance(attempt, dict):
                 return f"an attempt of {ex_id!r} is not a table"
-            for key, kind in _ATTEMPT_FIELDS.items():
-                if not isinstance(attempt.get(key), kind):
-                    return f"an attempt of {ex_id!r} has a missing or wrongly typed {key!r}"
-            seed = attempt.get("seed", 0)
-            if isinstance(seed, bool) or not isinstance(seed, int):
-                return f"an attempt of {ex_id!r} has a wrongly typed 'seed'"
+            for key, (kind, default) in _ATTEMPT_FIELDS.items():
+                if key not in attempt and default is not MISSING:
+                    continue  # an older file: the attempt reads as the default
+                value = attempt.get(key)
+                if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+                    missing = "" if default is not MISSING else "missing or "
+                    return f"an attempt of {ex_id!r} has a {missing}wrongly typed {key!r}"
     return None

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Mutation testing with mutmut: do the tests fail when the code is wrong?
+#
+# mutmut changes one thing at a time in a source file (a < for a <=, a constant,
+# a dropped call...) and runs the tests that reach the changed function; a
+# mutant that no test notices "survives". Not part of CI: a file takes minutes.
+#
+# Usage (from anywhere; needs the mutation extra: pip install -e '.[test,mutation]'):
+#   scripts/mutation.sh                       the four files below, one after another
+#   scripts/mutation.sh exercises/answers.py  one file
+# Environment:
+#   PYTHON            the interpreter with mutmut installed (default: .venv/bin/python)
+#   MUTATION_CHILDREN mutants tested at once (default 1: the machine is shared)
+#   MUTATION_KEEP=1   keep the scratch copies to inspect survivors there with
+#                     `mutmut results` and `mutmut show NAME`
+#   MUTATION_REV=REV  mutate a commit (git archive REV) instead of the working
+#                     tree, e.g. to score the tests as they were before a change
+#
+# Each file is mutated in a scratch copy of the checkout (under $TMPDIR), so the
+# worktree never gets a mutants/ folder. Only that file is mutated, and only its
+# own test files run (tests_for below), with the default pytest options (-m 'not
+# slow'). The last line per file reads "FILE: killed K of N (P %), survived S,
+# no tests T, timeout O, detected D %" (detected: killed or timed out, i.e. the
+# tests noticed); a summary of all files follows. A mutant is killed when a
+# selected test fails; "no tests" means no selected test reaches that function.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+python=${PYTHON:-$root/.venv/bin/python}
+children=${MUTATION_CHILDREN:-1}
+mutmut="$(dirname "$python")/mutmut"
+
+tests_for() {
+    case "$1" in
+        exercises/answers.py) echo tests/test_answers.py ;;
+        tutor/progress.py) echo tests/test_progress.py tests/test_fuzz_loaders.py ;;
+        engine/model.py) echo tests/test_engine.py tests/test_kv_cache.py ;;
+        tutor/runner.py) echo tests/test_runner_safety.py tests/test_cli.py ;;
+        *) echo "scripts/mutation.sh: no tests are chosen for $1; add a line for it to tests_for" >&2
+           return 2 ;;
+    esac
+}
+
+[ -x "$mutmut" ] || { echo "scripts/mutation.sh: $mutmut not found; pip install -e '.[test,mutation]'" >&2; exit 2; }
+files=("$@")
+[ ${#files[@]} -gt 0 ] || files=(exercises/answers.py tutor/progress.py engine/model.py tutor/runner.py)
+summary=()
+for file in "${files[@]}"; do
+    [ -f "$root/$file" ] || { echo "scripts/mutation.sh: $file is not a file of this checkout" >&2; exit 2; }
+    scratch=$(mktemp -d "${TMPDIR:-/tmp}/mutation.XXXXXX")
+    if [ -n "${MUTATION_REV:-}" ]; then
+        git -C "$root" archive "$MUTATION_REV" | tar -C "$scratch" -xf -
+    else  # the checkout as git sees it: tracked and new files, nothing ignored
+        (cd "$root" && git ls-files -z --cached --others --exclude-standard \
+            | xargs -0 -I{} sh -c '[ -e "{}" ] && printf "%s\0" "{}"' \
+            | tar --null -T - -cf -) | tar -C "$scratch" -xf -
+    fi
+    selection=$(tests_for "$file") || exit 2
+    tests=""  # a TOML list of the selected test files that this copy has
+    for t in $selection; do
+        [ -f "$scratch/$t" ] && tests="${tests:+$tests, }\"$t\""
+    done
+    cat >> "$scratch/pyproject.toml" <<EOF
+
+[tool.mutmut]
+source_paths = ["engine", "exercises", "tutor"]
+only_mutate = ["$file"]
+pytest_add_cli_args_test_selection = [$tests]
+# torch in the tests is not fork-safe from a process that already ran them
+process_isolation = "forkserver"
+use_git_change_detection = false
+EOF
+    echo "== $file: mutating in $scratch, tests: $tests"
+    (cd "$scratch" && "$mutmut" run --max-children "$children" > mutmut.log 2>&1) \
+        || { tail -20 "$scratch/mutmut.log"; echo "scripts/mutation.sh: mutmut failed on $file; see $scratch/mutmut.log" >&2; exit 1; }
+    (cd "$scratch" && "$mutmut" export-cicd-stats > /dev/null && "$mutmut" results > survivors.txt)
+    line=$("$python" - "$scratch/mutants/mutmut-cicd-stats.json" "$file" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+total = max(s["total"], 1)
+print(f"{sys.argv[2]}: killed {s['killed']} of {s['total']} ({100 * s['killed'] / total:.1f} %), "
+      f"survived {s['survived']}, no tests {s['no_tests']}, timeout {s['timeout']}, "
+      f"detected {100 * (s['killed'] + s['timeout']) / total:.1f} %")
+EOF
+)
+    echo "$line"
+    sed 's/^/    /' "$scratch/survivors.txt"
+    summary+=("$line")
+    if [ "${MUTATION_KEEP:-0}" = 1 ]; then echo "   kept: $scratch"; else rm -rf "$scratch"; fi
+done
+echo "== summary"
+printf '%s\n' "${summary[@]}"
