@@ -297,3 +297,33 @@ def test_a_side_replacing_the_subject_file_runs_in_the_same_sandbox(catalog, run
     assert "must lie inside one of engine/, exercises/" in result.errors["escapes"]
     assert result.status == "ok" and result.differs is True
     assert not (Path(runner.worker.hello.scratch) / "outside.py").exists()  # refused before any write
+
+
+def test_overlapping_note_saves_write_the_newest_text_once(tmp_path, catalog):
+    class CountingNotes(ProgressStore):
+        writes: list = []
+
+        def save_note(self, learner, exercise_id, text):
+            CountingNotes.writes.append(text)
+            return super().save_note(learner, exercise_id, text)
+    session = Session(catalog, FakeRunner(), CountingNotes(tmp_path), LEARNER)
+    session.load()
+
+    def asked(text):
+        for _ in range(500):
+            if session._notes_asked.get("head-split") == text:
+                return
+            threading.Event().wait(0.01)
+        raise AssertionError(f"{text!r} was never asked for")
+    with session._lock:  # a save already in progress holds the file: both saves below must wait
+        older = threading.Thread(target=session.save_note, args=("head-split", "older"))
+        older.start()
+        asked("older")
+        newer = threading.Thread(target=session.save_note, args=("head-split", "newer"))
+        newer.start()
+        asked("newer")
+    older.join(10)
+    newer.join(10)
+    assert CountingNotes.writes == ["newer"]  # whichever got the file first wrote the newest text
+    assert ProgressStore(tmp_path).load(LEARNER).of("head-split").note == "newer"
+    assert session.progress_of("head-split").note == "newer"

@@ -1048,3 +1048,27 @@ def test_attempts_are_saved_off_the_ui_thread_and_progress_is_read_once(tmp_path
     assert threading.current_thread() is threading.main_thread()  # the app ran its UI on this thread
     assert WatchedStore.saved_on == [False]
     assert WatchedStore.loads == 1  # once at start; the screens read the session's copy
+
+
+def test_a_paused_note_is_saved_off_the_ui_thread_and_the_last_one_on_quit(tmp_path):
+    class WatchedStore(ProgressStore):
+        saved_on: list = []
+
+        def save_note(self, learner, exercise_id, text):
+            WatchedStore.saved_on.append((text, threading.current_thread() is threading.main_thread()))
+            return super().save_note(learner, exercise_id, text)
+    ex = load_catalog().exercises[0]
+    app = build_app(load_catalog(), WatchedStore(tmp_path), LEARNER, FakeRunner())
+
+    async def script(pilot):
+        screen = await open_note(pilot, ex.id)
+        await pilot.press(*"view")
+        await pilot.pause(1.5)  # the debounce fires: saved in a thread
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "Saved." in text_of(screen.query_one(".note-status", Static))
+        await pilot.press(*" it")
+        await pilot.press("ctrl+c")  # quitting saves what is left at once, on the UI thread
+    drive(app, script)
+    assert WatchedStore.saved_on == [("view", False), ("view it", True)]
+    assert saved(tmp_path)["exercises"][ex.id]["note"] == "view it"

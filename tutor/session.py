@@ -18,7 +18,8 @@ holds the policy both faces used to spell out on their own:
   moment the run was asked for;
 * **where the work happens**: :meth:`Run.execute` runs *and saves* on the
   calling thread, so the TUI calls it from a thread worker and never holds
-  the progress file's lock on the UI thread.
+  the progress file's lock on the UI thread; :meth:`Session.save_note` is
+  safe from any thread too (the newest text wins).
 
 A run is made of *sides* (:class:`tutor.protocol.Side`): data saying how
 each private tree is built. A plain run has ``clean`` and, for an exercise
@@ -109,7 +110,9 @@ class Session:
         self.loaded = False
         self.warmed = threading.Event()
         self._warming = threading.Event()
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # one change of the progress file at a time
+        self._notes_lock = threading.Lock()
+        self._notes_asked: dict[str, str] = {}  # note texts asked for and not yet written
 
     # --- progress ------------------------------------------------------------
 
@@ -147,7 +150,11 @@ class Session:
         return self.progress.of(exercise_id)
 
     def save_note(self, exercise_id: str, text: str) -> None:
-        """Store the explain-back note (replacing the previous one).
+        """Store the explain-back note (replacing the previous one); safe from any thread.
+
+        Calls may overlap (a debounced save in a thread, the last one on the
+        UI thread as the app quits): the newest text asked for is the one
+        written, whichever call gets to write.
 
         Raises:
             ProgressError: no store, or the note cannot be saved (too long,
@@ -155,8 +162,19 @@ class Session:
         """
         if self.store is None:
             raise ProgressError("notes are not saved in this session; drop --no-save to keep them")
+        with self._notes_lock:
+            self._notes_asked[exercise_id] = text
         with self._lock:
-            self.progress = self.store.save_note(self.learner, exercise_id, text)
+            with self._notes_lock:
+                newest = self._notes_asked.pop(exercise_id, None)
+            if newest is None:
+                return  # a call that came later already wrote the newest text
+            try:
+                self.progress = self.store.save_note(self.learner, exercise_id, newest)
+            except ProgressError:
+                with self._notes_lock:
+                    self._notes_asked.setdefault(exercise_id, newest)  # still unsaved: a later call tries again
+                raise
 
     # --- running -------------------------------------------------------------
 
