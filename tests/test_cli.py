@@ -327,7 +327,7 @@ def test_a_check_line_cuts_long_values_and_keeps_the_duration():
     from rich.console import Console
 
     from tutor.catalog import load_catalog
-    from tutor.cli import _check_line
+    from tutor.output import check_line as _check_line
     from tutor.runner import RunResult
 
     ex = load_catalog().get("clone-detach")
@@ -344,7 +344,7 @@ def test_a_check_line_keeps_the_first_difference_in_view():
     from rich.console import Console
 
     from tutor.catalog import load_catalog
-    from tutor.cli import _check_line
+    from tutor.output import check_line as _check_line
     from tutor.runner import RunResult
 
     ex = load_catalog().get("clone-detach")
@@ -415,3 +415,82 @@ def test_progress_all_summarises_every_learner_and_reports_a_damaged_file(tmp_pa
     assert "ada" in proc.stdout and "cannot be read (below)" in proc.stdout
     assert damaged.read_text() == "format_version = 1\n[exercises.x\n"  # a review moves nothing
     assert "drop --learner" in tutor("progress", "--all", "--learner", "ada", "--progress-dir", str(folder)).stderr
+
+
+# --- subjects that raise, hang, or a fault that changes nothing, in a copy of the checkout -----
+
+SQUEEZE = "    predictions = predictions.squeeze(-1)  # (N, 1) -> (N,): drop only the named axis\n"
+
+
+def _probe(exercise_id: str, after: str, **extra) -> tuple[dict, dict]:
+    """An exercise like broadcast-loss whose fault puts ``after`` in place of the squeeze line."""
+    exercise = {"id": exercise_id, "set": "probe", "title": "t", "source": "000 · 1", "prompt": "p", "kind": "shape",
+                "check": "shapes.broadcast_loss", "explain": "e", "hints": ["a", "b"], "budget_s": 0.5,
+                "fault": f"{exercise_id}-fault", **extra}
+    fault = {"id": f"{exercise_id}-fault", "file": "exercises/snippets/losses.py", "summary": "s",
+             "before": SQUEEZE, "after": after}
+    return exercise, fault
+
+
+@pytest.fixture(scope="module")
+def probe_checkout(tmp_path_factory):
+    """A copy of the checkout with one more set: three faults the real catalog does not have."""
+    import shutil
+
+    import tomli_w
+
+    from exercises.faults import source_root
+    root = tmp_path_factory.mktemp("checkout")
+    for name in ("tutor", "engine", "exercises"):
+        shutil.copytree(source_root() / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    probes = [_probe("probe-inert", SQUEEZE.replace("drop only the named axis", "a comment, nothing more")),
+              _probe("probe-raises", '    raise ValueError("the subject broke on purpose")\n'),
+              _probe("probe-hangs", "    while True:\n        pass\n", timeout_s=2.0)]
+    (root / "exercises" / "probe.toml").write_text(tomli_w.dumps({
+        "format_version": 1, "set": {"id": "probe", "title": "Probe", "order": 99, "summary": "tests only"},
+        "exercise": [e for e, _ in probes], "fault": [f for _, f in probes]}))
+    return root
+
+
+def probe_tutor(root, *args):
+    """``tutor`` from the copy (run outside it: ``python -m`` puts the working folder first on the path)."""
+    env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([sys.executable, "-m", "tutor.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=300, stdin=subprocess.DEVNULL, cwd=root.parent)
+
+
+def test_a_fault_that_changes_nothing_makes_check_say_so_and_exit_3(probe_checkout):
+    proc = probe_tutor(probe_checkout, "check", "probe-inert", "--device", "cpu", "--json")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    row = data["results"][0]
+    assert row["clean"] == row["faulted"] == [3] and row["differs"] is False and row["ok"] is False
+    assert (data["passed"], data["faults_shown"], data["faults"]) == (0, 0, 1)
+    plain = probe_tutor(probe_checkout, "check", "probe-inert", "broadcast-loss", "--device", "cpu")
+    assert plain.returncode == 3
+    lines = plain.stdout.splitlines()
+    assert lines[0].startswith("FAIL") and "probe-inert" in lines[0] and lines[1].startswith("ok")
+    assert lines[-1] == "1 of 2 faults show against their clean run"
+
+
+def test_run_exits_3_when_the_subject_raises_and_saves_nothing(probe_checkout, tmp_path):
+    proc = probe_tutor(probe_checkout, "run", "probe-raises", "--predict", "(3, 3)", "--device", "cpu", "--json",
+                       "--learner", "ada", "--progress-dir", str(tmp_path))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["status"] == "error" and data["correct"] is None and data["observed"] is None
+    assert data["error"].startswith("faulted: ValueError: the subject broke on purpose (losses.py:")
+    assert data["clean"] == [3] and data["saved_to"] is None
+    assert list(tmp_path.iterdir()) == []  # an error is an outcome, not an attempt
+    plain = probe_tutor(probe_checkout, "run", "probe-raises", "--predict", "(3, 3)", "--device", "cpu", "--no-save")
+    assert plain.returncode == 3 and "the check could not finish" in plain.stdout
+    assert "Traceback" not in plain.stderr
+
+
+def test_run_exits_3_when_the_subject_times_out(probe_checkout):
+    proc = probe_tutor(probe_checkout, "run", "probe-hangs", "--predict", "(3, 3)", "--device", "cpu", "--json",
+                       "--no-save")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["status"] == "timeout" and data["correct"] is None
+    assert data["error"] == "faulted: the check did not finish within 2 s and was stopped"

@@ -8,44 +8,49 @@ import sys
 from pathlib import Path
 
 
-from exercises.faults import source_root
+from exercises.faults import Fault, source_root
+from tutor.protocol import Request, Side
 from tutor.runner import Runner, RunResult
 
 SQUEEZE = "    predictions = predictions.squeeze(-1)  # (N, 1) -> (N,): drop only the named axis\n"
 
 
-def _fault(code: str) -> dict:
+def _fault(code: str) -> Fault:
     body = "".join(f"    {line}\n" for line in code.splitlines())
-    return {"id": "t", "file": "exercises/snippets/losses.py", "summary": "s", "before": SQUEEZE, "after": body}
+    return Fault(id="t", file="exercises/snippets/losses.py", summary="s", before=SQUEEZE, after=body)
+
+
+def _request(code, timeout_s=20) -> Request:
+    return Request(job=1, check="shapes.broadcast_loss", device="cpu", seed=0, timeout_s=timeout_s,
+                   sides=(Side.faulted(_fault(code)),))
 
 
 def _side(runner, code, timeout_s=20):
-    answer = runner.worker.request({"job": 1, "check": "shapes.broadcast_loss", "device": "cpu", "seed": 0,
-                                    "timeout_s": timeout_s, "sides": [{"name": "faulted", "fault": _fault(code)}]})
-    return answer["sides"]["faulted"]
+    """How the faulted side ended when its fault puts ``code`` in place of the squeeze."""
+    return runner.worker.request(_request(code, timeout_s)).sides["faulted"]
 
 
 def test_an_exception_in_the_subject_is_an_error_outcome(runner):
     side = _side(runner, 'raise ValueError("the subject broke")')
-    assert side["status"] == "error"
-    assert "ValueError: the subject broke" in side["error"]
+    assert side.status == "error"
+    assert "ValueError: the subject broke" in side.error
 
 
 def test_a_hang_is_a_timeout(runner):
     side = _side(runner, "while True:\n    pass", timeout_s=1.5)
-    assert side["status"] == "timeout" and "1.5 s" in side["error"]
+    assert side.status == "timeout" and "1.5 s" in side.error
 
 
 def test_an_abort_is_a_crash_outcome_and_the_worker_lives_on(runner):
     side = _side(runner, "import os\nos.abort()")
-    assert side["status"] == "error" and "SIGABRT" in side["error"]
-    assert _side(runner, "pass")["status"] == "ok"
+    assert side.status == "error" and "SIGABRT" in side.error
+    assert _side(runner, "pass").status == "ok"
 
 
 def test_a_flood_of_output_is_cut_to_an_excerpt(runner):
     side = _side(runner, 'print("x" * 5_000_000)')
-    assert side["status"] == "ok"
-    assert len(side["output"]) < 3000 and "more bytes of output not shown" in side["output"]
+    assert side.status == "ok"
+    assert len(side.output) < 3000 and "more bytes of output not shown" in side.output
 
 
 def test_unbounded_allocation_is_capped(monkeypatch, catalog):
@@ -53,7 +58,7 @@ def test_unbounded_allocation_is_capped(monkeypatch, catalog):
     r = Runner(catalog, device="cpu")
     try:
         side = _side(r, "hog = []\nwhile True:\n    hog.append(bytearray(64 << 20))", timeout_s=60)
-        assert side["status"] == "error" and "MemoryError" in side["error"]
+        assert side.status == "error" and "MemoryError" in side.error
     finally:
         r.close()
 
@@ -63,12 +68,10 @@ def test_cancel_replaces_the_worker(catalog):
     r = Runner(catalog, device="cpu")
     try:
         r.warm_up()
-        first_pid, first_scratch = r.worker.info["pid"], r.worker.info["scratch"]
+        first_pid, first_scratch = r.worker.hello.pid, r.worker.hello.scratch
         results = []
-        fault = _fault("import time\ntime.sleep(30)")
         t = threading.Thread(target=lambda: results.append(r.worker.request(
-            {"job": 1, "check": "shapes.broadcast_loss", "device": "cpu", "seed": 0, "timeout_s": 60,
-             "sides": [{"name": "faulted", "fault": fault}]})))
+            _request("import time\ntime.sleep(30)", timeout_s=60))))
         t.start()
         import time
         time.sleep(1.0)
@@ -77,7 +80,7 @@ def test_cancel_replaces_the_worker(catalog):
         assert results == [None]
         result = r.run(catalog.get("broadcast-loss"), "(3, 3)")
         assert isinstance(result, RunResult) and result.status == "pass"
-        assert r.worker.info["pid"] != first_pid
+        assert r.worker.hello.pid != first_pid
         assert not os.path.exists(first_scratch)
     finally:
         r.close()

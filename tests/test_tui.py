@@ -27,7 +27,8 @@ from textual.widgets import Input, OptionList, Static, TextArea  # noqa: E402
 from exercises import answers  # noqa: E402
 from tutor.catalog import load_catalog  # noqa: E402
 from tutor.progress import Attempt, ProgressStore  # noqa: E402
-from tutor.runner import RunResult  # noqa: E402
+from tutor.protocol import Answer, Progress, SideResult  # noqa: E402
+from tutor.runner import RunResult, grade  # noqa: E402
 from tutor.ui.app import build_app  # noqa: E402
 from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
 from tutor.ui.screens.help import HelpScreen  # noqa: E402
@@ -58,6 +59,7 @@ class FakeRunner:
         self.slow = slow
         self.calls: list[tuple[str, str | None]] = []
         self.seeds: list[int | None] = []
+        self.sides: list[tuple[str, ...]] = []
         self.cancelled = threading.Event()
         self.started = threading.Event()
         self.closed = False
@@ -65,12 +67,13 @@ class FakeRunner:
     def warm_up(self) -> dict:
         return {"torch": "fake", "cuda": False}
 
-    def run(self, exercise, prediction=None, on_progress=None, seed=None):
+    def run(self, exercise, prediction=None, on_progress=None, seed=None, sides=None):
         self.calls.append((exercise.id, prediction))
         self.seeds.append(seed)
+        self.sides.append(tuple(side.name for side in sides or ()))
         self.started.set()
         if on_progress is not None:
-            on_progress({"side": "clean", "progress": 0.5, "message": "halfway"})
+            on_progress(Progress(fraction=0.5, message="halfway", job=1, side="clean"))
         if self.slow:
             self.cancelled.wait(10)
             return RunResult(id=exercise.id, status="cancelled", device="cpu", torch="fake", fault=exercise.fault,
@@ -96,6 +99,18 @@ def canned_pass(exercise, prediction):
                              "rows": [["answer", "canned"]]}],
                   "faulted": [{"type": "series", "title": "loss", "values": [3.0, 3.0, 3.5]}]},
         duration_s=0.01)
+
+
+def observing(**observed):
+    """A ``make`` for FakeRunner: each side observed the value given (``clean="a", faulted="b"``),
+    and the real :func:`tutor.runner.grade` compares the prediction with it, so ✓ and ✗ are the
+    tutor's verdicts, not the fake's."""
+    def make(exercise, prediction):
+        sides = {name: SideResult(status="ok", observed=value, evidence=[
+            {"type": "table", "title": f"{name} rows", "columns": ["quantity", "value"], "rows": [["answer", value]]}])
+            for name, value in observed.items()}
+        return grade(exercise, Answer(job=1, torch="fake", device="cpu", duration_s=0.01, sides=sides), prediction)
+    return make
 
 
 def canned_error(exercise, prediction):
@@ -595,7 +610,7 @@ def test_a_hanging_subject_is_cancelled_with_the_real_runner_and_the_app_stays_r
 
     async def script(pilot):
         await asyncio.to_thread(pilot.app.warmed.wait, 60)
-        first_pid = runner.worker.info["pid"]
+        first_pid = runner.worker.hello.pid
         screen = await open_exercise(pilot, "broadcast-loss")
         await type_answer(pilot, "(3, 3)")
         await pilot.press("enter")
@@ -612,7 +627,7 @@ def test_a_hanging_subject_is_cancelled_with_the_real_runner_and_the_app_stays_r
         await pilot.press("p")                 # and still navigates
         await pilot.pause()
         assert isinstance(pilot.app.screen, ProgressScreen)
-        assert runner.worker.info.get("pid") != first_pid or runner.worker._proc is None
+        assert runner.worker.hello.pid != first_pid or runner.worker._proc is None
 
     try:
         drive(app, script)
@@ -839,7 +854,7 @@ def test_a_new_answer_clears_the_empty_answer_message(tmp_path):
 
 
 class FakeClock:
-    """Stands in for the exercise screen's ``time`` module: the test moves ``now``."""
+    """Stands in for the session's ``time`` module: the test moves ``now``."""
 
     def __init__(self) -> None:
         self.now = 100.0
@@ -849,9 +864,9 @@ class FakeClock:
 
 
 def test_a_cancelled_run_shows_how_long_it_ran(tmp_path, monkeypatch):
-    from tutor.ui.screens import exercise as exercise_module
+    from tutor import session as session_module
     clock = FakeClock()
-    monkeypatch.setattr(exercise_module, "time", clock)
+    monkeypatch.setattr(session_module, "time", clock)
     ex = first_of_kind("shape")
     runner = FakeRunner(slow=True)           # its cancelled result carries no duration, like the real runner's
     app, _ = make_app(tmp_path, runner)
@@ -945,3 +960,115 @@ def test_moving_the_cursor_at_home_does_not_reread_progress(tmp_path):
         assert CountingStore.loads == before
         assert "attempt(s)" in text_of(pilot.app.screen.query_one("#home-detail-text", Static))
     drive(app, script)
+
+
+# --- the ✗ verdict, rendered; saves off the UI thread; progress read once -------------
+
+def result_rows(screen) -> dict[str, str]:
+    """The result's comparison table as {label: value}."""
+    rows = {}
+    for line in panel_lines(screen):
+        cells = [c.strip() for c in line.strip("│").split("│")]
+        if len(cells) == 2 and cells[0]:
+            rows[cells[0]] = cells[1]
+    return rows
+
+
+def test_a_wrong_prediction_is_shown_as_did_not_match_and_recorded_as_such(tmp_path):
+    runner = FakeRunner(make=observing(clean="a", faulted="b"))  # head-split: the fault makes b happen
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "head-split")
+        await pick(pilot, "c")
+        await pilot.press("r")
+        await finish_runs(pilot)
+        text = text_of(screen.query_one("#result-text", Static))
+        assert "✗ your prediction did not match the observation" in text
+        assert "✓" not in text
+        rows = result_rows(screen)
+        assert (rows["your prediction"], rows["observed"], rows["clean subject"]) == ("c", "b", "a")
+        await pilot.press("escape")
+        await pilot.pause()
+        tree = pilot.app.screen.query_one(ExerciseTree)
+        assert next(n.label.plain for n in walk(tree.root) if n.data == "head-split").startswith("✗")
+        screen = await open_exercise(pilot, "head-split")
+        history = text_of(screen.query_one("#exercise-history", Static))
+        assert "✗ not solved yet · 1 attempt(s); last: you said c, the check observed b" in history
+        await pick(pilot, "b")
+        await pilot.press("r")
+        await finish_runs(pilot)
+        assert "✓ your prediction matched the observation" in text_of(screen.query_one("#result-text", Static))
+    drive(app, script, size=(100, 40))
+    attempts = saved(tmp_path)["exercises"]["head-split"]["attempts"]
+    assert [(a["prediction"], a["observed"], a["correct"], a["status"]) for a in attempts] == \
+        [("c", "b", False, "fail"), ("b", "b", True, "pass")]
+
+
+def test_a_wrong_typed_answer_is_graded_by_the_tutor_not_the_fake(tmp_path):
+    ex = first_of_kind("shape")
+    app, _ = make_app(tmp_path, FakeRunner(make=observing(clean=[3], faulted=[3, 3])))
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, ex.id)
+        await type_answer(pilot, "3x1")
+        await pilot.press("enter")
+        await finish_runs(pilot)
+        assert "✗ your prediction did not match" in text_of(screen.query_one("#result-text", Static))
+        assert result_rows(screen)["your prediction"] == "(3, 1)"
+    drive(app, script, size=(100, 40))
+    attempt = saved(tmp_path)["exercises"][ex.id]["attempts"][0]
+    assert (attempt["prediction"], attempt["correct"]) == ("(3, 1)", False)
+
+
+def test_attempts_are_saved_off_the_ui_thread_and_progress_is_read_once(tmp_path):
+    class WatchedStore(ProgressStore):
+        loads = 0
+        saved_on: list = []
+
+        def load(self, *args, **kwargs):
+            WatchedStore.loads += 1
+            return super().load(*args, **kwargs)
+
+        def record_attempt(self, *args, **kwargs):
+            WatchedStore.saved_on.append(threading.current_thread() is threading.main_thread())
+            return super().record_attempt(*args, **kwargs)
+    app = build_app(load_catalog(), WatchedStore(tmp_path), LEARNER, FakeRunner())
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "head-split")
+        await pick(pilot, "a")
+        await pilot.press("r")
+        await finish_runs(pilot)
+        assert "✓" in text_of(screen.query_one("#result-text", Static))
+        await pilot.press("escape")
+        await pilot.pause()
+        await open_exercise(pilot, "head-split")
+    drive(app, script)
+    assert threading.current_thread() is threading.main_thread()  # the app ran its UI on this thread
+    assert WatchedStore.saved_on == [False]
+    assert WatchedStore.loads == 1  # once at start; the screens read the session's copy
+
+
+def test_a_paused_note_is_saved_off_the_ui_thread_and_the_last_one_on_quit(tmp_path):
+    class WatchedStore(ProgressStore):
+        saved_on: list = []
+
+        def save_note(self, learner, exercise_id, text):
+            WatchedStore.saved_on.append((text, threading.current_thread() is threading.main_thread()))
+            return super().save_note(learner, exercise_id, text)
+    ex = load_catalog().exercises[0]
+    app = build_app(load_catalog(), WatchedStore(tmp_path), LEARNER, FakeRunner())
+
+    async def script(pilot):
+        screen = await open_note(pilot, ex.id)
+        await pilot.press(*"view")
+        await pilot.pause(1.5)  # the debounce fires: saved in a thread
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "Saved." in text_of(screen.query_one(".note-status", Static))
+        await pilot.press(*" it")
+        await pilot.press("ctrl+c")  # quitting saves what is left at once, on the UI thread
+    drive(app, script)
+    assert WatchedStore.saved_on == [("view", False), ("view it", True)]
+    assert saved(tmp_path)["exercises"][ex.id]["note"] == "view it"

@@ -1,9 +1,12 @@
 """The runner: one exercise in, one result out — the same for the TUI and the CLI.
 
 The runner owns a worker process (``python -m tutor.worker``) that has torch
-imported and runs each side of a check (clean, faulted) in a forked child on
-a private copy of the subject. This module itself never imports torch, so the
-first screen and ``tutor list`` stay fast.
+imported and runs each side of a check (clean, faulted, or any other
+:class:`~tutor.protocol.Side`) in a forked child on a private copy of the
+subject. This module itself never imports torch, so the first screen and
+``tutor list`` stay fast. What to run and what to keep is decided one layer
+up, in :mod:`tutor.session`; turning the worker's answer into a graded
+:class:`RunResult` is the pure function :func:`grade`.
 
 Result status:
 
@@ -17,7 +20,6 @@ Result status:
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import shutil
 import subprocess
@@ -25,12 +27,16 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from exercises import answers
+from tutor import protocol
 from tutor.catalog import Catalog, Exercise
+from tutor.protocol import Answer, Hello, Progress, ProtocolError, Request, Side
 
 DEVICES = ("auto", "cpu", "cuda")
+#: The sides a graded observation is read from, by ``Exercise.observe``.
+GRADED_SIDES = {"clean": ("clean",), "faulted": ("faulted",), "both": ("clean", "faulted")}
 
 
 class DeviceError(ValueError):
@@ -53,13 +59,20 @@ class RunResult:
         faulted: the measurement on the faulted subject, or None.
         correct: whether the prediction matched; None without a prediction
             or when the check did not run.
-        evidence: per side ("clean", "faulted") the evidence list.
+        evidence: per side ("clean", "faulted", ...) the evidence list.
+        errors: per side (or ``"run"`` for the run as a whole) one sentence.
+        output: per side an excerpt of what it printed.
         differs: for a faulted exercise, whether clean and faulted observed
             values differ (what ``tutor check`` asserts).
         duration_s: wall time of the run, seconds.
+        side_durations_s: per side, wall time from fork to reaping.
         seed: the seed the check ran with (``Context.seed``).
         prediction_text: the prediction as it was read and graded, written
             the canonical way (``capability`` for the key ``6``).
+        observations: per side that measured, its observation — every side,
+            including ones beyond clean and faulted (a learner's own file).
+            Not part of ``to_dict``: the JSON keeps its ``clean`` and
+            ``faulted`` fields, and a command that runs more sides names them.
     """
 
     id: str
@@ -81,6 +94,7 @@ class RunResult:
     duration_s: float = 0.0
     side_durations_s: dict = field(default_factory=dict)
     seed: int = 0
+    observations: dict = field(default_factory=dict)
 
     @property
     def error(self) -> str | None:
@@ -88,27 +102,132 @@ class RunResult:
 
     def to_dict(self) -> dict:
         data = asdict(self)
+        del data["observations"]
         data["error"] = self.error
         return data
 
+    @classmethod
+    def cancelled(cls, exercise: Exercise, prediction: str | None = None, *, when: str = "",
+                  device: str = "-", torch: str = "-", seed: int = 0, duration_s: float = 0.0) -> "RunResult":
+        """The result of a run the learner stopped (the one place such a result is made).
+
+        Args:
+            exercise: the exercise that was running.
+            prediction: what the learner typed, or None.
+            when: how far it got, appended to the sentence
+                ("before it started"); "" says only that it was cancelled.
+            device, torch: what it ran on, when known.
+            seed: the seed it was to run with.
+            duration_s: how long it ran before it stopped (0 when unknown;
+                :class:`tutor.session.Run` then times it).
+        """
+        try:
+            prediction_text = read_prediction(exercise, prediction)
+        except answers.AnswerError:
+            prediction_text = None
+        sentence = f"the run was cancelled {when}".rstrip()
+        return cls(id=exercise.id, status="cancelled", device=device, torch=torch, fault=exercise.fault,
+                   kind=exercise.kind, prediction=prediction, prediction_text=prediction_text,
+                   errors={"run": sentence}, seed=seed, duration_s=duration_s)
+
+
+def read_prediction(exercise: Exercise, prediction: str | None) -> str | None:
+    """The prediction as it is read and graded, written the canonical way; None for no prediction.
+
+    Raises:
+        answers.AnswerError: the prediction does not read as the exercise's kind.
+    """
+    if prediction is None:
+        return None
+    return answers.show(exercise.kind, exercise.parse_answer(prediction))
+
+
+def standard_sides(catalog: Catalog, exercise: Exercise) -> tuple[Side, ...]:
+    """The sides a plain run of ``exercise`` needs: clean, and faulted when it has a fault."""
+    fault = catalog.fault_of(exercise)
+    return (Side.clean(),) if fault is None else (Side.clean(), Side.faulted(fault))
+
+
+def grade(exercise: Exercise, answer: Answer, prediction: str | None = None, seed: int = 0) -> RunResult:
+    """The result the worker's ``answer`` gives: each side's observation, and the verdict.
+
+    Pure: no process, no file. The graded observation is read from the sides
+    ``exercise.observe`` names (:data:`GRADED_SIDES`); when one of them did
+    not measure, the status is the worst of the sides' (``timeout`` over
+    ``error``). Clean and faulted are compared (``differs``) whenever both
+    measured. Sides beyond clean and faulted are kept in ``observations``,
+    ``evidence``, ``errors`` and ``output`` under their names.
+
+    Args:
+        exercise: the exercise that ran.
+        answer: the worker's answer for its request.
+        prediction: what the learner typed, or None for an ungraded run.
+        seed: the seed the check ran with.
+
+    Raises:
+        answers.AnswerError: the prediction does not read as the exercise's kind.
+    """
+    parsed = exercise.parse_answer(prediction) if prediction is not None else None
+    prediction_text = answers.show(exercise.kind, parsed) if prediction is not None else None
+    result = RunResult(id=exercise.id, status="error", device=answer.device, torch=answer.torch,
+                       fault=exercise.fault, kind=exercise.kind, prediction=prediction,
+                       prediction_text=prediction_text, seed=seed, duration_s=answer.duration_s)
+    worst = "ok"
+    for name, side in answer.sides.items():
+        result.side_durations_s[name] = side.duration_s
+        if side.output:
+            result.output[name] = side.output
+        if not side.ok:
+            result.errors[name] = side.error or "unknown error"
+            worst = "timeout" if side.status == "timeout" else ("error" if worst == "ok" else worst)
+            continue
+        result.observations[name] = side.observed
+        result.evidence[name] = side.evidence
+    result.clean = result.observations.get("clean")
+    result.faulted = result.observations.get("faulted")
+    needed = GRADED_SIDES[exercise.observe]
+    if any(name not in result.observations for name in needed):
+        result.status = worst
+        return result
+    observed = [result.observations[name] for name in needed]
+    result.observed = observed if len(observed) > 1 else observed[0]
+    if exercise.fault and "clean" in result.observations and "faulted" in result.observations:
+        result.differs = result.clean != result.faulted
+    if parsed is None:
+        result.status = "ok"
+    else:
+        result.correct = answers.matches(exercise.kind, parsed, result.observed, exercise.tolerance)
+        result.status = "pass" if result.correct else "fail"
+    return result
+
 
 class Worker:
-    """One worker process and its JSON-lines protocol."""
+    """One worker process and its protocol (:mod:`tutor.protocol`).
+
+    Attributes:
+        hello: the running worker's :class:`~tutor.protocol.Hello`, or None
+            before the first start.
+        stopped: set when ``stop`` ended a worker on purpose.
+    """
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen | None = None
-        self.info: dict = {}
+        self.hello: Hello | None = None
         self._lock = threading.RLock()
-        self.stopped = False  # set when stop() ends a worker on purpose
+        self.stopped = False
 
-    def start(self) -> dict:
-        """Start the worker unless it is running; return its hello (torch version, CUDA, pid)."""
+    def start(self) -> Hello:
+        """Start the worker unless it is running; return its hello (torch version, CUDA, pid).
+
+        Raises:
+            WorkerError: the process could not start or did not say hello.
+        """
         with self._lock:
             return self._start()
 
-    def _start(self) -> dict:
+    def _start(self) -> Hello:
         if self._proc is not None and self._proc.poll() is None:
-            return self.info
+            return self.hello
         self.stopped = False
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
@@ -121,33 +240,45 @@ class Worker:
         proc = self._proc
         line = proc.stdout.readline()
         try:
-            self.info = json.loads(line)["hello"]
-        except (json.JSONDecodeError, KeyError, TypeError):
+            hello = protocol.decode(line)
+        except ProtocolError:
+            hello = None
+        if not isinstance(hello, Hello):
             if self.stopped:
                 raise WorkerError("the check worker was stopped while it was starting") from None
             self.stop()
             raise WorkerError("the check worker did not start; is torch installed? "
                               "Run: pip install torch==2.13.0") from None
-        return self.info
+        self.hello = hello
+        return hello
 
-    def request(self, message: dict, on_progress: Callable[[dict], None] | None = None) -> dict | None:
-        """Send one request; return its answer, or None if the worker died or was stopped."""
+    def request(self, request: Request, on_progress: Callable[[Progress], None] | None = None) -> Answer | None:
+        """Send one request; return its answer, or None if the worker died or was stopped.
+
+        Args:
+            request: what to run.
+            on_progress: called with each :class:`~tutor.protocol.Progress`
+                (from the reading thread).
+
+        Raises:
+            WorkerError: the worker was not running and could not be started.
+        """
         with self._lock:
             self.start()
             proc = self._proc
             try:
-                proc.stdin.write(json.dumps(message) + "\n")
+                proc.stdin.write(protocol.encode(request) + "\n")
                 proc.stdin.flush()
                 while True:
                     line = proc.stdout.readline()
                     if not line:
                         return None
-                    answer = json.loads(line)
-                    if "progress" in answer:
+                    message = protocol.decode(line)
+                    if isinstance(message, Progress):
                         if on_progress is not None:
-                            on_progress(answer)
+                            on_progress(message)
                         continue
-                    return answer
+                    return message if isinstance(message, Answer) else None
             except (BrokenPipeError, OSError, ValueError, AttributeError):
                 return None
 
@@ -160,7 +291,7 @@ class Worker:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        scratch = self.info.get("scratch")
+        scratch = self.hello.scratch if self.hello else None
         try:
             os.killpg(proc.pid, 9)
         except (ProcessLookupError, PermissionError, OSError):
@@ -182,6 +313,13 @@ class Runner:
     """Runs exercises of one catalog on one device choice."""
 
     def __init__(self, catalog: Catalog, device: str = "auto") -> None:
+        """Args:
+            catalog: where exercises' faults are found.
+            device: ``auto``, ``cpu`` or ``cuda``.
+
+        Raises:
+            DeviceError: ``device`` is none of :data:`DEVICES`.
+        """
         if device not in DEVICES:
             raise DeviceError(f"unknown device {device!r}; use one of {', '.join(DEVICES)}")
         self.catalog = catalog
@@ -191,8 +329,8 @@ class Runner:
         self._cancelled = threading.Event()
 
     def warm_up(self) -> dict:
-        """Start the worker now (it imports torch) so the first Run is quick."""
-        return self.worker.start()
+        """Start the worker now (it imports torch) so the first Run is quick; return its hello as a dict."""
+        return asdict(self.worker.start())
 
     @property
     def device(self) -> str:
@@ -200,8 +338,9 @@ class Runner:
 
         Raises:
             DeviceError: ``cuda`` was asked for and CUDA is not available.
+            WorkerError: the worker could not be started to ask.
         """
-        cuda = self.worker.start().get("cuda", False)
+        cuda = self.worker.start().cuda
         if self.requested_device == "auto":
             return "cuda" if cuda else "cpu"
         if self.requested_device == "cuda" and not cuda:
@@ -210,40 +349,35 @@ class Runner:
         return self.requested_device
 
     def run(self, exercise: Exercise, prediction: str | None = None,
-            on_progress: Callable[[dict], None] | None = None, seed: int = 0) -> RunResult:
-        """Apply the exercise's fault, run its check on both sides, grade.
+            on_progress: Callable[[Progress], None] | None = None, seed: int = 0,
+            sides: Sequence[Side] | None = None) -> RunResult:
+        """Run the exercise's check on each side at once, then :func:`grade`.
 
         Args:
             exercise: the exercise to run.
             prediction: what the learner typed, or None for an ungraded run.
-            on_progress: called with ``{"side", "progress", "message"}`` dicts.
+            on_progress: called with each side's :class:`~tutor.protocol.Progress`.
             seed: the check's seed (``Context.seed``); 0 is the seed every
                 exercise's values are pinned at.
+            sides: the sides to run (default :func:`standard_sides`).
 
         Raises:
             answers.AnswerError: the prediction does not read as the kind.
             DeviceError: the requested device is not available.
             WorkerError: the worker could not be started.
         """
-        parsed = prediction_text = None
         if prediction is not None:
-            parsed = exercise.parse_answer(prediction)
-            prediction_text = answers.show(exercise.kind, parsed)
+            exercise.parse_answer(prediction)  # an unreadable answer runs nothing
         self._cancelled.clear()
         try:
             device = self.device
         except WorkerError:
             if not self._cancelled.is_set():
                 raise
-            return RunResult(id=exercise.id, status="cancelled", device="?", torch="?", fault=exercise.fault,
-                             kind=exercise.kind, prediction=prediction, prediction_text=prediction_text,
-                             errors={"run": "the run was cancelled"}, seed=seed)
-        fault = self.catalog.fault_of(exercise)
-        sides = [{"name": "clean", "fault": None}]
-        if fault is not None:
-            sides.append({"name": "faulted", "fault": fault.to_dict()})
-        request = {"job": next(self._jobs), "check": exercise.check, "device": device, "seed": seed,
-                   "timeout_s": exercise.time_limit_s, "sides": sides}
+            return RunResult.cancelled(exercise, prediction, device="?", torch="?", seed=seed)
+        request = Request(job=next(self._jobs), check=exercise.check, device=device, seed=seed,
+                          timeout_s=exercise.time_limit_s,
+                          sides=tuple(sides) if sides is not None else standard_sides(self.catalog, exercise))
         started = time.perf_counter()
         try:
             answer = self.worker.request(request, on_progress)
@@ -251,19 +385,19 @@ class Runner:
             if not self._cancelled.is_set():
                 raise
             answer = None
-        result = RunResult(id=exercise.id, status="error", device=device, torch=self.worker.info.get("torch", "?"),
-                           fault=exercise.fault, kind=exercise.kind, prediction=prediction,
-                           prediction_text=prediction_text, seed=seed)
-        if answer is None:
-            self.worker.stop()
-            result.duration_s = time.perf_counter() - started  # how long it ran before it stopped
-            if self._cancelled.is_set():
-                result.status = "cancelled"
-                result.errors["run"] = "the run was cancelled"
-            else:
-                result.errors["run"] = "the check worker stopped unexpectedly and will be restarted"
-            return result
-        return self._grade(exercise, result, answer, parsed)
+        if answer is not None:
+            return grade(exercise, answer, prediction, seed)
+        self.worker.stop()
+        torch = self.worker.hello.torch if self.worker.hello else "?"
+        ran_s = time.perf_counter() - started  # how long it ran before it stopped
+        if self._cancelled.is_set():
+            return RunResult.cancelled(exercise, prediction, device=device, torch=torch, seed=seed,
+                                       duration_s=ran_s)
+        return RunResult(id=exercise.id, status="error", device=device, torch=torch, fault=exercise.fault,
+                         kind=exercise.kind, prediction=prediction,
+                         prediction_text=read_prediction(exercise, prediction),
+                         errors={"run": "the check worker stopped unexpectedly and will be restarted"}, seed=seed,
+                         duration_s=ran_s)
 
     def cancel(self) -> None:
         """Stop a run in progress (from another thread); the worker is replaced."""
@@ -272,34 +406,3 @@ class Runner:
 
     def close(self) -> None:
         self.worker.stop()
-
-    def _grade(self, exercise: Exercise, result: RunResult, answer: dict, parsed: Any) -> RunResult:
-        result.duration_s = answer.get("duration_s", 0.0)
-        worst = "ok"
-        for name, side in answer.get("sides", {}).items():
-            result.side_durations_s[name] = side.get("duration_s", 0.0)
-            if side.get("output"):
-                result.output[name] = side["output"]
-            if side["status"] != "ok":
-                result.errors[name] = side.get("error", "unknown error")
-                worst = "timeout" if side["status"] == "timeout" else ("error" if worst == "ok" else worst)
-                continue
-            measurement = side["measurement"]
-            setattr(result, name, measurement["observed"])
-            result.evidence[name] = measurement["evidence"]
-        needed = {"clean": ["clean"], "faulted": ["faulted"], "both": ["clean", "faulted"]}[exercise.observe]
-        if any(name in result.errors for name in needed):
-            result.status = worst
-            return result
-        if exercise.observe == "both":
-            result.observed = [result.clean, result.faulted]
-        else:
-            result.observed = getattr(result, exercise.observe)
-        if exercise.fault and "clean" not in result.errors and "faulted" not in result.errors:
-            result.differs = result.clean != result.faulted
-        if parsed is None:
-            result.status = "ok"
-        else:
-            result.correct = answers.matches(exercise.kind, parsed, result.observed, exercise.tolerance)
-            result.status = "pass" if result.correct else "fail"
-        return result

@@ -1,20 +1,25 @@
 """The worker: a process with torch imported that runs checks in forked children.
 
 Run as ``python -m tutor.worker``. It imports torch once (without running any
-operation, so no thread pool or CUDA context exists yet), says hello, then
-reads one JSON request per line on stdin and answers one JSON line per
-request on stdout. For each side of a request (the clean subject, the faulted
-subject) it
+operation, so no thread pool or CUDA context exists yet), says
+:class:`~tutor.protocol.Hello`, then reads one :class:`~tutor.protocol.Request`
+per line on stdin and answers each with one :class:`~tutor.protocol.Answer`
+line on stdout (progress lines before it). Every side of a request (the
+clean subject, the faulted subject, a learner's own file) is one
+:class:`SideRun`, and all of a request's sides run at once:
 
-1. makes a private copy of the subject packages in a temporary folder and
-   applies the fault there (``exercises.faults.make_private_copy``);
-2. forks a child that forgets any imported ``engine``/``exercises`` modules,
+1. ``start`` makes a private copy of the subject packages in a temporary
+   folder, applies the side's fault and puts its files in place there, then
+   forks a child that forgets any imported ``engine``/``exercises`` modules,
    puts the copy first on ``sys.path``, works inside the temporary folder,
    caps its memory, sends its output to a log file, seeds every generator and
    calls the check function;
-3. waits for the child's result under a time limit, killing it when the time
-   runs out, and reports a crash, an exception or a timeout as an outcome;
-4. removes the temporary folder.
+2. ``feed`` takes what the child wrote on its pipe and hands back the
+   progress reports among it, keeping the child's last word (a measurement,
+   or the exception it raised);
+3. ``finish`` kills a child that ran out of time, reaps it, turns what
+   happened into a :class:`~tutor.protocol.SideResult` (a crash, an
+   exception or a timeout is an outcome) and removes the temporary folder.
 
 Because every check runs in a fresh fork, a fault can never leak into the
 next run, and torch's import is paid once per worker, not once per run.
@@ -23,7 +28,6 @@ next run, and torch's import is paid once per worker, not once per run.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import select
 import shutil
@@ -33,11 +37,15 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from typing import Callable
 
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # ask CUDA without creating a context
 
 from exercises.context import Context  # noqa: E402
-from exercises.faults import Fault, FaultError, make_private_copy  # noqa: E402
+from exercises.faults import SUBJECT_PACKAGES, FaultError, make_private_copy  # noqa: E402
+from tutor import protocol  # noqa: E402
+from tutor.protocol import (Answer, Hello, Measured, Message, Progress, ProtocolError, Raised, Refusal,  # noqa: E402
+                            Request, Side, SideResult)
 
 OUTPUT_EXCERPT_CHARS = 2000
 MEMORY_CAP_MB = int(os.environ.get("TUTOR_MEMORY_CAP_MB", "8192"))
@@ -51,9 +59,8 @@ def main() -> None:
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but protocol lines may reach the real stdout
     scratch = tempfile.mkdtemp(prefix="tutor-worker-")  # every private copy lives in here
-    hello = {"hello": {"torch": torch.__version__, "cuda": _cuda_available(torch),
-                       "pid": os.getpid(), "cores": os.cpu_count() or 1, "scratch": scratch}}
-    _send(out, hello)
+    _send(out, Hello(torch=torch.__version__, cuda=_cuda_available(torch), pid=os.getpid(),
+                     cores=os.cpu_count() or 1, scratch=scratch))
     try:
         _serve(out, scratch, torch.__version__)
     finally:
@@ -65,11 +72,14 @@ def _serve(out, scratch: str, torch_version: str) -> None:
         if not line.strip():
             continue
         try:
-            request = json.loads(line)
-        except json.JSONDecodeError:
-            _send(out, {"error": "the worker received a line that is not JSON"})
+            request = protocol.decode(line)
+        except ProtocolError as exc:
+            _send(out, Refusal(f"the worker received a line that is not a request: {exc}"))
             continue
-        _send(out, handle(request, torch_version, lambda msg: _send(out, msg), scratch))
+        if not isinstance(request, Request):
+            _send(out, Refusal(f"the worker received a {request.TYPE} message, not a request"))
+            continue
+        _send(out, handle(request, torch_version, lambda message: _send(out, message), scratch))
 
 
 def _preload(torch) -> None:
@@ -90,83 +100,182 @@ def _cuda_available(torch) -> bool:
         return False
 
 
-def _send(out, message: dict) -> None:
-    out.write(json.dumps(message) + "\n")
+def _send(out, message: Message) -> None:
+    out.write(protocol.encode(message) + "\n")
     out.flush()
 
 
-def handle(request: dict, torch_version: str, send=None, scratch: str | None = None) -> dict:
-    """Run every side of one request and return the combined answer."""
-    job = request.get("job")
-    sides = request.get("sides", [])
-    timeout_s = float(request.get("timeout_s", 60))
-    threads = max(1, (os.cpu_count() or 1) // max(1, len(sides)))
+def handle(request: Request, torch_version: str, send: Callable[[Progress], None] | None = None,
+           scratch: str | None = None) -> Answer:
+    """Run every side of one request at once and return the combined answer.
+
+    Args:
+        request: the check, device, seed, time limit and sides.
+        torch_version: named in the answer.
+        send: called with each side's :class:`~tutor.protocol.Progress`
+            (job and side filled in) as it arrives; None drops them.
+        scratch: the folder private copies are made in (default: the
+            system's temporary folder).
+    """
+    threads = max(1, (os.cpu_count() or 1) // max(1, len(request.sides)))
     started = time.perf_counter()
-    running = {}
-    results = {}
-    for side in sides:
-        name = side["name"]
-        fault = Fault(**side["fault"]) if side.get("fault") else None
-        folder = tempfile.mkdtemp(prefix=f"{name}-", dir=scratch)
-        try:
-            make_private_copy(Path(folder), fault)
-        except (FaultError, OSError) as exc:
-            shutil.rmtree(folder, ignore_errors=True)
-            results[name] = {"status": "error", "error": f"the fault could not be applied: {exc}"}
-            continue
-        running[name] = _fork(request, folder, threads)
-    deadline = time.monotonic() + timeout_s
-    buffers = {name: b"" for name in running}
-    open_fds = {child["fd"]: name for name, child in running.items()}
-    while open_fds:
+    runs = [SideRun(side, request, threads, scratch) for side in request.sides]
+    for run in runs:
+        run.start()
+    deadline = time.monotonic() + request.timeout_s
+    reading = {run.fd: run for run in runs if run.running}
+    while reading:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            break
-        ready, _, _ = select.select(list(open_fds), [], [], min(remaining, 0.5))
+            break  # whoever is still reading ran out of time
+        ready, _, _ = select.select(list(reading), [], [], min(remaining, 0.5))
         for fd in ready:
             chunk = os.read(fd, 1 << 16)
-            name = open_fds[fd]
-            if not chunk:
-                del open_fds[fd]
+            if not chunk:  # the child closed its pipe: it is done
+                del reading[fd]
                 continue
-            buffers[name] += chunk
-            while b"\n" in buffers[name] and send is not None:
-                line, _, rest = buffers[name].partition(b"\n")
-                try:
-                    message = json.loads(line)
-                except json.JSONDecodeError:
-                    break  # not a progress line; the final reading sorts it out
-                if "progress" in message:
-                    buffers[name] = rest
-                    send({"job": job, "side": name, "progress": message["progress"],
-                          "message": message.get("message", "")})
-                else:
-                    break
-    for name, child in running.items():
-        timed_out = child["fd"] in open_fds
+            for progress in reading[fd].feed(chunk):
+                if send is not None:
+                    send(progress)
+    sides = {run.side.name: run.finish(timed_out=run.fd in reading) for run in runs}
+    return Answer(job=request.job, torch=torch_version, device=request.device,
+                  duration_s=round(time.perf_counter() - started, 4), sides=sides)
+
+
+class SideRun:
+    """One side of a request: its private tree, its forked child, its pipe.
+
+    ``start`` builds the tree and forks, ``feed`` reads what the child sends,
+    ``finish`` reaps the child and cleans up. A side whose tree cannot be
+    built never forks; ``finish`` then reports why.
+    """
+
+    def __init__(self, side: Side, request: Request, threads: int, scratch: str | None = None) -> None:
+        """Args:
+            side: how this side's tree is built.
+            request: the check, device and seed (shared by every side).
+            threads: torch threads for this side's child.
+            scratch: where the private tree is made.
+        """
+        self.side = side
+        self.request = request
+        self.threads = threads
+        self.scratch = scratch
+        self.folder: str | None = None
+        self.pid: int | None = None
+        self.fd: int | None = None
+        self.started = 0.0
+        self._buffer = b""
+        self._last: Measured | Raised | None = None  # the child's last word
+        self._failed: SideResult | None = None  # set when the tree could not be built
+
+    @property
+    def running(self) -> bool:
+        return self.pid is not None
+
+    def start(self) -> None:
+        """Build the side's private tree and fork the child that runs the check there."""
+        self.folder = tempfile.mkdtemp(prefix=f"{self.side.name}-", dir=self.scratch)
+        try:
+            build_tree(Path(self.folder), self.side)
+        except (TreeError, FaultError, OSError) as exc:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            what = f"the {self.side.name} side's files could not be put in place" if isinstance(exc, TreeError) \
+                else "the fault could not be applied"
+            self._failed = SideResult(status="error", error=f"{what}: {exc}")
+            return
+        read_fd, write_fd = os.pipe()
+        self.started = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(read_fd)
+            _child(self.request, self.folder, self.threads, write_fd)
+        os.close(write_fd)
+        self.pid, self.fd = pid, read_fd
+
+    def feed(self, chunk: bytes) -> list[Progress]:
+        """Take bytes the child wrote; return the progress reports they complete.
+
+        The child's measurement (or the exception it raised) is kept for
+        ``finish``; a line that is not a message is ignored.
+        """
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        reports = []
+        for line in lines:
+            try:
+                message = protocol.decode(line)
+            except ProtocolError:
+                continue
+            if isinstance(message, Progress):
+                reports.append(Progress(fraction=message.fraction, message=message.message,
+                                        job=self.request.job, side=self.side.name))
+            elif isinstance(message, (Measured, Raised)):
+                self._last = message
+        return reports
+
+    def finish(self, timed_out: bool) -> SideResult:
+        """Stop the child if it ran out of time, reap it, say how the side ended, remove its tree."""
+        if self._failed is not None:
+            return self._failed
         if timed_out:
-            os.kill(child["pid"], signal.SIGKILL)
-        _, status = os.waitpid(child["pid"], 0)
-        os.close(child["fd"])
-        results[name] = _result(buffers[name], status, timed_out, timeout_s, child)
-        results[name]["duration_s"] = round(time.perf_counter() - child["started"], 4)
-        shutil.rmtree(child["folder"], ignore_errors=True)
-    return {"job": job, "torch": torch_version, "device": request.get("device", "cpu"),
-            "duration_s": round(time.perf_counter() - started, 4), "sides": results}
+            os.kill(self.pid, signal.SIGKILL)
+        _, status = os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        result = self._outcome(status, timed_out)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        return result
+
+    def _outcome(self, status: int, timed_out: bool) -> SideResult:
+        output = _excerpt(os.path.join(self.folder, "output.log"))
+        duration_s = round(time.perf_counter() - self.started, 4)
+        if timed_out:
+            return SideResult(status="timeout", output=output, duration_s=duration_s,
+                              error=f"the check did not finish within {self.request.timeout_s:g} s and was stopped")
+        if isinstance(self._last, Measured):
+            return SideResult(status="ok", observed=self._last.observed, evidence=self._last.evidence,
+                              output=output, duration_s=duration_s)
+        if isinstance(self._last, Raised):
+            return SideResult(status="error", error=self._last.sentence, exception=self._last.exception,
+                              output=output, duration_s=duration_s)
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+            error = f"the subject crashed with signal {name}"
+        else:
+            error = f"the check exited with code {os.WEXITSTATUS(status)} and no result"
+        return SideResult(status="error", error=error, output=output, duration_s=duration_s)
 
 
-def _fork(request: dict, folder: str, threads: int) -> dict:
-    read_fd, write_fd = os.pipe()
-    started = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        os.close(read_fd)
-        _child(request, folder, threads, write_fd)
-    os.close(write_fd)
-    return {"pid": pid, "fd": read_fd, "folder": folder, "started": started}
+class TreeError(ValueError):
+    """A side's file cannot be put in its private tree; the message says why."""
 
 
-def _child(request: dict, folder: str, threads: int, fd: int) -> None:
+def build_tree(folder: Path, side: Side) -> Path:
+    """Copy the subject packages into ``folder``, apply the side's fault, put its files in place.
+
+    Raises:
+        FaultError: the fault does not apply to the current source.
+        OSError: the copy could not be made.
+        TreeError: a file of the side lies outside the subject packages,
+            replaces no file there, or cannot be written.
+    """
+    make_private_copy(folder, side.fault)
+    for path, text in side.files:
+        parts = Path(path).parts
+        if not parts or parts[0] not in SUBJECT_PACKAGES or ".." in parts or Path(path).is_absolute():
+            raise TreeError(f"{path!r} must lie inside one of {', '.join(p + '/' for p in SUBJECT_PACKAGES)}")
+        target = folder / path
+        if not target.is_file():
+            raise TreeError(f"{path!r} names no file of the subject to replace")
+        try:
+            target.write_text(text, encoding="utf-8")
+        except (OSError, UnicodeError) as exc:
+            raise TreeError(f"{path!r} could not be written ({exc})") from None
+    return folder
+
+
+def _child(request: Request, folder: str, threads: int, fd: int) -> None:
     code = 1
     try:
         log = os.open(os.path.join(folder, "output.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -174,7 +283,7 @@ def _child(request: dict, folder: str, threads: int, fd: int) -> None:
         os.dup2(log, 2)
         sys.stdin = open(os.devnull)
         os.chdir(folder)
-        _cap_memory(request.get("device", "cpu"))
+        _cap_memory(request.device)
         for name in list(sys.modules):
             if name.split(".")[0] in ("engine", "exercises"):
                 del sys.modules[name]
@@ -187,29 +296,28 @@ def _child(request: dict, folder: str, threads: int, fd: int) -> None:
         import torch
 
         torch.set_num_threads(threads)
-        seed = int(request.get("seed", 0))
-        random.seed(seed)
-        np.random.seed(seed)
-        torch.manual_seed(seed)
+        random.seed(request.seed)
+        np.random.seed(request.seed)
+        torch.manual_seed(request.seed)
 
         def progress(fraction: float, message: str) -> None:
-            _write(fd, {"progress": fraction, "message": message})
+            _write(fd, Progress(fraction=fraction, message=message))
 
-        module_name, _, function_name = request["check"].partition(".")
+        module_name, _, function_name = request.check.partition(".")
         module = importlib.import_module(f"exercises.{module_name}")
         if not module.__file__.startswith(folder):
             raise RuntimeError("the check did not load from the private copy")
         check = getattr(module, function_name)
-        context = Context(device=request.get("device", "cpu"), seed=seed, on_progress=progress)
-        measurement = check(context)
-        _write(fd, {"measurement": measurement.to_dict()})
+        context = Context(device=request.device, seed=request.seed, on_progress=progress)
+        measurement = check(context).to_dict()
+        _write(fd, Measured(observed=measurement["observed"], evidence=measurement["evidence"]))
         code = 0
     except BaseException as exc:  # everything the subject does wrong is an outcome
         tb = traceback.extract_tb(exc.__traceback__)
         where = f"{os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
         first = (str(exc).splitlines() or [""])[0][:300]
         try:
-            _write(fd, {"exception": type(exc).__name__, "message": first, "where": where})
+            _write(fd, Raised(exception=type(exc).__name__, message=first, where=where))
         except BaseException:
             pass
     finally:
@@ -228,38 +336,11 @@ def _cap_memory(device: str) -> None:
         pass
 
 
-def _write(fd: int, message: dict) -> None:
-    data = (json.dumps(message) + "\n").encode()
+def _write(fd: int, message: Message) -> None:
+    data = (protocol.encode(message) + "\n").encode()
     while data:
         written = os.write(fd, data)
         data = data[written:]
-
-
-def _result(buffer: bytes, status: int, timed_out: bool, timeout_s: float, child: dict) -> dict:
-    output = _excerpt(os.path.join(child["folder"], "output.log"))
-    if timed_out:
-        return {"status": "timeout", "error": f"the check did not finish within {timeout_s:g} s and was stopped",
-                "output": output}
-    final = None
-    for line in buffer.splitlines():
-        try:
-            message = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if "measurement" in message or "exception" in message:
-            final = message
-    if final and "measurement" in final:
-        return {"status": "ok", "measurement": final["measurement"], "output": output}
-    if final and "exception" in final:
-        where = f" ({final['where']})" if final.get("where") else ""
-        return {"status": "error", "error": f"{final['exception']}: {final['message']}{where}",
-                "exception": final["exception"], "output": output}
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        return {"status": "error", "error": f"the subject crashed with signal {name}", "output": output}
-    return {"status": "error", "error": f"the check exited with code {os.WEXITSTATUS(status)} and no result",
-            "output": output}
 
 
 def _excerpt(path: str) -> str:

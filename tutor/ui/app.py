@@ -1,15 +1,18 @@
 """The Textual app: wiring only. Screens and widgets live in their own modules.
 
-``build_app`` takes its catalog, progress store and runner, so tests can pass
-a fake runner; ``run_app`` makes the real :class:`tutor.runner.Runner` and
-runs the app. Nothing here imports torch: the runner's worker process does,
-and it is started in a thread after the first screen is up.
+The app holds one :class:`tutor.session.Session` — the learner's progress,
+read once, and the runner — and every screen runs, records and reads
+progress through it. ``build_app`` makes the session from a catalog,
+progress store and runner, so tests can pass a fake runner; ``run_app``
+runs the app over a session the command line made (with the real
+:class:`tutor.runner.Runner`). Nothing here imports torch: the runner's
+worker process does, and it is started in a thread after the first screen
+is up.
 """
 
 from __future__ import annotations
 
-import threading
-from typing import Iterable, Protocol
+from typing import Iterable
 
 from textual import work
 from textual.app import App
@@ -17,32 +20,21 @@ from textual.binding import Binding
 
 from tutor.catalog import Catalog
 from tutor.progress import ProgressStore
+from tutor.session import RunnerLike, Session
 from tutor.ui.messages import WarmUpFinished
 from tutor.ui.screens.home import HomeScreen
 
 # The other screens (and the Markdown widget they use) are imported when
 # first opened, so the home screen appears sooner.
 
-
-class RunnerLike(Protocol):
-    """What the app needs from a runner (the real one, or a test's fake)."""
-
-    def warm_up(self) -> dict: ...
-    def run(self, exercise, prediction=None, on_progress=None, seed=0): ...
-    def cancel(self) -> None: ...
-    def close(self) -> None: ...
+__all__ = ["TutorApp", "build_app", "run_app", "RunnerLike"]
 
 
 class TutorApp(App):
     """The tutor's terminal UI.
 
     Attributes:
-        catalog: every exercise.
-        store: where progress and notes are saved.
-        learner: whose progress.
-        runner: runs checks (blocking; only called from thread workers).
-        warmed: set once the runner's warm-up finished (or failed), so a run
-            never races the worker's start.
+        session: runs, records and holds the learner's progress.
     """
 
     CSS_PATH = "tutor.tcss"
@@ -55,32 +47,38 @@ class TutorApp(App):
         Binding("p", "progress", "Progress"),
     ]
 
-    def __init__(self, catalog: Catalog, store: ProgressStore, learner: str, runner: RunnerLike,
-                 warnings: Iterable[str] = ()) -> None:
+    def __init__(self, session: Session, warnings: Iterable[str] = ()) -> None:
         """Args:
-            catalog: the loaded catalog.
-            store: the progress store.
-            learner: a validated learner name.
-            runner: a :class:`tutor.runner.Runner` or anything with its four methods.
-            warnings: sentences to show once (e.g. from an earlier progress load).
+            session: the learner's session (its progress may be read already).
+            warnings: sentences to show once (e.g. about the learner name).
         """
         super().__init__()
-        self.catalog = catalog
-        self.store = store
-        self.learner = learner
-        self.runner = runner
-        self.warmed = threading.Event()
+        self.session = session
         self._startup_warnings = list(warnings)
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.session.catalog
+
+    @property
+    def learner(self) -> str:
+        return self.session.learner
+
+    @property
+    def warmed(self):
+        """Set once the runner's warm-up finished (or failed)."""
+        return self.session.warmed
 
     def on_mount(self) -> None:
         self.sub_title = f"learner {self.learner}"
-        self.push_screen(HomeScreen())
         warnings = list(self._startup_warnings)
-        try:
-            loaded = self.store.load(self.learner)
-            warnings += [w for w in loaded.warnings if w not in warnings]
-        except Exception as exc:  # shown by the screens too; never fatal here
-            warnings.append(str(exc))
+        if not self.session.loaded:
+            try:
+                self.session.load()  # the one read of the progress file; screens read session.progress
+            except Exception as exc:  # never fatal here: the screens show empty progress
+                warnings.append(str(exc))
+        warnings += [w for w in self.session.warnings if w not in warnings]
+        self.push_screen(HomeScreen())
         for warning in warnings:
             self.notify(warning, title="progress", severity="warning", timeout=15, markup=False)
         self.call_after_refresh(self._warm_up)
@@ -89,12 +87,10 @@ class TutorApp(App):
     def _warm_up(self) -> None:
         """Thread: start the runner's worker (it imports torch) while the learner reads."""
         try:
-            info = self.runner.warm_up()
+            info = self.session.warm_up()
             self.post_message(WarmUpFinished(info if isinstance(info, dict) else {}, None))
         except Exception as exc:
             self.post_message(WarmUpFinished(None, str(exc) or exc.__class__.__name__))
-        finally:
-            self.warmed.set()
 
     def on_warm_up_finished(self, message: WarmUpFinished) -> None:
         if message.error:
@@ -132,47 +128,39 @@ class TutorApp(App):
 
 def build_app(catalog: Catalog, store: ProgressStore, learner: str, runner: RunnerLike,
               warnings: Iterable[str] = ()) -> TutorApp:
-    """The app, with everything it depends on passed in (tests pass a fake runner).
+    """The app over a new session, with everything it depends on passed in (tests pass a fake runner).
+
+    The progress file is read when the app mounts.
 
     Args:
         catalog: the loaded catalog.
         store: the progress store.
         learner: a validated learner name.
-        runner: has ``warm_up``, ``run``, ``cancel`` and ``close``.
-        warnings: progress warnings to show at start.
+        runner: has ``warm_up``, ``run``, ``cancel`` and ``close`` (:class:`tutor.session.RunnerLike`).
+        warnings: sentences to show at start.
     """
-    return TutorApp(catalog, store, learner, runner, warnings)
+    return TutorApp(Session(catalog, runner, store, learner), warnings)
 
 
-def run_app(catalog: Catalog, store: ProgressStore, learner: str, device: str = "auto",
-            warnings: Iterable[str] = ()) -> None:
-    """Run the TUI with the real runner until the learner quits.
+def run_app(session: Session, warnings: Iterable[str] = ()) -> None:
+    """Run the TUI over ``session`` until the learner quits, then stop its runner.
 
     Args:
-        catalog: the loaded catalog.
-        store: the progress store.
-        learner: a validated learner name.
-        device: ``auto``, ``cpu`` or ``cuda``.
-        warnings: progress warnings to show at start.
-
-    Raises:
-        tutor.runner.DeviceError: ``device`` is not a known device name.
+        session: the learner's session, with the real runner.
+        warnings: sentences to show at start.
     """
-    from tutor.runner import Runner
-
-    runner = Runner(catalog, device=device)
-    app = build_app(catalog, store, learner, runner, warnings)
-    _save_notes_on_hangup(app, runner)
+    app = TutorApp(session, warnings)
+    _save_notes_on_hangup(app, session)
     try:
         app.run()
     finally:
         try:
             app.flush_notes()  # normally already done on quit and unmount; this is the last net
         finally:
-            runner.close()
+            session.close()
 
 
-def _save_notes_on_hangup(app: TutorApp, runner) -> None:
+def _save_notes_on_hangup(app: TutorApp, session: Session) -> None:
     """Closing the terminal (SIGHUP) or a kill (SIGTERM) still saves the notes."""
     import os
     import signal
@@ -181,10 +169,9 @@ def _save_notes_on_hangup(app: TutorApp, runner) -> None:
         try:
             app.flush_notes()
         finally:
-            runner.close()
+            session.close()
             os._exit(128 + signum)
 
     for name in ("SIGHUP", "SIGTERM"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), handler)
-

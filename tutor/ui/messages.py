@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from tutor.runner import RunResult
+from tutor.session import Outcome
 
 
 class RunProgress(Message):
     """One progress report from a running check.
 
     Args:
-        side: ``"clean"`` or ``"faulted"``.
+        side: the side's name (``"clean"``, ``"faulted"``, ...).
         progress: fraction of that side done, 0..1.
         message: what the check is doing, in a few words.
     """
@@ -29,15 +29,16 @@ class RunProgress(Message):
 
 
 class RunFinished(Message):
-    """A check finished with a result (any status, including error and cancelled).
+    """A check finished with a result (any status, including error and cancelled), already recorded.
 
     Args:
-        result: the runner's result.
+        outcome: the session's outcome: the result, and whether the attempt was saved.
     """
 
-    def __init__(self, result: RunResult) -> None:
+    def __init__(self, outcome: Outcome) -> None:
         super().__init__()
-        self.result = result
+        self.outcome = outcome
+        self.result = outcome.result
 
 
 class RunCrashed(Message):

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import time
-
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -15,8 +12,8 @@ from textual.widgets import Button, Footer, Header, Input, Markdown, ProgressBar
 
 from exercises import answers
 from tutor.catalog import Exercise
-from tutor.progress import Attempt, ProgressError
-from tutor.runner import RunResult
+from tutor.progress import ProgressError
+from tutor.session import Run
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
 from tutor.ui.widgets.fault_view import FaultView
 from tutor.ui.widgets.hint_list import HintList
@@ -24,19 +21,17 @@ from tutor.ui.widgets.note_editor import NoteEditor
 from tutor.ui.widgets.prediction import PredictionInput
 from tutor.ui.widgets.result_panel import ResultPanel
 
-#: seconds the run thread waits for the runner's warm-up before running anyway
-WARM_UP_WAIT_S = 120.0
-
-
 class ExerciseScreen(Screen):
     """The whole loop for one exercise, in one scrolling column.
 
     Run (``r`` or the button) parses the prediction first — an unreadable one
     shows the expected format inline and runs nothing — then runs the check
     in a thread worker that reports by :mod:`tutor.ui.messages`. Esc cancels
-    a running check (``runner.cancel()``), otherwise goes back. A pass or fail
-    is recorded as an attempt; error, timeout and cancelled are shown as
-    outcomes and not recorded.
+    a running check (``Run.cancel()``), otherwise goes back. What is run,
+    with which seed, and what is recorded is the session's policy
+    (:mod:`tutor.session`): a pass or fail is recorded as an attempt — in the
+    run's thread, never on the UI thread — and error, timeout and cancelled
+    are shown as outcomes and not recorded.
     """
 
     BINDINGS = [
@@ -59,9 +54,9 @@ class ExerciseScreen(Screen):
         super().__init__()
         self.exercise = exercise
         self.running = False
+        self._run: Run | None = None  # the run in progress, or the last one
         self._cancel_requested = False
         self._side_done: dict[str, float] = {}
-        self._started_at = 0.0  # time.monotonic() when the running check started
 
     # --- layout --------------------------------------------------------------
 
@@ -69,13 +64,13 @@ class ExerciseScreen(Screen):
         ex = self.exercise
         app = self.app
         # Kept here so the note can still be saved while the app shuts down.
-        self._store, self._learner = app.store, app.learner
-        progress = self._progress()
+        self._session = app.session
+        progress = self._session.progress_of(ex.id)
         yield Header()
         with VerticalScroll(id="exercise-body"):
             yield Static(Text.assemble((ex.id, "bold"), f" · {ex.title}\n", (ex.source_label, "dim")),
                          id="exercise-title")
-            if progress and progress.attempts:
+            if progress.attempts:
                 last = progress.attempts[-1]
                 verdict = ("✓ solved", "green") if progress.solved else ("✗ not solved yet", "red")
                 yield Static(Text.assemble(verdict, f" · {len(progress.attempts)} attempt(s); last: you said ",
@@ -101,10 +96,10 @@ class ExerciseScreen(Screen):
                 yield ProgressBar(total=None, show_eta=False, id="running-bar")
             yield ResultPanel(id="result")
             yield HintList(ex.hints, id="hints")
-            note = NoteEditor(ex.explain, progress.note if progress else "", self._save_note, id="note-editor")
+            note = NoteEditor(ex.explain, progress.note, self._save_note, id="note-editor")
             # The explain-back question can give the answer away: it appears
             # after the first run (or at once when a note or attempt exists).
-            note.display = bool(progress and (progress.note or progress.attempts))
+            note.display = bool(progress.note or progress.attempts)
             yield note
         yield Footer()
 
@@ -169,13 +164,6 @@ class ExerciseScreen(Screen):
             box.value = ""  # typing from the page starts a new answer (press a to edit the old one)
             box.insert_text_at_cursor(char)
 
-    def _progress(self):
-        try:
-            return self.app.store.load(self.app.learner).of(self.exercise.id)
-        except ProgressError as exc:
-            self.app.notify(str(exc), title="progress", severity="error", timeout=10, markup=False)
-            return None
-
     # --- running -------------------------------------------------------------
 
     def action_run(self) -> None:
@@ -197,10 +185,9 @@ class ExerciseScreen(Screen):
             self.call_after_refresh(error.scroll_visible)
             return
         self._clear_answer_error()
-        progress = self._progress() if ex.seed_per_attempt else None
-        seed = ex.seed_for(len(progress.attempts) if progress else 0)
+        self._run = self._session.start(ex, text)  # the seed and sides are the session's to choose
         self._set_running(True, "starting the check (the first run loads torch)…")
-        self._run_check(text, seed)
+        self._run_check(self._run)
 
     def _clear_answer_error(self) -> None:
         error = self.query_one("#answer-error", Static)
@@ -224,37 +211,21 @@ class ExerciseScreen(Screen):
         self.action_run()
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
-    def _run_check(self, prediction: str, seed: int = 0) -> None:
-        """Thread: wait for the warm-up, run the check with ``seed``, report by message."""
-        ex = self.exercise
-        self.app.warmed.wait(WARM_UP_WAIT_S)
-        if self._cancel_requested:
-            self.post_message(RunFinished(self._cancelled(prediction, "before it started")))
-            return
-
-        def on_progress(update: dict) -> None:
-            self.post_message(RunProgress(str(update.get("side", "")), float(update.get("progress", 0.0) or 0.0),
-                                          str(update.get("message", ""))))
+    def _run_check(self, run: Run) -> None:
+        """Thread: run, grade and record through the session; report by message."""
+        def on_progress(update) -> None:
+            self.post_message(RunProgress(update.side, float(update.fraction or 0.0), update.message))
         try:
-            result = self.app.runner.run(ex, prediction, on_progress=on_progress, seed=seed)
+            outcome = run.execute(on_progress)
         except Exception as exc:  # WorkerError, DeviceError, or anything else: an outcome, not a traceback
-            if self._cancel_requested:  # cancelling while the worker starts makes the start fail
-                self.post_message(RunFinished(self._cancelled(prediction, "while the check worker started")))
-                return
             reason = str(exc) or exc.__class__.__name__
             self.post_message(RunCrashed(f"{reason} ({exc.__class__.__name__})"))
             return
-        self.post_message(RunFinished(result))
-
-    def _cancelled(self, prediction: str, when: str) -> RunResult:
-        """A result saying the learner cancelled the run ``when``."""
-        ex = self.exercise
-        return RunResult(id=ex.id, status="cancelled", device="-", torch="-", fault=ex.fault, kind=ex.kind,
-                         prediction=prediction, errors={"run": f"the run was cancelled {when}"})
+        self.post_message(RunFinished(outcome))
 
     def on_run_progress(self, message: RunProgress) -> None:
-        """The two sides run at once: the bar shows their mean, the text each one."""
-        sides = ["clean", "faulted"] if self.exercise.fault else ["clean"]
+        """The sides run at once: the bar shows their mean, the text each one."""
+        sides = [side.name for side in self._run.sides] if self._run else ["clean"]
         side = message.side if message.side in sides else sides[0]
         self._side_done[side] = max(self._side_done.get(side, 0.0), max(0.0, min(1.0, message.progress)))
         done = sum(self._side_done.get(s, 0.0) for s in sides) / len(sides)
@@ -264,14 +235,13 @@ class ExerciseScreen(Screen):
             Text(f"Running… {each} — {side}: {message.message}  (Esc cancels)"))
 
     def on_run_finished(self, message: RunFinished) -> None:
-        result = message.result
-        if result.status == "cancelled" and not result.duration_s:
-            # Stopped before the runner timed anything (while the worker started): time it here.
-            result = dataclasses.replace(result, duration_s=time.monotonic() - self._started_at)
+        outcome = message.outcome
         self._set_running(False)
         panel = self.query_one(ResultPanel)
-        panel.show(self.exercise, result)
-        self._record(result)
+        panel.show(self.exercise, outcome.result)
+        if outcome.save_error:
+            self.notify(f"The attempt was not saved: {outcome.save_error}", severity="error", timeout=10,
+                        markup=False)
         self.query_one(NoteEditor).display = True
         if not self.query_one(PredictionInput).options:
             self.query_one(PredictionInput).set_value("")  # the answer is in the result; the box starts fresh
@@ -284,22 +254,11 @@ class ExerciseScreen(Screen):
         panel.show_text(Text.assemble(("the check could not start — ", "bold yellow"), message.reason))
         self.call_after_refresh(panel.scroll_visible)
 
-    def _record(self, result: RunResult) -> None:
-        """Save a pass or fail as an attempt (the same rule as ``tutor run``)."""
-        if result.status not in ("pass", "fail"):
-            return
-        app = self.app
-        try:
-            app.store.record_attempt(app.learner, self.exercise.id, Attempt.of(result))
-        except ProgressError as exc:
-            self.notify(f"The attempt was not saved: {exc}", severity="error", timeout=10, markup=False)
-
     def _set_running(self, running: bool, status: str = "") -> None:
         self.running = running
         if running:
             self._cancel_requested = False
             self._side_done = {}
-            self._started_at = time.monotonic()
             self.query_one("#running-bar", ProgressBar).update(total=None, progress=0)
         self.query_one("#running-status", Static).update(Text(f"{status}  (Esc cancels)" if running else ""))
         self.query_one("#running").set_class(running, "-shown")
@@ -325,9 +284,9 @@ class ExerciseScreen(Screen):
 
     @work(thread=True, group="cancel", exit_on_error=False)
     def _cancel(self) -> None:
-        """Thread: stop the runner's worker (killing a process may take a moment)."""
+        """Thread: stop the run (killing the worker process may take a moment)."""
         try:
-            self.app.runner.cancel()
+            self._run.cancel()
         except Exception:  # the run reports its own outcome; cancelling must never crash the UI
             pass
 
@@ -338,7 +297,7 @@ class ExerciseScreen(Screen):
     def _save_note(self, text: str) -> str | None:
         """Store the explain-back note; None, or the sentence saying why not."""
         try:
-            self._store.save_note(self._learner, self.exercise.id, text)
+            self._session.save_note(self.exercise.id, text)
         except ProgressError as exc:
             return str(exc)
         return None
@@ -349,9 +308,9 @@ class ExerciseScreen(Screen):
             editor.flush()
 
     def on_unmount(self) -> None:
-        if self.running:
+        if self.running and self._run is not None:
             self._cancel_requested = True
             try:
-                self.app.runner.cancel()
+                self._run.cancel()
             except Exception:
                 pass

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, Tree
 
-from tutor.progress import LearnerProgress, ProgressError
+from tutor.progress import LearnerProgress
 from tutor.ui.widgets.exercise_tree import ExerciseTree, set_id_of, status_of
 
 
@@ -24,8 +24,8 @@ class HomeScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(self._intro(), id="home-intro")
-        # Read once here and again on returning to this screen; moving the
-        # cursor only describes what was read.
+        # Taken from the session here and again on returning to this screen;
+        # moving the cursor only describes what was taken.
         self.progress = self._load()
         yield ExerciseTree(self.app.catalog, self.progress, id="exercise-tree")
         with VerticalScroll(id="home-detail"):
@@ -43,12 +43,8 @@ class HomeScreen(Screen):
                              ". Predict, run, compare, explain back.  ", ("?", "bold"), " help")
 
     def _load(self) -> LearnerProgress:
-        """The learner's progress; an unreadable store is reported and treated as empty."""
-        try:
-            return self.app.store.load(self.app.learner)
-        except ProgressError as exc:
-            self.app.notify(str(exc), title="progress", severity="error", timeout=10, markup=False)
-            return LearnerProgress(learner=self.app.learner)
+        """The learner's progress as the session holds it (read once, kept up to date by every save)."""
+        return self.app.session.progress
 
     def on_mount(self) -> None:
         tree = self.query_one(ExerciseTree)

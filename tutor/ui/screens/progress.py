@@ -57,10 +57,10 @@ class ProgressScreen(Screen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
 
     def compose(self) -> ComposeResult:
-        app = self.app
+        session = self.app.session
         try:
-            progress = app.store.load(app.learner, move_aside=False)  # a review only reads
-            body = progress_renderable(app.catalog, progress, str(app.store.path(app.learner)))
+            progress = session.review()  # a review reads the file as it is now, and moves nothing
+            body = progress_renderable(session.catalog, progress, str(session.store.path(session.learner)))
         except ProgressError as exc:
             body = Text(f"The progress file cannot be read: {exc}", style="bold red")
         yield Header()

@@ -7,6 +7,7 @@ from typing import Callable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Static, TextArea
 
@@ -17,10 +18,14 @@ DEBOUNCE_S = 1.0
 class NoteEditor(Vertical):
     """The explain-back question and the learner's answer, saved through ``on_save``.
 
-    Saving happens ``DEBOUNCE_S`` after the last keystroke, on :meth:`flush`,
-    and when the widget is unmounted (leaving the screen, quitting the app),
-    so no typed text is lost. ``on_save(text)`` returns None on success or a
-    sentence saying why it failed, which is shown under the text area.
+    Saving happens ``DEBOUNCE_S`` after the last keystroke (in a thread, so
+    a progress file locked by another tutor never freezes the screen), on
+    :meth:`flush`, and when the widget is unmounted (leaving the screen,
+    quitting the app; then at once, on the calling thread), so no typed text
+    is lost. ``on_save(text)`` must be safe to call from any thread, the
+    newest text winning (:meth:`tutor.session.Session.save_note`); it returns
+    None on success or a sentence saying why it failed, which is shown under
+    the text area.
     """
 
     DEFAULT_CSS = """
@@ -81,10 +86,35 @@ class NoteEditor(Vertical):
         if self._timer is not None:
             self._timer.stop()
         if self.dirty:
-            self._timer = self.set_timer(DEBOUNCE_S, self.flush)
+            self._timer = self.set_timer(DEBOUNCE_S, self._save_in_background)
+
+    class Saved(Message):
+        """A save in a thread finished (posted by the thread; ``post_message`` never blocks)."""
+
+        def __init__(self, text: str, error: str | None) -> None:
+            super().__init__()
+            self.text = text
+            self.error = error
+
+    def _save_in_background(self) -> None:
+        """The typing paused: save the text as it is now, in a thread."""
+        self._timer = None
+        text = self._area.text
+        if text == self._saved_text:
+            return
+
+        def save() -> None:
+            self.post_message(self.Saved(text, self._on_save(text)))
+        self.run_worker(save, thread=True, group="note-save", exit_on_error=False)
+
+    def on_note_editor_saved(self, event: "NoteEditor.Saved") -> None:
+        event.stop()
+        if event.error is None:
+            self._saved_text = event.text
+        self._set_status(event.error)
 
     def flush(self) -> None:
-        """Save now if the text changed since the last save."""
+        """Save now, on this thread, if the text changed since the last save."""
         if self._timer is not None:
             self._timer.stop()
             self._timer = None

@@ -1,0 +1,236 @@
+"""The two outputs of the command line: Rich for people, one JSON object for programs.
+
+:mod:`tutor.cli` picks one per command (``--json`` or not). Each output is
+also the :class:`tutor.commands.Events` sink the command reports to while it
+works, and draws the command's :class:`tutor.commands.Reply` at the end, or
+the error that stopped it. Sentences for the learner go to stderr in both
+(``tutor: SENTENCE``); with JSON, stdout holds exactly one object.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import singledispatchmethod
+from typing import Any
+
+from exercises import answers
+from tutor.commands import CheckReply, EveryoneReply, ListReply, ProgressReply, Reply, RunReply, ShowReply
+
+#: Columns of one ``tutor check`` line: the id, then each side's value (longer ones cut with "…").
+CHECK_ID_WIDTH, CHECK_VALUE_WIDTH = 23, 13
+#: Width of a check line without its two values: mark, duration, id and the labels.
+_CHECK_FIXED = 4 + 10 + CHECK_ID_WIDTH + 1 + len("clean=") + 1 + len("faulted=")
+
+
+def fail(sentence: str) -> None:
+    """One sentence for the learner on stderr."""
+    sys.stderr.write(f"tutor: {sentence}\n")
+
+
+class JsonOutput:
+    """Exactly one JSON object on stdout: the reply's data, or the error."""
+
+    def __init__(self) -> None:
+        self.printed = False
+
+    def notice(self, sentence: str) -> None:
+        fail(sentence)
+
+    def checked(self, exercise, result, ok: bool) -> None:
+        pass  # the rows are in the reply
+
+    def show(self, reply: Reply) -> None:
+        self._print(reply.data)
+
+    def error(self, status: str, sentence: str, code: int, shown: str | None = None) -> int:
+        """The error on stderr (``shown``, else the sentence) and as the one JSON object; returns ``code``."""
+        fail(shown or sentence)
+        if not self.printed:
+            self._print({"status": status, "error": sentence, "exit_code": code})
+        return code
+
+    def _print(self, obj: Any) -> None:
+        self.printed = True
+        sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+class RichOutput:
+    """Tables, panels and colour for a terminal (plain text when piped or NO_COLOR is set)."""
+
+    def __init__(self) -> None:
+        self._console = None
+
+    @property
+    def console(self):
+        if self._console is None:
+            from rich.console import Console
+            self._console = Console(highlight=False)
+        return self._console
+
+    def notice(self, sentence: str) -> None:
+        fail(sentence)
+
+    def error(self, status: str, sentence: str, code: int, shown: str | None = None) -> int:
+        fail(shown or sentence)
+        return code
+
+    def checked(self, exercise, result, ok: bool) -> None:
+        """One ``tutor check`` line as soon as the exercise ran; the whole error below it."""
+        from rich.text import Text
+        console = self.console
+        console.print(check_line(exercise, result, ok, console.width), no_wrap=True, overflow="ellipsis")
+        if result.error:
+            console.print(Text(f"     {result.error}", style="red"))
+
+    @singledispatchmethod
+    def show(self, reply: Reply) -> None:
+        raise TypeError(f"no view for {type(reply).__name__}")
+
+    @show.register
+    def _(self, reply: ListReply) -> None:
+        from rich.table import Table
+        from rich.text import Text
+        for s in reply.sets:
+            # The set's line is printed on its own: as a table title it would wrap to the table's width.
+            self.console.print(Text.assemble((s.title, "bold"), f"  ({s.id}) — {s.summary}"))
+            table = Table(expand=False)
+            table.add_column("id", style="bold")
+            table.add_column("title")
+            table.add_column("answer")
+            for e in s.exercises:
+                table.add_row(e.id, e.title, e.kind)
+            self.console.print(table)
+
+    @show.register
+    def _(self, reply: ShowReply) -> None:
+        from rich.markdown import Markdown
+        from rich.panel import Panel
+
+        from tutor.render import render_diff
+        ex, fault, console = reply.exercise, reply.fault, self.console
+        console.print(Panel(Markdown(ex.prompt), title=f"{ex.id} · {ex.title}"))
+        console.print(f"[dim]{escape(ex.source_label)}[/dim]")  # on its own line: a panel border would cut it
+        if ex.choices:
+            for cid, text in ex.choices:
+                console.print(f"  [bold]{escape(cid)}[/bold]  {escape(text)}")
+        ending = "" if ex.answer_format.endswith(("…", ".")) else "."
+        console.print(f"Answer with {escape(ex.answer_format)}{ending}")
+        console.print(f"  tutor run {ex.id} --predict ANSWER", soft_wrap=True)
+        if fault:
+            console.print(f"\nThe fault [bold]{fault.id}[/bold]: {escape(fault.summary)}")
+            console.print(render_diff(reply.patch))
+
+    @show.register
+    def _(self, reply: RunReply) -> None:
+        from tutor.render import render_result
+        for renderable in render_result(reply.exercise, reply.result):
+            self.console.print(renderable)
+        if reply.saved_to:
+            self.console.print(f"[dim]saved to {reply.saved_to}[/dim]")
+
+    @show.register
+    def _(self, reply: CheckReply) -> None:
+        # The lines were printed as each exercise ran (``checked``); the summary closes them.
+        summary = f"{reply.shown} of {reply.faults} faults show against their clean run"
+        if reply.unfaulted:
+            summary += (f"; {reply.ran} of {reply.unfaulted} exercise{'s' if reply.unfaulted > 1 else ''} "
+                        "without a fault ran")
+        self.console.print(summary)
+
+    @show.register
+    def _(self, reply: ProgressReply) -> None:
+        from rich.table import Table
+        from rich.text import Text
+        progress, store, learner, console = reply.progress, reply.store, reply.learner, self.console
+        if not progress.exercises:
+            console.print(Text(f"No attempts saved yet for {learner} in {store.folder}. "
+                               "Start with: tutor (the TUI), or tutor show ID then tutor run ID --predict ANSWER"))
+            return
+        console.print(Text(f"Progress of {learner} ({store.path(learner)})", style="bold"))
+        table = Table()
+        table.add_column("exercise", no_wrap=True)  # an id is never broken
+        for col in ("attempts", "last prediction", "observed", "ever solved", "note"):
+            table.add_column(col, overflow="fold")
+        for ex_id, p in sorted(progress.exercises.items()):
+            last = p.attempts[-1] if p.attempts else None
+            observed = last.observed if last else "-"
+            if last and ex_id in reply.seeded:
+                observed += f" (seed {last.seed})"  # which mystery the last attempt met
+            table.add_row(ex_id, str(len(p.attempts)), Text(last.prediction if last else "-"),
+                          Text(observed), "yes" if p.solved else "no",
+                          Text((p.note[:60] + "…") if len(p.note) > 60 else p.note))
+        console.print(table)
+
+    @show.register
+    def _(self, reply: EveryoneReply) -> None:
+        from rich.table import Table
+        from rich.text import Text
+
+        from tutor.progress import show_time
+        console, rows = self.console, reply.rows
+        if not rows:
+            console.print(Text(f"No progress files in {reply.folder}."))
+            return
+        total = f" ({reply.total} exercises)" if reply.total else ""
+        console.print(Text(f"Learners in {reply.folder}{total}", style="bold"))
+        table = Table()
+        table.add_column("learner", no_wrap=True)
+        for col in ("tried", "ever solved", "attempts", "notes", "last attempt"):
+            table.add_column(col, overflow="fold")
+        for r in rows:
+            if r["error"]:
+                table.add_row(r["learner"], Text("cannot be read (below)", style="red"), "", "", "", "")
+            else:
+                when = show_time(r["last_attempt"]) if r["last_attempt"] else "-"
+                table.add_row(r["learner"], str(r["tried"]), str(r["solved"]), str(r["attempts"]), str(r["notes"]),
+                              when)
+        console.print(table)
+        for r in rows:
+            if r["error"]:
+                fail(r["error"])
+
+
+def escape(text: str) -> str:
+    """Text shown through Rich markup: square brackets are data, not tags."""
+    from rich.markup import escape as rich_escape
+    return rich_escape(str(text))
+
+
+def check_line(ex, result, ok: bool, width: int = 80):
+    """One ``tutor check`` result on one line of under ``width`` columns: mark, duration, id, clean, faulted.
+
+    Each value gets half of what the terminal leaves (at least 13 columns);
+    when both must be cut, they are cut around their first difference, so
+    the line still shows how the fault changed the outcome.
+    """
+    from rich.text import Text
+    line = Text()
+    line.append("ok  " if ok else "FAIL", style="green" if ok else "red")
+    clean = answers.show(ex.kind, result.clean) if result.clean is not None else "-"
+    faulted = answers.show(ex.kind, result.faulted) if result.faulted is not None else "-"
+    value_width = max(CHECK_VALUE_WIDTH, (width - 1 - _CHECK_FIXED) // 2)
+    clean, faulted = fit_pair(clean, faulted, value_width)
+    line.append(f" {result.duration_s:5.2f}s  {fit(ex.id, CHECK_ID_WIDTH):<{CHECK_ID_WIDTH}} "
+                f"clean={clean:<{value_width}} faulted={faulted}")
+    return line
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the last one an ellipsis when anything was cut."""
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def fit_pair(a: str, b: str, width: int) -> tuple[str, str]:
+    """Cut ``a`` and ``b`` to ``width`` characters each, keeping their first difference in view."""
+    if len(a) <= width and len(b) <= width:
+        return a, b
+    first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    start = max(0, first - width // 3) if first >= width - 2 else 0
+
+    def window(text: str) -> str:
+        if start == 0:
+            return fit(text, width)
+        piece = "…" + text[start + 1:]
+        return fit(piece, width)
+    return window(a), window(b)

@@ -1,0 +1,297 @@
+"""The messages between the tutor, its check worker and the worker's children.
+
+One module, imported by both ends (:mod:`tutor.runner` in the tutor,
+:mod:`tutor.worker` in the worker process), so a message is spelled once.
+Every message is a frozen dataclass; on the wire it is one line of JSON with
+a ``"type"`` field naming the class (``encode`` / ``decode``). This module
+imports neither torch nor Textual.
+
+Tutor → worker (the worker's stdin):
+    :class:`Request` — run one check on some sides.
+
+Worker → tutor (the worker's stdout):
+    :class:`Hello` once at start, then per request any number of
+    :class:`Progress` and one :class:`Answer` (or :class:`Refusal` for a line
+    that is not a request).
+
+Child → worker (a pipe per forked child):
+    :class:`Progress` (with no job or side yet), then one :class:`Measured`
+    or :class:`Raised`.
+
+A *side* (:class:`Side`) is how one private tree is built before the check
+runs on it: a copy of the subject packages, then the side's fault applied,
+then the side's files put in place. ``clean`` has neither, ``faulted`` has
+the exercise's fault, and a learner's own edited file (edit mode, issue 12)
+is one more side whose ``files`` replace the subject file — the runner and
+worker treat every side alike.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from exercises.faults import Fault
+
+#: The statuses a side can end with (``SideResult.status``).
+SIDE_STATUSES = ("ok", "error", "timeout")
+
+
+class ProtocolError(ValueError):
+    """A line that is not a message of this protocol; the message says why."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """How one side's private tree is built.
+
+    Attributes:
+        name: the side's name; results are keyed by it (``clean``,
+            ``faulted``, ``yours``).
+        fault: an exact edit applied to the copy, or None.
+        files: ``(path, text)`` pairs written over the copy after the fault,
+            each path relative to the source root and inside one of the
+            subject packages (``exercises.faults.SUBJECT_PACKAGES``), naming
+            a file that exists there — e.g. ``("engine/model.py", text)``.
+    """
+
+    name: str
+    fault: Fault | None = None
+    files: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def clean(cls) -> "Side":
+        """The subject as it is on disk."""
+        return cls("clean")
+
+    @classmethod
+    def faulted(cls, fault: Fault) -> "Side":
+        """The subject with ``fault`` applied."""
+        return cls("faulted", fault=fault)
+
+    @classmethod
+    def replacing(cls, name: str, path: str, text: str) -> "Side":
+        """The subject with the file ``path`` replaced by ``text`` (a learner's own copy)."""
+        return cls(name, files=((path, text),))
+
+    def to_wire(self) -> dict:
+        return {"name": self.name, "fault": self.fault.to_dict() if self.fault else None,
+                "files": [[path, text] for path, text in self.files]}
+
+    @classmethod
+    def from_wire(cls, data: dict) -> "Side":
+        fault = data.get("fault")
+        return cls(name=data["name"], fault=Fault(**fault) if fault else None,
+                   files=tuple((path, text) for path, text in data.get("files", ())))
+
+
+@dataclass(frozen=True)
+class Message:
+    """Base of every message; ``TYPE`` is its name on the wire."""
+
+    TYPE: ClassVar[str] = ""
+
+    def to_wire(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_wire(cls, data: dict) -> "Message":
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+
+@dataclass(frozen=True)
+class Hello(Message):
+    """The worker is up: what it runs with.
+
+    Attributes:
+        torch: torch's version string.
+        cuda: whether torch sees a CUDA device.
+        pid: the worker's process id (its process group's id too).
+        cores: CPU cores the worker may use.
+        scratch: the folder every private copy lives in; removed by the
+            worker when it ends, or by the runner when it kills the worker.
+    """
+
+    TYPE: ClassVar[str] = "hello"
+    torch: str
+    cuda: bool
+    pid: int
+    cores: int
+    scratch: str
+
+
+@dataclass(frozen=True)
+class Request(Message):
+    """Run one check on each side, at once, in forked children.
+
+    Attributes:
+        job: a number the answer and progress repeat.
+        check: ``module.function`` in ``exercises/``.
+        device: ``cpu`` or ``cuda`` (already resolved).
+        seed: the seed every generator is set to before the check runs.
+        timeout_s: wall-clock limit for all sides together, seconds.
+        sides: the sides to run, each by its own name.
+    """
+
+    TYPE: ClassVar[str] = "request"
+    job: int
+    check: str
+    device: str
+    seed: int
+    timeout_s: float
+    sides: tuple[Side, ...]
+
+    def to_wire(self) -> dict:
+        data = super().to_wire()
+        data["sides"] = [side.to_wire() for side in self.sides]
+        return data
+
+    @classmethod
+    def from_wire(cls, data: dict) -> "Request":
+        return cls(job=data["job"], check=data["check"], device=data["device"], seed=int(data["seed"]),
+                   timeout_s=float(data["timeout_s"]), sides=tuple(Side.from_wire(s) for s in data["sides"]))
+
+
+@dataclass(frozen=True)
+class Progress(Message):
+    """How far one side's check has got.
+
+    Attributes:
+        fraction: 0 to 1.
+        message: what the check is doing, in a few words.
+        job: the request's job (None while it travels from child to worker).
+        side: the side's name ("" while it travels from child to worker).
+    """
+
+    TYPE: ClassVar[str] = "progress"
+    fraction: float
+    message: str = ""
+    job: int | None = None
+    side: str = ""
+
+
+@dataclass(frozen=True)
+class Measured(Message):
+    """A child's check returned (``exercises.outcome.Measurement``, as JSON-able data)."""
+
+    TYPE: ClassVar[str] = "measured"
+    observed: Any
+    evidence: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Raised(Message):
+    """A child's check (or the subject under it) raised.
+
+    Attributes:
+        exception: the exception's class name.
+        message: the first line of its message.
+        where: ``file.py:line`` of the innermost frame, or "".
+    """
+
+    TYPE: ClassVar[str] = "raised"
+    exception: str
+    message: str
+    where: str = ""
+
+    @property
+    def sentence(self) -> str:
+        where = f" ({self.where})" if self.where else ""
+        return f"{self.exception}: {self.message}{where}"
+
+
+@dataclass(frozen=True)
+class SideResult(Message):
+    """How one side ended.
+
+    Attributes:
+        status: ``ok`` (the check measured), ``error`` (the subject raised or
+            crashed, or the tree could not be built) or ``timeout``.
+        observed: the measurement's observation (status ok only).
+        evidence: the measurement's evidence (status ok only).
+        error: one sentence saying what went wrong (other statuses).
+        exception: the class name of what was raised, when something was.
+        output: an excerpt of what the side printed.
+        duration_s: wall time from fork to reaping, seconds.
+    """
+
+    TYPE: ClassVar[str] = "side"
+    status: str
+    observed: Any = None
+    evidence: list = field(default_factory=list)
+    error: str | None = None
+    exception: str | None = None
+    output: str = ""
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class Answer(Message):
+    """Every side of one request, by name.
+
+    Attributes:
+        job: the request's job.
+        torch: the worker's torch version.
+        device: the device the request named.
+        duration_s: wall time of the whole request, seconds.
+        sides: each side's :class:`SideResult`, in the request's order.
+    """
+
+    TYPE: ClassVar[str] = "answer"
+    job: int
+    torch: str
+    device: str
+    duration_s: float
+    sides: dict[str, SideResult]
+
+    def to_wire(self) -> dict:
+        data = super().to_wire()
+        data["sides"] = {name: side.to_wire() for name, side in self.sides.items()}
+        return data
+
+    @classmethod
+    def from_wire(cls, data: dict) -> "Answer":
+        return cls(job=data["job"], torch=data["torch"], device=data["device"], duration_s=data["duration_s"],
+                   sides={name: SideResult.from_wire(side) for name, side in data["sides"].items()})
+
+
+@dataclass(frozen=True)
+class Refusal(Message):
+    """The worker could not read a line as a request."""
+
+    TYPE: ClassVar[str] = "refusal"
+    error: str
+
+
+_TYPES: dict[str, type[Message]] = {cls.TYPE: cls for cls in
+                                    (Hello, Request, Progress, Measured, Raised, SideResult, Answer, Refusal)}
+
+
+def encode(message: Message) -> str:
+    """One message as one line of JSON (no newline at the end)."""
+    return json.dumps({"type": message.TYPE, **message.to_wire()})
+
+
+def decode(line: str | bytes) -> Message:
+    """The message one line of JSON holds.
+
+    Raises:
+        ProtocolError: the line is not JSON, names no known type, or lacks a
+            field the type needs.
+    """
+    try:
+        data = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"the line is not JSON ({exc})") from None
+    kind = data.get("type") if isinstance(data, dict) else None
+    if kind not in _TYPES:
+        raise ProtocolError(f"the line names no known message type ({kind!r})")
+    try:
+        return _TYPES[kind].from_wire(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProtocolError(f"a {kind} message is missing or mistypes a field ({exc!r})") from None
