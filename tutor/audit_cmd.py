@@ -23,11 +23,13 @@ import subprocess
 import sys
 import tempfile
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASHED = 0, 1, 2, 3
+from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, STAGE_MARKER,
+                                       memory_cap_bytes)
+
+__all__ = ["EXIT_CRASHED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "STAGE_MARKER", "add_parser", "last_stage", "run",
+           "timeout_sentence"]
+
 DEFAULT_TIMEOUT_S = 300
-#: The audit process names each step it starts on a stderr line beginning with this
-#: (a copy of exercises.audit.STAGE_MARKER: this module must not import torch).
-STAGE_MARKER = "tutor-audit-stage: "
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -173,10 +175,10 @@ def _cpu_only(device: str) -> bool:
 
 def _cap_memory() -> None:
     """In the audit process: cap its address space, like the check worker's children
-    (TUTOR_MEMORY_CAP_MB, default 8192), so a runaway model fails instead of the machine."""
+    (``constants.memory_cap_bytes``), so a runaway model fails instead of the machine."""
     try:
         import resource
-        cap = int(os.environ.get("TUTOR_MEMORY_CAP_MB", "8192")) * 1024 * 1024
+        cap = memory_cap_bytes()
         if cap > 0:
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     except (ImportError, ValueError, OSError):
