@@ -1,9 +1,12 @@
 """``python -m exercises.audit FILE FACTORY [--vocab V] [--block T] [--device D] [--json]``.
 
 What ``tutor audit`` starts in a separate process. The report goes to
-stdout (text, or one JSON object with ``--json``, its ``text`` included);
-whatever the audited code prints goes to stderr, between the
-``STAGE_MARKER`` lines that name each step as it starts. Exit status as
+stdout (text, or one JSON object with ``--json``, its ``text`` included)
+and nothing else does: run as a program, the process keeps a private copy
+of file descriptor 1 for the report and points descriptor 1 itself at
+stderr, so whatever the audited code writes — ``print``, ``sys.__stdout__``,
+C code, a subprocess, 10 MB without a newline — lands on stderr, between
+the ``STAGE_MARKER`` lines that name each step as it starts. Exit status as
 ``AuditReport.exit_code``, or 2 for a missing file or factory.
 """
 
@@ -17,8 +20,14 @@ import sys
 from exercises.audit.constants import EXIT_USAGE, STAGE_MARKER
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse the arguments, import the factory, audit it, print the report; return the exit status."""
+def main(argv: list[str] | None = None, report_to=None) -> int:
+    """Parse the arguments, import the factory, audit it, print the report; return the exit status.
+
+    Args:
+        argv: the arguments (default ``sys.argv[1:]``).
+        report_to: the text stream the report goes to (default: stdout as it
+            is when ``main`` starts).
+    """
     parser = argparse.ArgumentParser(prog="python -m exercises.audit")
     parser.add_argument("file")
     parser.add_argument("factory")
@@ -27,13 +36,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    out, err = sys.stdout, sys.stderr
+    out, err = report_to or sys.stdout, sys.stderr
     sys.stdout = sys.stderr  # the audited code may print; keep stdout for the report
 
     def stage(_fraction: float, what: str) -> None:
         # What is running now, for the message if the time limit stops the audit.
-        err.write(f"\n{STAGE_MARKER}{what}\n")
-        err.flush()
+        try:
+            err.write(f"\n{STAGE_MARKER}{what}\n")
+            err.flush()
+        except OSError:  # stderr full (the output cap): the report still goes out
+            pass
 
     from exercises.audit.loading import load_factory
     from exercises.audit.report import AuditReport
@@ -64,5 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     return report.exit_code
 
 
+def private_stdout():
+    """A text stream on a private copy of descriptor 1; descriptor 1 itself then writes to stderr."""
+    report_fd = os.dup(1)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    return os.fdopen(report_fd, "w", encoding="utf-8")
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(report_to=private_stdout()))

@@ -11,8 +11,10 @@ import os
 #: The ten links of seed 004's "prove the chain", in order.
 SEED_LINKS = ("TOKENIZER", "ALIGNMENT", "CAUSALITY", "SHAPE", "INIT", "REGISTRATION", "GRADIENTS", "OWNERSHIP",
               "UPDATE", "CAPABILITY")
-#: Every link the audit runs, in order (the pipeline's names; ``tests`` pin that they agree).
-LINKS = SEED_LINKS
+#: The links ``tutor audit`` v2 adds after them, in order.
+LATER_LINKS = ("EVAL", "CACHE", "GENERATE", "TIE", "ATTENTION", "RESIDUAL", "LOOP")
+#: Every link the audit runs, in order (the pipeline's names; the tests pin that they agree).
+LINKS = SEED_LINKS + LATER_LINKS
 
 #: The batch every link uses: B windows of at most T_MAX tokens.
 B_AUDIT, T_MAX = 4, 32
@@ -27,6 +29,11 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASHED = 0, 1, 2, 3
 #: Starts each stderr line of the audit process that names the step it starts
 #: (``tutor audit`` reads the last one when its time limit stops the audit).
 STAGE_MARKER = "tutor-audit-stage: "
+
+#: ``tutor audit`` keeps the audited code's output in a file: more than FLOOD_BYTES of
+#: it is reported as an output flood, only its last TAIL_BYTES are read back, and
+#: the file may not grow past OUTPUT_CAP_BYTES (a write beyond raises in the audited code).
+FLOOD_BYTES, TAIL_BYTES, OUTPUT_CAP_BYTES = 1 << 20, 1 << 20, 64 << 20
 
 #: The environment variable that caps a sandboxed process's address space, in MiB
 #: (the check worker's children read it too), and its default. 0 or less: no cap.

@@ -24,12 +24,15 @@ class Link:
         status: "ok", "FAIL" or "skip" (the link could not apply, with the reason as verdict).
         verdict: one line saying what was measured and what it means.
         evidence: rows of [quantity, value], both short text.
+        warnings: lines worth reading that do not fail the link (weight decay
+            on LayerNorm gains, a stale tie flag), printed even without evidence.
     """
 
     name: str
     status: str
     verdict: str
     evidence: list[list[str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -78,8 +81,8 @@ class AuditReport:
         """JSON-able form: status, error, setup, first_failure and the links as dicts."""
         return {"status": self.status, "error": self.error, "setup": self.setup,
                 "first_failure": self.first_failure,
-                "links": [{"name": l.name, "status": l.status, "verdict": l.verdict, "evidence": l.evidence}
-                          for l in self.links]}
+                "links": [{"name": l.name, "status": l.status, "verdict": l.verdict, "evidence": l.evidence,
+                           "warnings": l.warnings} for l in self.links]}
 
     def text(self, evidence: bool = True) -> str:
         """The report as lines of text, one verdict per link, evidence indented."""
@@ -90,13 +93,18 @@ def format_report(data: dict, evidence: bool = True) -> str:
     """Render ``AuditReport.to_dict()`` output as text (used by ``tutor audit``)."""
     s = data.get("setup", {})
     lines = [f"AUDIT  V={s.get('V', '?')}  batch {s.get('B', '?')}x{s.get('T', '?')}  "
-             f"device {s.get('device', '?')}  forward: {s.get('convention', '?')}  "
-             f"optimizer: {s.get('optimizer', '?')}"]
+             f"device {s.get('device', '?')}  optimizer: {s.get('optimizer', '?')}"
+             + (f"  tokenizer: {s['tokenizer']}" if s.get("tokenizer") else "")
+             + (f"  factory returned {s['factory']}" if s.get("factory") else "")]
+    if s.get("convention"):
+        lines.append(f"forward: {s['convention']}")
     if data.get("status") == "crashed":
         lines.append(f"could not audit: {data.get('error', '')}")
         return "\n".join(lines)
     for i, link in enumerate(data["links"], start=1):
         lines.append(f"{i:>2} {link['name']:<13}{MARKS[link['status']]}  {link['verdict']}")
+        for warning in link.get("warnings", []):
+            lines.append(f"{'':>19}warning: {warning}")
         if evidence:
             for row in link["evidence"]:
                 lines.append(f"{'':>19}{row[0]}: {row[1]}")

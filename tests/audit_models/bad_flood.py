@@ -1,0 +1,12 @@
+"""Bad input: a clean model whose file writes 10 MB to stdout without a newline
+(straight to the file descriptor, past Python's sys.stdout) when it is imported."""
+
+import os
+
+import zoo_nano
+
+os.write(1, b"x" * 10_000_000)
+
+
+def build():
+    return zoo_nano.build()
