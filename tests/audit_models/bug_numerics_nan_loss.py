@@ -2,7 +2,6 @@
 with a one-hot product: -inf * 0 is NaN, so the loss is NaN while every logit the
 targets need is finite."""
 
-import torch
 from torch.nn import functional as F
 
 import zoo_nano
