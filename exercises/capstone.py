@@ -103,13 +103,18 @@ def build_mystery(fault_id: str, workdir: Path, root: Path | None = None) -> dic
 
 
 def audit(ctx: Context) -> Measurement:
-    """Run the ten-link audit (``exercises.audit``) on the mystery GPT.
+    """Run the ten seed links of the audit (``exercises.audit``) on the mystery GPT.
+
+    The exercise is seed 004's chain, and its choices are those ten links:
+    the links ``tutor audit`` adds after them (EVAL, CACHE, ...) are not run
+    here (the clean mystery passes them; ``tests/test_audit.py``).
 
     The mystery: a 2-layer, C = 64 engine GPT (block 32, V = 37) with a fresh
     untied head and its AdamW, carrying the hidden fault ``hidden_fault(ctx.seed)``.
     Observed: the first failing link in lower case (``tokenizer`` …
     ``capability``), or ``none``. Seed 004, the final exercise.
     """
+    from exercises.audit import SEED_LINKS
     from exercises.audit import audit as run_audit
 
     fault_id = hidden_fault(ctx.seed)
@@ -117,7 +122,7 @@ def audit(ctx: Context) -> Measurement:
     try:
         mystery = build_mystery(fault_id, workdir)
         report = run_audit(mystery["factory"], device=ctx.device, seed=ctx.seed, get_batch=mystery["get_batch"],
-                           progress=ctx.progress)
+                           progress=ctx.progress, links=SEED_LINKS)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if report.status == "crashed":

@@ -11,32 +11,42 @@ holds one JSON object in every case: the report (status ok, failed or
 crashed, with ``exit_code``), or ``{"status": "usage_error" | "timeout" |
 "crashed", "error": SENTENCE, "exit_code": 2 | 3}`` when there is none.
 
+Whatever the audited code prints goes to a file, never to this terminal:
+more than ``FLOOD_BYTES`` of it is an *output flood*, said in one line on
+stderr (and as ``output_flood`` in the JSON) beside the report; the file may
+not grow past ``OUTPUT_CAP_BYTES``.
+
 ``tutor.cli`` adds the subcommand with ``add_parser`` and dispatches to ``run``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASHED = 0, 1, 2, 3
+from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, FLOOD_BYTES, LINKS,
+                                       OUTPUT_CAP_BYTES, STAGE_MARKER, TAIL_BYTES, memory_cap_bytes)
+
+__all__ = ["EXIT_CRASHED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "STAGE_MARKER", "add_parser", "flood_sentence",
+           "last_stage", "run", "timeout_sentence"]
+
 DEFAULT_TIMEOUT_S = 300
-#: The audit process names each step it starts on a stderr line beginning with this
-#: (a copy of exercises.audit.STAGE_MARKER: this module must not import torch).
-STAGE_MARKER = "tutor-audit-stage: "
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``audit`` subcommand to an argparse subparsers object; return its parser."""
     p = subparsers.add_parser(
-        "audit", help="audit a GPT: ten links in order, one verdict each, the first failure named",
-        description="Run the capstone audit (TOKENIZER, ALIGNMENT, CAUSALITY, SHAPE, INIT, REGISTRATION, "
-                    "GRADIENTS, OWNERSHIP, UPDATE, CAPABILITY) on the model FACTORY() in FILE.py builds. "
-                    "FACTORY takes no arguments and returns an nn.Module, or (model, optimizer).")
+        "audit", help=f"audit a GPT: {len(LINKS)} links in order, one verdict each, the first failure named",
+        description=f"Run the audit ({', '.join(LINKS)}) on the model FACTORY() in FILE.py builds. FACTORY takes "
+                    "no arguments and returns an nn.Module, (model, optimizer), or a dict with 'model' and any of "
+                    "'optimizer', 'tokenizer', 'pad_id', 'train_step', 'evaluate', 'scheduler', 'scaler'. "
+                    "nanoGPT-style, Hugging Face-style and engine-style models are recognised; the report "
+                    "says which.")
     p.add_argument("target", metavar="FILE.py:FACTORY", help="a Python file and the factory function in it")
     p.add_argument("--vocab", type=int, metavar="V", help="the vocabulary size the model claims "
                    "(default: read from its logits)")
@@ -137,25 +147,36 @@ def run(args) -> int:
         command += ["--block", str(args.block)]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_source_root(), env.get("PYTHONPATH", "")) if p)
-    with tempfile.TemporaryDirectory(prefix="tutor-audit-") as folder:
-        try:
-            done = subprocess.run(command, cwd=folder, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                                  text=True, timeout=args.timeout,
-                                  preexec_fn=_cap_memory if _cpu_only(device) else None)
-        except subprocess.TimeoutExpired as exc:
-            return _error(EXIT_CRASHED, "timeout", timeout_sentence(args.timeout, exc.stderr), as_json)
-    if done.returncode == EXIT_USAGE:
-        sentence = _last_line(done.stderr, "the audit could not start").removeprefix("audit: ")
+    with tempfile.TemporaryDirectory(prefix="tutor-audit-") as root:
+        work, report_path, output_path = (os.path.join(root, name) for name in ("work", "report.json", "output.log"))
+        os.mkdir(work)
+        with open(report_path, "wb") as report_file, open(output_path, "wb") as output_file:
+            try:
+                returncode = subprocess.run(command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=report_file,
+                                            stderr=output_file, timeout=args.timeout,
+                                            preexec_fn=functools.partial(_limits, _cpu_only(device))).returncode
+            except subprocess.TimeoutExpired:
+                returncode = None
+        stdout = _read(report_path, OUTPUT_CAP_BYTES)
+        stderr, output_bytes = _read(output_path, TAIL_BYTES), os.path.getsize(output_path)
+    flood = flood_sentence(output_bytes)
+    if returncode is None:
+        return _error(EXIT_CRASHED, "timeout", timeout_sentence(args.timeout, stderr) + _after(flood), as_json)
+    if returncode == EXIT_USAGE:
+        sentence = _last_line(stderr, "the audit could not start").removeprefix("audit: ")
         return _error(EXIT_USAGE, "usage_error", sentence, as_json)
     try:
-        report = json.loads(done.stdout.strip().splitlines()[-1])
+        report = json.loads(stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
-        stage = last_stage(done.stderr)
+        stage = last_stage(stderr)
         during = f" during {stage}" if stage else ""
-        return _error(EXIT_CRASHED, "crashed", f"the audit process died (exit {done.returncode}){during} "
-                      f"without a report: {_last_line(done.stderr, 'no output')}", as_json)
+        return _error(EXIT_CRASHED, "crashed", f"the audit process died (exit {returncode}){during} without a "
+                      f"report: {_last_line(stderr, 'no output')}" + _after(flood), as_json)
     code = {"crashed": EXIT_CRASHED, "failed": EXIT_FAILED}.get(report.get("status"), EXIT_OK)
     text = report.pop("text", "")
+    if flood:
+        _fail(f"note: {flood}")
+        report["output_flood"] = flood
     if code == EXIT_CRASHED:  # said once, on stderr; with --json the report carries it too
         _fail(f"could not audit {args.target}: {report.get('error') or 'the model could not be audited'}")
     if args.json:
@@ -166,18 +187,41 @@ def run(args) -> int:
     return code
 
 
+def flood_sentence(output_bytes: int) -> str | None:
+    """The note for an output flood (more than ``FLOOD_BYTES`` written by the audited code), or None."""
+    if output_bytes <= FLOOD_BYTES:
+        return None
+    capped = "; it reached the cap, so its later writes failed" if output_bytes >= OUTPUT_CAP_BYTES else ""
+    return (f"the audited code wrote {output_bytes / 1e6:.1f} MB of output (an output flood); the tutor kept it out "
+            f"of the report and read only its last {TAIL_BYTES / 1e6:.1f} MB{capped}")
+
+
+def _after(flood: str | None) -> str:
+    return f", after an output flood ({flood.split(' (an output flood)')[0].removeprefix('the audited code ')})" \
+        if flood else ""
+
+
+def _read(path: str, limit: int) -> str:
+    """The last ``limit`` bytes of a file, as text."""
+    with open(path, "rb") as f:
+        f.seek(max(0, os.path.getsize(path) - limit))
+        return f.read().decode("utf-8", errors="replace")
+
+
 def _cpu_only(device: str) -> bool:
     """Whether the audit will surely run on the CPU (a cap on address space breaks CUDA)."""
     return device == "cpu" or (device == "auto" and not os.path.exists("/dev/nvidiactl"))
 
 
-def _cap_memory() -> None:
-    """In the audit process: cap its address space, like the check worker's children
-    (TUTOR_MEMORY_CAP_MB, default 8192), so a runaway model fails instead of the machine."""
+def _limits(cap_memory: bool) -> None:
+    """In the audit process, before it starts: cap the size of any file it writes (``OUTPUT_CAP_BYTES``:
+    its output log) and, on the CPU, its address space like the check worker's children
+    (``constants.memory_cap_bytes``), so a runaway model fails instead of the machine."""
     try:
         import resource
-        cap = int(os.environ.get("TUTOR_MEMORY_CAP_MB", "8192")) * 1024 * 1024
-        if cap > 0:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_CAP_BYTES, OUTPUT_CAP_BYTES))
+        cap = memory_cap_bytes()
+        if cap_memory and cap > 0:
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     except (ImportError, ValueError, OSError):
         pass

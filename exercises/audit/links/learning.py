@@ -1,0 +1,258 @@
+"""The learning links: INIT, GRADIENTS, OWNERSHIP, UPDATE and CAPABILITY (seed 004,
+"Training: prove it is happening", and links 5, 7-10 of "Using AI on a
+generated language model").
+
+Each is its own measurement on the real batch, so an exception or a NaN is
+named at the link where it happens: a loss that is NaN at INIT, a NaN
+gradient under a finite loss at GRADIENTS, an optimizer whose state no
+longer matches its parameters at UPDATE. The model is called through its
+interface (``Subject.forward``): targets by keyword, Hugging Face labels
+shifted inside, the model's own loss where it reports one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from exercises.audit.constants import OVERFIT_BELOW
+from exercises.audit.measure import (clear_grads, close, cross_entropy_by_hand, mode, names_of, seeded, some,
+                                     trainable)
+from exercises.audit.report import Link
+from exercises.audit.subject import Subject
+from exercises.outcome import first_line
+
+#: INIT holds when initial loss / ln V lies within [MIN_RATIO, MAX_RATIO]. ln V is
+#: the loss of a uniform guess: a reference for a small-logit initialisation, not a law.
+MIN_RATIO, MAX_RATIO = 1 / 3, 3.0
+
+
+def _link(name: str, rows: list[tuple[str, str, bool]], quiet: tuple[str, ...] = ()) -> Link:
+    """A link from its checks (check, value, ok): FAIL names the first that does not hold.
+
+    Checks named in ``quiet`` join the evidence but not a passing verdict.
+    """
+    bad = [r for r in rows if not r[2]]
+    verdict = (f"{bad[0][0]}: {bad[0][1]}" if bad else
+               "; ".join(f"{check} {value}" for check, value, _ in rows if check not in quiet))
+    return Link(name, "FAIL" if bad else "ok", verdict,
+                [[check, f"{value} {'ok' if ok else 'X'}"] for check, value, ok in rows])
+
+
+def init(s: Subject) -> Link:
+    """INIT: the first loss, in eval mode, against ln V and against cross entropy by hand.
+
+    Checks: the logits hold no NaN or +inf (−inf is how a model bans a
+    token); initial loss / ln V within [1/3, 3] (seed 004: ln V is the
+    uniform-guess reference); one example's cross entropy by hand equals
+    ``F.cross_entropy``; the loss the model reports equals the mean by hand
+    over the positions its convention scores (rel. 1e-4); and with a quarter
+    of two rows' targets set to −100 (PyTorch's ``ignore_index``), it equals
+    the mean over the real tokens only. A model whose loss rejects −100
+    targets gets a warning, or a failure when the factory named a ``pad_id``.
+    """
+    x, y, V = s.xs, s.ys, s.V
+    with mode(s.model, False), torch.no_grad(), seeded(0):
+        logits, reported, labels = s.forward.logits_and_loss(x, y)
+    nan, pos_inf = int(torch.isnan(logits).sum()), int((logits == float("inf")).sum())
+    rows = [("logits", f"{nan} NaN, {pos_inf} +inf among {logits.numel():,}" if nan or pos_inf else
+             f"no NaN or +inf among {logits.numel():,}", not (nan or pos_inf))]
+    z, t = s.forward.aligned(logits, labels)
+    per_token = cross_entropy_by_hand(z, t)
+    by_hand = float(per_token.mean())
+    initial = float(reported) if reported is not None else by_hand
+    ratio = initial / math.log(V)
+    if math.isfinite(initial):
+        rows.append(("initial loss", f"{initial:.3f} / ln {V} = {math.log(V):.3f}: ratio {ratio:.2f}",
+                     MIN_RATIO <= ratio <= MAX_RATIO))
+    else:
+        rows.append(("initial loss", f"{initial} reported, {by_hand:.3f} by hand from the same logits", False))
+    one, library = float(per_token[0]), float(F.cross_entropy(z[:1].double(), t[:1]))
+    rows.append(("one-example CE", f"by hand {one:.5f} vs F {library:.5f}", close(one, library, 1e-6, 1e-6)))
+    link_warnings = []
+    if reported is not None:
+        rows.append(("reported loss", f"model {initial:.5f} vs mean by hand {by_hand:.5f}", close(initial, by_hand)))
+        padded, warning = _padded(s, x, y)
+        if padded is not None:
+            rows.append(padded)
+        if warning:
+            link_warnings.append(warning)
+    link = _link("INIT", rows, quiet=("logits",))
+    link.warnings += link_warnings
+    return link
+
+
+def _padded(s: Subject, x: torch.Tensor, y: torch.Tensor) -> tuple[tuple[str, str, bool] | None, str | None]:
+    """The padded-loss check: (row or None, warning or None). See ``init``."""
+    labels, inputs = s.forward.labels(x, y).clone(), x.clone()
+    k = max(1, x.size(1) // 4)
+    labels[::2, -k:] = -100  # rows 0 and 2 end in k padding positions
+    pad_id = s.extras.get("pad_id")
+    if pad_id is not None:
+        inputs[::2, -k:] = int(pad_id)
+    try:
+        with mode(s.model, False), torch.no_grad(), seeded(0):
+            logits, loss = s.forward.logits_and_loss_with(inputs, labels)
+    except Exception as exc:
+        said = f"the loss rejects targets padded with -100 (ignore_index): {first_line(exc)[:120]}"
+        return ((("padded loss", said, False), None) if pad_id is not None else (None, said))
+    if loss is None:
+        return None, None
+    z, t = s.forward.aligned(logits, labels)
+    want, got = float(cross_entropy_by_hand(z, t).mean()), float(loss)
+    return (("padded loss", f"model {got:.5f} vs mean over the {t.numel()} real tokens {want:.5f} "
+                            f"({labels.eq(-100).sum()} targets -100)", close(got, want)), None)
+
+
+def gradients(s: Subject) -> Link:
+    """GRADIENTS: after one backward (train mode) every trainable parameter holds a
+    gradient that is present, not all zero, and finite.
+
+    A NaN gradient under a finite loss (``torch.where`` over a NaN branch, a
+    sqrt at 0) is named here, with the parameters that hold it.
+    """
+    model = s.model
+    params, names = trainable(model), names_of(model)
+    clear_grads(model, s.optimizer)
+    with mode(model, True), seeded(0):
+        loss = s.forward.loss(s.xs, s.ys)
+        loss.backward()
+    value = float(loss.detach())
+    present = {id(p) for p in params if p.grad is not None and bool(p.grad.ne(0).any())}
+    missing = [names.get(id(p), "?") for p in params if id(p) not in present]
+    grads = [(names.get(id(p), "?"), p.grad) for p in params if p.grad is not None]
+    broken = [name for name, g in grads if not bool(torch.isfinite(g).all())]
+    # A NaN flows backwards from where it starts into everything before it: the last
+    # broken parameter in module order is the nearest to its source.
+    where = (f" (NaN or inf in {len(broken)}, the last in module order {broken[-1]}, nearest where it starts; "
+             f"the loss was {value:.4g})" if broken else "")
+    rows = [("loss", f"{value:.4g} in train mode", math.isfinite(value)),
+            ("present", f"{len(present)}/{len(params)}" + (f" (no gradient: {some(missing)})" if missing else ""),
+             not missing),
+            ("finite", f"{len(grads) - len(broken)}/{len(grads)} gradients{where}", not broken)]
+    return _link("GRADIENTS", rows, quiet=("loss",))
+
+
+def ownership(s: Subject) -> Link:
+    """OWNERSHIP: the optimizer holds exactly the model's trainable parameters.
+
+    Warns (does not fail) when weight decay reaches 1-D tensors (LayerNorm
+    gains, biases: nanoGPT decays only 2-D weights) or the embedding tables.
+    """
+    model, optimizer = s.model, s.optimizer
+    params, names = trainable(model), names_of(model)
+    owned_ids = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    model_ids = {id(p) for p in params}
+    orphans = sorted(names.get(i, "?") for i in model_ids - owned_ids)
+    foreign = len(owned_ids - model_ids)
+    link = _link("OWNERSHIP", [
+        ("owned", f"{len(model_ids & owned_ids)}/{len(params)}" + (f" (not owned: {some(orphans)})" if orphans else ""),
+         not orphans),
+        ("foreign", f"{foreign} optimizer tensors not in the model", foreign == 0)])
+    link.warnings += decay_warnings(model, optimizer)
+    return link
+
+
+def decay_warnings(model: nn.Module, optimizer) -> list[str]:
+    """Warnings for weight decay on 1-D tensors and on embedding tables (empty when there is none)."""
+    names = names_of(model)
+    tables = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    one_d, embeddings, decay = [], [], 0.0
+    for group in optimizer.param_groups:
+        wd = float(group.get("weight_decay", 0.0) or 0.0)
+        if wd <= 0:
+            continue
+        for p in group["params"]:
+            if id(p) not in names:
+                continue
+            if p.dim() < 2:
+                one_d.append(names[id(p)])
+                decay = max(decay, wd)
+            elif id(p) in tables:
+                embeddings.append(names[id(p)])
+                decay = max(decay, wd)
+    warnings = []
+    if one_d:
+        warnings.append(f"weight decay {decay:g} on {len(one_d)} 1-D tensors ({some(one_d)}): LayerNorm gains and "
+                        "biases are usually left undecayed (nanoGPT decays only 2-D weights)")
+    if embeddings:
+        warnings.append(f"weight decay on the embedding table {some(embeddings)} (minGPT leaves embeddings "
+                        "undecayed; nanoGPT decays them)")
+    return warnings
+
+
+def update(s: Subject) -> Link:
+    """UPDATE: the optimizer's state matches its parameters, and one step moves every trainable parameter.
+
+    State made for float32 parameters that were later moved with
+    ``.double()`` (or to another device) is named here: PyTorch's AdamW
+    raises on it, other optimizers mix dtypes silently. A step that raises
+    fails this link, and CAPABILITY is then skipped.
+    """
+    model, optimizer = s.model, s.optimizer
+    params, names = trainable(model), names_of(model)
+    rows, checked, mismatched = [], 0, []
+    for p in params:
+        for key, value in optimizer.state.get(p, {}).items():
+            if isinstance(value, torch.Tensor) and value.dim() > 0:
+                checked += 1
+                if value.dtype != p.dtype or value.device != p.device:
+                    mismatched.append(f"{names.get(id(p), '?')} {key} {value.dtype} on {value.device}, the "
+                                      f"parameter {p.dtype} on {p.device}".replace("torch.", ""))
+    if checked:
+        rows.append(("state", f"{len(mismatched)} of {checked} state tensors differ from their parameters: "
+                              f"{mismatched[0]}" if mismatched else
+                     f"{checked} state tensors match their parameters' dtype and device", not mismatched))
+    clear_grads(model, optimizer)
+    with mode(model, True), seeded(0):
+        s.forward.loss(s.xs, s.ys).backward()
+    before = [p.detach().clone() for p in params]
+    try:
+        optimizer.step()
+    except Exception as exc:
+        s.memo["step raised"] = first_line(exc)[:160]
+        rows.append(("step", f"optimizer.step() raised {s.memo['step raised']}", False))
+        return _link("UPDATE", rows)
+    moved = sum(not torch.equal(b, p.detach()) for b, p in zip(before, params))
+    rows.append(("moved", f"{moved}/{len(params)}", moved == len(params)))
+    return _link("UPDATE", rows, quiet=("state",))
+
+
+def capability(s: Subject) -> Link:
+    """CAPABILITY: the optimizer drives the batch's loss below 0.1 nats within the step budget.
+
+    Train mode, the model's own loss, ``s.overfit_steps`` steps of the
+    factory's optimizer, and of its scheduler when it gave one (a warmup
+    schedule starts far below its peak learning rate); "skip" when the
+    budget is 0 or UPDATE's step raised. The evidence carries the loss
+    every 25 steps.
+    """
+    if s.memo.get("step raised"):
+        return Link("CAPABILITY", "skip", "not run: optimizer.step() raised at UPDATE")
+    steps = s.overfit_steps
+    if steps <= 0:
+        return Link("CAPABILITY", "skip", "not run (no step budget)")
+    model, optimizer, scheduler = s.model, s.optimizer, s.extras.get("scheduler")
+    curve = []
+    with mode(model, True):
+        for step in range(steps):
+            loss = s.forward.loss(s.xs, s.ys)
+            curve.append(loss.item())
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+            if (step + 1) % 10 == 0:
+                s.tick((step + 1) / steps, f"CAPABILITY: step {step + 1}/{steps}")
+        with torch.no_grad():
+            final = float(s.forward.loss(s.xs, s.ys))
+    curve.append(final)
+    ok = math.isfinite(final) and final < OVERFIT_BELOW
+    link = _link("CAPABILITY", [("overfit", f"{curve[0]:.4f} -> {final:.4f} in {steps} steps "
+                                            f"(need < {OVERFIT_BELOW:g})", ok)])
+    link.evidence.append(["loss every 25 steps", " ".join(f"{v:.3f}" for v in curve[::25] + curve[-1:])])
+    return link

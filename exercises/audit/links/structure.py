@@ -1,0 +1,202 @@
+"""The structure links: CAUSALITY, SHAPE and REGISTRATION (seed 004, "Using AI on
+a generated language model", links 3, 4 and 6)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from exercises.audit.adapter import engine_like
+from exercises.audit.measure import finite_delta, finite_scale, mode, seeded
+from exercises.audit.report import Link
+from exercises.audit.subject import Subject
+
+
+def causality(s: Subject) -> Link:
+    """CAUSALITY: change only the tokens after position i (eval mode, no gradients).
+
+    The prefix 0..i must stay within tolerance (1e-5 times the largest
+    finite logit, at least 1e-5) and the suffix must move, or the
+    intervention proved nothing. i = T // 2 - 1; the new tokens are drawn
+    from ``s.generator``. Finite logits are compared by value and the rest by
+    kind (``measure.finite_delta``): a model that bans tokens with −inf is
+    causal when the same tokens stay banned. Both forwards start from the
+    same RNG state, so dropout left on in eval mode (EVAL's concern) draws
+    the same masks and cannot pass for a leak.
+    """
+    idx, V = s.xs, s.limit
+    B, T = idx.shape
+    position = T // 2 - 1
+    shift = torch.randint(1, V, (B, T - position - 1), generator=s.generator).to(idx.device)
+    changed = idx.clone()
+    changed[:, position + 1:] = (idx[:, position + 1:] + shift) % V
+    with mode(s.model, False), torch.no_grad():
+        with seeded(0):
+            before = s.forward(idx)
+        with seeded(0):
+            after = s.forward(changed)
+    prefix, prefix_kinds = finite_delta(before[:, : position + 1], after[:, : position + 1])
+    suffix, suffix_kinds = finite_delta(before[:, position + 1:], after[:, position + 1:])
+    tol = 1e-5 * finite_scale(before)
+    prefix_ok, informative = prefix <= tol and prefix_kinds == 0, suffix > tol or suffix_kinds > 0
+    ok = prefix_ok and informative
+    if ok:
+        verdict = f"prefix 0..{position} still (max |Δ| {prefix:.1e}); suffix moved ({suffix:.2e})"
+    elif prefix_kinds:
+        verdict = f"the past moved: {prefix_kinds} prefix logits changed between finite, −inf, +inf and NaN"
+    elif not prefix_ok:
+        verdict = f"the past moved: prefix max |Δ logits| {prefix:.3e} > tol {tol:.1e}"
+    else:
+        verdict = f"uninformative: the suffix did not move ({suffix:.1e})"
+    evidence = [["changed", f"tokens after position {position} (eval mode)"],
+                ["prefix max |Δ logits|", f"{prefix:.3e}"], ["suffix max |Δ logits|", f"{suffix:.3e}"],
+                ["tolerance", f"{tol:.1e}"]]
+    banned = int((before == float("-inf")).sum())
+    if banned or prefix_kinds or suffix_kinds:
+        evidence.append(["non-finite logits", f"{banned} −inf before the change; kinds changed: prefix "
+                                              f"{prefix_kinds}, suffix {suffix_kinds}"])
+    return Link("CAUSALITY", "ok" if ok else "FAIL", verdict, evidence)
+
+
+def shape(s: Subject) -> Link:
+    """SHAPE: the shape ledger with the head-split round trip where the model is
+    built like the engine; otherwise the contract (B, T) -> (B, T, V) and
+    n_embd divisible by n_head where the config states them.
+
+    Only shapes: NaN logits are INIT's to name, and −inf is how a correct
+    model bans a token.
+    """
+    model, idx, V = s.model, s.xs, s.V
+    B, T = idx.shape
+    if engine_like(model) and s.forward.convention == "plain" and not s.forward.interface.hf:
+        from engine.instruments.shape_ledger import shape_ledger
+
+        ledger = shape_ledger(model, idx)
+        first = ledger.first_divergence
+        rows = [[f"{r.stage}", f"{r.shape} {r.invariant} {'ok' if r.ok else 'X'}"] for r in ledger.rows
+                if not r.ok or r.stage in ("head split", "lm_head")]
+        verdict = (f"{len(ledger.rows)} ledger rows hold, head-split round trip included" if first is None else
+                   f"first divergence: {first}")
+        return Link("SHAPE", "ok" if first is None else "FAIL", verdict, rows)
+    with mode(model, False), torch.no_grad():
+        logits = s.forward(idx)
+    shape_ok = tuple(logits.shape) == (B, T, V)
+    banned, nan = int((logits == float("-inf")).sum()), int(torch.isnan(logits).sum())
+    rows = [["logits", f"{tuple(logits.shape)}, expected {(B, T, V)}"],
+            ["non-finite", f"{banned} −inf, {nan} NaN (INIT judges the numbers)"]]
+    cfg = getattr(model, "config", None)
+    heads_ok = True
+    if hasattr(cfg, "n_embd") and hasattr(cfg, "n_head"):
+        heads_ok = cfg.n_embd % cfg.n_head == 0
+        rows.append(["n_embd % n_head", str(cfg.n_embd % cfg.n_head)])
+    ok = shape_ok and heads_ok
+    verdict = ("contract only (no engine-style ledger for this structure): (B, T) -> (B, T, V)" if ok else
+               f"contract broken: logits {tuple(logits.shape)}, expected {(B, T, V)}" if not shape_ok else
+               f"n_embd {cfg.n_embd} is not a multiple of n_head {cfg.n_head}")
+    return Link("SHAPE", "ok" if ok else "FAIL", verdict, rows)
+
+
+def registration(s: Subject) -> Link:
+    """REGISTRATION: every parameter in named_parameters(); tied tensors noted;
+    nothing the model needs kept where nn.Module cannot see it.
+
+    Fails on a tensor kept as a plain attribute (wanting gradients: it is
+    never trained; a mask or a constant: it is missing from ``state_dict()``
+    and left behind by ``.to()``, so the model breaks on another device or
+    dtype; register it with ``register_buffer``), and on a module with
+    parameters kept in a plain list, tuple or dict (use nn.ModuleList /
+    nn.ModuleDict). The attributes are those the model had when the factory
+    returned it (``Subject.attributes``): what a forward pass stores on a
+    module later (an attention map kept for plotting) is not part of the build.
+    """
+    model = s.model
+    named = list(model.named_parameters(remove_duplicate=False))
+    first_name: dict[int, str] = {}
+    tied = []
+    for name, p in named:
+        if id(p) in first_name:
+            tied.append(f"{name} is {first_name[id(p)]}")
+        else:
+            first_name[id(p)] = name
+    hidden, plain = [], []
+    for where, value in s.attributes:
+        container = isinstance(value, (list, tuple, dict))
+        items = list(value.values()) if isinstance(value, dict) else list(value) if container else [value]
+        tensors = [v for v in items if isinstance(v, torch.Tensor)]
+        if any(t.requires_grad and not isinstance(t, nn.Parameter) for t in tensors):
+            hidden.append(f"{where} (tensor wanting grad, not a Parameter)")
+        elif container and any(isinstance(t, nn.Parameter) for t in tensors):
+            hidden.append(f"{where} (Parameters in a plain {type(value).__name__})")
+        elif tensors:
+            plain.append(f"{where} ({_kind(tensors[0])} kept as a plain attribute, not a buffer)")
+        elif container and any(isinstance(v, nn.Module) and any(True for _ in v.parameters()) for v in items):
+            hidden.append(f"{where} (modules in a plain {type(value).__name__})")
+    unique = sum(p.numel() for p in {id(p): p for _, p in named}.values())
+    problems = hidden + plain
+    ok = not problems and unique > 0
+    verdict = (f"{len(first_name)} parameter tensors, {unique:,} values" + (f"; tied: {tied[0]}" if tied else "")
+               if ok else f"not registered: {problems[0]}" if problems else "the model has no parameters")
+    rows = [["named tensors (unique)", f"{len(named)} ({len(first_name)})"], ["unique values", f"{unique:,}"],
+            ["tied", "; ".join(tied) or "none"]]
+    if hidden:
+        rows.append(["hidden from named_parameters()", "; ".join(hidden[:3])])
+    if plain:
+        rows.append(["hidden from state_dict() and .to()", "; ".join(plain[:3])])
+        rows.append(["after .to(torch.float64)", _left_behind(model, plain[0].split(" (")[0])])
+    return Link("REGISTRATION", "ok" if ok else "FAIL", verdict, rows)
+
+
+def _kind(t: torch.Tensor) -> str:
+    return f"a {t.dtype} tensor {tuple(t.shape)}".replace("torch.", "")
+
+
+def _left_behind(model: nn.Module, where: str) -> str:
+    """What ``.to(torch.float64)`` does to a plain tensor attribute, measured on a copy of the model."""
+    import copy
+
+    try:
+        twin = copy.deepcopy(model).to(torch.float64)
+        owner_name, _, attr = where.rpartition(".")
+        value = getattr(twin.get_submodule(owner_name) if owner_name else twin, attr)
+        if not isinstance(value, torch.Tensor):
+            value = next(v for v in (value.values() if isinstance(value, dict) else value)
+                         if isinstance(v, torch.Tensor))
+        weight = next(twin.parameters())
+        return f"parameters {weight.dtype}, {where} still {value.dtype}; not in state_dict(): " \
+               f"{where not in twin.state_dict()}".replace("torch.", "")
+    except Exception as exc:  # a model that cannot be copied: say so, the verdict stands
+        return f"not measured (copying the model raised {type(exc).__name__})"
+
+
+def tie(s: Subject) -> Link:
+    """TIE: a head that starts equal to the token table must *be* the token table.
+
+    Seed 004, "Weight tying". Judged on the model as the factory built it
+    (``Subject.tie``): a head whose values equal the table's while it is a
+    different Parameter is a tie that did not happen — a copy, or a
+    ``load_state_dict(..., assign=True)`` that replaced the shared Parameter
+    with two (they share storage until the optimizer or ``.to()`` splits
+    them; each gets its own gradient). A config flag that declares a tie
+    over a head with values of its own (a head replaced for fine-tuning) is
+    a warning, not a failure: the flag is stale, the model may be right.
+    """
+    t = s.tie
+    if t["table"] is None or t["head"] is None:
+        missing = "token table" if t["table"] is None else "output head (a Linear to V)"
+        return Link("TIE", "skip", f"no {missing} found to compare")
+    pair = f"{t['head']}.weight is {t['table']}.weight"
+    evidence = [["head / table", f"{t['head']} / {t['table']}"], ["same Parameter", str(t["same"])],
+                ["equal values at build", str(t["equal"])], ["same storage", str(t["shared"])],
+                ["declared", t["declared"] or "no flag"]]
+    if t["same"]:
+        return Link("TIE", "ok", f"tied: {pair}", evidence)
+    if t["equal"]:
+        how = ("two Parameters over one storage (load_state_dict(..., assign=True) breaks a tie this way)"
+               if t["shared"] else "a copy of the table")
+        return Link("TIE", "FAIL", f"{pair} is False: the head starts equal to the table but is {how}; tie with "
+                                   f"{t['head']}.weight = {t['table']}.weight after loading", evidence)
+    link = Link("TIE", "ok", "untied: the head and the token table are separate matrices", evidence)
+    if t["declared"]:
+        link.warnings.append(f"{t['declared']} is true but {pair} is False and their values differ "
+                             "(a replaced head? then the flag is stale)")
+    return link

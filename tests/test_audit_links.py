@@ -1,0 +1,385 @@
+"""Each audit link on its own: a subject built from a tiny model, one link
+called directly, its verdict pinned (seed 004, "Using AI on a generated
+language model"). The whole chain on real GPTs is in test_audit.py."""
+
+import dataclasses
+import subprocess
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from exercises.audit import LINKS, PIPELINE
+from exercises.audit.links import architecture, data, inference, learning, loop, structure
+from exercises.audit.pipeline import run_link
+from exercises.audit.subject import prepare
+
+V = 37
+
+
+class Bigram(nn.Module):
+    """The smallest causal language model: logits at t depend on token t only."""
+
+    def __init__(self, vocab_size=V):
+        super().__init__()
+        self.table = nn.Embedding(vocab_size, vocab_size)
+        nn.init.normal_(self.table.weight, std=0.02)
+
+    def forward(self, idx, targets=None):
+        logits = self.table(idx)  # (B, T, V)
+        loss = None if targets is None else F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        return logits, loss
+
+
+class PeeksAhead(Bigram):
+    """Adds the mean over the whole sequence: position t sees the tokens after it."""
+
+    def forward(self, idx, targets=None):
+        emb = self.table(idx)
+        return emb + emb.mean(dim=1, keepdim=True), None
+
+
+class Deaf(Bigram):
+    """The same logits whatever the tokens: causal, and tells the intervention nothing."""
+
+    def forward(self, idx, targets=None):
+        return self.table(torch.zeros_like(idx)), None
+
+
+def subject(model, optimizer=None, overfit_steps=0):
+    built = model if optimizer is None else (model, optimizer)
+    return prepare(lambda: built, None, None, "cpu", 0, None, overfit_steps, lambda f, m: None)
+
+
+def test_the_pipeline_lists_every_link_once_in_order():
+    assert [name for name, _ in PIPELINE] == list(LINKS)
+    assert LINKS[:10] == ("TOKENIZER", "ALIGNMENT", "CAUSALITY", "SHAPE", "INIT", "REGISTRATION", "GRADIENTS",
+                          "OWNERSHIP", "UPDATE", "CAPABILITY")
+
+
+def test_importing_the_audit_package_loads_no_torch():
+    code = ("import sys, exercises.audit, exercises.audit.report, tutor.audit_cmd; "
+            "from exercises.audit import LINKS, STAGE_MARKER, AuditReport; "
+            "sys.exit(1 if 'torch' in sys.modules else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_tokenizer_holds_within_v_and_fails_when_ids_reach_past_it():
+    s = subject(Bigram())
+    link = data.tokenizer(s)
+    assert link.status == "ok" and "ids [0, 36] within V=37" in link.verdict
+    narrow = data.tokenizer(dataclasses.replace(s, V=30))
+    assert narrow.status == "FAIL" and narrow.verdict == "ids reach 36 but the model has only V=30 rows"
+
+
+def test_alignment_holds_on_a_real_batch_and_names_unshifted_targets():
+    s = subject(Bigram())
+    assert data.alignment(s).status == "ok"
+    unshifted = data.alignment(dataclasses.replace(s, y=s.x.clone()))
+    assert unshifted.status == "FAIL" and unshifted.verdict == "y == x: the targets are the inputs (no shift)"
+    rolled = data.alignment(dataclasses.replace(s, y=torch.roll(s.y, 1, dims=1)))
+    assert rolled.status == "FAIL" and rolled.verdict == "x[:, 1:] != y[:, :-1]"
+
+
+def test_causality_holds_for_a_causal_model_and_names_a_leak_and_an_uninformative_test():
+    assert structure.causality(subject(Bigram())).status == "ok"
+    leak = structure.causality(subject(PeeksAhead()))
+    assert leak.status == "FAIL" and leak.verdict.startswith("the past moved: prefix max |Δ logits|")
+    deaf = structure.causality(subject(Deaf()))
+    assert deaf.status == "FAIL" and deaf.verdict.startswith("uninformative: the suffix did not move")
+
+
+def test_shape_checks_the_contract_and_the_ledger_for_an_engine_gpt():
+    from engine.config import GPTConfig
+    from engine.model import GPT
+
+    contract = structure.shape(subject(Bigram()))
+    assert contract.status == "ok" and contract.verdict.startswith("contract only")
+    assert ["logits", "(4, 32, 37), expected (4, 32, 37)"] in contract.evidence
+    engine = structure.shape(subject(GPT(GPTConfig(vocab_size=V, block_size=32, n_layer=1, n_head=2, n_embd=16))))
+    assert engine.status == "ok" and "head-split round trip included" in engine.verdict
+
+
+def test_registration_notes_ties_and_names_what_is_hidden():
+    class Tied(Bigram):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(V, V, bias=False)
+            self.head.weight = self.table.weight
+
+    class HiddenTensor(Bigram):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.ones(V, requires_grad=True)
+
+    class HiddenList(Bigram):
+        def __init__(self):
+            super().__init__()
+            self.layers = [nn.Linear(V, V)]
+
+    tied = structure.registration(subject(Tied()))
+    assert tied.status == "ok" and tied.verdict.endswith("; tied: head.weight is table.weight")
+    hidden = structure.registration(subject(HiddenTensor()))
+    assert hidden.status == "FAIL" and hidden.verdict == "not registered: scale (tensor wanting grad, not a Parameter)"
+    listed = structure.registration(subject(HiddenList()))
+    assert listed.status == "FAIL" and listed.verdict == "not registered: layers (modules in a plain list)"
+
+
+def test_registration_judges_the_model_as_built_not_what_a_forward_stored():
+    class KeepsActivations(Bigram):
+        def forward(self, idx, targets=None):
+            logits, loss = super().forward(idx, targets)
+            self.last_logits = logits  # wants grad after a train-mode forward: not part of the build
+            return logits, loss
+
+    s = subject(KeepsActivations())
+    s.forward(s.xs).sum().backward()
+    assert structure.registration(s).status == "ok"
+
+
+def test_the_learning_links_hold_on_a_clean_model():
+    s = subject(Bigram())
+    links = [learning.init(s), learning.gradients(s), learning.ownership(s), learning.update(s)]
+    assert [l.status for l in links] == ["ok"] * 4, [l.verdict for l in links]
+    assert links[0].verdict.startswith("initial loss ") and "ratio 1.00" in links[0].verdict
+    assert links[1].verdict == "present 1/1; finite 1/1 gradients"
+    assert links[3].verdict == "moved 1/1"
+
+
+def test_init_gradients_ownership_and_update_each_name_their_fault():
+    loud = Bigram()
+    nn.init.normal_(loud.table.weight, std=30.0)  # confident and wrong: loss far above ln V
+    init = learning.init(subject(loud))
+    assert init.status == "FAIL" and init.verdict.startswith("initial loss: ") and "ratio" in init.verdict
+
+    class Unused(Bigram):
+        def __init__(self):
+            super().__init__()
+            self.spare = nn.Parameter(torch.zeros(3))
+
+    assert learning.gradients(subject(Unused())).verdict == "present: 1/2 (no gradient: spare)"
+    model = Bigram()
+    stale = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
+    assert learning.ownership(subject(model, stale)).verdict == "owned: 0/1 (not owned: table.weight)"
+    frozen = Bigram()
+    assert learning.update(subject(frozen, torch.optim.SGD(frozen.parameters(), lr=0.0))).verdict == "moved: 0/1"
+
+
+def test_capability_skips_without_a_budget_and_fails_a_model_that_cannot_overfit():
+    assert learning.capability(subject(Bigram())).verdict == "not run (no step budget)"
+    bigram = learning.capability(subject(Bigram(), overfit_steps=20))
+    assert bigram.status == "FAIL" and bigram.verdict.startswith("overfit: ") and "in 20 steps" in bigram.verdict
+    assert bigram.evidence[-1][0] == "loss every 25 steps"
+
+
+def test_an_exception_in_training_is_named_at_the_links_that_train_and_init_still_holds():
+    class BreaksInTraining(Bigram):
+        def forward(self, idx, targets=None):
+            if torch.is_grad_enabled():
+                raise RuntimeError("no training today")
+            return super().forward(idx, targets)
+
+    s = subject(BreaksInTraining(), overfit_steps=5)
+    assert learning.init(s).status == "ok"  # eval mode, no gradients: INIT's forward runs
+    for name, link in (("GRADIENTS", learning.gradients), ("UPDATE", learning.update),
+                       ("CAPABILITY", learning.capability)):
+        assert run_link(name, link, s).verdict == "raised RuntimeError: no training today"
+
+
+def test_a_link_that_raises_fails_with_its_first_line():
+    def broken(_s):
+        raise ValueError("first line\nsecond line")
+
+    link = run_link("SHAPE", broken, subject(Bigram()))
+    assert (link.name, link.status, link.verdict) == ("SHAPE", "FAIL", "raised ValueError: first line")
+
+
+# ---------------------------------------------------------------------------
+# v2: numbers that are not finite, interfaces, and the links after CAPABILITY
+
+
+class Banned(Bigram):
+    """Bans the last 3 of 40 ids with -inf, by design: a correct model."""
+
+    def __init__(self):
+        super().__init__(40)
+
+    def forward(self, idx, targets=None):
+        logits = self.table(idx).masked_fill(torch.arange(40) >= 37, float("-inf"))
+        loss = None if targets is None else F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        return logits, loss
+
+
+class DropoutInEval(Bigram):
+    def forward(self, idx, targets=None):
+        logits, loss = super().forward(idx, targets)
+        return F.dropout(logits, 0.5, training=True), loss
+
+
+def test_finite_delta_compares_finite_entries_by_value_and_the_rest_by_kind():
+    from exercises.audit.measure import finite_delta
+
+    inf, nan = float("inf"), float("nan")
+    a = torch.tensor([1.0, -inf, 2.0, nan])
+    assert finite_delta(a, torch.tensor([1.5, -inf, 2.0, nan])) == (0.5, 0)
+    assert finite_delta(a, torch.tensor([1.0, 0.0, 2.0, inf])) == (0.0, 2)
+
+
+def test_split_output_reads_tuples_hugging_face_tuples_mappings_and_objects():
+    from types import SimpleNamespace
+
+    from exercises.audit.adapter import split_output
+
+    logits, loss = torch.zeros(1, 2, 3), torch.tensor(1.5)
+    assert split_output((logits, loss))[:2] == (logits, loss)
+    assert split_output((loss, logits, "past"))[:2] == (logits, loss)  # return_dict=False with labels
+    assert split_output({"logits": logits, "past_key_values": "kv"}) == (logits, None, "kv")
+    assert split_output(SimpleNamespace(logits=logits, loss=loss, past_key_values=None)) == (logits, loss, None)
+
+
+def test_causality_and_shape_accept_banned_logits_and_causality_ignores_dropout_left_on():
+    banned = subject(Banned())
+    assert structure.causality(banned).status == "ok"
+    assert structure.shape(banned).status == "ok"
+    assert learning.init(banned).status == "ok"
+    noisy = subject(DropoutInEval())
+    assert structure.causality(noisy).status == "ok"  # both forwards draw the same masks
+    assert inference.eval_mode(noisy).status == "FAIL"  # the right diagnosis, at the right link
+
+
+def test_init_names_nan_logits_and_a_loss_that_rejects_padding_is_a_warning():
+    class NaNLogits(Bigram):
+        def forward(self, idx, targets=None):
+            logits, loss = super().forward(idx, targets)
+            return logits * float("nan"), loss
+
+    nan = learning.init(subject(NaNLogits()))
+    assert nan.status == "FAIL" and nan.verdict == "logits: 4736 NaN, 0 +inf among 4,736"
+
+    class NoPadding(Bigram):
+        def forward(self, idx, targets=None):
+            logits = self.table(idx)
+            loss = None if targets is None else -logits.log_softmax(-1).gather(-1, targets[..., None]).mean()
+            return logits, loss
+
+    link = learning.init(subject(NoPadding()))
+    assert link.status == "ok" and link.warnings[0].startswith("the loss rejects targets padded with -100")
+    padded = subject(NoPadding())
+    padded.extras["pad_id"] = 0  # a model that declares padding must handle it
+    assert learning.init(padded).verdict.startswith("padded loss: the loss rejects targets padded with -100")
+
+
+def test_a_step_that_raises_fails_update_and_skips_capability():
+    model = Bigram()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step():
+        raise RuntimeError("the state is on another device")
+
+    optimizer.step = step
+    s = subject(model, optimizer, overfit_steps=5)
+    assert learning.update(s).verdict == "step: optimizer.step() raised RuntimeError: the state is on another device"
+    assert learning.capability(s).verdict == "not run: optimizer.step() raised at UPDATE"
+
+
+def test_registration_names_parameters_and_tensors_in_plain_containers():
+    class ParamsInList(Bigram):
+        def __init__(self):
+            super().__init__()
+            self.gains = [nn.Parameter(torch.ones(3))]
+
+    class TensorsInDict(Bigram):
+        def __init__(self):
+            super().__init__()
+            self.masks = {"causal": torch.ones(4, 4).tril()}
+
+    assert structure.registration(subject(ParamsInList())).verdict == \
+        "not registered: gains (Parameters in a plain list)"
+    assert structure.registration(subject(TensorsInDict())).verdict == \
+        "not registered: masks (a float32 tensor (4, 4) kept as a plain attribute, not a buffer)"
+
+
+def test_tokenizer_fails_when_the_factorys_tokenizer_cannot_encode_the_corpus():
+    class Letters:
+        """Knows a-z only: the corpus's spaces and capitals are not in its vocabulary."""
+
+        vocab_size = 26
+
+        def encode(self, text):
+            return [ord(c) - 97 if "a" <= c <= "z" else self.unknown(c) for c in text]
+
+        def unknown(self, c):
+            raise KeyError(c)
+
+        def decode(self, ids):
+            return "".join(chr(i + 97) for i in ids)
+
+    s = prepare(lambda: {"model": Bigram(), "tokenizer": Letters()}, None, None, "cpu", 0, None, 0,
+                lambda f, m: None)
+    link = data.tokenizer(s)
+    assert link.status == "FAIL" and link.verdict.startswith("the factory's tokenizer cannot round-trip the corpus")
+
+
+def test_the_links_after_capability_skip_what_a_model_does_not_have():
+    s = subject(Bigram())
+    assert inference.cache(s).verdict.startswith("no cache interface")
+    assert inference.generate(s).verdict == "the model has no generate method"
+    assert structure.tie(s).verdict == "no output head (a Linear to V) found to compare"
+    assert architecture.attention(s).verdict.startswith("no attention module found")
+    assert architecture.residual(s).verdict == "no stack of blocks (a ModuleList of layers) found"
+    assert loop.loop(s).verdict.startswith("no train_step: return {'model': ...")
+
+
+def test_eval_names_a_module_that_eval_does_not_reach():
+    class Stubborn(nn.Module):
+        def train(self, mode=True):  # ignores eval(): stays in training mode
+            return self
+
+    class Holder(Bigram):
+        def __init__(self):
+            super().__init__()
+            self.stubborn = Stubborn()
+
+    link = inference.eval_mode(subject(Holder()))
+    assert link.status == "FAIL" and link.verdict == "model.eval() leaves stubborn in training mode"
+
+
+def test_a_stale_tie_flag_over_a_replaced_head_is_a_warning():
+    from engine.config import GPTConfig
+    from engine.model import GPT
+
+    model = GPT(GPTConfig(vocab_size=V, block_size=32, n_layer=1, n_head=2, n_embd=16))
+    model.lm_head = nn.Linear(16, V, bias=False)  # a fresh head, as fine-tuning scripts do; the flag says tied
+    link = structure.tie(subject(model))
+    assert link.status == "ok" and link.warnings == [
+        "config.tie_weights is true but lm_head.weight is wte.weight is False and their values differ (a replaced "
+        "head? then the flag is stale)"]
+
+
+def test_watching_a_step_puts_every_patched_function_back():
+    model = Bigram()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    clip, step = torch.nn.utils.clip_grad_norm_, optimizer.step
+    watch = loop.Watch(model, optimizer, None)
+    with watch.watching(lambda *a: None):
+        model(torch.zeros(1, 2, dtype=torch.long), torch.zeros(1, 2, dtype=torch.long))[1].backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    assert watch.events == ["clip", "step"] and watch.lr_at_step == 0.1
+    assert torch.nn.utils.clip_grad_norm_ is clip and "step" not in vars(optimizer) and optimizer.step == step
+
+
+def test_audit_runs_the_links_it_is_given_in_pipeline_order():
+    from exercises.audit import audit
+
+    seen = []
+    report = audit(Bigram, links=["ALIGNMENT", "TOKENIZER"], progress=lambda f, m: seen.append(f))
+    assert [l.name for l in report.links] == ["TOKENIZER", "ALIGNMENT"]
+    assert seen == sorted(seen) and seen[-1] == 1.0  # the bar never runs backwards
+    try:
+        audit(Bigram, links=["TOKENISER"])
+    except ValueError as exc:
+        assert str(exc).startswith("unknown links ['TOKENISER']; the links are TOKENIZER, ALIGNMENT")
+    else:
+        raise AssertionError("an unknown link name must raise")
