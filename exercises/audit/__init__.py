@@ -3,35 +3,56 @@
 Seed 004, the final exercise and "Using AI on a generated language model":
 take an unfamiliar GPT, change nothing, run every instrument in order, give
 one verdict line per link with its evidence, and name the first link that
-fails. The links:
+fails. The ten links of the seed, then seven that catch what real GPTs get
+wrong past them (issue 13), each failing where its bug first shows:
 
- 1 TOKENIZER     the tutor's CharTokenizer round-trips the corpus; every id
-                 lies in [0, V) of the model's vocabulary
+ 1 TOKENIZER     the tokenizer (the factory's, else the tutor's CharTokenizer)
+                 round-trips the corpus; every id lies in [0, V) and inside
+                 the token table, checked before any forward reads them
  2 ALIGNMENT     a real batch from get_batch: x[:, 1:] == y[:, :-1]
- 3 CAUSALITY     change only the tokens after position i (eval mode): the
-                 prefix logits stay within tolerance and the suffix moves
+ 3 CAUSALITY     change only the tokens after position i (eval mode, the same
+                 RNG state for both forwards): the prefix logits stay within
+                 tolerance and the suffix moves; −inf logits compared by kind
  4 SHAPE         the shape ledger with the head-split round trip, where the
                  model is built like the engine; else the (B, T) -> (B, T, V)
                  contract
- 5 INIT          initial loss / ln V within [1/3, 3], the model's reported
-                 loss equal to cross entropy by hand
+ 5 INIT          no NaN logits; initial loss / ln V within [1/3, 3]; the
+                 reported loss equals cross entropy by hand, and with targets
+                 padded by −100 the mean over the real tokens
  6 REGISTRATION  parameters in named_parameters(); tied tensors noted; no
-                 tensor that wants gradients hidden in a plain attribute, no
-                 module hidden in a plain list
+                 tensor kept as a plain attribute (not a Parameter, not a
+                 buffer), no module or Parameter in a plain container
  7 GRADIENTS     every trainable parameter gets a finite, nonzero gradient
  8 OWNERSHIP     the optimizer holds exactly the model's trainable parameters
- 9 UPDATE        one optimizer step moves every trainable parameter
-10 CAPABILITY    the optimizer overfits one tiny batch (below 0.1 nats in
-                 150 steps)
+                 (weight decay on 1-D tensors or embeddings: a warning)
+ 9 UPDATE        the optimizer's state matches its parameters' dtype and
+                 device; one step moves every trainable parameter
+10 CAPABILITY    the optimizer (and scheduler) overfits one tiny batch (below
+                 0.1 nats in 150 steps)
+11 EVAL          eval() reaches every module; two eval forwards agree
+12 CACHE         KV-cached decoding (prefill, then one token at a time and
+                 chunks of 3) equals the full forward; through greedy
+                 generate when that is the only cached path
+13 GENERATE      generate runs past block_size and returns ids in [0, V)
+14 TIE           a head that starts equal to the token table is that table
+15 ATTENTION     each attention module equals SDPA from its own q, k, v
+16 RESIDUAL      with its output projections zeroed, a block is the identity
+17 LOOP          the factory's train_step: zero_grad, loss normalisation over
+                 microbatches, clipping order, scheduler order, evaluate()
+
+A link that cannot apply says "skip" with the reason (no cache interface, no
+generate, no train_step, no attention module it can read).
 
 The model comes from a *factory*: a callable with no arguments returning an
-``nn.Module`` — or a ``(model, optimizer)`` pair, when the code under audit
-builds its own optimizer (how a stale optimizer shows). Without one the
-audit builds AdamW (lr 3e-3, no weight decay). The forward takes (B, T)
-int64 ids and returns logits (B, T, V), or a tuple/object whose first
-element (or ``.logits``) they are; it may accept targets. A forward that
-returns only the last position's logits without targets (nanoGPT's
-inference path) is called with targets instead, and the report says so.
+``nn.Module``; a ``(model, optimizer)`` pair, when the code under audit
+builds its own optimizer (how a stale optimizer shows); or a dict with
+``model`` and any of ``optimizer``, ``tokenizer``, ``pad_id``,
+``train_step``, ``evaluate``, ``scheduler``, ``scaler``. Without an
+optimizer the audit builds AdamW (lr 3e-3, no weight decay). The interface
+is detected and reported (``adapter``): nanoGPT style (targets by keyword,
+last-position logits without them, ``generate``), Hugging Face style
+(``input_ids``, ``labels`` shifted inside, ``past_key_values``), engine
+style (``new_cache``), or a model keeping its own cache (``start_pos``).
 
 The package, by layer:
 

@@ -150,9 +150,10 @@ def _run(s: Subject, train_step, watch: Watch) -> None:
 
 
 def _flat(grads: dict[int, torch.Tensor] | None, params) -> torch.Tensor:
+    """Every parameter's gradient in one float64 vector on the CPU (zeros where there is none)."""
     grads = grads or {}
-    return torch.cat([grads[id(p)].reshape(-1).double() if id(p) in grads else torch.zeros(p.numel(), dtype=torch.float64)
-                      for p in params])
+    return torch.cat([grads[id(p)].reshape(-1).double().cpu() if id(p) in grads else
+                      torch.zeros(p.numel(), dtype=torch.float64) for p in params])
 
 
 def loop(s: Subject) -> Link:
