@@ -396,10 +396,21 @@ def test_the_learners_are_the_safe_names_of_the_toml_files(tmp_path):
     assert ProgressStore(tmp_path).learners() == ["ada", "bob"]
 
 
-def test_ensure_writable_makes_the_folder_and_leaves_nothing_behind(tmp_path):
+def test_ensure_writable_makes_the_folder_tries_a_file_there_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    import tempfile
     folder = tmp_path / "a" / "b"
+    probes = []
+    real_mkstemp = tempfile.mkstemp
+
+    def mkstemp(**kwargs):
+        probes.append(kwargs["dir"])
+        return real_mkstemp(**kwargs)
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     ProgressStore(folder).ensure_writable()
+    ProgressStore(folder).ensure_writable()  # an existing folder is fine
+    assert probes == [folder, folder]  # the probe file is written in the folder itself
     assert folder.is_dir() and list(folder.iterdir()) == []
+    monkeypatch.undo()
     (tmp_path / "file").write_text("")
     with pytest.raises(ProgressError) as caught:
         ProgressStore(tmp_path / "file" / "sub").ensure_writable()
