@@ -24,6 +24,7 @@ _EXPORTS = {
     "check_alignment": "data",
     "make_optimizer": "train",
     "train_step": "train",
+    "accumulate_gradients": "train",
     "evaluate": "train",
     "overfit_batch": "train",
 }

@@ -1,6 +1,7 @@
 """One optimisation step, evaluation, and the overfit-one-batch check; the
-machinery a longer run adds around them: weight decay by tensor rank, a
-warm-up schedule, gradient clipping, and checkpoints that resume exactly.
+machinery a longer run adds around them: gradients accumulated over
+microbatches, weight decay by tensor rank, a warm-up schedule, gradient
+clipping, and checkpoints that resume exactly.
 
 Seed 004, "Training: prove it is happening"; seed 001, "In the real world"
 (accumulation, warm-up, clipping and checkpoints each have a distinct job).
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
+
+from .data import IGNORE_INDEX
 
 
 def decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
@@ -104,6 +107,49 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer,
     if scheduler is not None:
         scheduler.step()
     return loss.item()
+
+
+def accumulate_gradients(model: nn.Module, microbatches: list[tuple[torch.Tensor, torch.Tensor]]) -> float:
+    """Backward several microbatches into one set of gradients, as one batch would fill it.
+
+    Seed 001, "In the real world" (accumulation assembles the effective
+    batch of one update) and "Explain it back" (unequal microbatches). The
+    gradients are reset first; then each microbatch's loss, a mean over its
+    own real targets, is weighted by its share of all the real targets
+    before backward adds it into ``.grad``. The weighted means add up to the
+    mean over every target, so the gradients equal the full batch's.
+    Dividing every loss by the number of microbatches (nanoGPT's loop) is
+    the same rule only when the microbatches hold equally many targets.
+    The caller then clips and steps, as ``train_step`` does.
+
+    Args:
+        model: ``model(x, targets=y)`` returns ``(logits, mean loss)``.
+        microbatches: (x, y) pairs, each (B_i, T_i) int64; sizes may
+            differ. Targets equal to ``engine.data.IGNORE_INDEX`` (padding)
+            do not count.
+
+    Returns:
+        The mean loss over every real target, in nats per token, at the
+        weights the gradients were taken at.
+
+    Raises:
+        ValueError: if the microbatches hold no real target at all.
+    """
+    counts = [int((y != IGNORE_INDEX).sum()) for _, y in microbatches]
+    total = sum(counts)
+    if total == 0:
+        raise ValueError("the microbatches hold no target to average over; pass at least one (x, y) "
+                         "pair whose targets are not all padding.")
+    model.zero_grad(set_to_none=True)
+    mean = 0.0
+    for (x, y), n in zip(microbatches, counts):
+        if n == 0:
+            continue  # all padding: its mean is 0/0, and its share is zero anyway
+        _, loss = model(x, targets=y)  # mean over this microbatch's n targets
+        weight = n / total  # this microbatch's share of all the targets
+        (loss * weight).backward()  # adds into .grad
+        mean += weight * loss.item()
+    return mean
 
 
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:

@@ -199,45 +199,20 @@ def seq_sweep(ctx: Context) -> Measurement:
 COMPARE_RUN = dict(n_layer=1, n_head=4)  # the "small" preset, one block of four heads
 COMPARE_STEPS, COMPARE_BATCH, COMPARE_LR, COMPARE_SEEDS = 60, 16, 2e-3, 4
 
-#: Two-sided 95% quantiles of Student's t for 1..9 degrees of freedom.
-T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262)
-
-
-def _interval_verdict(deltas: list[float]) -> tuple[float, float, str]:
-    """The 95% confidence interval of the mean paired delta, and its verdict.
-
-    mean ± t(0.975, n − 1) · s / √n over the n paired deltas B − A (the
-    paired t interval). ``resolved`` when the interval excludes 0, else
-    ``not resolved``. Unlike a min/max rule it weighs the mean against its own
-    standard error, and it gets stricter, not looser, with fewer seeds.
-
-    Raises:
-        ValueError: with fewer than 2 or more than 10 deltas.
-    """
-    import statistics
-
-    n = len(deltas)
-    if not 2 <= n <= len(T_975) + 1:
-        raise ValueError(f"the interval needs 2 to {len(T_975) + 1} paired deltas, got {n}.")
-    mean = statistics.fmean(deltas)
-    half = T_975[n - 2] * statistics.stdev(deltas) / n ** 0.5
-    low, high = mean - half, mean + half
-    return low, high, "resolved" if low > 0 or high < 0 else "not resolved"
-
-
 def seed_variation(ctx: Context) -> Measurement:
     """Tied against untied weights: how much B − A varies from seed to seed.
 
     Both arms train a 1-layer, C = 64 engine GPT (block 32, batch 16, AdamW
     lr 2e-3) for 60 steps at 4 seeds; A ties lm_head to the token table, B
-    does not. B's seeds come from ``snippets/pairing.py``. Validation loss is
+    does not. ``engine.instruments.seed_variation.paired`` chooses B's
+    seeds (A's own, unless told otherwise). Validation loss is
     the mean over 4 fixed held-out batches. Observed: True when the sample
     standard deviation of the deltas B − A is larger than that of A's own
     validation loss over the same seeds. Measured on CPU, seed 0: paired
     0.0133 against 0.0212 (ratio 0.63, shared seed noise cancels); unpaired
     0.0409 (ratio 1.93, two independent noises add, about √2 expected). The
-    evidence adds the paired t interval of the mean delta and its verdict
-    (``_interval_verdict``). Seed 004, "Weight tying" and "The run record,
+    evidence adds the instrument's verdict: the 95 % t interval of the mean
+    delta, resolved when it excludes zero. Seed 004, "Weight tying" and "The run record,
     and this model's baseline variation".
     """
     import statistics
@@ -245,7 +220,6 @@ def seed_variation(ctx: Context) -> Measurement:
     from engine.config import preset
     from engine.instruments.run_record import train_run
     from engine.instruments.seed_variation import paired
-    from exercises.snippets.pairing import seeds_for_b
 
     seeds = [ctx.seed * 10 + i for i in range(COMPARE_SEEDS)]
     records: dict = {}
@@ -258,11 +232,11 @@ def seed_variation(ctx: Context) -> Measurement:
             return record
         return run
 
-    result = paired(arm(True), arm(False), seeds, seeds_b=seeds_for_b(seeds), progress=ctx.progress)
+    result = paired(arm(True), arm(False), seeds, progress=ctx.progress)
     a_values = [row[2] for row in result["rows"]]
     deltas = result["deltas"]
     sd_a, sd_delta = statistics.stdev(a_values), statistics.stdev(deltas)
-    low, high, word = _interval_verdict(deltas)
+    (low, high), word = result["interval"], result["verdict"]
     noisier = sd_delta > sd_a
     first = records[(True, seeds[0])]
     shown = ["seed", "config_hash", "params", "torch", "device", "final_train_loss", "final_val_loss",

@@ -31,6 +31,21 @@ def fixed_batch(ctx: Context, data: torch.Tensor, B: int, T: int):
     return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()  # (B, T), (B, T)
 
 
+def part6_gpt(ctx: Context):
+    """Seed 001, Part 6: the tiny engine GPT and the two repeating sequences it trains on.
+
+    The GPT has V = 3, C = 16, one layer, 2 heads, block 12, tied (3,488
+    unique parameters). The sequences 0 1 2 0 1 2 ... and 1 2 0 1 2 0 ...
+    are shifted into (2, 8) inputs and targets.
+
+    Returns:
+        (model, x, y), the model in train mode on ctx.device.
+    """
+    model = ctx.gpt("small", vocab_size=3, block_size=12, n_layer=1, n_head=2, n_embd=16)
+    tokens = torch.tensor([[0, 1, 2, 0, 1, 2, 0, 1, 2], [1, 2, 0, 1, 2, 0, 1, 2, 0]], device=ctx.device)
+    return model, tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()  # (2, 8) each
+
+
 def bigram_data(ctx: Context):
     """The seed's toy text through the bigram snippet: vocab, x, y (each (1, 42)), float64 model."""
     from exercises.snippets import bigram
@@ -51,16 +66,22 @@ def counting(x: torch.Tensor, y: torch.Tensor, V: int):
 
 
 def train_bigram(ctx: Context, steps: int = 200) -> dict:
-    """Train the snippet bigram full-batch with the snippet's optimizer and loop."""
-    from exercises.snippets import bigram, loop
+    """Train the snippet bigram full-batch with the snippet's optimizer and the engine's loop.
+
+    Seed 001 trains its bigram with the same ``train_step`` that later
+    trains the GPT (Parts 4 and 6). The curve holds ``steps + 1`` losses:
+    ``engine.train.evaluate`` before the first update and after each one.
+    """
+    from engine.train import evaluate, train_step
+    from exercises.snippets import bigram
 
     vocab, x, y, model = bigram_data(ctx)
     optimizer = bigram.make_optimizer(model)
-
-    def on_step(step: int) -> None:
-        if step % 50 == 0:
-            ctx.progress(step / steps, f"bigram step {step}/{steps}")
-
-    curve = loop.train(model, optimizer, x, y, steps, on_step=on_step)
+    curve = [evaluate(model, x, y)]
+    for step in range(steps):
+        train_step(model, optimizer, x, y)
+        curve.append(evaluate(model, x, y))
+        if (step + 1) % 50 == 0:
+            ctx.progress((step + 1) / steps, f"bigram step {step + 1}/{steps}")
     lr = optimizer.param_groups[0]["lr"]
     return {"vocab": vocab, "x": x, "y": y, "model": model, "curve": curve, "lr": lr}

@@ -16,7 +16,7 @@ import torch
 
 from exercises.context import Context
 from exercises.outcome import Measurement, note, series, table
-from exercises.training_common import corpus, fixed_batch
+from exercises.training_common import corpus, fixed_batch, part6_gpt
 
 
 def _flat(model: torch.nn.Module) -> torch.Tensor:
@@ -44,9 +44,7 @@ def train_step_gpt(ctx: Context) -> Measurement:
     """
     from engine.train import evaluate, make_optimizer, train_step
 
-    model = ctx.gpt("small", vocab_size=3, block_size=12, n_layer=1, n_head=2, n_embd=16)
-    tokens = torch.tensor([[0, 1, 2, 0, 1, 2, 0, 1, 2], [1, 2, 0, 1, 2, 0, 1, 2, 0]], device=ctx.device)
-    x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()  # (2, 8) each
+    model, x, y = part6_gpt(ctx)  # (2, 8) inputs and targets
     optimizer = make_optimizer(model, lr=0.01, weight_decay=0.0)
     before = evaluate(model, x, y)
     qkv = model.blocks[0].attn.qkv.weight

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from exercises.context import Context
 from exercises.outcome import Measurement, note, series, table
-from exercises.training_common import bigram_data
+from exercises.training_common import part6_gpt
 
 
 
@@ -114,69 +114,80 @@ def skip_zero_grad(ctx: Context) -> Measurement:
     return Measurement(observed=round(ratio[1].item(), 12), evidence=evidence)
 
 
+def _flat(tensors) -> torch.Tensor:
+    """Tensors (parameters or gradients) joined into one 1-D float64 vector."""
+    return torch.cat([t.detach().double().flatten() for t in tensors])
+
+
 def backward_no_update(ctx: Context) -> Measurement:
-    """Does training move the weights? Backward alone, then 20 loop iterations.
+    """Does ``engine.train.train_step`` move the weights? Backward alone, then 20 steps.
 
-    The snippet bigram (zero table, float64) on the seed's toy text. First a
-    lone ``loss.backward()``: .grad fills, the weights stay bit-identical.
-    Then ``loop.train`` for 20 steps with AdamW lr 0.1. Observed: True when
-    the weights differ after the 20 iterations. Seed 001, lab Part 2.
+    Seed 001, Part 6's tiny GPT (V = 3, C = 16, one layer, block 12, tied)
+    on its two repeating sequences. First a lone ``loss.backward()``: .grad
+    fills, the weights stay bit-identical. Then 20 ``train_step`` updates
+    with AdamW (lr 0.01, no weight decay), the loss evaluated before and
+    after each. Observed: True when the weights differ after the 20 steps.
+    The subject used to be a snippet bigram, flat at ln 8 under the fault;
+    on the GPT the flat line is its own starting loss (1.190284 on CPU,
+    seed 0), and the clean loss falls to 0.067046 in 20 updates. Seed 001,
+    lab Part 2 ("backward does not update weights") and Part 6.
     """
-    from exercises.snippets import bigram, loop
+    from engine.train import evaluate, make_optimizer, train_step
 
-    _, x, y, model = bigram_data(ctx)
-    weight = model.table.weight
-    start = weight.detach().clone()
-    _, loss = model(x, y)
+    model, x, y = part6_gpt(ctx)
+    start = _flat(model.parameters())
+    _, loss = model(x, targets=y)
     loss.backward()
-    after_backward = torch.equal(weight.detach(), start)
-    grad_norm = weight.grad.norm().item()
-    weight.grad = None
-    optimizer = bigram.make_optimizer(model)
-    curve = loop.train(model, optimizer, x, y, 20)
-    changed = not torch.equal(weight.detach(), start)
+    after_backward = torch.equal(_flat(model.parameters()), start)
+    grad_norm = _flat(p.grad for p in model.parameters()).norm().item()
+    model.zero_grad(set_to_none=True)
+    optimizer = make_optimizer(model, lr=0.01, weight_decay=0.0)
+    curve = [evaluate(model, x, y)]
+    for _ in range(20):
+        train_step(model, optimizer, x, y)
+        curve.append(evaluate(model, x, y))
+    change = (_flat(model.parameters()) - start).abs().max().item()
+    changed = change > 0
     evidence = [
         table("backward() alone", ["question", "answer"], [
-            ["weights bit-identical afterwards", after_backward], ["norm of .grad", grad_norm]]),
-        table("loop.train: 20 iterations", ["question", "answer"], [
-            ["weights changed", changed], ["max |change|", (weight.detach() - start).abs().max().item()],
+            ["weights bit-identical afterwards", after_backward], ["norm of every .grad together", grad_norm]]),
+        table("train_step: 20 updates", ["question", "answer"], [
+            ["weights changed", changed], ["max |change|", change],
             ["loss", f"{curve[0]:.6f} -> {curve[-1]:.6f}"]]),
-        series("loss after each iteration", curve, "nats"),
+        series("loss before the first update and after each", curve, "nats"),
     ]
+    if not changed:
+        evidence.append(note("Every update computed a loss and filled .grad, and nothing read it: the "
+                             "weights are where they started, and so is the loss."))
     return Measurement(observed=changed, evidence=evidence)
 
 
-class _TwoHeads(torch.nn.Module):
-    """Two linear heads on the same input; a loss may use one or both."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.a = torch.nn.Linear(4, 3)
-        self.b = torch.nn.Linear(4, 3)
-
-
 def set_to_none(ctx: Context) -> Measurement:
-    """What a reset leaves in .grad, and whether Adam then moves an unused head.
+    """What ``train_step``'s reset leaves in .grad, and whether AdamW then moves a frozen tensor.
 
-    Step 1 trains both heads (loss through a(x) + b(x)); step 2's loss uses
-    only head a. Both steps go through ``loop.optimizer_step`` with Adam
-    (lr 0.1). After step 2: is b.weight.grad None, zeros, or old values, and
-    did b move during step 2? Observed choice: a None / stays, b zeros / stays,
-    c zeros / moves, d anything else. Seed 001, lab Part 2 (reset to None).
+    Seed 001, Part 6's tiny GPT and sequences, AdamW (lr 0.01, no weight
+    decay) through ``engine.train.train_step``. Step 1 trains every
+    parameter; then the block's attention is frozen
+    (``requires_grad_(False)``), so step 2's loss no longer reaches it.
+    After step 2: is the attention's qkv weight gradient None, zeros, or old
+    values, and did that weight move during step 2? Observed choice: a None /
+    stays, b zeros / stays, c zeros / moves, d anything else. Seed 001, lab
+    Part 2 (the reset sets gradients to None) and "Backward and update are
+    different operations".
     """
-    from exercises.snippets import loop
+    from engine.train import make_optimizer, train_step
 
-    device = torch.device(ctx.device)
-    model = _TwoHeads().double().to(device)
-    g = torch.Generator().manual_seed(ctx.seed)
-    x = torch.randn(6, 4, generator=g, dtype=torch.float64).to(device)
-    y = torch.randint(0, 3, (6,), generator=g).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
-    loop.optimizer_step(optimizer, lambda: F.cross_entropy(model.a(x) + model.b(x), y))
-    b_before = model.b.weight.detach().clone()
-    loop.optimizer_step(optimizer, lambda: F.cross_entropy(model.a(x), y))
-    grad = model.b.weight.grad
-    moved = not torch.equal(model.b.weight.detach(), b_before)
+    model, x, y = part6_gpt(ctx)
+    optimizer = make_optimizer(model, lr=0.01, weight_decay=0.0)
+    train_step(model, optimizer, x, y)  # step 1: every parameter learns
+    attention = model.blocks[0].attn
+    attention.requires_grad_(False)  # frozen from now on
+    weight = attention.qkv.weight
+    before = weight.detach().clone()
+    train_step(model, optimizer, x, y)  # step 2: the loss no longer reaches the attention
+    grad = weight.grad
+    change = (weight.detach() - before).abs().max().item()
+    moved = change > 0
     if grad is None:
         state, observed = "None", "a" if not moved else "d"
     elif not bool(grad.ne(0).any()):
@@ -184,87 +195,116 @@ def set_to_none(ctx: Context) -> Measurement:
     else:
         state, observed = "nonzero values", "d"
     evidence = [
-        table("Head b after step 2 (its loss never touches b)", ["question", "answer"], [
-            ["b.weight.grad is", state], ["b moved during step 2", moved],
-            ["max |change| in step 2", (model.b.weight.detach() - b_before).abs().max().item()],
-            ["a.weight.grad is None", model.a.weight.grad is None]]),
+        table("The frozen attention after step 2 (its loss never reaches it)", ["question", "answer"], [
+            ["qkv.weight.grad is", state], ["qkv.weight moved during step 2", moved],
+            ["max |change| in step 2", change],
+            ["ln_f.weight (still trained) has a gradient", model.ln_f.weight.grad is not None]]),
     ]
     if moved:
-        evidence.append(note("Adam still holds b's running averages from step 1; a zero gradient is a "
-                             "gradient, so it steps b anyway. A None gradient makes it skip b."))
+        evidence.append(note("AdamW still holds the attention's running averages from step 1; a zero "
+                             "gradient is a gradient, so it steps the frozen weight anyway. A None gradient "
+                             "makes it skip the tensor."))
     return Measurement(observed=observed, evidence=evidence)
 
 
+#: microbatch_weighting's batch: 7 windows of 6 tokens, 42 targets, split 5 + 2 windows (30 + 12 targets).
+MICRO_B, MICRO_T, MICRO_SPLIT = 7, 6, 5
+
+
 def microbatch_weighting(ctx: Context) -> Measurement:
-    """Accumulated gradient of unequal microbatches against the full-batch gradient.
+    """``engine.train.accumulate_gradients`` over unequal microbatches against the full batch.
 
-    The bigram (float64, table drawn from N(0, 1)) on the seed's toy text,
-    42 targets split into microbatches of 30 and 12. Observed: True when the
-    snippet's accumulated gradient equals the full-batch mean's within 1e-6.
-    The weights the snippet effectively used are recovered by least squares
-    from each microbatch's own gradient. Seed 001, "Explain it back".
+    A 1-layer engine GPT (C = 32, V = 37) in float64 reads 7 random windows
+    of 6 tokens (42 targets); the microbatches are the first 5 windows (30
+    targets) and the last 2 (12). The reference is the gradient of one mean
+    over all 42 targets (one forward of the whole batch; the windows do not
+    see each other). Observed: True when the accumulated gradient equals it
+    within 1e-6 (every parameter). The weights the engine effectively used
+    are recovered by least squares from each microbatch's own gradient. The
+    subject used to be a snippet bigram; the rule and the weights are the
+    same on the GPT (30/42, 12/42 against 1/2, 1/2). Seed 001, "Explain it
+    back" and "In the real world" (accumulation).
     """
-    from exercises.snippets.microbatch import accumulated_gradients
+    from engine.train import accumulate_gradients
 
-    _, x, y, model = bigram_data(ctx)
+    model = ctx.gpt("small", n_layer=1, n_embd=32).double()
+    V = model.config.vocab_size
     g = torch.Generator().manual_seed(ctx.seed)
-    with torch.no_grad():
-        model.table.weight.copy_(torch.randn(model.table.weight.shape, generator=g, dtype=torch.float64))
-    pieces = [(x[:, :30], y[:, :30]), (x[:, 30:], y[:, 30:])]
+    data = torch.randint(0, V, (MICRO_B, MICRO_T + 1), generator=g).to(ctx.device)
+    x, y = data[:, :-1].contiguous(), data[:, 1:].contiguous()  # (7, 6) each
+    pieces = [(x[:MICRO_SPLIT], y[:MICRO_SPLIT]), (x[MICRO_SPLIT:], y[MICRO_SPLIT:])]
 
     def gradient(xs, ys) -> torch.Tensor:
         model.zero_grad(set_to_none=True)
-        model(xs, ys)[1].backward()
-        return model.table.weight.grad.detach().clone()
+        model(xs, targets=ys)[1].backward()
+        return _flat(p.grad for p in model.parameters())
 
     full = gradient(x, y)
     own = [gradient(xs, ys) for xs, ys in pieces]
-    accumulated = accumulated_gradients(model, pieces)["table.weight"]
+    accumulate_gradients(model, pieces)
+    accumulated = _flat(p.grad for p in model.parameters())
     gap = (accumulated - full).abs().max().item()
-    basis = torch.stack([o.flatten() for o in own], dim=1)  # (V*V, 2)
-    used = torch.linalg.lstsq(basis.cpu(), accumulated.flatten().unsqueeze(1).cpu()).solution.flatten()
+    basis = torch.stack(own, dim=1)  # (P, 2)
+    used = torch.linalg.lstsq(basis.cpu(), accumulated.unsqueeze(1).cpu()).solution.flatten()
     total = y.numel()
     rows = [[f"{ys.numel()} targets", f"{ys.numel() / total:.4f}", f"{w:.4f}"] for (_, ys), w in zip(pieces, used.tolist())]
     evidence = [
-        table("Microbatches", ["microbatch", "share of tokens", "weight used"], rows),
+        table("Microbatches", ["microbatch", "share of targets", "weight used"], rows),
         table("Accumulated against full batch", ["quantity", "value"], [
-            ["max |Δ gradient|", gap], ["max |full gradient|", full.abs().max().item()],
-            ["equal (1e-6)", gap <= 1e-6]]),
+            ["parameters compared", f"{full.numel():,}"], ["max |Δ gradient|", gap],
+            ["max |full gradient|", full.abs().max().item()], ["equal (1e-6)", gap <= 1e-6]]),
     ]
     return Measurement(observed=gap <= 1e-6, evidence=evidence)
 
 
 def batch_mean_gradient(ctx: Context) -> Measurement:
-    """The gradient of the snippet's batch loss against the mean's, worked out by hand.
+    """The gradient of the engine GPT's loss at its logits against the mean's, worked out by hand.
 
-    Logits (N = 8, V = 5) in float64 and random targets. The reference is the
-    gradient of the *mean* cross entropy from the formula (softmax - onehot)
-    / N. Observed: the ratio of the subject's gradient to it (the least-
-    squares factor over all 40 entries; 1 for a mean). Evidence: one row of
-    each, and the length of one SGD step (lr 0.1) under each. Seed 001,
-    "Derive the gradient rather than trusting a slogan" (the mean divides
-    each row's gradient by N).
+    A 1-layer engine GPT (C = 16, V = 5, block 4) in float64 reads a random
+    batch of B = 2 windows of T = 4 tokens: N = 8 positions. A forward hook
+    keeps the logits (B, T, V) so their gradient can be read after
+    ``loss.backward()``. The reference is the gradient of the *mean* cross
+    entropy from the formula (softmax - onehot) / N. Observed: the ratio of
+    the subject's gradient to it (the least-squares factor over all 40
+    entries; 1 for a mean). Evidence: one row of each, and the length of one
+    SGD step (lr 0.1) over every parameter of the GPT. The subject used to
+    be a snippet loss on (8, 5) logits; the engine's loss line gives the
+    same ratio. Seed 001, "Derive the gradient rather than trusting a
+    slogan" (the mean divides each row's gradient by N).
     """
-    from exercises.snippets.batch_loss import batch_loss
-
-    device = torch.device(ctx.device)
+    model = ctx.gpt("small", vocab_size=5, block_size=4, n_layer=1, n_embd=16).double()
+    B, T, V = 2, 4, model.config.vocab_size
+    N = B * T
     g = torch.Generator().manual_seed(ctx.seed)
-    N, V = 8, 5
-    logits = torch.randn(N, V, generator=g, dtype=torch.float64).to(device).requires_grad_()
-    targets = torch.randint(0, V, (N,), generator=g).to(device)
-    batch_loss(logits, targets).backward()
-    subject = logits.grad.detach()
-    by_hand = (logits.detach().softmax(-1) - F.one_hot(targets, V).double()) / N  # mean's gradient
+    data = torch.randint(0, V, (B, T + 1), generator=g).to(ctx.device)
+    x, y = data[:, :-1].contiguous(), data[:, 1:].contiguous()  # (B, T) each
+    kept = {}
+
+    def keep_logits(_module, _inputs, output):
+        output.retain_grad()
+        kept["logits"] = output
+
+    handle = model.lm_head.register_forward_hook(keep_logits)
+    try:
+        _, loss = model(x, targets=y)
+    finally:
+        handle.remove()
+    loss.backward()
+    logits = kept["logits"]  # (B, T, V)
+    subject = logits.grad.detach().reshape(N, V)
+    flat_logits = logits.detach().reshape(N, V)
+    by_hand = (flat_logits.softmax(-1) - F.one_hot(y.reshape(N), V).double()) / N  # the mean's gradient
     ratio = ((subject * by_hand).sum() / (by_hand * by_hand).sum()).item()
+    step = 0.1 * _flat(p.grad for p in model.parameters()).norm().item()
     evidence = [
-        table("Row 0 of the gradient", ["route", "values"], [
-            ["subject's loss", _vec(subject[0])], ["(softmax - onehot) / N", _vec(by_hand[0])]]),
+        table("Position 0 of the logits' gradient", ["route", "values"], [
+            ["the engine's loss", _vec(subject[0])], ["(softmax - onehot) / N", _vec(by_hand[0])]]),
         table("Facts", ["quantity", "value"], [
-            ["N (rows in the batch)", N], ["subject / mean-gradient", ratio],
-            ["SGD step length at lr 0.1, subject", (0.1 * subject).norm().item()],
-            ["SGD step length at lr 0.1, mean", (0.1 * by_hand).norm().item()]]),
+            ["N = B x T (positions in the batch)", N], ["subject / mean-gradient", ratio],
+            ["loss the GPT reports", loss.item()],
+            ["SGD step length at lr 0.1, every parameter", step]]),
     ]
     if abs(ratio - 1) > 1e-9:
         evidence.append(note(f"Every gradient is {ratio:g} times the mean's: the learning rate now means "
-                             f"{ratio:g} times as much, and it changes again whenever the batch size does."))
+                             f"{ratio:g} times as much, and it changes again whenever B or T does."))
     return Measurement(observed=round(ratio, 9), evidence=evidence)

@@ -440,3 +440,38 @@ def _saved(obj) -> bytes:
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     return buffer.getvalue()
+
+
+def test_accumulate_gradients_over_unequal_microbatches_equals_the_full_batch():
+    # Seed 001, "Explain it back": microbatches of 6 and 2 windows weigh 3/4 and 1/4 of the batch.
+    from engine.train import accumulate_gradients
+
+    model = _tiny().double()
+    g = torch.Generator().manual_seed(0)
+    data = torch.randint(0, 5, (8, 5), generator=g)
+    x, y = data[:, :-1], data[:, 1:]  # (8, 4): 32 targets
+    model(x, targets=y)[1].backward()
+    full = [p.grad.clone() for p in model.parameters()]
+    mean = accumulate_gradients(model, [(x[:6], y[:6]), (x[6:], y[6:])])
+    assert mean == pytest.approx(evaluate(model, x, y), abs=1e-12)  # the mean over all 32 targets
+    assert all(torch.allclose(a, p.grad, atol=1e-12) for a, p in zip(full, model.parameters()))
+    equal_halves = 0.5 * model(x[:6], targets=y[:6])[1] + 0.5 * model(x[6:], targets=y[6:])[1]
+    assert abs(equal_halves.item() - mean) > 1e-4  # 1/2 each would be a different objective
+
+
+def test_accumulate_gradients_counts_real_targets_and_resets_first():
+    from engine.data import IGNORE_INDEX, pad_batch
+    from engine.train import accumulate_gradients
+
+    model = _tiny().double()
+    x, y = pad_batch([[1, 2, 3, 4, 0], [2, 3]], pad_id=0)  # 4 real targets + 1 real target
+    for p in model.parameters():
+        p.grad = torch.full_like(p, 7.0)  # stale gradients must not survive
+    accumulate_gradients(model, [(x[:1], y[:1]), (x[1:], y[1:])])
+    together = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad(set_to_none=True)
+    model(x, targets=y)[1].backward()  # the loss skips IGNORE_INDEX: a mean over 5 real targets
+    assert (y == IGNORE_INDEX).sum() == 3
+    assert all(torch.allclose(a, p.grad, atol=1e-12) for a, p in zip(together, model.parameters()))
+    with pytest.raises(ValueError, match="no target"):
+        accumulate_gradients(model, [(x[1:], torch.full_like(y[1:], IGNORE_INDEX))])

@@ -93,7 +93,13 @@ def test_sequential_vs_modulelist_has_no_forward(run):
     r = run("sequential-vs-modulelist", "NotImplementedError")
     assert r.status == "pass", (r.status, r.error, r.observed)
     assert r.clean == "none" and r.faulted == "NotImplementedError"
-    assert fact(r, "clean", "Stack")["parameter scalars"] == fact(r, "faulted", "Stack")["parameter scalars"] == "216"
+    # Issue 14: the subject is the engine GPT's loop over its blocks. The ModuleList registers the
+    # same 2 blocks either way (2 x 49,728 = 99,456 scalars at C = 64); only the call changes.
+    clean, faulted = fact(r, "clean", "The small engine GPT"), fact(r, "faulted", "The small engine GPT")
+    assert clean["type(model.blocks)"] == faulted["type(model.blocks)"] == "ModuleList"
+    assert clean["parameter scalars in the blocks"] == faulted["parameter scalars in the blocks"] == "99,456"
+    assert clean["model(idx)"] == "ran: logits (4, 8, 37)"
+    assert 'missing the required "forward" function' in faulted["model(idx)"]
 
 
 def test_frozen_param_grad_none_and_adamw_skips_it(run):

@@ -9,8 +9,7 @@ should approach that floor from above; nothing honest goes below it.
 
 import torch
 import torch.nn as nn
-
-from exercises.snippets.next_token_loss import next_token_loss
+from torch.nn import functional as F
 
 TEXT = "a cat sat. a cat ran. a rat ran. a rat sat."
 LEARNING_RATE = 0.1
@@ -31,7 +30,9 @@ class Bigram(nn.Module):
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
         """(B, T) ids -> ((B, T, V) logits, mean loss or None)."""
         logits = self.table(idx)  # (B, T, V)
-        loss = None if targets is None else next_token_loss(logits, targets)
+        loss = None
+        if targets is not None:  # cross entropy on the raw logits, averaged over all B * T targets
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
         return logits, loss
 
 

@@ -9,8 +9,8 @@ sequence. Scoring only on the training sequence would hide that.
 
 import torch
 
+from engine.train import evaluate, train_step
 from exercises.snippets.bigram import Bigram, shifted_pairs
-from exercises.snippets.loop import evaluate, optimizer_step
 
 TRAIN_IDS = [0, 1, 0, 1, 0, 1, 0, 1, 0]
 STRESS_IDS = [0, 0, 0, 0, 0, 0, 0, 0, 0]
@@ -18,6 +18,9 @@ STRESS_IDS = [0, 0, 0, 0, 0, 0, 0, 0, 0]
 
 def experiment(steps: int = 40, lr: float = 1.0) -> dict[str, list[float]]:
     """Train Bigram(2) in float64 with SGD on TRAIN_IDS; score both sets after every step.
+
+    The update is the engine's ``train_step``, the loop seed 001 uses for
+    its bigram and its GPT alike.
 
     Returns:
         ``{"train": [...], "stress": [...]}``: ``steps + 1`` losses each (nats
@@ -29,7 +32,7 @@ def experiment(steps: int = 40, lr: float = 1.0) -> dict[str, list[float]]:
     stress = shifted_pairs(torch.tensor([STRESS_IDS]))
     curves = {"train": [evaluate(model, *train)], "stress": [evaluate(model, *stress)]}
     for _ in range(steps):
-        optimizer_step(optimizer, lambda: model(*train)[1])
+        train_step(model, optimizer, *train)
         curves["train"].append(evaluate(model, *train))
         curves["stress"].append(evaluate(model, *stress))
     return curves
