@@ -458,7 +458,8 @@ class Verdict:
         mode: ``fix``, ``break`` or ``hunt``.
         status: fix and hunt: ``fixed`` or ``not fixed``; break:
             ``changed`` (your fault changed the observation) or ``unchanged``;
-            any mode: ``could not run`` when the clean side did not measure.
+            any mode: ``could not run`` when the clean side did not measure,
+            ``syntax error`` when the learner's file does not compile (not run).
         sentence: one sentence for the learner.
         difference: the first evidence row where yours and clean differ, or None.
         yours_status: how the learner's side ended (``ok``, ``error``, ``timeout``, or ``missing``).
@@ -487,8 +488,8 @@ class Verdict:
 
     @property
     def ran(self) -> bool:
-        """Whether the verdict is a measurement (clean measured), so it counts as an attempt."""
-        return self.status != "could not run"
+        """Whether the verdict is a measurement (the file compiled and clean measured): an attempt to record."""
+        return self.status not in ("could not run", "syntax error")
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "status": self.status, "sentence": self.sentence, "fixed": self.fixed,
