@@ -49,6 +49,8 @@ from tutor.protocol import Side
 MODES = ("predict", "fix", "break", "hunt")
 #: The learner's side is called this in every run, result and JSON object.
 YOURS = "yours"
+#: A second run of the clean code in the same request: what of the clean code's outcome reproduces.
+REPEAT = "repeat"
 #: A learner's file (and so its diff) larger than this is refused, in bytes.
 MAX_EDIT_BYTES = 64 * 1024
 #: The file a break or hunt edits when the exercise names none (no fault): the GPT itself.
@@ -119,12 +121,21 @@ class Task:
         base = self.start if self.hidden else self.clean
         return unified_diff(self.path, base, text)
 
-    def sides(self, text: str) -> tuple[Side, ...]:
-        """The sides a run of the learner's ``text`` needs: clean, faulted (when there is a fault), yours."""
-        yours = Side.replacing(YOURS, self.path, text)
-        if self.fault is None:
-            return (Side.clean(), yours)
-        return (Side.clean(), Side.faulted(self.fault), yours)
+    def sides(self, text: str, repeat: bool = True) -> tuple[Side, ...]:
+        """The sides a run of the learner's ``text`` needs.
+
+        ``clean``; ``repeat``, the clean code once more (unless ``repeat`` is
+        False), so a verdict can tell a measurement that varies from run to
+        run from one the learner changed; ``faulted`` when there is a fault;
+        and ``yours``.
+        """
+        sides = [Side.clean()]
+        if repeat:
+            sides.append(Side(REPEAT))
+        if self.fault is not None:
+            sides.append(Side.faulted(self.fault))
+        sides.append(Side.replacing(YOURS, self.path, text))
+        return tuple(sides)
 
 
 def subject_text(path: str) -> str:
@@ -392,48 +403,106 @@ def _equal(a: Any, b: Any) -> bool:
     return a == b
 
 
-def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_name: str = "clean") -> str | None:
+#: Evidence cells that read as numbers agree within this relative difference (float rounding of another,
+#: equally correct, order of operations) ...
+EVIDENCE_REL_TOL = 1e-4
+#: ... or this absolute one (a difference that should be 0 but is rounding, e.g. 1e-7).
+EVIDENCE_ABS_TOL = 1e-6
+
+
+def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_name: str = "clean",
+                     repeat: list | None = None, tolerance: float = 0.0) -> str | None:
     """The first evidence row where two sides differ, named in one sentence; None when they agree.
 
-    Tables are paired by title and compared row by row; series by title,
-    value by value; notes by text. A table or series on one side only is a
-    difference too.
+    Tables are paired by title and compared row by row, cell by cell;
+    series by title, point by point; notes are commentary and never compared.
+    Cells that read as numbers agree within :data:`EVIDENCE_REL_TOL`,
+    :data:`EVIDENCE_ABS_TOL` or ``tolerance``; others must be equal. A table
+    or series on one side only is a difference.
+
+    Args:
+        ours, theirs: two sides' evidence lists (yours, clean).
+        ours_name, theirs_name: how the sentence names them.
+        repeat: a second run of the same code as ``theirs`` (the side
+            ``repeat``), or None. A row or point that differs between
+            ``theirs`` and ``repeat`` does not reproduce (a timing, a memory
+            reading) and is not held against ``ours``.
+        tolerance: the exercise's tolerance, for numeric cells.
     """
     theirs_items = {_item_key(item): item for item in theirs if isinstance(item, dict)}
+    repeat_items = {_item_key(item): item for item in (repeat or []) if isinstance(item, dict)}
     ours_keys = set()
     for item in ours:
-        if not isinstance(item, dict):
+        if not isinstance(item, dict) or item.get("type") == "note":
             continue
         key = _item_key(item)
         ours_keys.add(key)
         other = theirs_items.get(key)
         kind, title = key
         if other is None:
-            if kind == "note":
-                continue  # notes are commentary; a changed sentence is named by the rows it explains
+            if repeat is not None and key in repeat_items:
+                continue  # the clean code itself gave it on one run and not the other
             return f"{kind} {title!r} is on the {ours_name} side only"
+        again = repeat_items.get(key) if repeat is not None else None
         if kind == "table":
-            for n, (row, other_row) in enumerate(zip(item.get("rows", []), other.get("rows", [])), start=1):
-                if row != other_row:
+            rows, other_rows = item.get("rows", []), other.get("rows", [])
+            again_rows = again.get("rows", []) if again is not None else None
+            for n, (row, other_row) in enumerate(zip(rows, other_rows), start=1):
+                if again_rows is not None and (n > len(again_rows) or
+                                               not _rows_agree(other_row, again_rows[n - 1], tolerance)):
+                    continue  # this row of the clean code does not reproduce
+                if not _rows_agree(row, other_row, tolerance):
                     name = next((str(c) for c in row if not str(c).isdigit()), "")
                     label = f"row {n}" + (f" ({name})" if name else "")
                     return f"table {title!r}, {label}: " + _changed_cells(row, other_row, item.get("columns", []),
-                                                                          ours_name, theirs_name)
-            if len(item.get("rows", [])) != len(other.get("rows", [])):
-                return (f"table {title!r} has {len(item.get('rows', []))} rows on the {ours_name} side and "
-                        f"{len(other.get('rows', []))} on the {theirs_name} side")
+                                                                          ours_name, theirs_name, tolerance)
+            if len(rows) != len(other_rows) and (again_rows is None or len(again_rows) == len(other_rows)):
+                return (f"table {title!r} has {len(rows)} rows on the {ours_name} side and "
+                        f"{len(other_rows)} on the {theirs_name} side")
         elif kind == "series":
             values, other_values = item.get("values", []), other.get("values", [])
+            again_values = again.get("values", []) if again is not None else None
             for n, (v, w) in enumerate(zip(values, other_values), start=1):
-                if not _equal(v, w):
+                if again_values is not None and (n > len(again_values) or
+                                                 not _numbers_agree(w, again_values[n - 1], tolerance)):
+                    continue
+                if not _numbers_agree(v, w, tolerance):
                     return f"series {title!r}, point {n}: {ours_name} {v:.6g} · {theirs_name} {w:.6g}"
-            if len(values) != len(other_values):
+            if len(values) != len(other_values) and (again_values is None or len(again_values) == len(other_values)):
                 return f"series {title!r} has {len(values)} points on the {ours_name} side and {len(other_values)} " \
                        f"on the {theirs_name} side"
     for key in theirs_items:
-        if key not in ours_keys and key[0] != "note":
+        if key not in ours_keys and key[0] != "note" and (repeat is None or key in repeat_items):
             return f"{key[0]} {key[1]!r} is on the {theirs_name} side only"
     return None
+
+
+def _number(cell: Any) -> float | None:
+    """A cell as a float when it reads as one ("0.25", "1.2e-07", "804,224", "12.5%"), else None."""
+    if isinstance(cell, bool):
+        return None
+    if isinstance(cell, (int, float)):
+        return float(cell)
+    text = str(cell).strip().rstrip("%").replace(",", "")
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _numbers_agree(a: Any, b: Any, tolerance: float = 0.0) -> bool:
+    x, y = _number(a), _number(b)
+    if x is None or y is None:
+        return _equal(a, b) or str(a) == str(b)
+    if math.isnan(x) or math.isnan(y):
+        return math.isnan(x) and math.isnan(y)
+    if math.isinf(x) or math.isinf(y):
+        return x == y
+    return abs(x - y) <= max(tolerance, EVIDENCE_ABS_TOL, EVIDENCE_REL_TOL * max(abs(x), abs(y)))
+
+
+def _rows_agree(row: list, other: list, tolerance: float = 0.0) -> bool:
+    return len(row) == len(other) and all(_numbers_agree(a, b, tolerance) for a, b in zip(row, other))
 
 
 def _item_key(item: dict) -> tuple[str, str]:
@@ -441,13 +510,14 @@ def _item_key(item: dict) -> tuple[str, str]:
     return kind, str(item.get("text" if kind == "note" else "title", ""))
 
 
-def _changed_cells(row: list, other: list, columns: list, ours_name: str, theirs_name: str) -> str:
+def _changed_cells(row: list, other: list, columns: list, ours_name: str, theirs_name: str,
+                   tolerance: float = 0.0) -> str:
     """The cells two rows of one table differ in: ``column: yours A · clean B``, joined by "; "."""
     if len(row) != len(other):
         return f"{ours_name} {', '.join(map(str, row))} · {theirs_name} {', '.join(map(str, other))}"
     names = list(columns) if len(columns) == len(row) else [f"cell {i}" for i in range(1, len(row) + 1)]
     return "; ".join(f"{name}: {ours_name} {a} · {theirs_name} {b}"
-                     for name, a, b in zip(names, row, other) if a != b)
+                     for name, a, b in zip(names, row, other) if not _numbers_agree(a, b, tolerance))
 
 
 @dataclass(frozen=True)
@@ -507,18 +577,52 @@ def _yours(result) -> tuple[str, Any, str | None]:
     return status, None, error
 
 
-def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
-    """The fix (or hunt) verdict a run's result gives: is the learner's side the clean side's equal?
+def _clean_runs(result) -> tuple[list, list | None]:
+    """The clean code's observations in this run (clean, then repeat when it measured) and the repeat's evidence."""
+    runs = [result.observations["clean"]]
+    if REPEAT in result.observations:
+        runs.append(result.observations[REPEAT])
+        return runs, result.evidence.get(REPEAT, [])
+    return runs, None
 
-    Fixed: the learner's side measured, and its observation equals the
-    clean side's within ``exercise.tolerance`` (:func:`same_observation`).
-    Otherwise not fixed, naming the first evidence row that differs (or the
-    error that stopped the learner's side). Could not run: the clean side
-    did not measure (the run was cancelled, or the check itself failed).
+
+def _difference(exercise: Exercise, result) -> str | None:
+    """The first reproducible evidence row where yours and clean differ (:func:`first_difference`)."""
+    _, repeat = _clean_runs(result)
+    return first_difference(result.evidence.get(YOURS, []), result.evidence.get("clean", []),
+                            repeat=repeat, tolerance=exercise.tolerance)
+
+
+def _varies(exercise: Exercise, runs: list) -> str:
+    """A clause naming a clean observation that differed between its two runs, else ""."""
+    if len(runs) > 1 and not same_observation(exercise, runs[0], runs[1]):
+        return (f" (the clean code itself observed {answers.show(exercise.kind, runs[0])} and "
+                f"{answers.show(exercise.kind, runs[1])} on two runs: this measurement varies from run to run)")
+    return ""
+
+
+def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
+    """The fix (or hunt) verdict a run's result gives: does the learner's side behave like the clean code?
+
+    **Fixed** when the learner's side measured (nothing raised, no timeout)
+    and
+
+    * its observation equals the clean code's within ``exercise.tolerance``
+      (:func:`same_observation`) — the clean side's, or the ``repeat``
+      side's (a second run of the clean code: a measurement that varies from
+      run to run, a timing, is matched by either of its clean outcomes); and
+    * every evidence row the clean code reproduces on its two runs agrees
+      with the learner's (:func:`first_difference`): a repair that returns a
+      constant matching the observation still shows in the evidence behind it.
+
+    Otherwise **not fixed**, naming the first evidence row that differs (or
+    the error that stopped the learner's side). **Could not run** when the
+    clean side did not measure (the run was cancelled, or the check failed).
 
     Args:
         exercise: the exercise as run.
-        result: a :class:`tutor.runner.RunResult` holding the ``clean`` and ``yours`` sides.
+        result: a :class:`tutor.runner.RunResult` holding the sides ``clean``,
+            ``yours`` and (optionally) ``repeat``.
         mode: ``fix`` or ``hunt``.
     """
     status, observed, error = _yours(result)
@@ -526,20 +630,25 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
         why = result.errors.get("clean") or result.errors.get("run") or f"the run ended {result.status}"
         return Verdict(mode, "could not run", f"the clean side did not measure, so nothing to compare with: {why}",
                        yours_status=status, yours_observed=observed, yours_error=error)
-    clean = result.observations["clean"]
+    runs, _ = _clean_runs(result)
+    clean = runs[0]
     kind = exercise.kind
     if status != "ok":
         return Verdict(mode, "not fixed", f"not fixed: your side did not finish — {error}",
                        yours_status=status, yours_error=error)
-    difference = first_difference(result.evidence.get(YOURS, []), result.evidence.get("clean", []))
-    if same_observation(exercise, observed, clean):
-        extra = f" (the evidence still differs: {difference})" if difference else ""
+    difference = _difference(exercise, result)
+    varies = _varies(exercise, runs)
+    matched = next((run for run in runs if same_observation(exercise, observed, run)), None)
+    if matched is not None and difference is None:
         what = "every audit link holds" if mode == "hunt" else "it observes what the clean code observes"
-        return Verdict(mode, "fixed", f"fixed: {what}, {answers.show(kind, clean)}{extra}", difference,
+        return Verdict(mode, "fixed", f"fixed: {what}, {answers.show(kind, matched)}{varies}", None,
                        status, observed)
+    if matched is not None:
+        return Verdict(mode, "not fixed", f"not fixed: yours observes {answers.show(kind, observed)} as the clean "
+                       f"code does, but the evidence behind it differs — {difference}", difference, status, observed)
     where = f"; first difference: {difference}" if difference else ""
     return Verdict(mode, "not fixed", f"not fixed: yours observes {answers.show(kind, observed)}, "
-                   f"clean observes {answers.show(kind, clean)}{where}", difference, status, observed)
+                   f"clean observes {answers.show(kind, clean)}{varies}{where}", difference, status, observed)
 
 
 def read_break_prediction(exercise: Exercise, prediction: str | None) -> tuple[Any, str | None]:
@@ -580,8 +689,9 @@ def observe_break(exercise: Exercise, result, prediction: str | None = None) -> 
     if status != "ok":
         return Verdict("break", "changed", f"your fault stops the check: {error}", yours_status=status,
                        yours_error=error, prediction_correct=correct)
-    difference = first_difference(result.evidence.get(YOURS, []), result.evidence.get("clean", []))
-    if same_observation(exercise, observed, clean):
+    difference = _difference(exercise, result)
+    runs, _ = _clean_runs(result)
+    if any(same_observation(exercise, observed, run) for run in runs):
         where = f"; the evidence diverges at {difference}" if difference else "; the evidence is the same too"
         return Verdict("break", "unchanged", f"your fault leaves the observation as it is "
                        f"({answers.show(kind, observed)}){where}", difference, status, observed,

@@ -352,7 +352,7 @@ class Session:
         if not task.engine:
             return None
         exercise = replace(task.exercise, check=edit.INSTRUMENTS_CHECK, timeout_s=edit.INSTRUMENTS_TIMEOUT_S)
-        return self.runner.run(exercise, None, on_progress=on_progress, seed=0, sides=task.sides(text))
+        return self.runner.run(exercise, None, on_progress=on_progress, seed=0, sides=task.sides(text, repeat=False))
 
     def _record_edit(self, outcome: EditOutcome) -> EditOutcome:
         task, verdict = outcome.task, outcome.verdict
