@@ -403,9 +403,11 @@ def _equal(a: Any, b: Any) -> bool:
     return a == b
 
 
-#: Evidence cells that read as numbers agree within this relative difference (float rounding of another,
-#: equally correct, order of operations) ...
-EVIDENCE_REL_TOL = 1e-4
+#: Evidence cells that read as numbers agree within this relative difference: float rounding of another,
+#: equally correct, order of operations, and the small jitter of a memory reading that happened to agree
+#: on the clean code's two runs (seq-sweep's "extra MiB": 24.1 on both, 24.0 on the reverse edit,
+#: measured). A faked value is far further off ...
+EVIDENCE_REL_TOL = 1e-2
 #: ... or this absolute one (a difference that should be 0 but is rounding, e.g. 1e-7).
 EVIDENCE_ABS_TOL = 1e-6
 
@@ -424,9 +426,11 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
         ours, theirs: two sides' evidence lists (yours, clean).
         ours_name, theirs_name: how the sentence names them.
         repeat: a second run of the same code as ``theirs`` (the side
-            ``repeat``), or None. A row or point that differs between
-            ``theirs`` and ``repeat`` does not reproduce (a timing, a memory
-            reading) and is not held against ``ours``.
+            ``repeat``), or None. Only a row or point that ``theirs`` and
+            ``repeat`` give exactly alike is compared: what the same code
+            does not reproduce exactly (a timing, a memory reading) is not
+            held against ``ours``. (Measured: the same code in one request
+            reproduces every other row exactly.)
         tolerance: the exercise's tolerance, for numeric cells.
     """
     theirs_items = {_item_key(item): item for item in theirs if isinstance(item, dict)}
@@ -448,9 +452,8 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
             rows, other_rows = item.get("rows", []), other.get("rows", [])
             again_rows = again.get("rows", []) if again is not None else None
             for n, (row, other_row) in enumerate(zip(rows, other_rows), start=1):
-                if again_rows is not None and (n > len(again_rows) or
-                                               not _rows_agree(other_row, again_rows[n - 1], tolerance)):
-                    continue  # this row of the clean code does not reproduce
+                if again_rows is not None and (n > len(again_rows) or other_row != again_rows[n - 1]):
+                    continue  # this row of the clean code does not reproduce exactly: a timing, a reading
                 if not _rows_agree(row, other_row, tolerance):
                     name = next((str(c) for c in row if not str(c).isdigit()), "")
                     label = f"row {n}" + (f" ({name})" if name else "")
@@ -463,8 +466,7 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
             values, other_values = item.get("values", []), other.get("values", [])
             again_values = again.get("values", []) if again is not None else None
             for n, (v, w) in enumerate(zip(values, other_values), start=1):
-                if again_values is not None and (n > len(again_values) or
-                                                 not _numbers_agree(w, again_values[n - 1], tolerance)):
+                if again_values is not None and (n > len(again_values) or not _equal(w, again_values[n - 1])):
                     continue
                 if not _numbers_agree(v, w, tolerance):
                     return f"series {title!r}, point {n}: {ours_name} {v:.6g} · {theirs_name} {w:.6g}"
@@ -593,6 +595,18 @@ def _difference(exercise: Exercise, result) -> str | None:
                             repeat=repeat, tolerance=exercise.tolerance)
 
 
+def evidence_reproduces(result) -> bool:
+    """Whether the clean code's evidence came out exactly alike on its two runs (clean and repeat).
+
+    True without a repeat run. False for a check that measures time or
+    memory (phase-ledger, seq-sweep, ...): its evidence cannot tell a
+    learner's change from the machine's jitter, so only its observation
+    counts towards a verdict.
+    """
+    _, repeat = _clean_runs(result)
+    return repeat is None or repeat == result.evidence.get("clean", [])
+
+
 def _varies(exercise: Exercise, runs: list) -> str:
     """A clause naming a clean observation that differed between its two runs, else ""."""
     if len(runs) > 1 and not same_observation(exercise, runs[0], runs[1]):
@@ -611,9 +625,11 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
       (:func:`same_observation`) — the clean side's, or the ``repeat``
       side's (a second run of the clean code: a measurement that varies from
       run to run, a timing, is matched by either of its clean outcomes); and
-    * every evidence row the clean code reproduces on its two runs agrees
-      with the learner's (:func:`first_difference`): a repair that returns a
-      constant matching the observation still shows in the evidence behind it.
+    * when the clean code's evidence reproduces exactly on its two runs
+      (:func:`evidence_reproduces`: every check but those that time or weigh
+      memory), the learner's evidence agrees with it row by row
+      (:func:`first_difference`): a repair that returns a constant matching
+      the observation still shows in the evidence behind it.
 
     Otherwise **not fixed**, naming the first evidence row that differs (or
     the error that stopped the learner's side). **Could not run** when the
@@ -639,9 +655,12 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
     difference = _difference(exercise, result)
     varies = _varies(exercise, runs)
     matched = next((run for run in runs if same_observation(exercise, observed, run)), None)
-    if matched is not None and difference is None:
+    if matched is not None and (difference is None or not evidence_reproduces(result)):
         what = "every audit link holds" if mode == "hunt" else "it observes what the clean code observes"
-        return Verdict(mode, "fixed", f"fixed: {what}, {answers.show(kind, matched)}{varies}", None,
+        jitter = "" if difference is None else (
+            f" (its evidence differs at {difference}, but the clean code's own evidence varies from run to run, "
+            "so only the observation counts)")
+        return Verdict(mode, "fixed", f"fixed: {what}, {answers.show(kind, matched)}{varies}{jitter}", difference,
                        status, observed)
     if matched is not None:
         return Verdict(mode, "not fixed", f"not fixed: yours observes {answers.show(kind, observed)} as the clean "

@@ -282,6 +282,11 @@ class EditScreen(Screen):
             self._timer = None
         self._save_copy()
 
+    def flush_note(self) -> None:
+        """What the app calls on every screen as it quits or hangs up (``TutorApp.flush_notes``): here,
+        save the working copy."""
+        self.flush_copy()
+
     def action_fresh(self) -> None:
         """Start again from the starting file; the old copy is kept as ``<file>.previous``."""
         if self.edit_task is None or self.running:
