@@ -30,7 +30,7 @@ def test_round_trip(tmp_path):
     assert ex.solved and ex.note == "the reshape cuts time into blocks" and ex.note_time
     assert p.of("never-tried").attempts == []
     text = (tmp_path / "ada.toml").read_text()
-    assert "format_version = 1" in text
+    assert "format_version = 2" in text
 
 
 def test_an_attempts_seed_is_kept_and_older_files_without_it_read_as_seed_zero(tmp_path):
@@ -60,7 +60,7 @@ def test_safe_names_pass():
 #: Damaged progress files and the reason each is refused, as the learner is told it.
 DAMAGED = [
     ("this is = = not toml", "it is not valid TOML"),
-    ("format_version = 0\n", "its format_version is 0, not 1"),
+    ("format_version = 0\n", "its format_version is 0, not 2"),
     ('format_version = 1\nexercises = "oops"\n', "its exercises entry is not a table"),
 ]
 
@@ -190,7 +190,7 @@ def test_sigkill_while_saving_never_leaves_a_partial_file(tmp_path):
 
 
 def test_fuzz_found_a_newer_file_with_odd_contents_is_still_read_only(tmp_path):
-    (tmp_path / "ada.toml").write_text("format_version = 2\nexercises = 0\n")
+    (tmp_path / "ada.toml").write_text("format_version = 3\nexercises = 0\n")
     p = ProgressStore(tmp_path).load("ada")
     assert p.read_only and p.exercises == {}
 
@@ -209,7 +209,7 @@ def test_a_review_leaves_a_damaged_file_where_it_is(tmp_path, content, why):
 
 
 def test_a_review_still_shows_a_newer_file_read_only(tmp_path):
-    (tmp_path / "ada.toml").write_text("format_version = 2\n")
+    (tmp_path / "ada.toml").write_text("format_version = 3\n")
     p = ProgressStore(tmp_path).load("ada", move_aside=False)
     assert p.read_only and "newer tutor" in p.warnings[0]
 
@@ -281,21 +281,21 @@ def test_a_save_interrupted_mid_write_leaves_the_old_file_byte_identical(tmp_pat
 
 def test_an_attempt_is_saved_under_the_keys_the_file_format_names():
     saved = attempt().to_dict()
-    assert list(saved) == ["time", "prediction", "observed", "correct", "status", "device", "engine_hash", "seed"]
+    assert list(saved) == ["time", "prediction", "observed", "correct", "status", "device", "engine_hash", "seed", "mode"]
     assert (saved["observed"], saved["correct"], saved["seed"]) == ("b", True, 0)
 
 
 def test_reading_classifies_bytes_without_touching_a_file():
     assert classify(None) == Reading()
-    assert classify(b'format_version = 1\nlearner = "ada"\n') == Reading(data={"format_version": 1, "learner": "ada"})
+    assert classify(b'format_version = 1\nlearner = "ada"\n') == Reading(data={"format_version": 2, "learner": "ada"})
     # line ends as a text-mode read takes them: CRLF and a lone CR are newlines
-    assert classify(b'format_version = 1\r\nlearner = "ada"\r').data == {"format_version": 1, "learner": "ada"}
+    assert classify(b'format_version = 1\r\nlearner = "ada"\r').data == {"format_version": 2, "learner": "ada"}
     assert classify(b"format_version = 3\n") == Reading(data={"format_version": 3}, newer=3)
     assert classify(b"format_version = 3\nexercises = 1\n") == Reading(data=None, newer=3)
-    assert classify(b"format_version = true\n").problem == "its format_version is True, not 1"  # true == 1 in Python
-    assert classify(b"format_version = 1.0\n").problem == "its format_version is 1.0, not 1"
+    assert classify(b"format_version = true\n").problem == "its format_version is True, not 2"  # true == 1 in Python
+    assert classify(b"format_version = 1.0\n").problem == "its format_version is 1.0, not 2"
     assert classify(b"\xff").problem.startswith("it is not valid TOML (")
-    assert classify(b"#" * MAX_FILE_BYTES).problem == "its format_version is None, not 1"  # one comment, not too large
+    assert classify(b"#" * MAX_FILE_BYTES).problem == "its format_version is None, not 2"  # one comment, not too large
     assert classify(b"#" * (MAX_FILE_BYTES + 1)) == Reading(problem="it is larger than 8 MiB")
 
 
@@ -331,7 +331,7 @@ def test_a_damaged_file_that_cannot_be_moved_aside_is_one_sentence_and_stays(tmp
     monkeypatch.setattr(os, "replace", refuse)
     with pytest.raises(ProgressError) as caught:
         ProgressStore(tmp_path).load("ada")
-    assert str(caught.value) == (f"{path} cannot be used because its format_version is 0, not 1, and it could not "
+    assert str(caught.value) == (f"{path} cannot be used because its format_version is 0, not 2, and it could not "
                                  "be moved aside (Permission denied); move it yourself")
     assert path.read_text() == "format_version = 0\n"
 
@@ -349,7 +349,7 @@ def test_saving_keeps_what_the_file_held_and_marks_its_format_and_learner(tmp_pa
     p = store.save_note("ada", "x", "second\x00 note")
     assert p.of("x").note == "second note" and p.of("y").attempts[0].prediction == "c" and not p.of("y").solved
     text = (tmp_path / "ada.toml").read_text()
-    assert text.startswith('format_version = 1\nlearner = "ada"\n')
+    assert text.startswith('format_version = 2\nlearner = "ada"\n')
 
 
 def test_a_note_over_the_limit_is_refused_before_anything_is_written(tmp_path):
@@ -383,7 +383,7 @@ def test_a_learners_progress_as_data(tmp_path):
     assert list(data["exercises"]) == ["a-ex", "b-ex"]  # sorted by id
     assert data["exercises"]["b-ex"] == {
         "attempts": [{"time": "2026-11-29T10:01:00+00:00", "prediction": "a", "observed": "b", "correct": False,
-                      "status": "fail", "device": "cpu", "engine_hash": "abc", "seed": 0}],
+                      "status": "fail", "device": "cpu", "engine_hash": "abc", "seed": 0, "mode": "predict"}],
         "note": "", "note_time": "", "solved": False}
     a_ex = data["exercises"]["a-ex"]
     assert (a_ex["attempts"], a_ex["note"], a_ex["solved"]) == ([], "why", False)
@@ -476,7 +476,7 @@ def test_a_lock_held_too_long_is_one_sentence(tmp_path, monkeypatch):
 
 def test_saving_over_a_newer_file_names_it_and_both_formats(tmp_path):
     (tmp_path / "ada.toml").write_text("format_version = 7\n")
-    message = (f"{tmp_path / 'ada.toml'} was written by a newer tutor (format 7, this one knows 1); it is shown "
+    message = (f"{tmp_path / 'ada.toml'} was written by a newer tutor (format 7, this one knows 2); it is shown "
                "read-only and will not be changed — upgrade tutor to record new attempts")
     with pytest.raises(ProgressError) as caught:
         ProgressStore(tmp_path).record_attempt("ada", "x", attempt())
@@ -491,7 +491,7 @@ def test_a_damaged_file_is_renamed_with_the_time_and_a_save_says_so(tmp_path):
     p = ProgressStore(tmp_path).record_attempt("ada", "x", attempt())
     [kept] = [f for f in tmp_path.iterdir() if ".corrupt-" in f.name]
     assert re.fullmatch(r"ada\.toml\.corrupt-\d{8}-\d{6}-\d{6}", kept.name)
-    assert p.warnings == [f"ada.toml could not be used because its format_version is 0, not 1; it was kept as {kept} "
+    assert p.warnings == [f"ada.toml could not be used because its format_version is 0, not 2; it was kept as {kept} "
                           "and a fresh progress file was started"]
     assert p.learner == "ada" and len(p.of("x").attempts) == 1
 
@@ -502,7 +502,7 @@ def test_a_review_of_a_damaged_file_says_what_the_next_save_will_do(tmp_path):
         ProgressStore(tmp_path).load("ada", move_aside=False)
     assert str(caught.value).endswith("; it was left as it is: fix it by hand, or the next saved attempt will move it "
                                       "aside as ada.toml.corrupt-<time> and start a fresh file")
-    assert caught.value.problem == "its format_version is 0, not 1"
+    assert caught.value.problem == "its format_version is 0, not 2"
 
 
 def test_an_exercise_without_a_note_reads_with_empty_note_and_time(tmp_path):

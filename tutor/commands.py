@@ -79,6 +79,16 @@ class RunReply(Reply):
 
 
 @dataclass
+class EditReply(Reply):
+    """``tutor fix`` / ``tutor break``: the exercise and the session's :class:`tutor.session.EditOutcome`."""
+
+    exercise: Any = None
+    outcome: Any = None
+    saved_to: str | None = None
+    working_copy: str | None = None
+
+
+@dataclass
 class CheckReply(Reply):
     """``faults``: rows of exercises with a fault; ``shown``: those whose fault showed;
     ``unfaulted``/``ran``: the same for exercises without a fault."""
@@ -256,6 +266,155 @@ def run(args, events: Events) -> RunReply:
     return RunReply(data, code, exercise=ex, result=result, saved_to=saved)
 
 
+def fix(args, events: Events) -> EditReply:
+    """``tutor fix``: run the learner's repaired file (or patch) and measure whether it is fixed.
+
+    Exit 0 fixed, 1 not fixed (the learner's side observed something else,
+    raised, timed out or does not compile), 2 usage (no such file, a patch
+    that does not apply), 3 could not run (the clean side did not measure,
+    or the worker would not start). On the capstone it is the hunt.
+    """
+    return _edit(args, events, "fix")
+
+
+def break_(args, events: Events) -> EditReply:
+    """``tutor break``: run the learner's own fault of the clean subject file against their prediction.
+
+    Exit 0 the prediction (of the exercise's kind, or an exception name) matched what the learner's side
+    did, or was free text; 1 it did not match, or the file does not compile;
+    2 usage; 3 could not run.
+    """
+    return _edit(args, events, "break")
+
+
+def _edit(args, events: Events, mode: str) -> EditReply:
+    from tutor import edit
+    from tutor.progress import ProgressError
+    from tutor.runner import DeviceError, WorkerError
+    cat = catalog()
+    ex = exercise(cat, args.id)
+    session = _edit_session(args, events, cat)
+    try:
+        task = session.edit_task(ex, mode, getattr(args, "seed", None))
+        text = _learner_text(args, task)
+        run = session.start_edit(task, text, getattr(args, "predict", None), instruments=not args.no_instruments)
+        outcome = run.execute()
+    except edit.EditError as exc:
+        raise UsageError(str(exc)) from None
+    except DeviceError as exc:
+        raise UsageError(str(exc)) from None
+    except WorkerError as exc:
+        raise CouldNotRun(str(exc)) from None
+    finally:
+        session.close()
+    working_copy = None
+    if session.store is not None:
+        try:
+            working_copy = str(session.save_working_copy(task, outcome.text))
+        except ProgressError as exc:
+            events.notice(f"your working copy was not kept: {exc}")
+    if outcome.save_error:
+        events.notice(f"the attempt was not saved: {outcome.save_error}")
+    data = edit_data(ex, outcome)
+    data["saved_to"] = str(outcome.saved_to) if outcome.saved_to else None
+    data["working_copy"] = working_copy
+    return EditReply(data, edit_exit_code(outcome), exercise=ex, outcome=outcome, saved_to=data["saved_to"],
+                     working_copy=working_copy)
+
+
+def _edit_session(args, events: Events, cat):
+    """The session of ``tutor fix`` / ``tutor break``: progress loaded and writable unless --no-save."""
+    from tutor.progress import ProgressError
+    from tutor.session import Session
+    store, learner = (None, None) if args.no_save else store_and_learner(args, events.notice)
+    session = Session(cat, _runner(cat, args.device), store, learner)
+    if store is None:
+        return session
+    try:
+        session.load()
+        for warning in session.warnings:
+            events.notice(warning)
+        if session.progress.read_only:
+            raise UsageError("the progress file is read-only for this tutor; use --no-save or upgrade tutor")
+        store.ensure_writable()
+    except ProgressError as exc:
+        raise UsageError(str(exc)) from None
+    return session
+
+
+def _learner_text(args, task) -> str:
+    """The learner's whole file: ``--file`` as it is, or ``--patch`` applied to the task's starting file.
+
+    Raises:
+        UsageError: the file cannot be read as UTF-8 text; a patch that does not apply (the hunk named).
+        tutor.edit.EditError: passed on from the patch.
+    """
+    from tutor import edit
+    name = getattr(args, "patch", None) or args.file
+    what = "patch" if getattr(args, "patch", None) else "file"
+    try:
+        with open(name, "rb") as fh:
+            raw = fh.read(edit.MAX_EDIT_BYTES * 4 + 1)
+    except FileNotFoundError:
+        raise UsageError(f"there is no {what} {name!r}; give the path of your edited {task.path}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read the {what} {name!r} ({exc.strerror or exc})") from None
+    if len(raw) > edit.MAX_EDIT_BYTES * 4:
+        raise UsageError(f"the {what} {name!r} is larger than {edit.MAX_EDIT_BYTES * 4 // 1024} KiB; "
+                         f"edits over {edit.MAX_EDIT_BYTES // 1024} KiB are refused")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"the {what} {name!r} is not UTF-8 text; save it as UTF-8") from None
+    if what == "patch":
+        return edit.apply_patch(task.start, text, task.path)
+    return text
+
+
+def edit_data(ex, outcome) -> dict:
+    """The JSON of an edit-mode run: ``tutor run``'s fields, then mode, diff, fixed, yours, verdict, instruments."""
+    from tutor import edit
+    result, verdict, task = outcome.result, outcome.verdict, outcome.task
+    data = result.to_dict()
+    data["observed_text"] = answers.show(ex.kind, result.observed) if result.observed is not None else None
+    data["observe"] = ex.observe
+    data["note"] = None
+    if task.hidden:
+        data["fault"] = None  # the hunt's fault stays hidden
+    data.update(mode=task.mode, file=task.path, diff=outcome.diff, fixed=verdict.fixed, verdict=verdict.to_dict(),
+                prediction=outcome.prediction, seed=result.seed)
+    data["yours"] = {"status": verdict.yours_status, "observed": verdict.yours_observed,
+                     "observed_text": answers.show(ex.kind, verdict.yours_observed)
+                     if verdict.yours_status == "ok" else None,
+                     "evidence": result.evidence.get(edit.YOURS, []), "error": verdict.yours_error,
+                     "output": result.output.get(edit.YOURS, "")}
+    if task.mode == "break":
+        data["correct"] = verdict.prediction_correct
+        data["prediction_correct"] = verdict.prediction_correct
+    instruments = outcome.instruments
+    data["instruments"] = None if instruments is None else {
+        "status": instruments.status, "clean": instruments.observations.get("clean"),
+        "yours": instruments.observations.get(edit.YOURS), "errors": instruments.errors,
+        "rows": edit.instruments_holding(instruments)}
+    if verdict.yours_status == "error" and verdict.status == "syntax error":
+        data["status"] = "error"
+    elif verdict.yours_status in ("error", "timeout"):
+        data["status"] = verdict.yours_status
+    return data
+
+
+def edit_exit_code(outcome) -> int:
+    """0 fixed (or a break's prediction held, or free text), 1 not, 3 could not run (see :func:`fix`)."""
+    verdict = outcome.verdict
+    if verdict.status == "could not run":
+        return EXIT_CHECK
+    if outcome.task.mode == "break":
+        if verdict.status == "syntax error":
+            return EXIT_MISMATCH
+        return EXIT_MISMATCH if verdict.prediction_correct is False else EXIT_MATCH
+    return EXIT_MATCH if verdict.fixed else EXIT_MISMATCH
+
+
 def check(args, events: Events) -> CheckReply:
     """``tutor check``: run every chosen exercise on both sides; does each fault show?"""
     from tutor.runner import DeviceError, WorkerError
@@ -373,3 +532,4 @@ def tui(args) -> int:
 
 #: The headless commands by name (``tutor audit`` and the TUI are dispatched apart).
 COMMANDS = {"list": list_, "show": show, "run": run, "check": check, "progress": progress}
+COMMANDS.update({"fix": fix, "break": break_})  # edit mode (issue 12)

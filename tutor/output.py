@@ -15,7 +15,7 @@ from functools import singledispatchmethod
 from typing import Any
 
 from exercises import answers
-from tutor.commands import CheckReply, EveryoneReply, ListReply, ProgressReply, Reply, RunReply, ShowReply
+from tutor.commands import CheckReply, EditReply, EveryoneReply, ListReply, ProgressReply, Reply, RunReply, ShowReply
 
 #: Columns of one ``tutor check`` line: the id, then each side's value (longer ones cut with "…").
 CHECK_ID_WIDTH, CHECK_VALUE_WIDTH = 23, 13
@@ -128,6 +128,16 @@ class RichOutput:
             self.console.print(renderable)
         if reply.saved_to:
             self.console.print(f"[dim]saved to {reply.saved_to}[/dim]")
+
+    @show.register
+    def _(self, reply: EditReply) -> None:
+        from tutor.render import render_edit
+        for renderable in render_edit(reply.exercise, reply.outcome):
+            self.console.print(renderable)
+        if reply.saved_to:
+            self.console.print(f"[dim]saved to {escape(reply.saved_to)}[/dim]")
+        if reply.working_copy:
+            self.console.print(f"[dim]your working copy: {escape(reply.working_copy)}[/dim]")
 
     @show.register
     def _(self, reply: CheckReply) -> None:

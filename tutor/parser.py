@@ -62,8 +62,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _shared(p, device=False)
 
+    _add_edit_parsers(sub)
     audit_cmd.add_parser(sub)
     return parser
+
+
+def _add_edit_parsers(sub) -> None:
+    """``tutor fix`` and ``tutor break``: the learner's own file, run and judged headlessly (edit mode)."""
+    p = sub.add_parser("fix", help="repair an exercise's fault in your own copy; the tutor measures whether "
+                       "it is fixed (on the capstone: find and fix the mystery's hidden fault)")
+    p.add_argument("id")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--file", metavar="PATH", help="your whole repaired subject file")
+    source.add_argument("--patch", metavar="FILE.diff", help="a unified diff against the faulted file")
+    p.add_argument("--no-save", action="store_true", help="do not record the attempt or keep a working copy")
+    p.add_argument("--no-instruments", action="store_true",
+                   help="skip the engine's instruments (shape ledger, causality, cache, learning ledger)")
+    p.add_argument("--seed", type=_seed, metavar="N", help="the capstone's mystery to hunt (default: the one "
+                   "your last prediction met)")
+    p.add_argument("--json", action="store_true")
+    _shared(p)
+
+    p = sub.add_parser("break", help="write your own fault into the clean subject file and predict what it does")
+    p.add_argument("id")
+    p.add_argument("--file", metavar="PATH", required=True, help="your whole edited subject file")
+    p.add_argument("--predict", required=True, metavar="ANSWER",
+                   help="what your fault will do: an answer of the exercise's kind, or free text")
+    p.add_argument("--no-save", action="store_true", help="do not record the attempt or keep a working copy")
+    p.add_argument("--no-instruments", action="store_true", help="skip the engine's instruments")
+    p.add_argument("--json", action="store_true")
+    _shared(p)
 
 
 def _seed(text: str) -> int:

@@ -19,6 +19,14 @@ hash) and the explain-back note with the time it was written::
     status = "pass"
     device = "cpu"
     engine_hash = "3f2a9c0d1b7e"
+    mode = "predict"
+
+An edit-mode attempt (issue 12) has ``mode`` ``fix``, ``break`` or ``hunt``,
+the learner's unified ``diff`` and the measured ``verdict`` ("fixed", "not
+fixed", "changed", "unchanged"). Files of format 1 (before edit mode) load
+as they are, their attempts read as ``mode = "predict"``, and are written as
+format 2 on the next save (:func:`migrate`). The learner's working copies
+live beside the file, in ``work/<learner>/<exercise>/<mode>/`` (:meth:`ProgressStore.save_working_copy`).
 
 Every change takes a file lock (``filelock``), re-reads the file, applies the
 change and writes the whole file to a temporary file that is then renamed over
@@ -52,12 +60,18 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Format versions this tutor reads and migrates on the next save (see :func:`migrate`).
+OLDER_VERSIONS = (1,)
+#: The folder, inside the progress folder, that holds learners' working copies (edit mode).
+WORK_FOLDER = "work"
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_NOTE_CHARS = 20_000
 #: The learner name used when neither a flag, TUTOR_LEARNER nor a safe login name gives one.
 FALLBACK_LEARNER = "learner"
 _LEARNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+#: Exercise ids and mode folders that may name a working copy's folders (kebab-case).
+_WORK_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
 class ProgressError(Exception):
@@ -95,6 +109,9 @@ class Attempt:
     device: str
     engine_hash: str
     seed: int = 0  # the check's seed (the capstone's mystery); 0 for every other exercise
+    mode: str = "predict"  # predict, or an edit mode: fix, break, hunt (tutor.edit.MODES)
+    diff: str = ""  # edit modes: the learner's unified diff against the clean file (a hunt: against the mystery)
+    verdict: str = ""  # edit modes: fixed / not fixed (fix, hunt), changed / unchanged (break)
 
     @classmethod
     def of(cls, result) -> "Attempt":
@@ -109,8 +126,35 @@ class Attempt:
                    observed=answers.show(result.kind, result.observed), correct=bool(result.correct),
                    status=result.status, device=result.device, engine_hash=engine_hash(), seed=result.seed)
 
+    @classmethod
+    def of_edit(cls, result, mode: str, diff: str, verdict, prediction: str = "") -> "Attempt":
+        """The attempt an edit-mode run leaves (fix, break or hunt), timed now.
+
+        Args:
+            result: the run's ``tutor.runner.RunResult``.
+            mode: ``fix``, ``break`` or ``hunt``.
+            diff: the learner's unified diff.
+            verdict: the run's ``tutor.edit.Verdict``. ``correct`` is the fix
+                (fix, hunt) or whether the prediction matched (break); a
+                break predicted in free text is never ``correct``.
+            prediction: a break's prediction as kept (canonical, or free text).
+        """
+        from exercises import answers
+        observed = answers.show(result.kind, verdict.yours_observed) if verdict.yours_status == "ok" else \
+            verdict.yours_status
+        correct = bool(verdict.fixed) if mode != "break" else bool(verdict.prediction_correct)
+        return cls(time=now(), prediction=prediction, observed=observed,
+                   correct=correct, status=verdict.yours_status, device=result.device, engine_hash=engine_hash(),
+                   seed=result.seed, mode=mode, diff=diff, verdict=verdict.status)
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The attempt as its TOML table: a prediction leaves out the edit-mode fields it does not use."""
+        data = asdict(self)
+        if self.mode == "predict":
+            for key in ("diff", "verdict"):
+                if not data[key]:
+                    del data[key]
+        return data
 
 
 #: Attempt's keys: {name: (type, default or MISSING when every file must have it)}.
@@ -125,7 +169,17 @@ class ExerciseProgress:
 
     @property
     def solved(self) -> bool:
-        return any(a.correct for a in self.attempts)
+        """Whether a prediction of this exercise ever matched (edit-mode attempts are counted apart)."""
+        return any(a.correct for a in self.attempts if a.mode == "predict")
+
+    @property
+    def predictions(self) -> list[Attempt]:
+        """The attempts that were predictions (``mode = "predict"``), in order."""
+        return [a for a in self.attempts if a.mode == "predict"]
+
+    def edits(self, mode: str | None = None) -> list[Attempt]:
+        """The edit-mode attempts (fix, break, hunt), or only those of ``mode``, in order."""
+        return [a for a in self.attempts if a.mode != "predict" and (mode is None or a.mode == mode)]
 
 
 @dataclass
@@ -296,6 +350,88 @@ class ProgressStore:
             entry["note_time"] = now()
         return self._update(learner, change)
 
+    # --- working copies (edit mode) -----------------------------------------
+
+    def working_copy_path(self, learner: str, exercise_id: str, key: str, subject: str) -> Path:
+        """Where a learner's working copy of ``subject`` lives for one exercise and mode.
+
+        ``<folder>/work/<learner>/<exercise_id>/<key>/<file name>``, e.g.
+        ``progress/work/ada/head-split/fix/model.py``: inside the progress
+        folder, never inside ``engine/`` or ``exercises/``; the file keeps its
+        name so an editor highlights it as Python.
+
+        Args:
+            learner: a valid learner name.
+            exercise_id: the exercise's id (kebab-case).
+            key: the mode's folder (``fix``, ``break``, ``hunt-3``).
+            subject: the subject file, relative to the source root (``engine/model.py``).
+
+        Raises:
+            ProgressError: the learner, exercise id or key is not a safe name.
+        """
+        for what, name in (("exercise id", exercise_id), ("edit mode", key)):
+            if not isinstance(name, str) or not _WORK_NAME.match(name):
+                raise ProgressError(f"the {what} {str(name)[:40]!r} cannot name a working copy folder")
+        filename = Path(subject).name
+        if not _WORK_NAME.match(filename.replace(".", "-").replace("_", "-").lower()):
+            raise ProgressError(f"the subject file {subject!r} cannot name a working copy")
+        return self.folder / WORK_FOLDER / validate_learner(learner) / exercise_id / key / filename
+
+    def load_working_copy(self, learner: str, exercise_id: str, key: str, subject: str) -> str | None:
+        """The learner's working copy as last saved, or None when there is none.
+
+        Raises:
+            ProgressError: the copy exists but cannot be read as UTF-8 text.
+        """
+        path = self.working_copy_path(learner, exercise_id, key, subject)
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ProgressError(f"your working copy {path} cannot be read ({exc}); open it in an editor "
+                                "and save it as UTF-8 text") from None
+
+    def save_working_copy(self, learner: str, exercise_id: str, key: str, subject: str, text: str) -> Path:
+        """Write the learner's working copy atomically (temp file, fsync, rename); return its path.
+
+        A process killed at any moment (SIGKILL included) leaves the previous
+        copy or the new one, never a half-written file.
+
+        Raises:
+            ProgressError: the text is larger than MAX_FILE_BYTES, or the folder is not writable.
+        """
+        path = self.working_copy_path(learner, exercise_id, key, subject)
+        payload = text.encode("utf-8", "surrogatepass")
+        if len(payload) > MAX_FILE_BYTES:
+            raise ProgressError(f"the working copy is {len(payload):,} bytes; keep it under "
+                                f"{MAX_FILE_BYTES // (1024 * 1024)} MiB")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_bytes_atomically(path, payload)
+        except OSError as exc:
+            raise ProgressError(f"cannot save your working copy to {path} ({exc.strerror or exc}); "
+                                "choose a writable folder with --progress-dir") from None
+        return path
+
+    def discard_working_copy(self, learner: str, exercise_id: str, key: str, subject: str) -> Path | None:
+        """Start afresh: the working copy is kept as ``<file>.previous`` (replacing an older one); return that.
+
+        Returns None when there was no copy.
+
+        Raises:
+            ProgressError: the copy could not be moved.
+        """
+        path = self.working_copy_path(learner, exercise_id, key, subject)
+        if not path.exists():
+            return None
+        previous = path.with_name(path.name + ".previous")
+        try:
+            os.replace(path, previous)
+        except OSError as exc:
+            raise ProgressError(f"cannot set your working copy {path} aside ({exc.strerror or exc})") from None
+        return previous
+
     # --- internals -----------------------------------------------------------
 
     def _update(self, learner: str, change) -> LearnerProgress:
@@ -337,6 +473,27 @@ class ProgressStore:
             raise
 
 
+def _write_bytes_atomically(path: Path, payload: bytes) -> None:
+    """Write ``payload`` to a temporary file beside ``path``, fsync it, rename it over ``path``.
+
+    Raises:
+        OSError: the folder is not writable (the temporary file is removed).
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 @dataclass(frozen=True)
 class Reading:
     """What a progress file holds, as this tutor reads it (see :func:`classify`).
@@ -359,7 +516,9 @@ def classify(raw: bytes | None) -> Reading:
 
     A file is damaged (``problem`` set) when it is larger than
     MAX_FILE_BYTES, is not UTF-8 TOML, has another format_version than this
-    tutor's (and not a newer one), or is not shaped like progress.
+    tutor's (and not a newer one, nor an older one it migrates), or is not
+    shaped like progress. An older format's document comes back migrated
+    (:func:`migrate`).
     """
     if raw is None:
         return Reading()
@@ -375,10 +534,29 @@ def classify(raw: bytes | None) -> Reading:
     if whole and version > FORMAT_VERSION:
         # shown read-only, and its contents only where this tutor can read them
         return Reading(data=data if _shape_problem(data) is None else None, newer=version)
+    if whole and version in OLDER_VERSIONS:
+        problem = _shape_problem(data)
+        return Reading(data=None if problem else migrate(data), problem=problem)
     if not whole or version != FORMAT_VERSION:
         return Reading(problem=f"its format_version is {version!r}, not {FORMAT_VERSION}")
     problem = _shape_problem(data)
     return Reading(data=None if problem else data, problem=problem)
+
+
+def migrate(data: dict) -> dict:
+    """A well-formed progress document of an older format (:data:`OLDER_VERSIONS`) in this format.
+
+    Format 1 -> 2 (edit mode, issue 12): every attempt was a prediction, so
+    each gains ``mode = "predict"``; nothing else changes. The result is
+    written on the next save; a file is never rewritten just for being read.
+    """
+    data = dict(data)
+    if data.get("format_version") == 1:
+        for entry in data.get("exercises", {}).values():
+            for attempt in entry.get("attempts", []):
+                attempt.setdefault("mode", "predict")
+        data["format_version"] = 2
+    return data
 
 
 def _read_bytes(path: Path) -> bytes | None:

@@ -21,6 +21,13 @@ holds the policy both faces used to spell out on their own:
   the progress file's lock on the UI thread; :meth:`Session.save_note` is
   safe from any thread too (the newest text wins).
 
+Edit mode (issue 12) runs through here too: :meth:`Session.edit_task` says
+what the learner edits (``fix``, ``break``, ``hunt``; :mod:`tutor.edit`),
+:meth:`Session.start_edit` (or :meth:`fix`, :meth:`break_it`, :meth:`hunt`)
+runs their file as the side ``yours``, measures the verdict and records the
+attempt with its mode, diff and verdict, and the learner's working copies
+are kept in the progress folder (:meth:`Session.save_working_copy`).
+
 A run is made of *sides* (:class:`tutor.protocol.Side`): data saying how
 each private tree is built. A plain run has ``clean`` and, for an exercise
 with a fault, ``faulted`` (:meth:`Session.sides_for`). A learner's own
@@ -40,6 +47,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
+from tutor import edit
 from tutor.catalog import Catalog, Exercise
 from tutor.progress import Attempt, ExerciseProgress, LearnerProgress, ProgressError, ProgressStore
 from tutor.protocol import Progress, Side
@@ -79,6 +87,29 @@ class Outcome:
     saved_to: Path | None = None
     save_error: str | None = None
     note_saved: bool = False
+
+
+@dataclass
+class EditOutcome(Outcome):
+    """What one edit-mode run came to (:meth:`Session.start_edit`).
+
+    Attributes:
+        task: what the learner edited (mode, file, exercise).
+        text: the learner's file as it ran.
+        diff: the learner's unified diff (:meth:`tutor.edit.Task.diff`).
+        verdict: the measured verdict (:func:`tutor.edit.judge` or
+            :func:`tutor.edit.observe_break`).
+        prediction: a break's prediction as kept (canonical or free text), else None.
+        instruments: the engine instruments' run on the same sides, when
+            asked for and the file is part of the engine, else None.
+    """
+
+    task: "edit.Task | None" = None
+    text: str = ""
+    diff: str = ""
+    verdict: "edit.Verdict | None" = None
+    prediction: str | None = None
+    instruments: RunResult | None = None
 
 
 class Session:
@@ -179,8 +210,8 @@ class Session:
     # --- running -------------------------------------------------------------
 
     def seed_for(self, exercise: Exercise) -> int:
-        """The seed of the learner's next attempt (module docstring)."""
-        earlier = len(self.progress.of(exercise.id).attempts) if self.store is not None else 0
+        """The seed of the learner's next attempt (module docstring); edit-mode attempts do not count."""
+        earlier = len(self.progress.of(exercise.id).predictions) if self.store is not None else 0
         return exercise.seed_for(earlier)
 
     def sides_for(self, exercise: Exercise) -> tuple[Side, ...]:
@@ -223,6 +254,117 @@ class Session:
             tutor.runner.DeviceError, tutor.runner.WorkerError: as :meth:`attempt`.
         """
         return self.start(exercise, None, seed=seed, sides=sides, record=False).execute().result
+
+    # --- edit mode (issue 12) -------------------------------------------------
+
+    def edit_task(self, exercise: Exercise, mode: str, seed: int | None = None) -> "edit.Task":
+        """What the learner edits in ``mode`` (``fix``, ``break``, ``hunt``) for ``exercise``.
+
+        ``fix`` on the capstone is its hunt. Unless ``seed`` is given, a
+        hunt meets the mystery of the learner's last prediction (already
+        predicted, so the hunt spoils nothing; the first mystery before any
+        prediction), or the next one that hides a fault.
+
+        Raises:
+            tutor.edit.EditError: the exercise has nothing to fix in that mode.
+        """
+        if mode in ("fix", "hunt") and exercise.seed_per_attempt and seed is None:
+            predicted = len(self.progress.of(exercise.id).predictions) if self.store is not None else 0
+            seed = exercise.seed_for(max(0, predicted - 1))
+        return edit.task_for(self.catalog, exercise, mode, seed)
+
+    def working_copy(self, task: "edit.Task") -> str | None:
+        """The learner's saved working copy for ``task``, or None (no store, or none saved).
+
+        Raises:
+            ProgressError: the copy exists but cannot be read.
+        """
+        if self.store is None:
+            return None
+        return self.store.load_working_copy(self.learner, task.exercise.id, task.key, task.path)
+
+    def save_working_copy(self, task: "edit.Task", text: str) -> Path | None:
+        """Save the learner's working copy for ``task`` atomically (safe from any thread); None without a store.
+
+        Raises:
+            ProgressError: it could not be saved.
+        """
+        if self.store is None:
+            return None
+        return self.store.save_working_copy(self.learner, task.exercise.id, task.key, task.path, text)
+
+    def fresh_copy(self, task: "edit.Task") -> str:
+        """Start ``task`` afresh: the saved copy is kept as ``<file>.previous``; return the starting text.
+
+        Raises:
+            ProgressError: the old copy could not be set aside.
+        """
+        if self.store is not None:
+            self.store.discard_working_copy(self.learner, task.exercise.id, task.key, task.path)
+        return task.start
+
+    def start_edit(self, task: "edit.Task", text: str, prediction: str | None = None, *,
+                   record: bool = True, instruments: bool = False) -> "EditRun":
+        """An edit-mode run of the learner's ``text`` for ``task``, asked for now; see :meth:`EditRun.execute`.
+
+        Args:
+            task: from :meth:`edit_task`.
+            text: the learner's whole file.
+            prediction: break only: the learner's prediction, in the
+                exercise's kind or as free text.
+            record: whether the attempt is recorded (needs a store).
+            instruments: also run the engine's instruments on clean and
+                yours (engine files only; :data:`tutor.edit.INSTRUMENTS_CHECK`).
+
+        Raises:
+            tutor.edit.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte.
+        """
+        return EditRun(self, task, text, prediction, record=record and self.store is not None,
+                       instruments=instruments)
+
+    def fix(self, exercise: Exercise, text: str, **options) -> EditOutcome:
+        """Run the learner's repair of ``exercise``'s fault (blocking); ``options`` as :meth:`start_edit`.
+
+        Raises:
+            tutor.edit.EditError, tutor.runner.DeviceError, tutor.runner.WorkerError.
+        """
+        on_progress = options.pop("on_progress", None)
+        return self.start_edit(self.edit_task(exercise, "fix"), text, **options).execute(on_progress)
+
+    def break_it(self, exercise: Exercise, text: str, prediction: str | None = None, **options) -> EditOutcome:
+        """Run the learner's own fault of ``exercise``'s subject file (blocking); see :meth:`start_edit`."""
+        on_progress = options.pop("on_progress", None)
+        return self.start_edit(self.edit_task(exercise, "break"), text, prediction, **options).execute(on_progress)
+
+    def hunt(self, exercise: Exercise, text: str, seed: int | None = None, **options) -> EditOutcome:
+        """Run the learner's repair of the capstone's mystery (blocking); see :meth:`start_edit`."""
+        on_progress = options.pop("on_progress", None)
+        return self.start_edit(self.edit_task(exercise, "hunt", seed), text, **options).execute(on_progress)
+
+    def instruments(self, task: "edit.Task", text: str,
+                    on_progress: Callable[[Progress], None] | None = None) -> RunResult | None:
+        """The engine's instruments on each side of ``task`` (clean, faulted when there is a fault, and
+        the learner's), blocking; None when the file is not part of the engine. Never recorded.
+
+        Raises:
+            tutor.runner.DeviceError, tutor.runner.WorkerError: as :meth:`attempt`.
+        """
+        if not task.engine:
+            return None
+        exercise = replace(task.exercise, check=edit.INSTRUMENTS_CHECK, timeout_s=edit.INSTRUMENTS_TIMEOUT_S)
+        return self.runner.run(exercise, None, on_progress=on_progress, seed=0, sides=task.sides(text, repeat=False))
+
+    def _record_edit(self, outcome: EditOutcome) -> EditOutcome:
+        task, verdict = outcome.task, outcome.verdict
+        attempt = Attempt.of_edit(outcome.result, task.mode, outcome.diff, verdict, outcome.prediction or "")
+        try:
+            with self._lock:
+                self.progress = self.store.record_attempt(self.learner, task.exercise.id, attempt)
+        except ProgressError as exc:
+            outcome.save_error = str(exc)
+            return outcome
+        outcome.saved_to = self.store.path(self.learner)
+        return outcome
 
     def warm_up(self) -> dict:
         """Start the runner's worker now (blocking; it imports torch); return its hello.
@@ -331,3 +473,64 @@ class Run:
         if self.record and result.status in RECORDED:
             return self.session._record(self.exercise, result, self.note)
         return Outcome(result)
+
+
+class EditRun(Run):
+    """One edit-mode run: the learner's file as the side ``yours``, judged and recorded.
+
+    Cancellable from any thread like :class:`Run`. Attributes as :class:`Run`, and:
+
+    Attributes:
+        task: what the learner edited.
+        text: the learner's file (line ends made ``\\n``).
+        diff: the learner's unified diff.
+        syntax: the sentence naming the first syntax error, or None.
+        instruments: whether the engine's instruments run too.
+    """
+
+    def __init__(self, session: Session, task: "edit.Task", text: str, prediction: str | None, *,
+                 record: bool, instruments: bool = False) -> None:
+        text = edit.check_text(task.path, text)
+        diff = task.diff(text)
+        if len(diff.encode("utf-8", "replace")) > edit.MAX_EDIT_BYTES:
+            raise edit.EditError(f"your edit of {task.path} is a diff of more than {edit.MAX_EDIT_BYTES // 1024} KiB; "
+                                 "edits that large are refused — change only what the exercise needs")
+        seed = task.seed if task.seed is not None else session.seed_for(task.exercise)
+        super().__init__(session, task.exercise, None, seed=seed, sides=task.sides(text), note=None, record=record)
+        self.task = task
+        self.text = text
+        self.diff = diff
+        self.break_prediction = prediction if task.mode == "break" else None
+        self.syntax = edit.syntax_problem(task.path, text)
+        self.instruments = instruments and task.engine
+
+    def execute(self, on_progress: Callable[[Progress], None] | None = None) -> EditOutcome:
+        """Run the sides, judge the learner's side, record the attempt (a measured verdict only).
+
+        A file with a syntax error is not run: the verdict names the line at
+        once (status ``syntax error``) and nothing is recorded. With
+        ``instruments``, the engine's instruments run after the verdict is
+        measured (and recorded) and come back in ``outcome.instruments``.
+
+        Raises:
+            tutor.runner.DeviceError, tutor.runner.WorkerError: as :meth:`Run.execute`.
+        """
+        task = self.task
+        _, kept = edit.read_break_prediction(task.exercise, self.break_prediction)
+        if self.syntax is not None:
+            result = RunResult(id=task.exercise.id, status="error", device="-", torch="-", fault=task.exercise.fault,
+                               kind=task.exercise.kind, errors={edit.YOURS: self.syntax}, seed=self.seed)
+            verdict = edit.Verdict(task.mode, "syntax error", f"not run: {self.syntax}", yours_status="error",
+                                   yours_error=self.syntax)
+            return EditOutcome(result, task=task, text=self.text, diff=self.diff, verdict=verdict, prediction=kept)
+        result = super().execute(on_progress).result
+        if task.mode == "break":
+            verdict = edit.observe_break(task.exercise, result, self.break_prediction)
+        else:
+            verdict = edit.judge(task.exercise, result, task.mode)
+        outcome = EditOutcome(result, task=task, text=self.text, diff=self.diff, verdict=verdict, prediction=kept)
+        if self.record and verdict.ran and not self.cancelled:
+            outcome = self.session._record_edit(outcome)
+        if self.instruments and verdict.ran and not self.cancelled:
+            outcome.instruments = self.session.instruments(task, self.text, on_progress)
+        return outcome

@@ -40,12 +40,16 @@ class ExerciseScreen(Screen):
         Binding("h", "hint", "Hint"),
         Binding("a", "answer", "Answer"),
         Binding("e", "explain", "Explain back"),
+        Binding("f", "fix", "Fix it"),  # edit mode (tutor.ui.screens.fix); F and B work where f or b pick a choice
+        Binding("b", "break_it", "Break it"),
+        Binding("F", "fix", "Fix it", show=False),
+        Binding("B", "break_it", "Break it", show=False),
         Binding("escape", "cancel_or_back", "Back"),  # cancels a running check first
     ]
     #: single keys that keep their meaning while reading; any other printable
     #: key starts typing the answer (when the answer box is a text box). The
     #: action keys no choice may take, plus a (to the answer box) and ? (help).
-    _COMMAND_KEYS = set(answers.ACTION_KEYS) | set("a?")
+    _COMMAND_KEYS = set(answers.ACTION_KEYS) | set("a?") | set("fbFB")
 
     def __init__(self, exercise: Exercise) -> None:
         """Args:
@@ -125,6 +129,16 @@ class ExerciseScreen(Screen):
         editor.move_cursor(editor.document.end)  # continue the note, do not type in front of it
         editor.scroll_visible()
 
+    def action_fix(self) -> None:
+        """Fix it (the capstone: Find and fix): the learner repairs the fault in their own copy."""
+        from tutor.ui.screens.fix import EditScreen
+        self.app.push_screen(EditScreen(self.exercise, "fix"))
+
+    def action_break_it(self) -> None:
+        """Break it: the learner writes a fault of their own into the clean subject file."""
+        from tutor.ui.screens.fix import EditScreen
+        self.app.push_screen(EditScreen(self.exercise, "break"))
+
     def on_key(self, event) -> None:
         """Keys that answer straight away while reading.
 
@@ -150,6 +164,8 @@ class ExerciseScreen(Screen):
         if char.isspace():
             return
         if prediction.options:
+            if char in "FB":
+                return  # capitals open Fix it / Break it even where f or b picks a choice
             choice = prediction.choice_for_key(char)
             if choice is not None:
                 event.stop()

@@ -1,0 +1,69 @@
+"""The in-TUI code editor of edit mode: a TextArea set up for Python, with save-and-run and leave keys."""
+
+from __future__ import annotations
+
+from textual import events
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import TextArea
+
+
+class CodeEditor(TextArea):
+    """Textual's ``TextArea`` in code-editor mode for one subject file.
+
+    Python highlighting (tree-sitter, from ``textual[syntax]``) when it is
+    installed — plain text otherwise, never an error — line numbers, Tab
+    indents. Ctrl+S posts :class:`CodeEditor.SaveRequested`; Esc posts
+    :class:`CodeEditor.LeaveRequested` instead of moving the focus, so the
+    screen can keep the text and go back. The text itself is the screen's
+    to save: this widget never writes a file.
+    """
+
+    DEFAULT_CSS = """
+    CodeEditor {
+        height: 1fr;
+        min-height: 6;
+    }
+    """
+
+    BINDINGS = [Binding("ctrl+s", "save", "Save and run", priority=True)]
+
+    class SaveRequested(Message):
+        """The learner pressed Ctrl+S: save the text and run it."""
+
+        def __init__(self, editor: "CodeEditor") -> None:
+            super().__init__()
+            self.editor = editor
+
+    class LeaveRequested(Message):
+        """The learner pressed Esc: keep the text and leave."""
+
+        def __init__(self, editor: "CodeEditor") -> None:
+            super().__init__()
+            self.editor = editor
+
+    def __init__(self, text: str = "", **kwargs) -> None:
+        """Args:
+            text: the file's text.
+            kwargs: passed to ``TextArea`` (id, classes, ...).
+        """
+        super().__init__(text, soft_wrap=False, tab_behavior="indent", show_line_numbers=True, theme="monokai",
+                         **kwargs)
+        if "python" in self.available_languages:
+            self.language = "python"
+
+    @property
+    def highlighted(self) -> bool:
+        """Whether the text is highlighted as Python (tree-sitter is installed)."""
+        return self.language == "python"
+
+    def action_save(self) -> None:
+        self.post_message(self.SaveRequested(self))
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "escape":
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.LeaveRequested(self))
+            return
+        await super()._on_key(event)
