@@ -263,8 +263,8 @@ class RichOutput:
         if reply.csv:
             sys.stdout.write(to_csv(reply.report))
             sys.stdout.flush()
-            return
-        show_report(self.console, reply.report)
+        else:
+            show_report(self.console, reply.report)
         if reply.data.get("error"):
             fail(reply.data["error"])
 

@@ -52,9 +52,11 @@ import tomli_w
 from filelock import FileLock, Timeout
 
 try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
+    # tomli's compiled wheels read about twice as fast as the standard library's tomllib (the same
+    # parser, interpreted): a class report reads a thousand files. tomllib where tomli is missing.
     import tomli as tomllib
+except ModuleNotFoundError:
+    import tomllib
 
 FORMAT_VERSION = 1
 MAX_FILE_BYTES = 8 * 1024 * 1024
