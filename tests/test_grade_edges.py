@@ -286,4 +286,9 @@ def test_every_name_has_one_safe_stem_that_reads_back_as_its_key(head, middle, t
     assert len(stem.encode()) <= MAX_STEM_BYTES
     assert stem == stem.lower() or "%" in stem  # only the %XX hex digits are upper case
     assert name_of_stem(stem) == learner_key(tidy)
-    assert file_stem(tidy.upper()) == stem or learner_key(tidy.upper()) != learner_key(tidy)
+    try:
+        shouted = validate_learner(tidy.upper())
+    except ProgressError:
+        return  # upper case made it another kind of text (rare ligatures): nothing to compare
+    if learner_key(shouted) == learner_key(tidy):
+        assert file_stem(shouted) == stem  # the same learner, the same file, whatever the case

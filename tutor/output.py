@@ -123,7 +123,8 @@ class RichOutput:
         line.append(fit(row.answer_text, 30))
         self.console.print(line, no_wrap=True, overflow="ellipsis")
         if row.reason and row.status != "fail":
-            self.console.print(Text(f"           {row.reason}", style="red"))
+            from rich.padding import Padding
+            self.console.print(Padding(Text(row.reason, style="red"), (0, 0, 0, 11), expand=False))  # wrapped: indented
 
     def checked(self, exercise, result, ok: bool) -> None:
         """One ``tutor check`` line as soon as the exercise ran; the whole error below it."""
