@@ -21,6 +21,11 @@ Sections (each prints its figures with the target and pass / falls short):
   the 6·N·tokens + attention estimate.
 * ``cache``    — ms/token of cached decoding at T = 8 and T = block_size
   (block 512), and cached against full-prefix recomputation at T = 256.
+* ``grade``    — ``tutor grade`` of 100 answers rows (20 learners × 5
+  exercises, every row's check run) as one process, with 1 worker and with
+  2 (-j 2); ≤ 40 s on 2 cores. Every row must come back pass or fail.
+* ``report``   — ``tutor report DIR --json`` over 1,000 learners' progress
+  files (8 exercises, 1–4 attempts each, with confidences); ≤ 2 s.
 
 Timings are medians of repeated runs on this machine; they belong here, not
 in the test suite.
@@ -499,6 +504,101 @@ def bench_cache(args) -> None:
         rec("CUDA max_memory_allocated (decoding)", f"{torch.cuda.max_memory_allocated() / 2**20:.1f} MiB", "-", None)
 
 
+# --- grading a class and reporting on it ------------------------------------------------------
+
+#: The benchmark class's exercises with a right and a wrong answer each (right: what the check observes).
+GRADE_ANSWERS = {"head-split": ("b", "a"), "broadcast-loss": ("(3, 3)", "(3,)"), "cache-offset": ("no", "yes"),
+                 "skip-zero-grad": ("2", "-1/4"), "clone-detach": ("no " * 10, "yes " * 10)}
+
+
+def bench_grade(args) -> None:
+    import csv
+    import json
+    import tempfile
+    print("\n== tutor grade: 100 answers rows, every check run, as one process")
+    with tempfile.TemporaryDirectory() as d:
+        answers = Path(d) / "answers.csv"
+        with open(answers, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["learner", "exercise", "answer"])
+            for n in range(20):
+                for ex_id, (right, wrong) in GRADE_ANSWERS.items():
+                    writer.writerow([f"Learner {n:02d}", ex_id, (right if n % 2 == 0 else wrong).strip()])
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        for jobs in sorted({1, min(2, cores)}):
+            t = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "tutor.cli", "grade", "--answers", str(answers), "--json",
+                                   "--device", "cpu", "-j", str(jobs), "--out", str(Path(d) / f"out{jobs}")],
+                                  capture_output=True, text=True)
+            wall = time.perf_counter() - t
+            try:
+                data = json.loads(proc.stdout)
+            except json.JSONDecodeError:
+                record(f"grade 100 rows, -j {jobs}", "did not run", "≤ 40 s", False)
+                print("   ", proc.stderr.strip().splitlines()[-1:])
+                continue
+            counts = data["counts"]
+            graded = counts.get("pass", 0) + counts.get("fail", 0)
+            runs = [r["duration_s"] for r in data["rows"] if r["duration_s"] is not None]
+            record(f"grade 100 rows, -j {jobs} (process wall, worker start included)", f"{wall:.1f} s", "≤ 40 s",
+                   wall <= 40.0 and graded == 100)
+            record(f"  rows graded pass/fail, -j {jobs} ({counts})", f"{graded}", "100", graded == 100)
+            record(f"  median run of one row, -j {jobs}", f"{statistics.median(runs) * 1000:.0f} ms", "-", None)
+
+
+def make_class(folder: Path, learners: int = 1000, seed: int = 0) -> None:
+    """A class of ``learners`` progress files as tutor writes them: 8 exercises each, 1-4 attempts each,
+    with confidences and a note per exercise (about 5 KB a file)."""
+    import random
+
+    import tomli_w
+
+    from tutor.catalog import load_catalog
+    from tutor.progress import file_stem
+    rng = random.Random(seed)
+    exercises = [e.id for e in load_catalog().exercises][:12]
+    for n in range(learners):
+        name = f"Learner {n:04d}"
+        data = {"format_version": 1, "learner": name, "exercises": {}}
+        for ex_id in rng.sample(exercises, 8):
+            attempts = []
+            for k in range(rng.randint(1, 4)):
+                right = rng.random() < 0.5
+                attempts.append({"time": f"2026-11-29T10:{k:02d}:00+00:00", "prediction": rng.choice("abcd"),
+                                 "observed": "b", "correct": right, "status": "pass" if right else "fail",
+                                 "device": "cpu", "engine_hash": "abc123def456", "seed": 0,
+                                 "confidence": rng.choice([50, 60, 70, 80, 90, 100])})
+            data["exercises"][ex_id] = {"note": "the reshape mixes positions across heads",
+                                        "note_time": "2026-11-29T10:00:00+00:00", "attempts": attempts}
+        (folder / f"{file_stem(name)}.toml").write_text(tomli_w.dumps(data), encoding="utf-8")
+
+
+def bench_report(args) -> None:
+    import json
+    import tempfile
+    print("\n== tutor report over 1,000 learners' progress files")
+    with tempfile.TemporaryDirectory() as d:
+        folder = Path(d)
+        make_class(folder)
+        size = sum(p.stat().st_size for p in folder.iterdir())
+        walls, count = [], None
+        for _ in range(3 if args.quick else 5):
+            t = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "tutor.cli", "report", str(folder), "--json"],
+                                  capture_output=True, text=True)
+            walls.append(time.perf_counter() - t)
+            count = json.loads(proc.stdout)["learner_count"] if proc.returncode == 0 else None
+        m = statistics.median(walls)
+        try:
+            import tomli
+            parser = "compiled tomli" if not tomli.__file__.endswith(".py") else "tomli (pure Python)"
+        except ImportError:
+            parser = "tomllib (pure Python)"
+        record(f"report of 1,000 files ({size / 2**20:.1f} MiB, {parser}), process wall (median)", f"{m:.2f} s",
+               "≤ 2 s", m <= 2.0 and count == 1000)
+        record("  learners counted", str(count), "1000", count == 1000)
+
+
 def _cuda_present() -> bool:
     import torch
     return torch.cuda.is_available()
@@ -507,12 +607,12 @@ def _cuda_present() -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    parser.add_argument("--only", nargs="+", choices=["startup", "verdict", "engine", "cache"])
+    parser.add_argument("--only", nargs="+", choices=["startup", "verdict", "engine", "cache", "grade", "report"])
     parser.add_argument("--device", choices=["cpu", "cuda", "all"], default="all")
     parser.add_argument("--compile", action="store_true",
                         help="also time the engine under torch.compile (compiling takes about 30 s)")
     args = parser.parse_args()
-    sections = args.only or ["startup", "verdict", "engine", "cache"]
+    sections = args.only or ["startup", "verdict", "engine", "cache", "grade", "report"]
     print(f"machine: {os.cpu_count()} cores · python {sys.version.split()[0]} · {time.strftime('%Y-%m-%d %H:%M')}")
     devices = [args.device]
     if args.device == "all":  # asking torch about CUDA only when a device-bound section runs
@@ -523,7 +623,8 @@ def main() -> None:
             for device in devices:  # the device-bound sections, once per device
                 {"engine": bench_engine, "cache": bench_cache}[name](argparse.Namespace(**{**vars(args), "device": device}))
         else:
-            {"startup": bench_startup, "verdict": bench_verdict}[name](args)
+            {"startup": bench_startup, "verdict": bench_verdict, "grade": bench_grade,
+             "report": bench_report}[name](args)
     print("\n== Summary")
     for figure, measured, target, verdict in RESULTS:
         print(f"  {figure:<66} {measured:>14}   {target:<22} {verdict}")

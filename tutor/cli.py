@@ -12,7 +12,13 @@ subject raised, crashed or timed out, or the check worker would not start).
 Errors go to stderr as one sentence naming the problem and the fix. With
 ``--json`` every command prints exactly one JSON object on stdout, errors
 included: ``{"status": "usage_error", "error": SENTENCE, "exit_code": 2}``, or
-``"could_not_run"`` with exit code 3 (``tutor audit`` has its own statuses).
+``"could_not_run"`` with exit code 3 (``tutor audit`` has its own statuses),
+each inside the envelope every JSON object shares (``schema_version``,
+``learner``, ``exit_code``, ``error``; see :mod:`tutor.output`).
+
+Output that the terminal's encoding cannot show (``PYTHONIOENCODING=latin-1``
+and a ✓) is written with replacement characters: printing never changes the
+exit status of work already done and saved.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ __all__ = ["main", "build_parser", "EXIT_MATCH", "EXIT_MISMATCH", "EXIT_USAGE", 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return its exit status (see the module docstring)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    degrade_unencodable_output()
     try:
         args = build_parser().parse_args(argv)
     except ArgumentsError as exc:
@@ -38,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         return output.error("usage_error", str(exc), EXIT_USAGE, shown=f"error: {exc}")
     output = JsonOutput() if getattr(args, "json", False) else RichOutput()
     try:
+        if args.version:
+            reply = commands.version(args, output)
+            output.show(reply)
+            return reply.code
         if args.command is None:
             return commands.tui(args)
         if args.command == "audit":
@@ -46,11 +57,20 @@ def main(argv: list[str] | None = None) -> int:
         output.show(reply)
         return reply.code
     except UsageError as exc:
-        return output.error("usage_error", str(exc), EXIT_USAGE)
+        return output.error("usage_error", str(exc), EXIT_USAGE, context=exc.context)
     except CouldNotRun as exc:
-        return output.error("could_not_run", str(exc), EXIT_CHECK)
+        return output.error("could_not_run", str(exc), EXIT_CHECK, context=exc.context)
     except KeyboardInterrupt:
         return output.error("interrupted", "interrupted; nothing half-written was saved", 130)
+
+
+def degrade_unencodable_output() -> None:
+    """Make stdout and stderr write a character their encoding lacks as a replacement ("?"), not raise."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="replace")
+        except (AttributeError, ValueError, OSError):
+            pass  # not a text stream that can be reconfigured (a test's StringIO): nothing to degrade
 
 
 if __name__ == "__main__":

@@ -29,11 +29,26 @@ EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, EXIT_CHECK = 0, 1, 2, 3
 
 
 class UsageError(Exception):
-    """Bad input from the user: one sentence, exit 2."""
+    """Bad input from the user: one sentence, exit 2.
+
+    Attributes:
+        context: what the input was about, added to the JSON error object
+            (``{"id": ..., "learner": ..., "prediction": ...}`` for an answer
+            that does not read), so a refused answer is never mistaken for
+            one never given.
+    """
+
+    def __init__(self, sentence: str, context: dict | None = None) -> None:
+        super().__init__(sentence)
+        self.context = dict(context or {})
 
 
 class CouldNotRun(Exception):
     """The check could not be run at all (e.g. the worker did not start): one sentence, exit 3."""
+
+    def __init__(self, sentence: str, context: dict | None = None) -> None:
+        super().__init__(sentence)
+        self.context = dict(context or {})
 
 
 class Events(Protocol):
@@ -112,6 +127,28 @@ class EveryoneReply(Reply):
     folder: Path | None = None
     total: int | None = None
     rows: list = field(default_factory=list)
+    kept_aside: list = field(default_factory=list)
+
+
+@dataclass
+class VersionReply(Reply):
+    pass
+
+
+@dataclass
+class GradeReply(Reply):
+    """``tutor grade``: the graded rows (:class:`tutor.grade.RowResult`) and where the files went."""
+
+    rows: list = field(default_factory=list)
+    summary: Any = None
+
+
+@dataclass
+class ReportReply(Reply):
+    """``tutor report``: the class report (:class:`tutor.report.ClassReport`); ``csv`` when asked for."""
+
+    report: Any = None
+    csv: bool = False
 
 
 # --- shared ------------------------------------------------------------------
@@ -216,16 +253,22 @@ def show(args, events: Events) -> ShowReply:
 
 def run(args, events: Events) -> RunReply:
     """``tutor run``: predict, run the check, grade, save — through one :class:`tutor.session.Session`."""
-    from tutor.progress import ProgressError
+    from tutor.progress import MAX_NOTE_CHARS, ProgressError
     from tutor.runner import DeviceError, WorkerError
     from tutor.session import Session
     cat = catalog()
     ex = exercise(cat, args.id)
+    context = {"id": ex.id, "learner": None if args.no_save else _learner_named(args), "prediction": args.predict}
     try:
         parsed = ex.parse_answer(args.predict)
     except answers.AnswerError as exc:
-        raise UsageError(f"{exc} (exercise {ex.id})") from None
+        raise UsageError(f"{exc} (exercise {ex.id})", context) from None
+    if args.explain and len(args.explain) > MAX_NOTE_CHARS and not args.no_save:
+        # refused before any work: a note that cannot be kept must not leave an attempt saved without it
+        raise UsageError(f"the --explain note is {len(args.explain)} characters long; keep it under "
+                         f"{MAX_NOTE_CHARS} (nothing was run or saved)", context)
     store, learner = (None, None) if args.no_save else store_and_learner(args, events.notice)
+    context["learner"] = learner
     if args.no_save and args.explain:
         events.notice("--explain is not saved with --no-save; drop --no-save to keep the note.")
     session = Session(cat, _runner(cat, args.device), store, learner)
@@ -233,35 +276,39 @@ def run(args, events: Events) -> RunReply:
         try:
             session.load()
         except ProgressError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(str(exc), context) from None
         for warning in session.warnings:
             events.notice(warning)
         if session.progress.read_only:
-            raise UsageError("the progress file is read-only for this tutor; use --no-save or upgrade tutor")
+            raise UsageError("the progress file is read-only for this tutor; use --no-save or upgrade tutor", context)
         try:
             store.ensure_writable()
         except ProgressError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(str(exc), context) from None
+        learner = session.progress.learner or learner  # the name the file holds (Ada for --learner ADA)
     try:
         outcome = session.attempt(ex, args.predict, seed=args.seed, note=args.explain)
     except DeviceError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(str(exc), context) from None
     except WorkerError as exc:
-        raise CouldNotRun(str(exc)) from None
+        raise CouldNotRun(str(exc), context) from None
     finally:
         session.close()
     if outcome.save_error:
-        events.notice(f"the attempt was not saved: {outcome.save_error}")
+        events.notice(outcome.save_error if outcome.saved_to else f"the attempt was not saved: {outcome.save_error}")
     result = outcome.result
     saved = str(outcome.saved_to) if outcome.saved_to else None
     data = result.to_dict()
+    data["learner"] = learner
     data["saved_to"] = saved
     data["observed_text"] = answers.show(ex.kind, result.observed) if result.observed is not None else None
     # Which side the prediction is graded against (the seed it ran with is result.seed).
     data["observe"] = ex.observe
     data["prediction_choice_text"] = choice_text(ex, parsed)
     data["observed_choice_text"] = choice_text(ex, result.observed)
-    data["note"] = args.explain if outcome.note_saved else None  # the explain-back note, when saved
+    # the explain-back note as saved: text everywhere, "" when none was saved (as in 'tutor progress')
+    data["note"] = args.explain if outcome.note_saved else ""
+    data["note_saved"] = outcome.note_saved
     code = {"pass": EXIT_MATCH, "fail": EXIT_MISMATCH}.get(result.status, EXIT_CHECK)
     return RunReply(data, code, exercise=ex, result=result, saved_to=saved)
 
@@ -413,6 +460,13 @@ def edit_exit_code(outcome) -> int:
             return EXIT_MISMATCH
         return EXIT_MISMATCH if verdict.prediction_correct is False else EXIT_MATCH
     return EXIT_MATCH if verdict.fixed else EXIT_MISMATCH
+def _learner_named(args) -> str | None:
+    """The learner a command is about, best effort and without a notice: for an error's context only."""
+    from tutor.progress import ProgressError, default_learner_and_notice, validate_learner
+    try:
+        return validate_learner(args.learner) if args.learner is not None else default_learner_and_notice()[0]
+    except ProgressError:
+        return args.learner
 
 
 def check(args, events: Events) -> CheckReply:
@@ -448,8 +502,11 @@ def check(args, events: Events) -> CheckReply:
     # is counted apart, never as a fault that showed.
     faulted = [r for r in rows if r["fault"]]
     shown = sum(r["ok"] for r in faulted)
-    return CheckReply({"results": rows, "passed": passed, "total": len(rows),
-                       "faults_shown": shown, "faults": len(faulted)},
+    data = {"results": rows, "passed": passed, "total": len(rows), "faults_shown": shown, "faults": len(faulted)}
+    if passed != len(rows):
+        data["error"] = (f"{len(rows) - passed} of {len(rows)} checks did not run or their fault changed nothing; "
+                         "see the rows marked FAIL")
+    return CheckReply(data,
                       0 if passed == len(rows) else EXIT_CHECK,
                       faults=len(faulted), shown=shown, unfaulted=len(rows) - len(faulted), ran=passed - shown)
 
@@ -460,54 +517,154 @@ def fault_shows(ex, result) -> bool:
 
 
 def progress(args, events: Events) -> Reply:
-    """``tutor progress``: one learner's attempts and notes; reads only, moves nothing."""
+    """``tutor progress``: one learner's attempts and notes; reads only, moves nothing.
+
+    A folder given by ``--progress-dir`` or TUTOR_PROGRESS_DIR that does not
+    exist, and a learner named by ``--learner`` without a file there, are
+    usage errors (exit 2): a typo must not read as "no attempts yet". The
+    learner's own default name with no file yet is empty progress.
+    """
     if args.all:
         return _progress_of_everyone(args)
     from tutor.progress import ProgressError
     store, learner = store_and_learner(args, events.notice)
+    _folder_must_exist(args, store)
+    if args.learner is not None and not store.path(learner).exists():
+        raise UsageError(_no_such_learner(store, learner), {"learner": learner})
     try:
         loaded = store.load(learner, move_aside=False)  # a review never moves a file
     except ProgressError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(str(exc), {"learner": learner}) from None
     for warning in loaded.warnings:
         events.notice(warning)
     data = loaded.to_dict()
     data["file"] = str(store.path(learner))
     cat = catalog_or_none() if loaded.exercises else None
     seeded = {e.id for e in cat.exercises if e.seed_per_attempt} if cat else set()
-    return ProgressReply(data, learner=learner, store=store, progress=loaded, seeded=seeded)
+    _typed_attempts(cat, data)
+    data["kept_aside"] = [str(p) for p in _kept_aside_of(store, learner)]
+    return ProgressReply(data, learner=loaded.learner, store=store, progress=loaded, seeded=seeded)
+
+
+def _folder_must_exist(args, store) -> None:
+    """A progress folder named by ``--progress-dir`` or TUTOR_PROGRESS_DIR that is missing: exit 2."""
+    import os
+    named = args.progress_dir or os.environ.get("TUTOR_PROGRESS_DIR")
+    if named and not store.folder.is_dir():
+        raise UsageError(_no_folder(store.folder))
+
+
+def _no_folder(folder) -> str:
+    return (f"there is no progress folder {folder}; check the path given to --progress-dir "
+            "(or TUTOR_PROGRESS_DIR)")
+
+
+def _no_such_learner(store, learner: str) -> str:
+    """The sentence for a learner without a progress file: who is there, or how a first attempt is saved."""
+    others = store.learners()
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        return (f"there is no progress for learner {learner!r} in {store.folder}; the learners there are "
+                f"{shown} ('tutor progress --all' lists them)")
+    return (f"there is no progress for learner {learner!r} in {store.folder} yet; attempts are saved there by "
+            f"'tutor run ID --predict ANSWER --learner NAME'")
+
+
+def _kept_aside_of(store, learner: str) -> list:
+    """The damaged files of this learner that were moved aside."""
+    name = store.path(learner).name
+    return [p for p in store.kept_aside() if p.name.startswith(f"{name}.corrupt-")]
+
+
+def _typed_attempts(cat, data: dict) -> None:
+    """Give each attempt of a progress document the run command's types: ``observed`` as the value
+    (a list for a shape, a number, true/false), ``observed_text`` and ``prediction_text`` as text.
+
+    ``observed`` is read back from the saved text by the exercise's kind; it is None when the
+    exercise is not in the catalog or the text does not read (an older tutor's words).
+    """
+    for ex_id, entry in data.get("exercises", {}).items():
+        try:
+            ex = cat.get(ex_id) if cat is not None else None
+        except KeyError:
+            ex = None
+        for attempt in entry.get("attempts", []):
+            text = attempt.get("observed", "")
+            attempt["observed_text"] = text
+            attempt["prediction_text"] = attempt.get("prediction", "")
+            attempt["observed"] = typed_value(ex, text)
+
+
+def typed_value(ex, text: str):
+    """A saved answer text as the exercise's canonical value, or None when it does not read."""
+    if ex is None or not text:
+        return None
+    try:
+        return ex.parse_answer(text)
+    except answers.AnswerError:
+        return None
 
 
 def _progress_of_everyone(args) -> EveryoneReply:
     """``tutor progress --all``: one summary line per learner file in the folder; reads only.
 
     A file that cannot be read gets its reason on its row; the command then
-    exits 2, as a review of that learner alone would.
+    exits 2, as a review of that learner alone would. A missing folder is an
+    error (exit 2); damaged files moved aside earlier are counted and named.
     """
     from tutor.progress import ProgressError, ProgressStore, default_folder
     if args.learner:
         raise UsageError("--all reviews every learner in the folder; drop --learner, or drop --all")
     store = ProgressStore(default_folder(args.progress_dir))
+    if not store.folder.is_dir():
+        raise UsageError(_no_folder(store.folder))
     cat = catalog_or_none()
     total = len(cat.exercises) if cat else None
     rows = []
-    for learner in store.learners():
-        row = {"learner": learner, "file": str(store.path(learner)), "error": None}
+    for file in store.learner_files():
+        if file.shadowed:
+            continue
+        row = {"learner": file.name, "file": str(file.path), "error": None}
         try:
-            loaded = store.load(learner, move_aside=False)
+            loaded = store.load(file.name, move_aside=False)
         except ProgressError as exc:
             row["error"] = str(exc)
             rows.append(row)
             continue
+        row["learner"] = loaded.learner
         entries = loaded.exercises.values()
         times = [a.time for e in entries for a in e.attempts]
         row.update(tried=sum(bool(e.attempts) for e in entries), solved=sum(e.solved for e in entries),
                    attempts=len(times), notes=sum(bool(e.note.strip()) for e in entries),
                    last_attempt=max(times) if times else None)
         rows.append(row)
-    code = EXIT_USAGE if any(r["error"] for r in rows) else 0
-    return EveryoneReply({"folder": str(store.folder), "exercises": total, "learners": rows}, code,
-                         folder=store.folder, total=total, rows=rows)
+    kept = [str(p) for p in store.kept_aside()]
+    bad = [r for r in rows if r["error"]]
+    data = {"folder": str(store.folder), "exercise_count": total, "learners": rows, "kept_aside": kept}
+    if bad:
+        data["error"] = (f"{len(bad)} progress file{'s' if len(bad) > 1 else ''} cannot be read "
+                         f"({', '.join(Path(r['file']).name for r in bad)}); each row says why")
+    return EveryoneReply(data, EXIT_USAGE if bad else 0, folder=store.folder, total=total, rows=rows,
+                         kept_aside=kept)
+
+
+def version(args, events: Events) -> VersionReply:
+    """``tutor --version``: this tutor's version, its JSON schema and progress format."""
+    from tutor import __version__
+    from tutor.progress import FORMAT_VERSION
+    return VersionReply({"version": __version__, "progress_format": FORMAT_VERSION})
+
+
+def grade(args, events: Events) -> GradeReply:
+    """``tutor grade --answers FILE``: see :mod:`tutor.grade`."""
+    from tutor import grade as grading
+    return grading.command(args, events)
+
+
+def report(args, events: Events) -> ReportReply:
+    """``tutor report DIR``: see :mod:`tutor.report`."""
+    from tutor import report as reporting
+    return reporting.command(args, events)
 
 
 def tui(args) -> int:
@@ -531,5 +688,5 @@ def tui(args) -> int:
 
 
 #: The headless commands by name (``tutor audit`` and the TUI are dispatched apart).
-COMMANDS = {"list": list_, "show": show, "run": run, "check": check, "progress": progress}
-COMMANDS.update({"fix": fix, "break": break_})  # edit mode (issue 12)
+COMMANDS = {"list": list_, "show": show, "run": run, "check": check, "progress": progress, "grade": grade,
+            "report": report, "fix": fix, "break": break_}

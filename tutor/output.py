@@ -5,6 +5,23 @@ also the :class:`tutor.commands.Events` sink the command reports to while it
 works, and draws the command's :class:`tutor.commands.Reply` at the end, or
 the error that stopped it. Sentences for the learner go to stderr in both
 (``tutor: SENTENCE``); with JSON, stdout holds exactly one object.
+
+Every JSON object, whatever the command and whether it worked, has the same
+envelope (:func:`envelope`):
+
+* ``schema_version`` — :data:`SCHEMA_VERSION`, raised when a key changes meaning or type;
+* ``learner`` — the learner the command was about (text), or null when none
+  (``list``, ``show``, ``check``, ``run --no-save``, a class-wide command);
+* ``exit_code`` — the process's exit status (an integer, 0 included);
+* ``error`` — one sentence when something stopped or spoiled the command
+  (every exit code other than 0 and 1 has one), else null. An error that
+  stopped a command before it had anything to show is
+  ``{"status": "usage_error" | "could_not_run" | "interrupted", "error": ...}``
+  with the envelope and what the input was about (``id``, ``prediction``).
+
+Across commands a key has one type: an answer's ``observed`` is its value
+(a list for a shape, a number, true/false, text) and ``observed_text`` how
+it is written; ``note`` is text ("" when there is none); counts are integers.
 """
 
 from __future__ import annotations
@@ -15,7 +32,11 @@ from functools import singledispatchmethod
 from typing import Any
 
 from exercises import answers
-from tutor.commands import CheckReply, EditReply, EveryoneReply, ListReply, ProgressReply, Reply, RunReply, ShowReply
+from tutor.commands import (CheckReply, EditReply, EveryoneReply, GradeReply, ListReply, ProgressReply, Reply,
+                            ReportReply, RunReply, ShowReply, VersionReply)
+
+#: The version of the JSON objects the commands print (see the module docstring).
+SCHEMA_VERSION = 1
 
 #: Columns of one ``tutor check`` line: the id, then each side's value (longer ones cut with "…").
 CHECK_ID_WIDTH, CHECK_VALUE_WIDTH = 23, 13
@@ -26,6 +47,16 @@ _CHECK_FIXED = 4 + 10 + CHECK_ID_WIDTH + 1 + len("clean=") + 1 + len("faulted=")
 def fail(sentence: str) -> None:
     """One sentence for the learner on stderr."""
     sys.stderr.write(f"tutor: {sentence}\n")
+
+
+def envelope(data: dict, code: int) -> dict:
+    """``data`` with the keys every JSON object has: schema_version first, then the data, with
+    ``learner`` and ``error`` (null when the data has none) and ``exit_code``."""
+    obj = {"schema_version": SCHEMA_VERSION, **data}
+    obj.setdefault("learner", None)
+    obj.setdefault("error", None)
+    obj["exit_code"] = code
+    return obj
 
 
 class JsonOutput:
@@ -40,14 +71,21 @@ class JsonOutput:
     def checked(self, exercise, result, ok: bool) -> None:
         pass  # the rows are in the reply
 
-    def show(self, reply: Reply) -> None:
-        self._print(reply.data)
+    def graded(self, row) -> None:
+        pass  # the rows are in the reply
 
-    def error(self, status: str, sentence: str, code: int, shown: str | None = None) -> int:
-        """The error on stderr (``shown``, else the sentence) and as the one JSON object; returns ``code``."""
+    def show(self, reply: Reply) -> None:
+        self._print(envelope(reply.data, reply.code))
+
+    def error(self, status: str, sentence: str, code: int, shown: str | None = None,
+              context: dict | None = None) -> int:
+        """The error on stderr (``shown``, else the sentence) and as the one JSON object; returns ``code``.
+
+        ``context`` (what the input was about: ``id``, ``learner``, ``prediction``) joins the object.
+        """
         fail(shown or sentence)
         if not self.printed:
-            self._print({"status": status, "error": sentence, "exit_code": code})
+            self._print(envelope({"status": status, "error": sentence, **(context or {})}, code))
         return code
 
     def _print(self, obj: Any) -> None:
@@ -71,9 +109,22 @@ class RichOutput:
     def notice(self, sentence: str) -> None:
         fail(sentence)
 
-    def error(self, status: str, sentence: str, code: int, shown: str | None = None) -> int:
+    def error(self, status: str, sentence: str, code: int, shown: str | None = None,
+              context: dict | None = None) -> int:
         fail(shown or sentence)
         return code
+
+    def graded(self, row) -> None:
+        """One ``tutor grade`` line as soon as a row is graded: verdict, learner, exercise, the answer."""
+        from rich.text import Text
+        style = {"pass": "green", "fail": "yellow"}.get(row.status, "red")
+        line = Text(f"{row.status:<10}", style=style)
+        line.append(f" {fit(row.learner or '?', 20):<20} {fit(row.exercise or '?', 23):<23} ")
+        line.append(fit(row.answer_text, 30))
+        self.console.print(line, no_wrap=True, overflow="ellipsis")
+        if row.reason and row.status != "fail":
+            from rich.padding import Padding
+            self.console.print(Padding(Text(row.reason, style="red"), (0, 0, 0, 11), expand=False))  # wrapped: indented
 
     def checked(self, exercise, result, ok: bool) -> None:
         """One ``tutor check`` line as soon as the exercise ran; the whole error below it."""
@@ -153,9 +204,11 @@ class RichOutput:
         from rich.table import Table
         from rich.text import Text
         progress, store, learner, console = reply.progress, reply.store, reply.learner, self.console
+        kept = reply.data.get("kept_aside", [])
         if not progress.exercises:
             console.print(Text(f"No attempts saved yet for {learner} in {store.folder}. "
                                "Start with: tutor (the TUI), or tutor show ID then tutor run ID --predict ANSWER"))
+            _kept_aside_lines(console, kept)
             return
         console.print(Text(f"Progress of {learner} ({store.path(learner)})", style="bold"))
         table = Table()
@@ -171,6 +224,7 @@ class RichOutput:
                           Text(observed), "yes" if p.solved else "no",
                           Text((p.note[:60] + "…") if len(p.note) > 60 else p.note))
         console.print(table)
+        _kept_aside_lines(console, kept)
 
     @show.register
     def _(self, reply: EveryoneReply) -> None:
@@ -181,6 +235,7 @@ class RichOutput:
         console, rows = self.console, reply.rows
         if not rows:
             console.print(Text(f"No progress files in {reply.folder}."))
+            _kept_aside_lines(console, reply.kept_aside)
             return
         total = f" ({reply.total} exercises)" if reply.total else ""
         console.print(Text(f"Learners in {reply.folder}{total}", style="bold"))
@@ -196,9 +251,44 @@ class RichOutput:
                 table.add_row(r["learner"], str(r["tried"]), str(r["solved"]), str(r["attempts"]), str(r["notes"]),
                               when)
         console.print(table)
+        _kept_aside_lines(console, reply.kept_aside)
         for r in rows:
             if r["error"]:
                 fail(r["error"])
+
+    @show.register
+    def _(self, reply: VersionReply) -> None:
+        from rich.text import Text
+        d = reply.data
+        self.console.print(Text(f"tutor {d['version']} (JSON schema {SCHEMA_VERSION}, progress format "
+                                f"{d['progress_format']})"))
+
+    @show.register
+    def _(self, reply: GradeReply) -> None:
+        from tutor.grade import show_summary
+        show_summary(self.console, reply)
+
+    @show.register
+    def _(self, reply: ReportReply) -> None:
+        from tutor.report import show_report, to_csv
+        if reply.csv:
+            sys.stdout.write(to_csv(reply.report))
+            sys.stdout.flush()
+        else:
+            show_report(self.console, reply.report)
+        if reply.data.get("error"):
+            fail(reply.data["error"])
+
+
+def _kept_aside_lines(console, kept: list) -> None:
+    """Name the damaged files that were moved aside, so a review never forgets them."""
+    from rich.text import Text
+    if not kept:
+        return
+    count = f"{len(kept)} damaged file{'s were' if len(kept) > 1 else ' was'}"
+    console.print(Text(f"{count} moved aside and kept (not counted above):", style="yellow"))
+    for path in kept:
+        console.print(Text(f"  {path}"))
 
 
 def escape(text: str) -> str:

@@ -8,6 +8,7 @@ own exit, so ``--json`` can still answer with one JSON object.
 from __future__ import annotations
 
 import argparse
+import re
 
 from tutor import audit_cmd
 from tutor.runner import DEVICES
@@ -18,8 +19,18 @@ class ArgumentsError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Anything that starts like a negative number is a value, never an option: --predict -1/4,
+        # --predict -1e-3 and --predict -.5 are answers (no option of tutor starts with a digit).
+        self._negative_number_matcher = NEGATIVE_NUMBER
+
     def error(self, message: str) -> None:  # one sentence, exit 2, like every other input error
         raise ArgumentsError(f"{message}; see '{self.prog} --help'.")
+
+
+#: An argument that starts as a negative number does ("-1", "-1/4", "-1e-3", "-.5", "-0x2").
+NEGATIVE_NUMBER = re.compile(r"^-\.?\d")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--learner", help="learner name (default: TUTOR_LEARNER or your login name)")
     parser.add_argument("--device", choices=DEVICES, default="auto",
                         help="where checks run (default: auto, CUDA when present)")
+    parser.add_argument("--version", action="store_true", help="print the version of tutor and exit")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
     p = sub.add_parser("list", help="list the exercises")
@@ -63,6 +75,34 @@ def build_parser() -> argparse.ArgumentParser:
     _shared(p, device=False)
 
     _add_edit_parsers(sub)
+
+    p = sub.add_parser("grade", help="grade a file of answers (CSV or JSON lines) on one warm worker",
+                       description="Grade every row of an answers file: learner, exercise, answer, and optionally "
+                       "note, submitted_at and seed. Each row's check runs now, on warm workers; the gradebook "
+                       "(gradebook.csv) and Gradescope-style results (results.json) are written to --out.")
+    p.add_argument("--answers", required=True, metavar="FILE", help="the answers: a .csv file with a header row, "
+                   "or JSON lines (.jsonl), one object per line; - reads standard input")
+    p.add_argument("--out", metavar="DIR", help="where gradebook.csv and results.json go "
+                   "(default: a folder beside the answers, <name>-graded)")
+    p.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
+                   help="check workers to run at once (default 1; at most the number of cores)")
+    p.add_argument("--save", action="store_true", help="also record each graded answer in its learner's progress "
+                   "file (with its note)")
+    p.add_argument("--json", action="store_true")
+    _shared(p, learner=False)
+    p.add_argument("--progress-dir", default=argparse.SUPPRESS)
+
+    p = sub.add_parser("report", help="a class report over a folder of progress files",
+                       description="Per exercise: learners who tried, solved it on the first attempt, ever solved "
+                       "it, the median number of attempts, the most common wrong predictions, and notes; "
+                       "calibration per learner where confidences were saved. Reads only: damaged files are "
+                       "named, never changed.")
+    p.add_argument("folder", metavar="DIR", help="the folder of progress files (*.toml)")
+    p.add_argument("--top", type=_jobs, default=3, metavar="N", help="wrong predictions shown per exercise (default 3)")
+    shape = p.add_mutually_exclusive_group()
+    shape.add_argument("--json", action="store_true", help="print one JSON object")
+    shape.add_argument("--csv", action="store_true", help="print one CSV row per exercise")
+
     audit_cmd.add_parser(sub)
     return parser
 
@@ -92,6 +132,17 @@ def _add_edit_parsers(sub) -> None:
     p.add_argument("--no-instruments", action="store_true", help="skip the engine's instruments")
     p.add_argument("--json", action="store_true")
     _shared(p)
+
+
+def _jobs(text: str) -> int:
+    """Read a count of 1 or more (``-j N``, ``--top N``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number 1 or more, got {text!r}")
+    return value
 
 
 def _seed(text: str) -> int:

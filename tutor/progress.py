@@ -47,7 +47,11 @@ import hashlib
 import os
 import re
 import tempfile
+import stat
+import threading
 import typing
+import unicodedata
+import urllib.parse
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -56,9 +60,11 @@ import tomli_w
 from filelock import FileLock, Timeout
 
 try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
+    # tomli's compiled wheels read about twice as fast as the standard library's tomllib (the same
+    # parser, interpreted): a class report reads a thousand files. tomllib where tomli is missing.
     import tomli as tomllib
+except ModuleNotFoundError:
+    import tomllib
 
 FORMAT_VERSION = 2
 #: Format versions this tutor reads and migrates on the next save (see :func:`migrate`).
@@ -69,9 +75,21 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_NOTE_CHARS = 20_000
 #: The learner name used when neither a flag, TUTOR_LEARNER nor a safe login name gives one.
 FALLBACK_LEARNER = "learner"
+#: The names earlier tutors allowed (ASCII, case kept in the file name); such files are still found.
 _LEARNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Exercise ids and mode folders that may name a working copy's folders (kebab-case).
 _WORK_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+#: Longest learner name, in characters (after spaces are tidied).
+MAX_LEARNER_CHARS = 64
+#: Longest file-name stem a learner name may give, in bytes: a file system allows 255 per name, and the
+#: stem also carries ".toml", ".lock", ".corrupt-<time>" (31) or a temporary file's 19 characters.
+MAX_STEM_BYTES = 200
+#: Characters a file name keeps as they are; every other character of a learner's key is written %XX.
+_STEM_SAFE = "abcdefghijklmnopqrstuvwxyz0123456789._-"
+#: Punctuation a learner name may hold beside letters, digits and single spaces (O'Brien, Ada-Mae, a.b_c).
+_NAME_PUNCTUATION = "._-'\u2019"
+#: Device names Windows reserves whatever the extension: such a stem has its first letter written %XX.
+_RESERVED_STEMS = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 
 
 class ProgressError(Exception):
@@ -209,17 +227,83 @@ def show_time(stamp: str) -> str:
 
 
 def validate_learner(name: str) -> str:
-    """Return ``name`` if it is a safe learner name.
+    """Return ``name`` tidied (Unicode NFC, spaces trimmed and single) if it is a usable learner name.
+
+    A name holds letters and digits of any script, single spaces, dots,
+    dashes, underscores and apostrophes ("Zoë", "Ada Lovelace", "O'Brien",
+    "李雷"), 1-64 characters starting with a letter or digit. Two names that
+    differ only by case are one learner (:func:`learner_key`); the progress
+    file's name is derived from the key (:func:`file_stem`), never typed.
 
     Raises:
-        ProgressError: the name is empty, too long, or holds characters other
-            than letters, digits, dot, dash and underscore.
+        ProgressError: the name is empty, too long (also for its file name),
+            or holds a path separator, a control character (a tab, a newline)
+            or other punctuation.
     """
-    if not isinstance(name, str) or not _LEARNER.match(name) or name in (".", ".."):
+    plain = isinstance(name, str) and not any(unicodedata.category(ch)[0] == "C" for ch in name)
+    tidy = " ".join(unicodedata.normalize("NFC", name).split()) if plain else ""
+    if not _usable_name(tidy):
         shown = repr(name)[:40]
-        raise ProgressError(f"the learner name {shown} is not allowed; use 1-64 letters, digits, dots, "
-                            "dashes or underscores, starting with a letter or digit")
-    return name
+        raise ProgressError(f"the learner name {shown} is not allowed; use 1-{MAX_LEARNER_CHARS} letters of any "
+                            "script, digits, spaces, dots, dashes, underscores or apostrophes, starting with a "
+                            "letter or digit")
+    if len(_stem_of_key(learner_key(tidy)).encode()) > MAX_STEM_BYTES:
+        raise ProgressError(f"the learner name {repr(tidy)[:40]} is too long for a file name once written "
+                            "safely; use a shorter name")
+    return tidy
+
+
+def _usable_name(tidy: str) -> bool:
+    """Whether a tidied name has the allowed length and characters (see :func:`validate_learner`)."""
+    if not 1 <= len(tidy) <= MAX_LEARNER_CHARS or not tidy[0].isalnum():
+        return False
+    for ch in tidy:
+        category = unicodedata.category(ch)
+        if not (category[0] in "LN" or category.startswith("M") or ch == " " or ch in _NAME_PUNCTUATION):
+            return False
+    return True
+
+
+def learner_key(name: str) -> str:
+    """A learner's identity: the tidied name case-folded (``"ADA"``, ``"Ada"`` and ``"ada"`` are one learner).
+
+    ``name`` must be valid (:func:`validate_learner`).
+    """
+    return unicodedata.normalize("NFC", " ".join(unicodedata.normalize("NFC", name).split()).casefold())
+
+
+def file_stem(name: str) -> str:
+    """The progress file's name without ``.toml`` for a learner: the key, with every character other than
+    ASCII lower-case letters, digits, ``.``, ``_`` and ``-`` written as ``%XX`` (its UTF-8 bytes).
+
+    ``ada`` stays ``ada``; ``Ada Lovelace`` becomes ``ada%20lovelace`` and ``Zoë`` ``zo%C3%AB``: a name
+    safe on every file system, the same for names that differ only by case, and read back by
+    :func:`name_of_stem`.
+
+    Raises:
+        ProgressError: the name is not allowed (:func:`validate_learner`).
+    """
+    return _stem_of_key(learner_key(validate_learner(name)))
+
+
+def _stem_of_key(key: str) -> str:
+    stem = urllib.parse.quote(key, safe=_STEM_SAFE)
+    if stem in _RESERVED_STEMS or stem.startswith(("con.", "prn.", "aux.", "nul.")):
+        stem = f"%{ord(stem[0]):02X}{stem[1:]}"
+    return stem
+
+
+def name_of_stem(stem: str) -> str | None:
+    """The learner key a progress file's stem stands for, or None when the stem is not one
+    :func:`file_stem` writes (another file in the folder)."""
+    try:
+        key = urllib.parse.unquote(stem, errors="strict")
+    except UnicodeDecodeError:
+        return None
+    tidy = " ".join(unicodedata.normalize("NFC", key).split())
+    if not _usable_name(tidy) or _stem_of_key(learner_key(tidy)) != stem:
+        return None
+    return key
 
 
 def default_learner() -> str:
@@ -248,8 +332,10 @@ def default_learner_and_notice() -> tuple[str, str | None]:
         login = getpass.getuser()
     except Exception:
         login = ""
-    if _LEARNER.match(login or ""):
-        return login, None
+    try:
+        return validate_learner(login), None
+    except ProgressError:
+        pass
     why = (f"your login name {login[:40]!r} is not a valid learner name" if login else
            "no login name was found")
     return FALLBACK_LEARNER, (f"{why}, so the learner name {FALLBACK_LEARNER!r} is used; "
@@ -282,6 +368,24 @@ def engine_hash() -> str:
     return digest.hexdigest()[:12]
 
 
+@dataclass(frozen=True)
+class LearnerFile:
+    """One learner's progress file in a folder, as :meth:`ProgressStore.learner_files` finds it.
+
+    Attributes:
+        key: the learner's identity (:func:`learner_key`).
+        name: the name the file's stem spells (the key, or a file's own name from an earlier tutor).
+        path: the file.
+        shadowed: another file of the folder is the same learner and is the one used (a file
+            ``Ada.toml`` from an earlier tutor beside ``ada.toml``).
+    """
+
+    key: str
+    name: str
+    path: Path
+    shadowed: bool = False
+
+
 class ProgressStore:
     """Reads and changes learners' progress files in one folder."""
 
@@ -289,13 +393,63 @@ class ProgressStore:
         self.folder = Path(folder)
 
     def path(self, learner: str) -> Path:
-        return self.folder / f"{validate_learner(learner)}.toml"
+        """The learner's progress file: ``<folder>/<file_stem(learner)>.toml``.
+
+        A file an earlier tutor named after the name as typed (``Ada.toml``)
+        is still this learner's file while no file of the new name exists.
+
+        Raises:
+            ProgressError: the name is not allowed (:func:`validate_learner`).
+        """
+        stem = file_stem(learner)
+        canonical = self.folder / f"{stem}.toml"
+        if canonical.exists() or not _LEARNER.match(stem):
+            return canonical
+        key = learner_key(learner)
+        typed = self.folder / f"{validate_learner(learner)}.toml"
+        if _LEARNER.match(typed.stem) and typed.stem != stem and typed.is_file():
+            return typed  # the same spelling as before: no folder listing needed
+        for other in self.learner_files():
+            if other.key == key and not other.shadowed:
+                return other.path
+        return canonical
 
     def learners(self) -> list[str]:
-        """The learners with a progress file in this folder, sorted (files kept aside are not counted)."""
+        """The learners with a progress file in this folder, sorted, one name each (files kept aside,
+        and files that are no learner's, are not counted)."""
+        return [f.name for f in self.learner_files() if not f.shadowed]
+
+    def learner_files(self) -> list[LearnerFile]:
+        """Every learner's progress file in this folder, sorted by learner; none when the folder is missing.
+
+        When two files are one learner (names that differ only by case, from
+        an earlier tutor), both are listed: the one :meth:`path` uses first,
+        the other ``shadowed``.
+        """
         if not self.folder.is_dir():
             return []
-        return sorted(path.stem for path in self.folder.glob("*.toml") if _LEARNER.match(path.stem))
+        found: dict[str, list[LearnerFile]] = {}
+        for path in self.folder.glob("*.toml"):
+            key = name_of_stem(path.stem)
+            name = key
+            if key is None and _LEARNER.match(path.stem):
+                key, name = learner_key(path.stem), path.stem  # named by an earlier tutor
+            if key is None:
+                continue
+            found.setdefault(key, []).append(LearnerFile(key, name, path))
+        listed = []
+        for key in sorted(found):
+            # the canonical file first, else the first in name order
+            files = sorted(found[key], key=lambda f: (f.path.stem != _stem_of_key(key), f.path.name))
+            listed.append(files[0])
+            listed.extend(LearnerFile(f.key, f.name, f.path, shadowed=True) for f in files[1:])
+        return listed
+
+    def kept_aside(self) -> list[Path]:
+        """Damaged progress files moved aside in this folder (``<name>.toml.corrupt-<time>``), sorted."""
+        if not self.folder.is_dir():
+            return []
+        return sorted(self.folder.glob("*.toml.corrupt-*"))
 
     def ensure_writable(self) -> None:
         """Make sure attempts can be saved here, before any work is done.
@@ -445,7 +599,7 @@ class ProgressStore:
                 warnings = _settle(path, reading)
                 data = reading.data or {}
                 data["format_version"] = FORMAT_VERSION
-                data["learner"] = learner
+                data["learner"] = _display_name(data, learner)
                 change(data)
                 self._write_atomically(path, data)
         except Timeout:
@@ -458,8 +612,11 @@ class ProgressStore:
 
     def _write_atomically(self, path: Path, data: dict) -> None:
         payload = tomli_w.dumps(data).encode("utf-8")
+        mode = _mode_for(path)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.folder)
         try:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, mode)  # mkstemp makes 0600; the file gets the mode the umask asks for
             with os.fdopen(fd, "wb") as fh:
                 fh.write(payload)
                 fh.flush()
@@ -492,6 +649,44 @@ def _write_bytes_atomically(path: Path, payload: bytes) -> None:
         except OSError:
             pass
         raise
+def _display_name(data: dict, learner: str) -> str:
+    """The name a progress file shows: the one it holds when that is the same learner, else ``learner``."""
+    held = data.get("learner")
+    if isinstance(held, str):
+        try:
+            if learner_key(validate_learner(held)) == learner_key(learner):
+                return held
+        except ProgressError:
+            pass
+    return learner
+
+
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where the system allows (Linux), else read
+    and restored at once under a lock."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o077)
+        os.umask(mask)
+    return mask
+
+
+def _mode_for(path: Path) -> int:
+    """The permission bits a progress file is written with: the file's own when it exists (a
+    group-readable file stays so), else 0666 less the umask, as any new file would get."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~current_umask()
 
 
 @dataclass(frozen=True)
@@ -611,8 +806,12 @@ def _newer_warning(path: Path, version: int) -> str:
 
 
 def _progress(learner: str, data: dict | None, warnings: list[str], read_only: bool = False) -> LearnerProgress:
-    """A well-formed progress document (see :func:`_shape_problem`) as a LearnerProgress."""
-    progress = LearnerProgress(learner=learner, warnings=warnings, read_only=read_only)
+    """A well-formed progress document (see :func:`_shape_problem`) as a LearnerProgress.
+
+    Its ``learner`` is the name the file holds when that is the same learner
+    (``Ada`` for a file written as Ada and read as ``ada``), else ``learner``.
+    """
+    progress = LearnerProgress(learner=_display_name(data or {}, learner), warnings=warnings, read_only=read_only)
     for ex_id, entry in (data or {}).get("exercises", {}).items():
         attempts = [Attempt(**{k: a[k] for k in _ATTEMPT_FIELDS if k in a}) for a in entry.get("attempts", [])]
         progress.exercises[ex_id] = ExerciseProgress(attempts=attempts, note=entry.get("note", ""),

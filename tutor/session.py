@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
@@ -79,14 +79,18 @@ class Outcome:
         saved_to: the progress file the attempt was recorded in, or None
             when it was not recorded.
         save_error: why an attempt that should have been recorded was not
-            (one sentence), else None.
+            (one sentence), else None; also why its note was not saved when
+            the attempt was (``saved_to`` then names the file).
         note_saved: whether the note given with the attempt was saved.
+        warnings: sentences about the progress file from the save (a
+            damaged file moved aside).
     """
 
     result: RunResult
     saved_to: Path | None = None
     save_error: str | None = None
     note_saved: bool = False
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -388,18 +392,45 @@ class Session:
 
     # --- recording (called by Run) -------------------------------------------
 
-    def _record(self, exercise: Exercise, result: RunResult, note: str | None) -> Outcome:
+    def record(self, exercise: Exercise, result: RunResult, note: str | None = None, *,
+               time: str | None = None) -> Outcome:
+        """Record a result graded elsewhere (``tutor grade`` grades first, then saves in the answers' order).
+
+        The same policy as a run: only a status in :data:`RECORDED` becomes an
+        attempt, with ``note`` saved beside it.
+
+        Args:
+            exercise: the exercise the result is for.
+            result: a graded result.
+            note: the explain-back note to save with it, or None.
+            time: the attempt's time (ISO 8601, as :func:`tutor.progress.now`
+                writes it), e.g. when the answer was submitted; None is now.
+        """
+        if self.store is None or result.status not in RECORDED:
+            return Outcome(result)
+        return self._record(exercise, result, note, time)
+
+    def _record(self, exercise: Exercise, result: RunResult, note: str | None, time: str | None = None) -> Outcome:
+        """Save the attempt, then its note; ``saved_to`` says whether the attempt was saved, whatever
+        became of the note (a note that fails is said in ``save_error``)."""
         outcome = Outcome(result)
-        try:
-            with self._lock:
-                self.progress = self.store.record_attempt(self.learner, exercise.id, Attempt.of(result))
-                if note:
+        attempt = Attempt.of(result)
+        if time is not None:
+            attempt = replace(attempt, time=time)
+        with self._lock:
+            try:
+                self.progress = self.store.record_attempt(self.learner, exercise.id, attempt)
+            except ProgressError as exc:
+                outcome.save_error = str(exc)
+                return outcome
+            outcome.saved_to = self.store.path(self.learner)
+            outcome.warnings = list(self.progress.warnings)
+            if note:
+                try:
                     self.progress = self.store.save_note(self.learner, exercise.id, note)
                     outcome.note_saved = True
-        except ProgressError as exc:
-            outcome.save_error = str(exc)
-            return outcome
-        outcome.saved_to = self.store.path(self.learner)
+                except ProgressError as exc:
+                    outcome.save_error = f"the attempt was saved but its note was not: {exc}"
         return outcome
 
 
