@@ -221,7 +221,7 @@ def test_a_run_has_the_envelope_and_note_is_text(tmp_path):
 
 def test_version():
     proc = tutor("--version")
-    assert proc.returncode == 0 and proc.stdout == "tutor 0.1.0 (JSON schema 1, progress format 1)\n"
+    assert proc.returncode == 0 and proc.stdout == "tutor 0.1.0 (JSON schema 1, progress format 2)\n"
 
 
 # --- learner names of any script, one learner whatever the case ------------------------------------------

@@ -141,7 +141,8 @@ def test_a_file_from_an_earlier_tutor_beside_the_same_learner_is_named_not_count
 
 
 def test_a_newer_tutors_file_is_counted_and_named_read_only(tmp_path, catalog):
-    data = {"format_version": 2, "learner": "ada", "exercises": {"head-split": {"attempts": [attempt("b", True)]}}}
+    from tutor.progress import FORMAT_VERSION
+    data = {"format_version": FORMAT_VERSION + 1, "learner": "ada", "exercises": {"head-split": {"attempts": [attempt("b", True)]}}}
     (tmp_path / "ada.toml").write_text(tomli_w.dumps(data))
     report = build_report(tmp_path, catalog)
     assert report.learners == 1 and report.read_only == [str(tmp_path / "ada.toml")]
