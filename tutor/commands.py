@@ -84,7 +84,8 @@ class CheckReply(Reply):
     """``faults``: rows of exercises with a fault; ``shown``: those whose fault showed;
     ``unfaulted``/``ran``: the same for exercises without a fault; ``wall_s``: the
     whole check's wall time, seconds, with ``jobs`` workers; ``timeouts``: rows that
-    ran out of time."""
+    ran out of time; ``show_wall``: ``-j`` was given, so the Rich view prints the wall
+    time (the JSON always has it)."""
 
     faults: int = 0
     shown: int = 0
@@ -93,6 +94,7 @@ class CheckReply(Reply):
     wall_s: float = 0.0
     jobs: int = 1
     timeouts: int = 0
+    show_wall: bool = False
 
 
 @dataclass
@@ -298,7 +300,8 @@ def check(args, events: Events) -> CheckReply:
     if args.set_id:
         wanted = find_set(cat, args.set_id).id
         exercises = [e for e in exercises if e.set == wanted]
-    jobs = max(1, min(getattr(args, "jobs", 1) or 1, len(exercises) or 1))
+    asked = getattr(args, "jobs", None)
+    jobs = max(1, min(asked or 1, len(exercises) or 1))
     scale = getattr(args, "timeout_scale", None)
     cores = None if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
     runners = [_runner(cat, args.device, scale, cores) for _ in range(jobs)]
@@ -337,7 +340,7 @@ def check(args, events: Events) -> CheckReply:
                        "wall_s": wall_s, "jobs": jobs},
                       0 if passed == len(rows) else EXIT_CHECK,
                       faults=len(faulted), shown=shown, unfaulted=len(rows) - len(faulted), ran=passed - shown,
-                      wall_s=wall_s, jobs=jobs, timeouts=timeouts)
+                      wall_s=wall_s, jobs=jobs, timeouts=timeouts, show_wall=asked is not None)
 
 
 def _checked_in_order(cat, runners, exercises):
