@@ -18,7 +18,7 @@ import pytest
 from exercises.faults import Fault
 from tutor import speed
 from tutor.progress import ProgressStore
-from tutor.protocol import Answer, Progress, SideResult, Side
+from tutor.protocol import Answer, Hello, Progress, Request, Side, SideResult, decode, encode
 from tutor.runner import Runner, RunResult, grade
 from tutor.session import GRADED, RECORDED, Session
 from tutor.speed import ScaleError, Speed, TimeLimit, time_limit
@@ -90,6 +90,20 @@ def test_a_probe_figure_travels_in_the_hello_and_back():
     assert measured.factor == pytest.approx(0.4 / sum(speed.REFERENCE_S.values()))
     assert Speed.from_wire(measured.to_wire()) == replace(measured, cpu_s=0.0)
     assert Speed.from_wire(None) is None and Speed.from_wire({"gemm_s": "x"}) is None
+
+
+def test_a_request_carries_its_limit_and_reason_and_older_messages_still_read():
+    request = Request(job=1, check="shapes.broadcast_loss", device="cpu", seed=0, timeout_s=72.0,
+                      sides=(Side.clean(),), limit_why=TimeLimit(30, 2.4, "probe", 2.36).why)
+    assert decode(encode(request)) == request
+    older = json.loads(encode(request))
+    del older["limit_why"]
+    assert decode(json.dumps(older)).limit_why == ""
+    hello = Hello(torch="t", cuda=False, pid=1, cores=2, scratch="/tmp/x", speed=reference_speed(2.0).to_wire())
+    assert Speed.from_wire(decode(encode(hello)).speed).factor == pytest.approx(2.0)
+    older = json.loads(encode(hello))
+    del older["speed"]
+    assert decode(json.dumps(older)).speed is None
 
 
 # --- the real worker's probe -------------------------------------------------------------

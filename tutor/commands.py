@@ -190,12 +190,20 @@ def _runner(cat, device: str, timeout_scale: float | None = None, cores: int | N
         raise UsageError(str(exc)) from None
 
 
-def retry_notice(ex, result, prediction: str | None = None) -> str:
-    """The sentence a timed-out run leaves on stderr: the machine may be busy; how to retry with twice the limit."""
+def retry_notice(ex, result, prediction: str | None = None, seed: int | None = None) -> str:
+    """The sentence a timed-out run leaves on stderr: the machine may be busy; how to retry with twice the limit.
+
+    Args:
+        ex: the exercise.
+        result: its timed-out result (``retry_scale`` doubles its limit).
+        prediction: the prediction of a ``tutor run``; None names ``tutor check``.
+        seed: an explicit ``--seed`` to repeat, or None.
+    """
     predict = f" --predict {_shell_word(prediction)}" if prediction is not None else ""
+    seeded = f" --seed {seed}" if seed is not None else ""
     command = "run" if prediction is not None else "check"
-    return (f"the machine may be busy: 'tutor {command} {ex.id}{predict} --timeout-scale {result.retry_scale:g}' "
-            "retries with twice the limit")
+    return (f"the machine may be busy: 'tutor {command} {ex.id}{predict}{seeded} --timeout-scale "
+            f"{result.retry_scale:g}' retries with twice the limit")
 
 
 def _shell_word(text: str) -> str:
@@ -271,7 +279,7 @@ def run(args, events: Events) -> RunReply:
         events.notice(f"the attempt was not saved: {outcome.save_error}")
     result = outcome.result
     if result.status == "timeout":
-        events.notice(retry_notice(ex, result, args.predict))
+        events.notice(retry_notice(ex, result, args.predict, args.seed))
     saved = str(outcome.saved_to) if outcome.saved_to else None
     data = result.to_dict()
     data["saved_to"] = saved

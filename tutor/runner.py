@@ -39,7 +39,7 @@ from exercises import answers
 from tutor import protocol, speed
 from tutor.catalog import Catalog, Exercise
 from tutor.protocol import Answer, Hello, Progress, ProtocolError, Request, Side
-from tutor.speed import ScaleError, Speed, TimeLimit
+from tutor.speed import Speed, TimeLimit
 
 DEVICES = ("auto", "cpu", "cuda")
 #: The sides a graded observation is read from, by ``Exercise.observe``.
