@@ -1,6 +1,7 @@
 """The performance benchmark: every figure of the performance targets, in one run.
 
     python benchmarks/run.py [--quick] [--only SECTION ...] [--device cpu|cuda|all]
+                             [--loads N ...] [--ids ID ...]
 
 ``--device all`` (the default) measures on the CPU, and on CUDA too where a
 CUDA device is present, printing the CUDA figures beside the CPU ones
@@ -14,6 +15,14 @@ Sections (each prints its figures with the target and pass / falls short):
   worker start, fault copy, fork, the check).
 * ``verdict``  — Run→verdict with a warm worker for every exercise: median
   and max of 5 (3 with --quick); ≤ 1 s without training, ≤ 10 s training.
+* ``loaded``   — the same Run→verdict, once per exercise, on this machine as
+  it is and then with 4 and 12 busy single-threaded processes running beside
+  it (``--loads``): each level starts a fresh worker, whose speed probe sees
+  the load and scales every time limit (``tutor.speed``). Prints each
+  exercise's time and slowdown factor per level and the limit it had;
+  target: 0 timeouts at every level, every exercise within its scaled limit.
+  Not part of the default run (the whole catalog takes most of an hour on
+  2 cores): ask for it with ``--only loaded``.
 * ``engine``   — a training step of the engine (n_layer 4, n_head 4, n_embd
   128, block 64, V 37, batch 16) against a straightforward nanoGPT-style
   reference written here, measured alternately in one process; GEMM
@@ -178,6 +187,91 @@ def bench_verdict(args) -> None:
            worst_train <= 10.0 and not broken)
     if broken:
         record("Run→verdict, checks that did not finish", ", ".join(broken), "none", False)
+
+
+# --- Run -> verdict on a busy machine ---------------------------------------------
+
+BUSY_CODE = "while True:\n    pass"
+
+
+def _busy(count: int) -> list:
+    """Start ``count`` single-threaded processes that spin on a core until killed."""
+    return [subprocess.Popen([sys.executable, "-c", BUSY_CODE], stdin=subprocess.DEVNULL)
+            for _ in range(count)]
+
+
+def _stop(processes: list) -> None:
+    for proc in processes:
+        proc.kill()
+    for proc in processes:
+        proc.wait()
+
+
+def bench_loaded(args) -> None:
+    from tutor.catalog import load_catalog
+    from tutor.runner import Runner
+    catalog = load_catalog()
+    exercises = [catalog.get(i) for i in args.ids] if args.ids else list(catalog.exercises)
+    levels = [0, *args.loads]
+    print(f"\n== Run -> verdict on a busy machine: {len(exercises)} exercises, once each, beside "
+          + ", ".join(f"{n} busy processes" for n in levels[1:]) + f" ({os.cpu_count()} cores)")
+    times: dict[int, dict[str, float]] = {}
+    statuses: dict[int, dict[str, str]] = {}
+    limits: dict[int, dict[str, float]] = {}
+    for level in levels:
+        busy = _busy(level)
+        runner = Runner(catalog, device="cpu")
+        try:
+            time.sleep(1.0 if level else 0.0)  # let the spinners take their cores before the probe
+            runner.warm_up()
+            probe = runner.speed
+            load = os.getloadavg()[0]
+            print(f"  {level:>2} busy: load average {load:.1f}; the worker's probe found "
+                  + (f"{probe.factor:.2f}× the reference (scale {runner.time_limit(exercises[0]).scale:g})"
+                     if probe else "no figure (limits as written)"), flush=True)
+            times[level], statuses[level], limits[level] = {}, {}, {}
+            started = time.perf_counter()
+            for ex in exercises:
+                t = time.perf_counter()
+                result = runner.run(ex)
+                times[level][ex.id] = time.perf_counter() - t
+                statuses[level][ex.id] = result.status
+                limits[level][ex.id] = (result.time_limit or {}).get("seconds") or ex.time_limit_s
+                if result.status not in ("ok", "pass", "fail"):
+                    print(f"     {ex.id}: {result.status} after {times[level][ex.id]:.1f} s — {result.error}",
+                          flush=True)
+            print(f"     all {len(exercises)} in {time.perf_counter() - started:.0f} s", flush=True)
+        finally:
+            runner.close()
+            _stop(busy)
+    quiet = times[0]
+    header = "".join(f" {f'{n} busy s':>10} {'×':>5}" for n in levels[1:])
+    print(f"\n  {'id':<26} {'as is s':>8}{header} {'limit s':>8}  status")
+    slowest: dict[int, tuple[float, str]] = {n: (0.0, "") for n in levels[1:]}
+    for ex in exercises:
+        cells = ""
+        for n in levels[1:]:
+            factor = times[n][ex.id] / max(quiet[ex.id], 1e-6)
+            slowest[n] = max(slowest[n], (factor, ex.id))
+            cells += f" {times[n][ex.id]:10.2f} {factor:5.1f}"
+        worst = levels[-1]
+        status = ", ".join(sorted({statuses[n][ex.id] for n in levels}))
+        print(f"  {ex.id:<26} {quiet[ex.id]:8.2f}{cells} {limits[worst][ex.id]:8.1f}  {status}", flush=True)
+    for n in levels[1:]:
+        factor, ex_id = slowest[n]
+        total = sum(times[n].values()) / max(sum(quiet.values()), 1e-6)
+        record(f"loaded, {n} busy: slowest exercise (its slowdown factor)", f"{ex_id} {factor:.1f}×", "-", None)
+        record(f"loaded, {n} busy: whole catalog's slowdown (sum of times)", f"{total:.1f}×", "-", None)
+    for n in levels:
+        timed_out = [i for i, st in statuses[n].items() if st == "timeout"]
+        others = [i for i, st in statuses[n].items() if st not in ("ok", "pass", "fail", "timeout")]
+        over = [ex.id for ex in exercises if times[n][ex.id] > limits[n][ex.id]]
+        label = f"{n} busy" if n else "as is"
+        record(f"loaded, {label}: timeouts", str(len(timed_out)) + (f" ({', '.join(timed_out)})" if timed_out else ""),
+               "0", not timed_out)
+        record(f"loaded, {label}: exercises past their scaled limit", str(len(over)), "0", not over)
+        if others:
+            record(f"loaded, {label}: checks that ended in an error", ", ".join(others), "none", False)
 
 
 # --- engine throughput -------------------------------------------------------
@@ -403,7 +497,10 @@ def bench_engine(args) -> None:
     mfu = statistics.median(model_flops / te / (gemm_flops / tg) for te, tg in zip(times["engine"], times["gemm"]))
     mfu_ref = statistics.median(model_flops / tr / (gemm_flops / tg) for tr, tg in zip(times["reference"], times["gemm"]))
     rec("engine model FLOP/s (6·N·tokens + attention)", f"{model_flops / t_engine / 1e9:.1f} GFLOP/s", "-", None)
-    rec("engine FLOP utilisation vs GEMM at model shapes", f"{mfu * 100:.1f} %", "≥ 75 %", mfu >= 0.75)
+    # The ≥ 75 % target is retired (issue 17): eager PyTorch's ceiling for this model on
+    # this machine is near 86 % and the reference reaches about 62 %; the engine is
+    # held to ≥ 1.0× the reference instead, and the figure stays as information.
+    rec("engine FLOP utilisation vs GEMM at model shapes", f"{mfu * 100:.1f} %", "- (was ≥ 75 %)", None)
     rec("reference FLOP utilisation vs GEMM", f"{mfu_ref * 100:.1f} %", "-", None)
 
     # Where the engine's step goes: its matrix products and the other work
@@ -607,12 +704,16 @@ def _cuda_present() -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    parser.add_argument("--only", nargs="+", choices=["startup", "verdict", "engine", "cache", "grade", "report"])
+    parser.add_argument("--only", nargs="+", choices=["startup", "verdict", "loaded", "engine", "cache", "grade",
+                                                     "report"])
+    parser.add_argument("--loads", nargs="+", type=int, default=[4, 12], metavar="N",
+                        help="busy processes beside the loaded section's runs (default: 4 12)")
+    parser.add_argument("--ids", nargs="+", metavar="ID", help="the loaded section runs only these exercises")
     parser.add_argument("--device", choices=["cpu", "cuda", "all"], default="all")
     parser.add_argument("--compile", action="store_true",
                         help="also time the engine under torch.compile (compiling takes about 30 s)")
     args = parser.parse_args()
-    sections = args.only or ["startup", "verdict", "engine", "cache", "grade", "report"]
+    sections = args.only or ["startup", "verdict", "engine", "cache", "grade", "report"]  # "loaded" only when asked
     print(f"machine: {os.cpu_count()} cores · python {sys.version.split()[0]} · {time.strftime('%Y-%m-%d %H:%M')}")
     devices = [args.device]
     if args.device == "all":  # asking torch about CUDA only when a device-bound section runs
@@ -623,7 +724,7 @@ def main() -> None:
             for device in devices:  # the device-bound sections, once per device
                 {"engine": bench_engine, "cache": bench_cache}[name](argparse.Namespace(**{**vars(args), "device": device}))
         else:
-            {"startup": bench_startup, "verdict": bench_verdict, "grade": bench_grade,
+            {"startup": bench_startup, "verdict": bench_verdict, "loaded": bench_loaded, "grade": bench_grade,
              "report": bench_report}[name](args)
     print("\n== Summary")
     for figure, measured, target, verdict in RESULTS:

@@ -492,9 +492,11 @@ def test_run_exits_3_when_the_subject_raises_and_saves_nothing(probe_checkout, t
 
 def test_run_exits_3_when_the_subject_times_out(probe_checkout):
     proc = probe_tutor(probe_checkout, "run", "probe-hangs", "--predict", "(3, 3)", "--device", "cpu", "--json",
-                       "--no-save")
+                       "--no-save", "--timeout-scale", "1")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     data = json.loads(proc.stdout)
     assert data["status"] == "timeout" and data["correct"] is None
-    assert data["error"] == "faulted: the check did not finish within 2 s and was stopped"
+    # Issue 17: the sentence names the limit that applied and why (a fixed scale of 1 keeps it at 2 s).
+    assert data["error"] == ("faulted: the check did not finish within 2 s and was stopped; "
+                             "the limit is this exercise's 2 s × 1, as --timeout-scale asked")
     assert data["exit_code"] == 3 and data["schema_version"] == 1  # every non-zero exit says its code

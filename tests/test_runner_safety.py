@@ -41,6 +41,25 @@ def test_a_hang_is_a_timeout(runner):
     assert side.status == "timeout" and "1.5 s" in side.error
 
 
+def test_a_hang_says_which_limit_stopped_it_and_why(runner):
+    """The request's reason (issue 17: the limit follows the machine) ends the timeout's sentence."""
+    from dataclasses import replace
+    request = replace(_request("while True:\n    pass", timeout_s=1.5), limit_why="this exercise's 0.5 s × 3, because")
+    side = runner.worker.request(request).sides["faulted"]
+    assert side.status == "timeout"
+    assert side.error == ("the check did not finish within 1.5 s and was stopped; "
+                          "the limit is this exercise's 0.5 s × 3, because")
+
+
+def test_the_speed_probe_leaves_no_child_behind(runner):
+    """The probe runs in forked children before the hello; every one of them is reaped."""
+    runner.warm_up()
+    assert runner.worker.hello.speed is not None
+    children = Path(f"/proc/{runner.worker.hello.pid}/task/{runner.worker.hello.pid}/children")
+    if children.exists():
+        assert children.read_text().split() == []
+
+
 def test_an_abort_is_a_crash_outcome_and_the_worker_lives_on(runner):
     side = _side(runner, "import os\nos.abort()")
     assert side.status == "error" and "SIGABRT" in side.error

@@ -17,6 +17,7 @@ crashed or timed out, or the check worker would not start).
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,12 +107,19 @@ class EditReply(Reply):
 @dataclass
 class CheckReply(Reply):
     """``faults``: rows of exercises with a fault; ``shown``: those whose fault showed;
-    ``unfaulted``/``ran``: the same for exercises without a fault."""
+    ``unfaulted``/``ran``: the same for exercises without a fault; ``wall_s``: the
+    whole check's wall time, seconds, with ``jobs`` workers; ``timeouts``: rows that
+    ran out of time; ``show_wall``: ``-j`` was given, so the Rich view prints the wall
+    time (the JSON always has it)."""
 
     faults: int = 0
     shown: int = 0
     unfaulted: int = 0
     ran: int = 0
+    wall_s: float = 0.0
+    jobs: int = 1
+    timeouts: int = 0
+    show_wall: bool = False
 
 
 @dataclass
@@ -215,12 +223,39 @@ def store_and_learner(args, notice):
     return store, learner
 
 
-def _runner(cat, device: str):
+def _runner(cat, device: str, timeout_scale: float | None = None, cores: int | None = None):
+    """A runner for ``device`` whose time limits take ``timeout_scale`` (``--timeout-scale``) when given.
+
+    Raises:
+        UsageError: the device is unknown, or TUTOR_TIMEOUT_SCALE is not a positive number.
+    """
     from tutor.runner import DeviceError, Runner
+    from tutor.speed import ScaleError
     try:
-        return Runner(cat, device=device)
-    except DeviceError as exc:
+        return Runner(cat, device=device, timeout_scale=timeout_scale, cores=cores)
+    except (DeviceError, ScaleError) as exc:
         raise UsageError(str(exc)) from None
+
+
+def retry_notice(ex, result, prediction: str | None = None, seed: int | None = None) -> str:
+    """The sentence a timed-out run leaves on stderr: the machine may be busy; how to retry with twice the limit.
+
+    Args:
+        ex: the exercise.
+        result: its timed-out result (``retry_scale`` doubles its limit).
+        prediction: the prediction of a ``tutor run``; None names ``tutor check``.
+        seed: an explicit ``--seed`` to repeat, or None.
+    """
+    predict = f" --predict {_shell_word(prediction)}" if prediction is not None else ""
+    seeded = f" --seed {seed}" if seed is not None else ""
+    command = "run" if prediction is not None else "check"
+    return (f"the machine may be busy: 'tutor {command} {ex.id}{predict}{seeded} --timeout-scale "
+            f"{result.retry_scale:g}' retries with twice the limit")
+
+
+def _shell_word(text: str) -> str:
+    import shlex
+    return shlex.quote(text)
 
 
 def choice_text(ex, choice_id) -> str | None:
@@ -271,7 +306,7 @@ def run(args, events: Events) -> RunReply:
     context["learner"] = learner
     if args.no_save and args.explain:
         events.notice("--explain is not saved with --no-save; drop --no-save to keep the note.")
-    session = Session(cat, _runner(cat, args.device), store, learner)
+    session = Session(cat, _runner(cat, args.device, args.timeout_scale), store, learner)
     if store is not None:
         try:
             session.load()
@@ -297,6 +332,8 @@ def run(args, events: Events) -> RunReply:
     if outcome.save_error:
         events.notice(outcome.save_error if outcome.saved_to else f"the attempt was not saved: {outcome.save_error}")
     result = outcome.result
+    if result.status == "timeout":
+        events.notice(retry_notice(ex, result, args.predict, args.seed))
     saved = str(outcome.saved_to) if outcome.saved_to else None
     data = result.to_dict()
     data["learner"] = learner
@@ -374,7 +411,7 @@ def _edit_session(args, events: Events, cat):
     from tutor.progress import ProgressError
     from tutor.session import Session
     store, learner = (None, None) if args.no_save else store_and_learner(args, events.notice)
-    session = Session(cat, _runner(cat, args.device), store, learner)
+    session = Session(cat, _runner(cat, args.device, args.timeout_scale), store, learner)
     if store is None:
         return session
     try:
@@ -460,6 +497,8 @@ def edit_exit_code(outcome) -> int:
             return EXIT_MISMATCH
         return EXIT_MISMATCH if verdict.prediction_correct is False else EXIT_MATCH
     return EXIT_MATCH if verdict.fixed else EXIT_MISMATCH
+
+
 def _learner_named(args) -> str | None:
     """The learner a command is about, best effort and without a notice: for an error's context only."""
     from tutor.progress import ProgressError, default_learner_and_notice, validate_learner
@@ -470,45 +509,118 @@ def _learner_named(args) -> str | None:
 
 
 def check(args, events: Events) -> CheckReply:
-    """``tutor check``: run every chosen exercise on both sides; does each fault show?"""
+    """``tutor check``: run every chosen exercise on both sides; does each fault show?
+
+    With ``-j N`` the exercises are shared among N workers (each with its
+    share of the cores); the lines still come in catalog order, each as soon
+    as it and every one before it are done. The reply says the wall time.
+    """
+    import time
+
     from tutor.runner import DeviceError, WorkerError
-    from tutor.session import Session
     cat = catalog()
     exercises = [exercise(cat, i) for i in args.ids] if args.ids else cat.exercises
     if args.set_id:
         wanted = find_set(cat, args.set_id).id
         exercises = [e for e in exercises if e.set == wanted]
-    runner = _runner(cat, args.device)
-    session = Session(cat, runner)
+    asked = getattr(args, "jobs", None)
+    jobs = max(1, min(asked or 1, len(exercises) or 1))
+    scale = getattr(args, "timeout_scale", None)
+    cores = None if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
+    runners = [_runner(cat, args.device, scale, cores) for _ in range(jobs)]
     rows = []
+    started = time.perf_counter()
+    results = _checked_in_order(cat, runners, exercises)
     try:
         try:
-            runner.device  # resolve the device once: a missing CUDA is a usage error, not a traceback
+            runners[0].device  # resolve the device once: a missing CUDA is a usage error, not a traceback
         except DeviceError as exc:
             raise UsageError(str(exc)) from None
-        for ex in exercises:
-            result = session.check(ex)
+        for ex, result in results:
             ok = fault_shows(ex, result)
             rows.append({"id": ex.id, "set": ex.set, "fault": ex.fault, "status": result.status,
                          "clean": result.clean, "faulted": result.faulted, "differs": result.differs,
-                         "ok": ok, "duration_s": result.duration_s, "device": result.device, "error": result.error})
+                         "ok": ok, "duration_s": result.duration_s, "device": result.device, "error": result.error,
+                         "time_limit_s": (result.time_limit or {}).get("seconds")})
             events.checked(ex, result, ok)
+            if result.status == "timeout":
+                events.notice(retry_notice(ex, result))
     except WorkerError as exc:
         raise CouldNotRun(str(exc)) from None
     finally:
-        session.close()
+        results.close()  # no worker takes another exercise
+        for runner in runners:
+            runner.close()
+    wall_s = round(time.perf_counter() - started, 2)
     passed = sum(r["ok"] for r in rows)
     # An exercise without a fault (the capstone) can only show that it ran; it
     # is counted apart, never as a fault that showed.
     faulted = [r for r in rows if r["fault"]]
     shown = sum(r["ok"] for r in faulted)
-    data = {"results": rows, "passed": passed, "total": len(rows), "faults_shown": shown, "faults": len(faulted)}
+    timeouts = sum(r["status"] == "timeout" for r in rows)
+    data = {"results": rows, "passed": passed, "total": len(rows), "faults_shown": shown, "faults": len(faulted),
+            "timeouts": timeouts, "wall_s": wall_s, "jobs": jobs}
     if passed != len(rows):
         data["error"] = (f"{len(rows) - passed} of {len(rows)} checks did not run or their fault changed nothing; "
                          "see the rows marked FAIL")
     return CheckReply(data,
                       0 if passed == len(rows) else EXIT_CHECK,
-                      faults=len(faulted), shown=shown, unfaulted=len(rows) - len(faulted), ran=passed - shown)
+                      faults=len(faulted), shown=shown, unfaulted=len(rows) - len(faulted), ran=passed - shown,
+                      wall_s=wall_s, jobs=jobs, timeouts=timeouts, show_wall=asked is not None)
+
+
+def _checked_in_order(cat, runners, exercises):
+    """Yield ``(exercise, result)`` in the order given, running them on all ``runners`` at once.
+
+    Each runner gets a thread that takes the next exercise not yet taken; the
+    results are handed back on the calling thread, in order, each as soon as
+    it and those before it are done.
+
+    Raises:
+        WorkerError: a worker could not be started (the first such error).
+    """
+    import queue
+    import threading
+
+    from tutor.session import Session
+    if len(runners) == 1:  # one worker: no threads at all
+        session = Session(cat, runners[0])
+        for ex in exercises:
+            yield ex, session.check(ex)
+        return
+    todo = queue.SimpleQueue()
+    for index, ex in enumerate(exercises):
+        todo.put((index, ex))
+    done = queue.SimpleQueue()
+    stopping = threading.Event()
+
+    def work(session) -> None:
+        while not stopping.is_set():
+            try:
+                index, ex = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((index, session.check(ex), None))
+            except Exception as exc:  # handed to the calling thread, which raises it
+                done.put((index, None, exc))
+                return
+
+    threads = [threading.Thread(target=work, args=(Session(cat, runner),), daemon=True, name=f"check-{n}")
+               for n, runner in enumerate(runners)]
+    for thread in threads:
+        thread.start()
+    finished: dict[int, object] = {}
+    try:
+        for index in range(len(exercises)):
+            while index not in finished:
+                got, result, error = done.get()
+                if error is not None:
+                    raise error
+                finished[got] = result
+            yield exercises[index], finished.pop(index)
+    finally:
+        stopping.set()
 
 
 def fault_shows(ex, result) -> bool:
@@ -677,7 +789,7 @@ def tui(args) -> int:
     notices: list[str] = []
     store, learner = store_and_learner(args, notices.append)  # shown in the TUI, where stderr is hidden
     cat = catalog()
-    session = Session(cat, _runner(cat, args.device), store, learner)
+    session = Session(cat, _runner(cat, args.device, args.timeout_scale), store, learner)
     try:
         session.load()
     except ProgressError as exc:

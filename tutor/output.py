@@ -192,7 +192,12 @@ class RichOutput:
 
     @show.register
     def _(self, reply: CheckReply) -> None:
-        # The lines were printed as each exercise ran (``checked``); the summary closes them.
+        # The lines were printed as each exercise ran (``checked``); the wall time and summary close them.
+        if reply.show_wall:
+            workers = f"{reply.jobs} worker{'s' if reply.jobs > 1 else ''}"
+            timeouts = f"; {reply.timeouts} ran out of time" if reply.timeouts else ""
+            self.console.print(f"checked {reply.data['total']} in {reply.wall_s:.1f} s wall time "
+                               f"with {workers}{timeouts}")
         summary = f"{reply.shown} of {reply.faults} faults show against their clean run"
         if reply.unfaulted:
             summary += (f"; {reply.ran} of {reply.unfaulted} exercise{'s' if reply.unfaulted > 1 else ''} "

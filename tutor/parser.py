@@ -12,6 +12,8 @@ import re
 
 from tutor import audit_cmd
 from tutor.runner import DEVICES
+from tutor.speed import ENV as SCALE_ENV
+from tutor.speed import ScaleError, parse_scale
 
 
 class ArgumentsError(Exception):
@@ -43,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", choices=DEVICES, default="auto",
                         help="where checks run (default: auto, CUDA when present)")
     parser.add_argument("--version", action="store_true", help="print the version of tutor and exit")
+    parser.add_argument("--timeout-scale", type=_scale, metavar="X", default=None, help=SCALE_HELP)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
     p = sub.add_parser("list", help="list the exercises")
@@ -66,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="run checks without a prediction: does each fault show?")
     p.add_argument("ids", nargs="*", metavar="ID", help="exercise ids (default: all)")
     p.add_argument("--set", dest="set_id", help="only this set")
+    p.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
+                   help="run checks in N workers at once and report the wall time (default: 1 worker, "
+                        "safe on 2 cores; each worker gets its share of the cores)")
     p.add_argument("--json", action="store_true")
     _shared(p, learner=False)
 
@@ -134,8 +140,20 @@ def _add_edit_parsers(sub) -> None:
     _shared(p)
 
 
+SCALE_HELP = (f"multiply every check's time limit by X (default: {SCALE_ENV}, else the speed this machine "
+              "shows when the check worker starts)")
+
+
+def _scale(text: str) -> float:
+    """Read ``--timeout-scale``: a number above 0."""
+    try:
+        return parse_scale(text)
+    except ScaleError:
+        raise argparse.ArgumentTypeError(f"expected a number above 0 such as 2 or 1.5, got {text!r}") from None
+
+
 def _jobs(text: str) -> int:
-    """Read a count of 1 or more (``-j N``, ``--top N``)."""
+    """Read ``-j``: a whole number, 1 or more."""
     try:
         value = int(text)
     except ValueError:
@@ -160,6 +178,7 @@ def _shared(p: argparse.ArgumentParser, learner: bool = True, device: bool = Tru
     # The same options are accepted after the subcommand too.
     if device:
         p.add_argument("--device", choices=DEVICES, default=argparse.SUPPRESS)
+        p.add_argument("--timeout-scale", type=_scale, metavar="X", default=argparse.SUPPRESS, help=SCALE_HELP)
     if learner:
         p.add_argument("--learner", default=argparse.SUPPRESS)
         p.add_argument("--progress-dir", default=argparse.SUPPRESS)

@@ -111,6 +111,10 @@ class Hello(Message):
         cores: CPU cores the worker may use.
         scratch: the folder every private copy lives in; removed by the
             worker when it ends, or by the runner when it kills the worker.
+        speed: what the worker's speed probe measured when it started
+            (``tutor.speed.Speed.to_wire``: ``gemm_s``, ``step_s``,
+            ``threads``, ``copies``, ``wall_s``, ``factor``), or None when
+            the probe could not run; the runner scales time limits by it.
     """
 
     TYPE: ClassVar[str] = "hello"
@@ -119,6 +123,7 @@ class Hello(Message):
     pid: int
     cores: int
     scratch: str
+    speed: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -130,8 +135,12 @@ class Request(Message):
         check: ``module.function`` in ``exercises/``.
         device: ``cpu`` or ``cuda`` (already resolved).
         seed: the seed every generator is set to before the check runs.
-        timeout_s: wall-clock limit for all sides together, seconds.
+        timeout_s: wall-clock limit for all sides together, seconds (the
+            limit that applies, already scaled: ``tutor.speed``).
         sides: the sides to run, each by its own name.
+        limit_why: which limit that is and why, as a clause
+            (``tutor.speed.TimeLimit.why``); a timeout's sentence ends with
+            it. "" says nothing more.
     """
 
     TYPE: ClassVar[str] = "request"
@@ -141,6 +150,7 @@ class Request(Message):
     seed: int
     timeout_s: float
     sides: tuple[Side, ...]
+    limit_why: str = ""
 
     def to_wire(self) -> dict:
         data = super().to_wire()
@@ -150,7 +160,8 @@ class Request(Message):
     @classmethod
     def from_wire(cls, data: dict) -> "Request":
         return cls(job=data["job"], check=data["check"], device=data["device"], seed=int(data["seed"]),
-                   timeout_s=float(data["timeout_s"]), sides=tuple(Side.from_wire(s) for s in data["sides"]))
+                   timeout_s=float(data["timeout_s"]), sides=tuple(Side.from_wire(s) for s in data["sides"]),
+                   limit_why=str(data.get("limit_why", "")))
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,14 @@ Result status:
 * ``pass`` / ``fail`` — the check ran and the prediction matched / did not;
 * ``ok`` — the check ran and there was no prediction (``tutor check``);
 * ``error`` — the subject raised or crashed, or the check could not run;
-* ``timeout`` — it ran past the exercise's time limit and was stopped;
+* ``timeout`` — it ran past its time limit and was stopped;
 * ``cancelled`` — the learner stopped it.
+
+Time limits follow the machine (:mod:`tutor.speed`): the worker measures its
+speed once when it starts, and each run's limit is the exercise's limit
+scaled by that figure, or by an explicit scale (a retry's, ``--timeout-scale``,
+``TUTOR_TIMEOUT_SCALE``). ``RunResult.time_limit`` says which limit applied
+and why, and so does a timeout's sentence.
 """
 
 from __future__ import annotations
@@ -30,9 +36,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
 from exercises import answers
-from tutor import protocol
+from tutor import protocol, speed
 from tutor.catalog import Catalog, Exercise
 from tutor.protocol import Answer, Hello, Progress, ProtocolError, Request, Side
+from tutor.speed import Speed, TimeLimit
 
 DEVICES = ("auto", "cpu", "cuda")
 #: The sides a graded observation is read from, by ``Exercise.observe``.
@@ -73,6 +80,10 @@ class RunResult:
             including ones beyond clean and faulted (a learner's own file).
             Not part of ``to_dict``: the JSON keeps its ``clean`` and
             ``faulted`` fields, and a command that runs more sides names them.
+        time_limit: the limit the run had, as ``tutor.speed.TimeLimit.to_dict``
+            (``seconds``, ``base_s``, ``scale``, ``source``, ``factor``,
+            ``why``, ``retry_scale``), or None when none was set (a run
+            that never reached the worker).
     """
 
     id: str
@@ -95,6 +106,12 @@ class RunResult:
     side_durations_s: dict = field(default_factory=dict)
     seed: int = 0
     observations: dict = field(default_factory=dict)
+    time_limit: dict | None = None
+
+    @property
+    def retry_scale(self) -> float:
+        """The time-limit scale that retries this run with twice its limit (2 when its limit is unknown)."""
+        return float((self.time_limit or {}).get("retry_scale") or 2.0)
 
     @property
     def error(self) -> str | None:
@@ -210,11 +227,16 @@ class Worker:
         stopped: set when ``stop`` ended a worker on purpose.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, cores: int | None = None) -> None:
+        """Args:
+            cores: CPU cores the worker may use (``TUTOR_WORKER_CORES``);
+                None lets it use all of them.
+        """
         self._proc: subprocess.Popen | None = None
         self.hello: Hello | None = None
         self._lock = threading.RLock()
         self.stopped = False
+        self.cores = cores
 
     def start(self) -> Hello:
         """Start the worker unless it is running; return its hello (torch version, CUDA, pid).
@@ -231,6 +253,8 @@ class Worker:
         self.stopped = False
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        if self.cores is not None:
+            env["TUTOR_WORKER_CORES"] = str(max(1, self.cores))
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "tutor.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -312,19 +336,29 @@ class Worker:
 class Runner:
     """Runs exercises of one catalog on one device choice."""
 
-    def __init__(self, catalog: Catalog, device: str = "auto") -> None:
+    def __init__(self, catalog: Catalog, device: str = "auto", timeout_scale: float | None = None,
+                 cores: int | None = None) -> None:
         """Args:
             catalog: where exercises' faults are found.
             device: ``auto``, ``cpu`` or ``cuda``.
+            timeout_scale: multiply every time limit by this (``--timeout-scale``)
+                instead of by the worker's speed probe; None reads
+                ``TUTOR_TIMEOUT_SCALE``, and without it the probe decides.
+            cores: CPU cores the worker may use (several runners sharing the
+                machine: ``tutor check -j N``); None uses all.
 
         Raises:
             DeviceError: ``device`` is none of :data:`DEVICES`.
+            ScaleError: ``timeout_scale`` or ``TUTOR_TIMEOUT_SCALE`` is not a
+                positive number.
         """
         if device not in DEVICES:
             raise DeviceError(f"unknown device {device!r}; use one of {', '.join(DEVICES)}")
         self.catalog = catalog
         self.requested_device = device
-        self.worker = Worker()
+        self.timeout_scale = None if timeout_scale is None else speed.parse_scale(timeout_scale)
+        self.environment_scale = speed.environment_scale()
+        self.worker = Worker(cores)
         self._jobs = itertools.count(1)
         self._cancelled = threading.Event()
 
@@ -348,9 +382,36 @@ class Runner:
                               "use --device cpu, or --device auto to take CUDA only when present")
         return self.requested_device
 
+    @property
+    def speed(self) -> Speed | None:
+        """What the running worker's speed probe measured, or None (no worker yet, or no figure)."""
+        hello = self.worker.hello
+        return Speed.from_wire(hello.speed) if hello is not None else None
+
+    def time_limit(self, exercise: Exercise, timeout_scale: float | None = None) -> TimeLimit:
+        """The limit a run of ``exercise`` gets now, and why (:func:`tutor.speed.time_limit`).
+
+        Starts the worker if it is not running (its probe is part of the answer).
+
+        Args:
+            exercise: the exercise.
+            timeout_scale: a retry's scale, which wins over every other.
+
+        Raises:
+            ScaleError: ``timeout_scale`` is not a positive number.
+            WorkerError: the worker could not be started.
+        """
+        self.worker.start()
+        return self._limit(exercise, timeout_scale)
+
+    def _limit(self, exercise: Exercise, timeout_scale: float | None) -> TimeLimit:
+        retry = None if timeout_scale is None else speed.parse_scale(timeout_scale, "a retry's time-limit scale")
+        return speed.time_limit(exercise.time_limit_s, retry=retry, flag=self.timeout_scale,
+                                environment=self.environment_scale, speed=self.speed)
+
     def run(self, exercise: Exercise, prediction: str | None = None,
             on_progress: Callable[[Progress], None] | None = None, seed: int = 0,
-            sides: Sequence[Side] | None = None) -> RunResult:
+            sides: Sequence[Side] | None = None, timeout_scale: float | None = None) -> RunResult:
         """Run the exercise's check on each side at once, then :func:`grade`.
 
         Args:
@@ -360,14 +421,19 @@ class Runner:
             seed: the check's seed (``Context.seed``); 0 is the seed every
                 exercise's values are pinned at.
             sides: the sides to run (default :func:`standard_sides`).
+            timeout_scale: this run's time-limit scale, over every other (a
+                retry: ``RunResult.retry_scale`` of the run that ran out).
 
         Raises:
             answers.AnswerError: the prediction does not read as the kind.
             DeviceError: the requested device is not available.
             WorkerError: the worker could not be started.
+            ScaleError: ``timeout_scale`` is not a positive number.
         """
         if prediction is not None:
             exercise.parse_answer(prediction)  # an unreadable answer runs nothing
+        if timeout_scale is not None:
+            speed.parse_scale(timeout_scale, "a retry's time-limit scale")  # a bad scale runs nothing either
         self._cancelled.clear()
         try:
             device = self.device
@@ -375,8 +441,9 @@ class Runner:
             if not self._cancelled.is_set():
                 raise
             return RunResult.cancelled(exercise, prediction, device="?", torch="?", seed=seed)
+        limit = self._limit(exercise, timeout_scale)  # the worker is up: self.device started it
         request = Request(job=next(self._jobs), check=exercise.check, device=device, seed=seed,
-                          timeout_s=exercise.time_limit_s,
+                          timeout_s=limit.seconds, limit_why=limit.why,
                           sides=tuple(sides) if sides is not None else standard_sides(self.catalog, exercise))
         started = time.perf_counter()
         try:
@@ -386,7 +453,9 @@ class Runner:
                 raise
             answer = None
         if answer is not None:
-            return grade(exercise, answer, prediction, seed)
+            result = grade(exercise, answer, prediction, seed)
+            result.time_limit = limit.to_dict()
+            return result
         self.worker.stop()
         torch = self.worker.hello.torch if self.worker.hello else "?"
         ran_s = time.perf_counter() - started  # how long it ran before it stopped

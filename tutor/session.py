@@ -7,12 +7,18 @@ holds the policy both faces used to spell out on their own:
   every save, so the first screen, the exercise screen and the seed of the
   next attempt all read :attr:`Session.progress` instead of the file;
 * **the seed**: an explicit seed wins; else the exercise's
-  ``seed_for(earlier attempts)`` (the capstone meets a new mystery on each
-  attempt, every other exercise runs at seed 0, the seed its values are
-  pinned at); without a store there are no earlier attempts;
-* **what is saved**: a ``pass`` or ``fail`` is recorded as an attempt (and
-  the explain-back note given with it); ``ok``, ``error``, ``timeout`` and
-  ``cancelled`` are outcomes to show, never attempts (:data:`RECORDED`);
+  ``seed_for(earlier graded attempts)`` (the capstone meets a new mystery on
+  each graded attempt, every other exercise runs at seed 0, the seed its
+  values are pinned at); without a store there are no earlier attempts;
+* **what is saved**: a ``pass`` or ``fail`` is recorded as a graded attempt
+  (and the explain-back note given with it); a ``timeout`` is recorded too,
+  with its own status, ``correct = false`` and nothing observed — a fact
+  about the run, never a wrong prediction (:data:`GRADED` tells them apart);
+  ``ok``, ``error`` and ``cancelled`` are outcomes to show, never attempts
+  (:data:`RECORDED`);
+* **retrying a timeout**: :meth:`Session.retry` runs the same prediction,
+  seed and sides again with twice the limit that ran out (a busy machine,
+  not the learner: ``tutor.speed``);
 * **cancelled results**: a run stopped before the runner started, or while
   its worker started, becomes ``RunResult.cancelled`` here, timed from the
   moment the run was asked for;
@@ -53,8 +59,11 @@ from tutor.progress import Attempt, ExerciseProgress, LearnerProgress, ProgressE
 from tutor.protocol import Progress, Side
 from tutor.runner import RunResult, standard_sides
 
-#: The statuses that are recorded as attempts; every other one is only shown.
-RECORDED = ("pass", "fail")
+#: The statuses of a graded attempt: the prediction met an observation.
+GRADED = ("pass", "fail")
+#: The statuses that are recorded as attempts; every other one is only shown. A
+#: ``timeout`` is recorded as what it is, never as a failed prediction.
+RECORDED = GRADED + ("timeout",)
 #: Seconds a run waits for a warm-up in progress before it runs anyway.
 WARM_UP_WAIT_S = 120.0
 
@@ -66,6 +75,8 @@ class RunnerLike(Protocol):
     def run(self, exercise: Exercise, prediction: str | None = None,
             on_progress: Callable[[Progress], None] | None = None, seed: int = 0,
             sides: Sequence[Side] | None = None) -> RunResult: ...
+    # A runner that scales time limits also takes ``timeout_scale=`` (:class:`tutor.runner.Runner`);
+    # a run passes it only when it has one (a retry), so a runner without it still serves every other run.
     def cancel(self) -> None: ...
     def close(self) -> None: ...
 
@@ -214,8 +225,10 @@ class Session:
     # --- running -------------------------------------------------------------
 
     def seed_for(self, exercise: Exercise) -> int:
-        """The seed of the learner's next attempt (module docstring); edit-mode attempts do not count."""
-        earlier = len(self.progress.of(exercise.id).predictions) if self.store is not None else 0
+        """The seed of the learner's next attempt (module docstring): edit-mode attempts and timeouts
+        do not count."""
+        predictions = self.progress.of(exercise.id).predictions if self.store is not None else []
+        earlier = sum(a.status in GRADED for a in predictions)
         return exercise.seed_for(earlier)
 
     def sides_for(self, exercise: Exercise) -> tuple[Side, ...]:
@@ -223,7 +236,8 @@ class Session:
         return standard_sides(self.catalog, exercise)
 
     def start(self, exercise: Exercise, prediction: str | None = None, *, seed: int | None = None,
-              sides: Sequence[Side] | None = None, note: str | None = None, record: bool = True) -> "Run":
+              sides: Sequence[Side] | None = None, note: str | None = None, record: bool = True,
+              timeout_scale: float | None = None) -> "Run":
         """A run, asked for now and not started: call :meth:`Run.execute` (blocking) to run it.
 
         Args:
@@ -233,11 +247,27 @@ class Session:
             sides: the sides to run; None takes :meth:`sides_for`. Add a
                 learner's own file as one more side (module docstring).
             note: an explain-back note saved with the attempt, if it is recorded.
-            record: whether a pass or fail is recorded (needs a store).
+            record: whether a pass, fail or timeout is recorded (needs a store).
+            timeout_scale: this run's time-limit scale, over the runner's own
+                (``tutor.speed``); None lets the runner choose.
         """
         return Run(self, exercise, prediction, seed=self.seed_for(exercise) if seed is None else seed,
                    sides=tuple(sides) if sides is not None else self.sides_for(exercise), note=note,
-                   record=record and self.store is not None)
+                   record=record and self.store is not None, timeout_scale=timeout_scale)
+
+    def retry(self, run: "Run", result: RunResult, note: str | None = None) -> "Run":
+        """The same run again with twice the time limit that ``result`` ran out of (not started).
+
+        Same exercise, prediction, seed and sides; the scale is
+        ``result.retry_scale`` (2 when the result does not say its limit).
+
+        Args:
+            run: the run that timed out.
+            result: its result.
+            note: the note to save with the retry's attempt (default: the run's).
+        """
+        return Run(self, run.exercise, run.prediction, seed=run.seed, sides=run.sides,
+                   note=run.note if note is None else note, record=run.record, timeout_scale=result.retry_scale)
 
     def attempt(self, exercise: Exercise, prediction: str, *, seed: int | None = None,
                 sides: Sequence[Side] | None = None, note: str | None = None,
@@ -415,6 +445,8 @@ class Session:
         became of the note (a note that fails is said in ``save_error``)."""
         outcome = Outcome(result)
         attempt = Attempt.of(result)
+        if result.status not in GRADED:
+            attempt = replace(attempt, observed="", correct=False)  # nothing was observed, nothing graded
         if time is not None:
             attempt = replace(attempt, time=time)
         with self._lock:
@@ -443,11 +475,13 @@ class Run:
         seed: the seed it runs with.
         sides: the sides it runs.
         note: the note saved with a recorded attempt, or None.
-        record: whether a pass or fail is recorded.
+        record: whether a pass, fail or timeout is recorded.
+        timeout_scale: the run's own time-limit scale (a retry's), or None.
     """
 
     def __init__(self, session: Session, exercise: Exercise, prediction: str | None, *, seed: int,
-                 sides: tuple[Side, ...], note: str | None, record: bool) -> None:
+                 sides: tuple[Side, ...], note: str | None, record: bool,
+                 timeout_scale: float | None = None) -> None:
         self.session = session
         self.exercise = exercise
         self.prediction = prediction
@@ -455,6 +489,7 @@ class Run:
         self.sides = sides
         self.note = note
         self.record = record
+        self.timeout_scale = timeout_scale
         self._asked_at = time.monotonic()
         self._cancel = threading.Event()
 
@@ -470,7 +505,7 @@ class Run:
         self.session.runner.cancel()
 
     def execute(self, on_progress: Callable[[Progress], None] | None = None) -> Outcome:
-        """Run, grade and (for a pass or fail) record; blocking, on the calling thread.
+        """Run, grade and (for a pass, fail or timeout) record; blocking, on the calling thread.
 
         Args:
             on_progress: called with each side's :class:`~tutor.protocol.Progress`.
@@ -487,9 +522,10 @@ class Run:
             session.warmed.wait(WARM_UP_WAIT_S)
         if self.cancelled:
             return self._finish(RunResult.cancelled(ex, self.prediction, when="before it started", seed=self.seed))
+        scale = {} if self.timeout_scale is None else {"timeout_scale": self.timeout_scale}
         try:
             result = session.runner.run(ex, self.prediction, on_progress=on_progress, seed=self.seed,
-                                        sides=self.sides)
+                                        sides=self.sides, **scale)
         except Exception:
             if not self.cancelled:
                 raise

@@ -8,6 +8,12 @@ line on stdout (progress lines before it). Every side of a request (the
 clean subject, the faulted subject, a learner's own file) is one
 :class:`SideRun`, and all of a request's sides run at once:
 
+Once, before it says hello, the worker measures the machine's speed
+(:func:`measure_speed`: ``tutor.speed``'s fixed probe in as many forked
+children as a plain run has sides) and puts the figure in its hello; the
+runner scales each exercise's time limit by it, and a request carries the
+limit that applies (``Request.timeout_s``) and why (``Request.limit_why``).
+
 1. ``start`` makes a private copy of the subject packages in a temporary
    folder, applies the side's fault and puts its files in place there, then
    forks a child that forgets any imported ``engine``/``exercises`` modules,
@@ -28,6 +34,7 @@ next run, and torch's import is paid once per worker, not once per run.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import select
 import shutil
@@ -43,12 +50,23 @@ os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # ask CUDA without 
 
 from exercises.context import Context  # noqa: E402
 from exercises.faults import SUBJECT_PACKAGES, FaultError, make_private_copy  # noqa: E402
-from tutor import protocol  # noqa: E402
+from tutor import protocol, speed  # noqa: E402
 from tutor.protocol import (Answer, Hello, Measured, Message, Progress, ProtocolError, Raised, Refusal,  # noqa: E402
                             Request, Side, SideResult)
 
 OUTPUT_EXCERPT_CHARS = 2000
 MEMORY_CAP_MB = int(os.environ.get("TUTOR_MEMORY_CAP_MB", "8192"))
+#: Set by the runner when several workers share the machine (``tutor check -j N``): the cores this one may use.
+CORES_ENV = "TUTOR_WORKER_CORES"
+
+
+def worker_cores() -> int:
+    """The CPU cores this worker may use: ``TUTOR_WORKER_CORES`` when set to a whole number above 0, else all."""
+    try:
+        cores = int(os.environ.get(CORES_ENV, ""))
+    except ValueError:
+        cores = 0
+    return cores if cores > 0 else (os.cpu_count() or 1)
 
 
 def main() -> None:
@@ -59,8 +77,9 @@ def main() -> None:
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but protocol lines may reach the real stdout
     scratch = tempfile.mkdtemp(prefix="tutor-worker-")  # every private copy lives in here
+    cores = worker_cores()
     _send(out, Hello(torch=torch.__version__, cuda=_cuda_available(torch), pid=os.getpid(),
-                     cores=os.cpu_count() or 1, scratch=scratch))
+                     cores=cores, scratch=scratch, speed=measure_speed(cores)))
     try:
         _serve(out, scratch, torch.__version__)
     finally:
@@ -93,6 +112,73 @@ def _preload(torch) -> None:
             pass
 
 
+def measure_speed(cores: int, copies: int = 2) -> dict | None:
+    """Run the speed probe (``tutor.speed.workload``) in ``copies`` forked children at once.
+
+    The children run as the sides of a plain run do (clean and faulted, each
+    with ``cores // copies`` torch threads), so the figure covers what a
+    check meets: this machine's cores and whatever else runs on them now.
+    The worker itself runs no tensor operation, so its forks stay safe.
+
+    Returns:
+        ``tutor.speed.Speed.to_wire()`` of the slowest child per piece, or
+        None when a child failed or the probe ran past
+        ``tutor.speed.PROBE_TIMEOUT_S`` (the limits are then as written).
+    """
+    threads = max(1, cores // copies)
+    started = time.perf_counter()
+    children: dict[int, tuple[int, list[bytes]]] = {}  # fd -> (pid, chunks)
+    for _ in range(copies):
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(read_fd)
+            _probe_child(threads, write_fd)
+        os.close(write_fd)
+        children[read_fd] = (pid, [])
+    deadline = time.monotonic() + speed.PROBE_TIMEOUT_S
+    reading = dict(children)
+    while reading and time.monotonic() < deadline:
+        ready, _, _ = select.select(list(reading), [], [], max(0.0, min(deadline - time.monotonic(), 0.5)))
+        for fd in ready:
+            chunk = os.read(fd, 1 << 12)
+            if chunk:
+                reading[fd][1].append(chunk)
+            else:
+                del reading[fd]
+    runs = []
+    for fd, (pid, chunks) in children.items():
+        if fd in reading:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+        try:
+            runs.append(json.loads(b"".join(chunks)))
+        except ValueError:
+            pass
+    if len(runs) < copies or not all(isinstance(r, dict) and "gemm_s" in r and "step_s" in r for r in runs):
+        return None
+    return speed.Speed.of(runs, wall_s=round(time.perf_counter() - started, 4)).to_wire()
+
+
+def _probe_child(threads: int, fd: int) -> None:
+    code = 1
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)  # the worker's stdout carries protocol lines only
+        os.dup2(devnull, 2)
+        import torch
+        torch.set_num_threads(threads)
+        data = json.dumps(speed.workload(torch)).encode()
+        while data:
+            data = data[os.write(fd, data):]
+        code = 0
+    except BaseException:
+        pass
+    finally:
+        os._exit(code)
+
+
 def _cuda_available(torch) -> bool:
     try:
         return bool(torch.cuda.is_available())
@@ -117,7 +203,7 @@ def handle(request: Request, torch_version: str, send: Callable[[Progress], None
         scratch: the folder private copies are made in (default: the
             system's temporary folder).
     """
-    threads = max(1, (os.cpu_count() or 1) // max(1, len(request.sides)))
+    threads = max(1, worker_cores() // max(1, len(request.sides)))
     started = time.perf_counter()
     runs = [SideRun(side, request, threads, scratch) for side in request.sides]
     for run in runs:
@@ -230,8 +316,10 @@ class SideRun:
         output = _excerpt(os.path.join(self.folder, "output.log"))
         duration_s = round(time.perf_counter() - self.started, 4)
         if timed_out:
+            why = f"; the limit is {self.request.limit_why}" if self.request.limit_why else ""
             return SideResult(status="timeout", output=output, duration_s=duration_s,
-                              error=f"the check did not finish within {self.request.timeout_s:g} s and was stopped")
+                              error=f"the check did not finish within {self.request.timeout_s:g} s "
+                                    f"and was stopped{why}")
         if isinstance(self._last, Measured):
             return SideResult(status="ok", observed=self._last.observed, evidence=self._last.evidence,
                               output=output, duration_s=duration_s)

@@ -30,8 +30,11 @@ class ExerciseScreen(Screen):
     a running check (``Run.cancel()``), otherwise goes back. What is run,
     with which seed, and what is recorded is the session's policy
     (:mod:`tutor.session`): a pass or fail is recorded as an attempt — in the
-    run's thread, never on the UI thread — and error, timeout and cancelled
-    are shown as outcomes and not recorded.
+    run's thread, never on the UI thread — a timeout is recorded as a
+    timeout, never as a wrong prediction, and error and cancelled are shown
+    as outcomes and not recorded. After a timeout the prediction stays in its
+    box and ``r`` retries it with twice the limit that ran out (the machine
+    may be busy: ``tutor.speed``).
     """
 
     BINDINGS = [
@@ -61,6 +64,7 @@ class ExerciseScreen(Screen):
         self._run: Run | None = None  # the run in progress, or the last one
         self._cancel_requested = False
         self._side_done: dict[str, float] = {}
+        self._timed_out = None  # the last result, when it ran out of time: r then retries it
 
     # --- layout --------------------------------------------------------------
 
@@ -77,9 +81,10 @@ class ExerciseScreen(Screen):
             if progress.attempts:
                 last = progress.attempts[-1]
                 verdict = ("✓ solved", "green") if progress.solved else ("✗ not solved yet", "red")
+                seen = (", the check ran out of time",) if last.status == "timeout" else \
+                    (", the check observed ", (last.observed, "bold"))
                 yield Static(Text.assemble(verdict, f" · {len(progress.attempts)} attempt(s); last: you said ",
-                                           (last.prediction, "bold"), ", the check observed ", (last.observed, "bold")),
-                             id="exercise-history")
+                                           (last.prediction, "bold"), *seen), id="exercise-history")
             yield Markdown(ex.prompt, id="exercise-prompt")
             yield FaultView(app.catalog.fault_of(ex), ex.observe, hidden=ex.seed_per_attempt, id="exercise-fault")
             # A list is picked from, so its ids (the typed format) are not shown here.
@@ -189,6 +194,12 @@ class ExerciseScreen(Screen):
             return
         ex = self.exercise
         text = self.query_one(PredictionInput).value
+        timed_out, last = self._timed_out, self._run
+        if timed_out is not None and last is not None and text.strip() in ("", (last.prediction or "").strip()):
+            self._run = self._session.retry(last, timed_out)  # the same prediction and seed, twice the limit
+            self._set_running(True, f"retrying with twice the limit{self._retry_seconds(timed_out)}…")
+            self._run_check(self._run)
+            return
         error = self.query_one("#answer-error", Static)
         try:
             ex.parse_answer(text)
@@ -250,16 +261,27 @@ class ExerciseScreen(Screen):
         self.query_one("#running-status", Static).update(
             Text(f"Running… {each} — {side}: {message.message}  (Esc cancels)"))
 
+    @staticmethod
+    def _retry_seconds(result) -> str:
+        """Twice the limit ``result`` ran out of, as text (" (60 s)"), or "" when it does not say its limit."""
+        seconds = (result.time_limit or {}).get("seconds")
+        return f" ({2 * seconds:g} s)" if seconds else ""
+
     def on_run_finished(self, message: RunFinished) -> None:
         outcome = message.outcome
         self._set_running(False)
         panel = self.query_one(ResultPanel)
         panel.show(self.exercise, outcome.result)
+        self._timed_out = outcome.result if outcome.result.status == "timeout" else None
+        if self._timed_out is not None:
+            panel.mount(Static(Text(f"the machine may be busy: r retries with twice the limit"
+                                    f"{self._retry_seconds(self._timed_out)}", style="bold yellow"),
+                               id="retry-hint"), after="#result-text")
         if outcome.save_error:
             self.notify(f"The attempt was not saved: {outcome.save_error}", severity="error", timeout=10,
                         markup=False)
         self.query_one(NoteEditor).display = True
-        if not self.query_one(PredictionInput).options:
+        if not self.query_one(PredictionInput).options and self._timed_out is None:
             self.query_one(PredictionInput).set_value("")  # the answer is in the result; the box starts fresh
         self.query_one("#exercise-body").focus()  # h, e, r and the arrows work again
         self.call_after_refresh(panel.scroll_visible)
@@ -273,6 +295,7 @@ class ExerciseScreen(Screen):
     def _set_running(self, running: bool, status: str = "") -> None:
         self.running = running
         if running:
+            self.query("#retry-hint").remove()
             self._cancel_requested = False
             self._side_done = {}
             self.query_one("#running-bar", ProgressBar).update(total=None, progress=0)
