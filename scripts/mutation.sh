@@ -34,7 +34,7 @@ tests_for() {
     case "$1" in
         exercises/answers.py) echo tests/test_answers.py ;;
         tutor/progress.py) echo tests/test_progress.py tests/test_fuzz_loaders.py ;;
-        engine/model.py) echo tests/test_engine.py tests/test_kv_cache.py ;;
+        engine/model.py) echo tests/test_engine.py tests/test_kv_cache.py tests/test_mutants_model.py ;;
         tutor/runner.py) echo tests/test_runner_safety.py tests/test_cli.py ;;
         *) echo "scripts/mutation.sh: no tests are chosen for $1; add a line for it to tests_for" >&2
            return 2 ;;

@@ -91,3 +91,17 @@ def test_cached_logits_equal_naive_logits_past_the_window(model, monkeypatch):
             window = naive_ids[:, length - SMALL.block_size:length]
             expected = model(window)[0][:, -1, :]  # (B, V)
             assert torch.allclose(cached[step], expected, atol=1e-5), f"step {step}"
+
+
+@pytest.mark.parametrize("chunks", [[2, 2, 3], [2, 5], [7]])
+def test_chunks_fed_through_the_cache_give_the_full_pass_logits(model, chunks):
+    """A chunk of T > 1 new tokens needs the causal mask shifted by the offset; T = 2 is the smallest such chunk."""
+    x = torch.randint(0, SMALL.vocab_size, (2, sum(chunks)), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        full = model(x)[0]  # (B, T, V)
+        cache, start, pieces = model.new_cache(2), 0, []
+        for size in chunks:
+            pieces.append(model(x[:, start:start + size], cache=cache)[0])
+            start += size
+    assert cache[0].seq_len == sum(chunks)
+    assert torch.allclose(torch.cat(pieces, dim=1), full, atol=1e-5)
