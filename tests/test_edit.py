@@ -339,3 +339,12 @@ def test_edit_mode_domain_imports_neither_torch_nor_textual(module):
             "sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, f"{module} loaded {proc.stdout.strip()} {proc.stderr[-300:]}"
+
+
+def test_evidence_a_check_marks_as_varying_is_never_held_against_yours(cat):
+    ex = cat.get("empty-init")
+    title = "A fresh torch.empty(64, 128), unfilled (varies from run to run)"
+    clean = SideResult(status="ok", observed="none", evidence=[table(title, [["values", "min -40, max 1.46e+37"]])])
+    yours = SideResult(status="ok", observed="none", evidence=[table(title, [["values", "holds non-finite values"]])])
+    verdict = edit.judge(ex, result_of(ex, clean=clean, repeat=clean, yours=yours))
+    assert (verdict.status, verdict.difference) == ("fixed", None)

@@ -403,6 +403,10 @@ def _equal(a: Any, b: Any) -> bool:
     return a == b
 
 
+#: A check marks evidence it knows is not reproducible by saying so in its title (modules_containers:
+#: "A fresh torch.empty(64, 128), unfilled (varies from run to run)"); such tables and series are never
+#: compared. (Forked from one worker, the clean code's two runs may even see the same garbage.)
+VARIES_MARK = "varies from run to run"
 #: Evidence cells that read as numbers agree within this relative difference: float rounding of another,
 #: equally correct, order of operations, and the small jitter of a memory reading that happened to agree
 #: on the clean code's two runs (seq-sweep's "extra MiB": 24.1 on both, 24.0 on the reverse edit,
@@ -417,7 +421,8 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
     """The first evidence row where two sides differ, named in one sentence; None when they agree.
 
     Tables are paired by title and compared row by row, cell by cell;
-    series by title, point by point; notes are commentary and never compared.
+    series by title, point by point; notes are commentary and never compared,
+    nor is a table or series whose title says it varies (:data:`VARIES_MARK`).
     Cells that read as numbers agree within :data:`EVIDENCE_REL_TOL`,
     :data:`EVIDENCE_ABS_TOL` or ``tolerance``; others must be equal. A table
     or series on one side only is a difference.
@@ -437,7 +442,7 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
     repeat_items = {_item_key(item): item for item in (repeat or []) if isinstance(item, dict)}
     ours_keys = set()
     for item in ours:
-        if not isinstance(item, dict) or item.get("type") == "note":
+        if not isinstance(item, dict) or item.get("type") == "note" or VARIES_MARK in str(item.get("title", "")):
             continue
         key = _item_key(item)
         ours_keys.add(key)
@@ -474,7 +479,8 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
                 return f"series {title!r} has {len(values)} points on the {ours_name} side and {len(other_values)} " \
                        f"on the {theirs_name} side"
     for key in theirs_items:
-        if key not in ours_keys and key[0] != "note" and (repeat is None or key in repeat_items):
+        if key not in ours_keys and key[0] != "note" and (repeat is None or key in repeat_items) and \
+                VARIES_MARK not in key[1]:
             return f"{key[0]} {key[1]!r} is on the {theirs_name} side only"
     return None
 
