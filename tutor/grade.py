@@ -87,7 +87,8 @@ class AnswerRow:
     """One row of the answers file, read and checked but not run.
 
     Attributes:
-        line: where the row starts in the file (1 is the first line; a CSV header is line 1).
+        line: where the row starts in the file (1 is the first line; a CSV header is line 1), or
+            for a JSON array the item's position (1 for the first).
         learner: the learner's name as the row spells it, tidied (None when unusable).
         key: the learner's identity (:func:`tutor.progress.learner_key`), or None.
         exercise: the exercise id when it names one in the catalog, else the text given (or None).
