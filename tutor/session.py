@@ -149,6 +149,17 @@ class Session:
         """One exercise's attempts and note, from :attr:`progress`."""
         return self.progress.of(exercise_id)
 
+    def reset(self, exercise_id: str) -> None:
+        """Start an exercise afresh (its attempts are kept, marked before the reset); safe from any thread.
+
+        Raises:
+            ProgressError: no store, or the file cannot be changed.
+        """
+        if self.store is None:
+            raise ProgressError("nothing is saved in this session, so there is nothing to reset")
+        with self._lock:
+            self.progress = self.store.reset(self.learner, exercise_id)
+
     def save_note(self, exercise_id: str, text: str) -> None:
         """Store the explain-back note (replacing the previous one); safe from any thread.
 
@@ -188,7 +199,8 @@ class Session:
         return standard_sides(self.catalog, exercise)
 
     def start(self, exercise: Exercise, prediction: str | None = None, *, seed: int | None = None,
-              sides: Sequence[Side] | None = None, note: str | None = None, record: bool = True) -> "Run":
+              sides: Sequence[Side] | None = None, note: str | None = None, record: bool = True,
+              confidence: int | None = None) -> "Run":
         """A run, asked for now and not started: call :meth:`Run.execute` (blocking) to run it.
 
         Args:
@@ -199,14 +211,15 @@ class Session:
                 learner's own file as one more side (module docstring).
             note: an explain-back note saved with the attempt, if it is recorded.
             record: whether a pass or fail is recorded (needs a store).
+            confidence: how sure the learner said they were (percent, 50-100), saved with the attempt.
         """
         return Run(self, exercise, prediction, seed=self.seed_for(exercise) if seed is None else seed,
                    sides=tuple(sides) if sides is not None else self.sides_for(exercise), note=note,
-                   record=record and self.store is not None)
+                   record=record and self.store is not None, confidence=confidence)
 
     def attempt(self, exercise: Exercise, prediction: str, *, seed: int | None = None,
                 sides: Sequence[Side] | None = None, note: str | None = None,
-                on_progress: Callable[[Progress], None] | None = None) -> Outcome:
+                on_progress: Callable[[Progress], None] | None = None, confidence: int | None = None) -> Outcome:
         """Run, grade and record one prediction (blocking): ``start(...).execute(...)``.
 
         Raises:
@@ -214,7 +227,8 @@ class Session:
             tutor.runner.DeviceError: the requested device is not available.
             tutor.runner.WorkerError: the check worker could not be started.
         """
-        return self.start(exercise, prediction, seed=seed, sides=sides, note=note).execute(on_progress)
+        return self.start(exercise, prediction, seed=seed, sides=sides, note=note,
+                          confidence=confidence).execute(on_progress)
 
     def check(self, exercise: Exercise, *, seed: int = 0, sides: Sequence[Side] | None = None) -> RunResult:
         """Run an exercise without a prediction (``tutor check``); nothing is recorded.
@@ -246,11 +260,13 @@ class Session:
 
     # --- recording (called by Run) -------------------------------------------
 
-    def _record(self, exercise: Exercise, result: RunResult, note: str | None) -> Outcome:
+    def _record(self, exercise: Exercise, result: RunResult, note: str | None,
+                confidence: int | None = None) -> Outcome:
         outcome = Outcome(result)
         try:
             with self._lock:
-                self.progress = self.store.record_attempt(self.learner, exercise.id, Attempt.of(result))
+                self.progress = self.store.record_attempt(self.learner, exercise.id,
+                                                          Attempt.of(result, confidence=confidence))
                 if note:
                     self.progress = self.store.save_note(self.learner, exercise.id, note)
                     outcome.note_saved = True
@@ -271,10 +287,11 @@ class Run:
         sides: the sides it runs.
         note: the note saved with a recorded attempt, or None.
         record: whether a pass or fail is recorded.
+        confidence: the learner's stated confidence (percent), saved with a recorded attempt, or None.
     """
 
     def __init__(self, session: Session, exercise: Exercise, prediction: str | None, *, seed: int,
-                 sides: tuple[Side, ...], note: str | None, record: bool) -> None:
+                 sides: tuple[Side, ...], note: str | None, record: bool, confidence: int | None = None) -> None:
         self.session = session
         self.exercise = exercise
         self.prediction = prediction
@@ -282,6 +299,7 @@ class Run:
         self.sides = sides
         self.note = note
         self.record = record
+        self.confidence = confidence
         self._asked_at = time.monotonic()
         self._cancel = threading.Event()
 
@@ -329,5 +347,5 @@ class Run:
             # Stopped before the runner timed anything: time it from when it was asked for.
             result = replace(result, duration_s=time.monotonic() - self._asked_at)
         if self.record and result.status in RECORDED:
-            return self.session._record(self.exercise, result, self.note)
+            return self.session._record(self.exercise, result, self.note, self.confidence)
         return Outcome(result)
