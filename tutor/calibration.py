@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 BUCKETS = (50, 60, 70, 80, 90, 100)
 #: Within this many percentage points of the stated confidence, a bucket reads as "about right".
 CALIBRATED_WITHIN = 10
+#: A bucket with fewer predictions than this reads as "too few to tell".
+FEWEST_TO_TELL = 3
 
 
 def is_prediction(attempt) -> bool:
@@ -54,9 +56,11 @@ class Bucket:
 
     @property
     def verdict(self) -> str:
-        """``about right``, ``over-confident``, ``under-confident``, or "" for an empty bucket."""
+        """``about right``, ``over-confident``, ``under-confident``, ``too few to tell``, or "" when empty."""
         if not self.count:
             return ""
+        if self.count < FEWEST_TO_TELL:
+            return "too few to tell"
         gap = 100 * self.rate - self.confidence
         if abs(gap) < CALIBRATED_WITHIN:
             return "about right"

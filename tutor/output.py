@@ -151,7 +151,7 @@ class RichOutput:
             return
         console.print(Text(f"Progress of {learner} ({store.path(learner)})", style="bold"))
         # every column wraps at words (an id is never broken: ids hold no spaces)
-        table = WordTable(["exercise", "attempts", "last prediction", "observed", "ever solved", "note"])
+        table = WordTable(["exercise", "attempts", "last answer", "observed", "ever solved", "note"])
         for ex_id, p in sorted(progress.exercises.items()):
             last = p.attempts[-1] if p.attempts else None
             observed = last.observed if last else "-"

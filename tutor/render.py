@@ -100,7 +100,8 @@ def render_result(ex, result, series: bool = True, timeout_advice: str = TIMEOUT
     """The verdict, prediction against observation, errors, and evidence.
 
     ``series=False`` leaves the plots of the series out, for a caller that
-    draws them itself (:func:`series_groups`). An error that several sides
+    draws them itself (:func:`series_groups`); with ``series=True`` each is
+    a :class:`SeriesPlot`. An error that several sides
     share (both timed out, say) is said once, naming the sides; a timeout's
     verdict ends with ``timeout_advice``.
     """
@@ -124,7 +125,8 @@ def render_result(ex, result, series: bool = True, timeout_advice: str = TIMEOUT
             parts.append(Text(f"{label(side) or 'the check'} printed:\n{output[:600]}", style="dim"))
     for side in ("faulted", "clean"):
         if side in result.evidence:
-            parts.extend(evidence_renderables(result.evidence[side], label(side), series))
+            # each series is drawn below, every side on one plot, its legend giving the first and last values
+            parts.extend(evidence_renderables(result.evidence[side], label(side), series=False))
     if series:
         parts.extend(SeriesPlot(group, sided=bool(ex.fault)) for group in series_groups(result.evidence))
     return parts
@@ -459,7 +461,8 @@ def calibration_renderables(overall) -> list:
     table = WordTable(["you said", "predictions", "right", "right %", "reads as"])
     for bucket in overall.buckets:
         if bucket.count:
-            style = {"about right": "green", "over-confident": "red", "under-confident": "yellow"}[bucket.verdict]
+            style = {"about right": "green", "over-confident": "red", "under-confident": "yellow"}.get(
+                bucket.verdict, "dim")
             table.add_row(f"{bucket.confidence} %", str(bucket.count), str(bucket.right), _percent(bucket.rate),
                           Text(bucket.verdict, style=style))
     unrated = f"; {overall.unrated} without a confidence are left out" if overall.unrated else ""

@@ -93,7 +93,6 @@ class ExerciseScreen(Screen):
         self._side_done: dict[str, float] = {}
         # telling single key presses from typed words (choice and yes/no pages)
         self._last_letter_at: float | None = None
-        self._last_was_pick = False
         self._word_until = 0.0
         self._undo = None  # undoes what the last single key did, if a word follows
         self._said_words = False
@@ -255,6 +254,10 @@ class ExerciseScreen(Screen):
         For a typed answer, any printable key that is not a command
         key starts the answer in the answer box, so nothing typed is lost.
         """
+        if event.key == "enter" and isinstance(self.focused, ConfidencePicker):
+            event.stop()
+            self.action_run()  # Enter runs from the confidence too (after Tab from a typed answer)
+            return
         char = event.character
         if char is None or not char.isprintable():
             return
@@ -290,16 +293,15 @@ class ExerciseScreen(Screen):
         A letter that follows another letter within :data:`WORD_GAP_S` is
         typing: what the word's first key did is undone (a pick goes back to
         the earlier one; a held key such as h never acts), and keys do
-        nothing until typing pauses. The one pair that is not a word: a
-        choice's letter, then r (pick and run).
+        nothing until typing pauses. ``r`` (run) takes no part in telling
+        words apart, so a pick then r runs at once, as does r again; inside
+        a word it does nothing like every other key.
         """
         now = time.monotonic()
-        letter = char.isalpha()
+        letter = char.isalpha() and char != "r"
         typing = now < self._word_until
-        follows = (letter and self._last_letter_at is not None and now - self._last_letter_at < WORD_GAP_S
-                   and not (char == "r" and self._last_was_pick))
-        if letter:
-            self._last_letter_at = now
+        follows = letter and self._last_letter_at is not None and now - self._last_letter_at < WORD_GAP_S
+        self._last_letter_at = now if letter else None
         if typing or follows:
             event.stop()
             event.prevent_default()
@@ -307,10 +309,10 @@ class ExerciseScreen(Screen):
                 if self._undo is not None:
                     self._undo()
                 self._say_typing_picks_nothing(prediction)
-            self._undo, self._last_was_pick = None, False
+            self._undo = None
             self._word_until = now + WORD_GAP_S
             return
-        self._undo, self._last_was_pick = None, False
+        self._undo = None
         if char.isspace():
             return
         choice = None if char == "N" and "n" in prediction.keys else prediction.choice_for_key(char)
@@ -320,7 +322,6 @@ class ExerciseScreen(Screen):
             before = prediction.chosen
             prediction.set_value(choice)
             self._undo = lambda: prediction.restore(before)
-            self._last_was_pick = letter
             return
         if self.query_one(ConfidencePicker).set_from_key(char):
             event.stop()

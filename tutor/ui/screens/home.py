@@ -136,7 +136,8 @@ class HomeScreen(Screen):
         if event.input.id != "home-find":
             return
         event.stop()
-        shown = self.query_one(ExerciseTree).show_only(event.value)
+        keep, self._keep_on_clear = getattr(self, "_keep_on_clear", None), None
+        shown = self.query_one(ExerciseTree).show_only(event.value, keep=None if event.value.strip() else keep)
         if event.value.strip():
             self.query_one("#home-status", Static).update(
                 Text.assemble((f"{shown} found", "bold"), " for ", (event.value.strip(), "bold"),
@@ -172,10 +173,10 @@ class HomeScreen(Screen):
         highlighted = tree.cursor_node.data if tree.cursor_node else None
         box.value = ""
         box.display = False
-        tree.show_only("")
+        keep = highlighted if highlighted and set_id_of(highlighted) is None else None
+        self._keep_on_clear = keep  # the emptied box reports a change too: it keeps the cursor here
+        tree.show_only("", keep=keep)  # stay on what was found
         tree.focus()
-        if highlighted and set_id_of(highlighted) is None:
-            self.call_after_refresh(tree.move_to, highlighted)  # stay on what was found
         self._update_status()
 
     # --- resetting -----------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
@@ -36,7 +37,7 @@ def exercise_renderable(exercise, progress) -> Group:
     if progress.attempts:
         columns = ["time", "prediction", "sure", "observed", "correct", "device"] + \
             (["seed"] if exercise.seed_per_attempt else [])
-        table = WordTable(columns, show_edge=False)
+        table = WordTable(columns, box=box.SIMPLE_HEAD)
         for a in progress.attempts:
             seed = [str(a.seed)] if exercise.seed_per_attempt else []  # which mystery the capstone attempt met
             when = show_time(a.time) + (" (before reset)" if a.before_reset else "")
@@ -170,6 +171,13 @@ class ProgressScreen(Screen):
             list_view.focus()
         else:
             self.query_one("#progress-body").focus()
+        self._follow_highlight = False
+        self.call_after_refresh(self._show_top)
+
+    def _show_top(self) -> None:
+        """The totals first; from now on the view follows the highlighted exercise."""
+        self.query_one("#progress-body").scroll_home(animate=False)
+        self._follow_highlight = True
 
     def action_toggle_untried(self) -> None:
         if self.progress is not None:
@@ -182,5 +190,5 @@ class ProgressScreen(Screen):
             self.app.open_exercise(event.item.exercise_id)
 
     def on_list_view_highlighted(self, event: ListView.Highlighted) -> None:
-        if event.item is not None:
+        if event.item is not None and getattr(self, "_follow_highlight", False):
             event.item.scroll_visible(animate=False)

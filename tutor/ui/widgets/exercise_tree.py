@@ -70,8 +70,9 @@ class ExerciseTree(Tree[str]):
         if line >= 0:
             self.call_after_refresh(self._restore_cursor, line)
 
-    def show_only(self, query: str) -> int:
-        """Keep the exercises ``query`` finds (all for an empty one); the cursor goes to the first.
+    def show_only(self, query: str, keep: str | None = None) -> int:
+        """Keep the exercises ``query`` finds (all for an empty one); the cursor goes to ``keep``
+        when it is shown, else to the first.
 
         Returns:
             how many exercises are shown.
@@ -79,17 +80,20 @@ class ExerciseTree(Tree[str]):
         self.query_text = query.strip()
         self.clear()
         shown = self._fill(self.progress)
-        self.call_after_refresh(self.move_to_first_exercise)
+        self.call_after_refresh(lambda: (keep and self.move_to(keep)) or self.move_to_first_exercise())
         return shown
 
     def move_to_first_exercise(self) -> None:
-        self.cursor_line = 1 if self.last_line >= 1 else 0
+        first = next(self._leaves(), None)
+        if first is not None:
+            self.move_to(first.data)
 
     def move_to(self, exercise_id: str) -> bool:
-        """Put the cursor on this exercise's line; False when it is not shown."""
+        """Put the cursor on this exercise's line, scrolled into view; False when it is not shown."""
+        self._tree_lines  # noqa: B018 -- lays the lines out now, so every node knows its line
         for node in self._leaves():
             if node.data == exercise_id:
-                self.cursor_line = node.line
+                self.move_cursor(node)
                 return node.line >= 0
         return False
 
