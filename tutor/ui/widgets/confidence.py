@@ -70,7 +70,8 @@ class ConfidencePicker(Static, can_focus=True):
             parts.append((f"[{level}]" if chosen else f" {level} ", "bold reverse green" if chosen else ""))
         parts.append(" %  ")
         how = "keys 5…9, 0" if self.page_keys or self.has_focus else "Tab here, then 5…9, 0"
-        parts.append((f"(optional; {how}; Backspace clears)", "dim"))
+        clear = "; Backspace clears" if self.has_focus else ""
+        parts.append((f"(optional; {how}{clear})", "dim"))
         self.update(Text.assemble(*parts))
 
     def set_value(self, value: int | None) -> None:
