@@ -188,7 +188,7 @@ class RichOutput:
         for state in reply.due:
             ex = reply.catalog.get(state.exercise_id)
             table.add_row(state.exercise_id, ex.title,
-                          f"{state.box} ({INTERVALS_DAYS[state.box - 1]} d)",
+                          f"{state.box} ({INTERVALS_DAYS[state.box - 1]}d)",
                           show_time(state.due.isoformat(timespec="seconds")))
         console.print(table)
         console.print(Text("Open one with: tutor run ID --predict ANSWER, or in the TUI (↻ marks them).",

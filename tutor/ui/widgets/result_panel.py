@@ -33,7 +33,8 @@ class ResultPanel(Vertical):
     """
 
     BORDER_TITLE = "result"
-    timeout_advice = TIMEOUT_ADVICE
+    #: issue 17 (time limits) makes r retry with twice the limit; say so here when it lands
+    timeout_advice = "the machine may be busy: r runs it again"
 
     def compose(self) -> ComposeResult:
         yield Static("", id="result-text")
