@@ -172,7 +172,7 @@ class ExerciseScreen(Screen):
             prediction.set_value(recall.answer)
         hints = self.query_one(HintList)
         for _ in range(min(recall.hints, len(self.exercise.hints))):
-            hints.reveal()
+            hints.reveal(scroll=False)
         panel = self.query_one(ResultPanel)
         if recall.result is not None:
             panel.show(self.exercise, recall.result, title="last result")
@@ -504,7 +504,6 @@ class ExerciseScreen(Screen):
     def on_confidence_picker_changed(self, event: ConfidencePicker.Changed) -> None:
         event.stop()
         self._recall.confidence = event.value
-
 
     def _save_note(self, text: str) -> str | None:
         """Store the explain-back note; None, or the sentence saying why not."""
