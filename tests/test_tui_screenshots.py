@@ -72,7 +72,11 @@ T0 = datetime(2026, 1, 5, 9, 30, tzinfo=timezone.utc)
 
 
 def fixture_progress(store: ProgressStore) -> None:
-    """A learner a week in: a few solved, a few not, confidences given, two due for review."""
+    """A learner three days in: a few solved, one not, confidences given, three due for review.
+
+    Each observation is what the check observes (``tutor check`` shows them), so the pictures never
+    show a made-up outcome.
+    """
     def record(exercise_id, minutes, correct, confidence, prediction, observed):
         store.record_attempt(LEARNER, exercise_id, Attempt(
             time=(T0 + timedelta(minutes=minutes)).isoformat(timespec="seconds"), prediction=prediction,
@@ -81,9 +85,9 @@ def fixture_progress(store: ProgressStore) -> None:
     record("broadcast-loss", 0, True, 90, "(3, 3)", "(3, 3)")
     record("squeeze-batch", 7, False, 80, "(1, 5)", "(5,)")
     record("squeeze-batch", 9, True, 100, "(5,)", "(5,)")
-    record("softmax-axis", 60 * 24, True, 70, "b", "b")
-    record("index-assign", 60 * 48, True, 60, "b", "b")
-    record("pairwise-index", 60 * 48 + 12, False, 90, "(2, 2)", "(2,)")
+    record("softmax-axis", 60 * 24, True, 70, "no", "no")
+    record("index-assign", 60 * 48, True, 60, "no", "no")
+    record("pairwise-index", 60 * 48 + 12, False, 90, "(3, 3)", "(3,)")
     store.save_note(LEARNER, "broadcast-loss", "Subtracting (3,) from (3, 1) broadcasts to (3, 3): every "
                                                "prediction meets every target, so the loss is never zero.")
 
