@@ -43,6 +43,19 @@ class AnswerError(ValueError):
     """An answer that cannot be read as the exercise's kind."""
 
 
+#: Each kind as a learner reads it (lists, tables, messages); ``bool`` and
+#: ``error`` are the catalog's names, never shown.
+KIND_WORDS = {"choice": "a choice", "shape": "a shape", "number": "a number", "bool": "yes/no",
+              "error": "an exception name", "list": "a list", "text": "text"}
+#: How "cannot read ... as ___" names a kind.
+_READ_AS = {"bool": "yes/no", "error": "an exception name"}
+
+
+def kind_words(kind: str) -> str:
+    """The kind of answer, in the learner's words: ``yes/no`` for bool, ``an exception name`` for error."""
+    return KIND_WORDS.get(kind, kind)
+
+
 def answer_format(kind: str, choices: list[tuple[str, str]] | None = None, length: int | None = None,
                   items: str | list[str] | tuple[str, ...] | None = None) -> str:
     """Describe, in one phrase, how to type an answer of ``kind``.
@@ -142,7 +155,7 @@ def parse(kind: str, text: str, choices: list[tuple[str, str]] | None = None, le
         if kind == "list" and sum(raw.count(b) for b in "([") > 1:
             raise AnswerError(f"cannot read {raw[:60]!r}: write the items as one flat list "
                               f"without inner brackets, row by row; expected {expected}")
-        raise AnswerError(f"cannot read {raw[:60]!r} as {kind}; expected {expected}")
+        raise AnswerError(f"cannot read {raw[:60]!r} as {_READ_AS.get(kind, kind)}; expected {expected}")
     if kind == "list" and length and len(value) != length:
         count = "1 item" if len(value) == 1 else f"{len(value)} items"
         raise AnswerError(f"the answer has {count}; expected {expected}")

@@ -36,6 +36,7 @@ from tutor.ui.screens.home import HomeScreen  # noqa: E402
 from tutor.ui.screens.progress import ProgressScreen  # noqa: E402
 from tutor.ui.widgets.exercise_tree import ExerciseTree  # noqa: E402
 from tutor.ui.widgets.prediction import PredictionInput, choice_keys  # noqa: E402
+from tutor.ui.widgets.series_plot import SeriesPlot  # noqa: E402
 
 try:
     import tomllib
@@ -247,8 +248,10 @@ def test_choice_prediction_runs_and_records_attempt(tmp_path):
         text = text_of(screen.query_one("#result-text", Static))
         assert "✓ your prediction matched the observation" in text
         assert "canned rows" in text
-        # clean vs faulted sparklines for the series evidence
-        assert screen.query(".spark-clean") and screen.query(".spark-faulted")
+        # the series evidence: one plot, clean and faulted on the same axes (issue 15 replaced the
+        # sparklines, each scaled to its own min and max)
+        plots = screen.query(SeriesPlot)
+        assert len(plots) == 1 and list(plots.first().group.curves) == ["clean", "faulted"]
         # back home: the mark and the count follow
         await pilot.press("escape")
         await pilot.pause()

@@ -128,6 +128,16 @@ class ProgressReply(Reply):
     store: Any = None
     progress: Any = None
     seeded: set = field(default_factory=set)
+    catalog: Any = None  # None when the catalog cannot be read (the review still works)
+    calibration: Any = None  # (overall, {set id: Calibration}) when there is a catalog
+
+
+@dataclass
+class ReviewReply(Reply):
+    learner: str = ""
+    catalog: Any = None
+    due: list = field(default_factory=list)
+    later: list = field(default_factory=list)
 
 
 @dataclass
@@ -179,10 +189,29 @@ def catalog_or_none():
 
 
 def exercise(cat, exercise_id: str):
+    """The exercise with this id, read without regard to case.
+
+    Raises:
+        UsageError: no such id; the sentence suggests close ones.
+    """
+    from tutor.finding import UnknownExercise, resolve
     try:
-        return cat.get(exercise_id)
-    except KeyError as exc:
+        return resolve(cat, exercise_id)
+    except UnknownExercise as exc:
         raise UsageError(exc.args[0]) from None
+
+
+def confidence_arg(value):
+    """``--confidence`` checked: None, or a whole percent from 50 to 100.
+
+    Raises:
+        UsageError: any other value.
+    """
+    from tutor.progress import ProgressError, check_confidence
+    try:
+        return check_confidence(value)
+    except ProgressError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def find_set(cat, name: str):
@@ -302,6 +331,7 @@ def run(args, events: Events) -> RunReply:
         # refused before any work: a note that cannot be kept must not leave an attempt saved without it
         raise UsageError(f"the --explain note is {len(args.explain)} characters long; keep it under "
                          f"{MAX_NOTE_CHARS} (nothing was run or saved)", context)
+    confidence = confidence_arg(getattr(args, "confidence", None))
     store, learner = (None, None) if args.no_save else store_and_learner(args, events.notice)
     context["learner"] = learner
     if args.no_save and args.explain:
@@ -322,7 +352,7 @@ def run(args, events: Events) -> RunReply:
             raise UsageError(str(exc), context) from None
         learner = session.progress.learner or learner  # the name the file holds (Ada for --learner ADA)
     try:
-        outcome = session.attempt(ex, args.predict, seed=args.seed, note=args.explain)
+        outcome = session.attempt(ex, args.predict, seed=args.seed, note=args.explain, confidence=confidence)
     except DeviceError as exc:
         raise UsageError(str(exc), context) from None
     except WorkerError as exc:
@@ -346,6 +376,7 @@ def run(args, events: Events) -> RunReply:
     # the explain-back note as saved: text everywhere, "" when none was saved (as in 'tutor progress')
     data["note"] = args.explain if outcome.note_saved else ""
     data["note_saved"] = outcome.note_saved
+    data["confidence"] = confidence  # as given with --confidence (saved with the attempt), or None
     code = {"pass": EXIT_MATCH, "fail": EXIT_MISMATCH}.get(result.status, EXIT_CHECK)
     return RunReply(data, code, exercise=ex, result=result, saved_to=saved)
 
@@ -655,7 +686,15 @@ def progress(args, events: Events) -> Reply:
     seeded = {e.id for e in cat.exercises if e.seed_per_attempt} if cat else set()
     _typed_attempts(cat, data)
     data["kept_aside"] = [str(p) for p in _kept_aside_of(store, learner)]
-    return ProgressReply(data, learner=loaded.learner, store=store, progress=loaded, seeded=seeded)
+    calibration = None
+    if cat is not None:
+        from tutor.calibration import calibration_by_set
+        overall, per_set = calibration_by_set(cat, loaded)
+        calibration = (overall, per_set)
+        data["calibration"] = {"overall": overall.to_dict(),
+                               "sets": {set_id: c.to_dict() for set_id, c in per_set.items()}}
+    return ProgressReply(data, learner=loaded.learner, store=store, progress=loaded, seeded=seeded, catalog=cat,
+                         calibration=calibration)
 
 
 def _folder_must_exist(args, store) -> None:
@@ -715,6 +754,34 @@ def typed_value(ex, text: str):
         return ex.parse_answer(text)
     except answers.AnswerError:
         return None
+
+
+def review(args, events: Events) -> ReviewReply:
+    """``tutor review``: the exercises due for review today (Leitner boxes after 1, 3 and 7 days); reads only."""
+    from datetime import datetime, timezone
+
+    from tutor.progress import ProgressError
+    from tutor.review import INTERVALS_DAYS, SURE, review_states
+    store, learner = store_and_learner(args, events.notice)
+    try:
+        loaded = store.load(learner, move_aside=False)  # a review never moves a file
+    except ProgressError as exc:
+        raise UsageError(str(exc)) from None
+    for warning in loaded.warnings:
+        events.notice(warning)
+    cat = catalog()
+    now = datetime.now(timezone.utc)
+    states = review_states(cat, loaded)
+    due = [s for s in states if s.due <= now]
+    later = [s for s in states if s.due > now]
+
+    def row(state) -> dict:
+        ex = cat.get(state.exercise_id)
+        return {**state.to_dict(), "set": ex.set, "title": ex.title}
+    return ReviewReply({"learner": learner, "file": str(store.path(learner)), "now": now.isoformat(timespec="seconds"),
+                        "due": [row(s) for s in due], "later": [row(s) for s in later],
+                        "intervals_days": list(INTERVALS_DAYS), "sure_percent": SURE},
+                       learner=learner, catalog=cat, due=due, later=later)
 
 
 def _progress_of_everyone(args) -> EveryoneReply:
@@ -801,4 +868,4 @@ def tui(args) -> int:
 
 #: The headless commands by name (``tutor audit`` and the TUI are dispatched apart).
 COMMANDS = {"list": list_, "show": show, "run": run, "check": check, "progress": progress, "grade": grade,
-            "report": report, "fix": fix, "break": break_}
+            "report": report, "fix": fix, "break": break_, "review": review}

@@ -33,7 +33,7 @@ from typing import Any
 
 from exercises import answers
 from tutor.commands import (CheckReply, EditReply, EveryoneReply, GradeReply, ListReply, ProgressReply, Reply,
-                            ReportReply, RunReply, ShowReply, VersionReply)
+                            ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
 
 #: The version of the JSON objects the commands print (see the module docstring).
 SCHEMA_VERSION = 1
@@ -150,7 +150,7 @@ class RichOutput:
             table.add_column("title")
             table.add_column("answer")
             for e in s.exercises:
-                table.add_row(e.id, e.title, e.kind)
+                table.add_row(e.id, e.title, answers.kind_words(e.kind))
             self.console.print(table)
 
     @show.register
@@ -208,6 +208,7 @@ class RichOutput:
     def _(self, reply: ProgressReply) -> None:
         from rich.table import Table
         from rich.text import Text
+        from tutor.render import WordTable, calibration_renderables, set_totals
         progress, store, learner, console = reply.progress, reply.store, reply.learner, self.console
         kept = reply.data.get("kept_aside", [])
         if not progress.exercises:
@@ -216,20 +217,50 @@ class RichOutput:
             _kept_aside_lines(console, kept)
             return
         console.print(Text(f"Progress of {learner} ({store.path(learner)})", style="bold"))
-        table = Table()
-        table.add_column("exercise", no_wrap=True)  # an id is never broken
-        for col in ("attempts", "last prediction", "observed", "ever solved", "note"):
-            table.add_column(col, overflow="fold")
+        # every column wraps at words (an id is never broken: ids hold no spaces)
+        table = WordTable(["exercise", "attempts", "last answer", "observed", "ever solved", "note"])
         for ex_id, p in sorted(progress.exercises.items()):
             last = p.attempts[-1] if p.attempts else None
             observed = last.observed if last else "-"
             if last and ex_id in reply.seeded:
                 observed += f" (seed {last.seed})"  # which mystery the last attempt met
-            table.add_row(ex_id, str(len(p.attempts)), Text(last.prediction if last else "-"),
-                          Text(observed), "yes" if p.solved else "no",
-                          Text((p.note[:60] + "…") if len(p.note) > 60 else p.note))
+            reset = " (reset)" if p.reset_time and not p.current else ""
+            table.add_row(ex_id, f"{len(p.attempts)}{reset}", Text(last.prediction if last else "-"),
+                          Text(observed), "yes" if p.solved else "no", Text(note_preview(p.note)))
         console.print(table)
         _kept_aside_lines(console, kept)
+        if reply.calibration is not None:
+            overall, per_set = reply.calibration
+            console.print(Text("\nTotals", style="bold"))
+            console.print(set_totals(reply.catalog, progress, per_set))
+            console.print(Text("\nCalibration: how often you were right when you said how sure you were",
+                               style="bold"))
+            for renderable in calibration_renderables(overall):
+                console.print(renderable)
+
+    @show.register
+    def _(self, reply: ReviewReply) -> None:
+        from rich.text import Text
+
+        from tutor.progress import show_time
+        from tutor.render import WordTable
+        from tutor.review import INTERVALS_DAYS
+        console = self.console
+        if not reply.due:
+            upcoming = (f"; the next comes back {show_time(reply.later[0].due.isoformat(timespec='seconds'))}"
+                        if reply.later else "")
+            console.print(Text(f"Nothing is due for review for {reply.learner}{upcoming}."))
+            return
+        console.print(Text(f"{len(reply.due)} due for review for {reply.learner}", style="bold"))
+        table = WordTable(["exercise", "title", "box", "due since"], styles=["bold", "", "", ""])
+        for state in reply.due:
+            ex = reply.catalog.get(state.exercise_id)
+            table.add_row(state.exercise_id, ex.title,
+                          f"{state.box} ({INTERVALS_DAYS[state.box - 1]}d)",
+                          show_time(state.due.isoformat(timespec="seconds")))
+        console.print(table)
+        console.print(Text("Open one with: tutor run ID --predict ANSWER, or in the TUI (↻ marks them).",
+                           style="dim"))
 
     @show.register
     def _(self, reply: EveryoneReply) -> None:
@@ -294,6 +325,19 @@ def _kept_aside_lines(console, kept: list) -> None:
     console.print(Text(f"{count} moved aside and kept (not counted above):", style="yellow"))
     for path in kept:
         console.print(Text(f"  {path}"))
+
+
+#: How much of a note ``tutor progress`` shows (``tutor progress --json`` and the TUI show it all).
+NOTE_PREVIEW_CHARS = 200
+
+
+def note_preview(note: str, limit: int = NOTE_PREVIEW_CHARS) -> str:
+    """The note on one line, cut at the last whole word before ``limit`` characters (with …)."""
+    flat = " ".join(note.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit].rsplit(" ", 1)[0] if " " in flat[:limit] else flat[:limit]
+    return cut.rstrip(" ,;:") + " …"
 
 
 def escape(text: str) -> str:

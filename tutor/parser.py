@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("--predict", required=True, metavar="ANSWER", help="your prediction (see 'tutor show ID')")
     p.add_argument("--explain", metavar="TEXT", help="your explain-back note, saved with the attempt")
+    p.add_argument("--confidence", type=_percent, metavar="PERCENT",
+                   help="how sure you are, 50 (a guess between two) to 100 (certain); saved with the attempt")
     p.add_argument("--no-save", action="store_true", help="do not record the attempt")
     p.add_argument("--seed", type=_seed, metavar="N", help="the check's seed (default: 0; for the capstone, "
                    "the number of your earlier attempts, so each attempt meets a new mystery)")
@@ -108,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     shape = p.add_mutually_exclusive_group()
     shape.add_argument("--json", action="store_true", help="print one JSON object")
     shape.add_argument("--csv", action="store_true", help="print one CSV row per exercise")
+
+    p = sub.add_parser("review", help="exercises due for review (answered wrongly or unsurely: back after "
+                       "1, 3 and 7 days)")
+    p.add_argument("--json", action="store_true")
+    _shared(p, device=False)
 
     audit_cmd.add_parser(sub)
     return parser
@@ -160,6 +167,17 @@ def _jobs(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number 1 or more, got {text!r}")
+    return value
+
+
+def _percent(text: str) -> int:
+    """Read ``--confidence``: a whole percent, 50 to 100 (a trailing % is allowed)."""
+    try:
+        value = int(text.strip().rstrip("%"))
+    except ValueError:
+        value = -1
+    if not 50 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a whole percent from 50 to 100, got {text!r}")
     return value
 
 

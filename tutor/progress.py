@@ -20,6 +20,7 @@ hash) and the explain-back note with the time it was written::
     device = "cpu"
     engine_hash = "3f2a9c0d1b7e"
     mode = "predict"
+    confidence = 80            # optional: how sure the learner said they were, in percent (50-100)
 
 An edit-mode attempt (issue 12) has ``mode`` ``fix``, ``break`` or ``hunt``,
 the learner's unified ``diff`` and the measured ``verdict`` ("fixed", "not
@@ -27,6 +28,12 @@ fixed", "changed", "unchanged"). Files of format 1 (before edit mode) load
 as they are, their attempts read as ``mode = "predict"``, and are written as
 format 2 on the next save (:func:`migrate`). The learner's working copies
 live beside the file, in ``work/<learner>/<exercise>/<mode>/`` (:meth:`ProgressStore.save_working_copy`).
+
+An attempt may carry ``confidence`` (the learner's stated certainty, 50-100
+percent; absent when none was given) and ``before_reset = true`` (the
+learner reset the exercise after it: it is kept, but the exercise shows as
+fresh; the entry's ``reset_time`` says when). Both are optional: a file
+without them reads as it always did.
 
 Every change takes a file lock (``filelock``), re-reads the file, applies the
 change and writes the whole file to a temporary file that is then renamed over
@@ -130,19 +137,29 @@ class Attempt:
     mode: str = "predict"  # predict, or an edit mode: fix, break, hunt (tutor.edit.MODES)
     diff: str = ""  # edit modes: the learner's unified diff against the clean file (a hunt: against the mystery)
     verdict: str = ""  # edit modes: fixed / not fixed (fix, hunt), changed / unchanged (break)
+    #: how sure the learner said they were, in percent (50-100), or None when they did not say
+    confidence: int | None = None
+    #: True once the learner reset the exercise after this attempt (kept, but no longer counted as current)
+    before_reset: bool = False
 
     @classmethod
-    def of(cls, result) -> "Attempt":
+    def of(cls, result, confidence: int | None = None) -> "Attempt":
         """The attempt a graded run (a ``tutor.runner.RunResult``) leaves, timed now.
 
         The prediction is saved as it was read and graded, so ``6`` for a
         choice's key is saved as the choice's id; ``tutor run`` and the TUI
         both save through here.
+
+        Args:
+            result: the graded run.
+            confidence: how sure the learner said they were, in percent
+                (50-100; see :func:`check_confidence`), or None.
         """
         from exercises import answers
         return cls(time=now(), prediction=result.prediction_text or result.prediction or "",
                    observed=answers.show(result.kind, result.observed), correct=bool(result.correct),
-                   status=result.status, device=result.device, engine_hash=engine_hash(), seed=result.seed)
+                   status=result.status, device=result.device, engine_hash=engine_hash(), seed=result.seed,
+                   confidence=confidence)
 
     @classmethod
     def of_edit(cls, result, mode: str, diff: str, verdict, prediction: str = "") -> "Attempt":
@@ -166,13 +183,39 @@ class Attempt:
                    seed=result.seed, mode=mode, diff=diff, verdict=verdict.status)
 
     def to_dict(self) -> dict:
-        """The attempt as its TOML table: a prediction leaves out the edit-mode fields it does not use."""
-        data = asdict(self)
+        """The attempt as its TOML table: an optional key at its unset value is left out
+        (:data:`_UNSET_KEYS`), and a prediction leaves out the edit-mode fields it does not use,
+        so a file without confidences, resets or edits reads as it always did."""
+        data = {key: value for key, value in asdict(self).items()
+                if not (key in _UNSET_KEYS and value == _UNSET_KEYS[key])}
         if self.mode == "predict":
             for key in ("diff", "verdict"):
                 if not data[key]:
                     del data[key]
         return data
+
+
+#: Optional attempt keys and the value that means "not given": written only when they differ from it.
+_UNSET_KEYS = {"confidence": None, "before_reset": False}
+
+
+#: The confidences a learner may state, in percent: 50 (a coin toss between two answers) to 100 (certain).
+CONFIDENCE_RANGE = (50, 100)
+
+
+def check_confidence(value) -> int | None:
+    """``value`` as a confidence in whole percent, or None for none given.
+
+    Raises:
+        ProgressError: a value that is not a whole number from 50 to 100.
+    """
+    if value is None:
+        return None
+    low, high = CONFIDENCE_RANGE
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ProgressError(f"the confidence {value!r} is not allowed; give a whole percent from {low} to {high} "
+                            "(50 is a guess between two answers, 100 is certain)")
+    return value
 
 
 #: Attempt's keys: {name: (type, default or MISSING when every file must have it)}.
@@ -181,14 +224,29 @@ _ATTEMPT_FIELDS = {f.name: (typing.get_type_hints(Attempt)[f.name], f.default) f
 
 @dataclass
 class ExerciseProgress:
+    """One exercise's attempts (every one the file keeps) and explain-back note.
+
+    Attributes:
+        reset_time: when the learner last reset the exercise ("" if never):
+            the attempts before it are kept, marked ``before_reset``, and the
+            exercise shows as fresh.
+    """
+
     attempts: list[Attempt] = field(default_factory=list)
     note: str = ""
     note_time: str = ""
+    reset_time: str = ""
+
+    @property
+    def current(self) -> list[Attempt]:
+        """The attempts since the last reset (all of them when there was none)."""
+        return [a for a in self.attempts if not a.before_reset]
 
     @property
     def solved(self) -> bool:
-        """Whether a prediction of this exercise ever matched (edit-mode attempts are counted apart)."""
-        return any(a.correct for a in self.attempts if a.mode == "predict")
+        """Whether a prediction since the last reset matched the observation (edit-mode attempts
+        are counted apart)."""
+        return any(a.correct for a in self.current if a.mode == "predict")
 
     @property
     def predictions(self) -> list[Attempt]:
@@ -214,7 +272,8 @@ class LearnerProgress:
     def to_dict(self) -> dict:
         return {"learner": self.learner, "exercises": {
             ex_id: {"attempts": [a.to_dict() for a in p.attempts], "note": p.note, "note_time": p.note_time,
-                    "solved": p.solved} for ex_id, p in sorted(self.exercises.items())}}
+                    "solved": p.solved, **({"reset_time": p.reset_time} if p.reset_time else {})}
+            for ex_id, p in sorted(self.exercises.items())}}
 
 
 def now() -> str:
@@ -490,6 +549,18 @@ class ProgressStore:
         def change(data: dict) -> None:
             entry = data.setdefault("exercises", {}).setdefault(exercise_id, {})
             entry.setdefault("attempts", []).append(attempt.to_dict())
+        return self._update(learner, change)
+
+    def reset(self, learner: str, exercise_id: str) -> LearnerProgress:
+        """Start an exercise afresh: every attempt so far is kept, marked ``before_reset``.
+
+        The entry's ``reset_time`` records when; the note is kept as it is.
+        """
+        def change(data: dict) -> None:
+            entry = data.setdefault("exercises", {}).setdefault(exercise_id, {})
+            for attempt in entry.get("attempts", []):
+                attempt["before_reset"] = True
+            entry["reset_time"] = now()
         return self._update(learner, change)
 
     def save_note(self, learner: str, exercise_id: str, text: str) -> LearnerProgress:
@@ -815,7 +886,8 @@ def _progress(learner: str, data: dict | None, warnings: list[str], read_only: b
     for ex_id, entry in (data or {}).get("exercises", {}).items():
         attempts = [Attempt(**{k: a[k] for k in _ATTEMPT_FIELDS if k in a}) for a in entry.get("attempts", [])]
         progress.exercises[ex_id] = ExerciseProgress(attempts=attempts, note=entry.get("note", ""),
-                                                     note_time=entry.get("note_time", ""))
+                                                     note_time=entry.get("note_time", ""),
+                                                     reset_time=entry.get("reset_time", ""))
     return progress
 
 
@@ -827,7 +899,7 @@ def _shape_problem(data: dict) -> str | None:
     for ex_id, entry in exercises.items():
         if not isinstance(entry, dict):
             return f"the entry for {ex_id!r} is not a table"
-        for key in ("note", "note_time"):
+        for key in ("note", "note_time", "reset_time"):
             if key in entry and not isinstance(entry[key], str):
                 return f"the {key} of {ex_id!r} is not text"
         attempts = entry.get("attempts", [])

@@ -195,6 +195,17 @@ class Session:
         """One exercise's attempts and note, from :attr:`progress`."""
         return self.progress.of(exercise_id)
 
+    def reset(self, exercise_id: str) -> None:
+        """Start an exercise afresh (its attempts are kept, marked before the reset); safe from any thread.
+
+        Raises:
+            ProgressError: no store, or the file cannot be changed.
+        """
+        if self.store is None:
+            raise ProgressError("nothing is saved in this session, so there is nothing to reset")
+        with self._lock:
+            self.progress = self.store.reset(self.learner, exercise_id)
+
     def save_note(self, exercise_id: str, text: str) -> None:
         """Store the explain-back note (replacing the previous one); safe from any thread.
 
@@ -237,7 +248,7 @@ class Session:
 
     def start(self, exercise: Exercise, prediction: str | None = None, *, seed: int | None = None,
               sides: Sequence[Side] | None = None, note: str | None = None, record: bool = True,
-              timeout_scale: float | None = None) -> "Run":
+              timeout_scale: float | None = None, confidence: int | None = None) -> "Run":
         """A run, asked for now and not started: call :meth:`Run.execute` (blocking) to run it.
 
         Args:
@@ -250,10 +261,12 @@ class Session:
             record: whether a pass, fail or timeout is recorded (needs a store).
             timeout_scale: this run's time-limit scale, over the runner's own
                 (``tutor.speed``); None lets the runner choose.
+            confidence: how sure the learner said they were (percent, 50-100), saved with the attempt.
         """
         return Run(self, exercise, prediction, seed=self.seed_for(exercise) if seed is None else seed,
                    sides=tuple(sides) if sides is not None else self.sides_for(exercise), note=note,
-                   record=record and self.store is not None, timeout_scale=timeout_scale)
+                   record=record and self.store is not None, timeout_scale=timeout_scale,
+                   confidence=confidence)
 
     def retry(self, run: "Run", result: RunResult, note: str | None = None) -> "Run":
         """The same run again with twice the time limit that ``result`` ran out of (not started).
@@ -267,11 +280,12 @@ class Session:
             note: the note to save with the retry's attempt (default: the run's).
         """
         return Run(self, run.exercise, run.prediction, seed=run.seed, sides=run.sides,
-                   note=run.note if note is None else note, record=run.record, timeout_scale=result.retry_scale)
+                   note=run.note if note is None else note, record=run.record, timeout_scale=result.retry_scale,
+                   confidence=run.confidence)
 
     def attempt(self, exercise: Exercise, prediction: str, *, seed: int | None = None,
                 sides: Sequence[Side] | None = None, note: str | None = None,
-                on_progress: Callable[[Progress], None] | None = None) -> Outcome:
+                on_progress: Callable[[Progress], None] | None = None, confidence: int | None = None) -> Outcome:
         """Run, grade and record one prediction (blocking): ``start(...).execute(...)``.
 
         Raises:
@@ -279,7 +293,8 @@ class Session:
             tutor.runner.DeviceError: the requested device is not available.
             tutor.runner.WorkerError: the check worker could not be started.
         """
-        return self.start(exercise, prediction, seed=seed, sides=sides, note=note).execute(on_progress)
+        return self.start(exercise, prediction, seed=seed, sides=sides, note=note,
+                          confidence=confidence).execute(on_progress)
 
     def check(self, exercise: Exercise, *, seed: int = 0, sides: Sequence[Side] | None = None) -> RunResult:
         """Run an exercise without a prediction (``tutor check``); nothing is recorded.
@@ -440,11 +455,12 @@ class Session:
             return Outcome(result)
         return self._record(exercise, result, note, time)
 
-    def _record(self, exercise: Exercise, result: RunResult, note: str | None, time: str | None = None) -> Outcome:
+    def _record(self, exercise: Exercise, result: RunResult, note: str | None, time: str | None = None,
+                confidence: int | None = None) -> Outcome:
         """Save the attempt, then its note; ``saved_to`` says whether the attempt was saved, whatever
         became of the note (a note that fails is said in ``save_error``)."""
         outcome = Outcome(result)
-        attempt = Attempt.of(result)
+        attempt = Attempt.of(result, confidence=confidence)
         if result.status not in GRADED:
             attempt = replace(attempt, observed="", correct=False)  # nothing was observed, nothing graded
         if time is not None:
@@ -477,11 +493,12 @@ class Run:
         note: the note saved with a recorded attempt, or None.
         record: whether a pass, fail or timeout is recorded.
         timeout_scale: the run's own time-limit scale (a retry's), or None.
+        confidence: the learner's stated confidence (percent), saved with a recorded attempt, or None.
     """
 
     def __init__(self, session: Session, exercise: Exercise, prediction: str | None, *, seed: int,
                  sides: tuple[Side, ...], note: str | None, record: bool,
-                 timeout_scale: float | None = None) -> None:
+                 timeout_scale: float | None = None, confidence: int | None = None) -> None:
         self.session = session
         self.exercise = exercise
         self.prediction = prediction
@@ -490,6 +507,7 @@ class Run:
         self.note = note
         self.record = record
         self.timeout_scale = timeout_scale
+        self.confidence = confidence
         self._asked_at = time.monotonic()
         self._cancel = threading.Event()
 
@@ -538,7 +556,7 @@ class Run:
             # Stopped before the runner timed anything: time it from when it was asked for.
             result = replace(result, duration_s=time.monotonic() - self._asked_at)
         if self.record and result.status in RECORDED:
-            return self.session._record(self.exercise, result, self.note)
+            return self.session._record(self.exercise, result, self.note, confidence=self.confidence)
         return Outcome(result)
 
 

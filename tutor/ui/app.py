@@ -12,11 +12,13 @@ is up.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Iterable
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from tutor.catalog import Catalog
 from tutor.progress import ProgressStore
@@ -30,6 +32,27 @@ from tutor.ui.screens.home import HomeScreen
 __all__ = ["TutorApp", "build_app", "run_app", "RunnerLike"]
 
 
+class ExerciseCommands(Provider):
+    """Every exercise as a command of the palette (Ctrl+P): ``open cache-offset``, found by id or title."""
+
+    def _commands(self):
+        app = self.app
+        for exercise in app.catalog.exercises:
+            yield f"open {exercise.id}", exercise, partial(app.open_exercise, exercise.id)
+
+    async def discover(self) -> Hits:
+        for command, exercise, callback in self._commands():
+            yield DiscoveryHit(command, callback, help=exercise.title)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for command, exercise, callback in self._commands():
+            # the id is what learners type; the title finds it too ("open the cache offset")
+            score = max(matcher.match(command), matcher.match(f"open {exercise.title}") * 0.8)
+            if score > 0:
+                yield Hit(score, matcher.highlight(command), callback, help=exercise.title)
+
+
 class TutorApp(App):
     """The tutor's terminal UI.
 
@@ -39,6 +62,7 @@ class TutorApp(App):
 
     CSS_PATH = "tutor.tcss"
     TITLE = "tutor"
+    COMMANDS = App.COMMANDS | {ExerciseCommands}
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
@@ -55,6 +79,10 @@ class TutorApp(App):
         super().__init__()
         self.session = session
         self._startup_warnings = list(warnings)
+        #: each exercise page as it was left, while the app runs (see tutor.ui.screens.exercise.Recall)
+        self.recall: dict = {}
+        #: the header's line about the learner and the worker; screens add to it (home: where to continue)
+        self.about = ""
 
     @property
     def catalog(self) -> Catalog:
@@ -70,7 +98,7 @@ class TutorApp(App):
         return self.session.warmed
 
     def on_mount(self) -> None:
-        self.sub_title = f"learner {self.learner}"
+        self.about = self.sub_title = f"learner {self.learner}"
         warnings = list(self._startup_warnings)
         if not self.session.loaded:
             try:
@@ -98,12 +126,20 @@ class TutorApp(App):
                         severity="error", timeout=15, markup=False)
         elif message.info and message.info.get("torch"):
             cuda = " · CUDA available" if message.info.get("cuda") else ""
-            self.sub_title = f"learner {self.learner} · torch {message.info['torch']}{cuda}"
+            self.about = self.sub_title = f"learner {self.learner} · torch {message.info['torch']}{cuda}"
+            if hasattr(self.screen, "update_header"):  # the home screen adds where to continue
+                self.screen.update_header()
 
     def open_exercise(self, exercise_id: str) -> None:
-        """Push the exercise screen for this id."""
+        """Push the exercise screen for this id (any case; an unknown id is said, with close ones)."""
+        from tutor.finding import UnknownExercise, resolve
         from tutor.ui.screens.exercise import ExerciseScreen
-        self.push_screen(ExerciseScreen(self.catalog.get(exercise_id)))
+        try:
+            exercise = resolve(self.catalog, exercise_id)
+        except UnknownExercise as exc:
+            self.notify(exc.args[0], severity="warning", markup=False)
+            return
+        self.push_screen(ExerciseScreen(exercise))
 
     def action_help(self) -> None:
         from tutor.ui.screens.help import HelpScreen

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -15,11 +18,41 @@ from tutor.catalog import Exercise
 from tutor.progress import ProgressError
 from tutor.session import Run
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
+from tutor.ui.widgets.confidence import CONFIDENCE_KEYS, ConfidencePicker
 from tutor.ui.widgets.fault_view import FaultView
 from tutor.ui.widgets.hint_list import HintList
 from tutor.ui.widgets.note_editor import NoteEditor
 from tutor.ui.widgets.prediction import PredictionInput
 from tutor.ui.widgets.result_panel import ResultPanel
+
+#: Keys pressed closer together than this (seconds) are typing, not single key presses.
+WORD_GAP_S = 0.35
+#: On a choice or yes/no page, these single keys act only once no other letter follows
+#: within WORD_GAP_S (so typing a word never reveals a hint or leaves the page).
+_HELD_KEYS = set("heanNpq?")
+
+
+@dataclass
+class Recall:
+    """What an exercise page had when it was left, so reopening it shows the same.
+
+    Attributes:
+        answer: the prediction in the answer box (a choice id, or the typed text).
+        confidence: the confidence set, in percent, or None.
+        hints: how many hints were revealed.
+        result: the last run's full result, or None.
+    """
+
+    answer: str = ""
+    confidence: int | None = None
+    hints: int = 0
+    result: object = None
+
+
+def recall_of(app, exercise_id: str) -> Recall:
+    """The app's memory of this exercise's page (made empty on first use); it lasts while the app runs."""
+    return app.recall.setdefault(exercise_id, Recall())
+
 
 class ExerciseScreen(Screen):
     """The whole loop for one exercise, in one scrolling column.
@@ -47,6 +80,7 @@ class ExerciseScreen(Screen):
         Binding("b", "break_it", "Break it"),
         Binding("F", "fix", "Fix it", show=False),
         Binding("B", "break_it", "Break it", show=False),
+        Binding("n", "next", "Next"),  # once a result is shown (check_action)
         Binding("escape", "cancel_or_back", "Back"),  # cancels a running check first
     ]
     #: single keys that keep their meaning while reading; any other printable
@@ -65,6 +99,11 @@ class ExerciseScreen(Screen):
         self._cancel_requested = False
         self._side_done: dict[str, float] = {}
         self._timed_out = None  # the last result, when it ran out of time: r then retries it
+        # telling single key presses from typed words (choice and yes/no pages)
+        self._last_letter_at: float | None = None
+        self._word_until = 0.0
+        self._undo = None  # undoes what the last single key did, if a word follows
+        self._said_words = False
 
     # --- layout --------------------------------------------------------------
 
@@ -74,16 +113,21 @@ class ExerciseScreen(Screen):
         # Kept here so the note can still be saved while the app shuts down.
         self._session = app.session
         progress = self._session.progress_of(ex.id)
+        current = progress.current  # since the last reset: a reset exercise shows as fresh
+        self._recall = recall_of(app, ex.id)
+        if not self._recall.answer and current:  # reopened after a relaunch: the last saved answer
+            self._recall.answer = current[-1].prediction
+            self._recall.confidence = current[-1].confidence
         yield Header()
         with VerticalScroll(id="exercise-body"):
             yield Static(Text.assemble((ex.id, "bold"), f" · {ex.title}\n", (ex.source_label, "dim")),
                          id="exercise-title")
-            if progress.attempts:
-                last = progress.attempts[-1]
+            if current:
+                last = current[-1]
                 verdict = ("✓ solved", "green") if progress.solved else ("✗ not solved yet", "red")
                 seen = (", the check ran out of time",) if last.status == "timeout" else \
                     (", the check observed ", (last.observed, "bold"))
-                yield Static(Text.assemble(verdict, f" · {len(progress.attempts)} attempt(s); last: you said ",
+                yield Static(Text.assemble(verdict, f" · {len(current)} attempt(s); last: you said ",
                                            (last.prediction, "bold"), *seen), id="exercise-history")
             yield Markdown(ex.prompt, id="exercise-prompt")
             yield FaultView(app.catalog.fault_of(ex), ex.observe, hidden=ex.seed_per_attempt, id="exercise-fault")
@@ -96,6 +140,7 @@ class ExerciseScreen(Screen):
             yield Static(Text.assemble(("Your prediction", "bold"), f" — {what}  ", (f"({how})", "dim")),
                          classes="section-label")
             yield PredictionInput(ex, id="prediction")
+            yield ConfidencePicker(self._recall.confidence, page_keys=self._digits_free(ex), id="confidence")
             yield Static("", id="answer-error")
             with Horizontal(id="exercise-buttons"):
                 yield Button("Run ▶ r", id="run-button", variant="primary")
@@ -104,11 +149,13 @@ class ExerciseScreen(Screen):
                 yield Static("", id="running-status")
                 yield ProgressBar(total=None, show_eta=False, id="running-bar")
             yield ResultPanel(id="result")
+            yield Static("", id="next-hint")
             yield HintList(ex.hints, id="hints")
             note = NoteEditor(ex.explain, progress.note, self._save_note, id="note-editor")
             # The explain-back question can give the answer away: it appears
-            # after the first run (or at once when a note or attempt exists).
-            note.display = bool(progress.note or progress.attempts)
+            # after the first run (or at once when a note or attempt exists;
+            # after a reset, only once the exercise is run again).
+            note.display = bool(current or (progress.note and not progress.reset_time))
             yield note
         yield Footer()
 
@@ -117,6 +164,80 @@ class ExerciseScreen(Screen):
         # first, the arrow keys scroll, and the footer shows every key.
         self.query_one("#exercise-body").focus()
         self.sub_title = self.exercise.id
+        self._reopen()
+
+    @staticmethod
+    def _digits_free(exercise: Exercise) -> bool:
+        """Whether the confidence digits work from the page: no choice takes one, and no answer is typed."""
+        if exercise.kind not in ("choice", "bool"):
+            return False
+        ids = [cid for cid, _ in exercise.choices] if exercise.kind == "choice" else ["yes", "no"]
+        return not set(answers.choice_keys(exercise.kind, ids)) & set(CONFIDENCE_KEYS)
+
+    def _reopen(self) -> None:
+        """Show what the page had when it was last left: answer, confidence, hints, last result."""
+        recall, prediction = self._recall, self.query_one(PredictionInput)
+        if recall.answer:
+            prediction.set_value(recall.answer)
+        hints = self.query_one(HintList)
+        for _ in range(min(recall.hints, len(self.exercise.hints))):
+            hints.reveal(scroll=False)
+        panel = self.query_one(ResultPanel)
+        if recall.result is not None:
+            panel.show(self.exercise, recall.result, title="last result")
+        else:
+            current = self._session.progress_of(self.exercise.id).current
+            if current:
+                panel.show_text(self._saved_result(current[-1]), title="last result (saved)")
+        self._update_next_hint()
+        self.query_one("#exercise-body").scroll_home(animate=False)
+
+    def _saved_result(self, attempt) -> Text:
+        """A saved attempt as the panel shows it after a relaunch (its evidence was not kept)."""
+        from tutor.progress import show_time
+        verdict = ("✓ your prediction matched the observation", "bold green") if attempt.correct else \
+            ("✗ your prediction did not match the observation", "bold red")
+        sure = f" ({attempt.confidence} % sure)" if attempt.confidence is not None else ""
+        return Text.assemble(verdict, "\nyou said ", (attempt.prediction, "bold"), sure, "; the check observed ",
+                             (attempt.observed, "bold"), (f"\n{show_time(attempt.time)} · {attempt.device} · "
+                                                          "r runs it again to see the evidence", "dim"))
+
+    # --- moving on -------------------------------------------------------------
+
+    def _next_key(self) -> str:
+        """``n``, or ``N`` where n answers (yes/no pages, a choice keyed n)."""
+        return "N" if "n" in self.query_one(PredictionInput).keys else "n"
+
+    def _update_next_hint(self) -> None:
+        hint = self.query_one("#next-hint", Static)
+        if not self.query_one(ResultPanel).has_class("-shown"):
+            hint.update("")
+            return
+        from tutor.review import next_after
+        following = next_after(self.app.catalog, self._session.progress, self.exercise.id)
+        hint.update(Text.assemble((self._next_key(), "bold"), f" opens the next exercise: {following}", style="dim")
+                    if following else Text("This is the last exercise.", style="dim"))
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        """Show ``n Next`` in the footer once a result is on the page (and n answers nothing)."""
+        if action == "next":
+            return self.query_one(ResultPanel).has_class("-shown") and self._next_key() == "n"
+        return True
+
+    def action_next(self) -> None:
+        """Open the next exercise (see :func:`tutor.review.next_after`) in place of this one."""
+        if not self.query_one(ResultPanel).has_class("-shown"):
+            return
+        from tutor.review import next_after
+        following = next_after(self.app.catalog, self._session.progress, self.exercise.id)
+        if following is None:
+            self.notify("This is the last exercise.")
+            return
+        self.flush_note()
+        app = self.app
+        app.pop_screen()
+        app.open_exercise(following)
 
     def action_answer(self) -> None:
         """Move the focus to the prediction widget."""
@@ -152,6 +273,10 @@ class ExerciseScreen(Screen):
         For a typed answer, any printable key that is not a command
         key starts the answer in the answer box, so nothing typed is lost.
         """
+        if event.key == "enter" and isinstance(self.focused, ConfidencePicker):
+            event.stop()
+            self.action_run()  # Enter runs from the confidence too (after Tab from a typed answer)
+            return
         char = event.character
         if char is None or not char.isprintable():
             return
@@ -166,17 +291,15 @@ class ExerciseScreen(Screen):
             event.prevent_default()
             self.focused.insert_text_at_cursor(char)
             return
-        if char.isspace():
-            return
         if prediction.options:
             if char in "FB":
                 return  # capitals open Fix it / Break it even where f or b picks a choice
-            choice = prediction.choice_for_key(char)
-            if choice is not None:
-                event.stop()
-                event.prevent_default()
-                prediction.set_value(choice)
+            self._choice_page_key(event, char, prediction)
             return
+        if char.isspace():
+            return
+        if char == "n" and self.query_one(ResultPanel).has_class("-shown"):
+            return  # the binding opens the next exercise
         if self.focused is self.query_one("#exercise-body") and char not in self._COMMAND_KEYS:
             event.stop()
             event.prevent_default()
@@ -184,6 +307,81 @@ class ExerciseScreen(Screen):
             self.set_focus(box)  # at once, so the next key already lands in the box
             box.value = ""  # typing from the page starts a new answer (press a to edit the old one)
             box.insert_text_at_cursor(char)
+
+    def _choice_page_key(self, event, char: str, prediction: PredictionInput) -> None:
+        """A key on a choice or yes/no page: a single key press picks or acts; typed words do nothing.
+
+        A letter that follows another letter within :data:`WORD_GAP_S` is
+        typing: what the word's first key did is undone (a pick goes back to
+        the earlier one; a held key such as h never acts), and keys do
+        nothing until typing pauses. ``r`` (run) takes no part in telling
+        words apart, so a pick then r runs at once, as does r again; inside
+        a word it does nothing like every other key.
+        """
+        now = time.monotonic()
+        letter = char.isalpha() and char != "r"
+        typing = now < self._word_until
+        follows = letter and self._last_letter_at is not None and now - self._last_letter_at < WORD_GAP_S
+        self._last_letter_at = now if letter else None
+        if typing or follows:
+            event.stop()
+            event.prevent_default()
+            if not typing:
+                if self._undo is not None:
+                    self._undo()
+                self._say_typing_picks_nothing(prediction)
+            self._undo = None
+            self._word_until = now + WORD_GAP_S
+            return
+        self._undo = None
+        if char.isspace():
+            return
+        choice = None if char == "N" and "n" in prediction.keys else prediction.choice_for_key(char)
+        if choice is not None:
+            event.stop()
+            event.prevent_default()
+            before = prediction.chosen
+            prediction.set_value(choice)
+            self._undo = lambda: prediction.restore(before)
+            return
+        if self.query_one(ConfidencePicker).set_from_key(char):
+            event.stop()
+            event.prevent_default()
+            return
+        if char in _HELD_KEYS:
+            event.stop()
+            event.prevent_default()
+            timer = self.set_timer(WORD_GAP_S, lambda: self._act_on_held_key(char))
+            self._undo = timer.stop
+
+    def _act_on_held_key(self, char: str) -> None:
+        """A held key that no other letter followed: act on it now."""
+        self._undo = None
+        if not self.is_current:
+            return
+        if char in "nN":
+            self.action_next()
+        elif char == "h":
+            self.action_hint()
+        elif char == "e":
+            self.action_explain()
+        elif char == "a":
+            self.action_answer()
+        elif char == "p":
+            self.app.action_progress()
+        elif char == "?":
+            self.app.action_help()
+        elif char == "q":
+            self.app.flush_notes()
+            self.app.exit()
+
+    def _say_typing_picks_nothing(self, prediction: PredictionInput) -> None:
+        if self._said_words:
+            return
+        self._said_words = True
+        keys = " or ".join(k for k in prediction.keys[:3] if k)
+        self.notify(f"Typed words pick nothing here: press a single key ({keys}…) beside your choice.",
+                    title="typing", timeout=6)
 
     # --- running -------------------------------------------------------------
 
@@ -212,7 +410,12 @@ class ExerciseScreen(Screen):
             self.call_after_refresh(error.scroll_visible)
             return
         self._clear_answer_error()
-        self._run = self._session.start(ex, text)  # the seed and sides are the session's to choose
+        confidence = self.query_one(ConfidencePicker).value
+        # the seed and sides are the session's to choose
+        self._run = self._session.start(ex, text, confidence=confidence)
+        self._recall.answer, self._recall.confidence = text, confidence
+        self.query_one(ResultPanel).clear()  # a new run: the old result (a timeout, say) goes
+        self._update_next_hint()
         self._set_running(True, "starting the check (the first run loads torch)…")
         self._run_check(self._run)
 
@@ -225,6 +428,7 @@ class ExerciseScreen(Screen):
         """A new answer: the complaint about the old one no longer applies."""
         event.stop()
         self._clear_answer_error()
+        self._recall.answer = self.query_one(PredictionInput).value
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -277,12 +481,13 @@ class ExerciseScreen(Screen):
             panel.mount(Static(Text(f"the machine may be busy: r retries with twice the limit"
                                     f"{self._retry_seconds(self._timed_out)}", style="bold yellow"),
                                id="retry-hint"), after="#result-text")
+        self._recall.result = outcome.result
         if outcome.save_error:
             self.notify(f"The attempt was not saved: {outcome.save_error}", severity="error", timeout=10,
                         markup=False)
         self.query_one(NoteEditor).display = True
-        if not self.query_one(PredictionInput).options and self._timed_out is None:
-            self.query_one(PredictionInput).set_value("")  # the answer is in the result; the box starts fresh
+        # the answer stays in the box: r runs it again, a (or typing from the page) changes it
+        self._update_next_hint()
         self.query_one("#exercise-body").focus()  # h, e, r and the arrows work again
         self.call_after_refresh(panel.scroll_visible)
 
@@ -330,8 +535,14 @@ class ExerciseScreen(Screen):
             pass
 
     def action_hint(self) -> None:
-        if not self.query_one(HintList).reveal():
+        hints = self.query_one(HintList)
+        if not hints.reveal():
             self.notify("All hints are shown.")
+        self._recall.hints = hints.shown
+
+    def on_confidence_picker_changed(self, event: ConfidencePicker.Changed) -> None:
+        event.stop()
+        self._recall.confidence = event.value
 
     def _save_note(self, text: str) -> str | None:
         """Store the explain-back note; None, or the sentence saying why not."""

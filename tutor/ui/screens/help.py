@@ -35,12 +35,18 @@ the outcome.
 
 | key | where | does |
 |---|---|---|
-| Enter | list | open the exercise |
+| Enter | list | open the exercise (the cursor starts on the one to continue with) |
+| / | list | find: filter by id, title, set or words of the prompt (Esc clears) |
+| x | list | reset the highlighted exercise (asks first; its attempts are kept) |
+| Ctrl+P | anywhere | the command palette: "open cache-offset" opens any exercise |
 | r | exercise | run the check (Enter in the answer box too) |
 | h | exercise | reveal the next hint |
 | a | exercise | move to the answer box (typing a digit or bracket starts the answer too) |
 | a, b, c… / 1, 2, 3… / y, n | choice exercise | pick the choice with that key (shown beside it) / yes or no |
 | e | exercise | move to the explain-back note (it appears after the first run) |
+| 5 6 7 8 9 0 | exercise | how sure you are: 50 … 90 %, 0 for 100 % (optional, saved with the attempt; on pages where digits answer, Tab to it) |
+| n (N on yes/no pages) | exercise, after a result | open the next exercise |
+| u | progress | show or hide the untried exercises; Enter opens one |
 | Esc | exercise | cancel a running check; otherwise go back |
 | Tab / Shift+Tab | anywhere | move between parts of the screen |
 | p | anywhere | your progress: attempts and notes |
@@ -49,7 +55,11 @@ the outcome.
 | q, Ctrl+C, Ctrl+Q | anywhere | quit (notes are saved first) |
 
 While you type in a text box, letters go into the box: use Tab to leave it,
-or F1 for help and Ctrl+Q to quit.
+or F1 for help and Ctrl+Q to quit. On a choice or yes/no page a key picks only
+when pressed on its own: typed words pick nothing and reveal no hint.
+
+An exercise you answered wrongly, or rightly but under 70 % sure, comes back
+for review after 1, 3 and 7 days (↻ on the list; `tutor review` lists them).
 """
 
 

@@ -1,72 +1,194 @@
-"""Review: every exercise's attempts (time, prediction, observed, correct) and note."""
+"""Progress: totals per set, calibration, accuracy over time, and every tried exercise's attempts and note."""
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Header, ListItem, ListView, Static
+from textual_plotext import PlotextPlot
 
+from tutor.calibration import accuracy_by_day, calibration_by_set
 from tutor.progress import LearnerProgress, ProgressError, show_time
+from tutor.render import WordTable, calibration_renderables, set_totals
 from tutor.ui.widgets.exercise_tree import MARKS, status_of
 
 
-def progress_renderable(catalog, progress: LearnerProgress, where: str) -> Group:
-    """The learner's progress, exercise by exercise, with wrapping tables.
-
-    Args:
-        catalog: the exercises, for order and titles.
-        progress: the learner's saved attempts and notes.
-        where: the progress file, shown at the top.
-    """
+def summary_renderable(catalog, progress: LearnerProgress, where: str) -> Group:
+    """The head of the progress screen: who, where, totals per set (with Brier scores), calibration."""
+    overall, per_set = calibration_by_set(catalog, progress)
     parts: list = [Text.assemble(("Progress of ", "bold"), (progress.learner, "bold cyan"), f"  ({where})")]
     for warning in progress.warnings:
         parts.append(Text(warning, style="yellow"))
+    parts += [Text("\nTotals", style="bold underline"), set_totals(catalog, progress, per_set),
+              Text("\nCalibration: how often you were right when you said how sure you were",
+                   style="bold underline"), *calibration_renderables(overall)]
+    return Group(*parts)
+
+
+def exercise_renderable(exercise, progress) -> Group:
+    """One exercise: its mark, id and title, its attempts as a table, its note wrapped at words."""
+    mark, style = MARKS[status_of(progress)]
+    parts: list = [Text.assemble((mark, style), " ", (exercise.id, "bold"), f" — {exercise.title}")]
+    if progress.attempts:
+        columns = ["time", "prediction", "sure", "observed", "correct", "device"] + \
+            (["seed"] if exercise.seed_per_attempt else [])
+        table = WordTable(columns, box=box.SIMPLE_HEAD)
+        for a in progress.attempts:
+            seed = [str(a.seed)] if exercise.seed_per_attempt else []  # which mystery the capstone attempt met
+            when = show_time(a.time) + (" (before reset)" if a.before_reset else "")
+            table.add_row(Text(when, style="dim" if a.before_reset else ""), Text(a.prediction),
+                          f"{a.confidence} %" if a.confidence is not None else "-", Text(a.observed),
+                          Text("yes", style="green") if a.correct else Text("no", style="red"), a.device, *seed)
+        parts.append(table)
+    else:
+        parts.append(Text("  no attempts yet", style="dim"))
+    if progress.note.strip():
+        parts.append(Text.assemble(("  note: ", "bold"), progress.note))
+    return Group(*parts)
+
+
+def progress_renderable(catalog, progress: LearnerProgress, where: str) -> Group:
+    """The whole report as one renderable: the summary, then every exercise by set (untried ones too)."""
+    parts: list = [summary_renderable(catalog, progress, where)]
     for exercise_set in catalog.sets:
         solved = sum(progress.of(e.id).solved for e in exercise_set.exercises)
         parts.append(Text.assemble("\n", (exercise_set.title, "bold underline"),
                                    f"  {solved}/{len(exercise_set.exercises)} solved"))
-        for ex in exercise_set.exercises:
-            p = progress.of(ex.id)
-            mark, style = MARKS[status_of(p)]
-            parts.append(Text.assemble((mark, style), " ", (ex.id, "bold"), f" — {ex.title}"))
-            if p.attempts:
-                table = Table(expand=False, pad_edge=False, show_edge=False)
-                columns = ["time", "prediction", "observed", "correct", "device"] + (["seed"] if ex.seed_per_attempt else [])
-                for column in columns:
-                    table.add_column(column, overflow="fold")
-                for a in p.attempts:
-                    seed = [str(a.seed)] if ex.seed_per_attempt else []  # which mystery the capstone attempt met
-                    table.add_row(show_time(a.time), Text(a.prediction), Text(a.observed),
-                                  Text("yes", style="green") if a.correct else Text("no", style="red"), a.device, *seed)
-                parts.append(table)
-            else:
-                parts.append(Text("  no attempts yet", style="dim"))
-            if p.note.strip():
-                parts.append(Text.assemble(("  note: ", "bold"), p.note))
+        parts += [exercise_renderable(e, progress.of(e.id)) for e in exercise_set.exercises]
     return Group(*parts)
 
 
-class ProgressScreen(Screen):
-    """A scrolling report of the learner's attempts and explain-back notes."""
+class ExerciseItem(ListItem):
+    """One exercise of the progress list; Enter opens it."""
 
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+    def __init__(self, exercise, progress) -> None:
+        super().__init__(Static(exercise_renderable(exercise, progress), classes="progress-exercise"))
+        self.exercise_id = exercise.id
+
+
+class ProgressScreen(Screen):
+    """Totals, calibration, accuracy over time, then the exercises tried (u: the untried too); Enter opens one."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back"),
+                Binding("u", "toggle_untried", "Show untried")]
+
+    DEFAULT_CSS = """
+    ProgressScreen ListView {
+        height: auto;
+        margin-top: 1;
+    }
+    ProgressScreen ListItem {
+        padding: 0 0 1 0;
+    }
+    ProgressScreen #accuracy-plot {
+        height: 12;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.show_untried = False
+        self.progress: LearnerProgress | None = None
 
     def compose(self) -> ComposeResult:
         session = self.app.session
-        try:
-            progress = session.review()  # a review reads the file as it is now, and moves nothing
-            body = progress_renderable(session.catalog, progress, str(session.store.path(session.learner)))
-        except ProgressError as exc:
-            body = Text(f"The progress file cannot be read: {exc}", style="bold red")
         yield Header()
         with VerticalScroll(id="progress-body"):
-            yield Static(body, id="progress-text")
+            try:
+                self.progress = session.review()  # a review reads the file as it is now, and moves nothing
+            except ProgressError as exc:
+                yield Static(Text(f"The progress file cannot be read: {exc}", style="bold red"), id="progress-text")
+            else:
+                where = str(session.store.path(session.learner))
+                yield Static(summary_renderable(session.catalog, self.progress, where), id="progress-text")
+                days = accuracy_by_day(self.progress)
+                if days:
+                    yield Static(Text("\nAccuracy over time: right per day, and so far", style="bold underline"))
+                    yield PlotextPlot(id="accuracy-plot")
+                yield Static("", id="progress-list-title")
+                yield ListView(id="progress-list")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#progress-body").focus()
+        if self.progress is None:
+            self.query_one("#progress-body").focus()
+            return
+        days = accuracy_by_day(self.progress)
+        if days:
+            self._draw_accuracy(days)
+        self._fill_list()
+
+    def on_screen_resume(self) -> None:
+        """Back from an exercise opened here: read the file again, so its new attempts show."""
+        if self.progress is None:
+            return
+        try:
+            self.progress = self.app.session.review()
+        except ProgressError:
+            return
+        session = self.app.session
+        self.query_one("#progress-text", Static).update(
+            summary_renderable(session.catalog, self.progress, str(session.store.path(session.learner))))
+        index = self.query_one("#progress-list", ListView).index
+        self._fill_list()
+        if index is not None:
+            list_view = self.query_one("#progress-list", ListView)
+            list_view.index = min(index, max(0, len(list_view.children) - 1))
+
+    def _draw_accuracy(self, days) -> None:
+        plt = self.query_one("#accuracy-plot", PlotextPlot).plt
+        xs = list(range(len(days)))
+        plt.plot(xs, [100 * d.rate for d in days], marker="•", color="cyan", label="that day")
+        plt.plot(xs, [100 * d.so_far for d in days], marker="x", color="green", label="so far")
+        plt.ylim(0, 100)
+        plt.yticks([0, 25, 50, 75, 100], ["0 %", "25 %", "50 %", "75 %", "100 %"])
+        step = max(1, len(days) // 6)
+        ticks = xs[::step]
+        plt.xlim(-0.5, max(0.5, len(days) - 0.5))
+        plt.xticks(ticks, [days[i].date[5:] for i in ticks])
+
+    def _fill_list(self) -> None:
+        catalog = self.app.catalog
+        shown = [e for e in catalog.exercises if self.show_untried or self.progress.of(e.id).attempts]
+        hidden = len(catalog.exercises) - len(shown)
+        list_view = self.query_one("#progress-list", ListView)
+        list_view.clear()
+        list_view.extend(ExerciseItem(e, self.progress.of(e.id)) for e in shown)
+        if hidden and not self.show_untried:
+            untried = f"  {hidden} untried hidden (u shows them)"
+        else:
+            untried = "  u hides the untried" if self.show_untried else ""
+        title = Text.assemble(("\nExercises", "bold underline"), (untried, "dim"),
+                              ("  Enter opens the highlighted one", "dim") if shown else "")
+        self.query_one("#progress-list-title", Static).update(title)
+        if shown:
+            list_view.index = 0
+            list_view.focus()
+        else:
+            self.query_one("#progress-body").focus()
+        self._follow_highlight = False
+        self.call_after_refresh(self._show_top)
+
+    def _show_top(self) -> None:
+        """The totals first; from now on the view follows the highlighted exercise."""
+        self.query_one("#progress-body").scroll_home(animate=False)
+        self._follow_highlight = True
+
+    def action_toggle_untried(self) -> None:
+        if self.progress is not None:
+            self.show_untried = not self.show_untried
+            self._fill_list()
+
+    def on_list_view_selected(self, event: ListView.Selected) -> None:
+        event.stop()
+        if isinstance(event.item, ExerciseItem):
+            self.app.open_exercise(event.item.exercise_id)
+
+    def on_list_view_highlighted(self, event: ListView.Highlighted) -> None:
+        if event.item is not None and getattr(self, "_follow_highlight", False):
+            event.item.scroll_visible(animate=False)

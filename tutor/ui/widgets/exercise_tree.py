@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Tree
 
 from tutor.catalog import Catalog, Exercise
+from tutor.finding import matches
 from tutor.progress import ExerciseProgress, LearnerProgress
 
 #: status mark per exercise: solved, attempted, untried
@@ -21,10 +22,10 @@ def set_id_of(data: str | None) -> str | None:
 
 
 def status_of(progress: ExerciseProgress) -> str:
-    """``solved``, ``attempted`` or ``untried`` for one exercise's progress."""
+    """``solved``, ``attempted`` or ``untried`` for one exercise's progress (since its last reset)."""
     if progress.solved:
         return "solved"
-    return "attempted" if progress.attempts else "untried"
+    return "attempted" if progress.current else "untried"
 
 
 class ExerciseTree(Tree[str]):
@@ -33,6 +34,8 @@ class ExerciseTree(Tree[str]):
     Set nodes carry ``"set:<set id>"`` as data (see :func:`set_id_of`);
     exercise nodes carry the exercise id (kebab-case, never holding a colon),
     so ``Tree.NodeSelected`` on a leaf tells the screen which exercise to open.
+    Exercises due for review carry ``↻``; :meth:`show_only` keeps the
+    exercises a search finds (:func:`tutor.finding.matches`).
     """
 
     DEFAULT_CSS = """
@@ -51,30 +54,79 @@ class ExerciseTree(Tree[str]):
         self.catalog = catalog
         self.show_root = False
         self.guide_depth = 3
+        self.progress = progress
+        self.due: set[str] = set()
+        self.query_text = ""
         self._fill(progress)
 
-    def refresh_progress(self, progress: LearnerProgress) -> None:
-        """Redraw every mark and count from fresh progress, keeping the cursor."""
+    def refresh_progress(self, progress: LearnerProgress, due: set[str] | None = None) -> None:
+        """Redraw every mark and count from fresh progress (and the ids due for review), keeping the cursor."""
         line = self.cursor_line
+        self.progress = progress
+        if due is not None:
+            self.due = set(due)
         self.clear()
         self._fill(progress)
         if line >= 0:
             self.call_after_refresh(self._restore_cursor, line)
 
+    def show_only(self, query: str, keep: str | None = None) -> int:
+        """Keep the exercises ``query`` finds (all for an empty one); the cursor goes to ``keep``
+        when it is shown, else to the first.
+
+        Returns:
+            how many exercises are shown.
+        """
+        self.query_text = query.strip()
+        self.clear()
+        shown = self._fill(self.progress)
+        self.call_after_refresh(lambda: (keep and self.move_to(keep)) or self.move_to_first_exercise())
+        return shown
+
+    def move_to_first_exercise(self) -> None:
+        first = next(self._leaves(), None)
+        if first is not None:
+            self.move_to(first.data)
+
+    def move_to(self, exercise_id: str) -> bool:
+        """Put the cursor on this exercise's line, scrolled into view; False when it is not shown."""
+        self._tree_lines  # noqa: B018 -- lays the lines out now, so every node knows its line
+        for node in self._leaves():
+            if node.data == exercise_id:
+                self.move_cursor(node)
+                return node.line >= 0
+        return False
+
+    def shown_ids(self) -> list[str]:
+        """The exercises listed now, in order."""
+        return [node.data for node in self._leaves()]
+
+    def _leaves(self):
+        for set_node in self.root.children:
+            yield from set_node.children
+
     def _restore_cursor(self, line: int) -> None:
         self.cursor_line = min(line, max(0, self.last_line))
 
-    def _fill(self, progress: LearnerProgress) -> None:
+    def _fill(self, progress: LearnerProgress) -> int:
+        shown = 0
         for exercise_set in self.catalog.sets:
+            exercises = [e for e in exercise_set.exercises if matches(e, exercise_set, self.query_text)]
+            if not exercises:
+                continue
             solved = sum(progress.of(e.id).solved for e in exercise_set.exercises)
             label = Text.assemble((exercise_set.title, "bold"),
                                   (f"  {solved}/{len(exercise_set.exercises)}", "cyan"))
             node = self.root.add(label, data=SET_PREFIX + exercise_set.id, expand=True)
-            for exercise in exercise_set.exercises:
-                node.add_leaf(self.exercise_label(exercise, progress.of(exercise.id)), data=exercise.id)
+            for exercise in exercises:
+                node.add_leaf(self.exercise_label(exercise, progress.of(exercise.id), exercise.id in self.due),
+                              data=exercise.id)
+                shown += 1
+        return shown
 
     @staticmethod
-    def exercise_label(exercise: Exercise, progress: ExerciseProgress) -> Text:
-        """``✓ head-split — title`` with the mark coloured by status."""
+    def exercise_label(exercise: Exercise, progress: ExerciseProgress, due: bool = False) -> Text:
+        """``✓ head-split — title`` with the mark coloured by status; ``↻`` when it is due for review."""
         mark, style = MARKS[status_of(progress)]
-        return Text.assemble((mark, style), " ", (exercise.id, "bold"), f" — {exercise.title}")
+        return Text.assemble((mark, style), " ", ("↻ ", "bold yellow") if due else "", (exercise.id, "bold"),
+                             f" — {exercise.title}")

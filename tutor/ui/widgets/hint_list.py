@@ -41,8 +41,8 @@ class HintList(Vertical):
             return f"All {len(self.hints)} hints shown."
         return f"{left} hint{'s' if left != 1 else ''} left — press h (or the Hint button) to see the next."
 
-    def reveal(self) -> bool:
-        """Show the next hint.
+    def reveal(self, scroll: bool = True) -> bool:
+        """Show the next hint (and, unless ``scroll`` is False, scroll it into view).
 
         Returns:
             True if a hint was revealed, False if all were already shown.
@@ -54,5 +54,6 @@ class HintList(Vertical):
                                     self.hints[self.shown - 1]), classes="hint")
         self.mount(hint, before=self.query_one(".hint-status"))
         self.query_one(".hint-status", Static).update(self._status())
-        hint.scroll_visible()
+        if scroll:
+            hint.scroll_visible()
         return True

@@ -87,6 +87,19 @@ class PredictionInput(Vertical):
         else:
             self.query_one(Input).value = text
 
+    def restore(self, chosen: str | None) -> None:
+        """Put back an earlier pick (None: nothing picked), as when a typed word undoes a key's pick."""
+        if not self.options or chosen == self.chosen:
+            return
+        if chosen is not None:
+            self._choose(chosen)
+            return
+        self.chosen = None
+        option_list = self.query_one(OptionList)
+        for index in range(len(self.options)):
+            option_list.replace_option_prompt_at_index(index, self._prompt(index))
+        self.post_message(self.Changed())
+
     def choice_for_key(self, key: str) -> str | None:
         """The id of the choice this key picks, or None (not a choice's key)."""
         key = key.lower()
