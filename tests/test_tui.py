@@ -68,7 +68,7 @@ class FakeRunner:
     def warm_up(self) -> dict:
         return {"torch": "fake", "cuda": False}
 
-    def run(self, exercise, prediction=None, on_progress=None, seed=None, sides=None):
+    def run(self, exercise, prediction=None, on_progress=None, seed=None, sides=None, timeout_scale=None):
         self.calls.append((exercise.id, prediction))
         self.seeds.append(seed)
         self.sides.append(tuple(side.name for side in sides or ()))

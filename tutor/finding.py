@@ -43,6 +43,17 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9_]+", text.casefold()))
 
 
+def _names(exercise, exercise_set) -> str:
+    return " ".join((exercise.id, exercise.title, exercise_set.id, exercise_set.title)).casefold()
+
+
+def named(exercise, exercise_set, query: str) -> bool:
+    """Whether every word of ``query`` is in the id, title or set alone (not only in the prompt):
+    such an exercise is what the learner most likely looks for, so the cursor lands on it first."""
+    names = _names(exercise, exercise_set)
+    return all(word in names for word in query.casefold().split())
+
+
 def matches(exercise, exercise_set, query: str) -> bool:
     """Whether ``query`` finds this exercise (the home screen's ``/`` filter).
 
@@ -54,6 +65,6 @@ def matches(exercise, exercise_set, query: str) -> bool:
     words = query.casefold().split()
     if not words:
         return True
-    names = " ".join((exercise.id, exercise.title, exercise_set.id, exercise_set.title)).casefold()
+    names = _names(exercise, exercise_set)
     prompt = _words(exercise.prompt)
     return all(word in names or any(p.startswith(word) for p in prompt) for word in words)

@@ -395,6 +395,7 @@ class ExerciseScreen(Screen):
         timed_out, last = self._timed_out, self._run
         if timed_out is not None and last is not None and text.strip() in ("", (last.prediction or "").strip()):
             self._run = self._session.retry(last, timed_out)  # the same prediction and seed, twice the limit
+            self.query_one(ResultPanel).clear()  # the timeout's panel goes while the retry runs
             self._set_running(True, f"retrying with twice the limit{self._retry_seconds(timed_out)}…")
             self._run_check(self._run)
             return

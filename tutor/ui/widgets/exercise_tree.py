@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import Tree
 
 from tutor.catalog import Catalog, Exercise
-from tutor.finding import matches
+from tutor.finding import matches, named
 from tutor.progress import ExerciseProgress, LearnerProgress
 
 #: status mark per exercise: solved, attempted, untried
@@ -84,7 +84,12 @@ class ExerciseTree(Tree[str]):
         return shown
 
     def move_to_first_exercise(self) -> None:
-        first = next(self._leaves(), None)
+        """The cursor on the first exercise shown, preferring one the search names in its id, title or set."""
+        leaves = list(self._leaves())
+        sets = {s.id: s for s in self.catalog.sets}
+        named_leaves = [leaf for leaf in leaves
+                        if named(self.catalog.get(leaf.data), sets[self.catalog.get(leaf.data).set], self.query_text)]
+        first = (named_leaves or leaves or [None])[0]
         if first is not None:
             self.move_to(first.data)
 

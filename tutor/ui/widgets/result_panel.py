@@ -33,8 +33,7 @@ class ResultPanel(Vertical):
     """
 
     BORDER_TITLE = "result"
-    #: issue 17 (time limits) makes r retry with twice the limit; say so here when it lands
-    timeout_advice = "the machine may be busy: r runs it again"
+    timeout_advice = ""  # said once, by the exercise screen's retry line ("r retries with twice the limit")
 
     def compose(self) -> ComposeResult:
         yield Static("", id="result-text")
