@@ -600,7 +600,8 @@ class ProgressStore:
         filename = Path(subject).name
         if not _WORK_NAME.match(filename.replace(".", "-").replace("_", "-").lower()):
             raise ProgressError(f"the subject file {subject!r} cannot name a working copy")
-        return self.folder / WORK_FOLDER / validate_learner(learner) / exercise_id / key / filename
+        # the learner's folder is named as their progress file is (file_stem): case-insensitive and safe for any script
+        return self.folder / WORK_FOLDER / file_stem(validate_learner(learner)) / exercise_id / key / filename
 
     def load_working_copy(self, learner: str, exercise_id: str, key: str, subject: str) -> str | None:
         """The learner's working copy as last saved, or None when there is none.
