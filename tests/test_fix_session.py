@@ -133,6 +133,8 @@ def test_break_it_shows_what_the_learners_own_fault_does_and_grades_the_predicti
     rows = {row["link"]: row for row in edit.instruments_holding(outcome.instruments)}
     assert (rows["CAUSALITY"]["clean"], rows["CAUSALITY"]["yours"]) == ("holds", "fails")
     assert rows["ALIGNMENT"]["yours"] == "holds"
+    assert edit.first_instrument_divergence(outcome.instruments).startswith(
+        "CAUSALITY: holds on clean, fails on yours — future-token intervention: the past moved")
 
 
 def test_the_instruments_hold_on_a_repaired_engine_and_fail_where_the_fault_shows(session, catalog):

@@ -510,7 +510,8 @@ def edit_data(ex, outcome) -> dict:
     data["instruments"] = None if instruments is None else {
         "status": instruments.status, "clean": instruments.observations.get("clean"),
         "yours": instruments.observations.get(edit.YOURS), "errors": instruments.errors,
-        "rows": edit.instruments_holding(instruments)}
+        "rows": edit.instruments_holding(instruments),
+        "first_divergence": edit.first_instrument_divergence(instruments)}
     if verdict.yours_status == "error" and verdict.status == "syntax error":
         data["status"] = "error"
     elif verdict.yours_status in ("error", "timeout"):

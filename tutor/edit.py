@@ -756,3 +756,15 @@ def instruments_holding(result) -> list[dict]:
                     entry[side] = row[1]
                     entry[f"{side}_verdict"] = row[2] if len(row) > 2 else ""
     return list(rows.values())
+
+
+def first_instrument_divergence(result) -> str | None:
+    """The first instrument whose status on the learner's engine differs from the clean engine's, in one
+    sentence ("CAUSALITY: holds on clean, fails on yours — ..."), or None when every one agrees."""
+    for row in instruments_holding(result):
+        clean, yours = row.get("clean"), row.get(YOURS)
+        if clean != yours:
+            why = row.get(f"{YOURS}_verdict", "") if yours == "fails" else row.get("clean_verdict", "")
+            return f"{row['link']}: {clean or 'did not run'} on clean, {yours or 'did not run'} on yours" + \
+                (f" — {why}" if why else "")
+    return None

@@ -534,8 +534,12 @@ def render_edit(ex, outcome, series: bool = True, diff: bool = True) -> list:
         parts.extend(evidence_renderables(result.evidence["yours"], "yours", series))
     table = instruments_table(outcome)
     if table is not None:
+        from tutor.edit import first_instrument_divergence
         parts.append(Text("The engine's instruments on your engine", style="bold"))
         parts.append(table)
+        first = first_instrument_divergence(outcome.instruments)
+        parts.append(Text(f"First instrument that diverges from clean: {first}" if first else
+                          "Every instrument agrees with the clean engine.", style="bold" if first else "green"))
     ran = f" · {result.duration_s:.2f} s" if result.duration_s else ""
     parts.append(Text(f"device {result.device} · torch {result.torch}{ran}", style="dim"))
     return parts
