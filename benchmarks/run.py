@@ -195,8 +195,14 @@ BUSY_CODE = "while True:\n    pass"
 
 
 def _busy(count: int) -> list:
-    """Start ``count`` single-threaded processes that spin on a core until killed."""
-    return [subprocess.Popen([sys.executable, "-c", BUSY_CODE], stdin=subprocess.DEVNULL)
+    """Start ``count`` single-threaded processes that spin on a core until killed.
+
+    Each runs in a session of its own, as separate programs do (and as each
+    ``tutor run``'s worker does): where the kernel groups the scheduling of a
+    session's processes (autogroup), spinners sharing one session would weigh
+    on the cores like a single process.
+    """
+    return [subprocess.Popen([sys.executable, "-c", BUSY_CODE], stdin=subprocess.DEVNULL, start_new_session=True)
             for _ in range(count)]
 
 
@@ -240,7 +246,8 @@ def bench_loaded(args) -> None:
                 if result.status not in ("ok", "pass", "fail"):
                     print(f"     {ex.id}: {result.status} after {times[level][ex.id]:.1f} s — {result.error}",
                           flush=True)
-            print(f"     all {len(exercises)} in {time.perf_counter() - started:.0f} s", flush=True)
+            print(f"     all {len(exercises)} in {time.perf_counter() - started:.0f} s; load average at the end "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)
         finally:
             runner.close()
             _stop(busy)
