@@ -65,7 +65,7 @@ SHOTS = [
     Shot("result", open="ce-on-probs", keys=("n", "r"), run=True, scroll_to="SeriesPlot", size=(100, 36),
          shows=("clean", "faulted", "nats")),
     Shot("progress", keys=("p",), size=(100, 52), shows=("Totals", "Brier score", "Accuracy over time")),
-    # Shot("fix-mode", open="head-split", keys=("f",)),   <- one line per new screen
+    Shot("fix-mode", open="head-split", keys=("f",), shows=("Fix it",)),
 ]
 
 T0 = datetime(2026, 1, 5, 9, 30, tzinfo=timezone.utc)
