@@ -96,7 +96,9 @@ def test_a_file_that_hangs_times_out_and_is_not_fixed(session, catalog):
     ex = replace(catalog.get("softmax-axis"), timeout_s=3.0)
     outcome = session.fix(ex, "while True:\n    pass\n")
     assert outcome.verdict.status == "not fixed" and outcome.verdict.yours_status == "timeout"
-    assert "did not finish within 3 s" in outcome.verdict.yours_error
+    # the limit is the exercise's 3 s, scaled by the machine's measured speed (issue 17)
+    assert "did not finish within" in outcome.verdict.yours_error
+    assert "this exercise's 3 s" in outcome.verdict.yours_error
     assert "clean" in outcome.result.observations  # the other sides measured meanwhile
 
 
