@@ -253,6 +253,12 @@ class Worker:
         self.stopped = False
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        # OpenMP threads that wait for each other spin by default. On a busy machine a
+        # spinning thread burns the time slice its preempted sibling needs: a check with
+        # two threads (one side on two cores, as the capstone's audit runs) took 29-37 s
+        # beside other work where a sleeping wait took 2-3 s, the same threads and the
+        # same numbers (issue 17). A policy set by the user wins.
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         if self.cores is not None:
             env["TUTOR_WORKER_CORES"] = str(max(1, self.cores))
         try:
