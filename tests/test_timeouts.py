@@ -121,6 +121,26 @@ def test_the_worker_measures_its_speed_once_when_it_starts(runner, catalog, monk
     assert limit.seconds == round(catalog.get("broadcast-loss").time_limit_s * limit.scale, 1)
 
 
+def test_the_worker_waits_for_its_threads_without_spinning_unless_told_otherwise(catalog, monkeypatch):
+    """OMP_WAIT_POLICY=PASSIVE reaches the worker (set before torch loads OpenMP); a user's own wins."""
+    def policy_of(runner) -> str:
+        hello = runner.warm_up()
+        with open(f"/proc/{hello['pid']}/environ", "rb") as fh:
+            env = dict(item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item)
+        return env[b"OMP_WAIT_POLICY"].decode()
+    if not os.path.exists("/proc/self/environ"):
+        pytest.skip("reads the worker's environment from /proc")
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    for wanted, env in (("PASSIVE", None), ("ACTIVE", "ACTIVE")):
+        if env:
+            monkeypatch.setenv("OMP_WAIT_POLICY", env)
+        r = Runner(catalog, "cpu")
+        try:
+            assert policy_of(r) == wanted
+        finally:
+            r.close()
+
+
 # --- a check that sleeps past the unscaled limit --------------------------------------------
 
 def sleepy(seconds: float) -> Side:

@@ -253,9 +253,11 @@ class Worker:
         self.stopped = False
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        # OpenMP threads that wait for work sleep instead of spinning: on a busy machine spinning
-        # threads fight the other processes for the cores (the capstone took 42 s with two spinning
-        # threads beside eight busy processes, 7 s with them passive). A learner's own setting wins.
+        # OpenMP threads that wait for each other spin by default. On a busy machine a
+        # spinning thread burns the time slice its preempted sibling needs: a check with
+        # two threads (one side on two cores, as the capstone's audit runs) took 29-37 s
+        # beside other work where a sleeping wait took 2-3 s, the same threads and the
+        # same numbers (issue 17). A policy set by the user wins.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         if self.cores is not None:
             env["TUTOR_WORKER_CORES"] = str(max(1, self.cores))
