@@ -106,7 +106,7 @@ def test_a_csv_is_read_with_its_header_in_any_case_and_every_row_checked(answers
     assert rows[3].answer == "-1/4" and rows[3].problem is None
     assert rows[4].problem.startswith("the learner name 'bob/x' is not allowed")
     assert rows[5].problem == "there is no exercise 'nope'; did you mean no-crop?"
-    assert rows[6].problem == "cannot read 'maybe' as bool; expected yes or no"
+    assert rows[6].problem == "cannot read 'maybe' as yes/no; expected yes or no"
     assert rows[7].submitted_at == "2026-11-29T11:00:00+00:00"
 
 
@@ -210,7 +210,7 @@ def test_the_gradebook_has_one_line_per_row_in_the_files_order(answers_csv, cata
     assert (ada["learner"], ada["exercise"], ada["answer"], ada["prediction"], ada["observed"]) == \
         ("ada", "head-split", "b", "b", "b")
     assert book[3]["answer"] == "-1/4" and book[3]["prediction"] == "-0.25" and book[3]["observed"] == "2"
-    assert book[6]["reason"] == "cannot read 'maybe' as bool; expected yes or no"
+    assert book[6]["reason"] == "cannot read 'maybe' as yes/no; expected yes or no"
     assert book[2]["saved"] == "no"
 
 
@@ -370,7 +370,7 @@ def test_grade_through_the_command_line_with_the_real_worker(tmp_path):
     data = json.loads(proc.stdout)
     assert [r["status"] for r in data["rows"]] == ["pass", "fail", "fail", "unreadable"]
     assert data["rows"][1]["observed"] == [3, 3] and data["rows"][2]["observed"] == 2.0
-    assert data["rows"][3]["reason"] == "cannot read 'perhaps' as bool; expected yes or no"
+    assert data["rows"][3]["reason"] == "cannot read 'perhaps' as yes/no; expected yes or no"
     assert (data["workers"], data["saved"], data["learners"], data["exit_code"]) == (1, 3, 2, 0)
     assert sorted(p.name for p in (tmp_path / "progress").glob("*.toml")) == ["ada%20lovelace.toml", "zo%C3%AB.toml"]
     assert (tmp_path / "answers-graded" / "gradebook.csv").read_text(encoding="utf-8").count("\n") == 5

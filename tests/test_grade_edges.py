@@ -207,7 +207,7 @@ def test_progress_gives_observed_the_run_commands_type_and_note_is_always_text(t
 def test_an_unreadable_answer_names_the_exercise_learner_and_prediction():
     data = envelope_of(tutor("run", "cache-offset", "--predict", "maybe", "--learner", "Zoë", "--json"), 2)
     assert (data["id"], data["learner"], data["prediction"]) == ("cache-offset", "Zoë", "maybe")
-    assert data["error"] == "cannot read 'maybe' as bool; expected yes or no (exercise cache-offset)"
+    assert data["error"] == "cannot read 'maybe' as yes/no; expected yes or no (exercise cache-offset)"
 
 
 def test_a_run_has_the_envelope_and_note_is_text(tmp_path):
