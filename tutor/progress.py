@@ -684,32 +684,23 @@ class ProgressStore:
 
     def _write_atomically(self, path: Path, data: dict) -> None:
         payload = tomli_w.dumps(data).encode("utf-8")
-        mode = _mode_for(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.folder)
-        try:
-            if hasattr(os, "fchmod"):
-                os.fchmod(fd, mode)  # mkstemp makes 0600; the file gets the mode the umask asks for
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(payload)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        _write_bytes_atomically(path, payload)
 
 
 def _write_bytes_atomically(path: Path, payload: bytes) -> None:
     """Write ``payload`` to a temporary file beside ``path``, fsync it, rename it over ``path``.
 
+    The one atomic writer of progress files and working copies: the file keeps its own mode, or
+    gets 0666 less the umask when new (:func:`_mode_for`).
+
     Raises:
         OSError: the folder is not writable (the temporary file is removed).
     """
+    mode = _mode_for(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)  # mkstemp makes 0600; the file gets the mode the umask asks for
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()
@@ -721,6 +712,8 @@ def _write_bytes_atomically(path: Path, payload: bytes) -> None:
         except OSError:
             pass
         raise
+
+
 def _display_name(data: dict, learner: str) -> str:
     """The name a progress file shows: the one it holds when that is the same learner, else ``learner``."""
     held = data.get("learner")
