@@ -65,6 +65,7 @@ from typing import Any, Callable, Iterable
 from exercises import answers
 from tutor.cli.learner import catalog as load_catalog
 from tutor.cli.replies import EXIT_CHECK, EXIT_USAGE, CouldNotRun, GradeReply, UsageError
+from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; the rest score 0 with a reason
 from tutor.sandbox.runner import RunResult
 
 #: Column names as the answers file may spell them (lower case), by the name used here.
@@ -77,8 +78,6 @@ MAX_ANSWERS_BYTES = 64 * 1024 * 1024
 #: The gradebook's columns, in order.
 GRADEBOOK_COLUMNS = ("line", "learner", "exercise", "answer", "status", "score", "prediction", "observed",
                      "reason", "submitted_at", "seed", "device", "duration_s", "saved", "note_saved")
-#: Statuses of a row whose check ran to a verdict; the rest score 0 with a reason.
-GRADED = ("pass", "fail")
 
 
 # --- reading the answers ----------------------------------------------------------------------
