@@ -67,6 +67,7 @@ from tutor.cli.learner import catalog as load_catalog
 from tutor.cli.replies import EXIT_CHECK, EXIT_USAGE, CouldNotRun, GradeReply, UsageError
 from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; the rest score 0 with a reason
 from tutor.sandbox.runner import RunResult
+from tutor.store.files import spreadsheet_safe, write_text_atomically
 
 #: Column names as the answers file may spell them (lower case), by the name used here.
 COLUMNS = {"learner": ("learner", "name", "student"), "exercise": ("exercise", "id", "exercise_id"),
@@ -503,16 +504,6 @@ class _NoRunner:
         pass
 
 
-def spreadsheet_safe(value: Any) -> Any:
-    """A gradebook cell that a spreadsheet will show, never run: text starting like a formula gets a
-    leading ``'`` unless it is only a number (``-0.25``, ``-1/4`` and ``1e-3`` stay as they are)."""
-    if not isinstance(value, str) or not value or value[0] not in "=+-@\t\r":
-        return value
-    if value[0] in "+-" and all(ch in "0123456789.,/eE+- " for ch in value[1:]) and any(c.isdigit() for c in value):
-        return value
-    return "'" + value
-
-
 def gradebook_csv(results: list[RowResult]) -> str:
     """The gradebook: :data:`GRADEBOOK_COLUMNS`, one line per answers row, in the file's order."""
     out = io.StringIO(newline="")
@@ -602,24 +593,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: the old file or the new one."""
-    from tutor.store.files import current_umask
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        if hasattr(os, "fchmod"):
-            os.fchmod(fd, 0o666 & ~current_umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 # --- the command ------------------------------------------------------------------------------
 
 @dataclass
@@ -667,8 +640,8 @@ def command(args, events) -> GradeReply:
         save_results(catalog, results, store, events.notice)
     gradebook, results_path = out / "gradebook.csv", out / "results.json"
     try:
-        write_atomically(gradebook, gradebook_csv(results))
-        write_atomically(results_path, json.dumps(results_json(catalog, results, str(args.answers)), indent=2) + "\n")
+        write_text_atomically(gradebook, gradebook_csv(results))
+        write_text_atomically(results_path, json.dumps(results_json(catalog, results, str(args.answers)), indent=2) + "\n")
     except OSError as exc:
         raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
     counts: dict[str, int] = {}

@@ -47,6 +47,7 @@ from tutor.cli.learner import catalog_or_none
 from tutor.cli.replies import EXIT_USAGE, ReportReply, UsageError
 from tutor.model.attempts import ExerciseProgress, ProgressError, confidence_of, is_prediction
 from tutor.model.calibration import calibrate
+from tutor.store.files import spreadsheet_safe
 from tutor.store.progress import DamagedProgressError, ProgressStore
 
 
@@ -278,7 +279,6 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
     for n in range(1, top + 1):
         header += [f"wrong_prediction_{n}", f"wrong_prediction_{n}_learners"]
     writer.writerow(header)
-    from tutor.instructor.grade import spreadsheet_safe
     for e in report.exercises:
         row = [e.id, e.set or "", e.title or "", e.tried, e.solved_first, e.ever_solved, _number(e.median_attempts),
                _number(e.median_attempts_to_solve), e.other_attempts, len(e.notes)]
