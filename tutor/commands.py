@@ -12,7 +12,8 @@ raises :class:`UsageError` (exit 2); a check that cannot run at all raises
 
 Exit codes (``tutor run``): 0 the prediction matched, 1 it did not, 2 a usage
 or input error, 3 the check itself could not run (the subject raised,
-crashed or timed out, or the check worker would not start).
+crashed or timed out, or the check worker would not start), 4 the attempt
+could not be saved (``run``, ``fix``, ``break`` and ``grade --save`` alike).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from exercises import answers
 from exercises.faults import diff
 
 EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, EXIT_CHECK = 0, 1, 2, 3
+#: The work was done but what it produced could not be saved (a full disk, a read-only progress file).
+EXIT_SAVE = 4
 
 
 class UsageError(Exception):
@@ -159,6 +162,13 @@ class GradeReply(Reply):
 
     rows: list = field(default_factory=list)
     summary: Any = None
+
+
+@dataclass
+class GradescopeReply(Reply):
+    """``tutor gradescope``: the results.json written (``data["result"]``) and where it went."""
+
+    path: Any = None
 
 
 @dataclass
@@ -378,6 +388,9 @@ def run(args, events: Events) -> RunReply:
     data["note_saved"] = outcome.note_saved
     data["confidence"] = confidence  # as given with --confidence (saved with the attempt), or None
     code = {"pass": EXIT_MATCH, "fail": EXIT_MISMATCH}.get(result.status, EXIT_CHECK)
+    if outcome.save_error and code != EXIT_CHECK:
+        code = EXIT_SAVE
+        data["error"] = outcome.save_error
     return RunReply(data, code, exercise=ex, result=result, saved_to=saved)
 
 
@@ -433,7 +446,11 @@ def _edit(args, events: Events, mode: str) -> EditReply:
     data = edit_data(ex, outcome)
     data["saved_to"] = str(outcome.saved_to) if outcome.saved_to else None
     data["working_copy"] = working_copy
-    return EditReply(data, edit_exit_code(outcome), exercise=ex, outcome=outcome, saved_to=data["saved_to"],
+    code = edit_exit_code(outcome)
+    if outcome.save_error and code != EXIT_CHECK:
+        code = EXIT_SAVE
+        data["error"] = f"the attempt was not saved: {outcome.save_error}"
+    return EditReply(data, code, exercise=ex, outcome=outcome, saved_to=data["saved_to"],
                      working_copy=working_copy)
 
 
@@ -841,6 +858,13 @@ def grade(args, events: Events) -> GradeReply:
     return grading.command(args, events)
 
 
+def gradescope(args, events: Events) -> "GradescopeReply":
+    """``tutor gradescope``: one Gradescope submission graded into its results.json; see
+    :mod:`tutor.instructor.gradescope`."""
+    from tutor.instructor import gradescope as autograder
+    return autograder.command(args, events)
+
+
 def report(args, events: Events) -> ReportReply:
     """``tutor report DIR``: see :mod:`tutor.report`."""
     from tutor import report as reporting
@@ -869,4 +893,5 @@ def tui(args) -> int:
 
 #: The headless commands by name (``tutor audit`` and the TUI are dispatched apart).
 COMMANDS = {"list": list_, "show": show, "run": run, "check": check, "progress": progress, "grade": grade,
+            "gradescope": gradescope,
             "report": report, "fix": fix, "break": break_, "review": review}

@@ -32,7 +32,7 @@ from functools import singledispatchmethod
 from typing import Any
 
 from exercises import answers
-from tutor.commands import (CheckReply, EditReply, EveryoneReply, GradeReply, ListReply, ProgressReply, Reply,
+from tutor.commands import (CheckReply, EditReply, EveryoneReply, GradeReply, GradescopeReply, ListReply, ProgressReply, Reply,
                             ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
 
 #: The version of the JSON objects the commands print (see the module docstring).
@@ -303,6 +303,16 @@ class RichOutput:
     def _(self, reply: GradeReply) -> None:
         from tutor.grade import show_summary
         show_summary(self.console, reply)
+
+    @show.register
+    def _(self, reply: GradescopeReply) -> None:
+        from rich.text import Text
+        result = reply.data.get("result", {})
+        self.console.print(Text(f"Gradescope result: {result.get('score', 0):g} of {result.get('max_score', 0):g} "
+                                f"points over {len(result.get('tests', []))} tests, written to {reply.path}",
+                                style="bold"))
+        if reply.data.get("error"):
+            fail(reply.data["error"])
 
     @show.register
     def _(self, reply: ReportReply) -> None:

@@ -141,6 +141,8 @@ class Attempt:
     confidence: int | None = None
     #: True once the learner reset the exercise after this attempt (kept, but no longer counted as current)
     before_reset: bool = False
+    #: the graded submission's id (``tutor grade``: learner, exercise, answer, submitted_at), or ""
+    submission: str = ""
 
     @classmethod
     def of(cls, result, confidence: int | None = None) -> "Attempt":
@@ -196,7 +198,7 @@ class Attempt:
 
 
 #: Optional attempt keys and the value that means "not given": written only when they differ from it.
-_UNSET_KEYS = {"confidence": None, "before_reset": False}
+_UNSET_KEYS = {"confidence": None, "before_reset": False, "submission": ""}
 
 
 #: The confidences a learner may state, in percent: 50 (a coin toss between two answers) to 100 (certain).
@@ -545,10 +547,14 @@ class ProgressStore:
         return _progress(learner, reading.data, _settle(path, reading), read_only=reading.newer is not None)
 
     def record_attempt(self, learner: str, exercise_id: str, attempt: Attempt) -> LearnerProgress:
-        """Append one attempt, under the lock, atomically."""
+        """Append one attempt, under the lock, atomically; an attempt carrying a submission id the
+        exercise holds already (the same graded answer saved twice) leaves the file as it was."""
         def change(data: dict) -> None:
             entry = data.setdefault("exercises", {}).setdefault(exercise_id, {})
-            entry.setdefault("attempts", []).append(attempt.to_dict())
+            attempts = entry.setdefault("attempts", [])
+            if attempt.submission and any(a.get("submission") == attempt.submission for a in attempts):
+                return
+            attempts.append(attempt.to_dict())
         return self._update(learner, change)
 
     def reset(self, learner: str, exercise_id: str) -> LearnerProgress:

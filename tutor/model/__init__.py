@@ -1,0 +1,1 @@
+"""Pure rules of the tutor: no files, no processes, no views."""
