@@ -828,6 +828,19 @@ def _progress_of_everyone(args) -> EveryoneReply:
             row["error"] = str(exc)
             rows.append(row)
             continue
+        if loaded.read_only:
+            from tutor.progress import _read_bytes, classify
+            try:
+                newer = classify(_read_bytes(file.path))
+            except ProgressError:
+                newer = None
+            if newer is not None and newer.newer is not None and newer.data is None:
+                # a newer tutor's file in a shape this one cannot read: named, never an empty learner
+                row["error"] = (f"{file.path} was written by a newer tutor (format {newer.newer}) in a shape this "
+                                "one cannot read; upgrade tutor to see it")
+                rows.append(row)
+                continue
+            row["read_only"] = True
         row["learner"] = loaded.learner
         entries = loaded.exercises.values()
         times = [a.time for e in entries for a in e.attempts]

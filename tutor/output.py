@@ -220,7 +220,7 @@ class RichOutput:
         # every column wraps at words (an id is never broken: ids hold no spaces)
         table = WordTable(["exercise", "attempts", "last answer", "observed", "ever solved", "note"])
         for ex_id, p in sorted(progress.exercises.items()):
-            last = p.attempts[-1] if p.attempts else None
+            last = p.latest  # the one rule of which attempt counts, as results.json and the report use
             observed = last.observed if last else "-"
             if last and ex_id in reply.seeded:
                 observed += f" (seed {last.seed})"  # which mystery the last attempt met

@@ -35,7 +35,8 @@ learner reset the exercise after it: it is kept, but the exercise shows as
 fresh; the entry's ``reset_time`` says when). Both are optional: a file
 without them reads as it always did.
 
-Every change takes a file lock (``filelock``), re-reads the file, applies the
+Every change takes the folder's one file lock (``filelock``, ``.tutor.lock``: no
+lock file is left beside each progress file), re-reads the file, applies the
 change and writes the whole file to a temporary file that is then renamed over
 the old one, so concurrent ``tutor run`` processes never lose an attempt and a
 killed process leaves the old file or the new one. A file that cannot be read
@@ -78,6 +79,8 @@ FORMAT_VERSION = 2
 OLDER_VERSIONS = (1,)
 #: The folder, inside the progress folder, that holds learners' working copies (edit mode).
 WORK_FOLDER = "work"
+#: The one lock file of a progress folder: every change to a file in it takes it (none beside each file).
+FOLDER_LOCK = ".tutor.lock"
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_NOTE_CHARS = 20_000
 #: The learner name used when neither a flag, TUTOR_LEARNER nor a safe login name gives one.
@@ -94,7 +97,7 @@ MAX_STEM_BYTES = 200
 #: Characters a file name keeps as they are; every other character of a learner's key is written %XX.
 _STEM_SAFE = "abcdefghijklmnopqrstuvwxyz0123456789._-"
 #: Punctuation a learner name may hold beside letters, digits and single spaces (O'Brien, Ada-Mae, a.b_c).
-_NAME_PUNCTUATION = "._-'\u2019"
+_NAME_PUNCTUATION = "._-'\u2019@,()+"
 #: Device names Windows reserves whatever the extension: such a stem has its first letter written %XX.
 _RESERVED_STEMS = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 
@@ -251,6 +254,13 @@ class ExerciseProgress:
         return any(a.correct for a in self.current if a.mode == "predict")
 
     @property
+    def latest(self) -> Attempt | None:
+        """The attempt that counts (:func:`tutor.model.attempts.counting`: the latest time, the file's
+        order at a tie), or None."""
+        from tutor.model.attempts import counting
+        return counting(self.attempts, lambda a: a.time)
+
+    @property
     def predictions(self) -> list[Attempt]:
         """The attempts that were predictions (``mode = "predict"``), in order."""
         return [a for a in self.attempts if a.mode == "predict"]
@@ -291,8 +301,10 @@ def validate_learner(name: str) -> str:
     """Return ``name`` tidied (Unicode NFC, spaces trimmed and single) if it is a usable learner name.
 
     A name holds letters and digits of any script, single spaces, dots,
-    dashes, underscores and apostrophes ("Zoë", "Ada Lovelace", "O'Brien",
-    "李雷"), 1-64 characters starting with a letter or digit. Two names that
+    dashes, underscores, apostrophes, and the ``@ , ( ) +`` an LMS export's
+    names and e-mail addresses carry ("Zoë", "Ada Lovelace", "O'Brien",
+    "李雷", "ada@uni.edu", "García, José (TA)"), 1-64 characters starting
+    with a letter or digit. Two names that
     differ only by case are one learner (:func:`learner_key`); the progress
     file's name is derived from the key (:func:`file_stem`), never typed.
 
@@ -306,8 +318,8 @@ def validate_learner(name: str) -> str:
     if not _usable_name(tidy):
         shown = repr(name)[:40]
         raise ProgressError(f"the learner name {shown} is not allowed; use 1-{MAX_LEARNER_CHARS} letters of any "
-                            "script, digits, spaces, dots, dashes, underscores or apostrophes, starting with a "
-                            "letter or digit")
+                            "script, digits, spaces, dots, dashes, underscores, apostrophes or @ , ( ) +, "
+                            "starting with a letter or digit")
     if len(_stem_of_key(learner_key(tidy)).encode()) > MAX_STEM_BYTES:
         raise ProgressError(f"the learner name {repr(tidy)[:40]} is too long for a file name once written "
                             "safely; use a shorter name")
@@ -670,7 +682,7 @@ class ProgressStore:
         path = self.path(learner)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            with FileLock(str(path) + ".lock", timeout=30):
+            with FileLock(str(self.folder / FOLDER_LOCK), timeout=30):
                 reading = classify(_read_bytes(path))
                 if reading.newer is not None:
                     raise ProgressError(_newer_warning(path, reading.newer))
@@ -682,7 +694,7 @@ class ProgressStore:
                 self._write_atomically(path, data)
         except Timeout:
             raise ProgressError(f"another tutor holds the lock on {path} for over 30 s; "
-                                "close it or delete the .lock file") from None
+                                f"close it or delete {self.folder / FOLDER_LOCK}") from None
         except OSError as exc:
             raise ProgressError(f"cannot write progress to {path} ({exc.strerror or exc}); "
                                 "choose a writable folder with --progress-dir") from None
@@ -792,7 +804,8 @@ def classify(raw: bytes | None) -> Reading:
         return Reading(problem=f"it is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
     try:
         # newlines translated as a text-mode read does, so a file's CR or CRLF line ends read alike
-        data = tomllib.loads(raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n"))
+        # a UTF-8 byte-order mark (an editor on Windows saved it) is read, not taken for damage
+        data = tomllib.loads(raw.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return Reading(problem=f"it is not valid TOML ({str(exc).splitlines()[0][:80]})")
     version = data.get("format_version")

@@ -6,6 +6,10 @@ Per exercise, over the learners whose files hold attempts at it:
   a prediction; outcomes such as a timeout, and fix or break attempts of edit
   mode, are counted apart in ``other_attempts``);
 * ``solved_first`` — learners whose first graded attempt matched;
+* ``solved_latest`` — learners whose attempt that counts (the latest, as
+  ``results.json`` and ``tutor progress`` pick it:
+  :func:`tutor.model.attempts.counting`) matched; attempts are read in
+  that one time order everywhere here;
 * ``ever_solved`` — learners with a matching attempt at all;
 * ``median_attempts`` — the median number of graded attempts of those who
   tried, and ``median_attempts_to_solve`` of those who solved it (the
@@ -41,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tutor.commands import EXIT_USAGE, ReportReply, UsageError, catalog_or_none
+from tutor.model.attempts import in_time_order
 
 #: Attempt statuses that are graded predictions.
 GRADED = ("pass", "fail")
@@ -70,6 +75,7 @@ class ExerciseReport:
     in_catalog: bool = True
     tried: int = 0
     solved_first: int = 0
+    solved_latest: int = 0
     ever_solved: int = 0
     median_attempts: float | None = None
     median_attempts_to_solve: float | None = None
@@ -79,7 +85,8 @@ class ExerciseReport:
 
     def to_dict(self) -> dict:
         return {"id": self.id, "title": self.title, "set": self.set, "in_catalog": self.in_catalog,
-                "tried": self.tried, "solved_first": self.solved_first, "ever_solved": self.ever_solved,
+                "tried": self.tried, "solved_first": self.solved_first, "solved_latest": self.solved_latest,
+                "ever_solved": self.ever_solved,
                 "median_attempts": self.median_attempts, "median_attempts_to_solve": self.median_attempts_to_solve,
                 "other_attempts": self.other_attempts,
                 "wrong_predictions": [w.to_dict() for w in self.wrong_predictions],
@@ -209,7 +216,7 @@ class _Tally:
     """One exercise's counts while the files are read."""
 
     def __init__(self) -> None:
-        self.tried = self.solved_first = self.ever_solved = self.other = 0
+        self.tried = self.solved_first = self.solved_latest = self.ever_solved = self.other = 0
         self.attempts: list[int] = []
         self.to_solve: list[int] = []
         self.wrong_learners: dict[str, set] = defaultdict(set)
@@ -226,6 +233,7 @@ class _Tally:
                     confident.append((confidence, bool(a.get("correct"))))
             else:
                 self.other += 1
+        graded = in_time_order(graded, lambda a: a.get("time"))  # the one rule: results.json and progress agree
         note = entry.get("note", "")
         if note.strip():
             self.notes.append({"learner": learner, "note": note})
@@ -234,6 +242,7 @@ class _Tally:
         self.tried += 1
         self.attempts.append(len(graded))
         self.solved_first += bool(graded[0].get("correct"))
+        self.solved_latest += bool(graded[-1].get("correct"))
         first_right = next((n for n, a in enumerate(graded, 1) if a.get("correct")), None)
         if first_right is not None:
             self.ever_solved += 1
@@ -250,7 +259,7 @@ class _Tally:
                        key=lambda w: (-w.learners, -w.attempts, w.prediction))
         return ExerciseReport(
             id=ex_id, title=ex.title if ex else None, set=ex.set if ex else None, in_catalog=ex is not None,
-            tried=self.tried, solved_first=self.solved_first, ever_solved=self.ever_solved,
+            tried=self.tried, solved_first=self.solved_first, solved_latest=self.solved_latest, ever_solved=self.ever_solved,
             median_attempts=_median(self.attempts), median_attempts_to_solve=_median(self.to_solve),
             other_attempts=self.other, wrong_predictions=wrong[:top],
             notes=sorted(self.notes, key=lambda n: n["learner"].casefold()))

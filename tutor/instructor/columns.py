@@ -118,20 +118,21 @@ def resolve(header: list[str], named: dict | None = None, source: str = "the ans
         elif n in SYNONYMS:
             claims.setdefault(SYNONYMS[n], []).append((1, i))
         elif n in AMBIGUOUS:
-            field, other = AMBIGUOUS[n]
-            if field in named:
-                continue  # the instructor said which column that field is: this one is something else
-            raise UsageError(f"the column {h.strip()!r} of {source} may be the {field} or {other}, so it is not "
-                             f"guessed; say which with --columns {field}={h.strip()} or --columns {field}=- "
-                             f"(the header has {shown})")
+            claims.setdefault(AMBIGUOUS[n][0], []).append((2, i))
     for field, found in claims.items():
         if field in named:
-            continue
+            continue  # the instructor said which column that field is: the others are something else
         if len(found) > 1:
             both = " and ".join(repr(header[i].strip()) for _, i in found)
             raise UsageError(f"{source} has {len(found)} columns that may be the {field} ({both}); say which "
                              f"with --columns {field}={header[found[0][1]].strip()}")
-        columns[field] = found[0][1]
+        kind, i = found[0]
+        if kind == 2:
+            other = AMBIGUOUS[normal(header[i])][1]
+            raise UsageError(f"the column {header[i].strip()!r} of {source} may be the {field} or {other}, so it is "
+                             f"not guessed; say which with --columns {field}={header[i].strip()} or --columns "
+                             f"{field}=- (the header has {shown})")
+        columns[field] = i
     missing = [f for f in REQUIRED if f not in columns]
     if missing:
         raise UsageError(f"{source} has no column {', '.join(missing)} in its header (it has {shown}); the header "
