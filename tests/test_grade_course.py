@@ -23,6 +23,11 @@ from tutor.instructor.columns import parse_columns
 from tutor.progress import Attempt, ProgressError, ProgressStore, file_stem, validate_learner
 
 
+@pytest.fixture(autouse=True)
+def _fresh_fakes():
+    FakeRunner.made = []
+
+
 def write(tmp_path, name, text):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
