@@ -368,3 +368,67 @@ def test_a_newer_format_file_is_named_never_an_empty_learner(tmp_path):
     bob = next(r for r in data["learners"] if r["file"].endswith("bob.toml"))
     assert "newer tutor (format 99)" in bob["error"] and "tried" not in bob
     assert code == 2
+
+
+# --- SIGTERM ----------------------------------------------------------------------------------------
+
+def _workers_of(pid):
+    import os
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and b"tutor.worker" in cmd:
+            found.append(int(entry))
+    return found
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc"), reason="reads /proc to find the worker")
+def test_sigterm_ends_the_grading_and_its_worker_within_2_s(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    answers = write(tmp_path, "a.csv", "learner,exercise,answer\nada,head-split,b\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tutor.cli", "grade", "--answers", str(answers), "--out",
+                             str(tmp_path / "o"), "--device", "cpu"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        workers = []
+        while not workers and time.monotonic() < deadline and proc.poll() is None:
+            workers = _workers_of(proc.pid)
+            time.sleep(0.05)
+        assert workers, "the grading started no worker"
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+        while any(_alive(w) for w in workers) and time.monotonic() - sent < 5:
+            time.sleep(0.05)
+        took = time.monotonic() - sent
+        assert not any(_alive(w) for w in workers) and took <= 2.0, f"the worker outlived SIGTERM by {took:.1f} s"
+        assert proc.returncode != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for w in _workers_of(proc.pid):
+            try:
+                os.killpg(w, signal.SIGKILL)
+            except OSError:
+                pass
