@@ -28,6 +28,8 @@ def time_key(stamp: str | None) -> tuple[int, str]:
     every timed attempt). A time that does not read as ISO 8601 is compared as its text."""
     if not stamp:
         return (0, "")
+    if len(stamp) == 25 and stamp.endswith("+00:00") and stamp[10] == "T":
+        return (1, stamp[:19])  # the form tutor writes (UTC, seconds): compared as it is, nothing to parse
     text = stamp.strip()
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
@@ -35,12 +37,17 @@ def time_key(stamp: str | None) -> tuple[int, str]:
         return (1, text)
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
-    return (1, when.astimezone(timezone.utc).isoformat(timespec="microseconds"))
+    utc = when.astimezone(timezone.utc)
+    return (1, utc.strftime("%Y-%m-%dT%H:%M:%S") + (f".{utc.microsecond:06d}" if utc.microsecond else ""))
 
 
 def in_time_order(items: Sequence[T], time_of: Callable[[T], str | None]) -> list[T]:
     """``items`` in the order the rule above gives (a stable sort: the given order breaks ties)."""
-    return [item for _, item in sorted(enumerate(items), key=lambda pair: (time_key(time_of(pair[1])), pair[0]))]
+    keys = [time_key(time_of(item)) for item in items]
+    if all(a <= b for a, b in zip(keys, keys[1:])):
+        return list(items)  # already in time order, as a progress file's attempts nearly always are
+    order = sorted(range(len(items)), key=keys.__getitem__)  # sorted() is stable: ties keep the given order
+    return [items[i] for i in order]
 
 
 def counting(items: Sequence[T], time_of: Callable[[T], str | None]) -> T | None:
