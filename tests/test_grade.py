@@ -240,7 +240,7 @@ def test_results_are_gradescope_style_with_the_last_submission_counting(answers_
     by_learner = {e["extra_data"]["learner"]: e for e in data["learners"]}
     assert set(by_learner) == {"ada", "Ada Lovelace", "bob", "Zoë"}
     ada = by_learner["ada"]
-    assert (ada["score"], ada["max_score"]) == (1.0, 4.0)
+    assert (ada["score"], ada["extra_data"]["max_score"]) == (1.0, 4.0)
     tests = {t["extra_data"]["exercise"]: t for t in ada["tests"]}
     assert tests["head-split"]["status"] == "passed" and tests["head-split"]["score"] == 1.0
     assert tests["head-split"]["output"] == "You predicted b. The check observed b. Your prediction matched."

@@ -57,8 +57,8 @@ def test_max_score_comes_from_the_assignment_and_other_exercises_are_reported_no
     assert [r.runs for r in FakeRunner.made] == [[("head-split", None, 0), ("broadcast-loss", None, 0)]]  # not run
     results = json.loads((tmp_path / "o" / "results.json").read_text())
     by = {e["extra_data"]["learner"]: e for e in results["learners"]}
-    assert (by["ada"]["score"], by["ada"]["max_score"]) == (2.0, 3.0)  # head-split is worth 2; skip-zero-grad 0
-    assert (by["bob"]["score"], by["bob"]["max_score"]) == (1.0, 3.0)
+    assert (by["ada"]["score"], by["ada"]["extra_data"]["max_score"]) == (2.0, 3.0)  # head-split is worth 2; skip-zero-grad 0
+    assert (by["bob"]["score"], by["bob"]["extra_data"]["max_score"]) == (1.0, 3.0)
     assert [t["max_score"] for t in by["ada"]["tests"]] == [2.0, 1.0]
 
 

@@ -369,7 +369,8 @@ class RowResult:
         save_error: why an attempt that should have been saved was not, else None.
         note_saved: whether the row's note was saved with it.
         already_saved: the progress file held this submission already (``--save`` twice).
-        verdict: a fix's verdict as its text (``fixed``, ``not fixed``, ...), else None.
+        verdict: a fix's verdict as its sentence, else None.
+        diff: a fix's unified diff against the clean file (the gradebook's answer cell), else None.
     """
 
     row: AnswerRow
@@ -383,6 +384,7 @@ class RowResult:
     note_saved: bool = False
     already_saved: bool = False
     verdict: str | None = None
+    diff: str | None = None
 
     @property
     def learner(self) -> str | None:
@@ -405,11 +407,13 @@ class RowResult:
         r, res = self.row, self.result
         observed = res.observed if res is not None else None
         score = self.score
-        return {"line": r.line, "learner": r.learner, "key": r.key, "exercise": r.exercise, "answer": r.answer,
+        return {"line": r.line, "learner": r.learner, "key": r.key, "exercise": r.exercise,
+                "answer": self.diff if self.diff is not None else r.answer,
                 "mode": r.mode, "status": self.status, "score": int(score) if float(score).is_integer() else score,
                 "points": int(self.points) if float(self.points).is_integer() else self.points,
                 "correct": res.correct if res else None,
-                "prediction_text": res.prediction_text if res else None, "observed": observed,
+                "prediction_text": res.prediction_text if res and r.mode == "predict" else None,
+                "observed": observed,
                 "observed_text": _shown(res), "verdict": self.verdict, "reason": self.reason,
                 "warnings": list(r.warnings), "note": r.note or "", "submitted_at": r.submitted_at, "seed": r.seed,
                 "device": res.device if res else None,

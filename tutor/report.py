@@ -18,6 +18,9 @@ Per exercise, over the learners whose files hold attempts at it:
   number of learners who made it and of attempts that made it: the class's
   misconceptions. Predictions are compared as the exercise reads them
   (``3x3`` and ``(3, 3)`` are one prediction) when the catalog knows it;
+* ``fix_tried`` / ``fix_fixed`` — learners with a fix-mode attempt (``tutor
+  fix``, ``tutor grade --fixes``), and those whose attempt that counts (the
+  latest) fixed it;
 * ``notes`` — the learners' explain-back notes.
 
 Per learner whose attempts carry a ``confidence`` (50-100 %, or 0.5-1.0;
@@ -80,6 +83,8 @@ class ExerciseReport:
     median_attempts: float | None = None
     median_attempts_to_solve: float | None = None
     other_attempts: int = 0
+    fix_tried: int = 0
+    fix_fixed: int = 0
     wrong_predictions: list[WrongPrediction] = field(default_factory=list)
     notes: list[dict] = field(default_factory=list)
 
@@ -88,7 +93,7 @@ class ExerciseReport:
                 "tried": self.tried, "solved_first": self.solved_first, "solved_latest": self.solved_latest,
                 "ever_solved": self.ever_solved,
                 "median_attempts": self.median_attempts, "median_attempts_to_solve": self.median_attempts_to_solve,
-                "other_attempts": self.other_attempts,
+                "other_attempts": self.other_attempts, "fix_tried": self.fix_tried, "fix_fixed": self.fix_fixed,
                 "wrong_predictions": [w.to_dict() for w in self.wrong_predictions],
                 "note_count": len(self.notes), "notes": self.notes}
 
@@ -217,6 +222,7 @@ class _Tally:
 
     def __init__(self) -> None:
         self.tried = self.solved_first = self.solved_latest = self.ever_solved = self.other = 0
+        self.fix_tried = self.fix_fixed = 0
         self.attempts: list[int] = []
         self.to_solve: list[int] = []
         self.wrong_learners: dict[str, set] = defaultdict(set)
@@ -225,6 +231,10 @@ class _Tally:
 
     def add(self, learner: str, entry: dict, read, ex_id: str, confident: list) -> None:
         graded = []
+        fixes = [a for a in entry.get("attempts", []) if a.get("mode") == "fix"]
+        if fixes:
+            self.fix_tried += 1
+            self.fix_fixed += bool(in_time_order(fixes, lambda a: a.get("time"))[-1].get("correct"))
         for a in entry.get("attempts", []):
             if a.get("status") in GRADED and a.get("mode") in PREDICTION_MODES:
                 graded.append(a)
@@ -261,7 +271,7 @@ class _Tally:
             id=ex_id, title=ex.title if ex else None, set=ex.set if ex else None, in_catalog=ex is not None,
             tried=self.tried, solved_first=self.solved_first, solved_latest=self.solved_latest, ever_solved=self.ever_solved,
             median_attempts=_median(self.attempts), median_attempts_to_solve=_median(self.to_solve),
-            other_attempts=self.other, wrong_predictions=wrong[:top],
+            other_attempts=self.other, fix_tried=self.fix_tried, fix_fixed=self.fix_fixed, wrong_predictions=wrong[:top],
             notes=sorted(self.notes, key=lambda n: n["learner"].casefold()))
 
 
@@ -304,14 +314,16 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
               "median_attempts_to_solve", "other_attempts", "notes"]
     for n in range(1, top + 1):
         header += [f"wrong_prediction_{n}", f"wrong_prediction_{n}_learners"]
+    header += ["solved_latest", "fix_tried", "fix_fixed"]
     writer.writerow(header)
-    from tutor.grade import spreadsheet_safe
+    from tutor.instructor.gradebook import spreadsheet_safe
     for e in report.exercises:
         row = [e.id, e.set or "", e.title or "", e.tried, e.solved_first, e.ever_solved, _number(e.median_attempts),
                _number(e.median_attempts_to_solve), e.other_attempts, len(e.notes)]
         for n in range(top):
             w = e.wrong_predictions[n] if n < len(e.wrong_predictions) else None
             row += [w.prediction, w.learners] if w else ["", ""]
+        row += [e.solved_latest, e.fix_tried, e.fix_fixed]
         writer.writerow([spreadsheet_safe(c) for c in row])
     return out.getvalue()
 
@@ -330,13 +342,15 @@ def show_report(console, report: ClassReport) -> None:
     if report.exercises:
         table = Table()
         table.add_column("exercise", no_wrap=True)
-        for column in ("tried", "1st try", "solved", "median tries", "notes"):
+        fixes = any(e.fix_tried for e in report.exercises)
+        for column in ("tried", "1st try", "solved", "median tries", "notes") + (("fixed",) if fixes else ()):
             table.add_column(column, justify="right", overflow="fold")
         table.add_column("wrong predictions (learners)", overflow="fold", ratio=1)
         for e in report.exercises:
             wrong = " · ".join(f"{w.prediction} ×{w.learners}" for w in e.wrong_predictions) or "-"
-            table.add_row(e.id if e.in_catalog else f"{e.id} (not in the catalog)", str(e.tried), str(e.solved_first),
-                          str(e.ever_solved), _number(e.median_attempts) or "-", str(len(e.notes)), Text(wrong))
+            cells = [str(e.tried), str(e.solved_first), str(e.ever_solved), _number(e.median_attempts) or "-",
+                     str(len(e.notes))] + ([f"{e.fix_fixed}/{e.fix_tried}"] if fixes else [])
+            table.add_row(e.id if e.in_catalog else f"{e.id} (not in the catalog)", *cells, Text(wrong))
         console.print(table)
     if report.calibration:
         table = Table(title="Calibration: confidence against how often right")

@@ -1,6 +1,7 @@
 """Results in Gradescope's format, from graded rows (the ``to_dict`` of ``tutor.grade.RowResult``).
 
 One learner's result is what Gradescope's autograder reads from
+(the assignment's total is Gradescope's own setting: ``max_score`` is kept in ``extra_data``)
 ``/autograder/results/results.json``: ``score``, ``output``,
 ``execution_time``, ``visibility``, ``stdout_visibility`` and one test per
 exercise of the assignment, each with ``name``, ``score``, ``max_score``,
@@ -51,12 +52,12 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
     score = sum(t["score"] for t in tests)
     who = name or next((r.get("learner") for r in rows if r.get("learner")), "") or ""
     elapsed = sum(r.get("duration_s") or 0.0 for r in rows if not r.get("reused"))
-    return {"score": score, "max_score": assignment.max_score, "execution_time": round(elapsed, 3),
+    return {"score": score, "execution_time": round(elapsed, 3),
             "output": f"{who + ': ' if who else ''}{score:g} of {assignment.max_score:g} points: "
                       f"{sum(t['score'] > 0 for t in tests)} of {len(tests)} exercises matched what their checks "
                       "observed.",
             "visibility": "visible", "stdout_visibility": "hidden",
-            "extra_data": {"learner": who, "assignment": assignment.name,
+            "extra_data": {"learner": who, "max_score": assignment.max_score, "assignment": assignment.name,
                            "inferred_assignment": assignment.inferred}, "tests": tests}
 
 
