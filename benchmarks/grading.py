@@ -49,8 +49,8 @@ def load() -> str:
 def answers_of(ids=EXERCISES) -> dict:
     """{exercise: (right, wrong)}: right is what the check observes now, wrong another answer of its kind."""
     from exercises import answers
-    from tutor.catalog import load_catalog
-    from tutor.runner import Runner
+    from tutor.model.catalog import load_catalog
+    from tutor.sandbox.runner import Runner
     catalog = load_catalog()
     runner = Runner(catalog, device="cpu")
     out = {}
@@ -143,7 +143,7 @@ def grade_section(name: str, learners: int, pairs: dict, junk_every: int = 0, ta
 def report_section(files: int = 10_000) -> None:
     import tomli_w
 
-    from tutor.progress import file_stem
+    from tutor.store.names import file_stem
     rng = random.Random(1)
     with tempfile.TemporaryDirectory() as d:
         folder = Path(d)
@@ -167,7 +167,7 @@ def report_section(files: int = 10_000) -> None:
 
 
 def fixes_section(learners: int = 20) -> None:
-    from tutor.catalog import load_catalog
+    from tutor.model.catalog import load_catalog
     from exercises.faults import source_root
     catalog = load_catalog()
     ex = catalog.get("head-split")

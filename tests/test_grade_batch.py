@@ -17,9 +17,9 @@ import pytest
 from test_grade import Events
 from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook, shard
-from tutor.parser import build_parser
-from tutor.protocol import Answer, SideResult
-from tutor.runner import grade
+from tutor.cli.parser import build_parser
+from tutor.sandbox.protocol import Answer, SideResult
+from tutor.sandbox.runner import grade
 
 OBSERVED = {"head-split": {"clean": "a", "faulted": "b"}, "skip-zero-grad": {"clean": 1.0, "faulted": 2.0},
             "broadcast-loss": {"clean": [3], "faulted": [3, 3]}, "cache-offset": {"clean": True, "faulted": False}}
@@ -82,7 +82,7 @@ def run_command(argv):
     args = build_parser().parse_args(argv)
     args.runner_factory = lambda cat, dev: FixRunner(cat, dev)
     events = Events()
-    from tutor.commands import COMMANDS
+    from tutor.cli import COMMANDS
     return COMMANDS[args.command](args, events), events
 
 
@@ -94,8 +94,8 @@ def fixes(tmp_path, catalog):
     for name, fixed in (("ada@uni.edu", True), ("García, José", False), ("zoë", True)):
         (folder / name).mkdir(parents=True)
         (folder / name / "head-split.py").write_text(subject(catalog, "head-split", fixed), encoding="utf-8")
-    from tutor import edit
-    task = edit.task_for(catalog, catalog.get("skip-zero-grad"), "fix")
+    from tutor.app.tasks import task_for
+    task = task_for(catalog, catalog.get("skip-zero-grad"), "fix")
     (folder / "zoë" / "skip-zero-grad.diff").write_text(
         _diff(task.start, subject(catalog, "skip-zero-grad"), task.path), encoding="utf-8")
     (folder / "zoë" / "notes.txt").write_text("hello")
@@ -124,7 +124,7 @@ def test_a_batch_of_repairs_runs_on_one_warm_worker_into_the_gradebook_and_resul
     by = {e["extra_data"]["learner"]: e for e in results["learners"]}
     assert (by["zoë"]["score"], by["zoë"]["extra_data"]["max_score"]) == (2.0, 2.0)
     assert by["García, José"]["tests"][0]["output"].startswith("Your repair: not fixed")
-    from tutor.report import build_report
+    from tutor.instructor.report import build_report
     report = {e.id: e for e in build_report(tmp_path / "p").exercises}
     assert (report["head-split"].fix_tried, report["head-split"].fix_fixed) == (3, 2)
     assert reply.code == 0
@@ -233,7 +233,7 @@ def test_shards_split_learners_stably_and_merge_joins_them(tmp_path):
 
 
 def test_a_bad_shard_is_one_sentence():
-    from tutor.commands import UsageError
+    from tutor.cli.replies import UsageError
     for text in ("0/3", "4/3", "a/b", "1"):
         with pytest.raises(UsageError, match="--shard takes K/N"):
             shard.parse(text)

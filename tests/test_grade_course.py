@@ -15,12 +15,14 @@ import json
 import pytest
 
 from test_grade import FakeRunner, command, pool
-from tutor.commands import UsageError
-from tutor.grade import grade_rows, read_answers, results_json
+from tutor.cli.replies import UsageError
+from tutor.instructor.grade import grade_rows, read_answers, results_json
 from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook
 from tutor.instructor.columns import parse_columns
-from tutor.progress import Attempt, ProgressError, ProgressStore, file_stem, validate_learner
+from tutor.model.attempts import Attempt, ProgressError
+from tutor.store.names import file_stem, validate_learner
+from tutor.store.progress import ProgressStore
 
 
 @pytest.fixture(autouse=True)
@@ -70,7 +72,7 @@ def test_without_an_assignment_the_inferred_one_is_said_and_unreadable_rows_neve
     assert reply.data["max_score"] == 1.0  # the stray audit,a row and the unknown exercise add nothing
     assert reply.summary.inferred and reply.summary.exercises == ["head-split"]
     from rich.console import Console
-    from tutor.grade import show_summary
+    from tutor.instructor.grade import show_summary
     console = Console(file=io.StringIO(), width=200)
     show_summary(console, reply)
     assert "Assignment inferred from the rows: head-split." in console.file.getvalue()
@@ -211,7 +213,7 @@ OUT_OF_ORDER = ("learner,exercise,answer,submitted_at\n"
 
 def test_one_rule_for_which_attempt_counts_in_results_progress_and_report(tmp_path, catalog):
     from tutor.model.attempts import counting, in_time_order
-    from tutor.report import build_report
+    from tutor.instructor.report import build_report
     answers = write(tmp_path, "a.csv", OUT_OF_ORDER)
     reply, _ = command(["grade", "--answers", str(answers), "--out", str(tmp_path / "o"), "--save",
                         "--progress-dir", str(tmp_path / "p")])
@@ -312,17 +314,17 @@ def test_a_save_that_fails_is_exit_4(tmp_path, monkeypatch):
 @pytest.mark.parametrize("argv", [["run", "head-split", "--predict", "b"],
                                   ["fix", "head-split", "--file", "SUBJECT"]])
 def test_run_and_fix_exit_4_when_the_save_fails(tmp_path, monkeypatch, argv):
-    import tutor.commands
+    import tutor.cli.learner
     from tutor.cli import main
     from exercises.faults import source_root
-    monkeypatch.setattr(tutor.commands, "_runner", lambda cat, *a, **k: FakeRunner(cat))
+    monkeypatch.setattr(tutor.cli.learner, "_runner", lambda cat, *a, **k: FakeRunner(cat))
 
     def full(*args, **kwargs):
         raise ProgressError("cannot write progress to p (No space left on device)")
     monkeypatch.setattr(ProgressStore, "record_attempt", full)
     if "SUBJECT" in argv:
         pytest.importorskip("exercises.faults")
-        from tutor.catalog import load_catalog
+        from tutor.model.catalog import load_catalog
         cat = load_catalog()
         fault = cat.fault_of(cat.get("head-split"))
         argv = [a if a != "SUBJECT" else str(source_root() / fault.file) for a in argv]
@@ -351,7 +353,7 @@ def test_a_byte_order_mark_in_a_progress_file_is_read_not_damage(tmp_path, catal
     path = tmp_path / "ada.toml"
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     assert store.load("ada", move_aside=False).of("head-split").attempts[0].prediction == "b"
-    from tutor.report import build_report
+    from tutor.instructor.report import build_report
     report = build_report(tmp_path, catalog)
     assert report.damaged == [] and report.learners == 1
 
@@ -385,7 +387,7 @@ def _workers_of(pid):
                 cmd = fh.read()
         except OSError:
             continue
-        if int(fields[1]) == pid and b"tutor.worker" in cmd:
+        if int(fields[1]) == pid and b"tutor" in cmd and b"worker" in cmd:
             found.append(int(entry))
     return found
 

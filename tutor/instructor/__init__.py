@@ -1,1 +1,1 @@
-"""Grading a class and reporting on it: data in, data out (no command, no view)."""
+"""The instructor's work: grading a class's answers and reporting a class's progress (data in, data out)."""

@@ -33,7 +33,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tutor.commands import UsageError
+from tutor.cli.replies import UsageError
 
 try:
     import tomllib

@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from exercises import answers
-from tutor.commands import EXIT_CHECK, EXIT_SAVE, GradeReply, UsageError
+from tutor.cli.replies import EXIT_CHECK, EXIT_SAVE, GradeReply, UsageError
 
 #: The endings of a submitted file, and what they hold.
 ENDINGS = {".py": "file", ".diff": "patch", ".patch": "patch"}
@@ -44,8 +44,9 @@ def find(folder: Path, catalog) -> list:
     Raises:
         UsageError: ``folder`` is not a folder, or holds no learner folders.
     """
-    from tutor.grade import AnswerRow
-    from tutor.progress import ProgressError, learner_key, validate_learner
+    from tutor.instructor.grade import AnswerRow
+    from tutor.model.attempts import ProgressError
+    from tutor.store.names import learner_key, validate_learner
     folder = Path(folder)
     if not folder.is_dir():
         raise UsageError(f"there is no folder {folder}; --fixes takes a folder with one folder per learner")
@@ -104,12 +105,12 @@ def grade_one(catalog, runner, row, assignment=None, store=None, save: bool = Fa
     """Run one fix submission (and its hidden seeds) on ``runner``; return its RowResult.
 
     Raises:
-        tutor.runner.WorkerError, tutor.runner.DeviceError: the worker cannot run at all.
+        tutor.sandbox.runner.WorkerError, tutor.sandbox.runner.DeviceError: the worker cannot run at all.
     """
-    from tutor import edit
-    from tutor.grade import RowResult
-    from tutor.session import Session
-    from tutor.grade import _points
+    from tutor.model import patch as edit
+    from tutor.instructor.grade import RowResult
+    from tutor.app.session import Session
+    from tutor.instructor.grade import _points
     if row.problem is not None:
         return RowResult(row, "unreadable", reason=row.problem, points=_points(assignment, row.exercise))
     if assignment is not None and assignment.get(row.exercise) is None:
@@ -148,11 +149,12 @@ def grade_one(catalog, runner, row, assignment=None, store=None, save: bool = Fa
 
 def command(args, events, catalog) -> GradeReply:
     """``tutor grade --fixes DIR``: every learner's repairs on one warm worker, into one gradebook."""
-    from tutor import grade as grading
+    from tutor.instructor import grade as grading
     from tutor.instructor import gradebook
     from tutor.instructor import results as class_results
-    from tutor.progress import ProgressError, ProgressStore, default_folder
-    from tutor.runner import DeviceError, Runner, WorkerError
+    from tutor.model.attempts import ProgressError
+    from tutor.store.progress import ProgressStore, default_folder
+    from tutor.sandbox.runner import DeviceError, Runner, WorkerError
     started = time.perf_counter()
     plan = grading.load_assignment(args, catalog)
     rows = find(Path(args.fixes), catalog)
@@ -182,7 +184,7 @@ def command(args, events, catalog) -> GradeReply:
             except DeviceError as exc:
                 raise UsageError(str(exc)) from None
             except WorkerError as exc:
-                from tutor.commands import CouldNotRun
+                from tutor.cli.replies import CouldNotRun
                 raise CouldNotRun(str(exc)) from None
             record = outcome.to_dict()
             writer.append(record)

@@ -113,7 +113,7 @@ class Writer:
     """
 
     def __init__(self, folder: Path, earlier: list[dict] | None = None) -> None:
-        from tutor.progress import current_umask
+        from tutor.store.files import current_umask
         self.folder = Path(folder)
         self._csv = open(self.folder / GRADEBOOK, "w", encoding="utf-8", newline="")
         self._jsonl = open(self.folder / ROWS, "w", encoding="utf-8", newline="\n")

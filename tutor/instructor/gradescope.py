@@ -35,7 +35,7 @@ import json
 import time
 from pathlib import Path
 
-from tutor.commands import EXIT_CHECK, EXIT_USAGE, GradescopeReply, UsageError
+from tutor.cli.replies import EXIT_CHECK, EXIT_USAGE, GradescopeReply, UsageError
 
 try:
     import tomllib
@@ -66,7 +66,7 @@ def read_submission(folder: Path, catalog, learner: str, submitted_at: str | Non
     Raises:
         UsageError: the folder is missing, holds nothing to grade, or its answers file does not read.
     """
-    from tutor import grade as grading
+    from tutor.instructor import grade as grading
     from tutor.instructor import fixes
     if not folder.is_dir():
         raise UsageError(f"there is no submission folder {folder}")
@@ -98,9 +98,10 @@ def _repairs(folder: Path, names: set, catalog, learner: str) -> list:
     """Fix rows for the repair files of a one-learner submission (as :func:`tutor.instructor.fixes.find` reads)."""
     import hashlib
 
-    from tutor import grade as grading
+    from tutor.instructor import grade as grading
     from tutor.instructor.fixes import ENDINGS
-    from tutor.progress import ProgressError, learner_key, validate_learner
+    from tutor.model.attempts import ProgressError
+    from tutor.store.names import learner_key, validate_learner
     rows = []
     for name in sorted(names):
         path = folder / name
@@ -156,7 +157,7 @@ def _pairs(path: Path) -> list[tuple[str, str]]:
 
 def grade_submission(catalog, rows: list, plan, runner, now: dt.datetime | None = None) -> dict:
     """Grade a submission's rows on one runner; return its results.json (Gradescope's format)."""
-    from tutor import grade as grading
+    from tutor.instructor import grade as grading
     from tutor.instructor import fixes, memo
     from tutor.instructor import results as class_results
     started = time.perf_counter()
@@ -205,10 +206,10 @@ def failure(sentence: str) -> dict:
 
 def command(args, events) -> GradescopeReply:
     """``tutor gradescope``: read the submission, grade it, write results.json (always, even when it fails)."""
-    from tutor import grade as grading
-    from tutor.commands import catalog as load_catalog
+    from tutor.instructor import grade as grading
+    from tutor.cli.learner import catalog as load_catalog
     from tutor.instructor import assignment as assignments
-    from tutor.runner import DeviceError, Runner, WorkerError
+    from tutor.sandbox.runner import DeviceError, Runner, WorkerError
     root = Path(args.root)
     submission = Path(args.submission) if args.submission else root / "submission"
     results_path = Path(args.results) if args.results else root / "results" / "results.json"

@@ -5,9 +5,9 @@ hundred: what a check observes depends on the exercise, the seed, the
 sides it runs (their faults and files), the engine's and the exercises'
 source, the torch version and the device — never on the learner or the
 answer. :class:`Observations` keeps one measured, ungraded
-:class:`tutor.runner.RunResult` per such key for the length of one grading,
+:class:`tutor.sandbox.runner.RunResult` per such key for the length of one grading,
 and :func:`graded` grades each row's prediction against it exactly as
-:func:`tutor.runner.grade` would. A check that timed out or was cancelled is
+:func:`tutor.sandbox.runner.grade` would. A check that timed out or was cancelled is
 not kept (the next row measures again); one whose subject raised is kept,
 since it raises the same way every time.
 
@@ -114,7 +114,7 @@ class Observations:
 
 
 def graded(exercise, measured, prediction: str):
-    """``measured`` (an ungraded RunResult) graded against ``prediction``, as :func:`tutor.runner.grade` grades.
+    """``measured`` (an ungraded RunResult) graded against ``prediction``, as :func:`tutor.sandbox.runner.grade` grades.
 
     Raises:
         answers.AnswerError: the prediction does not read as the exercise's kind.

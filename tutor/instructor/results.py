@@ -1,4 +1,4 @@
-"""Results in Gradescope's format, from graded rows (the ``to_dict`` of ``tutor.grade.RowResult``).
+"""Results in Gradescope's format, from graded rows (the ``to_dict`` of ``tutor.instructor.grade.RowResult``).
 
 One learner's result is what Gradescope's autograder reads from
 (the assignment's total is Gradescope's own setting: ``max_score`` is kept in ``extra_data``)

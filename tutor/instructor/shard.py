@@ -1,7 +1,7 @@
 """A class across machines: ``--shard K/N`` picks learners by a stable hash; ``merge`` joins the folders.
 
 A learner belongs to shard ``K`` of ``N`` when the first eight bytes of the
-SHA-256 of their key (:func:`tutor.progress.learner_key`), read as a number,
+SHA-256 of their key (:func:`tutor.store.names.learner_key`), read as a number,
 leave ``K - 1`` over when divided by ``N``: the same learner lands on the
 same shard on every machine, whatever the file's order or the Python
 version, so every row of one learner is graded in one place and "which
@@ -17,7 +17,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from tutor.commands import UsageError
+from tutor.cli.replies import UsageError
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 

@@ -1,1 +1,1 @@
-"""Pure rules of the tutor: no files, no processes, no views."""
+"""Pure rules: the catalog, attempts, calibration, review, finding an exercise, verdicts and patches (no files written, no views)."""

@@ -77,13 +77,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from exercises import answers
-from tutor.commands import EXIT_CHECK, EXIT_SAVE, EXIT_USAGE, CouldNotRun, GradeReply, UsageError
-from tutor.commands import catalog as load_catalog
+from tutor.cli.learner import catalog as load_catalog
+from tutor.cli.replies import EXIT_CHECK, EXIT_SAVE, EXIT_USAGE, CouldNotRun, GradeReply, UsageError
 from tutor.instructor import assignment as assignments
 from tutor.instructor import columns as lms
 from tutor.instructor import gradebook, memo, results as class_results, shard as sharding
 from tutor.instructor.gradebook import spreadsheet_safe  # noqa: F401  (the gradebook's rule, kept importable here)
-from tutor.runner import RunResult
+from tutor.sandbox.runner import RunResult
 
 #: Largest answers file read, in bytes.
 MAX_ANSWERS_BYTES = 256 * 1024 * 1024
@@ -103,7 +103,7 @@ class AnswerRow:
         line: where the row starts in the file (1 is the first line; a CSV header is line 1), or
             for a JSON array the item's position (1 for the first).
         learner: the learner's name as the row spells it, tidied (None when unusable).
-        key: the learner's identity (:func:`tutor.progress.learner_key`), or None.
+        key: the learner's identity (:func:`tutor.store.names.learner_key`), or None.
         exercise: the exercise id when it names one in the catalog, else the text given (or None).
         answer: the answer as text.
         note: the explain-back note, or None.
@@ -276,7 +276,8 @@ class _Checker:
         self.exercises: dict = {}
 
     def learner(self, text: str):
-        from tutor.progress import ProgressError, learner_key, validate_learner
+        from tutor.model.attempts import ProgressError
+        from tutor.store.names import learner_key, validate_learner
         found = self.learners.get(text)
         if found is None:
             try:
@@ -449,7 +450,7 @@ class RunnerPool:
     """
 
     def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None) -> None:
-        from tutor.runner import Runner
+        from tutor.sandbox.runner import Runner
         factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev))
         self.device = device
         self.runners = [factory(catalog, device) for _ in range(max(1, jobs))]
@@ -523,7 +524,7 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         UsageError: the device asked for is missing (a missing CUDA).
         CouldNotRun: no check worker could start at all.
     """
-    from tutor.runner import DeviceError, WorkerError, standard_sides
+    from tutor.sandbox.runner import DeviceError, WorkerError, standard_sides
     kept = observations if observations is not None else memo.Observations()
     device = getattr(pool, "device", "auto")
 
@@ -563,7 +564,7 @@ def _points(assignment, ex_id: str | None) -> float:
 class Saver:
     """Records each graded row in its learner's progress file as it is graded (``--save``).
 
-    One :class:`tutor.session.Session` per learner records through the run
+    One :class:`tutor.app.session.Session` per learner records through the run
     policy (only pass and fail become attempts), with the row's submission
     id: a submission the file holds already is not saved again. A row's
     ``saved_to``, ``save_error``, ``note_saved`` and ``already_saved`` say
@@ -576,8 +577,8 @@ class Saver:
         self.submitted: dict[str, set] = {}
 
     def __call__(self, outcome: RowResult) -> None:
-        from tutor.progress import ProgressError
-        from tutor.session import Session
+        from tutor.model.attempts import ProgressError
+        from tutor.app.session import Session
         row = outcome.row
         if outcome.result is None or outcome.status not in GRADED:
             return
@@ -665,7 +666,7 @@ def _titles(catalog) -> dict:
 
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename: the old file or the new one."""
-    from tutor.progress import current_umask
+    from tutor.store.files import current_umask
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         if hasattr(os, "fchmod"):
@@ -723,7 +724,8 @@ def command(args, events) -> GradeReply:
 
 
 def _command(args, events) -> GradeReply:
-    from tutor.progress import ProgressError, ProgressStore, default_folder
+    from tutor.model.attempts import ProgressError
+    from tutor.store.progress import ProgressStore, default_folder
     started = time.perf_counter()
     catalog = load_catalog()
     words = list(getattr(args, "words", None) or [])
@@ -937,5 +939,5 @@ def show_summary(console, reply: GradeReply) -> None:
         console.print(Text(f"Saved {s.saved} attempt{'s' if s.saved != 1 else ''} to the progress files in "
                            f"{s.progress_folder}."))
     if reply.data.get("error"):
-        from tutor.output import fail
+        from tutor.cli.output import fail
         fail(reply.data["error"])

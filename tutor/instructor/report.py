@@ -47,7 +47,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tutor.commands import EXIT_USAGE, ReportReply, UsageError, catalog_or_none
+from tutor.cli.learner import catalog_or_none
+from tutor.cli.replies import EXIT_USAGE, ReportReply, UsageError
 from tutor.model.attempts import in_time_order
 
 #: Attempt statuses that are graded predictions.
@@ -150,7 +151,9 @@ def build_report(folder: str | Path, catalog=None, top: int = 3) -> ClassReport:
     Raises:
         UsageError: the folder does not exist.
     """
-    from tutor.progress import ProgressError, ProgressStore, _read_bytes, classify
+    from tutor.model.attempts import ProgressError
+    from tutor.store.migration import read_bytes, classify
+    from tutor.store.progress import ProgressStore
     store = ProgressStore(folder)
     if not store.folder.is_dir():
         raise UsageError(f"there is no progress folder {store.folder}; name a folder of progress files "
@@ -165,7 +168,7 @@ def build_report(folder: str | Path, catalog=None, top: int = 3) -> ClassReport:
             report.shadowed.append({"file": str(file.path), "same_learner_as": str(used[file.key].path)})
             continue
         try:
-            reading = classify(_read_bytes(file.path))
+            reading = classify(read_bytes(file.path))
         except ProgressError as exc:
             report.damaged.append({"file": str(file.path), "problem": str(exc)})
             continue
