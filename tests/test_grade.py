@@ -328,7 +328,7 @@ class Events:
 
 
 def command(argv, **fake):
-    from tutor.instructor.grade import command as grade_command
+    from tutor.cli.instructor import grade as grade_command
     args = build_parser().parse_args(argv)
     args.runner_factory = lambda cat, dev: FakeRunner(cat, dev, **fake)
     events = Events()

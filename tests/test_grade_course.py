@@ -72,7 +72,7 @@ def test_without_an_assignment_the_inferred_one_is_said_and_unreadable_rows_neve
     assert reply.data["max_score"] == 1.0  # the stray audit,a row and the unknown exercise add nothing
     assert reply.summary.inferred and reply.summary.exercises == ["head-split"]
     from rich.console import Console
-    from tutor.instructor.grade import show_summary
+    from tutor.cli.output import show_summary
     console = Console(file=io.StringIO(), width=200)
     show_summary(console, reply)
     assert "Assignment inferred from the rows: head-split." in console.file.getvalue()

@@ -30,7 +30,7 @@ Pure except :func:`load`, which reads the one file.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from tutor.cli.replies import UsageError

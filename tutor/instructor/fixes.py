@@ -23,13 +23,10 @@ Layers: imports neither torch nor Textual.
 from __future__ import annotations
 
 import hashlib
-import json
-import time
 from dataclasses import replace
 from pathlib import Path
 
-from exercises import answers
-from tutor.cli.replies import EXIT_CHECK, EXIT_SAVE, GradeReply, UsageError
+from tutor.cli.replies import UsageError
 
 #: The endings of a submitted file, and what they hold.
 ENDINGS = {".py": "file", ".diff": "patch", ".patch": "patch"}
@@ -145,79 +142,3 @@ def grade_one(catalog, runner, row, assignment=None, store=None, save: bool = Fa
                      points=points, verdict=verdict.sentence, diff=outcome.diff or None)
     done.saved_to, done.save_error = getattr(outcome, "saved_to", None), getattr(outcome, "save_error", None)
     return done
-
-
-def command(args, events, catalog) -> GradeReply:
-    """``tutor grade --fixes DIR``: every learner's repairs on one warm worker, into one gradebook."""
-    from tutor.instructor import grade as grading
-    from tutor.instructor import gradebook
-    from tutor.instructor import results as class_results
-    from tutor.model.attempts import ProgressError
-    from tutor.store.progress import ProgressStore, default_folder
-    from tutor.sandbox.runner import DeviceError, Runner, WorkerError
-    started = time.perf_counter()
-    plan = grading.load_assignment(args, catalog)
-    rows = find(Path(args.fixes), catalog)
-    part = grading.sharding.parse(getattr(args, "shard", None))
-    if part is not None:
-        rows = [r for r in rows if grading.sharding.belongs(r.key if r.key is not None else (r.learner or ""), part)]
-    plan = plan or grading.assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
-    out = Path(args.out) if args.out else Path(str(args.fixes).rstrip("/") + "-graded")
-    grading._ensure_folder(out)
-    store = None
-    if args.save:
-        store = ProgressStore(default_folder(getattr(args, "progress_dir", None)))
-        try:
-            store.ensure_writable()
-        except ProgressError as exc:
-            raise UsageError(str(exc)) from None
-    earlier = gradebook.read_rows(out) if getattr(args, "resume", False) else []
-    todo = grading._not_yet_graded(rows, earlier)
-    factory = getattr(args, "runner_factory", None) or (lambda cat, dev: Runner(cat, device=dev))
-    runner = factory(catalog, args.device)
-    writer = gradebook.Writer(out, earlier)
-    results, graded = [], []
-    try:
-        for row in todo:
-            try:
-                outcome = grade_one(catalog, runner, row, plan, store, save=store is not None)
-            except DeviceError as exc:
-                raise UsageError(str(exc)) from None
-            except WorkerError as exc:
-                from tutor.cli.replies import CouldNotRun
-                raise CouldNotRun(str(exc)) from None
-            record = outcome.to_dict()
-            writer.append(record)
-            results.append(outcome)
-            graded.append(record)
-            events.graded(outcome)
-    finally:
-        runner.close()
-        writer.close()
-    every = sorted(earlier + graded, key=lambda r: r["line"])
-    grading.write_atomically(out / gradebook.GRADEBOOK, gradebook.to_csv(every))
-    data_json = class_results.class_results(every, plan, grading._titles(catalog), str(args.fixes))
-    grading.write_atomically(out / "results.json", json.dumps(data_json, indent=2, ensure_ascii=False) + "\n")
-    counts: dict = {}
-    for r in every:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
-    duration = time.perf_counter() - started
-    summary = grading.Summary(counts=counts, rows=len(every), learners=len({r["key"] for r in every if r.get("key")}),
-                              exercises=plan.ids, inferred=plan.inferred, max_score=plan.max_score, workers=1,
-                              duration_s=duration, gradebook=out / gradebook.GRADEBOOK, results=out / "results.json",
-                              saved=sum(r.saved_to is not None for r in results) if store is not None else None,
-                              progress_folder=store.folder if store is not None else None, checks=len(results),
-                              resumed=len(earlier))
-    data = {"fixes": str(args.fixes), "out": str(out), "gradebook": str(summary.gradebook),
-            "results": str(summary.results), "rows": graded, "counts": counts, "learners": summary.learners,
-            "exercises": plan.ids, "inferred": plan.inferred, "max_score": plan.max_score, "workers": 1,
-            "saved": summary.saved, "resumed_rows": len(earlier), "duration_s": round(duration, 3),
-            "per_submission_s": round(duration / max(1, len(todo)), 3)}
-    code = 0
-    if any(r.status in ("error", "timeout") for r in results):
-        code = EXIT_CHECK
-        data["error"] = "the check of some submissions could not run; they score 0 — grade them again"
-    if any(r.save_error for r in results):
-        code = EXIT_SAVE
-        data["error"] = "some graded repairs could not be saved to progress; each row's save_error says why"
-    return GradeReply(data, code, rows=results, summary=summary)

@@ -66,22 +66,19 @@ import io
 import json
 import os
 import queue
-import signal
 import sys
 import tempfile
 import threading
-import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from exercises import answers
-from tutor.cli.learner import catalog as load_catalog
-from tutor.cli.replies import EXIT_CHECK, EXIT_SAVE, EXIT_USAGE, CouldNotRun, GradeReply, UsageError
+from tutor.cli.replies import CouldNotRun, UsageError
 from tutor.instructor import assignment as assignments
 from tutor.instructor import columns as lms
-from tutor.instructor import gradebook, memo, results as class_results, shard as sharding
+from tutor.instructor import gradebook, memo, results as class_results
 from tutor.instructor.gradebook import spreadsheet_safe  # noqa: F401  (the gradebook's rule, kept importable here)
 from tutor.sandbox.runner import RunResult
 
@@ -682,184 +679,12 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-# --- the command ------------------------------------------------------------------------------
-
-@dataclass
-class Summary:
-    """What ``tutor grade`` did, for its view."""
-
-    counts: dict = field(default_factory=dict)
-    rows: int = 0
-    learners: int = 0
-    exercises: list = field(default_factory=list)
-    inferred: bool = False
-    max_score: float = 0.0
-    workers: int = 1
-    duration_s: float = 0.0
-    gradebook: Path | None = None
-    results: Path | None = None
-    saved: int | None = None
-    progress_folder: Path | None = None
-    checks: int = 0
-    resumed: int = 0
-    warnings: int = 0
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived: stop as Ctrl-C does (every worker stopped, the rows graded so far kept)."""
-
-
-def command(args, events) -> GradeReply:
-    """``tutor grade``: read, check the outputs can be written, grade on warm workers, write, save."""
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        def terminated(signum, frame):
-            raise Terminated()
-        previous = signal.signal(signal.SIGTERM, terminated)
-    try:
-        return _command(args, events)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _command(args, events) -> GradeReply:
-    from tutor.model.attempts import ProgressError
-    from tutor.store.progress import ProgressStore, default_folder
-    started = time.perf_counter()
-    catalog = load_catalog()
-    words = list(getattr(args, "words", None) or [])
-    if words:
-        if words[0] != "merge" or len(words) < 2:
-            raise UsageError(f"tutor grade takes 'merge DIR...' or --answers FILE, not {' '.join(words)!r}")
-        return merge_command(args, events, catalog, [Path(w) for w in words[1:]], started)
-    if getattr(args, "fixes", None):
-        from tutor.instructor import fixes
-        return fixes.command(args, events, catalog)
-    if not getattr(args, "answers", None):
-        raise UsageError("say what to grade: --answers FILE (predictions) or --fixes DIR (repairs)")
-    if args.answers == "-" and not args.out:
-        raise UsageError("--answers - reads standard input; say where the gradebook goes with --out DIR")
-    out = Path(args.out) if args.out else _default_out(Path(args.answers))
-    given = load_assignment(args, catalog)
-    rows = read_answers(args.answers, catalog, lms.parse_columns(getattr(args, "columns", None)))
-    part = sharding.parse(getattr(args, "shard", None))
-    if part is not None:
-        rows = [r for r in rows if sharding.belongs(r.key if r.key is not None else (r.learner or ""), part)]
-    plan = given or assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
-    _ensure_folder(out)
-    saver = None
-    store = None
-    if args.save:
-        store = ProgressStore(default_folder(getattr(args, "progress_dir", None)))
-        try:
-            store.ensure_writable()
-        except ProgressError as exc:
-            raise UsageError(str(exc)) from None
-        saver = Saver(catalog, store, events.notice)
-    earlier = gradebook.read_rows(out) if getattr(args, "resume", False) else []
-    todo = _not_yet_graded(rows, earlier)
-    readable = sum(r.problem is None for r in todo)
-    jobs = _workers(args.jobs, readable, events.notice)
-    try:
-        writer = gradebook.Writer(out, earlier)
-    except OSError as exc:
-        raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
-    pool = RunnerPool(catalog, args.device, jobs, getattr(args, "runner_factory", None))
-    observations = memo.Observations()
-    graded_now: list[dict] = []
-
-    def done(outcome: RowResult) -> None:
-        if saver is not None:
-            saver(outcome)
-        record = outcome.to_dict()
-        writer.append(record)
-        graded_now.append(record)
-        events.graded(outcome)
-
-    try:
-        results = grade_rows(catalog, todo, pool, done, plan, observations)
-    finally:
-        pool.close()
-        writer.close()
-    every = sorted(earlier + graded_now, key=lambda r: r["line"])
-    gradebook_path, results_path = out / gradebook.GRADEBOOK, out / "results.json"
-    try:
-        write_atomically(gradebook_path, gradebook.to_csv(every))
-        data_json = class_results.class_results(every, plan, _titles(catalog), str(args.answers))
-        write_atomically(results_path, json.dumps(data_json, indent=2, ensure_ascii=False) + "\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
-    counts: dict[str, int] = {}
-    for r in every:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
-    summary = Summary(counts=counts, rows=len(every), learners=len({r["key"] for r in every if r.get("key")}),
-                      exercises=plan.ids, inferred=plan.inferred, max_score=plan.max_score, workers=jobs,
-                      duration_s=time.perf_counter() - started, gradebook=gradebook_path, results=results_path,
-                      saved=sum(r.saved_to is not None for r in results) if store is not None else None,
-                      progress_folder=store.folder if store is not None else None, checks=observations.measured,
-                      resumed=len(earlier), warnings=sum(bool(r.get("warnings")) for r in every))
-    unfinished = [r for r in results if r.result is not None and r.status not in GRADED]
-    unsaved = [r for r in results if r.save_error]
-    data = {"answers": str(args.answers), "out": str(out), "gradebook": str(gradebook_path),
-            "results": str(results_path), "rows_file": str(out / gradebook.ROWS), "workers": jobs,
-            "rows": [r.to_dict() for r in results], "counts": counts, "learners": summary.learners,
-            "exercises": summary.exercises, "assignment": plan.to_dict(), "inferred": plan.inferred,
-            "max_score": plan.max_score, "saved": summary.saved, "checks_run": observations.measured,
-            "checks_reused": observations.reused, "resumed_rows": len(earlier),
-            "shard": getattr(args, "shard", None),
-            "progress_folder": str(store.folder) if store is not None else None,
-            "duration_s": round(summary.duration_s, 3)}
-    code = 0
-    if unfinished:
-        code = EXIT_CHECK
-        data["error"] = (f"the check of {len(unfinished)} row{'s' if len(unfinished) > 1 else ''} could not finish "
-                         f"(lines {', '.join(str(r.row.line) for r in unfinished[:10])}); they score 0 in the "
-                         "gradebook: grade them again when the machine is quiet")
-    if unsaved:
-        code = EXIT_SAVE
-        data["error"] = (f"{len(unsaved)} graded answer{'s' if len(unsaved) > 1 else ''} could not be saved in full "
-                         "to progress; each row's save_error says why")
-    return GradeReply(data, code, rows=results, summary=summary)
-
-
-def merge_command(args, events, catalog, folders: list[Path], started: float) -> GradeReply:
-    """``tutor grade merge DIR... --out DIR``: the shards' rows as one gradebook and one results.json."""
-    if not getattr(args, "out", None):
-        raise UsageError("tutor grade merge needs --out DIR for the joined gradebook and results.json")
-    out = Path(args.out)
-    plan = load_assignment(args, catalog)
-    rows = sharding.merge_rows(folders)
-    plan = plan or infer_assignment(catalog, rows)
-    _ensure_folder(out)
-    try:
-        writer = gradebook.Writer(out, rows)
-        writer.close()
-        write_atomically(out / gradebook.GRADEBOOK, gradebook.to_csv(rows))
-        data_json = class_results.class_results(rows, plan, _titles(catalog), ", ".join(str(f) for f in folders))
-        write_atomically(out / "results.json", json.dumps(data_json, indent=2, ensure_ascii=False) + "\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
-    summary = Summary(counts=counts, rows=len(rows), learners=len({r["key"] for r in rows if r.get("key")}),
-                      exercises=plan.ids, inferred=plan.inferred, max_score=plan.max_score, workers=0,
-                      duration_s=time.perf_counter() - started, gradebook=out / gradebook.GRADEBOOK,
-                      results=out / "results.json")
-    data = {"merged": [str(f) for f in folders], "out": str(out), "gradebook": str(summary.gradebook),
-            "results": str(summary.results), "counts": counts, "learners": summary.learners,
-            "exercises": plan.ids, "inferred": plan.inferred, "max_score": plan.max_score, "rows": rows}
-    return GradeReply(data, 0, rows=[], summary=summary)
-
-
-def load_assignment(args, catalog):
-    """The assignment of ``--assignment`` or ``--exercises``, or None (inferred later).
+def chosen_assignment(path: str | None, ids: str | None, catalog):
+    """The assignment of ``--assignment FILE`` (``path``) or ``--exercises`` (``ids``), or None (inferred later).
 
     Raises:
         UsageError: both are given, or the one given does not read.
     """
-    path, ids = getattr(args, "assignment", None), getattr(args, "exercises", None)
     if path and ids:
         raise UsageError("give the assignment once: --assignment FILE.toml or --exercises ID,..., not both")
     if path:
@@ -869,7 +694,7 @@ def load_assignment(args, catalog):
     return None
 
 
-def _not_yet_graded(rows: list[AnswerRow], earlier: list[dict]) -> list[AnswerRow]:
+def not_yet_graded(rows: list[AnswerRow], earlier: list[dict]) -> list[AnswerRow]:
     """The rows ``--resume`` still has to grade: each submission as often as the file has it, less the
     times the gradebook holds it already."""
     held: dict[str, int] = {}
@@ -883,61 +708,3 @@ def _not_yet_graded(rows: list[AnswerRow], earlier: list[dict]) -> list[AnswerRo
             continue
         todo.append(row)
     return todo
-
-
-def _default_out(answers_path: Path) -> Path:
-    return answers_path.with_name(f"{answers_path.stem}-graded")
-
-
-def _ensure_folder(out: Path) -> None:
-    """Make the output folder and prove it writable before any check runs.
-
-    Raises:
-        UsageError: it cannot be made or written.
-    """
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".tutor-write-test-", dir=out)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
-
-
-def _workers(asked: int, rows: int, notice: Callable[[str], None]) -> int:
-    """The workers to start: as asked, but no more than the cores (said once) or the rows to run."""
-    cores = usable_cores()
-    jobs = asked
-    if asked > cores:
-        notice(f"-j {asked} asks for more check workers than this machine's {cores} core"
-               f"{'s' if cores > 1 else ''}; using {cores}")
-        jobs = cores
-    return max(1, min(jobs, rows))
-
-
-def show_summary(console, reply: GradeReply) -> None:
-    """The Rich view after the rows' lines: counts, where the files went, what was saved."""
-    from rich.text import Text
-    s = reply.summary
-    order = ("pass", "fail", "unreadable", "not_assigned", "error", "timeout", "cancelled")
-    counts = ", ".join(f"{s.counts[k]} {k.replace('_', ' ')}" for k in order if s.counts.get(k))
-    console.print(Text(f"Graded {s.rows} row{'s' if s.rows != 1 else ''} ({s.learners} learner"
-                       f"{'s' if s.learners != 1 else ''}, {len(s.exercises)} exercise"
-                       f"{'s' if len(s.exercises) != 1 else ''}, max_score {s.max_score:g}) in {s.duration_s:.1f} s "
-                       f"on {s.workers} worker{'s' if s.workers != 1 else ''}, {s.checks} distinct check"
-                       f"{'s' if s.checks != 1 else ''}: {counts}.", style="bold"))
-    if s.inferred:
-        console.print(Text(f"Assignment inferred from the rows: {', '.join(s.exercises) or 'none'}."))
-    if s.resumed:
-        console.print(Text(f"Resumed: {s.resumed} row{'s were' if s.resumed != 1 else ' was'} graded already."))
-    if s.warnings:
-        console.print(Text(f"{s.warnings} row{'s have' if s.warnings != 1 else ' has'} a warning (see the "
-                           "gradebook's warnings column).", style="yellow"))
-    console.print(Text(f"Gradebook: {s.gradebook}"))
-    console.print(Text(f"Results:   {s.results}"))
-    if s.saved is not None:
-        console.print(Text(f"Saved {s.saved} attempt{'s' if s.saved != 1 else ''} to the progress files in "
-                           f"{s.progress_folder}."))
-    if reply.data.get("error"):
-        from tutor.cli.output import fail
-        fail(reply.data["error"])

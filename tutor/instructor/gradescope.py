@@ -35,7 +35,7 @@ import json
 import time
 from pathlib import Path
 
-from tutor.cli.replies import EXIT_CHECK, EXIT_USAGE, GradescopeReply, UsageError
+from tutor.cli.replies import UsageError
 
 try:
     import tomllib
@@ -204,49 +204,7 @@ def failure(sentence: str) -> dict:
             "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
 
 
-def command(args, events) -> GradescopeReply:
-    """``tutor gradescope``: read the submission, grade it, write results.json (always, even when it fails)."""
-    from tutor.instructor import grade as grading
-    from tutor.cli.learner import catalog as load_catalog
-    from tutor.instructor import assignment as assignments
-    from tutor.sandbox.runner import DeviceError, Runner, WorkerError
-    root = Path(args.root)
-    submission = Path(args.submission) if args.submission else root / "submission"
-    results_path = Path(args.results) if args.results else root / "results" / "results.json"
-    plan_path = Path(args.assignment) if args.assignment else root / "source" / "assignment.toml"
-    code, error, result = 0, None, None
-    try:
-        catalog = load_catalog()
-        plan = assignments.load(plan_path, catalog)
-        meta = metadata(root)
-        if plan.due is None and isinstance(meta.get("assignment"), dict) and meta["assignment"].get("due_date"):
-            plan = assignments.parse({**_plan_data(plan), "due": meta["assignment"]["due_date"]}, catalog,
-                                     str(plan_path))
-        rows = read_submission(submission, catalog, submitter(meta), meta.get("created_at"))
-        factory = getattr(args, "runner_factory", None) or (lambda cat, dev: Runner(cat, device=dev))
-        runner = factory(catalog, args.device)
-        try:
-            result = grade_submission(catalog, rows, plan, runner)
-        finally:
-            runner.close()
-    except UsageError as exc:
-        code, error = EXIT_USAGE, str(exc)
-    except (DeviceError, WorkerError) as exc:
-        code, error = EXIT_CHECK, str(exc)
-    if result is None:
-        result = failure(error or "the autograder stopped")
-    try:
-        results_path.parent.mkdir(parents=True, exist_ok=True)
-        grading.write_atomically(results_path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write {results_path} ({exc.strerror or exc})") from None
-    data = {"results": str(results_path), "result": result}
-    if error:
-        data["error"] = error
-    return GradescopeReply(data, code, path=results_path)
-
-
-def _plan_data(plan) -> dict:
+def plan_data(plan) -> dict:
     """An assignment back as its TOML document (to set a due time taken from Gradescope's metadata)."""
     return {"name": plan.name, "observations": plan.observations,
             "exercises": [{"id": a.id, "points": a.points, "hidden_seeds": list(a.hidden_seeds),

@@ -47,8 +47,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tutor.cli.learner import catalog_or_none
-from tutor.cli.replies import EXIT_USAGE, ReportReply, UsageError
+from tutor.cli.replies import UsageError
 from tutor.model.attempts import in_time_order
 
 #: Attempt statuses that are graded predictions.
@@ -333,62 +332,3 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
 
 def _number(value: float | None) -> str:
     return "" if value is None else f"{value:g}"
-
-
-def show_report(console, report: ClassReport) -> None:
-    """The report for a terminal: the exercise table, calibration, and the files not counted."""
-    from rich.table import Table
-    from rich.text import Text
-    console.print(Text(f"Class report of {report.folder}: {report.learners} learner"
-                       f"{'s' if report.learners != 1 else ''}, {len(report.exercises)} exercise"
-                       f"{'s' if len(report.exercises) != 1 else ''} tried", style="bold"))
-    if report.exercises:
-        table = Table()
-        table.add_column("exercise", no_wrap=True)
-        fixes = any(e.fix_tried for e in report.exercises)
-        for column in ("tried", "1st try", "solved", "median tries", "notes") + (("fixed",) if fixes else ()):
-            table.add_column(column, justify="right", overflow="fold")
-        table.add_column("wrong predictions (learners)", overflow="fold", ratio=1)
-        for e in report.exercises:
-            wrong = " · ".join(f"{w.prediction} ×{w.learners}" for w in e.wrong_predictions) or "-"
-            cells = [str(e.tried), str(e.solved_first), str(e.ever_solved), _number(e.median_attempts) or "-",
-                     str(len(e.notes))] + ([f"{e.fix_fixed}/{e.fix_tried}"] if fixes else [])
-            table.add_row(e.id if e.in_catalog else f"{e.id} (not in the catalog)", *cells, Text(wrong))
-        console.print(table)
-    if report.calibration:
-        table = Table(title="Calibration: confidence against how often right")
-        table.add_column("learner", no_wrap=True)
-        for column in ("predictions", "mean confidence", "right", "Brier", "over-confidence"):
-            table.add_column(column, justify="right")
-        for c in report.calibration:
-            table.add_row(Text(c.learner), str(c.predictions), f"{c.mean_confidence:.0%}", f"{c.accuracy:.0%}",
-                          f"{c.brier:.3f}", f"{c.overconfidence:+.0%}")
-        console.print(table)
-    for d in report.damaged:
-        console.print(Text(f"not counted, cannot be read: {d['file']}", style="red"))
-    for s in report.shadowed:
-        console.print(Text(f"not counted, the same learner as {s['same_learner_as']}: {s['file']}", style="yellow"))
-    for path in report.read_only:
-        console.print(Text(f"written by a newer tutor, counted as it reads here: {path}", style="yellow"))
-    if report.kept_aside:
-        console.print(Text(f"{len(report.kept_aside)} damaged file{'s were' if len(report.kept_aside) > 1 else ' was'} "
-                           "moved aside earlier and kept (not counted):", style="yellow"))
-        for path in report.kept_aside:
-            console.print(Text(f"  {path}"))
-
-
-def command(args, events) -> ReportReply:
-    """``tutor report DIR``: build the report; a damaged file makes the exit status 2, the report is whole."""
-    report = build_report(args.folder, catalog_or_none(), args.top)
-    data = report.to_dict()
-    code = 0
-    if report.damaged:
-        code = EXIT_USAGE
-        names = ", ".join(Path(d["file"]).name for d in report.damaged[:5])
-        more = f" and {len(report.damaged) - 5} more" if len(report.damaged) > 5 else ""
-        data["error"] = (f"{len(report.damaged)} progress file{'s' if len(report.damaged) > 1 else ''} cannot be read "
-                         f"and {'are' if len(report.damaged) > 1 else 'is'} not counted ({names}{more}); "
-                         "'damaged' says why — fix them by hand, nothing was changed")
-        if getattr(args, "json", False):
-            events.notice(data["error"])  # the Rich and CSV views say it after the report
-    return ReportReply(data, code, report=report, csv=bool(getattr(args, "csv", False)))
