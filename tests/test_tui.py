@@ -27,7 +27,7 @@ from textual.widgets import Input, OptionList, Static, TextArea  # noqa: E402
 from exercises import answers  # noqa: E402
 from tutor.model.catalog import load_catalog  # noqa: E402
 from tutor.model.attempts import Attempt  # noqa: E402
-from tutor.store.progress import ProgressStore
+from tutor.store.progress import ProgressStore  # noqa: E402
 from tutor.sandbox.protocol import Answer, Progress, SideResult  # noqa: E402
 from tutor.sandbox.runner import RunResult, grade  # noqa: E402
 from tutor.ui.app import build_app  # noqa: E402

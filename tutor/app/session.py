@@ -13,9 +13,9 @@ holds the policy both faces used to spell out on their own:
 * **what is saved**: a ``pass`` or ``fail`` is recorded as a graded attempt
   (and the explain-back note given with it); a ``timeout`` is recorded too,
   with its own status, ``correct = false`` and nothing observed — a fact
-  about the run, never a wrong prediction (:data:`GRADED` tells them apart);
+  about the run, never a wrong prediction (:data:`tutor.model.attempts.GRADED` tells them apart);
   ``ok``, ``error`` and ``cancelled`` are outcomes to show, never attempts
-  (:data:`RECORDED`);
+  (:data:`tutor.model.attempts.RECORDED`);
 * **retrying a timeout**: :meth:`Session.retry` runs the same prediction,
   seed and sides again with twice the limit that ran out (a busy machine,
   not the learner: ``tutor.sandbox.speed``);
@@ -57,16 +57,12 @@ from tutor.app.tasks import INSTRUMENTS_CHECK, INSTRUMENTS_TIMEOUT_S, Task, task
 from tutor.model.patch import EditError, MAX_EDIT_BYTES, check_text, syntax_problem
 from tutor.model.verdict import Verdict, YOURS, judge, observe_break, read_break_prediction
 from tutor.model.catalog import Catalog, Exercise
-from tutor.model.attempts import Attempt, ExerciseProgress, LearnerProgress, ProgressError
+from tutor.model.attempts import (GRADED, RECORDED, Attempt, ExerciseProgress, LearnerProgress, ProgressError,
+                                  is_prediction)
 from tutor.store.progress import ProgressStore
 from tutor.sandbox.protocol import Progress, Side
 from tutor.sandbox.runner import RunResult, standard_sides
 
-#: The statuses of a graded attempt: the prediction met an observation.
-GRADED = ("pass", "fail")
-#: The statuses that are recorded as attempts; every other one is only shown. A
-#: ``timeout`` is recorded as what it is, never as a failed prediction.
-RECORDED = GRADED + ("timeout",)
 #: Seconds a run waits for a warm-up in progress before it runs anyway.
 WARM_UP_WAIT_S = 120.0
 
@@ -242,7 +238,7 @@ class Session:
         """The seed of the learner's next attempt (module docstring): edit-mode attempts and timeouts
         do not count."""
         predictions = self.progress.of(exercise.id).predictions if self.store is not None else []
-        earlier = sum(a.status in GRADED for a in predictions)
+        earlier = sum(is_prediction(a) for a in predictions)
         return exercise.seed_for(earlier)
 
     def sides_for(self, exercise: Exercise) -> tuple[Side, ...]:

@@ -67,7 +67,6 @@ import json
 import os
 import queue
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -79,15 +78,14 @@ from tutor.cli.replies import CouldNotRun, UsageError
 from tutor.instructor import assignment as assignments
 from tutor.instructor import columns as lms
 from tutor.instructor import gradebook, memo, results as class_results
-from tutor.instructor.gradebook import spreadsheet_safe  # noqa: F401  (the gradebook's rule, kept importable here)
+from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; the rest score 0 with a reason
 from tutor.sandbox.runner import RunResult
+from tutor.store.files import spreadsheet_safe, write_text_atomically  # noqa: F401  (spreadsheet_safe: importable here)
 
 #: Largest answers file read, in bytes.
 MAX_ANSWERS_BYTES = 256 * 1024 * 1024
 #: The gradebook's columns, in order.
 GRADEBOOK_COLUMNS = gradebook.COLUMNS
-#: Statuses of a row whose check ran to a verdict; the rest score 0 with a reason.
-GRADED = ("pass", "fail")
 
 
 # --- reading the answers ----------------------------------------------------------------------
@@ -662,21 +660,8 @@ def _titles(catalog) -> dict:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: the old file or the new one."""
-    from tutor.store.files import current_umask
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        if hasattr(os, "fchmod"):
-            os.fchmod(fd, 0o666 & ~current_umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write ``text`` to ``path`` atomically (:func:`tutor.store.files.write_text_atomically`)."""
+    write_text_atomically(path, text)
 
 
 def chosen_assignment(path: str | None, ids: str | None, catalog):

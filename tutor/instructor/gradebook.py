@@ -22,9 +22,11 @@ import csv
 import io
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any, Iterable
+
+from tutor.store.files import _NUMBER  # noqa: F401  (a cell that is one number)
+from tutor.store.files import spreadsheet_safe as _safe
 
 #: The gradebook's columns, in order; each is a key of a row's JSON (see :func:`cells`).
 COLUMNS = ("line", "learner", "exercise", "answer", "status", "score", "points", "prediction", "observed",
@@ -33,18 +35,9 @@ COLUMNS = ("line", "learner", "exercise", "answer", "status", "score", "points",
 GRADEBOOK = "gradebook.csv"
 ROWS = "rows.jsonl"
 
-_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-
-
 def spreadsheet_safe(value: Any) -> Any:
-    """A cell a spreadsheet shows and never runs: text starting like a formula (``=``, ``+``, ``-``,
-    ``@``, tab, CR) gets a leading ``'`` unless the whole text is one number (``-0.25``, ``-1e-3``);
-    ``-1+3`` and ``-1/4`` are formulas to a spreadsheet, so they are neutralised. Other values pass."""
-    if not isinstance(value, str) or not value or value[0] not in "=+-@\t\r":
-        return value
-    if value[0] in "+-" and _NUMBER.fullmatch(value):
-        return value
-    return "'" + value
+    """The gradebook's rule for a cell (:func:`tutor.store.files.spreadsheet_safe`, one rule for every CSV)."""
+    return _safe(value)
 
 
 def cells(row: dict) -> list:

@@ -225,6 +225,26 @@ class ProgressStore:
             raise DamagedProgressError(path, reading.problem)
         return _progress(learner, reading.data, _settle(path, reading), read_only=reading.newer is not None)
 
+    def review_file(self, file: LearnerFile) -> LearnerProgress:
+        """One learner file of this folder (:meth:`learner_files`) as a review reads it; touches nothing.
+
+        What ``tutor report`` counts: the learner is the name the file holds
+        when that is the same learner, else the file's own; a file from a
+        newer tutor comes back ``read_only``.
+
+        Raises:
+            DamagedProgressError: the file cannot be read as progress (not TOML,
+                too large, malformed), or a newer tutor wrote it in a shape this one cannot read.
+            ProgressError: the file cannot be read at all.
+        """
+        reading = classify(read_bytes(file.path))
+        if reading.problem is None and reading.data is None and reading.newer is not None:
+            raise DamagedProgressError(file.path, f"it was written by a newer tutor (format {reading.newer}) "
+                                                  "in a shape this one cannot read")
+        if reading.problem is not None:
+            raise DamagedProgressError(file.path, reading.problem)
+        return _progress(file.name, reading.data, _settle(file.path, reading), read_only=reading.newer is not None)
+
     def record_attempt(self, learner: str, exercise_id: str, attempt: Attempt) -> LearnerProgress:
         """Append one attempt, under the lock, atomically; an attempt carrying a submission id the
         exercise holds already (the same graded answer saved twice) leaves the file as it was."""

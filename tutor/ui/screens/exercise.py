@@ -15,8 +15,9 @@ from textual.widgets import Button, Footer, Header, Input, Markdown, ProgressBar
 
 from exercises import answers
 from tutor.model.catalog import Exercise
-from tutor.model.attempts import ProgressError
+from tutor.model.attempts import ProgressError, show_time, verdict_of
 from tutor.app.session import Run
+from tutor.render import VERDICT_STYLE, VERDICT_TEXT
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
 from tutor.ui.widgets.confidence import CONFIDENCE_KEYS, ConfidencePicker
 from tutor.ui.widgets.fault_view import FaultView
@@ -194,13 +195,14 @@ class ExerciseScreen(Screen):
 
     def _saved_result(self, attempt) -> Text:
         """A saved attempt as the panel shows it after a relaunch (its evidence was not kept)."""
-        from tutor.model.attempts import show_time
-        verdict = ("✓ your prediction matched the observation", "bold green") if attempt.correct else \
-            ("✗ your prediction did not match the observation", "bold red")
+        word = verdict_of(attempt)  # a saved timeout is shown as one, never as a wrong prediction
+        verdict = (VERDICT_TEXT.get(word, word), VERDICT_STYLE.get(word, "bold"))
         sure = f" ({attempt.confidence} % sure)" if attempt.confidence is not None else ""
-        return Text.assemble(verdict, "\nyou said ", (attempt.prediction, "bold"), sure, "; the check observed ",
-                             (attempt.observed, "bold"), (f"\n{show_time(attempt.time)} · {attempt.device} · "
-                                                          "r runs it again to see the evidence", "dim"))
+        seen = ("; the check ran out of time",) if attempt.status == "timeout" else \
+            ("; the check observed ", (attempt.observed, "bold"))
+        return Text.assemble(verdict, "\nyou said ", (attempt.prediction, "bold"), sure, *seen,
+                             (f"\n{show_time(attempt.time)} · {attempt.device} · "
+                              "r runs it again to see the evidence", "dim"))
 
     # --- moving on -------------------------------------------------------------
 
