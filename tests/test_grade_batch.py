@@ -237,3 +237,22 @@ def test_a_bad_shard_is_one_sentence():
     for text in ("0/3", "4/3", "a/b", "1"):
         with pytest.raises(UsageError, match="--shard takes K/N"):
             shard.parse(text)
+
+
+def test_a_report_read_by_several_processes_counts_what_one_process_counts(tmp_path, catalog):
+    from tutor.instructor.report import build_report
+    from tutor.model.attempts import Attempt
+    from tutor.store.progress import ProgressStore
+    store = ProgressStore(tmp_path)
+    for n in range(12):
+        for k, (prediction, right) in enumerate((("a", False), ("b", True))[: 1 + n % 2]):
+            store.record_attempt(f"learner{n}@x.org", "head-split", Attempt(
+                time=f"2026-11-29T10:0{k}:00+00:00", prediction=prediction, observed="b", correct=right,
+                status="pass" if right else "fail", device="cpu", engine_hash="x", confidence=60 + n))
+    (tmp_path / "broken.toml").write_text("not = [toml")
+    one = build_report(tmp_path, catalog, jobs=1).to_dict()
+    three = build_report(tmp_path, catalog, jobs=3).to_dict()
+    assert one == three
+    [hs] = one["exercises"]
+    assert (hs["tried"], hs["solved_first"], hs["solved_latest"], hs["median_attempts"]) == (12, 0, 6, 1.5)
+    assert len(one["damaged"]) == 1 and one["learner_count"] == 12 and len(one["calibration"]) == 12

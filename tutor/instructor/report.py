@@ -140,13 +140,19 @@ class ClassReport:
                 "read_only": self.read_only}
 
 
-def build_report(folder: str | Path, catalog=None, top: int = 3) -> ClassReport:
+#: From this many files on, they are read by one process per core (reading is most of a report's time).
+PARALLEL_FROM = 2000
+
+
+def build_report(folder: str | Path, catalog=None, top: int = 3, jobs: int | None = None) -> ClassReport:
     """Read every learner's progress file in ``folder`` once and count (module docstring).
 
     Args:
         folder: the progress folder.
         catalog: the exercises, for order, titles and reading predictions; None reads without.
         top: how many wrong predictions to keep per exercise.
+        jobs: processes that read the files (default: one per usable core from
+            :data:`PARALLEL_FROM` files on, else this one); the counts are the same either way.
 
     Raises:
         UsageError: the folder does not exist.
@@ -157,37 +163,91 @@ def build_report(folder: str | Path, catalog=None, top: int = 3) -> ClassReport:
                          "(tutor report DIR)")
     report = ClassReport(folder=store.folder, kept_aside=[str(p) for p in store.kept_aside()])
     by_exercise: dict[str, _Tally] = defaultdict(_Tally)
-    canonical = _Reader(catalog)
     files = store.learner_files()
     used = {f.key: f for f in files if not f.shadowed}
     for file in files:
         if file.shadowed:
             report.shadowed.append({"file": str(file.path), "same_learner_as": str(used[file.key].path)})
-            continue
+    for part in _count_all(store, catalog, [f for f in files if not f.shadowed], jobs):
+        report.learners += part.learners
+        report.damaged += part.damaged
+        report.read_only += part.read_only
+        report.calibration += part.calibration
+        for ex_id, tally in part.tallies.items():
+            by_exercise[ex_id].merge(tally)
+    report.exercises = _ordered([t.finish(ex_id, catalog, top) for ex_id, t in by_exercise.items()], catalog)
+    report.calibration.sort(key=lambda c: c.learner.casefold())
+    return report
+
+
+@dataclass
+class _Part:
+    """What one run of files counted: merged into the report in the files' order."""
+
+    learners: int = 0
+    damaged: list = field(default_factory=list)
+    read_only: list = field(default_factory=list)
+    calibration: list = field(default_factory=list)
+    tallies: dict = field(default_factory=dict)
+
+
+def _count(store: ProgressStore, catalog, files: list) -> _Part:
+    """Read and count ``files`` (one process's share)."""
+    part = _Part()
+    tallies: dict[str, _Tally] = defaultdict(_Tally)
+    canonical = _Reader(catalog)
+    for file in files:
         try:
             progress = store.review_file(file)
         except DamagedProgressError as exc:
-            report.damaged.append({"file": str(file.path), "problem": exc.problem})
+            part.damaged.append({"file": str(file.path), "problem": exc.problem})
             continue
         except ProgressError as exc:
-            report.damaged.append({"file": str(file.path), "problem": str(exc)})
+            part.damaged.append({"file": str(file.path), "problem": str(exc)})
             continue
         if progress.read_only:
-            report.read_only.append(str(file.path))
+            part.read_only.append(str(file.path))
         name = progress.learner
-        report.learners += 1
+        part.learners += 1
         for ex_id, entry in progress.exercises.items():
-            by_exercise[ex_id].add(name, entry, canonical, ex_id)
+            tallies[ex_id].add(name, entry, canonical, ex_id)
         attempts = [a for entry in progress.exercises.values() for a in entry.attempts]
         rated = calibrate(attempts)  # the Brier score and the counts of 'tutor progress', computed once
         if rated.count:
             stated = [confidence_of(a) for a in attempts if is_prediction(a) and confidence_of(a) is not None]
-            report.calibration.append(Calibration(
+            part.calibration.append(Calibration(
                 learner=name, predictions=rated.count, mean_confidence=sum(stated) / 100 / rated.count,
                 accuracy=rated.right / rated.count, brier=rated.brier))
-    report.exercises = _ordered([t.finish(ex_id, catalog, top) for ex_id, t in by_exercise.items()], catalog)
-    report.calibration.sort(key=lambda c: c.learner.casefold())
-    return report
+    part.tallies = dict(tallies)
+    return part
+
+
+def _count_all(store: ProgressStore, catalog, files: list, jobs: int | None) -> list[_Part]:
+    """The files counted in order: by ``jobs`` forked processes, each counting a run of files, when
+    there are many; only the counts travel back."""
+    import os
+    if jobs is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = os.cpu_count() or 1
+        jobs = cores if len(files) >= PARALLEL_FROM else 1
+    if jobs <= 1 or len(files) < 2:
+        return [_count(store, catalog, files)]
+    import functools
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    try:
+        context = multiprocessing.get_context("fork")  # the catalog and the modules are imported already
+    except ValueError:
+        return [_count(store, catalog, files)]
+    size = -(-len(files) // jobs)
+    runs = [files[i:i + size] for i in range(0, len(files), size)]
+    try:
+        with ProcessPoolExecutor(len(runs), mp_context=context) as pool:
+            return list(pool.map(functools.partial(_count, store, catalog), runs))
+    except (OSError, RuntimeError):  # no processes to be had here: count them in this one
+        return [_count(store, catalog, files)]
 
 
 class _Reader:
@@ -224,6 +284,18 @@ class _Tally:
         self.wrong_learners: dict[str, set] = defaultdict(set)
         self.wrong_attempts: dict[str, int] = defaultdict(int)
         self.notes: list[dict] = []
+
+    def merge(self, other: "_Tally") -> None:
+        """Add another run of files' counts of the same exercise to these."""
+        for name in ("tried", "solved_first", "solved_latest", "ever_solved", "other", "fix_tried", "fix_fixed"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.attempts += other.attempts
+        self.to_solve += other.to_solve
+        for shown, who in other.wrong_learners.items():
+            self.wrong_learners[shown] |= who
+        for shown, n in other.wrong_attempts.items():
+            self.wrong_attempts[shown] += n
+        self.notes += other.notes
 
     def add(self, learner: str, entry: ExerciseProgress, read, ex_id: str) -> None:
         # the one time order (the latest counts): results.json and tutor progress agree
