@@ -82,6 +82,8 @@ def _grade(args, events: Events) -> GradeReply:
         if words[0] != "merge" or len(words) < 2:
             raise UsageError(f"tutor grade takes 'merge DIR...' or --answers FILE, not {' '.join(words)!r}")
         return _merge(args, events, catalog, [Path(w) for w in words[1:]], started)
+    if getattr(args, "fixes", None) and getattr(args, "answers", None):
+        raise UsageError("grade one kind at a time: --answers FILE (predictions) or --fixes DIR (repairs), not both")
     if getattr(args, "fixes", None):
         return _grade_fixes(args, events, catalog, started)
     if not getattr(args, "answers", None):

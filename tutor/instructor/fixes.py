@@ -98,6 +98,16 @@ def seeds_of(assignment, ex_id: str) -> tuple:
     return assigned.hidden_seeds if assigned is not None else ()
 
 
+def at_hidden_seed(session, task, text: str, seed: int):
+    """The repair ``text`` of ``task`` run once more at a hidden ``seed``, never recorded; its outcome.
+
+    The one place hidden seeds reach the runner: through the public session API, as the task's
+    seed (``Context.seed`` of every side). Where the runner grows its own way to pass hidden
+    seeds (confined runs), this is the call to change.
+    """
+    return session.start_edit(replace(task, seed=seed), text, record=False).execute()
+
+
 def grade_one(catalog, runner, row, assignment=None, store=None, save: bool = False):
     """Run one fix submission (and its hidden seeds) on ``runner``; return its RowResult.
 
@@ -124,7 +134,7 @@ def grade_one(catalog, runner, row, assignment=None, store=None, save: bool = Fa
         for seed in seeds_of(assignment, ex.id):
             if not outcome.verdict.fixed:
                 break
-            again = session.start_edit(replace(task, seed=seed), text, record=False).execute()
+            again = at_hidden_seed(session, task, text, seed)
             hidden.append(again.verdict)
             if not again.verdict.fixed:
                 outcome = replace(outcome, verdict=replace(again.verdict, sentence=(
