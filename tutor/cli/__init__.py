@@ -36,6 +36,7 @@ __all__ = ["main", "build_parser", "EXIT_MATCH", "EXIT_MISMATCH", "EXIT_USAGE", 
 #: The headless commands by name (``tutor audit`` and the TUI are dispatched apart).
 COMMANDS = {"list": learner.list_, "show": learner.show, "run": learner.run, "check": author.check,
             "progress": learner.progress, "grade": instructor.grade, "report": instructor.report,
+            "gradescope": instructor.gradescope,
             "fix": learner.fix, "break": learner.break_, "review": learner.review}
 
 

@@ -16,7 +16,7 @@ from exercises import answers
 from exercises.faults import diff
 from tutor.model.patch import MAX_EDIT_BYTES, EditError, apply_patch
 from tutor.model.verdict import YOURS, first_instrument_divergence, instruments_holding
-from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, CouldNotRun, EditReply, Events,
+from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_SAVE, EXIT_USAGE, CouldNotRun, EditReply, Events,
                                EveryoneReply, ListReply, ProgressReply, Reply, ReviewReply, RunReply, ShowReply,
                                UsageError, VersionReply)
 
@@ -232,6 +232,9 @@ def run(args, events: Events) -> RunReply:
     data["note_saved"] = outcome.note_saved
     data["confidence"] = confidence  # as given with --confidence (saved with the attempt), or None
     code = {"pass": EXIT_MATCH, "fail": EXIT_MISMATCH}.get(result.status, EXIT_CHECK)
+    if outcome.save_error and code != EXIT_CHECK:
+        code = EXIT_SAVE
+        data["error"] = outcome.save_error
     return RunReply(data, code, exercise=ex, result=result, saved_to=saved)
 
 
@@ -286,7 +289,11 @@ def _edit(args, events: Events, mode: str) -> EditReply:
     data = edit_data(ex, outcome)
     data["saved_to"] = str(outcome.saved_to) if outcome.saved_to else None
     data["working_copy"] = working_copy
-    return EditReply(data, edit_exit_code(outcome), exercise=ex, outcome=outcome, saved_to=data["saved_to"],
+    code = edit_exit_code(outcome)
+    if outcome.save_error and code != EXIT_CHECK:
+        code = EXIT_SAVE
+        data["error"] = f"the attempt was not saved: {outcome.save_error}"
+    return EditReply(data, code, exercise=ex, outcome=outcome, saved_to=data["saved_to"],
                      working_copy=working_copy)
 
 
@@ -544,6 +551,19 @@ def _progress_of_everyone(args) -> EveryoneReply:
             row["error"] = str(exc)
             rows.append(row)
             continue
+        if loaded.read_only:
+            from tutor.store.migration import classify, read_bytes
+            try:
+                newer = classify(read_bytes(file.path))
+            except ProgressError:
+                newer = None
+            if newer is not None and newer.newer is not None and newer.data is None:
+                # a newer tutor's file in a shape this one cannot read: named, never an empty learner
+                row["error"] = (f"{file.path} was written by a newer tutor (format {newer.newer}) in a shape this "
+                                "one cannot read; upgrade tutor to see it")
+                rows.append(row)
+                continue
+            row["read_only"] = True
         row["learner"] = loaded.learner
         entries = loaded.exercises.values()
         times = [a.time for e in entries for a in e.attempts]
