@@ -12,6 +12,7 @@ nothing in it is executed, and this module imports neither torch nor Textual
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from dataclasses import MISSING, dataclass, field, fields
 from functools import lru_cache
@@ -19,11 +20,6 @@ from pathlib import Path
 
 from exercises import answers
 from exercises.faults import Fault, FaultError, parse_fault, source_root, verify
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
 
 FORMAT_VERSION = 1
 EXERCISES_DIR = Path(__file__).resolve().parent.parent / "exercises"
@@ -188,16 +184,56 @@ _SET_KEYS = _spec(ExerciseSet)
 _EX_KEYS = _spec(Exercise)
 
 
-@lru_cache(maxsize=4)
-def load_catalog(directory: Path = EXERCISES_DIR) -> Catalog:
-    """Load and validate every set file in ``directory``.
+def catalog_dir() -> Path:
+    """The folder of set files: ``exercises/``, or ``$TUTOR_CATALOG_DIR`` (benchmarks and tests only).
+
+    Another folder's checks are looked up in its own folder, and its faults'
+    files under its parent, as for any folder passed to :func:`load_catalog`.
+    """
+    chosen = os.environ.get("TUTOR_CATALOG_DIR")
+    return Path(chosen).resolve() if chosen else EXERCISES_DIR
+
+
+def load_catalog(directory: Path | None = None) -> Catalog:
+    """Load and validate every set file in ``directory`` (default :func:`catalog_dir`).
+
+    Built once per process and folder; across processes the validated catalog
+    comes from a cache keyed by the digests of every file the validation read
+    (:mod:`tutor.store.catalog_cache`), so a changed file is validated again.
 
     Raises:
         CatalogError: one sentence naming the file, the exercise and the key.
     """
+    return _load_catalog(catalog_dir() if directory is None else Path(directory))
+
+
+load_catalog.cache_clear = lambda: _load_catalog.cache_clear()  # forget the catalogs this process built
+
+
+@lru_cache(maxsize=4)
+def _load_catalog(directory: Path) -> Catalog:
+    from tutor import __version__
+    from tutor.store import catalog_cache
     root = source_root() if directory == EXERCISES_DIR else directory.parent
+    listing = sorted(directory.glob("*.toml"))
+
+    def build() -> tuple[Catalog, list[Path]]:
+        catalog = build_catalog(directory, root, listing)
+        return catalog, _files_read(catalog, listing, root)
+
+    return catalog_cache.load_or_build((f"tutor {__version__}", f"catalog {directory.resolve()}",
+                                        f"source {root.resolve()}"), listing, build)
+
+
+def build_catalog(directory: Path, root: Path, listing: list[Path]) -> Catalog:
+    """Parse and validate the set files ``listing`` (of ``directory``), no cache involved.
+
+    Raises:
+        CatalogError: one sentence naming the file, the exercise and the key.
+    """
+    _functions_in.cache_clear()  # each build reads the check modules as they are now
     sets, seen, faults, uses = [], {}, {}, []
-    for path in sorted(directory.glob("*.toml")):
+    for path in listing:
         sets.append(_load_set(path, faults, seen, uses, root))
     for where, fault_id in uses:
         if fault_id not in faults:
@@ -206,7 +242,21 @@ def load_catalog(directory: Path = EXERCISES_DIR) -> Catalog:
     return Catalog(sets=tuple(sets), faults=faults)
 
 
+def _files_read(catalog: Catalog, listing: list[Path], root: Path) -> list[Path]:
+    """Every file a successful validation of ``catalog`` depended on: the set files, each check's
+    module, each fault's target, and the modules holding the rules themselves."""
+    import exercises.faults
+    checks = {root / "exercises" / f"{ex.check.partition('.')[0]}.py" for ex in catalog.exercises}
+    targets = {root / fault.file for fault in catalog.faults.values()}
+    rules = {Path(__file__).resolve(), Path(answers.__file__).resolve(), Path(exercises.faults.__file__).resolve()}
+    return [*listing, *sorted(checks), *sorted(targets), *sorted(rules)]
+
+
 def _load_set(path: Path, faults: dict, seen: dict, uses: list, root: Path) -> ExerciseSet:
+    try:  # imported here: a cached catalog is loaded without parsing any TOML
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
     name = path.name
     try:
         if path.stat().st_size > MAX_CATALOG_BYTES:
@@ -334,7 +384,8 @@ def _answer_items(e: dict, where: str):
 
 @lru_cache(maxsize=64)
 def _functions_in(path: Path) -> frozenset[str]:
-    """Names of the top-level functions a check module defines (read as text, never imported)."""
+    """Names of the top-level functions a check module defines (read as text, never imported;
+    once per module and build)."""
     return frozenset(re.findall(r"^def ([A-Za-z_][A-Za-z0-9_]*)\(", path.read_text(encoding="utf-8"), re.M))
 
 
