@@ -117,7 +117,7 @@ def test_a_damaged_or_foreign_entry_is_ignored_and_replaced(tmp_path, cache, dam
         damage = pickle.dumps(["a list, not an entry"])
     elif damage == "other inputs":  # a well-formed entry whose recorded digests are not the files'
         data = pickle.loads(whole)
-        data["digests"] = {name: "0" * 40 for name in data["digests"]}
+        data["files"] = {name: ("0" * 40, None) for name in data["files"]}
         data["value"] = "a stale value that must never be returned"
         damage = pickle.dumps(data)
     entry.write_bytes(damage)
@@ -177,6 +177,31 @@ def test_the_shipped_catalog_from_the_cache_equals_a_fresh_validation(tmp_path, 
     cached = fresh_load(tutor.catalog.EXERCISES_DIR)
     assert builds == [1] and cached == built and len(cached.exercises) >= 100
     assert cached.faults == built.faults
+
+
+def test_a_settled_file_is_trusted_by_its_stat_and_an_edit_still_changes_it(tmp_path, monkeypatch, cache):
+    _, builds = cache
+    monkeypatch.setattr(catalog_cache, "RACY_NS", -10**15)  # every file counts as settled
+    directory = demo_catalog_dir(tmp_path, DEMO_CATALOG)
+    fresh_load(directory)
+    digested = []
+    real = catalog_cache._file_digest
+    monkeypatch.setattr(catalog_cache, "_file_digest", lambda name: digested.append(name) or real(name))
+    fresh_load(directory)
+    assert builds == [1] and digested == []  # size, times and inode as recorded: not read again
+    toml = directory / "demo.toml"
+    before = toml.stat()
+    toml.write_text(toml.read_text().replace('title = "t"', 'title = "w"'))
+    os.utime(toml, ns=(before.st_atime_ns, before.st_mtime_ns))  # mtime set back; ctime cannot be
+    assert fresh_load(directory).get("demo-one").title == "w" and builds == [2]
+    assert str(toml) in digested
+
+
+def test_without_a_folder_named_the_entry_lives_in_pycache_beside_the_set_files(tmp_path, monkeypatch, cache):
+    monkeypatch.delenv("TUTOR_CACHE_DIR")
+    directory = demo_catalog_dir(tmp_path, DEMO_CATALOG)
+    fresh_load(directory)
+    assert [p.suffix for p in (directory / "__pycache__").iterdir()] == [".pickle"]
 
 
 def test_catalog_dir_names_another_folder(tmp_path, monkeypatch, cache):

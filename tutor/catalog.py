@@ -217,51 +217,63 @@ def _load_catalog(directory: Path) -> Catalog:
     root = source_root() if directory == EXERCISES_DIR else directory.parent
     listing = sorted(directory.glob("*.toml"))
 
-    def build() -> tuple[Catalog, list[Path]]:
-        catalog = build_catalog(directory, root, listing)
-        return catalog, _files_read(catalog, listing, root)
+    def build() -> tuple[Catalog, dict[Path, str]]:
+        reads: dict[Path, str] = {}
+        return build_catalog(directory, root, listing, reads), reads
 
-    return catalog_cache.load_or_build((f"tutor {__version__}", f"catalog {directory.resolve()}",
-                                        f"source {root.resolve()}"), listing, build)
+    scope = (f"tutor {__version__}", f"rules {_rules_digest()}", f"catalog {directory.resolve()}",
+             f"source {root.resolve()}")
+    return catalog_cache.load_or_build(scope, listing, build, beside=directory)
 
 
-def build_catalog(directory: Path, root: Path, listing: list[Path]) -> Catalog:
+@lru_cache(maxsize=1)
+def _rules_digest() -> str:
+    """The digest of the modules whose rules validation applies (this one, answers, faults)."""
+    import exercises.faults
+    from tutor.store.catalog_cache import text_digest
+    modules = (__file__, answers.__file__, exercises.faults.__file__)
+    return text_digest("\0".join(Path(m).read_text(encoding="utf-8") for m in modules))
+
+
+def build_catalog(directory: Path, root: Path, listing: list[Path], reads: dict | None = None) -> Catalog:
     """Parse and validate the set files ``listing`` (of ``directory``), no cache involved.
+
+    Args:
+        reads: filled with ``{path: text digest}`` of every file read (the set files, each
+            check's module, each fault's target), for the cache's key.
 
     Raises:
         CatalogError: one sentence naming the file, the exercise and the key.
     """
+    reads = {} if reads is None else reads
     _functions_in.cache_clear()  # each build reads the check modules as they are now
     sets, seen, faults, uses = [], {}, {}, []
     for path in listing:
-        sets.append(_load_set(path, faults, seen, uses, root))
+        sets.append(_load_set(path, faults, seen, uses, root, reads))
     for where, fault_id in uses:
         if fault_id not in faults:
             raise CatalogError(f"{where}: key 'fault' names {fault_id!r}, which no [[fault]] table defines")
     sets.sort(key=lambda s: (s.order, s.id))
+    for ex in (ex for s in sets for ex in s.exercises):
+        module = root / "exercises" / f"{ex.check.partition('.')[0]}.py"
+        reads.setdefault(module, _functions_in(module)[1])  # the text validation read, from the memo
     return Catalog(sets=tuple(sets), faults=faults)
 
 
-def _files_read(catalog: Catalog, listing: list[Path], root: Path) -> list[Path]:
-    """Every file a successful validation of ``catalog`` depended on: the set files, each check's
-    module, each fault's target, and the modules holding the rules themselves."""
-    import exercises.faults
-    checks = {root / "exercises" / f"{ex.check.partition('.')[0]}.py" for ex in catalog.exercises}
-    targets = {root / fault.file for fault in catalog.faults.values()}
-    rules = {Path(__file__).resolve(), Path(answers.__file__).resolve(), Path(exercises.faults.__file__).resolve()}
-    return [*listing, *sorted(checks), *sorted(targets), *sorted(rules)]
-
-
-def _load_set(path: Path, faults: dict, seen: dict, uses: list, root: Path) -> ExerciseSet:
+def _load_set(path: Path, faults: dict, seen: dict, uses: list, root: Path, reads: dict) -> ExerciseSet:
     try:  # imported here: a cached catalog is loaded without parsing any TOML
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib
+
+    from tutor.store.catalog_cache import text_digest
     name = path.name
     try:
         if path.stat().st_size > MAX_CATALOG_BYTES:
             raise CatalogError(f"{name}: the file is larger than {MAX_CATALOG_BYTES} bytes; split it")
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        reads[path] = text_digest(text)
+        data = tomllib.loads(text)
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"{name}: cannot read the file ({exc.__class__.__name__}); check it is UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
@@ -283,7 +295,7 @@ def _load_set(path: Path, faults: dict, seen: dict, uses: list, root: Path) -> E
         where = f"{name}: fault {entry.get('id', f'#{n}')!r}" if isinstance(entry, dict) else f"{name}: fault #{n}"
         try:
             fault = parse_fault(entry, where)
-            verify(fault, root)
+            reads[root / fault.file] = text_digest(verify(fault, root))
         except FaultError as exc:
             raise CatalogError(str(exc) if str(exc).startswith(name) else f"{where}: {exc}") from None
         if fault.id in faults:
@@ -382,11 +394,13 @@ def _answer_items(e: dict, where: str):
     return items
 
 
-@lru_cache(maxsize=64)
-def _functions_in(path: Path) -> frozenset[str]:
+@lru_cache(maxsize=None)
+def _functions_in(path: Path) -> tuple[frozenset[str], str]:
     """Names of the top-level functions a check module defines (read as text, never imported;
-    once per module and build)."""
-    return frozenset(re.findall(r"^def ([A-Za-z_][A-Za-z0-9_]*)\(", path.read_text(encoding="utf-8"), re.M))
+    once per module and build), and the digest of the text read."""
+    from tutor.store.catalog_cache import text_digest
+    text = path.read_text(encoding="utf-8")
+    return frozenset(re.findall(r"^def ([A-Za-z_][A-Za-z0-9_]*)\(", text, re.M)), text_digest(text)
 
 
 def _check_exists(check: str, where: str, directory: Path) -> None:
@@ -397,7 +411,7 @@ def _check_exists(check: str, where: str, directory: Path) -> None:
     if not path.is_file():
         raise CatalogError(f"{where}: key 'check' names module {module!r}, but exercises/{module}.py does not exist")
     try:
-        functions = _functions_in(path)
+        functions = _functions_in(path)[0]
     except (OSError, UnicodeDecodeError):
         raise CatalogError(f"{where}: exercises/{module}.py cannot be read as UTF-8 text") from None
     if function not in functions:

@@ -1,25 +1,32 @@
-"""A disposable cache of something built from files: the parsed, validated catalog.
+"""A disposable cache of something built from text files: the parsed, validated catalog.
 
 Reading the catalog means parsing every set file and checking every check and
 fault against the source it names; that work grows with the catalog and sits
 on the path to the first screen and to ``tutor list``. The result is kept as a
-pickle in the user's cache folder, beside a record of every file the build
-read and each file's BLAKE2 digest at that moment. A later load re-hashes
-those files, and lists the folder again; any difference — a set file edited,
-added or removed, a check module or a fault's target changed, the validating
-code itself changed, another tutor or Python version — and the build runs
-again, its errors raised as the first build would raise them.
+pickle, beside a record of every file the build read and the BLAKE2 digest of
+the text it read there. A later load lists the folder again and compares each
+file; any difference — a set file edited, added or removed, a check module or
+a fault's target changed, another scope (the validating code, the tutor or
+Python version) — and the build runs again, raising its errors as the first
+build would.
 
-The cache is never the truth. A cache file that is missing, unreadable,
-truncated, of another format, not owned by this user or written for other
-inputs is ignored (and replaced); a folder that cannot be written leaves the
-cache off, silently. Writers write a temporary file beside the entry and
-rename it over, so two processes that build at once each leave a whole entry
-and a reader never sees half of one.
+A file is compared by reading it again and digesting its text, unless its
+size, times and inode are those recorded *and* it had not changed for a
+second before the build began: a change after that moment always changes its
+ctime, which no one can set back, so the shortcut cannot hide an edit (the
+rule git uses for "racily clean" files).
 
-The folder is ``$TUTOR_CACHE_DIR`` when set, else the platform's user cache
-folder (``platformdirs``), ``…/tutor/catalog``. ``TUTOR_CACHE_DIR=off``
-turns the cache off.
+The cache is never the truth. An entry that is missing, unreadable,
+truncated, of another format, not owned by this user or writable by others,
+or written for other inputs is ignored (and replaced); a folder that cannot
+be written leaves the cache off, silently. Writers write a temporary file
+beside the entry and rename it over, so two processes that build at once each
+leave a whole entry and a reader never sees half of one.
+
+The folder: ``$TUTOR_CACHE_DIR`` when set (``off`` turns the cache off); else
+``__pycache__`` beside the files cached when this user may write there, as
+Python keeps its bytecode; else the platform's user cache folder
+(``platformdirs``), ``…/tutor/catalog``.
 """
 
 from __future__ import annotations
@@ -28,71 +35,97 @@ import hashlib
 import os
 import pickle
 import sys
+import time
 from pathlib import Path
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable, Mapping, TypeVar
 
 T = TypeVar("T")
 
 #: The layout of an entry; raised when the entry's own keys change.
-ENTRY_FORMAT = 1
+ENTRY_FORMAT = 2
 #: ``TUTOR_CACHE_DIR`` set to this turns the cache off.
 OFF = "off"
+#: A file changed less than this long before a build is always compared by its digest.
+RACY_NS = 1_000_000_000
 
 
-def cache_folder() -> Path | None:
-    """The folder the entries live in, or None when the cache is off."""
+def cache_folder(beside: Path | None = None) -> Path | None:
+    """The folder the entries live in (see the module docstring), or None when the cache is off."""
     chosen = os.environ.get("TUTOR_CACHE_DIR")
     if chosen == OFF:
         return None
     if chosen:
         return Path(chosen)
+    if beside is not None:
+        pycache = beside / "__pycache__"
+        if os.access(pycache if pycache.is_dir() else beside, os.W_OK):
+            return pycache
     from platformdirs import user_cache_dir
     return Path(user_cache_dir("tutor", appauthor=False)) / "catalog"
 
 
-def digest(path: Path) -> str | None:
-    """The BLAKE2b digest of a file's bytes (hex), or None when it cannot be read."""
+def text_digest(text: str) -> str:
+    """The BLAKE2b digest (hex) of a file's text, as the build read it."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
+
+
+def _file_digest(path: str) -> str | None:
     try:
-        return hashlib.blake2b(path.read_bytes(), digest_size=20).hexdigest()
+        return text_digest(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _signature(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path)
     except OSError:
         return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def entry_path(folder: Path, scope: tuple[str, ...]) -> Path:
     """Where the entry for ``scope`` lives: one file per scope (a catalog folder and its versions)."""
     name = hashlib.blake2b("\0".join(scope).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
-    return folder / f"{name}.pickle"
+    return folder / f"catalog-{name}.pickle"
 
 
-def load_or_build(scope: Iterable[str], listing: list[Path], build: Callable[[], tuple[T, Iterable[Path]]],
-                  folder: Path | None = None) -> T:
+def load_or_build(scope: Iterable[str], listing: list[Path], build: Callable[[], tuple[T, Mapping[Path, str]]],
+                  beside: Path | None = None) -> T:
     """The value ``build`` makes, from the cache when every input is as it was.
 
     Args:
-        scope: what the value is of (a folder's path, versions); part of the key, compared as it is.
+        scope: what the value is of (a folder's path, versions, the rules' digest); compared as it is.
         listing: the files that make up the input (the set files), in a stable order; a file
             added or removed changes it.
-        build: makes the value; returns it with every file it read (their digests are the key).
-            Its exceptions pass through, and nothing is cached for them.
-        folder: the cache folder; :func:`cache_folder` by default.
+        build: makes the value; returns it with ``{path: text_digest(text)}`` of every file it
+            read, digested from the very text it read. Its exceptions pass through, and nothing
+            is cached for them.
+        beside: the folder of the files cached (for its ``__pycache__``).
 
     Returns:
         the cached value, or the one ``build`` returned (then cached).
     """
     scope = (f"entry {ENTRY_FORMAT}", f"python {sys.version}", *scope)
-    folder = cache_folder() if folder is None else folder
+    folder = cache_folder(beside)
     names = [str(p) for p in listing]
     path = entry_path(folder, scope) if folder is not None else None
     if path is not None:
         found = _read(path, scope, names)
         if found is not None:
             return found[0]
+    started = time.time_ns()
     value, read = build()
     if path is not None:
-        digests = {str(p): digest(Path(p)) for p in dict.fromkeys([*listing, *read])}
-        if None not in digests.values():  # a file that vanished mid-build: nothing to key on
+        files = {}
+        for name, digest in read.items():
+            sig = _signature(str(name))
+            # the stat shortcut only for a file that had not changed for a while before the build
+            settled = sig is not None and sig[2] < started - RACY_NS
+            files[str(name)] = (digest, sig if settled else None)
+        if set(names) <= set(files):  # every listed file was read (else nothing trustworthy to key on)
             _write(path, {"format": ENTRY_FORMAT, "scope": list(scope), "listing": names,
-                          "digests": digests, "value": value})
+                          "files": files, "value": value})
     return value
 
 
@@ -107,11 +140,16 @@ def _read(path: Path, scope: tuple[str, ...], names: list[str]) -> tuple[object]
     except Exception:  # missing, unreadable, truncated, of another Python: rebuilt
         return None
     if not (isinstance(entry, dict) and entry.get("format") == ENTRY_FORMAT and entry.get("scope") == list(scope)
-            and entry.get("listing") == names and isinstance(entry.get("digests"), dict) and "value" in entry):
+            and entry.get("listing") == names and isinstance(entry.get("files"), dict) and "value" in entry):
         return None
-    for name, recorded in entry["digests"].items():
-        if digest(Path(name)) != recorded:
-            return None
+    try:
+        for name, (digest, sig) in entry["files"].items():
+            if sig is not None and _signature(name) == sig:
+                continue
+            if _file_digest(name) != digest:
+                return None
+    except (TypeError, ValueError):  # an entry of the right keys but the wrong shapes
+        return None
     return (entry["value"],)
 
 
@@ -122,15 +160,14 @@ STALE_TEMP_S = 3600
 
 
 def _prune(kept: Path) -> None:
-    """Remove entries of other scopes not used for :data:`STALE_ENTRY_S`, and dead writers' temporary files."""
-    import time
+    """Remove other entries not used for :data:`STALE_ENTRY_S`, and dead writers' temporary files."""
     now = time.time()
     for other in kept.parent.iterdir():
-        if other == kept or not other.name.endswith((".pickle", ".tmp")):
+        if other == kept or not other.name.startswith(("catalog-", ".catalog-")):
             continue
         try:
-            age = now - max(other.stat().st_mtime, other.stat().st_atime)
-            if age > (STALE_TEMP_S if other.name.endswith(".tmp") else STALE_ENTRY_S):
+            st = other.stat()
+            if now - max(st.st_mtime, st.st_atime) > (STALE_TEMP_S if other.name.endswith(".tmp") else STALE_ENTRY_S):
                 other.unlink()
         except OSError:
             pass
@@ -148,7 +185,7 @@ def _write(path: Path, entry: dict) -> None:
         os.replace(tmp, path)
         tmp = None
         _prune(path)
-    except Exception:  # a folder that is not writable, a full disk: no cache this time
+    except Exception:  # a folder that is not writable, a full disk, an unpicklable value: no cache this time
         pass
     finally:
         if tmp is not None:
