@@ -11,7 +11,6 @@ import argparse
 import re
 
 from tutor import audit_cmd
-from tutor.runner import DEVICES
 from tutor.speed import ENV as SCALE_ENV
 from tutor.speed import ScaleError, parse_scale
 
@@ -30,6 +29,10 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one sentence, exit 2, like every other input error
         raise ArgumentsError(f"{message}; see '{self.prog} --help'.")
 
+
+#: ``--device`` values: :data:`tutor.runner.DEVICES`, spelled here so that parsing the arguments
+#: of ``tutor list`` does not import the runner (tests/test_import_hygiene.py holds them equal).
+DEVICES = ("auto", "cpu", "cuda")
 
 #: An argument that starts as a negative number does ("-1", "-1/4", "-1e-3", "-.5", "-0x2").
 NEGATIVE_NUMBER = re.compile(r"^-\.?\d")
