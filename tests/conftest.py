@@ -10,8 +10,8 @@ import pytest
 # the tests start shares it.
 os.environ.setdefault("TUTOR_CACHE_DIR", tempfile.mkdtemp(prefix="tutor-test-cache-"))
 
-from tutor.catalog import load_catalog
-from tutor.runner import Runner
+from tutor.model.catalog import load_catalog
+from tutor.sandbox.runner import Runner
 
 
 @pytest.fixture(scope="session")

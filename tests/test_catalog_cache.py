@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-import tutor.catalog
+import tutor.model.catalog
 from tests.helpers import DEMO_CATALOG, demo_catalog_dir
-from tutor.catalog import CatalogError, load_catalog
+from tutor.model.catalog import CatalogError, load_catalog
 from tutor.store import catalog_cache
 
 
@@ -20,12 +20,12 @@ def cache(tmp_path, monkeypatch):
     folder = tmp_path / "cache"
     monkeypatch.setenv("TUTOR_CACHE_DIR", str(folder))
     builds = [0]
-    real = tutor.catalog.build_catalog
+    real = tutor.model.catalog.build_catalog
 
     def counted(*args, **kwargs):
         builds[0] += 1
         return real(*args, **kwargs)
-    monkeypatch.setattr(tutor.catalog, "build_catalog", counted)
+    monkeypatch.setattr(tutor.model.catalog, "build_catalog", counted)
     yield folder, builds
     load_catalog.cache_clear()
 
@@ -151,7 +151,7 @@ def test_an_unwritable_or_switched_off_cache_still_loads(tmp_path, monkeypatch, 
 
 CONCURRENT = """
 import sys
-from tutor.catalog import load_catalog
+from tutor.model.catalog import load_catalog
 cat = load_catalog(__import__('pathlib').Path(sys.argv[1]))
 print(repr([(e.id, e.title, e.fault) for e in cat.exercises]))
 """
@@ -173,8 +173,8 @@ def test_processes_building_at_once_each_get_the_catalog_and_leave_one_whole_ent
 
 def test_the_shipped_catalog_from_the_cache_equals_a_fresh_validation(tmp_path, cache):
     folder, builds = cache
-    built = fresh_load(tutor.catalog.EXERCISES_DIR)
-    cached = fresh_load(tutor.catalog.EXERCISES_DIR)
+    built = fresh_load(tutor.model.catalog.EXERCISES_DIR)
+    cached = fresh_load(tutor.model.catalog.EXERCISES_DIR)
     assert builds == [1] and cached == built and len(cached.exercises) >= 100
     assert cached.faults == built.faults
 

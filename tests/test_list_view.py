@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 from exercises.answers import kind_words
-from tutor.catalog import load_catalog
-from tutor.output import list_rows
+from tutor.model.catalog import load_catalog
+from tutor.cli.output import list_rows
 
 
 def test_every_exercise_is_one_row_with_its_id_answer_and_title_in_columns():

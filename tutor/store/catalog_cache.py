@@ -174,7 +174,12 @@ def _prune(kept: Path) -> None:
 
 
 def _write(path: Path, entry: dict) -> None:
-    """Write the entry to a temporary file beside ``path`` and rename it over; any failure leaves no cache."""
+    """Write the entry to a temporary file beside ``path`` and rename it over; any failure leaves no cache.
+
+    Not :func:`tutor.store.files.write_bytes_atomically`: that one follows the umask (0664 for
+    many users), and an entry others may write is never unpickled; this one keeps mkstemp's 0600,
+    and skips the fsync a disposable file does not need.
+    """
     import tempfile
     tmp = None
     try:

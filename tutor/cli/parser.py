@@ -10,9 +10,8 @@ from __future__ import annotations
 import argparse
 import re
 
-from tutor import audit_cmd
-from tutor.speed import ENV as SCALE_ENV
-from tutor.speed import ScaleError, parse_scale
+from tutor.cli import audit
+from tutor.sandbox.speed import ENV as SCALE_ENV, ScaleError, parse_scale
 
 
 class ArgumentsError(Exception):
@@ -30,7 +29,7 @@ class _Parser(argparse.ArgumentParser):
         raise ArgumentsError(f"{message}; see '{self.prog} --help'.")
 
 
-#: ``--device`` values: :data:`tutor.runner.DEVICES`, spelled here so that parsing the arguments
+#: ``--device`` values: :data:`tutor.sandbox.runner.DEVICES`, spelled here so that parsing the arguments
 #: of ``tutor list`` does not import the runner (tests/test_import_hygiene.py holds them equal).
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -119,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _shared(p, device=False)
 
-    audit_cmd.add_parser(sub)
+    audit.add_parser(sub)
     return parser
 
 

@@ -22,7 +22,7 @@ from exercises import answers
 from exercises.faults import Fault, FaultError, parse_fault, source_root, verify
 
 FORMAT_VERSION = 1
-EXERCISES_DIR = Path(__file__).resolve().parent.parent / "exercises"
+EXERCISES_DIR = Path(__file__).resolve().parents[2] / "exercises"
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MAX_CATALOG_BYTES = 2_000_000
 
