@@ -15,7 +15,7 @@ import difflib
 import os
 import re
 from dataclasses import MISSING, dataclass, field, fields
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from exercises import answers
@@ -156,15 +156,20 @@ class Catalog:
     def exercises(self) -> list[Exercise]:
         return [ex for s in self.sets for ex in s.exercises]
 
+    @cached_property
+    def _by_id(self) -> dict[str, Exercise]:
+        """Every exercise by id, built on first use (a screen looks up each of its rows)."""
+        return {ex.id: ex for ex in self.exercises}
+
     def get(self, exercise_id: str) -> Exercise:
         """The exercise with this id.
 
         Raises:
             KeyError: with a sentence listing close matches.
         """
-        for ex in self.exercises:
-            if ex.id == exercise_id:
-                return ex
+        found = self._by_id.get(exercise_id)
+        if found is not None:
+            return found
         close = difflib.get_close_matches(exercise_id, [e.id for e in self.exercises], n=3, cutoff=0.5)
         hint = f"did you mean {', '.join(close)}?" if close else "run 'tutor list' to see every id."
         raise KeyError(f"there is no exercise {exercise_id!r}; {hint}")
