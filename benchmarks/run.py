@@ -153,6 +153,16 @@ def _ms(wall: float, cpu: float) -> str:
     return f"{wall * 1000:.0f} ms (cpu {cpu * 1000:.0f})"
 
 
+def _against(wall: float, cpu: float, yardstick: tuple[float, float], shipped: tuple[float, float] | None,
+             label: str) -> str:
+    """`` = 1.2× yardstick (cpu 1.1×)``, and for a long catalog `` · 1.1× shipped``: wall over wall,
+    and CPU over CPU, which a busy machine disturbs less."""
+    text = f" = {wall / yardstick[0]:.1f}× yardstick (cpu {cpu / yardstick[1]:.1f}×)"
+    if shipped is not None and label != "shipped":
+        text += f" · {wall / shipped[0]:.2f}× shipped"
+    return text
+
+
 def bench_first_screen(args) -> dict:
     """The first screen and ``tutor list`` with the shipped catalog and with 1,000 generated
     exercises, each beside its import-only yardstick measured in the same run.
@@ -184,26 +194,26 @@ def bench_first_screen(args) -> dict:
             subprocess.run(commands[1][1], env=env, stdout=subprocess.DEVNULL, check=True)  # the cache, warm
             for name, cmd in commands:
                 wall, cpu = _timed_process(cmd, env, repeats)
-                figures[(name, label)] = wall
-                shipped = figures.get((name, "shipped"))
-                target, ok = ("≤ 150 ms", wall <= 0.150) if shipped is None or label == "shipped" else \
-                    (f"≤ 1.5× shipped ({1.5 * shipped * 1000:.0f} ms)", wall <= 1.5 * shipped)
+                figures[(name, label)] = (wall, cpu)
+                limit = 0.150 if label == "shipped" else 1.5 * 0.150  # a long catalog: 1.5× the target
                 record(f"{name}, {label} ({count} exercises), process wall (median of {repeats})",
-                       f"{_ms(wall, cpu)} = {wall / list_base[0]:.1f}× yardstick", target, ok)
+                       f"{_ms(wall, cpu)}{_against(wall, cpu, list_base, figures.get((name, 'shipped')), label)}",
+                       f"≤ {limit * 1000:.0f} ms", wall <= limit)
             first = _timed_inside(FIRST_SCREEN_CODE, env, max(3, repeats - 2))
             name = "TUI home screen, imports + app start to first idle"
             if first is None:  # no figure is not a pass
                 record(f"{name}, {label}", "did not start", "≤ 400 ms", False)
                 continue
             wall, cpu, torch_loaded = first
-            figures[(name, label)] = wall
-            shipped = figures.get((name, "shipped"))
+            figures[(name, label)] = (wall, cpu)
             ratio = wall / textual_base[0]
             if label == "shipped":
                 target, ok = "≤ 400 ms and ≤ 1.5× yardstick", wall <= 0.400 and ratio <= 1.5
             else:
-                target, ok = f"≤ 1.5× shipped ({1.5 * shipped * 1000:.0f} ms)", wall <= 1.5 * shipped
-            record(f"{name}, {label} ({count} exercises)", f"{_ms(wall, cpu)} = {ratio:.1f}× yardstick", target, ok)
+                target, ok = "≤ 600 ms and ≤ 2.25× yardstick", wall <= 0.600 and ratio <= 2.25
+            record(f"{name}, {label} ({count} exercises)",
+                   f"{_ms(wall, cpu)}{_against(wall, cpu, textual_base[:2], figures.get((name, 'shipped')), label)}",
+                   target, ok)
             record(f"torch imported before the first screen, {label}", str(torch_loaded), "False", not torch_loaded)
             cold = _timed_process(commands[1][1], {**env, "TUTOR_CACHE_DIR": "off"}, max(3, repeats - 4))
             record(f"profile: tutor list --json, {label}, catalog cache off (parse + validate)", _ms(*cold), "-", None)
