@@ -49,6 +49,27 @@ def fail(sentence: str) -> None:
     sys.stderr.write(f"tutor: {sentence}\n")
 
 
+def list_rows(sets) -> list:
+    """``tutor list`` as one Rich ``Text`` per line: each set's line (title, id, summary), then
+    its exercises as ``  id  answer  title`` in columns as wide as the longest id and answer kind.
+
+    A line is never wrapped by Rich (the terminal folds one that is too long), so each row
+    stays one line for ``grep`` and the columns line up.
+    """
+    from rich.text import Text
+    words = {e.kind: answers.kind_words(e.kind) for s in sets for e in s.exercises}
+    id_width = max((len(e.id) for s in sets for e in s.exercises), default=2)
+    kind_width = max(map(len, words.values()), default=6)
+    rows = [Text(f"  {'id':<{id_width}}  {'answer':<{kind_width}}  title", style="dim")] if words else []
+    for s in sets:
+        rows.append(Text.assemble((s.title, "bold"), f"  ({s.id}) — {s.summary}"))
+        for e in s.exercises:
+            row = Text(f"  {e.id:<{id_width}}  {words[e.kind]:<{kind_width}}  {e.title}")
+            row.stylize("bold", 2, 2 + len(e.id))
+            rows.append(row)
+    return rows
+
+
 def envelope(data: dict, code: int) -> dict:
     """``data`` with the keys every JSON object has: schema_version first, then the data, with
     ``learner`` and ``error`` (null when the data has none) and ``exit_code``."""
@@ -140,18 +161,9 @@ class RichOutput:
 
     @show.register
     def _(self, reply: ListReply) -> None:
-        from rich.table import Table
-        from rich.text import Text
-        for s in reply.sets:
-            # The set's line is printed on its own: as a table title it would wrap to the table's width.
-            self.console.print(Text.assemble((s.title, "bold"), f"  ({s.id}) — {s.summary}"))
-            table = Table(expand=False)
-            table.add_column("id", style="bold")
-            table.add_column("title")
-            table.add_column("answer")
-            for e in s.exercises:
-                table.add_row(e.id, e.title, answers.kind_words(e.kind))
-            self.console.print(table)
+        rows = list_rows(reply.sets)
+        # One Text per line, printed in one call: a table per set costs a layout pass per cell.
+        self.console.print(*rows, sep="\n", soft_wrap=True)
 
     @show.register
     def _(self, reply: ShowReply) -> None:

@@ -11,7 +11,6 @@ import argparse
 import re
 
 from tutor.cli import audit
-from tutor.sandbox.runner import DEVICES
 from tutor.sandbox.speed import ENV as SCALE_ENV, ScaleError, parse_scale
 
 
@@ -29,6 +28,10 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one sentence, exit 2, like every other input error
         raise ArgumentsError(f"{message}; see '{self.prog} --help'.")
 
+
+#: ``--device`` values: :data:`tutor.sandbox.runner.DEVICES`, spelled here so that parsing the arguments
+#: of ``tutor list`` does not import the runner (tests/test_import_hygiene.py holds them equal).
+DEVICES = ("auto", "cpu", "cuda")
 
 #: An argument that starts as a negative number does ("-1", "-1/4", "-1e-3", "-.5", "-0x2").
 NEGATIVE_NUMBER = re.compile(r"^-\.?\d")

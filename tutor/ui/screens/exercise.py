@@ -16,7 +16,7 @@ from textual.widgets import Button, Footer, Header, Input, Markdown, ProgressBar
 from exercises import answers
 from tutor.model.catalog import Exercise
 from tutor.model.attempts import ProgressError, show_time, verdict_of
-from tutor.app.session import Run
+from tutor.app.run import Run
 from tutor.render import VERDICT_STYLE, VERDICT_TEXT
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
 from tutor.ui.widgets.confidence import CONFIDENCE_KEYS, ConfidencePicker
