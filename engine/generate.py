@@ -1,4 +1,4 @@
-"""Autoregressive generation: greedy, temperature, top-k and top-p; naive and cached.
+"""Autoregressive generation: greedy, temperature, top-k, top-p and a repetition penalty; naive and cached.
 
 Seed 004, "Generation is a different program": generation feeds the model
 its own output, in eval mode (dropout off), cropping the context to
@@ -58,6 +58,27 @@ def valid_logits(logits: torch.Tensor, valid_vocab: int | None) -> torch.Tensor:
     return logits.masked_fill(padded, float("-inf"))
 
 
+def apply_repetition_penalty(logits: torch.Tensor, idx: torch.Tensor, penalty: float) -> torch.Tensor:
+    """Lower the score of every id that already occurs in the sequence (CTRL's repetition penalty).
+
+    A seen id's logit is divided by ``penalty`` when it is positive and
+    multiplied by it when it is negative, so with penalty > 1 either way it
+    moves down, towards less likely: 2.0 becomes 1.0 and -1.0 becomes -2.0
+    for penalty 2. Ids not yet in the sequence keep their logits.
+
+    Args:
+        logits: (B, V) next-token scores.
+        idx: (B, T) the ids generated so far, prompt included.
+        penalty: > 0; 1 changes nothing, above 1 discourages repeats.
+
+    Returns:
+        (B, V) logits.
+    """
+    seen = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, idx, True)  # (B, V): ids already in the row
+    penalised = torch.where(logits > 0, logits / penalty, logits * penalty)  # (B, V): every score moves down
+    return torch.where(seen, penalised, logits)  # (B, V)
+
+
 def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
                           top_p: float | None = None, valid_vocab: int | None = None) -> torch.Tensor:
     """The distribution the next id is drawn from, for last-position logits.
@@ -100,7 +121,7 @@ def _next_token(logits: torch.Tensor, temperature: float, top_k: int | None, top
 def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, greedy: bool = False, use_cache: bool = False,
              generator: torch.Generator | None = None, top_p: float | None = None,
-             valid_vocab: int | None = None) -> torch.Tensor:
+             valid_vocab: int | None = None, repetition_penalty: float | None = None) -> torch.Tensor:
     """Extend idx by max_new_tokens tokens sampled from the model.
 
     The model is put in eval mode (dropout off) and its previous mode is
@@ -131,6 +152,9 @@ def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float =
             (``top_p_filter``); applied after temperature and top_k.
         valid_vocab: when the model's vocabulary table is padded past the
             tokenizer's ids, how many ids are real; the rest are never picked.
+        repetition_penalty: > 0, or None; every step first lowers the
+            logits of the ids already in the sequence
+            (``apply_repetition_penalty``), greedy or sampled.
 
     Returns:
         (B, T + max_new_tokens) int64 ids: the prompt followed by new tokens.
@@ -138,7 +162,7 @@ def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float =
     Raises:
         ValueError: if temperature <= 0, top_k is outside [1, V], top_p is
             outside (0, 1], valid_vocab is outside [1, V], max_new_tokens < 0,
-            or idx is not (B, T) with T >= 1.
+            repetition_penalty <= 0, or idx is not (B, T) with T >= 1.
     """
     V = model.config.vocab_size
     block_size = model.config.block_size
@@ -155,10 +179,14 @@ def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float =
         raise ValueError(f"valid_vocab must be between 1 and the table size V={V}, got {valid_vocab}.")
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be zero or more, got {max_new_tokens}.")
+    if repetition_penalty is not None and repetition_penalty <= 0:
+        raise ValueError(f"repetition_penalty must be greater than 0, got {repetition_penalty}; 1 changes nothing.")
     if idx.dim() != 2 or idx.size(1) < 1:
         raise ValueError(f"idx must have shape (B, T) with T >= 1, got {tuple(idx.shape)}.")
 
-    def pick(logits: torch.Tensor) -> torch.Tensor:
+    def pick(logits: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        if repetition_penalty is not None:
+            logits = apply_repetition_penalty(logits, idx, repetition_penalty)  # (B, V)
         return _next_token(logits, temperature, top_k, top_p, valid_vocab, greedy, generator)
 
     was_training = model.training
@@ -169,14 +197,14 @@ def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float =
                 for _ in range(max_new_tokens):
                     idx_cond = idx[:, -block_size:]
                     logits, _ = model(idx_cond)  # (B, T_cond, V)
-                    idx = torch.cat((idx, pick(logits[:, -1, :])), dim=1)
+                    idx = torch.cat((idx, pick(logits[:, -1, :], idx)), dim=1)
                 return idx
 
             B = idx.size(0)
             cache = model.new_cache(B)
             logits, _ = model(idx[:, -block_size:], cache=cache)  # prefill: (B, T_cond, V)
             for step in range(max_new_tokens):
-                idx_next = pick(logits[:, -1, :])  # (B, 1)
+                idx_next = pick(logits[:, -1, :], idx)  # (B, 1)
                 idx = torch.cat((idx, idx_next), dim=1)
                 if step == max_new_tokens - 1:
                     break
