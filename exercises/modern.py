@@ -12,6 +12,7 @@ supply the ideas.
 """
 
 import math
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -51,9 +52,9 @@ def rope_cache_offset(ctx: Context) -> Measurement:
     steps = cached_vs_full(model, idx, [1] * 7)
     flags = [d <= TOL for d in chunked["per_chunk_max_delta"]]
 
-    seen = []  # the positions block 0's attention turned its queries to, per call
+    seen = []  # the positions each layer turned its queries to, call by call
     attn = model.blocks[0].attn
-    module = __import__(type(model).__module__, fromlist=["rope_rotate"])
+    module = sys.modules[type(model).__module__]
     original = module.rope_rotate
 
     def spy(x, positions, theta=10000.0):
@@ -71,6 +72,7 @@ def rope_cache_offset(ctx: Context) -> Measurement:
                 start += n
     finally:
         module.rope_rotate = original
+    seen = seen[::len(model.blocks)]  # block 0's call of each chunk
     evidence = [
         table("Cached chunks 3, 1, 3 against the full pass (tolerance 1e-5)",
               ["chunk", "true positions", "queries turned to", "max |Δ logits|"],
@@ -172,13 +174,18 @@ def bool_mask_added(ctx: Context) -> Measurement:
     weights = model.blocks[0].attn.weights  # (B, H, T, T)
     forbidden = weights[0, :, 0, 1:].sum(dim=-1)  # (H,): the first query's weight on later keys
     observed = forbidden.mean().item()
-    scores = (weights[0, :, 0].clamp_min(1e-30).log())  # (H, T): log weights, up to a constant per head
+    log_w = weights[0, :, 0].log()  # (H, T): log-weights = scores up to a constant per head
+
+    def gap(h: int) -> object:
+        if forbidden[h].item() == 0.0:
+            return "blocked (weight 0)"
+        return (log_w[h, 0] - log_w[h, 1:].mean()).item()
     probe = future_token_intervention(model, idx, position=7, generator=torch.Generator().manual_seed(ctx.seed))
     evidence = [
         table("Block 0, the first query (position 0)", ["head", "weight on itself", "weight on keys 1..15"],
               [[h, weights[0, h, 0, 0].item(), forbidden[h].item()] for h in range(forbidden.numel())]),
         table("Its log-weights: itself against the mean of the forbidden keys", ["head", "log w(0) - log w(later)"],
-              [[h, (scores[h, 0] - scores[h, 1:].mean()).item()] for h in range(forbidden.numel())]),
+              [[h, gap(h)] for h in range(forbidden.numel())]),
         table("Future-token intervention (tokens after position 7 changed)", ["quantity", "value"],
               [["prefix max |Δ logits| (0..7)", probe["prefix_max_delta"]],
                ["suffix max |Δ logits|", probe["suffix_max_delta"]], ["causal", probe["causal"]]]),
