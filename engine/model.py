@@ -292,9 +292,10 @@ class CausalSelfAttention(nn.Module):
         dropout_p = self.dropout if self.training else 0.0
         if cache is not None:
             k, v = cache.update(k, v)  # (B, H_kv, offset + T, D)
-        group = self.n_head // self.n_kv_head  # query heads per key/value head; 1 without grouping
-        k = k.repeat_interleave(group, dim=1)  # (B, H, T_k, D): query head h reads kv head h // group
-        v = v.repeat_interleave(group, dim=1)  # (B, H, T_k, D)
+        if self.n_kv_head < self.n_head:  # grouped: each kv head serves `group` consecutive query heads
+            group = self.n_head // self.n_kv_head
+            k = k.repeat_interleave(group, dim=1)  # (B, H, T_k, D): query head h reads kv head h // group
+            v = v.repeat_interleave(group, dim=1)  # (B, H, T_k, D)
         if not self.fused:
             mask = self.mask(offset, T, k.size(2), x.device)  # (T, offset + T)
             y, self.weights = attention(q, k, v, mask, dropout_p)  # (B, H, T, D), (B, H, T, offset + T)
