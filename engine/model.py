@@ -252,8 +252,8 @@ class CausalSelfAttention(nn.Module):
         C = config.n_embd
         self.n_head = config.n_head
         self.n_kv_head = config.kv_heads
-        self.rope = config.pos == "rope"
-        self.rope_theta = config.rope_theta
+        # Rotary positions turn q and k here; None: learned positions, added before the blocks.
+        self.rope_theta = config.rope_theta if config.pos == "rope" else None
         self.window = config.window
         self.dropout = config.dropout
         kv_width = self.n_kv_head * config.head_size  # H_kv * D; C when every head has its own
@@ -285,7 +285,7 @@ class CausalSelfAttention(nn.Module):
         q = split_heads(q, self.n_head)  # (B, H, T, D)
         k = split_heads(k, self.n_kv_head)  # (B, H_kv, T, D)
         v = split_heads(v, self.n_kv_head)  # (B, H_kv, T, D)
-        if self.rope:
+        if self.rope_theta is not None:
             positions = torch.arange(offset, offset + T, device=x.device)  # (T,): where the new tokens sit
             q = rope_rotate(q, positions, self.rope_theta)  # (B, H, T, D)
             k = rope_rotate(k, positions, self.rope_theta)  # (B, H_kv, T, D), cached already turned
