@@ -1,4 +1,5 @@
-"""Autoregressive generation: greedy, temperature, top-k, top-p and a repetition penalty; naive and cached.
+"""Autoregressive generation: greedy, temperature, top-k, top-p and a repetition penalty; naive and cached;
+prompts of different lengths in one left-padded batch.
 
 Seed 004, "Generation is a different program": generation feeds the model
 its own output, in eval mode (dropout off), cropping the context to
@@ -218,3 +219,78 @@ def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float =
             return idx
     finally:
         model.train(was_training)
+
+
+def left_pad(prompts: list[list[int]], pad_id: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stack prompts of different lengths into one batch, each flush right.
+
+    Seed 000, section 7 ("Masking chooses which examples count"), for
+    generation: the next token of every row is predicted from the row's last
+    column, so each prompt must end there; the padding goes in front.
+
+    Args:
+        prompts: B lists of token ids, each of length >= 1.
+        pad_id: the id written into the padding.
+
+    Returns:
+        (idx, pads): idx (B, T) int64 with T the longest prompt; pads (B,)
+        int64, how many padding ids open each row.
+
+    Raises:
+        ValueError: if there is no prompt or one is empty.
+    """
+    if not prompts or min(len(p) for p in prompts) < 1:
+        raise ValueError("left_pad needs at least one prompt, each of one or more ids.")
+    T = max(len(p) for p in prompts)
+    idx = torch.full((len(prompts), T), pad_id, dtype=torch.long)  # (B, T)
+    for b, p in enumerate(prompts):
+        idx[b, T - len(p):] = torch.tensor(p, dtype=torch.long)  # flush right: the prompt ends where generation begins
+    pads = torch.tensor([T - len(p) for p in prompts], dtype=torch.long)  # (B,)
+    return idx.to(device), pads.to(device)
+
+
+def generate_batch(model, prompts: list[list[int]], max_new_tokens: int, pad_id: int = 0) -> list[list[int]]:
+    """Greedily continue prompts of different lengths together, in one batch through the KV cache.
+
+    The prompts are left-padded (``left_pad``) and the caches are told
+    where each row's padding ends (``KVCache.pads``): attention hides the
+    padding keys and positions count from each row's first real token, so
+    every row continues exactly as it would alone. Runs in eval mode under
+    no_grad; the model's mode is restored.
+
+    Args:
+        model: a ``GPT``.
+        prompts: B lists of token ids.
+        max_new_tokens: tokens to append to every row.
+        pad_id: the id the padding holds (its value is never seen).
+
+    Returns:
+        B lists: each prompt followed by its max_new_tokens new ids.
+
+    Raises:
+        ValueError: if the longest prompt plus max_new_tokens exceeds
+            block_size (this batched path does not slide its window).
+    """
+    device = next(model.parameters()).device
+    idx, pads = left_pad(prompts, pad_id, device)
+    if idx.size(1) + max_new_tokens > model.config.block_size:
+        raise ValueError(f"the longest prompt ({idx.size(1)}) plus {max_new_tokens} new tokens exceeds "
+                         f"block_size {model.config.block_size}; generate fewer tokens or shorten the prompts.")
+    was_training = model.training
+    model.train(False)
+    try:
+        with torch.no_grad():
+            cache = model.new_cache(idx.size(0))
+            for layer in cache:
+                layer.pads = pads  # (B,)
+            logits, _ = model(idx, cache=cache)  # prefill: (B, T, V)
+            new = []
+            for step in range(max_new_tokens):
+                idx_next = logits[:, -1, :].argmax(dim=-1, keepdim=True)  # (B, 1)
+                new.append(idx_next)
+                if step < max_new_tokens - 1:
+                    logits, _ = model(idx_next, cache=cache)  # (B, 1, V)
+    finally:
+        model.train(was_training)
+    new_ids = torch.cat(new, dim=1).tolist() if new else [[] for _ in prompts]  # (B, max_new_tokens)
+    return [list(p) + n for p, n in zip(prompts, new_ids)]

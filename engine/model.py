@@ -71,7 +71,8 @@ def rope_rotate(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0
     Args:
         x: (B, H, T, D) queries or keys, D even.
         positions: (T,) the absolute position of each of the T time steps;
-            with a KV cache they start at the cached length.
+            with a KV cache they start at the cached length. (B, T) gives
+            every row its own positions (a left-padded batch).
         theta: the frequency base (``GPTConfig.rope_theta``).
 
     Returns:
@@ -81,8 +82,10 @@ def rope_rotate(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0
     D = x.size(-1)
     half = D // 2
     inv_freq = theta ** (-torch.arange(0, half, device=x.device, dtype=torch.float32) * 2 / D)  # (D/2,)
-    angles = positions.to(torch.float32)[:, None] * inv_freq[None, :]  # (T, D/2), broadcast over B, H
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (T, D/2) each
+    angles = positions.to(torch.float32)[..., None] * inv_freq  # (T, D/2) or (B, T, D/2)
+    if angles.dim() == 3:
+        angles = angles[:, None]  # (B, 1, T, D/2): one set of positions per row, shared by the heads
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # broadcast over B and H
     x1, x2 = x[..., :half], x[..., half:]  # (B, H, T, D/2) each: the two channels of every pair
     return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)  # (B, H, T, D)
 
@@ -122,6 +125,27 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     weights = F.softmax(scores, dim=-1)  # (B, H, T_q, T_k)
     y = F.dropout(weights, p=dropout_p) @ v if dropout_p > 0 else weights @ v  # (B, H, T_q, D)
     return y, weights
+
+
+def hide_padding(mask: torch.Tensor, pads: torch.Tensor, offset: int) -> torch.Tensor:
+    """Also hide each row's padding keys: (T_new, T_total) mask -> (B, 1, T_new, T_total).
+
+    Seed 000, section 7 ("Masking chooses which examples count"). Row b of
+    a left-padded batch opens with pads[b] padding positions; no query may
+    attend them, except that a padding query keeps its own key, so that no
+    row of the mask is empty (an empty row makes its softmax 0 / 0 = NaN,
+    and a NaN value poisons every weighted sum it enters, even with weight 0).
+
+    Args:
+        mask: bool (T_new, T_total), True = may attend (``causal_mask``).
+        pads: (B,) int64 padding count of each row.
+        offset: absolute position of the first query.
+    """
+    T_new, T_total = mask.shape
+    keys = torch.arange(T_total, device=mask.device)  # (T_total,)
+    real = keys[None, :] >= pads[:, None]  # (B, T_total): keys that are tokens
+    own = keys[None, :] == torch.arange(offset, offset + T_new, device=mask.device)[:, None]  # (T_new, T_total)
+    return (mask & real[:, None, None, :]) | own  # (B, 1, T_new, T_total)
 
 
 # ---------------------------------------------------------------------------
@@ -180,6 +204,10 @@ class KVCache:
 
     Attributes:
         seq_len: how many tokens are stored so far.
+        pads: None, or (B,) int64 for a left-padded batch: row b's first
+            pads[b] positions are padding. Attention then hides those keys
+            from every real query, and positions count from each row's
+            first real token (``engine.generate.generate_batch``).
     """
 
     def __init__(self, batch_size: int, n_head: int, max_len: int, head_size: int,
@@ -189,6 +217,7 @@ class KVCache:
         self.v = torch.zeros(shape, device=device, dtype=dtype)  # (B, H, max_len, D)
         self.max_len = max_len
         self.seq_len = 0
+        self.pads: torch.Tensor | None = None
 
     def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append new keys and values and return everything stored so far.
@@ -285,8 +314,11 @@ class CausalSelfAttention(nn.Module):
         q = split_heads(q, self.n_head)  # (B, H, T, D)
         k = split_heads(k, self.n_kv_head)  # (B, H_kv, T, D)
         v = split_heads(v, self.n_kv_head)  # (B, H_kv, T, D)
+        padded = cache is not None and cache.pads is not None  # a left-padded batch
         if self.rope_theta is not None:
             positions = torch.arange(offset, offset + T, device=x.device)  # (T,): where the new tokens sit
+            if padded:
+                positions = (positions - cache.pads[:, None]).clamp(min=0)  # (B, T): count from the first real token
             q = rope_rotate(q, positions, self.rope_theta)  # (B, H, T, D)
             k = rope_rotate(k, positions, self.rope_theta)  # (B, H_kv, T, D), cached already turned
         dropout_p = self.dropout if self.training else 0.0
@@ -298,14 +330,18 @@ class CausalSelfAttention(nn.Module):
             v = v.repeat_interleave(group, dim=1)  # (B, H, T_k, D)
         if not self.fused:
             mask = self.mask(offset, T, k.size(2), x.device)  # (T, offset + T)
+            if padded:
+                mask = hide_padding(mask, cache.pads, offset)  # (B, 1, T, offset + T)
             y, self.weights = attention(q, k, v, mask, dropout_p)  # (B, H, T, D), (B, H, T, offset + T)
         elif cache is None and self.window is None:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)  # (B, H, T, D)
         else:
             # One new token is the newest position and may see every cached
-            # key: it needs no mask. A chunk of T > 1 tokens does, and so does
-            # a sliding window, which hides the oldest keys.
-            mask = self.mask(offset, T, k.size(2), x.device) if T > 1 or self.window else None  # (T, offset + T)
+            # key: it needs no mask. A chunk of T > 1 tokens does, and so do
+            # a sliding window, which hides the oldest keys, and padding.
+            mask = self.mask(offset, T, k.size(2), x.device) if T > 1 or self.window or padded else None
+            if padded:
+                mask = hide_padding(mask, cache.pads, offset)  # (B, 1, T, offset + T)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, H, T, D)
         y = merge_heads(y)  # (B, T, C)
         return self.resid_dropout(self.proj(y))  # (B, T, C)
@@ -513,6 +549,8 @@ class GPT(nn.Module):
                 )
 
         pos = torch.arange(offset, offset + T, device=idx.device)  # (T,)
+        if cache is not None and cache[0].pads is not None:
+            pos = (pos - cache[0].pads[:, None]).clamp(min=0)  # (B, T): each row counts from its first real token
         tok_emb = self.wte(idx)  # (B, T, C)
         pos_emb = self.wpe(pos) if self.wpe is not None else 0.0  # (T, C), broadcast over B; rotary: none here
         x = self.drop(tok_emb + pos_emb)  # (B, T, C)

@@ -400,3 +400,64 @@ def cosine_floor(ctx: Context) -> Measurement:
                ["first update at the floor", floor[0] if floor else "none"], ["updates at the floor", len(floor)]]),
     ]
     return Measurement(observed=len(floor), evidence=evidence)
+
+
+# ---------------------------------------------------------------------------
+# Prompts of different lengths in one batch
+
+#: Three prompts of 10, 2 and 9 characters; the first is the longest, so it has no padding.
+BATCH_PROMPTS = ("The planet", "A ", "When that")
+
+
+def _batch_against_alone(ctx: Context) -> Measurement:
+    """Greedy continuations of three prompts, batched and each alone.
+
+    A small engine (2 layers, C = 64, block 32) trains 100 steps on the
+    corpus; ``engine.generate.generate_batch`` continues ``BATCH_PROMPTS``
+    by 12 tokens in one batch, padding with the id of ".", and ``generate(..., greedy=True,
+    use_cache=True)`` continues each prompt alone. Observed: for each
+    prompt, whether the batched continuation equals the lone one. Seed 000
+    §7 ("Masking chooses which examples count"), seed 004, "Generation is a
+    different program".
+    """
+    from engine.generate import generate, generate_batch, left_pad
+    from exercises.generation import _trained
+
+    model, tok = _trained(ctx, steps=100)
+    model.eval()
+    prompts = [tok.encode(p) for p in BATCH_PROMPTS]
+    ctx.progress(0.85, "generating")
+    pad = tok.encode(".")[0]  # a visible padding id: a space would hide among the prompts' own spaces
+    batched = generate_batch(model, prompts, 12, pad_id=pad)
+    alone = [generate(model, torch.tensor([p], device=ctx.device), 12, greedy=True, use_cache=True)[0].tolist()
+             for p in prompts]
+    same = [b == a for b, a in zip(batched, alone)]
+    idx, pads = left_pad(prompts, pad)
+    layout = ["".join("·" if t < int(pads[b]) else tok.decode([int(idx[b, t])]) for t in range(idx.size(1)))
+              for b in range(len(prompts))]
+    evidence = [
+        table("The padded batch (· = padding), and how each row reads its last column",
+              ["prompt", "row as padded", "pads", "last column"],
+              [[repr(p), repr(row), int(pads[b]), repr(tok.decode([int(idx[b, -1])]))]
+               for b, (p, row) in enumerate(zip(BATCH_PROMPTS, layout))]),
+        table("12 greedy tokens, batched against alone", ["prompt", "batched", "alone", "same"],
+              [[repr(p), repr(tok.decode(b[len(q):])), repr(tok.decode(a[len(q):])), s]
+               for p, q, b, a, s in zip(BATCH_PROMPTS, prompts, batched, alone, same)]),
+    ]
+    return Measurement(observed=same, evidence=evidence)
+
+
+def batch_right_padding(ctx: Context) -> Measurement:
+    """Batched against lone greedy continuations; the padding side is what the fault changes.
+
+    See ``_batch_against_alone``. Observed: ``[same for each prompt]``.
+    """
+    return _batch_against_alone(ctx)
+
+
+def batch_pads_unmasked(ctx: Context) -> Measurement:
+    """Batched against lone greedy continuations; the cache's padding record is what the fault drops.
+
+    See ``_batch_against_alone``. Observed: ``[same for each prompt]``.
+    """
+    return _batch_against_alone(ctx)

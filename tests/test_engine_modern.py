@@ -15,13 +15,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from engine.config import GPTConfig, preset
-from engine.generate import apply_repetition_penalty, generate
+from engine.generate import apply_repetition_penalty, generate, generate_batch, left_pad
 from engine.instruments.cache_check import cached_vs_full
 from engine.instruments.intervention import future_token_intervention
 from engine.instruments.param_accounting import agree, formula_of
 from engine.instruments.shape_ledger import shape_ledger
 from engine.losses import cross_entropy
-from engine.model import GPT, RMSNorm, SwiGLU, rope_rotate, sliding_window_mask
+from engine.model import GPT, RMSNorm, SwiGLU, hide_padding, rope_rotate, sliding_window_mask
 from engine.train import cosine_schedule, warmup_schedule
 
 C, L, V, BLOCK = 128, 4, 37, 64
@@ -297,3 +297,28 @@ def test_the_llama_tiny_preset_passes_the_capstone_audit():
     assert report.status == "ok" and report.first_failure is None, report.text()
     # rotary positions act inside attention, so there is no plain SDPA reference to hold it to
     assert statuses["ATTENTION"] == "skip" and statuses["CACHE"] == statuses["SHAPE"] == "ok"
+
+
+
+# ---------------------------------------------------------------------------
+# Prompts of different lengths in one batch
+
+
+def test_left_pad_puts_every_prompt_flush_right():
+    idx, pads = left_pad([[5, 6, 7], [8]], pad_id=0)
+    assert idx.tolist() == [[5, 6, 7], [0, 0, 8]] and pads.tolist() == [0, 2]
+    mask = hide_padding(torch.ones(3, 3, dtype=torch.bool).tril(), pads, offset=0)  # (B, 1, 3, 3)
+    # row 1: keys 0, 1 are padding; padding queries keep only their own key, the real query sees itself
+    assert mask[1, 0].int().tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    assert mask[0, 0].int().tolist() == [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
+
+
+@pytest.mark.parametrize("overrides", [{}, dict(pos="rope", n_kv_head=2, norm="rmsnorm", mlp="swiglu"), dict(window=3)])
+def test_a_padded_batch_continues_every_prompt_as_it_would_alone(overrides):
+    model = _tiny(block_size=24, **overrides)
+    prompts = [[1, 2, 3, 4, 5, 6, 7], [8, 9, 10], [11]]
+    alone = [generate(model, torch.tensor([p]), 6, greedy=True, use_cache=True)[0].tolist() for p in prompts]
+    assert generate_batch(model, prompts, 6, pad_id=3) == alone
+    assert generate_batch(model, prompts, 6, pad_id=30) == alone  # the padding's value is never seen
+    with pytest.raises(ValueError, match="exceeds block_size 24"):
+        generate_batch(model, prompts, 18)

@@ -3,7 +3,7 @@
 Each test says how its values follow from the setup by hand: the positions a
 chunk is turned to, h // 2 against h % 2, 15 / (15 + e), a window row, the
 sign of -3 / 2, ε · 4 · ln 37 / 12, the bfloat16 grid of 1/64, k / 4 at k = 0,
-and where k / 17 reaches 1.
+where k / 17 reaches 1, and which rows of a padded batch hold padding.
 """
 
 import math
@@ -14,10 +14,10 @@ from helpers import fact, graded, rows
 
 MODERN = ["rope-cache-offset", "gqa-repeat-tiles", "bool-mask-added", "window-off-by-one",
           "penalty-divides-negatives", "smoothing-counts-padding", "ce-bfloat16", "warmup-starts-at-zero",
-          "cosine-floor-early"]
+          "cosine-floor-early", "batch-right-padding", "batch-pads-unmasked"]
 
 
-def test_the_set_holds_nine_engine_faults(catalog):
+def test_the_set_holds_eleven_engine_faults(catalog):
     exercises = catalog.get_set("modern").exercises
     assert [e.id for e in exercises] == MODERN
     assert all(catalog.fault_of(e).file.startswith("engine/") for e in exercises)
@@ -120,3 +120,25 @@ def test_a_cosine_counted_from_zero_sits_at_the_floor_for_seven_updates(run, cat
     # faulted update 6: 0.1 + 0.9 · (1 + cos(π · 6/17)) / 2 of lr, an abrupt drop after the warm-up
     drop = 0.01 * (0.1 + 0.9 * (1 + math.cos(math.pi * 6 / 17)) / 2)
     assert float(faulted["lr of update 6 (first decay)"]) == pytest.approx(drop, rel=1e-4)
+
+
+def _layout(r, side):
+    return [row[1] for row in rows(r, side, "The padded batch")]
+
+
+def test_right_padding_changes_every_row_that_ends_in_padding(run, catalog):
+    r = run("batch-right-padding", "yes, no, no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    # 'The planet' (10) fills its row; 'A ' (2) and 'When that' (9) take 8 and 1 padding ids
+    assert r.clean == [True, True, True] and r.faulted == [True, False, False]
+    assert _layout(r, "clean") == ["'The planet'", "'········A '", "'·When that'"]
+    assert _layout(r, "faulted") == ["'The planet'", "'A ........'", "'When that.'"]
+    assert [row[3] for row in rows(r, "faulted", "The padded batch")][1:] == ["'.'", "'.'"]  # read from padding
+
+
+def test_unrecorded_left_padding_changes_the_padded_rows_only(run, catalog):
+    r = run("batch-pads-unmasked", "yes, no, no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [True, True, True] and r.faulted == [True, False, False]
+    assert _layout(r, "faulted") == _layout(r, "clean")  # the same left-padded batch: only the cache's record differs
+    assert not graded(catalog, r, "no, no, no")
