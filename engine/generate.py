@@ -294,3 +294,73 @@ def generate_batch(model, prompts: list[list[int]], max_new_tokens: int, pad_id:
         model.train(was_training)
     new_ids = torch.cat(new, dim=1).tolist() if new else [[] for _ in prompts]  # (B, max_new_tokens)
     return [list(p) + n for p, n in zip(prompts, new_ids)]
+
+
+def beam_search(model, idx: torch.Tensor, max_new_tokens: int, beam_width: int, eos_id: int,
+                length_penalty: float = 1.0) -> tuple[list[int], float]:
+    """The most likely continuation of one prompt that beam search finds, length-normalised.
+
+    Seed 004, "Generation is a different program". Every step extends each
+    of the ``beam_width`` best open hypotheses by each of its beam_width most
+    likely next ids and walks the candidates from the highest total
+    log-probability down: one that ends in ``eos_id`` is finished and leaves
+    the beam, the others fill it until it holds beam_width again. After ``max_new_tokens`` steps the open ones count as
+    finished too. A finished hypothesis is scored by the sum of the
+    log-probabilities of its new tokens divided by (number of new tokens) **
+    length_penalty: the prompt was given, not generated, so its length does
+    not count. Each step reruns the model on the last block_size ids, in
+    eval mode under no_grad (the model's mode is restored).
+
+    Args:
+        model: anything ``model(ids) -> (logits, _)`` with logits (1, T, V)
+            and ``config.block_size`` (a ``GPT``).
+        idx: (1, T) int64 prompt.
+        max_new_tokens, beam_width: >= 1.
+        eos_id: the id that ends a hypothesis.
+        length_penalty: the exponent of the length normalisation (1: mean
+            log-probability per new token; 0: the plain sum).
+
+    Returns:
+        (ids, score): the best hypothesis, prompt included, and its score.
+
+    Raises:
+        ValueError: if idx is not one prompt (1, T), or beam_width or
+            max_new_tokens < 1.
+    """
+    if idx.dim() != 2 or idx.size(0) != 1 or idx.size(1) < 1:
+        raise ValueError(f"beam_search continues one prompt of shape (1, T), got {tuple(idx.shape)}.")
+    if beam_width < 1 or max_new_tokens < 1:
+        raise ValueError(f"beam_width and max_new_tokens must be at least 1, got {beam_width} and {max_new_tokens}.")
+    block_size = model.config.block_size
+    prompt_len = idx.size(1)
+    beams = [(idx[0].tolist(), 0.0)]  # (ids, sum of the new tokens' log-probabilities)
+    finished = []
+    was_training = model.training
+    model.train(False)
+    try:
+        with torch.no_grad():
+            for _ in range(max_new_tokens):
+                candidates = []
+                for ids, total in beams:
+                    logits, _ = model(torch.tensor([ids[-block_size:]], device=idx.device))  # (1, T, V)
+                    best = logits[0, -1].log_softmax(dim=-1).topk(beam_width)  # the beam_width likeliest next ids
+                    candidates += [(ids + [t], total + lp) for lp, t in zip(best.values.tolist(), best.indices.tolist())]
+                candidates.sort(key=lambda c: c[1], reverse=True)
+                beams = []
+                for ids, total in candidates:
+                    if len(beams) == beam_width:
+                        break
+                    (finished if ids[-1] == eos_id else beams).append((ids, total))
+                if not beams:
+                    break
+    finally:
+        model.train(was_training)
+    finished += beams  # still open after max_new_tokens
+
+    def score(hypothesis: tuple[list[int], float]) -> float:
+        ids, total = hypothesis
+        new_tokens = len(ids) - prompt_len  # the generated part only
+        return total / new_tokens ** length_penalty
+
+    best = max(finished, key=score)
+    return best[0], score(best)

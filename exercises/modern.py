@@ -461,3 +461,56 @@ def batch_pads_unmasked(ctx: Context) -> Measurement:
     See ``_batch_against_alone``. Observed: ``[same for each prompt]``.
     """
     return _batch_against_alone(ctx)
+
+
+# ---------------------------------------------------------------------------
+# Beam search
+
+#: A bigram table over four ids (prompt token, x, y, end): row a holds P(next | last = a).
+BIGRAM = [[0.001, 0.598, 0.001, 0.400],   # after the prompt token: x 0.598, end 0.4
+          [0.001, 0.001, 0.700, 0.298],   # after x: y 0.7, end 0.298
+          [0.001, 0.001, 0.299, 0.699],   # after y: y 0.299, end 0.699
+          [0.250, 0.250, 0.250, 0.250]]   # after end (never used)
+
+
+class _Bigram(torch.nn.Module):
+    """A language model whose next-token probabilities depend only on the last id (``BIGRAM``)."""
+
+    def __init__(self, block_size: int = 64) -> None:
+        super().__init__()
+        self.config = type("Config", (), {"block_size": block_size, "vocab_size": 4})()
+        self.log_table = torch.nn.Parameter(torch.tensor(BIGRAM).log(), requires_grad=False)  # (4, 4)
+
+    def forward(self, idx: torch.Tensor, targets=None):
+        return self.log_table[idx], None  # (B, T, 4) logits: log-probabilities already
+
+
+def beam_length(ctx: Context) -> Measurement:
+    """How many new tokens the hypothesis beam search picks has, after a 20-token prompt.
+
+    ``engine.generate.beam_search`` (beam width 2, at most 5 new tokens,
+    length penalty 1) continues a prompt of 20 copies of id 0 under a bigram
+    model with hand-set probabilities (``BIGRAM``; id 3 ends a hypothesis).
+    Observed: the number of new tokens, the end id included, of the
+    hypothesis it returns. Evidence: every finished hypothesis, its total
+    log-probability and the two normalisations. Seed 004, "Generation is a
+    different program".
+    """
+    from engine.generate import beam_search
+
+    model = _Bigram().to(ctx.device)
+    prompt = torch.zeros(1, 20, dtype=torch.long, device=ctx.device)
+    ids, score = beam_search(model, prompt, max_new_tokens=5, beam_width=2, eos_id=3)
+    new = ids[20:]
+    names = "pxy."
+    rows = []
+    for tail in ([3], [1, 3], [1, 2, 3], [1, 2, 2, 3]):
+        logp = sum(math.log(BIGRAM[a][b]) for a, b in zip([0] + tail[:-1], tail))
+        rows.append(["".join(names[t] for t in tail), logp, logp / len(tail), logp / (20 + len(tail))])
+    evidence = [
+        table("Hypotheses after the prompt (. = end)", ["new tokens", "total log p", "÷ new tokens", "÷ all tokens"],
+              rows),
+        table("What beam_search returned", ["quantity", "value"],
+              [["new tokens", "".join(names[t] for t in new)], ["its score", score]]),
+    ]
+    return Measurement(observed=len(new), evidence=evidence)

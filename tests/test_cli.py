@@ -29,8 +29,8 @@ def test_list_json_holds_every_set_and_the_foundation_four():
     ids = [e["id"] for s in data["sets"] for e in s["exercises"]]
     assert set(FOUR) <= set(ids)
     assert data["count"] == len(ids)
-    # 63 CATALOG.md rows + 45 CATALOG-3 rows (21 + 8 + 5 seed gaps, 11 field bugs) + 11 of the modern block
-    assert data["count"] == 119
+    # 63 CATALOG.md rows + 45 CATALOG-3 rows (21 + 8 + 5 seed gaps, 11 field bugs) + 12 of the modern block
+    assert data["count"] == 120
     assert {"shapes", "attention", "training"} <= {s["id"] for s in data["sets"]}
 
 

@@ -15,7 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from engine.config import GPTConfig, preset
-from engine.generate import apply_repetition_penalty, generate, generate_batch, left_pad
+from engine.generate import apply_repetition_penalty, beam_search, generate, generate_batch, left_pad
 from engine.instruments.cache_check import cached_vs_full
 from engine.instruments.intervention import future_token_intervention
 from engine.instruments.param_accounting import agree, formula_of
@@ -322,3 +322,18 @@ def test_a_padded_batch_continues_every_prompt_as_it_would_alone(overrides):
     assert generate_batch(model, prompts, 6, pad_id=30) == alone  # the padding's value is never seen
     with pytest.raises(ValueError, match="exceeds block_size 24"):
         generate_batch(model, prompts, 18)
+
+
+
+def test_beam_search_with_width_one_is_greedy_decoding():
+    model = _tiny()
+    prompt = torch.randint(0, V, (1, 4), generator=torch.Generator().manual_seed(0))
+    greedy = generate(model, prompt, 5, greedy=True)[0].tolist()
+    ids, score = beam_search(model, prompt, max_new_tokens=5, beam_width=1, eos_id=V)  # an id never produced
+    assert ids == greedy
+    with torch.no_grad():
+        logp = model(torch.tensor([ids[:-1]]))[0][0].log_softmax(-1)  # (T, V)
+    by_hand = sum(logp[t - 1, ids[t]].item() for t in range(4, 9)) / 5  # mean over the 5 new tokens
+    assert score == pytest.approx(by_hand, abs=1e-5)
+    with pytest.raises(ValueError, match="one prompt of shape"):
+        beam_search(model, torch.zeros(2, 3, dtype=torch.long), 3, 2, eos_id=0)

@@ -14,10 +14,10 @@ from helpers import fact, graded, rows
 
 MODERN = ["rope-cache-offset", "gqa-repeat-tiles", "bool-mask-added", "window-off-by-one",
           "penalty-divides-negatives", "smoothing-counts-padding", "ce-bfloat16", "warmup-starts-at-zero",
-          "cosine-floor-early", "batch-right-padding", "batch-pads-unmasked"]
+          "cosine-floor-early", "batch-right-padding", "batch-pads-unmasked", "beam-length-with-prompt"]
 
 
-def test_the_set_holds_eleven_engine_faults(catalog):
+def test_the_set_holds_twelve_engine_faults(catalog):
     exercises = catalog.get_set("modern").exercises
     assert [e.id for e in exercises] == MODERN
     assert all(catalog.fault_of(e).file.startswith("engine/") for e in exercises)
@@ -142,3 +142,14 @@ def test_unrecorded_left_padding_changes_the_padded_rows_only(run, catalog):
     assert r.clean == [True, True, True] and r.faulted == [True, False, False]
     assert _layout(r, "faulted") == _layout(r, "clean")  # the same left-padded batch: only the cache's record differs
     assert not graded(catalog, r, "no, no, no")
+
+
+def test_a_prompt_counted_in_the_beam_length_favours_the_shortest_answer(run, catalog):
+    r = run("beam-length-with-prompt", "1")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    # per new token: ln 0.4 = -0.916 against ln(0.598 * 0.7 * 0.699) / 3 = -0.410, so 'xy.' (3 tokens);
+    # over all tokens: -0.916 / 21 = -0.0436 against -1.229 / 23 = -0.0534, so '.' (1 token)
+    assert r.clean == 3 and r.faulted == 1
+    assert fact(r, "clean", "What beam_search")["new tokens"] == "xy." and fact(r, "faulted", "What beam_search")["new tokens"] == "."
+    assert float(fact(r, "clean", "What beam_search")["its score"]) == pytest.approx(math.log(0.598 * 0.7 * 0.699) / 3, abs=1e-5)
+    assert float(fact(r, "faulted", "What beam_search")["its score"]) == pytest.approx(math.log(0.4) / 21, abs=1e-5)
