@@ -55,6 +55,14 @@ from tutor.protocol import (Answer, Hello, Measured, Message, Progress, Protocol
                             Request, Side, SideResult)
 
 OUTPUT_EXCERPT_CHARS = 2000
+#: Torch threads every side's child runs with, whatever the machine: intra-op
+#: (``torch.set_num_threads``) and inter-op (``torch.set_num_interop_threads``).
+#: A reduction split over more threads adds its partial sums in another order,
+#: and float32 addition is not associative: a loss moved in its 6th digit and a
+#: sampled token changed with the core count. One thread per side makes every
+#: observation and every row of evidence the same on 1, 2, 4 or 16 cores, under
+#: ``-j`` and under load (docs/determinism.md).
+SIDE_THREADS = 1
 MEMORY_CAP_MB = int(os.environ.get("TUTOR_MEMORY_CAP_MB", "8192"))
 #: Set by the runner when several workers share the machine (``tutor check -j N``): the cores this one may use.
 CORES_ENV = "TUTOR_WORKER_CORES"
@@ -116,7 +124,7 @@ def measure_speed(cores: int, copies: int = 2) -> dict | None:
     """Run the speed probe (``tutor.speed.workload``) in ``copies`` forked children at once.
 
     The children run as the sides of a plain run do (clean and faulted, each
-    with ``cores // copies`` torch threads), so the figure covers what a
+    with :data:`SIDE_THREADS` torch threads), so the figure covers what a
     check meets: this machine's cores and whatever else runs on them now.
     The worker itself runs no tensor operation, so its forks stay safe.
 
@@ -125,7 +133,7 @@ def measure_speed(cores: int, copies: int = 2) -> dict | None:
         None when a child failed or the probe ran past
         ``tutor.speed.PROBE_TIMEOUT_S`` (the limits are then as written).
     """
-    threads = max(1, cores // copies)
+    threads = SIDE_THREADS
     started = time.perf_counter()
     children: dict[int, tuple[int, list[bytes]]] = {}  # fd -> (pid, chunks)
     for _ in range(copies):
@@ -168,7 +176,7 @@ def _probe_child(threads: int, fd: int) -> None:
         os.dup2(devnull, 1)  # the worker's stdout carries protocol lines only
         os.dup2(devnull, 2)
         import torch
-        torch.set_num_threads(threads)
+        _set_threads(torch, threads)
         data = json.dumps(speed.workload(torch)).encode()
         while data:
             data = data[os.write(fd, data):]
@@ -203,7 +211,7 @@ def handle(request: Request, torch_version: str, send: Callable[[Progress], None
         scratch: the folder private copies are made in (default: the
             system's temporary folder).
     """
-    threads = max(1, worker_cores() // max(1, len(request.sides)))
+    threads = SIDE_THREADS
     started = time.perf_counter()
     runs = [SideRun(side, request, threads, scratch) for side in request.sides]
     for run in runs:
@@ -383,7 +391,7 @@ def _child(request: Request, folder: str, threads: int, fd: int) -> None:
         import numpy as np
         import torch
 
-        torch.set_num_threads(threads)
+        _set_threads(torch, threads)
         random.seed(request.seed)
         np.random.seed(request.seed)
         torch.manual_seed(request.seed)
@@ -410,6 +418,15 @@ def _child(request: Request, folder: str, threads: int, fd: int) -> None:
             pass
     finally:
         os._exit(code)
+
+
+def _set_threads(torch, threads: int) -> None:
+    """Give this child ``threads`` intra-op and inter-op threads (before its first tensor operation)."""
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(threads)
+    except RuntimeError:  # the inter-op pool already started (not in a fresh fork of the worker)
+        pass
 
 
 def _cap_memory(device: str) -> None:
