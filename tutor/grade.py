@@ -367,9 +367,10 @@ class RunnerPool:
         runners: the runners, made at construction (no process yet).
     """
 
-    def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None) -> None:
+    def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None,
+                 allow_unconfined: bool = False) -> None:
         from tutor.runner import Runner
-        factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev))
+        factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev, allow_unconfined=allow_unconfined))
         self.runners = [factory(catalog, device) for _ in range(max(1, jobs))]
 
     def run(self, jobs: Iterable, work: Callable[[Any, Any], Any], on_done: Callable[[Any], None] | None = None
@@ -656,7 +657,8 @@ def command(args, events) -> GradeReply:
             raise UsageError(str(exc)) from None
     readable = sum(r.problem is None for r in rows)
     jobs = _workers(args.jobs, readable, events.notice)
-    pool = RunnerPool(catalog, args.device, jobs, getattr(args, "runner_factory", None))
+    pool = RunnerPool(catalog, args.device, jobs, getattr(args, "runner_factory", None),
+                      allow_unconfined=getattr(args, "allow_unconfined", False))
     try:
         results = grade_rows(catalog, rows, pool, events.graded)
     finally:

@@ -353,7 +353,7 @@ class Session:
         return task.start
 
     def start_edit(self, task: "edit.Task", text: str, prediction: str | None = None, *,
-                   record: bool = True, instruments: bool = False) -> "EditRun":
+                   record: bool = True, instruments: bool = False, hidden_seeds: int = 0) -> "EditRun":
         """An edit-mode run of the learner's ``text`` for ``task``, asked for now; see :meth:`EditRun.execute`.
 
         Args:
@@ -364,12 +364,14 @@ class Session:
             record: whether the attempt is recorded (needs a store).
             instruments: also run the engine's instruments on clean and
                 yours (engine files only; :data:`tutor.edit.INSTRUMENTS_CHECK`).
+            hidden_seeds: fix and hunt: judge a fixed verdict again at this
+                many seeds drawn at random now (:func:`tutor.edit.judge_hidden`).
 
         Raises:
             tutor.edit.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte.
         """
         return EditRun(self, task, text, prediction, record=record and self.store is not None,
-                       instruments=instruments)
+                       instruments=instruments, hidden_seeds=hidden_seeds)
 
     def fix(self, exercise: Exercise, text: str, **options) -> EditOutcome:
         """Run the learner's repair of ``exercise``'s fault (blocking); ``options`` as :meth:`start_edit`.
@@ -574,7 +576,7 @@ class EditRun(Run):
     """
 
     def __init__(self, session: Session, task: "edit.Task", text: str, prediction: str | None, *,
-                 record: bool, instruments: bool = False) -> None:
+                 record: bool, instruments: bool = False, hidden_seeds: int = 0) -> None:
         text = edit.check_text(task.path, text)
         diff = task.diff(text)
         if len(diff.encode("utf-8", "replace")) > edit.MAX_EDIT_BYTES:
@@ -588,6 +590,7 @@ class EditRun(Run):
         self.break_prediction = prediction if task.mode == "break" else None
         self.syntax = edit.syntax_problem(task.path, text)
         self.instruments = instruments and task.engine
+        self.hidden_seeds = max(0, int(hidden_seeds))
 
     def execute(self, on_progress: Callable[[Progress], None] | None = None) -> EditOutcome:
         """Run the sides, judge the learner's side, record the attempt (a measured verdict only).
@@ -613,9 +616,29 @@ class EditRun(Run):
             verdict = edit.observe_break(task.exercise, result, self.break_prediction)
         else:
             verdict = edit.judge(task.exercise, result, task.mode)
+            if self.hidden_seeds and verdict.fixed and not self.cancelled:
+                verdict = self._judge_hidden(verdict, on_progress)
         outcome = EditOutcome(result, task=task, text=self.text, diff=self.diff, verdict=verdict, prediction=kept)
         if self.record and verdict.ran and not self.cancelled:
             outcome = self.session._record_edit(outcome)
-        if self.instruments and verdict.ran and not self.cancelled:
+        # A side that hung has cost its limit once; the instruments would only run the same file into it again.
+        if self.instruments and verdict.ran and not self.cancelled and verdict.yours_status != "timeout":
             outcome.instruments = self.session.instruments(task, self.text, on_progress)
         return outcome
+
+    def _judge_hidden(self, verdict, on_progress):
+        """The verdict judged again at ``hidden_seeds`` seeds drawn now (``secrets``), nobody saw before."""
+        import secrets
+        seeds = []
+        while len(seeds) < self.hidden_seeds:
+            seed = 1 + secrets.randbelow(2**31 - 2)
+            if seed != self.seed and seed not in seeds:
+                seeds.append(seed)
+        sides = edit.hidden_sides(self.task.sides(self.text))
+        hidden = []
+        for seed in seeds:
+            if self.cancelled:
+                break
+            hidden.append((seed, self.session.runner.run(self.task.exercise, None, on_progress=on_progress,
+                                                           seed=seed, sides=sides)))
+        return edit.judge_hidden(self.task.exercise, verdict, self.seed, hidden, self.task.mode)
