@@ -1,7 +1,7 @@
 """The same check gives the same numbers whatever cores the worker is given.
 
 Every side runs torch on one intra-op and one inter-op thread
-(``tutor.worker.SIDE_THREADS``); a worker told it has 1 core and one told it
+(``tutor.sandbox.worker.SIDE_THREADS``); a worker told it has 1 core and one told it
 has 4 (``TUTOR_WORKER_CORES``, what ``tutor check -j N`` sets) must measure
 the same observation and the same evidence, digit for digit. ``lr-10x`` is
 the witness: its first loss after one AdamW step moves in the 6th digit when
@@ -10,7 +10,7 @@ a side's reductions are split over two threads.
 
 import pytest
 
-from tutor.runner import Runner
+from tutor.sandbox.runner import Runner
 
 
 def _evidence_without_timings(result):

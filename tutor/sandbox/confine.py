@@ -520,7 +520,7 @@ class Attempts:
 def hide_sources(names: Iterable[str] = PRIVATE_PACKAGES) -> None:
     """Forget where the tutor's own packages came from in this process (``__file__`` of their modules).
 
-    The child keeps the modules it runs (``tutor.protocol`` …) but their
+    The child keeps the modules it runs (``tutor.sandbox.protocol`` …) but their
     paths no longer lead a curious subject to the installed source; the
     kernel refuses the reads anyway, this only keeps the paths out of
     tracebacks and ``sys.modules`` browsing.

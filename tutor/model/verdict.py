@@ -1,385 +1,27 @@
-"""Edit mode: the learner repairs a fault (fix), writes one (break) or hunts a hidden one (hunt).
+"""The verdict of an edit-mode run, measured: does the learner's side behave like the clean code?
 
-DESIGN.md, "The learner's own code". Until now a learner only predicted what
-someone else's fault would do; here the learner's own text is the subject.
-Whatever mode, the learner's file is one more *side* of a run —
-``Side.replacing("yours", path, text)`` — built and checked in the same
-sandbox as ``clean`` and ``faulted`` (:mod:`tutor.worker`), and the verdict
-is measured, never a comparison of texts:
-
-* **fix** — the learner starts from the subject file *with the fault
-  applied* and edits it. The verdict is **fixed** when their side measured
-  (nothing raised, no timeout) and its observation equals the clean side's
-  within the exercise's tolerance; else **not fixed**, with the first
-  evidence row where the two differ named (:func:`judge`). Any repair that
-  behaves like the clean code passes, whatever its text.
-* **break** — the learner starts from the *clean* file, writes a fault of
-  their own and predicts its effect (in the exercise's answer kind, or as
-  free text). The tutor shows what their side observed and names the first
-  evidence row that diverges from clean (:func:`observe_break`).
-* **hunt** — the capstone's *Find and fix*: the learner gets the file that
-  carries the mystery's hidden fault (its diff stays hidden) and edits it
-  until the audit holds on every link. The check is the audit of the tree's
-  own engine (``exercises/edit_mode.py: hunt``); the verdict is the audit's,
-  read the same way as fix: the clean engine's audit says "none fails".
-
-This module holds the pure parts: what a task starts from (:class:`Task`),
-the learner's diff, a unified patch applied to the starting file
-(:func:`apply_patch`), a syntax check that names the line, the sides of a
-run, and the verdict read off a :class:`tutor.runner.RunResult`. Running and
-recording are :class:`tutor.session.Session`'s (``fix``, ``break_it``,
-``hunt``); working copies are the progress store's. Layers: imports neither
-torch nor Textual.
+Read off a :class:`tutor.sandbox.runner.RunResult` whose sides are ``clean``,
+``repeat`` (the clean code once more), maybe ``faulted``, and ``yours`` (the
+learner's file): **fix** and **hunt** are *fixed* when the learner's side
+measured and its observation equals the clean side's within the exercise's
+tolerance (:func:`judge`); **break** shows what the learner's side observed
+and the first evidence row that diverges from clean (:func:`observe_break`).
+Never a comparison of texts. Pure: imports neither torch nor Textual.
 """
 
 from __future__ import annotations
 
-import difflib
 import math
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from exercises import answers
-from exercises.faults import Fault, source_root
-from tutor.catalog import Catalog, Exercise
-from tutor.protocol import Side
+from tutor.model.catalog import Exercise
 
-#: The modes an attempt can have (``Attempt.mode``); ``predict`` is the classic run.
-MODES = ("predict", "fix", "break", "hunt")
 #: The learner's side is called this in every run, result and JSON object.
 YOURS = "yours"
 #: A second run of the clean code in the same request: what of the clean code's outcome reproduces.
 REPEAT = "repeat"
-#: A learner's file (and so its diff) larger than this is refused, in bytes.
-MAX_EDIT_BYTES = 64 * 1024
-#: The file a break or hunt edits when the exercise names none (no fault): the GPT itself.
-DEFAULT_SUBJECT = "engine/model.py"
-#: The check that audits the tree's own engine (hunt, and break on the capstone).
-HUNT_CHECK = "edit_mode.hunt"
-#: The check that runs the engine's instruments on the tree's GPT (engine exercises).
-INSTRUMENTS_CHECK = "edit_mode.instruments"
-#: Wall-clock limit for the instruments run, seconds.
-INSTRUMENTS_TIMEOUT_S = 60.0
-
-
-class EditError(ValueError):
-    """A learner's edit that cannot be run: too large, not text, a patch that does not apply.
-
-    The message is one sentence naming the problem and the fix (the CLI exits 2).
-    """
-
-
-class PatchError(EditError):
-    """A unified diff that does not apply to the file it was written against; names the hunk."""
-
-
-@dataclass(frozen=True)
-class Task:
-    """What the learner edits in one mode of one exercise.
-
-    Attributes:
-        mode: ``fix``, ``break`` or ``hunt``.
-        exercise: the exercise as run (for a hunt, its check is the audit of
-            the tree's own engine: :data:`HUNT_CHECK`).
-        path: the subject file, relative to the source root (``engine/model.py``).
-        start: the text a fresh working copy holds: the faulted file (fix,
-            hunt) or the clean one (break).
-        clean: the clean file's text; the learner's diff is taken against it.
-        fault: the fault the faulted side carries (fix: the exercise's;
-            hunt: the hidden one), None for break.
-        seed: the check's seed (the capstone's mystery), or None for the
-            session's choice.
-        hidden: the fault must not be shown (a hunt).
-    """
-
-    mode: str
-    exercise: Exercise
-    path: str
-    start: str
-    clean: str
-    fault: Fault | None = None
-    seed: int | None = None
-    hidden: bool = False
-
-    @property
-    def engine(self) -> bool:
-        """Whether the edited file is part of the engine GPT (its instruments then apply)."""
-        return self.path.startswith("engine/")
-
-    @property
-    def key(self) -> str:
-        """The working copy's folder name: the mode, and for a hunt the mystery's seed."""
-        return f"{self.mode}-{self.seed}" if self.mode == "hunt" else self.mode
-
-    def diff(self, text: str) -> str:
-        """The learner's unified diff against the clean file ("" when the text is the clean file).
-
-        For a hunt the diff is taken against the mystery file instead, so it
-        never shows the hidden fault: it is the learner's own edit.
-        """
-        base = self.start if self.hidden else self.clean
-        return unified_diff(self.path, base, text)
-
-    def sides(self, text: str, repeat: bool = True) -> tuple[Side, ...]:
-        """The sides a run of the learner's ``text`` needs.
-
-        ``clean``; ``repeat``, the clean code once more (unless ``repeat`` is
-        False), so a verdict can tell a measurement that varies from run to
-        run from one the learner changed; ``faulted`` when there is a fault;
-        and ``yours``.
-        """
-        sides = [Side.clean()]
-        if repeat:
-            sides.append(Side(REPEAT))
-        if self.fault is not None:
-            sides.append(Side.faulted(self.fault))
-        sides.append(Side.replacing(YOURS, self.path, text))
-        return tuple(sides)
-
-
-def subject_text(path: str) -> str:
-    """The clean text of a subject file (``engine/model.py``), read from the source tree.
-
-    Raises:
-        EditError: the file does not exist or cannot be read.
-    """
-    try:
-        return (source_root() / path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise EditError(f"the subject file {path} cannot be read ({exc.strerror or exc}); "
-                        "reinstall tutor with pip install -e .") from None
-
-
-def fix_task(catalog: Catalog, exercise: Exercise, seed: int | None = None) -> Task:
-    """Fix it: the exercise's fault applied, for the learner to repair; the capstone gives a hunt.
-
-    Raises:
-        EditError: the exercise has no fault (and is not the capstone).
-    """
-    if exercise.seed_per_attempt:
-        return hunt_task(catalog, exercise, seed or 0)
-    fault = catalog.fault_of(exercise)
-    if fault is None:
-        raise EditError(f"exercise {exercise.id} has no fault to fix; try 'tutor break {exercise.id}' "
-                        "to write one of your own")
-    clean = subject_text(fault.file)
-    return Task("fix", exercise, fault.file, clean.replace(fault.before, fault.after, 1), clean, fault, seed)
-
-
-def break_task(catalog: Catalog, exercise: Exercise, seed: int | None = None) -> Task:
-    """Break it: the clean subject file of the exercise, for the learner to write their own fault.
-
-    The file is the one the exercise's fault edits, else :data:`DEFAULT_SUBJECT`.
-    On the capstone the check is the audit of the edited engine.
-    """
-    fault = catalog.fault_of(exercise)
-    path = fault.file if fault else DEFAULT_SUBJECT
-    clean = subject_text(path)
-    run_as = replace(exercise, check=HUNT_CHECK) if exercise.seed_per_attempt else exercise
-    return Task("break", run_as, path, clean, clean, None, seed)
-
-
-def hunt_task(catalog: Catalog, exercise: Exercise, seed: int) -> Task:
-    """Find and fix (the capstone): the file that carries the mystery's hidden fault, fault applied.
-
-    The mystery of ``seed`` is the capstone's (``exercises.capstone.hidden_fault``);
-    a seed whose mystery is the clean engine has nothing to find, so the hunt
-    takes the next seed that hides a fault.
-    """
-    from exercises.capstone import hidden_fault
-    while hidden_fault(seed) == "none":
-        seed += 1
-    fault = catalog.faults[hidden_fault(seed)]
-    clean = subject_text(fault.file)
-    run_as = replace(exercise, check=HUNT_CHECK)
-    return Task("hunt", run_as, fault.file, clean.replace(fault.before, fault.after, 1), clean, fault, seed,
-                hidden=True)
-
-
-def task_for(catalog: Catalog, exercise: Exercise, mode: str, seed: int | None = None) -> Task:
-    """The task of ``mode`` (``fix``, ``break`` or ``hunt``) for ``exercise``.
-
-    Raises:
-        EditError: the mode does not exist, or the exercise has nothing to fix.
-    """
-    if mode == "fix":
-        return fix_task(catalog, exercise, seed)
-    if mode == "break":
-        return break_task(catalog, exercise, seed)
-    if mode == "hunt":
-        if not exercise.seed_per_attempt:
-            raise EditError(f"only the capstone is hunted; use 'tutor fix {exercise.id}'")
-        return hunt_task(catalog, exercise, seed or 0)
-    raise EditError(f"unknown edit mode {mode!r}; use fix, break or hunt")
-
-
-# --- the learner's text -------------------------------------------------------
-
-def check_text(path: str, text: str) -> str:
-    """The learner's file as it will be run; refused when it cannot be.
-
-    Line ends are made ``\\n`` (an editor on Windows writes ``\\r\\n``).
-
-    Raises:
-        EditError: the text is larger than :data:`MAX_EDIT_BYTES` or holds a NUL byte.
-    """
-    if not isinstance(text, str):
-        raise EditError(f"your {path} must be text")
-    size = len(text.encode("utf-8", "replace"))
-    if size > MAX_EDIT_BYTES:
-        raise EditError(f"your {path} is {size:,} bytes; edits over {MAX_EDIT_BYTES // 1024} KiB are refused — "
-                        "edit the subject file, do not paste another program into it")
-    if "\x00" in text:
-        raise EditError(f"your {path} holds a NUL byte; save it as plain UTF-8 text")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def syntax_problem(path: str, text: str) -> str | None:
-    """One sentence naming the line of the first syntax error in ``text``, or None when it compiles.
-
-    The run still goes ahead (the worker reports the same error as the
-    learner's side's outcome); this sentence is what the learner is shown.
-    """
-    try:
-        compile(text, path, "exec", dont_inherit=True)
-    except SyntaxError as exc:
-        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
-        return f"{type(exc).__name__} in your {path} at {where}: {exc.msg}"
-    except ValueError as exc:  # e.g. source code string cannot contain null bytes
-        return f"your {path} cannot be compiled: {exc}"
-    return None
-
-
-def unified_diff(path: str, before: str, after: str, context: int = 3) -> str:
-    """The unified diff from ``before`` to ``after``, both named ``path`` (a/ and b/)."""
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 fromfile=f"a/{path}", tofile=f"b/{path}", n=context)
-    out = []
-    for line in lines:
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
-
-
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-
-
-@dataclass
-class _Hunk:
-    number: int
-    header: str
-    old_start: int
-    old_len: int
-    new_len: int
-    old: list[str] = field(default_factory=list)
-    new: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        return len(self.old) >= self.old_len and len(self.new) >= self.new_len
-
-
-def _hunks(patch: str) -> list[_Hunk]:
-    """The hunks of a one-file unified diff, each read to the line counts its header states.
-
-    Lines outside hunks (file headers, ``diff --git``, ``index``) are skipped;
-    an empty line inside a hunk is a blank context line (some editors strip
-    the space); ``\\ No newline at end of file`` removes the line end of
-    the line before it.
-
-    Raises:
-        PatchError: no hunk at all, a line inside a hunk that is none of
-            " ", "-", "+", or a hunk that ends before its stated line counts.
-    """
-    hunks: list[_Hunk] = []
-    current: _Hunk | None = None
-    last: list[list[str]] = []  # the sides the previous line went to (for "\ No newline")
-    for raw in patch.replace("\r\n", "\n").split("\n"):
-        match = _HUNK.match(raw)
-        if match:
-            if current is not None and not current.complete:
-                raise _short(current)
-            old_len = int(match.group(2)) if match.group(2) is not None else 1
-            new_len = int(match.group(4)) if match.group(4) is not None else 1
-            current = _Hunk(len(hunks) + 1, raw.split(" @@")[0] + " @@", int(match.group(1)), old_len, new_len)
-            hunks.append(current)
-            continue
-        if raw.startswith("\\"):  # the line before has no line end
-            for side in last:
-                if side and side[-1].endswith("\n"):
-                    side[-1] = side[-1][:-1]
-            last = []
-            continue
-        if current is None or current.complete:
-            last = []
-            continue  # between hunks: headers, git lines, trailing text
-        marker, body = raw[:1], raw[1:] + "\n"
-        if marker in (" ", ""):
-            current.old.append(body)
-            current.new.append(body)
-            last = [current.old, current.new]
-        elif marker == "-":
-            current.old.append(body)
-            current.removed.append(body)
-            last = [current.old]
-        elif marker == "+":
-            current.new.append(body)
-            last = [current.new]
-        else:
-            raise PatchError(f"hunk {current.number} ({current.header}) holds a line that starts with "
-                             f"{marker!r}, not ' ', '-' or '+'; write the patch with 'diff -u' or 'git diff'")
-    if current is not None and not current.complete:
-        raise _short(current)
-    if not hunks:
-        raise PatchError("the patch holds no hunk (no line starting with '@@'); "
-                         "make it with 'diff -u faulted.py yours.py' or 'git diff'")
-    return hunks
-
-
-def _short(hunk: _Hunk) -> PatchError:
-    return PatchError(f"hunk {hunk.number} ({hunk.header}) ends before the {hunk.old_len} old and "
-                      f"{hunk.new_len} new lines its header states; the patch was cut or edited by hand")
-
-
-def apply_patch(text: str, patch: str, path: str) -> str:
-    """Apply a unified diff written against ``text`` (the file named ``path``); return the result.
-
-    Each hunk must match exactly — every context and removed line — at its
-    stated line or at another place (a patch made against a slightly moved
-    file still applies); hunks apply in order and never overlap.
-
-    Raises:
-        PatchError: the patch holds no hunk, or a hunk's lines are not found
-            in the file (the hunk is named by its number and header).
-    """
-    lines = text.splitlines(keepends=True)
-    out: list[str] = []
-    cursor = 0  # lines before this are already copied to out
-    for hunk in _hunks(patch):
-        at = _find(lines, hunk.old, hunk.old_start - 1, cursor)
-        if at is None:
-            first = next((line.strip() for line in hunk.removed + hunk.old if line.strip()), "")
-            raise PatchError(f"hunk {hunk.number} ({hunk.header}) does not apply to {path}: its lines "
-                             f"(around {first[:60]!r}) are not in the file after line {cursor}; make the patch "
-                             "against the file you were given to edit (the faulted file; 'tutor show ID' "
-                             "shows the fault)")
-        out.extend(lines[cursor:at])
-        out.extend(hunk.new)
-        cursor = at + len(hunk.old)
-    out.extend(lines[cursor:])
-    return "".join(out)
-
-
-def _find(lines: list[str], old: list[str], near: int, start: int) -> int | None:
-    """Where ``old`` occurs in ``lines`` at or after ``start``, the place nearest ``near`` first."""
-    if not old:
-        return max(start, min(near + 1, len(lines)))  # a pure insertion after line `near`
-    candidates = range(start, len(lines) - len(old) + 1)
-    for at in sorted(candidates, key=lambda i: abs(i - near)):
-        if lines[at:at + len(old)] == old:
-            return at
-    return None
 
 
 # --- verdicts -----------------------------------------------------------------
@@ -650,7 +292,7 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
 
     Args:
         exercise: the exercise as run.
-        result: a :class:`tutor.runner.RunResult` holding the sides ``clean``,
+        result: a :class:`tutor.sandbox.runner.RunResult` holding the sides ``clean``,
             ``yours`` and (optionally) ``repeat``.
         mode: ``fix`` or ``hunt``.
     """
@@ -683,11 +325,6 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
                    f"clean observes {answers.show(kind, clean)}{varies}{where}", difference, status, observed)
 
 
-def hidden_sides(sides: tuple[Side, ...]) -> tuple[Side, ...]:
-    """The sides a hidden seed's run needs: every one but ``faulted`` (the verdict compares yours with clean)."""
-    return tuple(side for side in sides if side.name != "faulted")
-
-
 def judge_hidden(exercise: Exercise, verdict: Verdict, seed: int, hidden: list[tuple[int, Any]],
                  mode: str = "fix") -> Verdict:
     """A fixed verdict judged again at hidden seeds: still fixed only if it is fixed at every one.
@@ -702,8 +339,8 @@ def judge_hidden(exercise: Exercise, verdict: Verdict, seed: int, hidden: list[t
         exercise: the exercise as run.
         verdict: the verdict at the run's own seed (:func:`judge`).
         seed: that seed.
-        hidden: ``(seed, RunResult)`` for each hidden seed, sides as
-            :func:`hidden_sides`.
+        hidden: ``(seed, RunResult)`` for each hidden seed (every side of
+            the run but ``faulted``).
         mode: ``fix`` or ``hunt``.
     """
     seeds = tuple([seed] + [s for s, _ in hidden])
