@@ -349,6 +349,79 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+# --- a kernel limit on processes (the pids cgroup, where this process may make one) -------------------
+
+def _pids_base() -> str | None:
+    """The folder a pids cgroup can be made in (cgroup v1's pids hierarchy, or v2 with pids delegated), or None."""
+    v1 = "/sys/fs/cgroup/pids"
+    if os.path.isfile(os.path.join(v1, "cgroup.procs")) and os.access(v1, os.W_OK):
+        return v1
+    try:
+        with open("/proc/self/cgroup") as fh:
+            line = next((l for l in fh.read().splitlines() if l.startswith("0::")), "")
+        base = "/sys/fs/cgroup" + line[3:].rstrip("/")
+        with open(os.path.join(base, "cgroup.subtree_control")) as fh:
+            if "pids" in fh.read().split() and os.access(base, os.W_OK):
+                return base
+    except (OSError, StopIteration):
+        pass
+    return None
+
+
+def make_pids_cgroup(name: str, limit: int) -> str | None:
+    """A fresh pids cgroup ``name`` that lets at most ``limit`` processes in; None where none can be made."""
+    base = _pids_base()
+    if base is None:
+        return None
+    path = os.path.join(base, name)
+    try:
+        os.mkdir(path)
+        _write(os.path.join(path, "pids.max"), str(limit))
+        return path
+    except OSError:
+        remove_cgroup(path)
+        return None
+
+
+def join_cgroup(path: str | None) -> None:
+    """Move this process into the cgroup ``path`` (its children follow); nothing when ``path`` is None."""
+    if path:
+        try:
+            _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
+        except OSError:
+            pass
+
+
+def refused_forks(path: str | None) -> int:
+    """How many times the cgroup at ``path`` refused a fork (``pids.events``: ``max N``); 0 without one."""
+    if not path:
+        return 0
+    try:
+        with open(os.path.join(path, "pids.events")) as fh:
+            for line in fh:
+                key, _, value = line.partition(" ")
+                if key == "max":
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def remove_cgroup(path: str | None) -> None:
+    """Remove the (empty) cgroup at ``path``; a cgroup whose last process is still being reaped gets a moment."""
+    if not path:
+        return
+    for _ in range(20):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            import time
+            time.sleep(0.01)
+
+
 # --- what is available here ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -362,6 +435,9 @@ class Status:
         net_namespace: each side gets a loopback-only network namespace.
         network: how the network is refused: ``namespace``, ``landlock`` or ``none``.
         signals: signals to processes outside the side are refused (Landlock ABI 6).
+        processes: how the process count is limited: ``cgroup`` (the kernel
+            refuses a fork past :data:`MAX_PROCESSES`) or ``counted`` (the
+            warden stops a side it finds past it).
         why: one sentence when something is missing, else "".
     """
 
@@ -371,6 +447,7 @@ class Status:
     net_namespace: bool = False
     network: str = "none"
     signals: bool = False
+    processes: str = "counted"
     why: str = ""
 
     def to_wire(self) -> dict:
@@ -428,8 +505,11 @@ def probe() -> Status:
                "not protected from it" if not abi else "the kernel refused to apply Landlock here")
     elif network == "none":
         why = "no network namespace and a Landlock older than ABI 4, so it may open network connections"
+    group = make_pids_cgroup(f"tutor-probe-{os.getpid()}", MAX_PROCESSES)
+    remove_cgroup(group)
     return Status(confined=landlock_ok, landlock=abi if landlock_ok else 0, pid_namespace=pid_ns,
-                  net_namespace=net_ns, network=network, signals=landlock_ok and abi >= 6, why=why)
+                  net_namespace=net_ns, network=network, signals=landlock_ok and abi >= 6,
+                  processes="cgroup" if group else "counted", why=why)
 
 
 # --- what the child tried ----------------------------------------------------------------------------
@@ -500,7 +580,8 @@ class Attempts:
                            "os.symlink", "os.link", "shutil.rmtree", "shutil.move", "os.utime", "os.chown"):
                 path = self._path(args[0]) if args else None
                 if path is not None and not self.writable(path):
-                    verb = event.split(".")[1].replace("rmtree", "remove").replace("move", "rename")
+                    verb = {"rmtree": "remove", "rmdir": "remove", "move": "rename", "utime": "touch",
+                            "mkdir": "make a folder in"}.get(event.split(".")[1], event.split(".")[1])
                     self._note(f"tried to {verb} {self._shown(path)}: refused")
             elif event in ("socket.connect", "socket.bind", "socket.sendto") and len(args) > 1:
                 address = args[1]

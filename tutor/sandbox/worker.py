@@ -322,6 +322,8 @@ class SideRun:
         self.tampered = 0
         self.last_step = ""
         self._finished: SideResult | None = None
+        self.cgroup: str | None = None  # the side's pids cgroup, where one can be made
+        self.forks_refused = 0
 
     @property
     def running(self) -> bool:
@@ -340,12 +342,15 @@ class SideRun:
             return
         os.makedirs(os.path.join(self.folder, "tmp"), exist_ok=True)
         self._key = os.urandom(32)
+        if _confinement().processes == "cgroup":  # the warden, its namespace's init and the child: +2
+            self.cgroup = confine.make_pids_cgroup(f"tutor-{os.getpid()}-{os.path.basename(self.folder)}",
+                                                   confine.MAX_PROCESSES + 2)
         read_fd, write_fd = os.pipe()
         self.started = time.perf_counter()
         pid = os.fork()
         if pid == 0:  # the warden: never returns
             os.close(read_fd)
-            _warden(self.request, self.folder, self.threads, write_fd, self._key, _confinement())
+            _warden(self.request, self.folder, self.threads, write_fd, self._key, _confinement(), self.cgroup)
         os.close(write_fd)
         self.pid, self.fd = pid, read_fd
         try:
@@ -440,6 +445,11 @@ class SideRun:
         os.close(self.fd)
         if self.pidfd is not None:
             os.close(self.pidfd)
+        self.forks_refused = confine.refused_forks(self.cgroup)
+        confine.remove_cgroup(self.cgroup)
+        if self.forks_refused:
+            self.refused.append(f"tried to run more than {confine.MAX_PROCESSES} processes at once: "
+                                f"{self.forks_refused} fork{'s' if self.forks_refused > 1 else ''} refused")
         result = self._outcome(status, timed_out)
         shutil.rmtree(self.folder, ignore_errors=True)
         self._finished = result
@@ -559,7 +569,8 @@ def _read_roots() -> tuple[str, ...]:
     return _READ_ROOTS
 
 
-def _warden(request: Request, folder: str, threads: int, fd: int, key: bytes, status: confine.Status) -> None:
+def _warden(request: Request, folder: str, threads: int, fd: int, key: bytes, status: confine.Status,
+            cgroup: str | None = None) -> None:
     """The side's warden: namespaces, then the child; waits for it, counts its processes, exits as it did.
 
     Runs only our own code. It dies with the worker (PR_SET_PDEATHSIG) and
@@ -575,6 +586,7 @@ def _warden(request: Request, folder: str, threads: int, fd: int, key: bytes, st
     try:
         confine.die_with_parent()
         os.setpgid(0, 0)
+        confine.join_cgroup(cgroup)  # the kernel counts the warden and everything under it
         init = None
         if status.pid_namespace:
             confine.make_namespaces()
