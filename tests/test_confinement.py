@@ -12,6 +12,7 @@ was shown is never graded fixed. (Linux with Landlock; skipped elsewhere.)
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import socket
@@ -316,3 +317,49 @@ def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_2_s(sig):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_audited_model_writes_only_its_work_folder_and_opens_no_connection(tmp_path, home):
+    model = tmp_path / "nosy.py"
+    model.write_text(
+        "import os, socket\n"
+        "def build():\n"
+        "    out = []\n"
+        f"    for what, f in [('home', lambda: open({str(home / 'audit-x')!r}, 'w')),\n"
+        "                    ('net', lambda: socket.create_connection(('10.255.255.1', 80), timeout=1))]:\n"
+        "        try:\n"
+        "            f()\n"
+        "            out.append(what + ' allowed')\n"
+        "        except OSError as exc:\n"
+        "            out.append(what + ' ' + type(exc).__name__)\n"
+        "    raise RuntimeError('; '.join(out))\n")
+    proc = subprocess.run([sys.executable, "-m", "tutor.cli", "audit", f"{model}:build", "--json"],
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert "home PermissionError; net PermissionError" in proc.stdout, proc.stdout + proc.stderr
+    assert not (home / "audit-x").exists()
+
+
+def _tutor(*args, env=None):
+    environment = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "tutor.cli", *args], capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL, env=environment)
+
+
+def test_without_confinement_someone_elses_file_is_refused_unless_allowed(tmp_path):
+    repaired = tmp_path / "losses.py"
+    repaired.write_text(CLEAN)
+    off = {confine.ENV: "off", "TUTOR_LEARNER": "instructor"}
+    base = ["fix", "broadcast-loss", "--file", str(repaired), "--no-save", "--no-instruments", "--json"]
+    refused = _tutor(*base, "--learner", "ada", env=off)
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    assert "would run unconfined here" in json.loads(refused.stdout)["error"]
+    assert "--allow-unconfined" in json.loads(refused.stdout)["error"]
+    allowed = _tutor(*base, "--learner", "ada", "--allow-unconfined", env=off)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    data = json.loads(allowed.stdout)
+    assert data["fixed"] is True and data["confined"] is False
+    assert "ran unconfined here" in allowed.stderr
+    own = _tutor(*base, env=off)  # your own file: it runs, and says it ran unconfined
+    assert own.returncode == 0 and json.loads(own.stdout)["confined"] is False
+    confined = _tutor(*base, "--learner", "ada")
+    assert confined.returncode == 0 and json.loads(confined.stdout)["confined"] is True

@@ -94,5 +94,5 @@ def test_broadcast_loss_also_measures_the_loss_against_moved_targets(run):
     r = run("broadcast-loss", "(3, 3)")
     rows = {side: dict(r.evidence[side][0]["rows"]) for side in ("clean", "faulted")}
     assert rows["clean"]["values"] == rows["faulted"]["values"] == "1 2 3"
-    assert rows["clean"]["loss against targets + 1 (intended 1)"] == 1.0
-    assert abs(rows["faulted"]["loss against targets + 1 (intended 1)"] - 21 / 9) < 1e-6
+    assert float(rows["clean"]["loss against targets + 1 (intended 1)"]) == 1.0
+    assert abs(float(rows["faulted"]["loss against targets + 1 (intended 1)"]) - 21 / 9) < 1e-5

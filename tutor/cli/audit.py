@@ -151,10 +151,12 @@ def run(args) -> int:
         work, report_path, output_path = (os.path.join(root, name) for name in ("work", "report.json", "output.log"))
         os.mkdir(work)
         with open(report_path, "wb") as report_file, open(output_path, "wb") as output_file:
+            policy = _audit_policy(work, path)
             try:
                 returncode = subprocess.run(command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=report_file,
                                             stderr=output_file, timeout=args.timeout,
-                                            preexec_fn=functools.partial(_limits, _cpu_only(device))).returncode
+                                            preexec_fn=functools.partial(_limits, _cpu_only(device), policy)
+                                            ).returncode
             except subprocess.TimeoutExpired:
                 returncode = None
         stdout = _read(report_path, OUTPUT_CAP_BYTES)
@@ -213,10 +215,11 @@ def _cpu_only(device: str) -> bool:
     return device == "cpu" or (device == "auto" and not os.path.exists("/dev/nvidiactl"))
 
 
-def _limits(cap_memory: bool) -> None:
+def _limits(cap_memory: bool, policy=None) -> None:
     """In the audit process, before it starts: cap the size of any file it writes (``OUTPUT_CAP_BYTES``:
     its output log) and, on the CPU, its address space like the check worker's children
-    (``constants.memory_cap_bytes``), so a runaway model fails instead of the machine."""
+    (``constants.memory_cap_bytes``), so a runaway model fails instead of the machine; then confine it
+    (``policy``, from :func:`_audit_policy`): it writes only its work folder, opens no TCP connection."""
     try:
         import resource
         resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_CAP_BYTES, OUTPUT_CAP_BYTES))
@@ -225,6 +228,32 @@ def _limits(cap_memory: bool) -> None:
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     except (ImportError, ValueError, OSError):
         pass
+    if policy is not None:
+        from tutor.sandbox import confine
+        try:
+            confine.restrict(*policy)
+        except OSError:
+            pass  # the audit still runs; :func:`_audit_policy` found Landlock, so this is the kernel's refusal
+
+
+def _audit_policy(work: str, audited: str):
+    """The Landlock policy of the audit process, as ``(Policy, abi)``, or None where confinement is off or absent.
+
+    The audited model's own folder, the tutor's source (the audit's
+    instruments) and the Python installation are readable; only ``work`` is
+    writable; every TCP bind and connect is refused (ABI 4 and later).
+    """
+    from tutor.sandbox import confine
+    if not confine.enabled():
+        return None
+    abi = confine.landlock_abi()
+    if abi < 1:
+        return None
+    executable = os.path.realpath(sys.executable)
+    extra = [os.path.dirname(os.path.abspath(audited)), _source_root(), os.path.dirname(executable),
+             os.path.dirname(os.path.abspath(sys.executable)), os.path.join(sys.prefix, "pyvenv.cfg")]
+    roots = confine.read_roots(cut_private=False)
+    return confine.Policy(tree=os.path.realpath(work), read=roots + tuple(extra), network=True), abi
 
 
 def _source_root() -> str:

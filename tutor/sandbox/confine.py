@@ -249,7 +249,7 @@ def installed_packages() -> list[str]:
     return found
 
 
-def read_roots(forbidden: Iterable[str] = ()) -> tuple[str, ...]:
+def read_roots(forbidden: Iterable[str] = (), cut_private: bool = True) -> tuple[str, ...]:
     """What every side's child may read, less ``forbidden`` and the installed private packages.
 
     The Python installation (its standard library, and every ``sys.path``
@@ -257,8 +257,11 @@ def read_roots(forbidden: Iterable[str] = ()) -> tuple[str, ...]:
     was started in), and :data:`SYSTEM_READ`; a forbidden folder
     inside one of them (a non-editable install puts ``exercises/`` in
     ``site-packages``) is cut out by allowing each of its siblings instead.
+    ``cut_private=False`` keeps the installed private packages (the audit
+    runs the tutor's own instruments on the user's own model).
     """
-    banned = sorted({os.path.realpath(p) for p in [*forbidden, *installed_packages()]})
+    private = installed_packages() if cut_private else []
+    banned = sorted({os.path.realpath(p) for p in [*forbidden, *private]})
     roots: list[str] = []
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     candidates = [sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")]
