@@ -425,6 +425,19 @@ def remove_cgroup(path: str | None) -> None:
             time.sleep(0.01)
 
 
+def remove_cgroups(prefix: str) -> None:
+    """Remove every (empty) pids cgroup whose name starts with ``prefix`` (a killed worker's sides)."""
+    base = _pids_base()
+    if base is None:
+        return
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        remove_cgroup(os.path.join(base, name))
+
+
 # --- what is available here ------------------------------------------------------------------------
 
 @dataclass(frozen=True)

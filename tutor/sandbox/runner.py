@@ -361,6 +361,9 @@ class Worker:
                 pass
         if scratch and os.path.basename(scratch).startswith("tutor-worker-"):
             shutil.rmtree(scratch, ignore_errors=True)  # a killed worker cannot tidy up
+        if self.hello is not None:
+            from tutor.sandbox.confine import remove_cgroups
+            remove_cgroups(f"tutor-{self.hello.pid}-")  # nor remove its sides' process-count cgroups
 
 
 class Runner:

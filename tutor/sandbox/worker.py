@@ -266,6 +266,8 @@ def _orphaned(runs: list["SideRun"]) -> None:
         run.kill()
     for run in runs:
         run.finish(timed_out=True)
+    if runs and runs[0].scratch and os.path.basename(runs[0].scratch).startswith("tutor-worker-"):
+        shutil.rmtree(runs[0].scratch, ignore_errors=True)
     os._exit(0)
 
 
