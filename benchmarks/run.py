@@ -40,6 +40,13 @@ README's performance table, with the date, machine and load average.
   the 6·N·tokens + attention estimate.
 * ``cache``    — ms/token of cached decoding at T = 8 and T = block_size
   (block 512), and cached against full-prefix recomputation at T = 256.
+* ``confine``  — what confinement costs (``tutor.sandbox.confine``): a plain
+  Run→verdict (broadcast-loss, warm worker) and a ``tutor fix`` of it (four
+  sides: clean, repeat, faulted, yours) with every side confined, and the
+  same with ``TUTOR_CONFINE=off`` (no Landlock, no namespaces, no cgroup),
+  alternated run by run so the machine's load falls on both alike; median
+  of 9; confinement may cost at most 20 % on Run→verdict. Prints the load
+  average beside it.
 * ``grade``    — ``tutor grade`` of 100 answers rows (20 learners × 5
   exercises, every row's check run) as one process, with 1 worker and with
   2 (-j 2); ≤ 40 s on 2 cores. Every row must come back pass or fail.
@@ -290,6 +297,53 @@ def bench_verdict(args) -> None:
            worst_train <= 10.0 and not broken)
     if broken:
         record("Run→verdict, checks that did not finish", ", ".join(broken), "none", False)
+
+
+# --- what confinement costs ---------------------------------------------------------
+
+def bench_confine(args) -> None:
+    from exercises.faults import source_root
+    from tutor.app.session import Session
+    from tutor.model.catalog import load_catalog
+    from tutor.sandbox import confine
+    from tutor.sandbox.runner import Runner
+    print("\n== Confinement: Run -> verdict and tutor fix, confined and not (alternated)")
+    catalog = load_catalog()
+    exercise = catalog.get("broadcast-loss")
+    repair = (source_root() / "exercises/snippets/losses.py").read_text(encoding="utf-8")
+    runners = {}
+    for mode in ("on", "off"):
+        before = os.environ.get(confine.ENV)
+        os.environ[confine.ENV] = mode
+        try:
+            runners[mode] = Runner(catalog, device="cpu", timeout_scale=20)
+            hello = runners[mode].warm_up()
+            print(f"  {mode:>3}: confined={hello['confinement']['confined']}", flush=True)
+        finally:
+            if before is None:
+                os.environ.pop(confine.ENV, None)
+            else:
+                os.environ[confine.ENV] = before
+    repeats = 5 if args.quick else 9
+    times = {(what, mode): [] for what in ("verdict", "fix") for mode in runners}
+    for _ in range(repeats + 1):  # the first round warms each worker's caches and is not kept
+        for mode, runner in runners.items():
+            t = time.perf_counter()
+            runner.run(exercise, "(3,)")
+            times[("verdict", mode)].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            Session(catalog, runner).fix(exercise, repair, instruments=False)
+            times[("fix", mode)].append(time.perf_counter() - t)
+    for runner in runners.values():
+        runner.close()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    for what, label in (("verdict", "Run→verdict (broadcast-loss)"), ("fix", "tutor fix (broadcast-loss, 4 sides)")):
+        on, off = (statistics.median(times[(what, m)][1:]) for m in ("on", "off"))
+        overhead = 100 * (on / off - 1)
+        record(f"{label}, unconfined", f"{off:.3f} s", "-", None)
+        record(f"{label}, confined", f"{on:.3f} s", "-", None)
+        record(f"{label}, cost of confinement (load {load:.1f})", f"{overhead:+.0f} %",
+               "≤ 20 %" if what == "verdict" else "-", overhead <= 20 if what == "verdict" else None)
 
 
 # --- Run -> verdict on a busy machine ---------------------------------------------
@@ -819,7 +873,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--only", nargs="+", choices=["startup", "first-screen", "verdict", "loaded", "engine",
-                                                     "cache", "grade", "report"])
+                                                     "cache", "confine", "grade", "report"])
     parser.add_argument("--loads", nargs="+", type=int, default=[4, 12], metavar="N",
                         help="busy processes beside the loaded section's runs (default: 4 12)")
     parser.add_argument("--ids", nargs="+", metavar="ID", help="the loaded section runs only these exercises")
@@ -829,7 +883,7 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true",
                         help="also time the engine under torch.compile (compiling takes about 30 s)")
     args = parser.parse_args()
-    sections = args.only or ["startup", "verdict", "engine", "cache", "grade", "report"]  # "loaded" only when asked
+    sections = args.only or ["startup", "verdict", "engine", "cache", "confine", "grade", "report"]  # "loaded": when asked
     started_load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} cores · python {sys.version.split()[0]} · {time.strftime('%Y-%m-%d %H:%M')} · "
           f"load average {started_load:.2f}")
@@ -843,7 +897,7 @@ def main() -> None:
                 {"engine": bench_engine, "cache": bench_cache}[name](argparse.Namespace(**{**vars(args), "device": device}))
         else:
             {"startup": bench_startup, "first-screen": bench_first_screen, "verdict": bench_verdict, "loaded": bench_loaded, "grade": bench_grade,
-             "report": bench_report}[name](args)
+             "report": bench_report, "confine": bench_confine}[name](args)
     print("\n== Summary")
     for figure, measured, target, verdict in RESULTS:
         print(f"  {figure:<66} {measured:>14}   {target:<22} {verdict}")

@@ -311,7 +311,7 @@ class Session:
         return task.start
 
     def start_edit(self, task: "Task", text: str, prediction: str | None = None, *,
-                   record: bool = True, instruments: bool = False) -> "EditRun":
+                   record: bool = True, instruments: bool = False, hidden_seeds: int = 0) -> "EditRun":
         """An edit-mode run of the learner's ``text`` for ``task``, asked for now; see :meth:`EditRun.execute`.
 
         Args:
@@ -322,12 +322,14 @@ class Session:
             record: whether the attempt is recorded (needs a store).
             instruments: also run the engine's instruments on clean and
                 yours (engine files only; :data:`tutor.app.tasks.INSTRUMENTS_CHECK`).
+            hidden_seeds: fix and hunt: judge a fixed verdict again at this
+                many seeds drawn at random now (:func:`tutor.model.verdict.judge_hidden`).
 
         Raises:
             tutor.model.patch.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte.
         """
         return EditRun(self, task, text, prediction, record=record and self.store is not None,
-                       instruments=instruments)
+                       instruments=instruments, hidden_seeds=hidden_seeds)
 
     def fix(self, exercise: Exercise, text: str, **options) -> EditOutcome:
         """Run the learner's repair of ``exercise``'s fault (blocking); ``options`` as :meth:`start_edit`.

@@ -115,7 +115,8 @@ def _grade(args, events: Events) -> GradeReply:
         writer = gradebook.Writer(out, earlier)
     except OSError as exc:
         raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
-    pool = grading.RunnerPool(catalog, args.device, jobs, getattr(args, "runner_factory", None))
+    pool = grading.RunnerPool(catalog, args.device, jobs, getattr(args, "runner_factory", None),
+                              allow_unconfined=getattr(args, "allow_unconfined", False))
     observations = memo.Observations()
     graded_now: list[dict] = []
 

@@ -110,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check workers to run at once (default 1; at most the number of cores)")
     p.add_argument("--save", action="store_true", help="also record each graded answer in its learner's progress "
                    "file (with its note)")
+    p.add_argument("--allow-unconfined", action="store_true",
+                   help="grade even where this machine cannot confine the checks (no Landlock)")
     p.add_argument("--json", action="store_true")
     _shared(p, learner=False)
     p.add_argument("--progress-dir", default=argparse.SUPPRESS)
@@ -159,6 +161,10 @@ def _add_edit_parsers(sub) -> None:
                    help="skip the engine's instruments (shape ledger, causality, cache, learning ledger)")
     p.add_argument("--seed", type=_seed, metavar="N", help="the capstone's mystery to hunt (default: the one "
                    "your last prediction met)")
+    p.add_argument("--hidden-seeds", type=_hidden_seeds, default=0, metavar="N",
+                   help="also judge the repair at N seeds drawn at random now, which nobody saw before "
+                   "(0-8, default 0): a file that hard-codes the clean output is not fixed at them")
+    p.add_argument("--allow-unconfined", action="store_true", help=UNCONFINED_HELP)
     p.add_argument("--json", action="store_true")
     _shared(p)
 
@@ -169,8 +175,25 @@ def _add_edit_parsers(sub) -> None:
                    help="what your fault will do: an answer of the exercise's kind, or free text")
     p.add_argument("--no-save", action="store_true", help="do not record the attempt or keep a working copy")
     p.add_argument("--no-instruments", action="store_true", help="skip the engine's instruments")
+    p.add_argument("--allow-unconfined", action="store_true", help=UNCONFINED_HELP)
     p.add_argument("--json", action="store_true")
     _shared(p)
+
+
+UNCONFINED_HELP = ("run someone else's file even where this machine cannot confine it (no Landlock): "
+                   "it could then change files and grades")
+MAX_HIDDEN_SEEDS = 8
+
+
+def _hidden_seeds(text: str) -> int:
+    """Read ``--hidden-seeds``: a whole number from 0 to MAX_HIDDEN_SEEDS."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_HIDDEN_SEEDS:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to {MAX_HIDDEN_SEEDS}, got {text!r}")
+    return value
 
 
 SCALE_HELP = (f"multiply every check's time limit by X (default: {SCALE_ENV}, else the speed this machine "

@@ -444,9 +444,10 @@ class RunnerPool:
         runners: the runners, made at construction (no process yet).
     """
 
-    def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None) -> None:
+    def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None,
+                 allow_unconfined: bool = False) -> None:
         from tutor.sandbox.runner import Runner
-        factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev))
+        factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev, allow_unconfined=allow_unconfined))
         self.device = device
         self.runners = [factory(catalog, device) for _ in range(max(1, jobs))]
 
