@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from exercises.audit import LINKS, SEED_LINKS, audit, load_factory
-from exercises.capstone import HIDDEN, build_mystery, hidden_fault
+from exercises.capstone import build_mystery
+from exercises.mysteries import HIDDEN, hidden_fault
 from tutor.cli import audit as audit_cmd
 
 # A GPT written independently of the engine, in nanoGPT's style: forward(idx,

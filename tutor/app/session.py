@@ -54,12 +54,13 @@ from typing import Callable, Protocol, Sequence
 
 from tutor.app.run import EditOutcome, EditRun, Outcome, Run
 from tutor.app.tasks import INSTRUMENTS_CHECK, INSTRUMENTS_TIMEOUT_S, Task, task_for
-from tutor.model.catalog import Catalog, Exercise
 from tutor.model.attempts import (GRADED, RECORDED, Attempt, ExerciseProgress, LearnerProgress, ProgressError,
                                   is_prediction)
-from tutor.store.progress import ProgressStore
+from tutor.model.catalog import Catalog, Exercise
 from tutor.sandbox.protocol import Progress, Side
 from tutor.sandbox.runner import RunResult, standard_sides
+from tutor.store.progress import ProgressStore
+
 
 class RunnerLike(Protocol):
     """What a session needs from a runner (:class:`tutor.sandbox.runner.Runner`, or a test's fake)."""

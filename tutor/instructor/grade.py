@@ -63,11 +63,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from exercises import answers
+from tutor.app.session import Session
 from tutor.cli.learner import catalog as load_catalog
 from tutor.cli.replies import EXIT_CHECK, EXIT_USAGE, CouldNotRun, GradeReply, UsageError
 from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; the rest score 0 with a reason
-from tutor.sandbox.runner import RunResult
+from tutor.model.attempts import ProgressError
+from tutor.sandbox.runner import DeviceError, Runner, RunResult, WorkerError
 from tutor.store.files import spreadsheet_safe, write_text_atomically
+from tutor.store.names import learner_key, validate_learner
+from tutor.store.progress import ProgressStore, default_folder
 
 #: Column names as the answers file may spell them (lower case), by the name used here.
 COLUMNS = {"learner": ("learner", "name", "student"), "exercise": ("exercise", "id", "exercise_id"),
@@ -234,8 +238,6 @@ def _column(header: str) -> str | None:
 
 def _checked(line: int, fields: dict, catalog) -> AnswerRow:
     """A row with every field read, or its first problem named."""
-    from tutor.model.attempts import ProgressError
-    from tutor.store.names import learner_key, validate_learner
     row = AnswerRow(line=line)
     given = {k: (v.strip() if k != "answer" and k != "note" else v) for k, v in fields.items() if k != "_problem"}
     row.learner = given.get("learner") or None
@@ -370,7 +372,6 @@ class RunnerPool:
     """
 
     def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None) -> None:
-        from tutor.sandbox.runner import Runner
         factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev))
         self.runners = [factory(catalog, device) for _ in range(max(1, jobs))]
 
@@ -437,8 +438,6 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         UsageError: the device asked for is missing (a missing CUDA).
         CouldNotRun: no check worker could start at all.
     """
-    from tutor.sandbox.runner import DeviceError, WorkerError
-    from tutor.app.session import Session
     sessions: dict[int, Session] = {}
 
     def work(runner, row: AnswerRow) -> RowResult:
@@ -470,7 +469,6 @@ def save_results(catalog, results: list[RowResult], store, notice: Callable[[str
     policy (only pass and fail become attempts); a row's ``saved_to``,
     ``save_error`` and ``note_saved`` say what happened.
     """
-    from tutor.app.session import Session
     sessions: dict[str, Session] = {}
     for outcome in results:
         row = outcome.row
@@ -613,8 +611,6 @@ class Summary:
 
 def command(args, events) -> GradeReply:
     """``tutor grade``: read, check the outputs can be written, grade on warm workers, write, save."""
-    from tutor.model.attempts import ProgressError
-    from tutor.store.progress import ProgressStore, default_folder
     started = time.perf_counter()
     catalog = load_catalog()
     if args.answers == "-" and not args.out:
@@ -704,6 +700,7 @@ def _workers(asked: int, rows: int, notice: Callable[[str], None]) -> int:
 
 def show_summary(console, reply: GradeReply) -> None:
     """The Rich view after the rows' lines: counts, where the files went, what was saved."""
+    # deferred: Rich for the Rich view only
     from rich.text import Text
     s = reply.summary
     order = ("pass", "fail", "unreadable", "error", "timeout", "cancelled")
@@ -718,5 +715,6 @@ def show_summary(console, reply: GradeReply) -> None:
         console.print(Text(f"Saved {s.saved} attempt{'s' if s.saved != 1 else ''} to the progress files in "
                            f"{s.progress_folder}."))
     if reply.data.get("error"):
+        # deferred: the command line's view of a failure, for the Rich view only
         from tutor.cli.output import fail
         fail(reply.data["error"])

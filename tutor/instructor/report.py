@@ -43,6 +43,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from exercises import answers
 from tutor.cli.learner import catalog_or_none
 from tutor.cli.replies import EXIT_USAGE, ReportReply, UsageError
 from tutor.model.attempts import ExerciseProgress, ProgressError, confidence_of, is_prediction
@@ -194,7 +195,6 @@ class _Reader:
             shown = text.strip()
             ex = self.exercises.get(ex_id)
             if ex is not None:
-                from exercises import answers
                 try:
                     shown = answers.show(ex.kind, ex.parse_answer(text))
                 except answers.AnswerError:
@@ -295,6 +295,7 @@ def _number(value: float | None) -> str:
 
 def show_report(console, report: ClassReport) -> None:
     """The report for a terminal: the exercise table, calibration, and the files not counted."""
+    # deferred: Rich for the Rich view only
     from rich.table import Table
     from rich.text import Text
     console.print(Text(f"Class report of {report.folder}: {report.learners} learner"

@@ -48,7 +48,6 @@ and refused.
 """
 
 from __future__ import annotations
-from __future__ import annotations
 
 import os
 import re
@@ -57,6 +56,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import platformdirs
 import tomli_w
 from filelock import FileLock, Timeout
 
@@ -100,7 +100,6 @@ def default_folder(explicit: str | os.PathLike | None = None) -> Path:
     checkout = Path(__file__).resolve().parents[2]
     if (checkout / "pyproject.toml").is_file() and (checkout / "progress").is_dir():
         return checkout / "progress"
-    import platformdirs
     return Path(platformdirs.user_data_dir("tutor", appauthor=False)) / "progress"
 
 
