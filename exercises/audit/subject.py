@@ -152,8 +152,9 @@ def block_size_of(model: nn.Module, given: int | None) -> int | None:
     if given:
         return int(given)
     cfg = getattr(model, "config", None)
-    for owner in (cfg, model):
-        for attr in ("block_size", "n_positions", "max_position_embeddings", "max_seq_len", "context_length"):
+    for owner in (cfg, getattr(model, "cfg", None), model):
+        for attr in ("block_size", "n_positions", "max_position_embeddings", "max_seq_len", "context_length",
+                     "n_ctx"):
             value = owner.get(attr) if isinstance(owner, Mapping) else getattr(owner, attr, None)
             if isinstance(value, int) and value > 0:
                 return value

@@ -10,6 +10,7 @@ links. The model itself is never changed.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 
@@ -18,6 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from exercises.audit.adapter import n_head_of
+from exercises.audit.measure import mode, seeded
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
 
@@ -51,30 +53,29 @@ def _first_tensor(out):
     raise TypeError(f"the module returned {type(out).__name__}")
 
 
-def _randomise(module: nn.Module, generator: torch.Generator) -> None:
-    """Every Linear inside gets weights N(0, 1/fan_in) and zero biases: unit-scale outputs for unit inputs."""
-    with torch.no_grad():
-        for m in module.modules():
-            if isinstance(m, nn.Linear):
-                m.weight.copy_(torch.randn(m.weight.shape, generator=generator) / m.in_features ** 0.5)
-                if m.bias is not None:
-                    m.bias.zero_()
+def _in_features(m: nn.Module) -> int | None:
+    if isinstance(m, nn.Linear):
+        return m.in_features
+    if type(m).__name__ == "Conv1D" and isinstance(getattr(m, "weight", None), torch.Tensor):
+        return int(m.weight.shape[0])
+    return None
 
 
 def find_attention(model: nn.Module) -> list[tuple[str, nn.Module, str, tuple[str, ...], str]]:
     """Attention modules the audit can read: (name, module, "packed"/"separate", projection names, output name).
 
-    A module qualifies when its direct children include an output Linear
-    named like one (``OUTPUT``) and either a packed Linear C -> 3C or three
-    Linears named like q, k, v.
+    A module qualifies when its direct children include an output projection
+    named like one (``OUTPUT``; an ``nn.Linear`` or Hugging Face's ``Conv1D``)
+    and either a packed projection wider than its input (q, k and v in one,
+    grouped-query widths included) or three named like q, k, v.
     """
     found = []
     for name, m in model.named_modules():
-        linears = {n: c for n, c in m.named_children() if isinstance(c, nn.Linear)}
+        linears = {n: c for n, c in m.named_children() if _out_features(c) is not None}
         out = next((n for n in OUTPUT if n in linears), None)
         if out is None:
             continue
-        packed = next((n for n in PACKED if n in linears and linears[n].out_features == 3 * linears[n].in_features),
+        packed = next((n for n in PACKED if n in linears and _out_features(linears[n]) > _in_features(linears[n])),
                       None)
         separate = next((names for names in SEPARATE if all(n in linears for n in names)), None)
         if packed:
@@ -84,86 +85,204 @@ def find_attention(model: nn.Module) -> list[tuple[str, nn.Module, str, tuple[st
     return found
 
 
-def _rotary(module: nn.Module) -> bool:
-    names = [n.lower() for n, _ in module.named_modules()] + [a.lower() for a in vars(module)]
+@contextlib.contextmanager
+def randomised(modules: list[nn.Module], generator: torch.Generator):
+    """Give every projection inside ``modules`` weights N(0, 1/fan_in) and zero biases, in place, for the
+    block; put the model's own values back after. Unit-scale inputs then give unit-scale scores, where a
+    wrong softmax scale cannot hide (at N(0, 0.02) softmax is nearly uniform whatever the scale)."""
+    saved = []
+    with torch.no_grad():
+        for module in modules:
+            for m in module.modules():
+                fan_in = _in_features(m)
+                if fan_in is None:
+                    continue
+                saved.append((m.weight, m.weight.detach().clone()))
+                m.weight.copy_(torch.randn(m.weight.shape, generator=generator) / fan_in ** 0.5)
+                if getattr(m, "bias", None) is not None:
+                    saved.append((m.bias, m.bias.detach().clone()))
+                    m.bias.zero_()
     try:
-        params = list(inspect.signature(module.forward).parameters)
-    except (TypeError, ValueError):
-        params = []
-    return any(r in n for n in names + params for r in ROTARY) or "position_embeddings" in params
+        yield
+    finally:
+        with torch.no_grad():
+            for t, value in saved:
+                t.copy_(value)
 
 
-def attention_reference(module: nn.Module, kind: str, projections: tuple[str, ...], output: str, n_head: int,
-                        x: torch.Tensor) -> list[torch.Tensor]:
-    """What causal multi-head attention computes from the module's own projections, for input x (B, T, C).
+@contextlib.contextmanager
+def watching_rotary(modules: list[tuple[str, nn.Module]], current: list, seen: dict):
+    """Record what each attention module's rotary function returns (by the module it ran in), for the block.
 
-    ``softmax(q k^T / sqrt(D) + causal mask) v``, heads merged, through the
-    output projection. A packed projection may order its 3C outputs as
-    [q | k | v] (nanoGPT, the engine) or per head (GPT-NeoX); one reference
-    per ordering is returned. Separate k, v with fewer heads (grouped-query
-    attention) are repeated to n_head.
+    The functions are found in the Python module that defines each attention
+    class: every module-level function named like a rotary embedding
+    (``apply_rotary_pos_emb``, ``apply_rope``, ``apply_rotary_emb``).
     """
-    B, T, C = x.shape
-    D = C // n_head
-    parts = dict(module.named_children())
+    import sys
 
-    def attend(q, k, v):
-        q = q.view(B, T, n_head, D).transpose(1, 2)  # (B, H, T, D)
-        kv_heads = k.size(-1) // D
-        k = k.view(B, T, kv_heads, D).transpose(1, 2).repeat_interleave(n_head // kv_heads, dim=1)
-        v = v.view(B, T, kv_heads, D).transpose(1, 2).repeat_interleave(n_head // kv_heads, dim=1)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, D)
-        return parts[output](y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)
+    patched = []
+    for _, module in modules:
+        namespace = vars(sys.modules[type(module).__module__]) if type(module).__module__ in sys.modules else {}
+        for fname, fn in list(namespace.items()):
+            if not callable(fn) or not any(r in fname.lower() for r in ("rotary", "rope")) or isinstance(fn, type) \
+                    or any(fn is p[2] for p in patched if p[0] is namespace and p[1] == fname):
+                continue
 
-    if kind == "separate":
-        q, k, v = (parts[n](x) for n in projections)
-        return [attend(q, k, v)]
-    qkv = parts[projections[0]](x)  # (B, T, 3C)
-    blocks = attend(*qkv.split(C, dim=-1))
-    per_head = qkv.view(B, T, n_head, 3 * D).split(D, dim=-1)  # each (B, T, H, D)
-    interleaved = attend(*(t.reshape(B, T, C) for t in per_head))
-    return [blocks, interleaved]
+            def watched(*args, _fn=fn, **kwargs):
+                out = _fn(*args, **kwargs)
+                if current:
+                    seen.setdefault(current[-1], []).extend(out if isinstance(out, (tuple, list)) else [out])
+                return out
+
+            patched.append((namespace, fname, fn))
+            namespace[fname] = watched
+    try:
+        yield
+    finally:
+        for namespace, fname, fn in reversed(patched):
+            namespace[fname] = fn
+
+
+def _keep(store: dict, key, what: str):
+    """A hook that keeps the first input or output of a module under ``key`` and changes nothing (returns None)."""
+    if what == "input":
+        def hook(module, args):
+            store.setdefault(key, args[0])
+    else:
+        def hook(module, args, out):
+            store.setdefault(key, _first_tensor(out))
+    return hook
+
+
+def _heads(t: torch.Tensor, T: int, D: int) -> torch.Tensor | None:
+    """A (B, T, n·D) projection or a 4-D tensor in (B, T, n, D) or (B, n, T, D) as (B, n, T, D)."""
+    if t.dim() == 3:
+        return t.reshape(t.size(0), T, -1, D).transpose(1, 2)
+    if t.dim() == 4 and t.size(-1) <= D:
+        return t.transpose(1, 2) if t.size(1) == T and t.size(2) != T else t
+    return None
+
+
+def _layouts(qkv: torch.Tensor, H: int, T: int, D: int) -> list[tuple[str, tuple]]:
+    """The ways a packed (B, T, (H + 2·Hkv)·D) projection may order q, k, v: (name, (q, k, v) each (B, n, T, D))."""
+    B, width = qkv.size(0), qkv.size(-1)
+    kv = (width // D - H) // 2
+    found = []
+    if kv >= 1 and (H + 2 * kv) * D == width:
+        q, k, v = qkv.split((H * D, kv * D, kv * D), dim=-1)
+        found.append(("[q | k | v]", tuple(_heads(t, T, D) for t in (q, k, v))))
+        if H % kv == 0:  # per kv group: its q heads, then k, then v (GPT-NeoX when kv == H; litgpt's older layout)
+            g = qkv.view(B, T, kv, H // kv + 2, D)
+            q = g[:, :, :, :-2].reshape(B, T, H, D).transpose(1, 2)
+            found.append(("per group [q.. k v]", (q, g[:, :, :, -2].transpose(1, 2), g[:, :, :, -1].transpose(1, 2))))
+        if kv == H:
+            q, k, v = qkv.view(B, T, H, 3 * D).split(D, dim=-1)
+            found.append(("per head [q k v]", tuple(t.transpose(1, 2) for t in (q, k, v))))
+    return found
+
+
+def _with_rotary(proj: torch.Tensor, rotated: torch.Tensor | None) -> torch.Tensor:
+    """The heads after rotary: the rotated part where the rotary function returned one (partial rotary
+    rotates the first dims of each head), the projection's own values elsewhere."""
+    if rotated is None:
+        return proj
+    if rotated.size(-1) == proj.size(-1):
+        return rotated
+    return torch.cat([rotated, proj[..., rotated.size(-1):]], dim=-1)
+
+
+def attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Causal SDPA from heads q (B, H, T, D), k and v (B, Hkv, T, D), kv repeated to H (grouped-query
+    attention), merged to (B, T, H·D): what goes into the output projection."""
+    H, kv = q.size(1), k.size(1)
+    k, v = (t.repeat_interleave(H // kv, dim=1) for t in (k, v))
+    y = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)  # (B, H, T, D)
+    return y.transpose(1, 2).reshape(q.size(0), q.size(2), -1)
 
 
 def attention(s: Subject) -> Link:
-    """ATTENTION: each attention module equals SDPA computed from its own q, k, v projections.
+    """ATTENTION: each attention module equals SDPA computed from its own q, k, v, after its own rotary.
 
-    On a copy of each module found (``find_attention``), weights
-    N(0, 1/fan_in) and inputs N(0, 1) (B=2, T=8) make the scores unit-scale,
-    so a wrong scale — 1/sqrt(C) for 1/sqrt(D), sqrt(D) for 1/sqrt(D) —
-    moves the output well past ``ATTENTION_TOL``. "skip" where no module can
-    be read: no packed or q/k/v projections with an output projection, the
-    head count unknown, rotary positions inside, or a forward that needs
-    more than x.
+    The model runs its own forward (eval mode, two rows of the batch) with
+    every projection of every attention module found (``find_attention``)
+    given weights N(0, 1/fan_in) in place, restored after: the inputs are
+    the blocks' normalised streams, so the scores are unit-scale and a wrong
+    scale — 1/sqrt(C) for 1/sqrt(D), sqrt(D) — moves the output well past
+    ``ATTENTION_TOL``. Hooks read each module's q, k, v projections and what
+    goes into its output projection; the module's rotary function, where it
+    has one, is watched for the rotated q and k (partial rotary included).
+    The reference is causal SDPA with k, v repeated to the query heads
+    (grouped-query attention); a packed projection is read in each layout
+    its width allows and the closest taken. "skip" where no module can be
+    read: none found, the head count unknown, or no hook fired.
     """
     found = find_attention(s.model)
     if not found:
-        return Link("ATTENTION", "skip", "no attention module found (a packed qkv or q/k/v Linears with an output "
-                                         "projection)")
-    generator = torch.Generator().manual_seed(0)
-    checked, skipped, worst = [], [], (0.0, "")
+        return Link("ATTENTION", "skip", "no attention module found (a packed qkv or q/k/v projections, Linear or "
+                                         "Conv1D, beside an output projection)")
+    seen, rotary, current, handles = {}, {}, [], []
+    skipped, checked, worst = [], [], (0.0, "")
+    readable = []
     for name, module, kind, projections, output in found:
         H = n_head_of(module, s.model)
-        if H is None or _rotary(module):
-            skipped.append(f"{name or 'model'} ({'head count unknown' if H is None else 'rotary positions'})")
+        if H is None:
+            skipped.append(f"{name or 'model'} (head count unknown)")
             continue
-        twin = copy.deepcopy(module).cpu().float().eval()
-        _randomise(twin, generator)
-        C = dict(twin.named_children())[output].out_features
-        x = torch.randn(2, 8, C, generator=generator)
-        try:
-            with torch.no_grad():
-                got = _first_tensor(twin(x))
-                references = attention_reference(twin, kind, projections, output, H, x)
-        except (TypeError, RuntimeError, ValueError) as exc:
-            skipped.append(f"{name or 'model'} ({type(exc).__name__} when called with x alone)")
+        readable.append((name, module, kind, projections, output, H))
+        parts = dict(module.named_children())
+        for proj in projections:
+            handles.append(parts[proj].register_forward_hook(_keep(seen, (name, proj), "output")))
+        handles.append(parts[output].register_forward_pre_hook(_keep(seen, (name, "into output"), "input")))
+        handles.append(module.register_forward_pre_hook(lambda m, args, name=name: current.append(name) and None))
+        handles.append(module.register_forward_hook(lambda m, args, out: (current.pop() if current else None)
+                                                    and None))
+    generator = torch.Generator().manual_seed(0)
+    idx = s.xs[:2, :8]
+    T = idx.size(1)
+    try:
+        with randomised([r[1] for r in readable], generator), watching_rotary([(r[0], r[1]) for r in readable],
+                                                                               current, rotary), \
+                mode(s.model, False), torch.no_grad(), seeded(0):
+            s.forward(idx)
+    finally:
+        for h in handles:
+            h.remove()
+    for name, module, kind, projections, output, H in readable:
+        label = name or "model"
+        got = seen.get((name, "into output"))
+        if got is None or any((name, p) not in seen for p in projections):
+            skipped.append(f"{label} (its projections did not run in the forward)")
             continue
-        absolute, ref = min(((float((got - r).abs().max()), r) for r in references), key=lambda pair: pair[0])
-        delta = absolute / max(1.0, float(ref.abs().max()))
-        checked.append([name or "model", f"{kind} q/k/v, H={H}, D={C // H}: max |Δ| {absolute:.3e}, "
-                                         f"relative {delta:.3e}"])
-        if delta >= worst[0]:
-            worst = (delta, name or "model")
+        got = got.float()
+        D = got.size(-1) // H
+        if kind == "separate":
+            candidates = [("q, k, v", tuple(_heads(seen[(name, p)].float(), T, D) for p in projections))]
+        else:
+            candidates = _layouts(seen[(name, projections[0])].float(), H, T, D)
+        rotated = [_heads(t.float(), T, D) for t in rotary.get(name, []) if isinstance(t, torch.Tensor)]
+        rotated = [t for t in rotated if t is not None]
+        best = None
+        for layout, (q, k, v) in candidates:
+            if rotated:
+                rq = next((t for t in rotated if t.size(1) == q.size(1)), None)
+                rk = next((t for t in rotated if t is not rq and t.size(1) == k.size(1)), None)
+                q, k = _with_rotary(q, rq), _with_rotary(k, rk)
+            ref = attention_reference(q, k, v)
+            if ref.shape != got.shape:
+                continue
+            absolute = float((got - ref).abs().max())
+            relative = absolute / max(1.0, float(ref.abs().max()))
+            if best is None or relative < best[0]:
+                best = (relative, absolute, layout, k.size(1))
+        if best is None:
+            skipped.append(f"{label} (no layout of its projections gives q, k, v for H={H})")
+            continue
+        relative, absolute, layout, kv = best
+        extras = (", rotary applied" if rotated else "") + (f", {kv} kv heads" if kv != H else "")
+        checked.append([label, f"{kind} {layout}, H={H}, D={D}{extras}: max |Δ| {absolute:.3e}, "
+                               f"relative {relative:.3e}"])
+        if relative >= worst[0]:
+            worst = (relative, label)
     evidence = checked + ([["not checked", "; ".join(skipped)]] if skipped else [])
     if not checked:
         return Link("ATTENTION", "skip", f"no attention module could be checked: {'; '.join(skipped)}", evidence)
@@ -181,80 +300,135 @@ def attention(s: Subject) -> Link:
 
 
 def find_blocks(model: nn.Module) -> tuple[str, nn.ModuleList] | None:
-    """The stack of transformer blocks: the first ModuleList of one class whose items hold two or more Linears."""
+    """The stack of transformer blocks: the first ModuleList of one class whose items hold two or more
+    projections (``nn.Linear`` or Hugging Face's ``Conv1D``)."""
     for name, m in model.named_modules():
         if isinstance(m, nn.ModuleList) and len(m) and len({type(b) for b in m}) == 1 \
-                and sum(isinstance(l, nn.Linear) for l in m[0].modules()) >= 2:
+                and sum(_out_features(l) is not None for l in m[0].modules()) >= 2:
             return name, m
     return None
 
 
-def zero_outputs(block: nn.Module, C: int) -> list[str]:
-    """Zero, in place, the last Linear to C outputs inside each child of ``block`` (the attention's and the
-    MLP's output projections); return their names."""
-    zeroed = []
-    with torch.no_grad():
-        for child_name, child in block.named_children():
-            last = [(n, l) for n, l in child.named_modules() if isinstance(l, nn.Linear) and l.out_features == C]
-            if last:
-                n, linear = last[-1]
-                linear.weight.zero_()
-                if linear.bias is not None:
-                    linear.bias.zero_()
-                zeroed.append(f"{child_name}.{n}" if n else child_name)
-    return zeroed
+def output_projections(block: nn.Module, C: int) -> list[tuple[str, nn.Module]]:
+    """The last projection back to C (an ``nn.Linear`` or Hugging Face's ``Conv1D``) inside each child of
+    ``block``: the attention's and the MLP's output projections, as (name, module)."""
+    found = []
+    for child_name, child in block.named_children():
+        last = [(n, l) for n, l in child.named_modules() if _out_features(l) == C]
+        if last:
+            n, linear = last[-1]
+            found.append((f"{child_name}.{n}" if n else child_name, linear))
+    return found
+
+
+@contextlib.contextmanager
+def zeroed(projections: list[tuple[str, nn.Module]]):
+    """Zero the projections' weights and biases in place for the block; put every value back after.
+
+    In place, not on a copy: a block may reach its parts through closures
+    (minGPT's ``mlpf`` lambda) that a deep copy would leave pointing at the original.
+    """
+    saved = [(t, t.detach().clone()) for _, m in projections for t in (m.weight, getattr(m, "bias", None))
+             if isinstance(t, torch.Tensor)]
+    try:
+        with torch.no_grad():
+            for t, _ in saved:
+                t.zero_()
+        yield
+    finally:
+        with torch.no_grad():
+            for t, value in saved:
+                t.copy_(value)
+
+
+def _out_features(m: nn.Module) -> int | None:
+    """Output width of a Linear, or of Hugging Face's Conv1D (weight (in, out), ``nf`` outputs)."""
+    if isinstance(m, nn.Linear):
+        return m.out_features
+    if type(m).__name__ == "Conv1D" and isinstance(getattr(m, "nf", None), int):
+        return m.nf
+    return None
 
 
 def residual(s: Subject) -> Link:
     """RESIDUAL: with its output projections zeroed, every block returns its input.
 
-    A pre-norm block computes x + attn(ln_1(x)), then + mlp(ln_2(x)); zero
-    the last Linear back to C in each part and both branches add zero, so
-    the block is the identity. A residual built from the normalised stream
+    A pre-norm block computes x + attn(ln_1(x)), then + mlp(ln_2(x)) (or
+    both from x at once: GPT-NeoX's parallel residual); zero the last
+    projection back to C in each part and both branches add zero, so the
+    block is the identity. A residual built from the normalised stream
     (``x = ln(x); x = x + attn(x)``) returns ln(x), a lost residual returns
     zeros. Post-norm blocks (GPT-1's ``ln(x + attn(x))``) also return ln(x)
-    and fail: the audit expects the pre-norm GPT-2 layout. On a copy of each
-    block, inputs N(0, 1), (B=2, T=8); "skip" when no stack of blocks is
-    found or a block needs more than x.
+    and fail: the audit expects the pre-norm GPT-2 layout.
+
+    The projections are zeroed in place in the model itself and restored
+    after; the blocks run inside the model's own forward (eval mode, two
+    rows of the batch), each block's input and output read by hooks, so a
+    block gets exactly the arguments its model passes it (rotary tables,
+    masks, caches). "skip" when no stack of blocks is found, or its items
+    are not modules the model calls (x-transformers' (norm, layer,
+    residual) triples).
     """
     found = find_blocks(s.model)
     if found is None:
-        return Link("RESIDUAL", "skip", "no stack of blocks (a ModuleList of layers) found")
+        return Link("RESIDUAL", "skip", "no stack of blocks (a ModuleList of layers with Linear or Conv1D "
+                                        "projections) found")
     stack_name, blocks = found
-    generator = torch.Generator().manual_seed(0)
-    evidence, worst = [], (0.0, 0, None, [])
+    if isinstance(blocks[0], (nn.ModuleList, nn.ModuleDict, nn.Sequential)):
+        return Link("RESIDUAL", "skip", f"{stack_name} holds {type(blocks[0]).__name__}s, not blocks: the model "
+                                        "adds the residual itself between their parts, so no block can be "
+                                        "called on its own")
+    C = _width(blocks[0])
+    projections = [output_projections(block, C) for block in blocks]
+    seen: dict[int, tuple] = {}
+    handles = []
     for i, block in enumerate(blocks):
-        twin = copy.deepcopy(block).cpu().float().eval()
-        C = _width(twin)
-        zeroed = zero_outputs(twin, C)
-        x = torch.randn(2, 8, C, generator=generator)
-        try:
-            with torch.no_grad():
-                out = _first_tensor(twin(x))
-        except (TypeError, RuntimeError, ValueError) as exc:
-            return Link("RESIDUAL", "skip", f"{stack_name}[{i}] cannot be called with x alone ({type(exc).__name__})")
-        delta = float((out - x).abs().max())
-        evidence.append([f"{stack_name}[{i}]", f"zeroed {', '.join(zeroed)}: max |block(x) - x| {delta:.3e}"])
-        if delta >= worst[0]:
-            worst = (delta, i, out, zeroed)
+        def record(module, args, kwargs, out, i=i):
+            x = args[0] if args and isinstance(args[0], torch.Tensor) else \
+                next((v for v in kwargs.values() if isinstance(v, torch.Tensor) and v.dim() == 3), None)
+            seen.setdefault(i, (x, _first_tensor(out)))
+        handles.append(block.register_forward_hook(record, with_kwargs=True))
+    try:
+        with zeroed([p for ps in projections for p in ps]), mode(s.model, False), torch.no_grad(), seeded(0):
+            s.forward(s.xs[:2])
+    finally:
+        for h in handles:
+            h.remove()
+    if len(seen) < len(blocks):
+        return Link("RESIDUAL", "skip", f"{len(blocks) - len(seen)} of {len(blocks)} blocks in {stack_name} did "
+                                        "not run in the forward")
+    evidence, worst = [], (-1.0, 0, None, None, [])
+    for i in range(len(blocks)):
+        x, out = seen[i]
+        if x is None or out is None or out.shape != x.shape:
+            return Link("RESIDUAL", "skip", f"{stack_name}[{i}]'s input or output is not a (B, T, C) tensor")
+        delta = float((out.float() - x.float()).abs().max())
+        names = [n for n, _ in projections[i]]
+        evidence.append([f"{stack_name}[{i}]", f"zeroed {', '.join(names)}: max |block(x) - x| {delta:.3e}"])
+        if delta > worst[0]:
+            worst = (delta, i, x, out, names)
+    delta, i, x, out, zeroed_names = worst
     tol = RESIDUAL_TOL * max(1.0, float(x.abs().max()))
-    delta, i, out, zeroed = worst
     if delta > tol:
         mean, std = float(out.mean(-1).abs().max()), float(out.std(-1, unbiased=False).mean())
         why = ("the output is zero: the residual connection is lost" if float(out.abs().max()) < tol else
                "the output is normalised (mean 0, std 1 per position): the residual was built from norm(x)"
                if mean < 1e-3 and abs(std - 1) < 0.05 else "the residual stream does not carry x")
-        return Link("RESIDUAL", "FAIL", f"{stack_name}[{i}] with {' and '.join(zeroed)} zeroed returns something "
-                                        f"other than its input (max |Δ| {delta:.3g}): {why}; a block is "
+        return Link("RESIDUAL", "FAIL", f"{stack_name}[{i}] with {' and '.join(zeroed_names)} zeroed returns "
+                                        f"something other than its input (max |Δ| {delta:.3g}): {why}; a block is "
                                         "x + attn(ln(x)), then + mlp(ln(x))", evidence)
     return Link("RESIDUAL", "ok", f"{len(blocks)} blocks return their input with their output projections zeroed",
                 evidence)
 
 
 def _width(block: nn.Module) -> int:
-    """C: the normalised width of the block (its first LayerNorm-like weight), else its first Linear's input."""
+    """C: the normalised width of the block (its first norm's weight), else its first Linear's input."""
     for m in block.modules():
         shape = getattr(m, "normalized_shape", None)
         if shape:
-            return int(shape[-1])
-    return next(m for m in block.modules() if isinstance(m, nn.Linear)).in_features
+            return int(shape[-1] if isinstance(shape, (tuple, list, torch.Size)) else shape)
+        weight = getattr(m, "weight", None)
+        if "norm" in type(m).__name__.lower() and isinstance(weight, torch.Tensor) and weight.dim() == 1:
+            return int(weight.numel())
+    first = next(m for m in block.modules() if _out_features(m) is not None)
+    return first.in_features if isinstance(first, nn.Linear) else int(first.weight.shape[0])

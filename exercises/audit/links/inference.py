@@ -14,7 +14,7 @@ import copy
 import torch
 import torch.nn as nn
 
-from exercises.audit.adapter import Forward, logits_of, parameters_of, split_output
+from exercises.audit.adapter import Forward, hugging_face, logits_of, parameters_of, split_output
 from exercises.audit.measure import finite_delta, finite_scale, mode, seeded, some
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
@@ -76,32 +76,45 @@ def eval_mode(s: Subject) -> Link:
 def cached_logits(forward: Forward, idx: torch.Tensor, chunks: list[int]) -> list[tuple[int, torch.Tensor]]:
     """Feed idx through the model's cache in ``chunks``; return (first position, logits) per chunk.
 
-    The logits of a chunk are (B, p, V) for its last p positions (p is the
-    chunk's length, or 1 for a forward that returns the last position only).
+    The cache is the model's own, spoken its way: the engine's
+    ``new_cache(B)``; ``past_key_values`` or transformers 5's ``cache`` (a
+    ``Cache`` object or per-layer tuples) handed back and passed in again;
+    Meta's ``start_pos``; litgpt's ``set_kv_cache(B)`` with ``input_pos``
+    (the chunk's positions). The logits of a chunk are (B, p, V) for its last
+    p positions (p is the chunk's length, or 1 for a forward that returns the
+    last position only).
 
     Raises:
-        ValueError: the model returned no ``past_key_values`` to continue from.
+        ValueError: the model returned no cache to continue from.
     """
     model, kind = forward.model, forward.interface.cache
-    takes_use_cache = "use_cache" in forward.interface.forward_params
+    use_cache = {"use_cache": True} if "use_cache" in forward.interface.forward_params or forward.interface.hf \
+        else {}
     state, start, out = None, 0, []
     if kind == "engine":
         state = model.new_cache(idx.size(0))
-    for n in chunks:
-        chunk = idx[:, start:start + n]
-        if kind == "engine":
-            raw = model(chunk, cache=state)
-        elif kind == "past_key_values":
-            extra = {"use_cache": True} if takes_use_cache else {}
-            raw = forward.call(chunk, past_key_values=state, **extra)
-            state = split_output(raw)[2]
-            if state is None:
-                raise ValueError("the model returned no past_key_values to continue from")
-        else:  # "start_pos": the model keeps its own cache
-            raw = forward.call(chunk, start_pos=start)
-        logits = logits_of(raw)
-        out.append((start + n - logits.size(1), logits))
-        start += n
+    elif kind == "input_pos":
+        model.set_kv_cache(batch_size=idx.size(0), device=idx.device)
+    try:
+        for n in chunks:
+            chunk = idx[:, start:start + n]
+            if kind == "engine":
+                raw = model(chunk, cache=state)
+            elif kind in ("past_key_values", "cache"):
+                raw = forward.call(chunk, **{kind: state}, **use_cache)
+                state = split_output(raw)[2]
+                if state is None:
+                    raise ValueError(f"the model returned no {kind} to continue from")
+            elif kind == "input_pos":
+                raw = forward.call(chunk, input_pos=torch.arange(start, start + n, device=idx.device))
+            else:  # "start_pos": the model keeps its own cache
+                raw = forward.call(chunk, start_pos=start)
+            logits = logits_of(raw)
+            out.append((start + n - logits.size(1), logits))
+            start += n
+    finally:
+        if kind == "input_pos" and callable(getattr(model, "clear_kv_cache", None)):
+            model.clear_kv_cache()
     return out
 
 
@@ -153,22 +166,52 @@ def cache(s: Subject) -> Link:
 
 
 def greedy_kwargs(generate) -> dict | None:
-    """Keyword arguments that make a ``generate`` greedy, or None when it has no such setting."""
+    """Keyword arguments that make a ``generate`` greedy, or None when it has no such setting.
+
+    ``top_k=1``, ``do_sample=False`` or ``greedy=True`` where the signature
+    names them; Hugging Face's ``generate`` (keywords in ``**kwargs``):
+    ``do_sample=False``; x-transformers': ``temperature=0.0``.
+    """
     names, _ = parameters_of(generate)
+    owner = getattr(generate, "__self__", None)
+    if owner is not None and hugging_face(owner):
+        return {"do_sample": False}
+    if owner is not None and type(owner).__module__.startswith("x_transformers") and "temperature" in names:
+        return {"temperature": 0.0}
     for name, value in (("top_k", 1), ("do_sample", False), ("greedy", True)):
         if name in names:
             return {name: value}
     return None
 
 
+def new_tokens_keyword(generate) -> str | None:
+    """The keyword ``generate`` takes the number of new tokens by: ``max_new_tokens`` where it names it
+    or takes ``**kwargs`` (Hugging Face), else its second parameter (x-transformers' ``seq_len``)."""
+    names, var_kw = parameters_of(generate)
+    if "max_new_tokens" in names or var_kw and len(names) < 2:
+        return "max_new_tokens"
+    owner = getattr(generate, "__self__", None)
+    if owner is not None and hugging_face(owner):
+        return "max_new_tokens"
+    return names[1] if len(names) >= 2 else None
+
+
 def call_generate(generate, idx: torch.Tensor, n: int, kwargs: dict) -> torch.Tensor:
-    """``generate(idx, max_new_tokens=n, **kwargs)`` (positionally when it names the argument otherwise),
-    as a tensor of ids; a returned object's ``.sequences`` is read."""
-    names, _ = parameters_of(generate)
-    out = generate(idx, max_new_tokens=n, **kwargs) if "max_new_tokens" in names else generate(idx, n, **kwargs)
+    """``generate(idx, <new tokens>=n, **kwargs)``, the count always by keyword (``new_tokens_keyword``),
+    as a tensor of ids; a returned object's ``.sequences`` is read.
+
+    Raises:
+        TypeError: generate names no parameter for the count, or returns no tensor.
+    """
+    keyword = new_tokens_keyword(generate)
+    if keyword is None:
+        raise TypeError("generate takes no parameter for the number of new tokens")
+    out = generate(idx, **{keyword: n}, **kwargs)
     out = getattr(out, "sequences", out)
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"generate returned {type(out).__name__}, not a tensor of ids")
+    if out.dim() == 2 and out.size(1) == n and n != idx.size(1) + n:  # the new tokens alone (x-transformers)
+        out = torch.cat([idx, out], dim=1)
     return out
 
 
@@ -236,19 +279,25 @@ def generate(s: Subject) -> Link:
     if block is None:
         return Link("GENERATE", "skip", "block_size unknown (pass --block)")
     P = 4
-    n = block + 6 - P
+    crops = not hugging_face(s.model)  # transformers' generate never crops: max_position_embeddings is a hard limit
+    n = block + 6 - P if crops else block - P
     prompt = s.xs[:2, :P]
     kwargs = greedy_kwargs(gen) or {}
-    evidence = [["call", f"generate(idx {tuple(prompt.shape)}, max_new_tokens={n}, {kwargs or 'defaults'})"]]
+    evidence = [["call", f"generate(idx {tuple(prompt.shape)}, {new_tokens_keyword(gen)}={n}, "
+                         f"{kwargs or 'defaults'})"]]
+    if not crops:
+        evidence.append(["context", "up to block_size: Hugging Face's generate does not crop the context"])
     with mode(s.model, False), torch.no_grad(), seeded(0):
         try:
             out = call_generate(gen, prompt, n, kwargs)
         except Exception as exc:
-            try:
-                call_generate(gen, prompt, block - P, kwargs)
-                inside = True
-            except Exception:
-                inside = False
+            inside = False
+            if crops:
+                try:
+                    call_generate(gen, prompt, block - P, kwargs)
+                    inside = True
+                except Exception:
+                    pass
             where = (f"it works up to block_size {block} tokens and fails past it: crop the context to its last "
                      f"block_size tokens (idx[:, -{block}:]) before each step" if inside else
                      "it fails even within block_size")
@@ -262,5 +311,5 @@ def generate(s: Subject) -> Link:
         problem = (f"returned {tuple(out.shape)}, expected {(2, P + n)}" if not shape_ok else
                    f"ids outside [0, {s.V}) or not integers" if not ids_ok else "does not begin with the prompt")
         return Link("GENERATE", "FAIL", f"generate {problem}", evidence)
-    return Link("GENERATE", "ok", f"generated {P + n} tokens past block_size {block}; ids within [0, {s.V})",
-                evidence)
+    past = f"past block_size {block}" if crops else f"up to block_size {block}"
+    return Link("GENERATE", "ok", f"generated {P + n} tokens {past}; ids within [0, {s.V})", evidence)

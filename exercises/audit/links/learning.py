@@ -87,6 +87,8 @@ def init(s: Subject) -> Link:
 
 def _padded(s: Subject, x: torch.Tensor, y: torch.Tensor) -> tuple[tuple[str, str, bool] | None, str | None]:
     """The padded-loss check: (row or None, warning or None). See ``init``."""
+    if s.forward.interface.logits_from:  # a loss wrapper scores its ids itself: no targets to pad
+        return None, None
     labels, inputs = s.forward.labels(x, y).clone(), x.clone()
     k = max(1, x.size(1) // 4)
     labels[::2, -k:] = -100  # rows 0 and 2 end in k padding positions
