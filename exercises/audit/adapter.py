@@ -108,13 +108,42 @@ def logits_of(out: Any) -> torch.Tensor:
 # The interface
 
 
+def signature_of(fn: Any) -> inspect.Signature | None:
+    """The signature of a callable, looking through decorators that hide it behind ``(*args, **kwargs)``
+    without ``functools.wraps`` (x-transformers' ``eval_decorator``): the function their closure holds."""
+    for _ in range(4):
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return None
+        kinds = {p.kind for p in sig.parameters.values() if p.name != "self"}
+        if kinds - {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}:
+            return sig
+        inner = getattr(fn, "__func__", fn)
+        cells = [c.cell_contents for c in (getattr(inner, "__closure__", None) or ()) if _filled(c)]
+        wrapped = next((c for c in cells if inspect.isfunction(c)), None)
+        if wrapped is None:
+            return sig
+        fn = wrapped
+    return sig
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
 def parameters_of(fn: Any) -> tuple[list[str], bool]:
     """(parameter names of a callable, in order, without self; whether it takes **kwargs)."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
+    sig = signature_of(fn)
+    if sig is None:
         return [], True
     names = [p.name for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if names and names[0] == "self":  # the unbound function a decorator's closure held
+        names = names[1:]
     return names, any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
 
 
@@ -126,6 +155,12 @@ def required_of(fn: Any) -> list[str]:
         return []
     params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     return [p.name for p in params[1:] if p.default is p.empty]
+
+
+def library_generate(model: nn.Module) -> bool:
+    """Whether ``model.generate`` is a library's that never crops the context (transformers,
+    TransformerLens): the position table's length is a hard limit there, by design."""
+    return hugging_face(model) or type(model).__module__.startswith("transformer_lens")
 
 
 def hugging_face(model: nn.Module) -> bool:

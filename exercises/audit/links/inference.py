@@ -14,7 +14,7 @@ import copy
 import torch
 import torch.nn as nn
 
-from exercises.audit.adapter import Forward, hugging_face, logits_of, parameters_of, split_output
+from exercises.audit.adapter import Forward, hugging_face, library_generate, logits_of, parameters_of, split_output
 from exercises.audit.measure import finite_delta, finite_scale, mode, seeded, some
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
@@ -178,9 +178,10 @@ def greedy_kwargs(generate) -> dict | None:
         return {"do_sample": False}
     if owner is not None and type(owner).__module__.startswith("x_transformers") and "temperature" in names:
         return {"temperature": 0.0}
+    quiet = {n: False for n in ("stop_at_eos", "verbose") if n in names}  # TransformerLens: no tokenizer, no bar
     for name, value in (("top_k", 1), ("do_sample", False), ("greedy", True)):
         if name in names:
-            return {name: value}
+            return {name: value, **quiet}
     return None
 
 
@@ -233,7 +234,16 @@ def _sharpened(s: Subject) -> nn.Module:
     return twin
 
 
+def needs_tokenizer(model: nn.Module) -> bool:
+    """Whether a library's generate cannot run here: it requires ``model.tokenizer`` and the model has none
+    (TransformerLens' ``HookedTransformer.generate`` asserts one)."""
+    return library_generate(model) and hasattr(model, "tokenizer") and model.tokenizer is None
+
+
 def _cache_through_generate(s: Subject) -> Link:
+    if needs_tokenizer(s.model):
+        return Link("CACHE", "skip", f"{type(s.model).__name__}.generate, its only cached path here, needs "
+                                     "model.tokenizer, which is None")
     kwargs = greedy_kwargs(s.model.generate)
     if kwargs is None:
         return Link("CACHE", "skip", "generate has no greedy setting (top_k, do_sample or greedy) to compare with "
@@ -275,18 +285,21 @@ def generate(s: Subject) -> Link:
     gen = getattr(s.model, "generate", None)
     if not callable(gen):
         return Link("GENERATE", "skip", "the model has no generate method")
+    if needs_tokenizer(s.model):
+        return Link("GENERATE", "skip", f"{type(s.model).__name__}.generate needs model.tokenizer, which is None")
     block = s.block_size
     if block is None:
         return Link("GENERATE", "skip", "block_size unknown (pass --block)")
     P = 4
-    crops = not hugging_face(s.model)  # transformers' generate never crops: max_position_embeddings is a hard limit
+    crops = not library_generate(s.model)  # transformers' generate never crops: its position table is a hard limit
     n = block + 6 - P if crops else block - P
     prompt = s.xs[:2, :P]
     kwargs = greedy_kwargs(gen) or {}
     evidence = [["call", f"generate(idx {tuple(prompt.shape)}, {new_tokens_keyword(gen)}={n}, "
                          f"{kwargs or 'defaults'})"]]
     if not crops:
-        evidence.append(["context", "up to block_size: Hugging Face's generate does not crop the context"])
+        evidence.append(["context", f"up to block_size: {type(s.model).__name__}'s library generate does not crop "
+                                    "the context"])
     with mode(s.model, False), torch.no_grad(), seeded(0):
         try:
             out = call_generate(gen, prompt, n, kwargs)
