@@ -189,6 +189,7 @@ def loop(s: Subject) -> Link:
         scheduler.load_state_dict(copy.deepcopy(state))
         for group, lr in zip(s.optimizer.param_groups, lrs):
             group["lr"] = lr
+    s.restore_fresh()  # the model as built: CAPABILITY's overfit leaves gradients too small to measure by
     saved = _state(s)
     lr0 = float(s.optimizer.param_groups[0]["lr"])
 
