@@ -12,8 +12,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, ListItem, ListView, Static
 from textual_plotext import PlotextPlot
 
-from tutor.calibration import accuracy_by_day, calibration_by_set
-from tutor.progress import LearnerProgress, ProgressError, show_time
+from tutor.model.calibration import accuracy_by_day, calibration_by_set
+from tutor.model.attempts import LearnerProgress, ProgressError, show_time
 from tutor.render import WordTable, calibration_renderables, set_totals
 from tutor.ui.widgets.exercise_tree import MARKS, status_of
 
