@@ -125,7 +125,7 @@ def test_the_engine_passes_every_link(tmp_path):
     # v2 links do not apply (skip); every other link, the ten seed links included, holds.
     assert all(link.status == "ok" for link in report.links if link.name not in ("GENERATE", "LOOP")), report.text()
     assert _statuses(report)["GENERATE"] == _statuses(report)["LOOP"] == "skip"
-    assert [link.name for link in report.links][:10] == list(SEED_LINKS)
+    assert [link.name for link in report.links if link.name in SEED_LINKS] == list(SEED_LINKS)
     # a tied engine GPT, built directly, also passes (CAPABILITY skipped to save time)
     tied = audit(lambda: m["model"].GPT(m["config"].GPTConfig(vocab_size=37, block_size=32, n_layer=2,
                                                                   n_head=4, n_embd=64)), overfit_steps=0)
@@ -330,9 +330,21 @@ def test_cli_a_clean_model_behind_an_output_flood_audits_cleanly(capsys):
 
 
 def test_a_link_that_raises_is_named_there_and_the_links_after_it_still_run():
-    report = audit(load_factory(str(ZOO / "bug_numerics_nan_grad.py"), "build"), overfit_steps=0)
+    import sys
+
+    sys.path.insert(0, str(ZOO))
+    import zoo_nano
+
+    class SamplesNothing(zoo_nano.GPT):
+        def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
+            raise RuntimeError("no sampling today")
+
+    report = audit(lambda: SamplesNothing(), overfit_steps=0)
     links = {link.name: link for link in report.links}
-    assert report.first_failure == "GRADIENTS"
-    # UPDATE's step spreads the NaN into the weights; generate then cannot sample: CACHE names the exception.
-    assert links["CACHE"].verdict.startswith("raised RuntimeError: probability tensor contains either `inf`, `nan`")
-    assert [links[n].status for n in ("TIE", "ATTENTION", "RESIDUAL")] == ["ok", "ok", "ok"]
+    # CACHE reads the cache through generate and does not catch: the exception is its verdict.
+    assert report.first_failure == "CACHE"
+    assert links["CACHE"].verdict == "raised RuntimeError: no sampling today"
+    assert [links[n].status for n in ("GENERATE", "GRADIENTS", "OWNERSHIP", "UPDATE")] == ["FAIL", "ok", "ok", "ok"]
+    # A NaN gradient is GRADIENTS' alone: CACHE, before it, compares generate on a copy as built.
+    nan = audit(load_factory(str(ZOO / "bug_numerics_nan_grad.py"), "build"), overfit_steps=0)
+    assert nan.first_failure == "GRADIENTS"

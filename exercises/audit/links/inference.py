@@ -216,13 +216,15 @@ def call_generate(generate, idx: torch.Tensor, n: int, kwargs: dict) -> torch.Te
     return out
 
 
-def _sharpened(s: Subject) -> nn.Module:
-    """A copy of the model overfit briefly on the batch (``SHARPEN_STEPS`` AdamW steps), so that its
-    argmax depends on the context; the model itself if it cannot be copied."""
+def _sharpened(s: Subject) -> tuple[nn.Module, bool]:
+    """(A copy of the model overfit briefly on the batch, ``SHARPEN_STEPS`` AdamW steps, so that its
+    argmax depends on the context; whether the overfit held). When the steps give non-finite weights (a
+    NaN gradient: GRADIENTS names it), a fresh copy at the model's own weights instead; the model itself
+    if it cannot be copied."""
     try:
         twin = copy.deepcopy(s.model)
     except Exception:
-        twin = s.model
+        return s.model, False
     forward = Forward(twin, s.forward.interface)
     optimizer = torch.optim.AdamW(twin.parameters(), lr=SHARPEN_LR, weight_decay=0.0)
     with mode(twin, True), seeded(0):
@@ -231,7 +233,9 @@ def _sharpened(s: Subject) -> nn.Module:
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-    return twin
+    if all(bool(torch.isfinite(p).all()) for p in twin.parameters()):
+        return twin, True
+    return copy.deepcopy(s.model), False
 
 
 def needs_tokenizer(model: nn.Module) -> bool:
@@ -250,7 +254,7 @@ def _cache_through_generate(s: Subject) -> Link:
                                      "the full forward, and the model exposes no cache")
     P = min(GENERATE_PROMPT, s.T - 1)
     n = min(GENERATE_TOKENS, (s.block_size or s.T) - P)
-    twin = _sharpened(s)
+    twin, sharp = _sharpened(s)
     prompt = s.xs[:2, :P]
     with mode(twin, False), torch.no_grad(), seeded(0):
         seq = call_generate(twin.generate, prompt, n, kwargs)
@@ -260,7 +264,9 @@ def _cache_through_generate(s: Subject) -> Link:
     wrong = int((expected != got).sum())
     first = int((expected != got).any(0).nonzero()[0]) if wrong else None
     evidence = [["greedy generate vs argmax of the full forward", f"{wrong} of {got.numel()} tokens differ"],
-                ["prompt, new tokens", f"{P}, {n} (after {SHARPEN_STEPS} overfit steps on a copy)"], ["call", str(kwargs)]]
+                ["prompt, new tokens", f"{P}, {n} " + (f"(after {SHARPEN_STEPS} overfit steps on a copy)" if sharp else
+                                                       "(on a copy as built: the overfit steps gave non-finite weights)")],
+                ["call", str(kwargs)]]
     if wrong:
         return Link("CACHE", "FAIL", f"greedy generate departs from the full forward at new token {first}: "
                                      f"{wrong} of {got.numel()} tokens differ (a cache inside generate?)", evidence)
