@@ -225,7 +225,8 @@ def test_cli_usage_error_with_json_is_one_json_object(tmp_path, capsys):
     assert _cli(["audit", f"{missing}:build", "--json"]) == 2
     captured = capsys.readouterr()
     sentence = f"no such file: {missing}; pass the path to a Python file, e.g. tutor audit mygpt.py:build"
-    assert json.loads(captured.out) == {"status": "usage_error", "error": sentence, "exit_code": 2}
+    assert json.loads(captured.out) == {"schema_version": 1, "status": "usage_error", "error": sentence,
+                                        "learner": None, "exit_code": 2}
     assert captured.err == f"tutor: {sentence}\n"
 
 
@@ -266,6 +267,31 @@ def test_a_factory_that_returns_no_model_says_what_it_returned():
         assert report.status == "crashed" and report.exit_code == 3 and report.links == []
         assert report.error == (f"the factory {factory.__name__}() returned {returned}, but it must return an "
                                 "nn.Module, a (model, optimizer) pair, or a dict with 'model'")
+
+
+def test_cli_json_report_has_the_envelope_the_time_per_link_and_the_probed_limit(nano_file, capsys):
+    assert _cli(["audit", f"{nano_file}:build", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert list(report)[0] == "schema_version" and report["schema_version"] == 1
+    assert report["exit_code"] == 0 and report["error"] is None and report["learner"] is None
+    assert [link["name"] for link in report["links"]] == list(LINKS)
+    assert all(isinstance(link["seconds"], float) and link["seconds"] >= 0 for link in report["links"])
+    limit = report["time_limit"]
+    assert limit["base_s"] == 120.0 and limit["source"] in ("probe", "environment")
+    assert limit["seconds"] >= 120.0  # the probe never tightens the limit below the reference machine's
+
+
+def test_the_audit_limit_follows_the_probe_line_and_an_explicit_scale_wins():
+    from tutor.sandbox.audit_process import SPEED_MARKER, audit_limit
+
+    # a probe 3x slower than the reference machine: 0.396 s for the work that takes 0.132 s there
+    line = f'noise\n{SPEED_MARKER}{{"gemm_s": 0.21, "step_s": 0.186, "threads": 1, "copies": 1}}\nmore\n'
+    assert audit_limit(line).seconds == 360.0 and audit_limit(line).source == "probe"
+    assert audit_limit(line, environment=1.5).seconds == 180.0
+    assert audit_limit(line, flag=2.0, environment=1.5).source == "flag"
+    assert audit_limit("no probe line").seconds == 120.0 and audit_limit(f"{SPEED_MARKER}null\n").source == "reference"
+    slow = audit_cmd.timeout_sentence(360, "", audit_limit(line))
+    assert slow.startswith("the audit did not finish within 360 s (the audit's 120 s × 3, because the speed probe")
 
 
 def test_the_timeout_message_names_the_step_that_was_running():
