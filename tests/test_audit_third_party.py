@@ -38,9 +38,7 @@ SKIPS = {
     "x_transformer": {"CACHE": "no cache interface", "GENERATE": "no generate method",
                       "RESIDUAL": "holds ModuleLists, not blocks", "LOOP": "no train_step"},
     "x_autoregressive": {"RESIDUAL": "holds ModuleLists, not blocks", "LOOP": "no train_step"},
-    "transformer_lens": {"CACHE": "needs model.tokenizer, which is None",
-                         "GENERATE": "needs model.tokenizer, which is None", "TIE": "no token table found",
-                         "ATTENTION": "no attention module found", "RESIDUAL": "no stack of blocks",
+    "transformer_lens": {"GENERATE": "needs model.tokenizer, which is None", "TIE": "no token table found",
                          "LOOP": "no train_step"},
 }
 #: The interface line's start for each zoo model.

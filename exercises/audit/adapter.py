@@ -185,7 +185,8 @@ class Interface:
         labels_shifted: the targets are the inputs and the model shifts them
             (Hugging Face's ``labels``; an ``AutoregressiveWrapper``).
         cache: "engine", "past_key_values", "cache" (transformers 5's keyword),
-            "start_pos", "input_pos" (litgpt), "generate" or None.
+            "start_pos", "input_pos" (litgpt), "past_kv_cache" (TransformerLens),
+            "generate" or None.
         forward_params: the forward's parameter names.
         fixed: keyword arguments every call gets (Meta's required ``start_pos=0``).
         loss_only: with targets the forward returns the loss alone; the
@@ -345,6 +346,8 @@ def detect(model: nn.Module, idx: torch.Tensor, targets: torch.Tensor) -> Forwar
         cache = "start_pos"
     elif "input_pos" in names and callable(getattr(model, "set_kv_cache", None)):
         cache = "input_pos"
+    elif "past_kv_cache" in names and hasattr(model, "cfg"):
+        cache = "past_kv_cache"
     elif callable(getattr(model, "generate", None)):
         cache = "generate"
     else:
@@ -419,6 +422,7 @@ def _described(it: Interface, logits: str) -> str:
              "cache": "cache: a Cache object in and out (cache=...)",
              "start_pos": "cache kept inside the model, model(idx, start_pos=n)",
              "input_pos": "cache: model.set_kv_cache(B), model(idx, input_pos=positions)",
+             "past_kv_cache": "cache: a HookedTransformerKeyValueCache, model(idx, past_kv_cache=cache)",
              "generate": "generate(idx, max_new_tokens=n, ...) only"}.get(it.cache, "no cache interface")
     return f"{it.style} style: {call} -> {logits}; {cache}"
 

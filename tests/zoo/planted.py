@@ -276,6 +276,15 @@ def handwritten_hf_cache_wrong_axis():
     return built
 
 
+def transformer_lens_scale_c():
+    """TransformerLens whose attention modules divide the scores by sqrt(C) instead of sqrt(D)."""
+    built = subjects.transformer_lens()
+    for m in built["model"].modules():
+        if type(m).__name__ == "Attention" and hasattr(m, "attn_scale"):
+            m.attn_scale = math.sqrt(subjects.C)
+    return built
+
+
 P = functools.partial
 #: name -> (factory, the link that must fail first, the package it needs or None).
 BUGS = {
@@ -301,6 +310,7 @@ BUGS = {
     "HF Llama: scale 1/sqrt(C)": (P(hf_llama_attention_scale, "scale 1/sqrt(C)"), "ATTENTION", "transformers"),
     "HF Llama: scale missing": (P(hf_llama_attention_scale, "scale missing"), "ATTENTION", "transformers"),
     "HF Llama: RoPE not offset in the cached step": (hf_llama_rope_not_offset, "CACHE", "transformers"),
+    "TransformerLens: scale 1/sqrt(C)": (transformer_lens_scale_c, "ATTENTION", "transformer_lens"),
     "HF-style (hand-written): cache on the wrong axis": (handwritten_hf_cache_wrong_axis, "CACHE", None),
 }
 #: Bugs that need CAPABILITY's budget to show: name -> (factory, link).

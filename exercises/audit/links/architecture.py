@@ -87,6 +87,42 @@ def find_attention(model: nn.Module) -> list[tuple[str, nn.Module, str, tuple[st
     return found
 
 
+#: Hook points an attention module of TransformerLens carries: q, k, v (B, T, n, D) and z, the heads'
+#: output before W_O; rot_q, rot_k after its rotary embedding, where it has one.
+HOOKED = ("hook_q", "hook_k", "hook_v", "hook_z")
+#: Its weight matrices, Parameters (H, C, D) rather than Linear modules, and their biases.
+HOOKED_WEIGHTS = ("W_Q", "W_K", "W_V")
+
+
+def find_hooked_attention(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """Attention modules that expose q, k, v and z as hook modules (TransformerLens' ``HookPoint``s)."""
+    return [(name, m) for name, m in model.named_modules()
+            if all(isinstance(getattr(m, h, None), nn.Module) for h in HOOKED)
+            and all(isinstance(getattr(m, w, None), torch.Tensor) for w in HOOKED_WEIGHTS)]
+
+
+@contextlib.contextmanager
+def randomised_hooked(modules: list[nn.Module], generator: torch.Generator):
+    """``randomised`` for hooked attention: W_Q, W_K, W_V (H, C, D) get N(0, 1/C), their biases zero."""
+    saved = []
+    with torch.no_grad():
+        for module in modules:
+            for w, b in zip(HOOKED_WEIGHTS, ("b_Q", "b_K", "b_V")):
+                weight = getattr(module, w)
+                saved.append((weight, weight.detach().clone()))
+                weight.copy_(torch.randn(weight.shape, generator=generator) / weight.size(-2) ** 0.5)
+                bias = getattr(module, b, None)
+                if isinstance(bias, torch.Tensor):
+                    saved.append((bias, bias.detach().clone()))
+                    bias.zero_()
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for t, value in saved:
+                t.copy_(value)
+
+
 @contextlib.contextmanager
 def randomised(modules: list[nn.Module], generator: torch.Generator):
     """Give every projection inside ``modules`` weights N(0, 1/fan_in) and zero biases, in place, for the
@@ -219,6 +255,8 @@ def attention(s: Subject) -> Link:
     read: none found, the head count unknown, or no hook fired.
     """
     found = find_attention(s.model)
+    if not found and find_hooked_attention(s.model):
+        return _hooked_attention(s)
     if not found:
         return Link("ATTENTION", "skip", "no attention module found (a packed qkv or q/k/v projections, Linear or "
                                          "Conv1D, beside an output projection)")
@@ -297,16 +335,68 @@ def attention(s: Subject) -> Link:
                                    f"q, k, v (max {worst[0]:.1e})", evidence)
 
 
+def _hooked_attention(s: Subject) -> Link:
+    """ATTENTION for TransformerLens-style modules: q, k, v (after rotary where ``hook_rot_q`` fires) and
+    z read at their hook points in the model's own forward, W_Q, W_K, W_V randomised in place."""
+    found = find_hooked_attention(s.model)
+    seen, handles = {}, []
+    for name, module in found:
+        for h in HOOKED + ("hook_rot_q", "hook_rot_k"):
+            point = getattr(module, h, None)
+            if isinstance(point, nn.Module):
+                handles.append(point.register_forward_hook(_keep(seen, (name, h), "output")))
+    generator = torch.Generator().manual_seed(0)
+    try:
+        with randomised_hooked([m for _, m in found], generator), mode(s.model, False), torch.no_grad(), seeded(0):
+            s.forward(s.xs[:2, :8])
+    finally:
+        for h in handles:
+            h.remove()
+    checked, skipped, worst = [], [], (0.0, "")
+    for name, _ in found:
+        if any((name, h) not in seen for h in HOOKED):
+            skipped.append(f"{name} (its hook points did not run in the forward)")
+            continue
+        q, k = seen.get((name, "hook_rot_q"), seen[(name, "hook_q")]), seen.get((name, "hook_rot_k"), seen[(name, "hook_k")])
+        q, k, v, z = (t.float().transpose(1, 2) for t in (q, k, seen[(name, "hook_v")], seen[(name, "hook_z")]))
+        ref = attention_reference(q, k, v)
+        got = z.transpose(1, 2).reshape(ref.shape)
+        absolute = float((got - ref).abs().max())
+        relative = absolute / max(1.0, float(ref.abs().max()))
+        checked.append([name, f"hook points q, k, v, z, H={q.size(1)}, D={q.size(-1)}: max |Δ| {absolute:.3e}, "
+                              f"relative {relative:.3e}"])
+        if relative >= worst[0]:
+            worst = (relative, name)
+    evidence = checked + ([["not checked", "; ".join(skipped)]] if skipped else [])
+    if not checked:
+        return Link("ATTENTION", "skip", f"no attention module could be checked: {'; '.join(skipped)}", evidence)
+    evidence.append(["tolerance", f"{ATTENTION_TOL:.0e} of the reference's scale"])
+    if worst[0] > ATTENTION_TOL:
+        return Link("ATTENTION", "FAIL", f"{worst[1]} differs from softmax(q k^T / sqrt(D)) v by {worst[0]:.3g} "
+                                         "(relative) on unit-scale scores: check the scale (1/sqrt(D), D the head "
+                                         "size) and the mask", evidence)
+    return Link("ATTENTION", "ok", f"{len(checked)} attention modules equal the SDPA reference from their own "
+                                   f"q, k, v (max {worst[0]:.1e})", evidence)
+
+
 # ---------------------------------------------------------------------------
 # RESIDUAL
 
 
+#: Output weights kept as Parameters, not Linear modules (TransformerLens): the attention's, the MLP's.
+OUTPUT_WEIGHTS = (("W_O", "b_O"), ("W_out", "b_out"))
+
+
+def _projections_in(block: nn.Module) -> int:
+    return sum(_out_features(l) is not None or any(isinstance(getattr(l, w, None), torch.Tensor)
+                                                   for w, _ in OUTPUT_WEIGHTS) for l in block.modules())
+
+
 def find_blocks(model: nn.Module) -> tuple[str, nn.ModuleList] | None:
     """The stack of transformer blocks: the first ModuleList of one class whose items hold two or more
-    projections (``nn.Linear`` or Hugging Face's ``Conv1D``)."""
+    projections (``nn.Linear``, Hugging Face's ``Conv1D``, or TransformerLens' ``W_O`` and ``W_out``)."""
     for name, m in model.named_modules():
-        if isinstance(m, nn.ModuleList) and len(m) and len({type(b) for b in m}) == 1 \
-                and sum(_out_features(l) is not None for l in m[0].modules()) >= 2:
+        if isinstance(m, nn.ModuleList) and len(m) and len({type(b) for b in m}) == 1 and _projections_in(m[0]) >= 2:
             return name, m
     return None
 
@@ -316,11 +406,24 @@ def output_projections(block: nn.Module, C: int) -> list[tuple[str, nn.Module]]:
     ``block``: the attention's and the MLP's output projections, as (name, module)."""
     found = []
     for child_name, child in block.named_children():
+        own = [(w, b) for w, b in OUTPUT_WEIGHTS if isinstance(getattr(child, w, None), torch.Tensor)
+               and getattr(child, w).size(-1) == C]
+        if own:  # TransformerLens: the weight itself, (H, D, C) or (4C, C), and its bias
+            w, b = own[0]
+            found.append((f"{child_name}.{w}", _Weights(getattr(child, w), getattr(child, b, None))))
+            continue
         last = [(n, l) for n, l in child.named_modules() if _out_features(l) == C]
         if last:
             n, linear = last[-1]
             found.append((f"{child_name}.{n}" if n else child_name, linear))
     return found
+
+
+class _Weights:
+    """A weight and a bias held as Parameters of a module, seen like a Linear's (``.weight``, ``.bias``)."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
+        self.weight, self.bias = weight, bias
 
 
 @contextlib.contextmanager
@@ -429,7 +532,7 @@ def _width(block: nn.Module) -> int:
         shape = getattr(m, "normalized_shape", None)
         if shape:
             return int(shape[-1] if isinstance(shape, (tuple, list, torch.Size)) else shape)
-        weight = getattr(m, "weight", None)
+        weight = getattr(m, "weight", getattr(m, "w", None))  # TransformerLens' LayerNorm keeps its gain as w
         if "norm" in type(m).__name__.lower() and isinstance(weight, torch.Tensor) and weight.dim() == 1:
             return int(weight.numel())
     first = next(m for m in block.modules() if _out_features(m) is not None)

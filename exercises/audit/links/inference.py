@@ -80,7 +80,7 @@ def cached_logits(forward: Forward, idx: torch.Tensor, chunks: list[int]) -> lis
     ``new_cache(B)``; ``past_key_values`` or transformers 5's ``cache`` (a
     ``Cache`` object or per-layer tuples) handed back and passed in again;
     Meta's ``start_pos``; litgpt's ``set_kv_cache(B)`` with ``input_pos``
-    (the chunk's positions). The logits of a chunk are (B, p, V) for its last
+    (the chunk's positions); TransformerLens' ``past_kv_cache``. The logits of a chunk are (B, p, V) for its last
     p positions (p is the chunk's length, or 1 for a forward that returns the
     last position only).
 
@@ -95,6 +95,11 @@ def cached_logits(forward: Forward, idx: torch.Tensor, chunks: list[int]) -> lis
         state = model.new_cache(idx.size(0))
     elif kind == "input_pos":
         model.set_kv_cache(batch_size=idx.size(0), device=idx.device)
+    elif kind == "past_kv_cache":  # TransformerLens builds its cache from the model's config
+        import importlib
+
+        caching = importlib.import_module("transformer_lens.past_key_value_caching")
+        state = caching.HookedTransformerKeyValueCache.init_cache(model.cfg, idx.device, idx.size(0))
     try:
         for n in chunks:
             chunk = idx[:, start:start + n]
@@ -107,6 +112,8 @@ def cached_logits(forward: Forward, idx: torch.Tensor, chunks: list[int]) -> lis
                     raise ValueError(f"the model returned no {kind} to continue from")
             elif kind == "input_pos":
                 raw = forward.call(chunk, input_pos=torch.arange(start, start + n, device=idx.device))
+            elif kind == "past_kv_cache":  # without a tokenizer it needs the new tokens' mask, all real
+                raw = forward.call(chunk, past_kv_cache=state, attention_mask=torch.ones_like(chunk))
             else:  # "start_pos": the model keeps its own cache
                 raw = forward.call(chunk, start_pos=start)
             logits = logits_of(raw)
