@@ -83,6 +83,9 @@ class Subject:
         span: the share of the audit's progress the running link covers (set by the pipeline).
         fresh: every parameter and buffer as built, by name (None when they
             cannot be copied): CAPABILITY's reference and LOOP start from it.
+        untrainable: why nothing can be trained through the forward (it runs
+            under ``torch.inference_mode``, as Meta's Llama reference does), or
+            None; the training links then skip with it.
     """
 
     model: nn.Module
@@ -106,6 +109,7 @@ class Subject:
     memo: dict = field(default_factory=dict)
     span: tuple = (0.0, 1.0)
     fresh: dict | None = None
+    untrainable: str | None = None
 
     def restore_fresh(self) -> bool:
         """Put the parameters and buffers back to their values as built (in place: the optimizer keeps
@@ -246,6 +250,15 @@ def prepare(factory: Callable[[], Any], vocab_size: int | None, block_size: int 
         raise Crash(str(exc)) from None
     except Exception as exc:
         raise Crash(f"the forward pass raised {type(exc).__name__}: {exc}") from None
+    untrainable = None
+    try:
+        with torch.enable_grad():
+            probe = forward(x[:1] % limit)
+        if probe.is_inference():
+            untrainable = ("the forward runs under torch.inference_mode() (as Meta's Llama reference does): its "
+                           "outputs carry no graph, so nothing can be trained through it")
+    except Exception:
+        pass
     described = forward.description
     if vocab_size is not None and vocab_size != V:
         described += f"; --vocab {vocab_size} but the logits have {V}"
@@ -269,4 +282,4 @@ def prepare(factory: Callable[[], Any], vocab_size: int | None, block_size: int 
     return Subject(model=model, optimizer=optimizer, forward=forward, text=text, tokenizer=tokenizer, x=x, y=y,
                    V=V, generator=generator, overfit_steps=overfit_steps, say=say, rows=rows, block_size=block,
                    extras=dict(built.extras or {}), attributes=attributes, tie=tie_snapshot(model, V),
-                   schedule_start=schedule_start, setup=setup, fresh=fresh)
+                   schedule_start=schedule_start, setup=setup, fresh=fresh, untrainable=untrainable)

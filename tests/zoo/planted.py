@@ -285,6 +285,29 @@ def transformer_lens_scale_c():
     return built
 
 
+def meta_rope_not_offset():
+    """The Meta-style model whose forward takes the rotary table from position 0 for every chunk: in a
+    cached step the new token is rotated as if it were the first."""
+    import meta_style
+
+    class Planted(meta_style.Transformer):
+        @torch.inference_mode()
+        def forward(self, tokens, start_pos: int):
+            B, T = tokens.shape
+            h = self.tok_embeddings(tokens)
+            self.freqs_cis = self.freqs_cis.to(h.device)
+            freqs_cis = self.freqs_cis[:T]  # not [start_pos:start_pos + T]
+            mask = None
+            if T > 1:
+                mask = torch.triu(torch.full((T, T), float("-inf"), device=tokens.device), diagonal=1)
+                mask = torch.hstack([torch.zeros((T, start_pos), device=tokens.device), mask]).type_as(h)
+            for layer in self.layers:
+                h = layer(h, start_pos, freqs_cis, mask)
+            return self.output(self.norm(h)).float()
+
+    return {"model": Planted(meta_style.ModelArgs())}
+
+
 P = functools.partial
 #: name -> (factory, the link that must fail first, the package it needs or None).
 BUGS = {
@@ -311,6 +334,7 @@ BUGS = {
     "HF Llama: scale missing": (P(hf_llama_attention_scale, "scale missing"), "ATTENTION", "transformers"),
     "HF Llama: RoPE not offset in the cached step": (hf_llama_rope_not_offset, "CACHE", "transformers"),
     "TransformerLens: scale 1/sqrt(C)": (transformer_lens_scale_c, "ATTENTION", "transformer_lens"),
+    "Meta-style Llama: RoPE not offset in the cached step": (meta_rope_not_offset, "CACHE", None),
     "HF-style (hand-written): cache on the wrong axis": (handwritten_hf_cache_wrong_axis, "CACHE", None),
 }
 #: Bugs that need CAPABILITY's budget to show: name -> (factory, link).

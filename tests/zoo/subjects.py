@@ -14,6 +14,10 @@ same everywhere: V = 37 (the audit corpus' characters), block 64, 2 layers,
 - ``mingpt``: minGPT's ``mingpt/model.py`` (vendored) with its
   ``configure_optimizers`` and the body of ``Trainer.run``'s loop (chargpt's
   lr 5e-4).
+- ``meta_llama_style``: a model written afresh the way Meta's Llama reference
+  ``model.py`` is (required ``start_pos``, ``inference_mode``, its own cache
+  and rotary table as plain attributes; tests/zoo/meta_style.py says why it
+  is not vendored).
 - the extras (``pip install -e '.[zoo]'``): Hugging Face GPT-2, GPT-NeoX and
   Llama (grouped-query attention, two kv heads), litgpt's GPT (a Llama-like
   config), x-transformers' ``TransformerWrapper`` and ``AutoregressiveWrapper``,
@@ -176,10 +180,18 @@ def transformer_lens():
     return {"model": HookedTransformer(config)}
 
 
+def meta_llama_style():
+    """A model built like Meta's Llama reference (tests/zoo/meta_style.py: its licence keeps the file out)."""
+    import meta_style
+
+    return meta_style.build()
+
+
 #: Every zoo subject: name -> (factory, the package it needs or None).
 ZOO = {
     "nanogpt": (nanogpt, None),
     "mingpt": (mingpt, None),
+    "meta_llama_style": (meta_llama_style, None),
     "hf_gpt2": (hf_gpt2, "transformers"),
     "hf_neox": (hf_neox, "transformers"),
     "hf_llama": (hf_llama, "transformers"),

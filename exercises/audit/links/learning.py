@@ -116,6 +116,8 @@ def gradients(s: Subject) -> Link:
     A NaN gradient under a finite loss (``torch.where`` over a NaN branch, a
     sqrt at 0) is named here, with the parameters that hold it.
     """
+    if s.untrainable:
+        return Link("GRADIENTS", "skip", s.untrainable)
     model = s.model
     params, names = trainable(model), names_of(model)
     clear_grads(model, s.optimizer)
@@ -194,6 +196,8 @@ def update(s: Subject) -> Link:
     raises on it, other optimizers mix dtypes silently. A step that raises
     fails this link, and CAPABILITY is then skipped.
     """
+    if s.untrainable:
+        return Link("UPDATE", "skip", s.untrainable)
     model, optimizer = s.model, s.optimizer
     params, names = trainable(model), names_of(model)
     rows, checked, mismatched = [], 0, []
@@ -276,6 +280,8 @@ def capability(s: Subject) -> Link:
 
     "skip" when the budget is 0 or UPDATE's step raised.
     """
+    if s.untrainable:
+        return Link("CAPABILITY", "skip", s.untrainable)
     if s.memo.get("step raised"):
         return Link("CAPABILITY", "skip", "not run: optimizer.step() raised at UPDATE")
     steps = s.overfit_steps
