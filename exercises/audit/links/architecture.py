@@ -1,18 +1,21 @@
 """The architecture links: ATTENTION and RESIDUAL (seed 004, "The model:
 attention" and "The model: MLP, block, assembly").
 
-Both test one module at a time against what it must compute, on a copy,
-with weights chosen so a wrong formula cannot hide: at GPT-2's N(0, 0.02)
-initialisation the attention scores are so small that softmax is nearly
-uniform whatever the scale, and every bug in the scale passes training-free
-links. The model itself is never changed.
+Both test one module at a time against what it must compute, inside the
+model's own forward (so every module gets exactly the arguments its model
+passes it: rotary tables, masks, caches), reading inputs and outputs by
+hooks. Weights are changed in place for the one forward and restored after:
+ATTENTION gives the projections N(0, 1/fan_in), so a wrong formula cannot
+hide (at GPT-2's N(0, 0.02) initialisation the scores are so small that
+softmax is nearly uniform whatever the scale); RESIDUAL zeroes the output
+projections. In place, not on a copy: a module may reach its parts through
+closures (minGPT's ``mlpf`` lambda) that a copy would leave pointing at the
+original.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
-import inspect
 
 import torch
 import torch.nn as nn
@@ -28,8 +31,6 @@ PACKED = ("c_attn", "qkv", "in_proj", "query_key_value", "Wqkv", "qkv_proj", "at
 SEPARATE = (("q_proj", "k_proj", "v_proj"), ("wq", "wk", "wv"), ("query", "key", "value"), ("q", "k", "v"),
             ("to_q", "to_k", "to_v"))
 OUTPUT = ("c_proj", "proj", "o_proj", "out_proj", "wo", "dense", "to_out", "out")
-#: Signs of rotary positions applied inside attention (no plain SDPA reference then).
-ROTARY = ("rotary", "rope", "freqs", "cos_cached", "sin_cached")
 #: ATTENTION: what enters a module's output projection must equal the SDPA reference
 #: within ATTENTION_TOL times the reference's largest entry. Measured inside the
 #: model's own forward (B=2, T=8, C=64, H=4, D=16, projections N(0, 1/fan_in), the
