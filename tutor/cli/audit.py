@@ -134,7 +134,8 @@ def timeout_sentence(timeout_s: float, stderr: str | bytes | None, limit: TimeLi
              "before it named a step (it may hang in the factory or the audit's model calls)")
     why = ""
     if limit is not None and limit.source != "flag":
-        why = f" ({limit.why.replace('this exercise', 'the audit')})"
+        said = limit.why.replace("this exercise", "the audit").replace(" at the worker's start", " before the audit")
+        why = f" ({said})"
     return f"the audit did not finish within {timeout_s:g} s{why} and was stopped {where}; " \
            "raise --timeout if the model is just slow"
 
