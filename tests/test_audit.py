@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from exercises.audit import LINKS, SEED_LINKS, audit, load_factory
-from exercises.capstone import HIDDEN, build_mystery, hidden_fault
+from exercises.capstone import build_mystery
+from exercises.mysteries import HIDDEN, hidden_fault
 from tutor.cli import audit as audit_cmd
 
 # A GPT written independently of the engine, in nanoGPT's style: forward(idx,
@@ -282,7 +283,7 @@ def test_cli_json_report_has_the_envelope_the_time_per_link_and_the_probed_limit
 
 
 def test_the_audit_limit_follows_the_probe_line_and_an_explicit_scale_wins():
-    from tutor.sandbox.audit_process import SPEED_MARKER, audit_limit
+    from tutor.sandbox.audit_limit import SPEED_MARKER, audit_limit
 
     # a probe 3x slower than the reference machine: 0.396 s for the work that takes 0.132 s there
     line = f'noise\n{SPEED_MARKER}{{"gemm_s": 0.21, "step_s": 0.186, "threads": 1, "copies": 1}}\nmore\n'

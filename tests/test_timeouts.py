@@ -20,7 +20,8 @@ from tutor.sandbox import speed
 from tutor.store.progress import ProgressStore
 from tutor.sandbox.protocol import Answer, Hello, Progress, Request, Side, SideResult, decode, encode
 from tutor.sandbox.runner import Runner, RunResult, grade
-from tutor.app.session import GRADED, RECORDED, Session
+from tutor.app.session import Session
+from tutor.model.attempts import GRADED, RECORDED
 from tutor.sandbox.speed import ScaleError, Speed, TimeLimit, time_limit
 
 SQUEEZE = "    predictions = predictions.squeeze(-1)  # (N, 1) -> (N,): drop only the named axis\n"

@@ -32,9 +32,10 @@ import time
 
 from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, FLOOD_BYTES, LINKS,
                                        OUTPUT_CAP_BYTES, STAGE_MARKER, TAIL_BYTES, memory_cap_bytes)
+from exercises.faults import source_root
 from tutor.cli.output import envelope
 from tutor.sandbox import speed
-from tutor.sandbox.audit_process import AUDIT_BASE_S, PROBE_WAIT_S, SPEED_MARKER, audit_limit
+from tutor.sandbox.audit_limit import AUDIT_BASE_S, PROBE_WAIT_S, SPEED_MARKER, audit_limit
 from tutor.sandbox.speed import ScaleError, TimeLimit, environment_scale
 
 __all__ = ["EXIT_CRASHED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "STAGE_MARKER", "add_parser", "flood_sentence",
@@ -267,6 +268,7 @@ def _limits(cap_memory: bool) -> None:
     its output log) and, on the CPU, its address space like the check worker's children
     (``constants.memory_cap_bytes``), so a runaway model fails instead of the machine."""
     try:
+        # Unix only; the audit's child limits itself where it can
         import resource
         resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_CAP_BYTES, OUTPUT_CAP_BYTES))
         cap = memory_cap_bytes()
@@ -277,6 +279,4 @@ def _limits(cap_memory: bool) -> None:
 
 
 def _source_root() -> str:
-    from exercises.faults import source_root
-
     return str(source_root())

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import queue
+import threading
+import time
 
 from tutor.cli.learner import _runner, catalog, exercise, find_set, retry_notice
 from tutor.cli.replies import EXIT_CHECK, CheckReply, CouldNotRun, Events, UsageError
@@ -15,8 +18,8 @@ def check(args, events: Events) -> CheckReply:
     share of the cores); the lines still come in catalog order, each as soon
     as it and every one before it are done. The reply says the wall time.
     """
-    import time
 
+    # deferred: 'tutor list' loads this module but no runner or session
     from tutor.sandbox.runner import DeviceError, WorkerError
     cat = catalog()
     exercises = [exercise(cat, i) for i in args.ids] if args.ids else cat.exercises
@@ -79,9 +82,8 @@ def _checked_in_order(cat, runners, exercises):
     Raises:
         WorkerError: a worker could not be started (the first such error).
     """
-    import queue
-    import threading
 
+    # deferred: 'tutor list' loads this module but no runner or session
     from tutor.app.session import Session
     if len(runners) == 1:  # one worker: no threads at all
         session = Session(cat, runners[0])

@@ -7,11 +7,13 @@ from tutor.cli.replies import Events, GradeReply, ReportReply
 
 def grade(args, events: Events) -> GradeReply:
     """``tutor grade --answers FILE``: see :mod:`tutor.instructor.grade`."""
+    # deferred: grading and the report load only for their own command
     from tutor.instructor import grade as grading
     return grading.command(args, events)
 
 
 def report(args, events: Events) -> ReportReply:
     """``tutor report DIR``: see :mod:`tutor.instructor.report`."""
+    # deferred: grading and the report load only for their own command
     from tutor.instructor import report as reporting
     return reporting.command(args, events)

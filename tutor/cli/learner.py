@@ -9,23 +9,31 @@ the author's and the instructor's commands. :mod:`tutor.cli` picks the output.
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 from exercises import answers
 from exercises.faults import diff
-from tutor.model.patch import MAX_EDIT_BYTES, EditError, apply_patch
-from tutor.model.verdict import YOURS, first_instrument_divergence, instruments_holding
+from tutor import __version__
 from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, CouldNotRun, EditReply, Events,
                                EveryoneReply, ListReply, ProgressReply, Reply, ReviewReply, RunReply, ShowReply,
                                UsageError, VersionReply)
-
+from tutor.model.attempts import ProgressError, check_confidence
+from tutor.model.calibration import calibration_by_set
+from tutor.model.catalog import CatalogError, load_catalog
+from tutor.model.finding import UnknownExercise, resolve
+from tutor.model.patch import MAX_EDIT_BYTES, EditError, apply_patch
+from tutor.model.review import INTERVALS_DAYS, SURE, review_states
+from tutor.model.verdict import YOURS, first_instrument_divergence, instruments_holding
+from tutor.store.migration import FORMAT_VERSION
 
 # --- shared ------------------------------------------------------------------
 
 def catalog():
     """The catalog; a broken one is a usage error."""
-    from tutor.model.catalog import CatalogError, load_catalog
     try:
         return load_catalog()
     except CatalogError as exc:
@@ -46,7 +54,6 @@ def exercise(cat, exercise_id: str):
     Raises:
         UsageError: no such id; the sentence suggests close ones.
     """
-    from tutor.model.finding import UnknownExercise, resolve
     try:
         return resolve(cat, exercise_id)
     except UnknownExercise as exc:
@@ -59,7 +66,6 @@ def confidence_arg(value):
     Raises:
         UsageError: any other value.
     """
-    from tutor.model.attempts import ProgressError, check_confidence
     try:
         return check_confidence(value)
     except ProgressError as exc:
@@ -89,7 +95,7 @@ def store_and_learner(args, notice):
     Raises:
         UsageError: the learner name is unsafe.
     """
-    from tutor.model.attempts import ProgressError
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.store.names import default_learner_and_notice, validate_learner
     from tutor.store.progress import ProgressStore, default_folder
     try:
@@ -111,6 +117,7 @@ def _runner(cat, device: str, timeout_scale: float | None = None, cores: int | N
     Raises:
         UsageError: the device is unknown, or TUTOR_TIMEOUT_SCALE is not a positive number.
     """
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.sandbox.runner import DeviceError, Runner
     from tutor.sandbox.speed import ScaleError
     try:
@@ -136,7 +143,6 @@ def retry_notice(ex, result, prediction: str | None = None, seed: int | None = N
 
 
 def _shell_word(text: str) -> str:
-    import shlex
     return shlex.quote(text)
 
 
@@ -170,10 +176,10 @@ def show(args, events: Events) -> ShowReply:
 
 def run(args, events: Events) -> RunReply:
     """``tutor run``: predict, run the check, grade, save — through one :class:`tutor.app.session.Session`."""
-    from tutor.model.attempts import ProgressError
-    from tutor.store.progress import MAX_NOTE_CHARS
-    from tutor.sandbox.runner import DeviceError, WorkerError
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.app.session import Session
+    from tutor.sandbox.runner import DeviceError, WorkerError
+    from tutor.store.progress import MAX_NOTE_CHARS
     cat = catalog()
     ex = exercise(cat, args.id)
     context = {"id": ex.id, "learner": None if args.no_save else _learner_named(args), "prediction": args.predict}
@@ -257,7 +263,7 @@ def break_(args, events: Events) -> EditReply:
 
 
 def _edit(args, events: Events, mode: str) -> EditReply:
-    from tutor.model.attempts import ProgressError
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.sandbox.runner import DeviceError, WorkerError
     cat = catalog()
     ex = exercise(cat, args.id)
@@ -292,7 +298,7 @@ def _edit(args, events: Events, mode: str) -> EditReply:
 
 def _edit_session(args, events: Events, cat):
     """The session of ``tutor fix`` / ``tutor break``: progress loaded and writable unless --no-save."""
-    from tutor.model.attempts import ProgressError
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.app.session import Session
     store, learner = (None, None) if args.no_save else store_and_learner(args, events.notice)
     session = Session(cat, _runner(cat, args.device, args.timeout_scale), store, learner)
@@ -384,7 +390,7 @@ def edit_exit_code(outcome) -> int:
 
 def _learner_named(args) -> str | None:
     """The learner a command is about, best effort and without a notice: for an error's context only."""
-    from tutor.model.attempts import ProgressError
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.store.names import default_learner_and_notice, validate_learner
     try:
         return validate_learner(args.learner) if args.learner is not None else default_learner_and_notice()[0]
@@ -402,7 +408,6 @@ def progress(args, events: Events) -> Reply:
     """
     if args.all:
         return _progress_of_everyone(args)
-    from tutor.model.attempts import ProgressError
     store, learner = store_and_learner(args, events.notice)
     _folder_must_exist(args, store)
     if args.learner is not None and not store.path(learner).exists():
@@ -421,7 +426,6 @@ def progress(args, events: Events) -> Reply:
     data["kept_aside"] = [str(p) for p in _kept_aside_of(store, learner)]
     calibration = None
     if cat is not None:
-        from tutor.model.calibration import calibration_by_set
         overall, per_set = calibration_by_set(cat, loaded)
         calibration = (overall, per_set)
         data["calibration"] = {"overall": overall.to_dict(),
@@ -432,7 +436,6 @@ def progress(args, events: Events) -> Reply:
 
 def _folder_must_exist(args, store) -> None:
     """A progress folder named by ``--progress-dir`` or TUTOR_PROGRESS_DIR that is missing: exit 2."""
-    import os
     named = args.progress_dir or os.environ.get("TUTOR_PROGRESS_DIR")
     if named and not store.folder.is_dir():
         raise UsageError(_no_folder(store.folder))
@@ -491,10 +494,7 @@ def typed_value(ex, text: str):
 
 def review(args, events: Events) -> ReviewReply:
     """``tutor review``: the exercises due for review today (Leitner boxes after 1, 3 and 7 days); reads only."""
-    from datetime import datetime, timezone
 
-    from tutor.model.attempts import ProgressError
-    from tutor.model.review import INTERVALS_DAYS, SURE, review_states
     store, learner = store_and_learner(args, events.notice)
     try:
         loaded = store.load(learner, move_aside=False)  # a review never moves a file
@@ -524,7 +524,7 @@ def _progress_of_everyone(args) -> EveryoneReply:
     exits 2, as a review of that learner alone would. A missing folder is an
     error (exit 2); damaged files moved aside earlier are counted and named.
     """
-    from tutor.model.attempts import ProgressError
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.store.progress import ProgressStore, default_folder
     if args.learner:
         raise UsageError("--all reviews every learner in the folder; drop --learner, or drop --all")
@@ -563,14 +563,12 @@ def _progress_of_everyone(args) -> EveryoneReply:
 
 def version(args, events: Events) -> VersionReply:
     """``tutor --version``: this tutor's version, its JSON schema and progress format."""
-    from tutor import __version__
-    from tutor.store.migration import FORMAT_VERSION
     return VersionReply({"version": __version__, "progress_format": FORMAT_VERSION})
 
 
 def tui(args) -> int:
     """Open the terminal UI: one session, its progress read once, shown until the learner quits."""
-    from tutor.model.attempts import ProgressError
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.app.session import Session
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("the terminal UI needs an interactive terminal; use 'tutor list', 'tutor show ID' "
@@ -583,6 +581,7 @@ def tui(args) -> int:
         session.load()
     except ProgressError as exc:
         raise UsageError(str(exc)) from None
+    # Textual loads only when the TUI opens (the first screen of 'tutor' and every other command stay fast)
     from tutor.ui.app import run_app
     run_app(session, warnings=notices)
     return 0

@@ -25,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from exercises import answers
+from tutor.model.verdict import first_instrument_divergence, instruments_holding
 
 _BLOCKS = "▁▂▃▄▅▆▇█"
 VERDICT_STYLE = {"pass": "bold green", "fail": "bold red", "ok": "bold cyan",
@@ -379,6 +380,7 @@ class SeriesPlot:
         self.group, self.sided, self.height = group, sided, height
 
     def plot_text(self, width: int, color: bool = True) -> Text:
+        # deferred: plotext loads only when a series is drawn
         import plotext as plt
         plt.clear_figure()
         plt.limitsize(False, False)  # the console's width, not the terminal's
@@ -479,7 +481,6 @@ def edit_columns(ex, outcome) -> Table:
 
 def instruments_table(outcome) -> Table | None:
     """Which of the engine's instruments hold on the clean engine and on yours; None when none ran."""
-    from tutor.model.verdict import instruments_holding
     if outcome.instruments is None:
         return None
     rows = instruments_holding(outcome.instruments)
@@ -534,7 +535,6 @@ def render_edit(ex, outcome, series: bool = True, diff: bool = True) -> list:
         parts.extend(evidence_renderables(result.evidence["yours"], "yours", series))
     table = instruments_table(outcome)
     if table is not None:
-        from tutor.model.verdict import first_instrument_divergence
         parts.append(Text("The engine's instruments on your engine", style="bold"))
         parts.append(table)
         first = first_instrument_divergence(outcome.instruments)

@@ -36,8 +36,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
 from exercises import answers
-from tutor.sandbox import protocol, speed
 from tutor.model.catalog import Catalog, Exercise
+from tutor.sandbox import protocol, speed
 from tutor.sandbox.protocol import Answer, Hello, Progress, ProtocolError, Request, Side
 from tutor.sandbox.speed import Speed, TimeLimit
 
