@@ -11,8 +11,6 @@ import os
 #: The ten links of seed 004's "prove the chain", in order.
 SEED_LINKS = ("TOKENIZER", "ALIGNMENT", "CAUSALITY", "SHAPE", "INIT", "REGISTRATION", "GRADIENTS", "OWNERSHIP",
               "UPDATE", "CAPABILITY")
-#: The links ``tutor audit`` adds to them.
-LATER_LINKS = ("EVAL", "CACHE", "GENERATE", "TIE", "ATTENTION", "RESIDUAL", "LOOP")
 #: Every link the audit runs, in order (the pipeline's names; the tests pin that they agree). The
 #: structural links, which need no training, run before the training links (GRADIENTS on), so a fault
 #: that also cripples training (a dropped residual) is named where it is, not at CAPABILITY. The seed's
