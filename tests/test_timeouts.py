@@ -1,4 +1,4 @@
-"""Time limits that follow the machine (issue 17): the speed probe, the scaled limit, the
+"""Time limits that follow the machine: the speed probe, the scaled limit, the
 sentence a timeout says, a timeout recorded as a timeout, and the retry with twice the limit.
 
 Nothing here grades a time: a check that sleeps is given a limit far below its sleep or far

@@ -27,7 +27,7 @@ holds the policy both faces used to spell out on their own:
   the progress file's lock on the UI thread; :meth:`Session.save_note` is
   safe from any thread too (the newest text wins).
 
-Edit mode (issue 12) runs through here too: :meth:`Session.edit_task` says
+Edit mode runs through here too: :meth:`Session.edit_task` says
 what the learner edits (``fix``, ``break``, ``hunt``; :mod:`tutor.model.verdict`),
 :meth:`Session.start_edit` (or :meth:`fix`, :meth:`break_it`, :meth:`hunt`)
 runs their file as the side ``yours``, measures the verdict and records the
@@ -253,7 +253,7 @@ class Session:
         """
         return self.start(exercise, None, seed=seed, sides=sides, record=False).execute().result
 
-    # --- edit mode (issue 12) -------------------------------------------------
+    # --- edit mode -------------------------------------------------
 
     def edit_task(self, exercise: Exercise, mode: str, seed: int | None = None) -> "Task":
         """What the learner edits in ``mode`` (``fix``, ``break``, ``hunt``) for ``exercise``.

@@ -7,7 +7,7 @@ import queue
 import threading
 import time
 
-from tutor.cli.learner import _runner, catalog, exercise, find_set, retry_notice
+from tutor.cli.common import catalog, exercise, find_set, make_runner, retry_notice
 from tutor.cli.replies import EXIT_CHECK, CheckReply, CouldNotRun, Events, UsageError
 
 
@@ -30,7 +30,7 @@ def check(args, events: Events) -> CheckReply:
     jobs = max(1, min(asked or 1, len(exercises) or 1))
     scale = getattr(args, "timeout_scale", None)
     cores = None if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
-    runners = [_runner(cat, args.device, scale, cores) for _ in range(jobs)]
+    runners = [make_runner(cat, args.device, scale, cores) for _ in range(jobs)]
     rows = []
     started = time.perf_counter()
     results = _checked_in_order(cat, runners, exercises)

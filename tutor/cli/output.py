@@ -217,7 +217,6 @@ class RichOutput:
     @show.register
     def _(self, reply: ProgressReply) -> None:
         # deferred: Rich loads only when something is drawn (--json draws nothing)
-        from rich.table import Table
         from rich.text import Text
 
         from tutor.render import WordTable, calibration_renderables, set_totals

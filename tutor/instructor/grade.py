@@ -64,7 +64,7 @@ from typing import Any, Callable, Iterable
 
 from exercises import answers
 from tutor.app.session import Session
-from tutor.cli.learner import catalog as load_catalog
+from tutor.cli.common import catalog as load_catalog
 from tutor.cli.replies import EXIT_CHECK, EXIT_USAGE, CouldNotRun, GradeReply, UsageError
 from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; the rest score 0 with a reason
 from tutor.model.attempts import ProgressError

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from exercises import answers
-from tutor.cli.learner import catalog_or_none
+from tutor.cli.common import catalog_or_none
 from tutor.cli.replies import EXIT_USAGE, ReportReply, UsageError
 from tutor.model.attempts import ExerciseProgress, ProgressError, confidence_of, is_prediction
 from tutor.model.calibration import calibrate

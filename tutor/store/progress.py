@@ -22,7 +22,7 @@ hash) and the explain-back note with the time it was written::
     mode = "predict"
     confidence = 80            # optional: how sure the learner said they were, in percent (50-100)
 
-An edit-mode attempt (issue 12) has ``mode`` ``fix``, ``break`` or ``hunt``,
+An edit-mode attempt has ``mode`` ``fix``, ``break`` or ``hunt``,
 the learner's unified ``diff`` and the measured ``verdict`` ("fixed", "not
 fixed", "changed", "unchanged"). Files of format 1 (before edit mode) load
 as they are, their attempts read as ``mode = "predict"``, and are written as
