@@ -38,9 +38,8 @@ SKIPS = {
     "hf_neox": {"LOOP": "no train_step"},
     "hf_llama": {"LOOP": "no train_step"},
     "litgpt": {"GENERATE": "no generate method", "LOOP": "no train_step"},
-    "x_transformer": {"CACHE": "no cache interface", "GENERATE": "no generate method",
-                      "RESIDUAL": "holds ModuleLists, not blocks", "LOOP": "no train_step"},
-    "x_autoregressive": {"RESIDUAL": "holds ModuleLists, not blocks", "LOOP": "no train_step"},
+    "x_transformer": {"CACHE": "no cache interface", "GENERATE": "no generate method", "LOOP": "no train_step"},
+    "x_autoregressive": {"LOOP": "no train_step"},
     "transformer_lens": {"GENERATE": "needs model.tokenizer, which is None", "TIE": "no token table found",
                          "LOOP": "no train_step"},
 }

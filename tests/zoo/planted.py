@@ -308,6 +308,19 @@ def meta_rope_not_offset():
     return {"model": Planted(meta_style.ModelArgs())}
 
 
+def x_transformer_residual_dropped():
+    """x-transformers whose residual modules return the layer's output alone: the stream is lost."""
+    from x_transformers.x_transformers import Residual
+
+    class Planted(Residual):
+        def forward(self, x, residual, **kwargs):
+            return x
+
+    built = subjects.x_transformer()
+    plant(built["model"], Residual, Planted)
+    return built
+
+
 P = functools.partial
 #: name -> (factory, the link that must fail first, the package it needs or None).
 BUGS = {
@@ -335,6 +348,7 @@ BUGS = {
     "HF Llama: RoPE not offset in the cached step": (hf_llama_rope_not_offset, "CACHE", "transformers"),
     "TransformerLens: scale 1/sqrt(C)": (transformer_lens_scale_c, "ATTENTION", "transformer_lens"),
     "Meta-style Llama: RoPE not offset in the cached step": (meta_rope_not_offset, "CACHE", None),
+    "x-transformers: residual dropped": (x_transformer_residual_dropped, "RESIDUAL", "x_transformers"),
     "HF-style (hand-written): cache on the wrong axis": (handwritten_hf_cache_wrong_axis, "CACHE", None),
 }
 #: Bugs that need CAPABILITY's budget to show: name -> (factory, link).

@@ -472,9 +472,11 @@ def residual(s: Subject) -> Link:
     after; the blocks run inside the model's own forward (eval mode, two
     rows of the batch), each block's input and output read by hooks, so a
     block gets exactly the arguments its model passes it (rotary tables,
-    masks, caches). "skip" when no stack of blocks is found, or its items
-    are not modules the model calls (x-transformers' (norm, layer,
-    residual) triples).
+    masks, caches). Where the stack holds each layer's parts rather than
+    blocks (x-transformers' (norms, layer, residual) triples, combined by its
+    Decoder), the whole stack is checked the same way: the stream into its
+    final norm must be the stream that entered it. "skip" when no stack of
+    blocks is found.
     """
     found = find_blocks(s.model)
     if found is None:
@@ -482,9 +484,7 @@ def residual(s: Subject) -> Link:
                                         "projections) found")
     stack_name, blocks = found
     if isinstance(blocks[0], (nn.ModuleList, nn.ModuleDict, nn.Sequential)):
-        return Link("RESIDUAL", "skip", f"{stack_name} holds {type(blocks[0]).__name__}s, not blocks: the model "
-                                        "adds the residual itself between their parts, so no block can be "
-                                        "called on its own")
+        return _residual_of_stack(s, stack_name, blocks)
     C = _width(blocks[0])
     projections = [output_projections(block, C) for block in blocks]
     seen: dict[int, tuple] = {}
@@ -526,6 +526,43 @@ def residual(s: Subject) -> Link:
                                         "x + attn(ln(x)), then + mlp(ln(x))", evidence)
     return Link("RESIDUAL", "ok", f"{len(blocks)} blocks return their input with their output projections zeroed",
                 evidence)
+
+
+def _residual_of_stack(s: Subject, stack_name: str, layers: nn.ModuleList) -> Link:
+    """RESIDUAL where the stack holds the parts of each layer, not blocks (x-transformers: (norms, layer,
+    residual) triples its Decoder combines): with every output projection in the stack zeroed, the stream
+    entering the stack's final norm must be the stream that entered the stack."""
+    owner_name = stack_name.rpartition(".")[0]
+    owner = s.model.get_submodule(owner_name) if owner_name else s.model
+    final = next((c for n, c in owner.named_children() if "norm" in n.lower() and c is not layers), None)
+    if final is None:
+        return Link("RESIDUAL", "skip", f"{stack_name} holds {type(layers[0]).__name__}s, not blocks, and "
+                                        f"{owner_name or 'the model'} has no final norm to read the stream at")
+    C = _width(layers[0])
+    projections = [p for layer in layers for p in output_projections(layer, C)]
+    seen: dict = {}
+    handles = [owner.register_forward_pre_hook(_keep(seen, "into the stack", "input")),
+               final.register_forward_pre_hook(_keep(seen, "into the final norm", "input"))]
+    try:
+        with zeroed(projections), mode(s.model, False), torch.no_grad(), seeded(0):
+            s.forward(s.xs[:2])
+    finally:
+        for h in handles:
+            h.remove()
+    x, out = seen.get("into the stack"), seen.get("into the final norm")
+    if x is None or out is None or x.shape != out.shape:
+        return Link("RESIDUAL", "skip", f"the stream into {owner_name or 'the model'} and into its final norm "
+                                        "could not be read as (B, T, C) tensors")
+    delta = float((out.float() - x.float()).abs().max())
+    evidence = [[stack_name, f"{len(layers)} layers, zeroed {len(projections)} output projections: "
+                             f"max |stack(x) - x| {delta:.3e}"]]
+    if delta > RESIDUAL_TOL * max(1.0, float(x.abs().max())):
+        why = "the residual connection is lost" if float(out.abs().max()) < RESIDUAL_TOL else \
+            "the residual stream does not carry x"
+        return Link("RESIDUAL", "FAIL", f"{stack_name} with its {len(projections)} output projections zeroed "
+                                        f"changes the stream (max |Δ| {delta:.3g}): {why}", evidence)
+    return Link("RESIDUAL", "ok", f"{stack_name}: with all {len(projections)} output projections zeroed the stream "
+                                  "passes through its layers unchanged", evidence)
 
 
 def _width(block: nn.Module) -> int:
