@@ -295,8 +295,10 @@ def test_the_llama_tiny_preset_passes_the_capstone_audit():
     report = audit(lambda: GPT(preset("llama-tiny")), overfit_steps=0)  # CAPABILITY skipped to save time
     statuses = {link.name: link.status for link in report.links}
     assert report.status == "ok" and report.first_failure is None, report.text()
-    # rotary positions act inside attention, so there is no plain SDPA reference to hold it to
-    assert statuses["ATTENTION"] == "skip" and statuses["CACHE"] == statuses["SHAPE"] == "ok"
+    # ATTENTION reads q and k after the engine's own rotary embedding, k and v with their 2 kv heads
+    assert statuses["ATTENTION"] == statuses["CACHE"] == statuses["SHAPE"] == "ok"
+    attention = next(link for link in report.links if link.name == "ATTENTION")
+    assert all("rotary applied, 2 kv heads" in value for name, value in attention.evidence[:4])
 
 
 

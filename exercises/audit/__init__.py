@@ -20,25 +20,41 @@ wrong past them, each failing where its bug first shows:
                  reported loss equals cross entropy by hand, and with targets
                  padded by −100 the mean over the real tokens
  6 REGISTRATION  parameters in named_parameters(); tied tensors noted; no
-                 tensor kept as a plain attribute (not a Parameter, not a
-                 buffer), no module or Parameter in a plain container
- 7 GRADIENTS     every trainable parameter gets a finite, nonzero gradient
- 8 OWNERSHIP     the optimizer holds exactly the model's trainable parameters
+                 tensor kept as a plain attribute (aliases of registered
+                 tensors and tensors the forward moves itself accepted), no
+                 module or Parameter in a plain container (an index of
+                 registered modules accepted)
+ 7 TIE           a head that starts equal to the token table is that table
+ 8 EVAL          eval() reaches every module; two eval forwards agree
+ 9 ATTENTION     each attention module equals SDPA from its own q, k, v,
+                 after its own rotary embedding, read by hooks in the model's
+                 own forward (packed, Conv1D, grouped kv heads)
+10 RESIDUAL      with its output projections zeroed in place, each block
+                 returns its input inside the model's own forward
+11 CACHE         KV-cached decoding (prefill, then one token at a time and
+                 chunks of 3) equals the full forward: the engine's cache,
+                 past_key_values or transformers 5's Cache, Meta's start_pos,
+                 litgpt's input_pos; through greedy generate when that is the
+                 only cached path
+12 GENERATE      generate runs past block_size (up to it for a library's
+                 generate that never crops) and returns ids in [0, V)
+13 GRADIENTS     every trainable parameter gets a finite, nonzero gradient
+14 OWNERSHIP     the optimizer holds exactly the model's trainable parameters
                  (weight decay on 1-D tensors or embeddings: a warning)
- 9 UPDATE        the optimizer's state matches its parameters' dtype and
+15 UPDATE        the optimizer's state matches its parameters' dtype and
                  device; one step moves every trainable parameter
-10 CAPABILITY    the optimizer (and scheduler) overfits one tiny batch (below
-                 0.1 nats in 150 steps)
-11 EVAL          eval() reaches every module; two eval forwards agree
-12 CACHE         KV-cached decoding (prefill, then one token at a time and
-                 chunks of 3) equals the full forward; through greedy
-                 generate when that is the only cached path
-13 GENERATE      generate runs past block_size and returns ids in [0, V)
-14 TIE           a head that starts equal to the token table is that table
-15 ATTENTION     each attention module equals SDPA from its own q, k, v
-16 RESIDUAL      with its output projections zeroed, a block is the identity
-17 LOOP          the factory's train_step: zero_grad, loss normalisation over
-                 microbatches, clipping order, scheduler order, evaluate()
+16 CAPABILITY    a reference AdamW fits one tiny batch below 0.1 nats in 150
+                 steps on a copy as built, and the factory's optimizer (and
+                 scheduler) falls at least half as far; losses in eval mode,
+                 the curves in the evidence
+17 LOOP          the factory's train_step, from the model as built: zero_grad,
+                 loss normalisation over microbatches, clipping order,
+                 scheduler order, evaluate()
+
+The links 1-6 and 13-16 are seed 004's ten, in the seed's order; the
+structural links 7-12 need no training and run before the training links,
+so a fault that also cripples training (a dropped residual) is named where
+it is. Each link's wall time is in the report.
 
 A link that cannot apply says "skip" with the reason (no cache interface, no
 generate, no train_step, no attention module it can read).
@@ -49,10 +65,15 @@ builds its own optimizer (how a stale optimizer shows); or a dict with
 ``model`` and any of ``optimizer``, ``tokenizer``, ``pad_id``,
 ``train_step``, ``evaluate``, ``scheduler``, ``scaler``. Without an
 optimizer the audit builds AdamW (lr 3e-3, no weight decay). The interface
-is detected and reported (``adapter``): nanoGPT style (targets by keyword,
-last-position logits without them, ``generate``), Hugging Face style
-(``input_ids``, ``labels`` shifted inside, ``past_key_values``), engine
-style (``new_cache``), or a model keeping its own cache (``start_pos``).
+is read from the forward's signature, every argument after the ids by
+keyword, and reported (``adapter``): nanoGPT style (targets by keyword,
+last-position logits without them, ``generate``; a forward that returns the
+loss alone given targets, as nanochat's, is recognised), Hugging Face style
+(a ``PreTrainedModel`` or a first parameter ``input_ids``; ``labels``
+shifted inside; ``past_key_values`` or ``cache``), engine style
+(``new_cache``), a model keeping its own cache (``start_pos``, supplied
+where it is required), litgpt (``input_pos``), a loss wrapper whose child
+gives the logits (x-transformers' ``AutoregressiveWrapper``), or plain.
 
 The package, by layer:
 

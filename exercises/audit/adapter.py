@@ -45,9 +45,6 @@ TIE_FLAGS = ("tie_word_embeddings", "tie_weights", "tie_embeddings", "weight_tyi
 TABLE_NAMES = ("wte", "tok_emb", "token_embedding", "tok_embeddings", "embed_tokens", "word_embeddings",
                "token_embedding_table", "embedding")
 HEAD_NAMES = ("lm_head", "head", "output", "out_head", "unembed")
-#: Second parameters of a forward that are surely not its targets (never passed targets positionally).
-NOT_TARGETS = ("cache", "kv_cache", "start_pos", "input_pos", "pos", "position_ids", "past_key_values",
-               "attention_mask", "mask", "use_cache")
 
 
 class ContractError(Exception):
@@ -58,26 +55,40 @@ class ContractError(Exception):
 # What a forward returned
 
 
-def split_output(out: Any) -> tuple[torch.Tensor | None, torch.Tensor | None, Any]:
-    """(logits, loss, past_key_values) from whatever a forward returned; None where absent.
+def _is_cache(value: Any) -> bool:
+    """Whether a value looks like a KV cache handed back by a forward: a Hugging Face ``Cache``, or a
+    list/tuple of per-layer entries (not tensors of logits)."""
+    if value is None or isinstance(value, torch.Tensor):
+        return False
+    return callable(getattr(value, "get_seq_length", None)) or isinstance(value, (tuple, list))
 
-    A tensor is the logits. In a tuple or list the logits are the first
-    tensor with two or more axes and the loss the first 0-dim tensor (so
-    both ``(logits, loss)`` and Hugging Face's ``(loss, logits, ...)`` read
-    right). A mapping or an object is read by key or attribute:
-    ``logits``, ``loss``, ``past_key_values``.
+
+def split_output(out: Any) -> tuple[torch.Tensor | None, torch.Tensor | None, Any]:
+    """(logits, loss, cache) from whatever a forward returned; None where absent.
+
+    A tensor with two or more axes is the logits; a 0-dim tensor is a loss
+    alone (nanochat and x-transformers' ``AutoregressiveWrapper`` return only
+    the loss when they compute one). In a tuple or list the logits are the
+    first tensor with two or more axes, the loss the first 0-dim tensor, and
+    the cache the first item that is neither (``(logits, loss, present)``).
+    A mapping or an object is read by key or attribute: ``logits``, ``loss``,
+    and ``past_key_values`` or ``cache`` (transformers 5).
     """
     if isinstance(out, torch.Tensor):
-        return out, None, None
+        return (None, out, None) if out.dim() == 0 else (out, None, None)
     if isinstance(out, (tuple, list)):
         tensors = [t for t in out if isinstance(t, torch.Tensor)]
         logits = next((t for t in tensors if t.dim() >= 2), None)
         loss = next((t for t in tensors if t.dim() == 0), None)
-        return logits, loss, None
+        state = next((v for v in out if _is_cache(v)), None)
+        return logits, loss, state
     get = out.get if isinstance(out, Mapping) else (lambda key: getattr(out, key, None))
     logits, loss = get("logits"), get("loss")
+    state = get("past_key_values")
+    if state is None:
+        state = get("cache")
     return (logits if isinstance(logits, torch.Tensor) else None,
-            loss if isinstance(loss, torch.Tensor) else None, get("past_key_values"))
+            loss if isinstance(loss, torch.Tensor) else None, state)
 
 
 def logits_of(out: Any) -> torch.Tensor:
@@ -88,7 +99,8 @@ def logits_of(out: Any) -> torch.Tensor:
     """
     logits = split_output(out)[0]
     if logits is None:
-        raise TypeError(f"the forward returned {type(out).__name__}, which holds no logits tensor")
+        what = "only a loss (a 0-dim tensor)" if isinstance(out, torch.Tensor) else type(out).__name__
+        raise TypeError(f"the forward returned {what}, which holds no logits tensor")
     return logits
 
 
@@ -96,31 +108,91 @@ def logits_of(out: Any) -> torch.Tensor:
 # The interface
 
 
+def signature_of(fn: Any) -> inspect.Signature | None:
+    """The signature of a callable, looking through decorators that hide it behind ``(*args, **kwargs)``
+    without ``functools.wraps`` (x-transformers' ``eval_decorator``): the function their closure holds."""
+    for _ in range(4):
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return None
+        kinds = {p.kind for p in sig.parameters.values() if p.name != "self"}
+        if kinds - {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}:
+            return sig
+        inner = getattr(fn, "__func__", fn)
+        cells = [c.cell_contents for c in (getattr(inner, "__closure__", None) or ()) if _filled(c)]
+        wrapped = next((c for c in cells if inspect.isfunction(c)), None)
+        if wrapped is None:
+            return sig
+        fn = wrapped
+    return sig
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
 def parameters_of(fn: Any) -> tuple[list[str], bool]:
     """(parameter names of a callable, in order, without self; whether it takes **kwargs)."""
+    sig = signature_of(fn)
+    if sig is None:
+        return [], True
+    names = [p.name for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if names and names[0] == "self":  # the unbound function a decorator's closure held
+        names = names[1:]
+    return names, any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+
+
+def required_of(fn: Any) -> list[str]:
+    """The parameters of a callable that have no default (after the first, which takes the ids)."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        return [], True
-    names = [p.name for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    return names, any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+        return []
+    params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return [p.name for p in params[1:] if p.default is p.empty]
+
+
+def library_generate(model: nn.Module) -> bool:
+    """Whether ``model.generate`` is a library's that never crops the context (transformers,
+    TransformerLens): the position table's length is a hard limit there, by design."""
+    return hugging_face(model) or type(model).__module__.startswith("transformer_lens")
+
+
+def hugging_face(model: nn.Module) -> bool:
+    """Whether the model is a ``transformers.PreTrainedModel`` (read from its classes, no import)."""
+    return any(c.__name__ == "PreTrainedModel" and c.__module__.startswith("transformers")
+               for c in type(model).__mro__)
 
 
 @dataclass(frozen=True)
 class Interface:
-    """How a model is called.
+    """How a model is called. Every argument after the ids goes by keyword, read from the signature.
 
     Attributes:
-        style: "nanoGPT", "Hugging Face", "engine", "own cache" or "plain".
+        style: "nanoGPT", "Hugging Face", "engine", "own cache", "litgpt",
+            "loss wrapper" or "plain".
         full_logits: "plain" (``model(idx)`` gives (B, T, V)) or "targets"
             (only a call with targets does: nanoGPT's last-position shortcut).
-        targets_kw: the keyword targets are passed by, or None: positional,
-            or (with ``takes_targets`` False) not at all.
+        targets_kw: the keyword targets are passed by (targets, target,
+            labels, y), or None: the forward takes none, and the audit
+            computes the loss from the logits.
         takes_targets: whether the forward accepts targets.
         labels_shifted: the targets are the inputs and the model shifts them
-            (Hugging Face's ``labels``).
-        cache: "engine", "past_key_values", "start_pos", "generate" or None.
+            (Hugging Face's ``labels``; an ``AutoregressiveWrapper``).
+        cache: "engine", "past_key_values", "cache" (transformers 5's keyword),
+            "start_pos", "input_pos" (litgpt), "past_kv_cache" (TransformerLens),
+            "generate" or None.
         forward_params: the forward's parameter names.
+        fixed: keyword arguments every call gets (Meta's required ``start_pos=0``).
+        loss_only: with targets the forward returns the loss alone; the
+            logits come from a call without them.
+        logits_from: the child module that gives the logits when the model's
+            own forward returns only a loss ("net" for an AutoregressiveWrapper).
     """
 
     style: str
@@ -130,6 +202,9 @@ class Interface:
     labels_shifted: bool
     cache: str | None
     forward_params: tuple[str, ...]
+    fixed: tuple = ()
+    loss_only: bool = False
+    logits_from: str | None = None
 
     @property
     def hf(self) -> bool:
@@ -154,18 +229,26 @@ class Forward:
         return self.interface.full_logits
 
     def call(self, idx: torch.Tensor, targets: torch.Tensor | None = None, **extra) -> Any:
-        """The model's raw output for ids (B, T) and, if given, targets in the interface's convention."""
+        """The model's raw output for ids (B, T) and, if given, targets in the interface's convention.
+
+        The ids go first (positionally: ``input_ids`` for Hugging Face by
+        keyword); everything else by keyword. Targets go only where the
+        forward names them; a loss wrapper gets the ids alone and scores them.
+        """
         it = self.interface
+        kwargs = {**dict(it.fixed), **extra}
+        if it.logits_from is not None:  # the wrapper's forward is the loss; its net gives the logits
+            if targets is not None:
+                return self.model(idx, **kwargs)
+            return getattr(self.model, it.logits_from)(idx, **kwargs)
         if it.hf:
-            kwargs = {"input_ids": idx, **extra}
+            kwargs["input_ids"] = idx
             if targets is not None:
                 kwargs["labels"] = targets
             return self.model(**kwargs)
-        if targets is None or not it.takes_targets:
-            return self.model(idx, **extra)
-        if it.targets_kw is not None:
-            return self.model(idx, **{it.targets_kw: targets}, **extra)
-        return self.model(idx, targets, **extra)
+        if targets is not None and it.targets_kw is not None:
+            kwargs[it.targets_kw] = targets
+        return self.model(idx, **kwargs)
 
     def __call__(self, idx: torch.Tensor) -> torch.Tensor:
         """Full logits (B, T, V) for ids (B, T)."""
@@ -196,15 +279,27 @@ class Forward:
         return logits, loss, labels
 
     def logits_and_loss_with(self, idx: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(logits (B, T, V), reported loss or None) for ids and labels already in the model's convention."""
-        out = self.call(idx, labels) if self.interface.takes_targets else self.call(idx)
+        """(logits (B, T, V), reported loss or None) for ids and labels already in the model's convention.
+
+        A forward that returns only the loss when given targets is called
+        twice: once for the loss, once without targets for the logits.
+        """
+        it = self.interface
+        out = self.call(idx, labels) if it.takes_targets else self.call(idx)
         logits, loss, _ = split_output(out)
+        if logits is None and (it.loss_only or it.logits_from):
+            logits = logits_of(self.call(idx))
         if logits is None:
             raise TypeError(f"the forward returned {type(out).__name__}, which holds no logits tensor")
         return logits, loss
 
     def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """The loss to train on: the model's own, else mean cross entropy of its logits (nats per token)."""
+        it = self.interface
+        if it.loss_only or it.logits_from:  # one call, the loss alone
+            loss = split_output(self.call(x, self.labels(x, y)))[1]
+            if loss is not None:
+                return loss
         logits, loss, labels = self.logits_and_loss(x, y)
         if loss is None:
             z, t = self.aligned(logits, labels)
@@ -212,8 +307,20 @@ class Forward:
         return loss
 
 
+#: Values supplied for a required argument after the ids, by name (Meta's Llama: ``forward(tokens, start_pos)``).
+REQUIRED_DEFAULTS = {"start_pos": 0}
+
+
 def detect(model: nn.Module, idx: torch.Tensor, targets: torch.Tensor) -> Forward:
     """Find how the model is called; return the Forward and its one-line description.
+
+    Hugging Face style means a ``transformers.PreTrainedModel`` or a forward
+    whose first parameter is ``input_ids``; a hand-written
+    ``forward(idx, targets=None, past_key_values=None, use_cache=None)`` is
+    nanoGPT style with a cache keyword. Targets go only by a keyword named
+    like them (``TARGET_NAMES``), never by position: a second parameter such
+    as x-transformers' ``return_embeddings`` or TransformerLens'
+    ``return_type`` is a flag.
 
     Args:
         idx, targets: (B, T) int64 ids within the model's token table.
@@ -224,41 +331,71 @@ def detect(model: nn.Module, idx: torch.Tensor, targets: torch.Tensor) -> Forwar
     """
     B, T = idx.shape
     names, var_kw = parameters_of(model.forward)
-    hf = bool(names) and names[0] == "input_ids" or "past_key_values" in names
-    targets_kw = "labels" if hf else next((n for n in TARGET_NAMES if n in names), None)
-    takes_targets = hf or targets_kw is not None or (len(names) >= 2 and names[1] not in NOT_TARGETS)
+    hf = hugging_face(model) or (bool(names) and names[0] == "input_ids")
+    targets_kw = "labels" if hf and "labels" in names or hf and var_kw else \
+        next((n for n in TARGET_NAMES if n in names), None)
+    takes_targets = targets_kw is not None
+    fixed = tuple((n, REQUIRED_DEFAULTS[n]) for n in required_of(model.forward) if n in REQUIRED_DEFAULTS)
     if "cache" in names and callable(getattr(model, "new_cache", None)):
         cache = "engine"
     elif "past_key_values" in names:
         cache = "past_key_values"
+    elif hf and "cache" in names:
+        cache = "cache"
     elif "start_pos" in names:
         cache = "start_pos"
+    elif "input_pos" in names and callable(getattr(model, "set_kv_cache", None)):
+        cache = "input_pos"
+    elif "past_kv_cache" in names and hasattr(model, "cfg"):
+        cache = "past_kv_cache"
     elif callable(getattr(model, "generate", None)):
         cache = "generate"
     else:
         cache = None
 
-    def interface(full: str) -> Interface:
-        style = ("Hugging Face" if hf else "engine" if cache == "engine" else "own cache" if cache == "start_pos"
-                 else "nanoGPT" if targets_kw is not None else "plain")
-        return Interface(style, full, targets_kw, takes_targets, hf, cache, tuple(names))
+    def interface(full: str, loss_only: bool = False, logits_from: str | None = None, shifted: bool = hf,
+                  style: str | None = None) -> Interface:
+        style = style or ("Hugging Face" if hf else "engine" if cache == "engine" else
+                          "own cache" if cache == "start_pos" else "litgpt" if cache == "input_pos" else
+                          "nanoGPT" if targets_kw is not None else "plain")
+        return Interface(style, full, targets_kw, takes_targets or logits_from is not None, shifted, cache,
+                         tuple(names), fixed, loss_only, logits_from)
 
     plain = Forward(model, interface("plain"))
     with torch.no_grad():
-        first = logits_of(plain.call(idx))
-        if first.dim() == 3 and first.shape[:2] == (B, T):
-            return Forward(model, plain.interface, _described(plain.interface, f"logits {tuple(first.shape)}"))
-        second = None
+        first_out = plain.call(idx)
+        first, first_loss, _ = split_output(first_out)
+        if first is None and first_loss is not None:
+            # A loss wrapper: model(idx) scores idx itself; a child module gives the logits.
+            for child_name, child in model.named_children():
+                try:
+                    inner = logits_of(child(idx))
+                except Exception:
+                    continue
+                if inner.dim() == 3 and inner.shape[:2] == (B, T):
+                    wrapper = Forward(model, interface("plain", logits_from=child_name, shifted=True,
+                                                       style="loss wrapper"))
+                    return Forward(model, wrapper.interface, _described(
+                        wrapper.interface, f"logits {tuple(inner.shape)} from model.{child_name}(idx)"))
+            raise ContractError("the forward returns only a loss (a 0-dim tensor) for ids alone, and no child "
+                                "module gives logits (B, T, V); the audit needs logits per position")
+        if first is None:
+            raise ContractError(f"the forward returned {type(first_out).__name__}, which holds no logits tensor")
+        loss_only = False
         if takes_targets:
             try:
-                second = logits_of(plain.call(idx, plain.labels(idx, targets)))
+                with_targets = split_output(plain.call(idx, plain.labels(idx, targets)))
+                loss_only = with_targets[0] is None and with_targets[1] is not None
             except Exception:
-                second = None
+                with_targets = None
+        if first.dim() == 3 and first.shape[:2] == (B, T):
+            it = interface("plain", loss_only=loss_only)
+            return Forward(model, it, _described(it, f"logits {tuple(first.shape)}"))
+        second = with_targets[0] if takes_targets and with_targets is not None else None
         if second is not None and second.dim() == 3 and second.shape[:2] == (B, T):
-            shortcut = Forward(model, interface("targets"))
-            return Forward(model, shortcut.interface, _described(
-                shortcut.interface, f"{tuple(first.shape)} (last position only); called with targets -> "
-                                    f"{tuple(second.shape)}"))
+            it = interface("targets")
+            return Forward(model, it, _described(
+                it, f"{tuple(first.shape)} (last position only); called with targets -> {tuple(second.shape)}"))
     shape = tuple(first.shape)
     if first.dim() == 2 and shape[0] == B:
         raise ContractError(f"the forward returns logits of shape {shape} for ids of shape {(B, T)}: one row per "
@@ -268,13 +405,25 @@ def detect(model: nn.Module, idx: torch.Tensor, targets: torch.Tensor) -> Forwar
 
 
 def _described(it: Interface, logits: str) -> str:
-    """The report's line for an interface: how logits come out, and the cache and generate calls found."""
-    call = ("model(input_ids=idx, labels=idx) -> .logits, .loss; labels shifted inside" if it.hf else
-            f"model(idx, {it.targets_kw}=...)" if it.targets_kw else "model(idx)")
+    """The report's line for an interface: how logits and the loss come out, and the cache and generate calls found."""
+    fixed = "".join(f", {k}={v}" for k, v in it.fixed)
+    if it.hf:
+        call = "model(input_ids=idx, labels=idx) -> .logits, .loss; labels shifted inside"
+    elif it.logits_from:
+        call = f"model(idx) -> the loss alone (it shifts idx itself); model.{it.logits_from}(idx) -> logits"
+    elif it.targets_kw and it.loss_only:
+        call = f"model(idx{fixed}) -> logits; model(idx, {it.targets_kw}=...{fixed}) -> the loss alone"
+    elif it.targets_kw:
+        call = f"model(idx, {it.targets_kw}=...{fixed})"
+    else:
+        call = f"model(idx{fixed}); the loss by the audit (the forward takes no targets)"
     cache = {"engine": "cache: model.new_cache(B), model(idx, cache=cache)",
              "past_key_values": "cache: past_key_values in and out",
+             "cache": "cache: a Cache object in and out (cache=...)",
              "start_pos": "cache kept inside the model, model(idx, start_pos=n)",
-             "generate": "generate(idx, max_new_tokens, ...) only"}.get(it.cache, "no cache interface")
+             "input_pos": "cache: model.set_kv_cache(B), model(idx, input_pos=positions)",
+             "past_kv_cache": "cache: a HookedTransformerKeyValueCache, model(idx, past_kv_cache=cache)",
+             "generate": "generate(idx, max_new_tokens=n, ...) only"}.get(it.cache, "no cache interface")
     return f"{it.style} style: {call} -> {logits}; {cache}"
 
 
@@ -421,7 +570,7 @@ def declared_tie(model: nn.Module) -> str | None:
 def n_head_of(module: nn.Module, model: nn.Module) -> int | None:
     """The number of attention heads: an attribute of the module, else of the model's config."""
     for owner in (module, getattr(model, "config", None), model):
-        for attr in ("n_head", "num_heads", "n_heads", "num_attention_heads", "nh"):
+        for attr in ("n_head", "num_heads", "n_heads", "num_attention_heads", "nh", "heads"):
             value = owner.get(attr) if isinstance(owner, Mapping) else getattr(owner, attr, None)
             if isinstance(value, int) and value > 0:
                 return value

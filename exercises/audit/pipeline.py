@@ -8,6 +8,7 @@ the links after it still run.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Sequence
 
 from exercises.audit.constants import LINKS, OVERFIT_STEPS
@@ -23,16 +24,16 @@ PIPELINE: list[tuple[str, Callable[[Subject], Link]]] = [
     ("SHAPE", structure.shape),
     ("INIT", learning.init),
     ("REGISTRATION", structure.registration),
+    ("TIE", structure.tie),
+    ("EVAL", inference.eval_mode),
+    ("ATTENTION", architecture.attention),
+    ("RESIDUAL", architecture.residual),
+    ("CACHE", inference.cache),
+    ("GENERATE", inference.generate),
     ("GRADIENTS", learning.gradients),
     ("OWNERSHIP", learning.ownership),
     ("UPDATE", learning.update),
     ("CAPABILITY", learning.capability),
-    ("EVAL", inference.eval_mode),
-    ("CACHE", inference.cache),
-    ("GENERATE", inference.generate),
-    ("TIE", structure.tie),
-    ("ATTENTION", architecture.attention),
-    ("RESIDUAL", architecture.residual),
     ("LOOP", loop.loop),
 ]
 #: How much of the progress bar each link fills, relative to 1 for the others
@@ -41,11 +42,15 @@ WEIGHTS = {"CAPABILITY": 20, "CACHE": 2, "GENERATE": 2, "LOOP": 2}
 
 
 def run_link(name: str, link: Callable[[Subject], Link], s: Subject) -> Link:
-    """One link's verdict; an exception inside it is that link's failure, in one line."""
+    """One link's verdict, with its wall time (``Link.seconds``); an exception inside it is that link's
+    failure, in one line."""
+    started = time.perf_counter()
     try:
-        return link(s)
+        result = link(s)
     except Exception as exc:
-        return Link(name, "FAIL", f"raised {first_line(exc)[:200]}")
+        result = Link(name, "FAIL", f"raised {first_line(exc)[:200]}")
+    result.seconds = round(time.perf_counter() - started, 3)
+    return result
 
 
 def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size: int | None = None,

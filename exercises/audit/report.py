@@ -26,6 +26,7 @@ class Link:
         evidence: rows of [quantity, value], both short text.
         warnings: lines worth reading that do not fail the link (weight decay
             on LayerNorm gains, a stale tie flag), printed even without evidence.
+        seconds: the link's wall time, seconds (set by the pipeline).
     """
 
     name: str
@@ -33,6 +34,7 @@ class Link:
     verdict: str
     evidence: list[list[str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -82,7 +84,7 @@ class AuditReport:
         return {"status": self.status, "error": self.error, "setup": self.setup,
                 "first_failure": self.first_failure,
                 "links": [{"name": l.name, "status": l.status, "verdict": l.verdict, "evidence": l.evidence,
-                           "warnings": l.warnings} for l in self.links]}
+                           "warnings": l.warnings, "seconds": l.seconds} for l in self.links]}
 
     def text(self, evidence: bool = True) -> str:
         """The report as lines of text, one verdict per link, evidence indented."""
@@ -102,7 +104,8 @@ def format_report(data: dict, evidence: bool = True) -> str:
         lines.append(f"could not audit: {data.get('error', '')}")
         return "\n".join(lines)
     for i, link in enumerate(data["links"], start=1):
-        lines.append(f"{i:>2} {link['name']:<13}{MARKS[link['status']]}  {link['verdict']}")
+        took = f"  ({link['seconds']:.2f} s)" if evidence and "seconds" in link else ""
+        lines.append(f"{i:>2} {link['name']:<13}{MARKS[link['status']]}  {link['verdict']}{took}")
         for warning in link.get("warnings", []):
             lines.append(f"{'':>19}warning: {warning}")
         if evidence:

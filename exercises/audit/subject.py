@@ -81,6 +81,11 @@ class Subject:
         setup: the report's description of what was audited.
         memo: results links leave for later links (UPDATE's failed step, ...).
         span: the share of the audit's progress the running link covers (set by the pipeline).
+        fresh: every parameter and buffer as built, by name (None when they
+            cannot be copied): CAPABILITY's reference and LOOP start from it.
+        untrainable: why nothing can be trained through the forward (it runs
+            under ``torch.inference_mode``, as Meta's Llama reference does), or
+            None; the training links then skip with it.
     """
 
     model: nn.Module
@@ -103,6 +108,19 @@ class Subject:
     setup: dict = field(default_factory=dict)
     memo: dict = field(default_factory=dict)
     span: tuple = (0.0, 1.0)
+    fresh: dict | None = None
+    untrainable: str | None = None
+
+    def restore_fresh(self) -> bool:
+        """Put the parameters and buffers back to their values as built (in place: the optimizer keeps
+        its Parameters); False when they could not be saved."""
+        if self.fresh is None:
+            return False
+        with torch.no_grad():
+            for name, t in list(self.model.named_parameters()) + list(self.model.named_buffers()):
+                if name in self.fresh and self.fresh[name].shape == t.shape:
+                    t.copy_(self.fresh[name])
+        return True
 
     def tick(self, within: float, what: str) -> None:
         """Progress inside the running link: ``within`` (0 to 1) of its share of the audit (``span``)."""
@@ -152,8 +170,9 @@ def block_size_of(model: nn.Module, given: int | None) -> int | None:
     if given:
         return int(given)
     cfg = getattr(model, "config", None)
-    for owner in (cfg, model):
-        for attr in ("block_size", "n_positions", "max_position_embeddings", "max_seq_len", "context_length"):
+    for owner in (cfg, getattr(model, "cfg", None), model):
+        for attr in ("block_size", "n_positions", "max_position_embeddings", "max_seq_len", "context_length",
+                     "n_ctx"):
             value = owner.get(attr) if isinstance(owner, Mapping) else getattr(owner, attr, None)
             if isinstance(value, int) and value > 0:
                 return value
@@ -199,6 +218,11 @@ def prepare(factory: Callable[[], Any], vocab_size: int | None, block_size: int 
         model.to(dev)
     except Exception as exc:
         raise Crash(f"moving the model to {dev} raised {type(exc).__name__}: {exc}") from None
+    try:
+        fresh = {name: t.detach().clone() for name, t in
+                 list(model.named_parameters(remove_duplicate=False)) + list(model.named_buffers())}
+    except Exception:
+        fresh = None
 
     text = make_corpus(CORPUS_CHARS, seed=0)
     tutor_tokenizer = Tokenizer(CharTokenizer(text), "the tutor's CharTokenizer")
@@ -226,6 +250,15 @@ def prepare(factory: Callable[[], Any], vocab_size: int | None, block_size: int 
         raise Crash(str(exc)) from None
     except Exception as exc:
         raise Crash(f"the forward pass raised {type(exc).__name__}: {exc}") from None
+    untrainable = None
+    try:
+        with torch.enable_grad():
+            probe = forward(x[:1] % limit)
+        if probe.is_inference():
+            untrainable = ("the forward runs under torch.inference_mode() (as Meta's Llama reference does): its "
+                           "outputs carry no graph, so nothing can be trained through it")
+    except Exception:
+        pass
     described = forward.description
     if vocab_size is not None and vocab_size != V:
         described += f"; --vocab {vocab_size} but the logits have {V}"
@@ -249,4 +282,4 @@ def prepare(factory: Callable[[], Any], vocab_size: int | None, block_size: int 
     return Subject(model=model, optimizer=optimizer, forward=forward, text=text, tokenizer=tokenizer, x=x, y=y,
                    V=V, generator=generator, overfit_steps=overfit_steps, say=say, rows=rows, block_size=block,
                    extras=dict(built.extras or {}), attributes=attributes, tie=tie_snapshot(model, V),
-                   schedule_start=schedule_start, setup=setup)
+                   schedule_start=schedule_start, setup=setup, fresh=fresh, untrainable=untrainable)

@@ -1,8 +1,10 @@
 """``tutor audit FILE.py:FACTORY``: prove the chain on a model you did not write.
 
 Seed 004, the final exercise. The learner's file is untrusted code that may
-be broken: it runs in a separate process (``python -m exercises.audit``),
-inside a fresh temporary folder, under a time limit, and this process never
+be broken: it runs in a separate process (``python -m
+tutor.sandbox.audit_process``, which measures the machine and runs
+``exercises.audit``), inside a fresh temporary folder, under a time limit
+scaled by that measurement, and this process never
 imports it (nor torch). Exit status: 0 every link holds, 1 a link failed,
 2 a usage error (no such file, no such factory, a bad option), 3 the factory
 raised or returned no model, the forward pass crashed, or the audit ran past
@@ -28,16 +30,18 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, FLOOD_BYTES, LINKS,
                                        OUTPUT_CAP_BYTES, STAGE_MARKER, TAIL_BYTES, memory_cap_bytes)
 from exercises.faults import source_root
-from tutor.sandbox import confine
+from tutor.cli.output import envelope
+from tutor.sandbox import confine, speed
+from tutor.sandbox.audit_limit import AUDIT_BASE_S, PROBE_WAIT_S, SPEED_MARKER, audit_limit
+from tutor.sandbox.speed import ScaleError, TimeLimit, environment_scale
 
 __all__ = ["EXIT_CRASHED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "STAGE_MARKER", "add_parser", "flood_sentence",
            "last_stage", "run", "timeout_sentence"]
-
-DEFAULT_TIMEOUT_S = 300
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -56,8 +60,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    "(default: config.block_size, else 64)")
     p.add_argument("--device", default=argparse.SUPPRESS, metavar="D",
                    help="cpu, cuda or auto (default: the global --device, else auto)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
-                   help=f"stop the audit after S seconds (default {DEFAULT_TIMEOUT_S})")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help=f"stop the audit after S seconds (default: {AUDIT_BASE_S:g} s on a quiet 2-core machine, "
+                        "scaled by the speed probe the audit runs first, or by TUTOR_TIMEOUT_SCALE)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
 
@@ -67,11 +72,45 @@ def _fail(sentence: str) -> None:
 
 
 def _error(code: int, status: str, sentence: str, as_json: bool) -> int:
-    """Report an audit that gave no report: the sentence on stderr, and with --json one JSON object."""
+    """Report an audit that gave no report: the sentence on stderr, and with --json one JSON object
+    in the envelope every command's has (``tutor.cli.output.envelope``)."""
     _fail(sentence)
     if as_json:
-        sys.stdout.write(json.dumps({"status": status, "error": sentence, "exit_code": code}, indent=2) + "\n")
+        sys.stdout.write(json.dumps(envelope({"status": status, "error": sentence}, code), indent=2) + "\n")
     return code
+
+
+def _wait(process: subprocess.Popen, output_path: str, timeout_s: float | None, flag: float | None,
+          environment: float | None) -> tuple[int | None, TimeLimit]:
+    """Wait for the audit process within its limit; (its exit status, or None when the limit stopped it;
+    the limit). ``--timeout`` fixes the limit; else it follows the speed probe the process reports first
+    (``audit_process.audit_limit``), and until that line arrives it is the base limit at the largest scale."""
+    started = time.monotonic()
+    fixed = TimeLimit(timeout_s, 1.0, "flag") if timeout_s is not None else None
+    limit = fixed or TimeLimit(AUDIT_BASE_S, speed.MAX_SCALE, "reference")
+    probed = fixed is not None
+    while True:
+        try:
+            return process.wait(timeout=0.2), limit
+        except subprocess.TimeoutExpired:
+            pass
+        elapsed = time.monotonic() - started
+        if not probed:
+            head = _head(output_path, 1 << 16)
+            if SPEED_MARKER in head:
+                limit, probed = audit_limit(head, flag, environment), True
+            elif elapsed > PROBE_WAIT_S:
+                limit, probed = audit_limit("", flag, environment), True
+        if elapsed > limit.seconds:
+            process.kill()
+            process.wait()
+            return None, limit
+
+
+def _head(path: str, limit: int) -> str:
+    """The first ``limit`` bytes of a file, as text."""
+    with open(path, "rb") as f:
+        return f.read(limit).decode("utf-8", errors="replace")
 
 
 def _text(stream: str | bytes | None) -> str:
@@ -90,12 +129,17 @@ def last_stage(stderr: str | bytes | None) -> str | None:
     return text[at + len(STAGE_MARKER):].split("\n", 1)[0].strip() or None
 
 
-def timeout_sentence(timeout_s: float, stderr: str | bytes | None) -> str:
-    """The message for an audit stopped by its time limit, naming the step it was in when known."""
+def timeout_sentence(timeout_s: float, stderr: str | bytes | None, limit: TimeLimit | None = None) -> str:
+    """The message for an audit stopped by its time limit, naming the step it was in when known and,
+    for a limit the probe scaled, why it was that long."""
     stage = last_stage(stderr)
     where = (f"during {stage}" if stage else
              "before it named a step (it may hang in the factory or the audit's model calls)")
-    return f"the audit did not finish within {timeout_s:g} s and was stopped {where}; " \
+    why = ""
+    if limit is not None and limit.source != "flag":
+        said = limit.why.replace("this exercise", "the audit").replace(" at the worker's start", " before the audit")
+        why = f" ({said})"
+    return f"the audit did not finish within {timeout_s:g} s{why} and was stopped {where}; " \
            "raise --timeout if the model is just slow"
 
 
@@ -142,7 +186,14 @@ def run(args) -> int:
     if not os.path.isfile(path):
         return _error(EXIT_USAGE, "usage_error",
                       f"no such file: {path}; pass the path to a Python file, e.g. tutor audit mygpt.py:build", as_json)
-    command = [sys.executable, "-m", "exercises.audit", path, factory, "--device", device, "--json"]
+    try:
+        scale = environment_scale()
+    except ScaleError as exc:
+        return _error(EXIT_USAGE, "usage_error", str(exc), as_json)
+    if args.timeout is not None and not args.timeout > 0:
+        return _error(EXIT_USAGE, "usage_error", f"--timeout must be a number of seconds above 0, got {args.timeout:g}",
+                      as_json)
+    command = [sys.executable, "-m", "tutor.sandbox.audit_process", path, factory, "--device", device, "--json"]
     if args.vocab is not None:
         command += ["--vocab", str(args.vocab)]
     if args.block is not None:
@@ -154,18 +205,16 @@ def run(args) -> int:
         os.mkdir(work)
         with open(report_path, "wb") as report_file, open(output_path, "wb") as output_file:
             policy = _audit_policy(work, path)
-            try:
-                returncode = subprocess.run(command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=report_file,
-                                            stderr=output_file, timeout=args.timeout,
-                                            preexec_fn=functools.partial(_limits, _cpu_only(device), policy)
-                                            ).returncode
-            except subprocess.TimeoutExpired:
-                returncode = None
+            process = subprocess.Popen(command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=report_file,
+                                       stderr=output_file,
+                                       preexec_fn=functools.partial(_limits, _cpu_only(device), policy))
+            returncode, limit = _wait(process, output_path, args.timeout, getattr(args, "timeout_scale", None), scale)
         stdout = _read(report_path, OUTPUT_CAP_BYTES)
         stderr, output_bytes = _read(output_path, TAIL_BYTES), os.path.getsize(output_path)
     flood = flood_sentence(output_bytes)
     if returncode is None:
-        return _error(EXIT_CRASHED, "timeout", timeout_sentence(args.timeout, stderr) + _after(flood), as_json)
+        return _error(EXIT_CRASHED, "timeout", timeout_sentence(limit.seconds, stderr, limit) + _after(flood),
+                      as_json)
     if returncode == EXIT_USAGE:
         sentence = _last_line(stderr, "the audit could not start").removeprefix("audit: ")
         return _error(EXIT_USAGE, "usage_error", sentence, as_json)
@@ -183,9 +232,10 @@ def run(args) -> int:
         report["output_flood"] = flood
     if code == EXIT_CRASHED:  # said once, on stderr; with --json the report carries it too
         _fail(f"could not audit {args.target}: {report.get('error') or 'the model could not be audited'}")
+    report["time_limit"] = limit.to_dict()
     if args.json:
-        report["exit_code"] = code
-        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        report["error"] = report.get("error") or None
+        sys.stdout.write(json.dumps(envelope(report, code), indent=2) + "\n")
     elif code != EXIT_CRASHED:
         sys.stdout.write(text + "\n")
     return code
@@ -258,5 +308,4 @@ def _audit_policy(work: str, audited: str):
 
 
 def _source_root() -> str:
-
     return str(source_root())

@@ -14,7 +14,7 @@ import copy
 import torch
 import torch.nn as nn
 
-from exercises.audit.adapter import Forward, logits_of, parameters_of, split_output
+from exercises.audit.adapter import Forward, hugging_face, library_generate, logits_of, parameters_of, split_output
 from exercises.audit.measure import finite_delta, finite_scale, mode, seeded, some
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
@@ -76,32 +76,52 @@ def eval_mode(s: Subject) -> Link:
 def cached_logits(forward: Forward, idx: torch.Tensor, chunks: list[int]) -> list[tuple[int, torch.Tensor]]:
     """Feed idx through the model's cache in ``chunks``; return (first position, logits) per chunk.
 
-    The logits of a chunk are (B, p, V) for its last p positions (p is the
-    chunk's length, or 1 for a forward that returns the last position only).
+    The cache is the model's own, spoken its way: the engine's
+    ``new_cache(B)``; ``past_key_values`` or transformers 5's ``cache`` (a
+    ``Cache`` object or per-layer tuples) handed back and passed in again;
+    Meta's ``start_pos``; litgpt's ``set_kv_cache(B)`` with ``input_pos``
+    (the chunk's positions); TransformerLens' ``past_kv_cache``. The logits of a chunk are (B, p, V) for its last
+    p positions (p is the chunk's length, or 1 for a forward that returns the
+    last position only).
 
     Raises:
-        ValueError: the model returned no ``past_key_values`` to continue from.
+        ValueError: the model returned no cache to continue from.
     """
     model, kind = forward.model, forward.interface.cache
-    takes_use_cache = "use_cache" in forward.interface.forward_params
+    use_cache = {"use_cache": True} if "use_cache" in forward.interface.forward_params or forward.interface.hf \
+        else {}
     state, start, out = None, 0, []
     if kind == "engine":
         state = model.new_cache(idx.size(0))
-    for n in chunks:
-        chunk = idx[:, start:start + n]
-        if kind == "engine":
-            raw = model(chunk, cache=state)
-        elif kind == "past_key_values":
-            extra = {"use_cache": True} if takes_use_cache else {}
-            raw = forward.call(chunk, past_key_values=state, **extra)
-            state = split_output(raw)[2]
-            if state is None:
-                raise ValueError("the model returned no past_key_values to continue from")
-        else:  # "start_pos": the model keeps its own cache
-            raw = forward.call(chunk, start_pos=start)
-        logits = logits_of(raw)
-        out.append((start + n - logits.size(1), logits))
-        start += n
+    elif kind == "input_pos":
+        model.set_kv_cache(batch_size=idx.size(0), device=idx.device)
+    elif kind == "past_kv_cache":  # TransformerLens builds its cache from the model's config
+        import importlib
+
+        caching = importlib.import_module("transformer_lens.past_key_value_caching")
+        state = caching.HookedTransformerKeyValueCache.init_cache(model.cfg, idx.device, idx.size(0))
+    try:
+        for n in chunks:
+            chunk = idx[:, start:start + n]
+            if kind == "engine":
+                raw = model(chunk, cache=state)
+            elif kind in ("past_key_values", "cache"):
+                raw = forward.call(chunk, **{kind: state}, **use_cache)
+                state = split_output(raw)[2]
+                if state is None:
+                    raise ValueError(f"the model returned no {kind} to continue from")
+            elif kind == "input_pos":
+                raw = forward.call(chunk, input_pos=torch.arange(start, start + n, device=idx.device))
+            elif kind == "past_kv_cache":  # without a tokenizer it needs the new tokens' mask, all real
+                raw = forward.call(chunk, past_kv_cache=state, attention_mask=torch.ones_like(chunk))
+            else:  # "start_pos": the model keeps its own cache
+                raw = forward.call(chunk, start_pos=start)
+            logits = logits_of(raw)
+            out.append((start + n - logits.size(1), logits))
+            start += n
+    finally:
+        if kind == "input_pos" and callable(getattr(model, "clear_kv_cache", None)):
+            model.clear_kv_cache()
     return out
 
 
@@ -153,32 +173,65 @@ def cache(s: Subject) -> Link:
 
 
 def greedy_kwargs(generate) -> dict | None:
-    """Keyword arguments that make a ``generate`` greedy, or None when it has no such setting."""
+    """Keyword arguments that make a ``generate`` greedy, or None when it has no such setting.
+
+    ``top_k=1``, ``do_sample=False`` or ``greedy=True`` where the signature
+    names them; Hugging Face's ``generate`` (keywords in ``**kwargs``):
+    ``do_sample=False``; x-transformers': ``temperature=0.0``.
+    """
     names, _ = parameters_of(generate)
+    owner = getattr(generate, "__self__", None)
+    if owner is not None and hugging_face(owner):
+        return {"do_sample": False}
+    if owner is not None and type(owner).__module__.startswith("x_transformers") and "temperature" in names:
+        return {"temperature": 0.0}
+    quiet = {n: False for n in ("stop_at_eos", "verbose") if n in names}  # TransformerLens: no tokenizer, no bar
     for name, value in (("top_k", 1), ("do_sample", False), ("greedy", True)):
         if name in names:
-            return {name: value}
+            return {name: value, **quiet}
     return None
 
 
+def new_tokens_keyword(generate) -> str | None:
+    """The keyword ``generate`` takes the number of new tokens by: ``max_new_tokens`` where it names it
+    or takes ``**kwargs`` (Hugging Face), else its second parameter (x-transformers' ``seq_len``)."""
+    names, var_kw = parameters_of(generate)
+    if "max_new_tokens" in names or var_kw and len(names) < 2:
+        return "max_new_tokens"
+    owner = getattr(generate, "__self__", None)
+    if owner is not None and hugging_face(owner):
+        return "max_new_tokens"
+    return names[1] if len(names) >= 2 else None
+
+
 def call_generate(generate, idx: torch.Tensor, n: int, kwargs: dict) -> torch.Tensor:
-    """``generate(idx, max_new_tokens=n, **kwargs)`` (positionally when it names the argument otherwise),
-    as a tensor of ids; a returned object's ``.sequences`` is read."""
-    names, _ = parameters_of(generate)
-    out = generate(idx, max_new_tokens=n, **kwargs) if "max_new_tokens" in names else generate(idx, n, **kwargs)
+    """``generate(idx, <new tokens>=n, **kwargs)``, the count always by keyword (``new_tokens_keyword``),
+    as a tensor of ids; a returned object's ``.sequences`` is read.
+
+    Raises:
+        TypeError: generate names no parameter for the count, or returns no tensor.
+    """
+    keyword = new_tokens_keyword(generate)
+    if keyword is None:
+        raise TypeError("generate takes no parameter for the number of new tokens")
+    out = generate(idx, **{keyword: n}, **kwargs)
     out = getattr(out, "sequences", out)
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"generate returned {type(out).__name__}, not a tensor of ids")
+    if out.dim() == 2 and out.size(1) == n and n != idx.size(1) + n:  # the new tokens alone (x-transformers)
+        out = torch.cat([idx, out], dim=1)
     return out
 
 
-def _sharpened(s: Subject) -> nn.Module:
-    """A copy of the model overfit briefly on the batch (``SHARPEN_STEPS`` AdamW steps), so that its
-    argmax depends on the context; the model itself if it cannot be copied."""
+def _sharpened(s: Subject) -> tuple[nn.Module, bool]:
+    """(A copy of the model overfit briefly on the batch, ``SHARPEN_STEPS`` AdamW steps, so that its
+    argmax depends on the context; whether the overfit held). When the steps give non-finite weights (a
+    NaN gradient: GRADIENTS names it), a fresh copy at the model's own weights instead; the model itself
+    if it cannot be copied."""
     try:
         twin = copy.deepcopy(s.model)
     except Exception:
-        twin = s.model
+        return s.model, False
     forward = Forward(twin, s.forward.interface)
     optimizer = torch.optim.AdamW(twin.parameters(), lr=SHARPEN_LR, weight_decay=0.0)
     with mode(twin, True), seeded(0):
@@ -187,17 +240,28 @@ def _sharpened(s: Subject) -> nn.Module:
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-    return twin
+    if all(bool(torch.isfinite(p).all()) for p in twin.parameters()):
+        return twin, True
+    return copy.deepcopy(s.model), False
+
+
+def needs_tokenizer(model: nn.Module) -> bool:
+    """Whether a library's generate cannot run here: it requires ``model.tokenizer`` and the model has none
+    (TransformerLens' ``HookedTransformer.generate`` asserts one)."""
+    return library_generate(model) and hasattr(model, "tokenizer") and model.tokenizer is None
 
 
 def _cache_through_generate(s: Subject) -> Link:
+    if needs_tokenizer(s.model):
+        return Link("CACHE", "skip", f"{type(s.model).__name__}.generate, its only cached path here, needs "
+                                     "model.tokenizer, which is None")
     kwargs = greedy_kwargs(s.model.generate)
     if kwargs is None:
         return Link("CACHE", "skip", "generate has no greedy setting (top_k, do_sample or greedy) to compare with "
                                      "the full forward, and the model exposes no cache")
     P = min(GENERATE_PROMPT, s.T - 1)
     n = min(GENERATE_TOKENS, (s.block_size or s.T) - P)
-    twin = _sharpened(s)
+    twin, sharp = _sharpened(s)
     prompt = s.xs[:2, :P]
     with mode(twin, False), torch.no_grad(), seeded(0):
         seq = call_generate(twin.generate, prompt, n, kwargs)
@@ -207,7 +271,9 @@ def _cache_through_generate(s: Subject) -> Link:
     wrong = int((expected != got).sum())
     first = int((expected != got).any(0).nonzero()[0]) if wrong else None
     evidence = [["greedy generate vs argmax of the full forward", f"{wrong} of {got.numel()} tokens differ"],
-                ["prompt, new tokens", f"{P}, {n} (after {SHARPEN_STEPS} overfit steps on a copy)"], ["call", str(kwargs)]]
+                ["prompt, new tokens", f"{P}, {n} " + (f"(after {SHARPEN_STEPS} overfit steps on a copy)" if sharp else
+                                                       "(on a copy as built: the overfit steps gave non-finite weights)")],
+                ["call", str(kwargs)]]
     if wrong:
         return Link("CACHE", "FAIL", f"greedy generate departs from the full forward at new token {first}: "
                                      f"{wrong} of {got.numel()} tokens differ (a cache inside generate?)", evidence)
@@ -232,23 +298,32 @@ def generate(s: Subject) -> Link:
     gen = getattr(s.model, "generate", None)
     if not callable(gen):
         return Link("GENERATE", "skip", "the model has no generate method")
+    if needs_tokenizer(s.model):
+        return Link("GENERATE", "skip", f"{type(s.model).__name__}.generate needs model.tokenizer, which is None")
     block = s.block_size
     if block is None:
         return Link("GENERATE", "skip", "block_size unknown (pass --block)")
     P = 4
-    n = block + 6 - P
+    crops = not library_generate(s.model)  # transformers' generate never crops: its position table is a hard limit
+    n = block + 6 - P if crops else block - P
     prompt = s.xs[:2, :P]
     kwargs = greedy_kwargs(gen) or {}
-    evidence = [["call", f"generate(idx {tuple(prompt.shape)}, max_new_tokens={n}, {kwargs or 'defaults'})"]]
+    evidence = [["call", f"generate(idx {tuple(prompt.shape)}, {new_tokens_keyword(gen)}={n}, "
+                         f"{kwargs or 'defaults'})"]]
+    if not crops:
+        evidence.append(["context", f"up to block_size: {type(s.model).__name__}'s library generate does not crop "
+                                    "the context"])
     with mode(s.model, False), torch.no_grad(), seeded(0):
         try:
             out = call_generate(gen, prompt, n, kwargs)
         except Exception as exc:
-            try:
-                call_generate(gen, prompt, block - P, kwargs)
-                inside = True
-            except Exception:
-                inside = False
+            inside = False
+            if crops:
+                try:
+                    call_generate(gen, prompt, block - P, kwargs)
+                    inside = True
+                except Exception:
+                    pass
             where = (f"it works up to block_size {block} tokens and fails past it: crop the context to its last "
                      f"block_size tokens (idx[:, -{block}:]) before each step" if inside else
                      "it fails even within block_size")
@@ -262,5 +337,5 @@ def generate(s: Subject) -> Link:
         problem = (f"returned {tuple(out.shape)}, expected {(2, P + n)}" if not shape_ok else
                    f"ids outside [0, {s.V}) or not integers" if not ids_ok else "does not begin with the prompt")
         return Link("GENERATE", "FAIL", f"generate {problem}", evidence)
-    return Link("GENERATE", "ok", f"generated {P + n} tokens past block_size {block}; ids within [0, {s.V})",
-                evidence)
+    past = f"past block_size {block}" if crops else f"up to block_size {block}"
+    return Link("GENERATE", "ok", f"generated {P + n} tokens {past}; ids within [0, {s.V})", evidence)

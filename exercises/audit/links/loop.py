@@ -178,6 +178,8 @@ def loop(s: Subject) -> Link:
     "skip" when the factory gave no ``train_step``.
     """
     train_step = s.extras.get("train_step")
+    if train_step is not None and s.untrainable:
+        return Link("LOOP", "skip", s.untrainable)
     if train_step is None:
         return Link("LOOP", "skip", "no train_step: return {'model': ..., 'optimizer': ..., 'train_step': "
                                     "train_step} from the factory to have the training loop checked")
@@ -189,6 +191,7 @@ def loop(s: Subject) -> Link:
         scheduler.load_state_dict(copy.deepcopy(state))
         for group, lr in zip(s.optimizer.param_groups, lrs):
             group["lr"] = lr
+    s.restore_fresh()  # the model as built: CAPABILITY's overfit leaves gradients too small to measure by
     saved = _state(s)
     lr0 = float(s.optimizer.param_groups[0]["lr"])
 

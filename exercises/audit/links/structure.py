@@ -118,17 +118,28 @@ def registration(s: Subject) -> Link:
             tied.append(f"{name} is {first_name[id(p)]}")
         else:
             first_name[id(p)] = name
-    hidden, plain = [], []
+    registered_tensors = {id(t) for t in model.parameters()} | {id(t) for t in model.buffers()}
+    registered_storage = {t.data_ptr() for t in list(model.parameters()) + list(model.buffers()) if t.numel()}
+    registered_modules = {id(m) for m in model.modules()}
+    hidden, plain, accepted = [], [], []
     for where, value in s.attributes:
         container = isinstance(value, (list, tuple, dict))
         items = list(value.values()) if isinstance(value, dict) else list(value) if container else [value]
         tensors = [v for v in items if isinstance(v, torch.Tensor)]
-        if any(t.requires_grad and not isinstance(t, nn.Parameter) for t in tensors):
+        modules = [v for v in items if isinstance(v, nn.Module)]
+        aliases = [t for t in tensors if id(t) in registered_tensors or t.numel() and t.data_ptr() in registered_storage]
+        if tensors and len(aliases) == len(tensors):
+            accepted.append(f"{where} (an alias of a registered tensor)")
+        elif any(t.requires_grad and not isinstance(t, nn.Parameter) for t in tensors):
             hidden.append(f"{where} (tensor wanting grad, not a Parameter)")
         elif container and any(isinstance(t, nn.Parameter) for t in tensors):
             hidden.append(f"{where} (Parameters in a plain {type(value).__name__})")
+        elif tensors and _moved_by_forward(model, where):
+            accepted.append(f"{where} (kept out of state_dict() on purpose: the forward moves it itself)")
         elif tensors:
             plain.append(f"{where} ({_kind(tensors[0])} kept as a plain attribute, not a buffer)")
+        elif modules and all(id(m) in registered_modules for m in modules):
+            accepted.append(f"{where} (a plain {type(value).__name__} of modules registered elsewhere: an index)")
         elif container and any(isinstance(v, nn.Module) and any(True for _ in v.parameters()) for v in items):
             hidden.append(f"{where} (modules in a plain {type(value).__name__})")
     unique = sum(p.numel() for p in {id(p): p for _, p in named}.values())
@@ -138,12 +149,33 @@ def registration(s: Subject) -> Link:
                if ok else f"not registered: {problems[0]}" if problems else "the model has no parameters")
     rows = [["named tensors (unique)", f"{len(named)} ({len(first_name)})"], ["unique values", f"{unique:,}"],
             ["tied", "; ".join(tied) or "none"]]
+    if accepted:
+        rows.append(["kept outside nn.Module's registries, deliberately", "; ".join(accepted[:3])])
+    non_persistent = sorted(set(dict(model.named_buffers())) - set(model.state_dict()))
+    if non_persistent:
+        rows.append(["non-persistent buffers (persistent=False)", ", ".join(non_persistent[:3])
+                     + (f" and {len(non_persistent) - 3} more" if len(non_persistent) > 3 else "")])
     if hidden:
         rows.append(["hidden from named_parameters()", "; ".join(hidden[:3])])
     if plain:
         rows.append(["hidden from state_dict() and .to()", "; ".join(plain[:3])])
         rows.append(["after .to(torch.float64)", _left_behind(model, plain[0].split(" (")[0])])
     return Link("REGISTRATION", "ok" if ok else "FAIL", verdict, rows)
+
+
+def _moved_by_forward(model: nn.Module, where: str) -> bool:
+    """Whether the module holding attribute ``where`` moves it itself in its forward
+    (``self.NAME = self.NAME.to(...)``, as Meta's Llama does for ``freqs_cis`` and its KV cache)."""
+    import inspect
+    import re
+
+    owner_name, _, attr = where.rpartition(".")
+    try:
+        owner = model.get_submodule(owner_name) if owner_name else model
+        source = inspect.getsource(type(owner).forward)
+    except (AttributeError, OSError, TypeError):
+        return False
+    return re.search(rf"self\.{re.escape(attr)}\s*=\s*self\.{re.escape(attr)}\.to\(", source) is not None
 
 
 def _kind(t: torch.Tensor) -> str:
