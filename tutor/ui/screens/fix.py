@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import time
 
@@ -53,6 +54,40 @@ def editor_command() -> list[str] | None:
             except ValueError:
                 return None
     return None
+
+
+def _call(argv: list[str], **options) -> tuple[int | None, str | None]:
+    """Run ``argv`` to its end: (exit code, None), or (None, the sentence saying why it did not run).
+
+    Never raises: an editor that is missing, not executable, runs past the
+    timeout or is interrupted with Ctrl+C is a sentence, so the caller always
+    gets its terminal back.
+    """
+    try:
+        return subprocess.call(argv, **options), None
+    except FileNotFoundError:
+        return None, f"Your editor {argv[0]!r} was not found"
+    except PermissionError:
+        return None, f"Your editor {argv[0]!r} is not executable"
+    except subprocess.TimeoutExpired:
+        return None, f"Your editor {argv[0]!r} ran for more than {DETACHED_EDITOR_TIMEOUT_S} s without a terminal"
+    except OSError as exc:
+        return None, f"Your editor {argv[0]!r} did not start ({exc.strerror or exc})"
+    except KeyboardInterrupt:
+        return None, f"Your editor {argv[0]!r} was interrupted"
+
+
+def _exit_problem(program: str, code: int | None) -> str | None:
+    """None for a clean exit; else the sentence naming a non-zero status or the signal that stopped the editor."""
+    if not code:
+        return None
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"Your editor {program!r} was stopped by {name}"
+    return f"Your editor {program!r} exited with status {code}"
 
 
 class EditScreen(Screen):
@@ -321,19 +356,15 @@ class EditScreen(Screen):
             return
         before = self.text
         problem = self._run_editor(command + [str(path)])
-        if problem is not None:
-            self.notify(f"Your editor did not start ({problem}); the built-in editor is open instead.",
-                        severity="warning", markup=False, timeout=10)
-            self._editor.focus()
-            return
-        try:
-            after = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            self.notify(f"Your working copy could not be read back ({exc}); the built-in editor shows the "
-                        "text from before.", severity="error", markup=False)
-            self._editor.focus()
+        after = self._read_back(path)
+        if after is None:
             return
         self._saved_text = after
+        if problem is not None:
+            if after != before:
+                self._editor.load_text(after)  # what the editor wrote is kept, not run
+            self._offer_built_in(problem)
+            return
         if after != before:
             self._editor.load_text(after)
             self.action_save_and_run()
@@ -341,23 +372,43 @@ class EditScreen(Screen):
             self._status("Your editor closed without a change. Ctrl+S runs, Ctrl+O reopens your editor.")
             self._editor.focus()
 
+    def _read_back(self, path) -> str | None:
+        """The working copy as the editor left it, or None (said; the built-in editor keeps the text from before)."""
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.notify(f"Your working copy could not be read back ({exc}); the built-in editor shows the "
+                        "text from before.", severity="error", markup=False)
+            self._editor.focus()
+            return None
+
+    def _offer_built_in(self, problem: str) -> None:
+        """Say what went wrong with the learner's editor and how to set one; the built-in editor takes over."""
+        sentence = (f"{problem}, so the built-in editor is open: set $EDITOR to an editor installed here "
+                    "(export EDITOR=nano, say) or unset it, and press Ctrl+O to try yours again.")
+        self.notify(sentence, title="editor", severity="warning", markup=False, timeout=15)
+        self._status(sentence, error=True)
+        self._editor.focus()
+
     def _run_editor(self, argv: list[str]) -> str | None:
-        """Run the editor until it exits, with the terminal handed over; None, or why it did not start."""
+        """Run the editor until it exits, with the terminal handed over; None, or what went wrong.
+
+        Whatever the editor does — missing, exiting non-zero, killed by a
+        signal, interrupted — the app gets its terminal back: nothing may
+        escape ``App.suspend()``, which resumes the app only when its block
+        ends normally.
+        """
         try:
             with self.app.suspend():
-                code = subprocess.call(argv)
+                code, failure = _call(argv)
         except SuspendNotSupported:
             # No terminal to hand over (a test's headless driver, a web driver): run it detached.
-            try:
-                code = subprocess.call(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL, timeout=DETACHED_EDITOR_TIMEOUT_S)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                return f"{argv[0]}: {exc}"
-        except OSError as exc:
-            return f"{argv[0]}: {exc.strerror or exc}"
-        if code != 0:
-            return f"{argv[0]} exited with status {code}"
-        return None
+            code, failure = _call(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, timeout=DETACHED_EDITOR_TIMEOUT_S)
+        self.refresh(layout=True)
+        if failure is not None:
+            return failure
+        return _exit_problem(argv[0], code)
 
     # --- running ---------------------------------------------------------------
 
