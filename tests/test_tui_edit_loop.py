@@ -68,3 +68,83 @@ def test_an_editor_that_fails_gives_the_terminal_back_and_the_built_in_editor(
         await pilot.pause()
         assert not isinstance(pilot.app.screen, EditScreen)  # and Esc leaves
     drive(app, script)
+
+
+# --- Break it: predict first, then edit, then run --------------------------------------------
+
+FAULT = load_catalog().faults["head-split-reshape"]
+
+
+def test_break_it_with_an_editor_asks_for_the_prediction_before_the_editor_opens(tmp_path, monkeypatch):
+    from test_edit_tui import editor_script
+    opened = tmp_path / "opened"
+    editor = editor_script(tmp_path / "..", f"""
+        open({str(opened)!r}, "w").write("yes")
+        text = open(path).read()
+        open(path, "w").write(text.replace({FAULT.before!r}, {FAULT.after!r}, 1))
+    """)
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", editor)
+    runner = ReadingRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_edit(pilot, key="B")
+        await settle(pilot)
+        box = screen.query_one("#edit-prediction", Input)
+        assert pilot.app.focused is box and box.display
+        assert not opened.exists() and runner.requests == []  # the editor waits for the prediction
+        assert "Predict first" in status_text(screen)
+        await pilot.press("ctrl+o")  # no way round it
+        await settle(pilot)
+        assert not opened.exists()
+        await pilot.press("b", "enter")
+        await settle(pilot)
+        assert opened.exists()  # then the editor, and its change runs
+        assert screen.outcome is not None and screen.outcome.verdict.prediction_correct is True
+    drive(app, script)
+    [attempt] = saved(tmp_path)["exercises"][EXERCISE]["attempts"]
+    assert (attempt["mode"], attempt["prediction"], attempt["correct"]) == ("break", "b", True)
+
+
+def test_break_it_runs_nothing_unpredicted_or_unchanged(tmp_path, monkeypatch):
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    runner = ReadingRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_edit(pilot, key="B")
+        box = screen.query_one("#edit-prediction", Input)
+        assert pilot.app.focused is box
+        await pilot.press("b", "enter")  # predicted: on to the file
+        await pilot.pause()
+        editor = screen.query_one(CodeEditor)
+        assert pilot.app.focused is editor
+        await pilot.press("ctrl+s")  # the clean file, unchanged
+        await settle(pilot)
+        assert "You have not changed anything yet" in status_text(screen) and screen.outcome is None
+        box.value = ""
+        editor.load_text(editor.text.replace(FAULT.before, FAULT.after, 1))
+        await pilot.press("ctrl+s")  # changed, but no prediction
+        await settle(pilot)
+        assert "Predict first" in status_text(screen) and screen.outcome is None
+        assert pilot.app.focused is box
+    drive(app, script)
+    assert runner.requests == []
+    assert EXERCISE not in saved(tmp_path).get("exercises", {})
+
+
+def test_a_session_refuses_a_break_without_a_prediction_or_a_change(tmp_path):
+    from tutor import edit
+    from tutor.progress import ProgressStore
+    from tutor.session import Session
+    catalog = load_catalog()
+    session = Session(catalog, ReadingRunner(), ProgressStore(tmp_path), "ada")
+    task = session.edit_task(catalog.get(EXERCISE), "break")
+    changed = task.start.replace(FAULT.before, FAULT.after, 1)
+    with pytest.raises(edit.EditError, match="predict first"):
+        session.start_edit(task, changed, "  ")
+    with pytest.raises(edit.EditError, match="not changed anything yet"):
+        session.start_edit(task, task.start, "b")
+    assert session.start_edit(task, changed, "it mixes positions").task is task  # free text is a prediction

@@ -366,8 +366,16 @@ class Session:
                 yours (engine files only; :data:`tutor.edit.INSTRUMENTS_CHECK`).
 
         Raises:
-            tutor.edit.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte.
+            tutor.edit.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte; a
+                break without a prediction, or whose file is still the clean one.
         """
+        if task.mode == "break":
+            if not (prediction or "").strip():
+                raise edit.EditError("predict first: say what your fault will do (an answer of the exercise's "
+                                     "kind, or your own words) before it runs")
+            if text.replace("\r\n", "\n") == task.start:
+                raise edit.EditError(f"you have not changed anything yet: write your fault into {task.path}, "
+                                     "then run it")
         return EditRun(self, task, text, prediction, record=record and self.store is not None,
                        instruments=instruments)
 

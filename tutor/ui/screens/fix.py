@@ -272,7 +272,12 @@ class EditScreen(Screen):
             text = saved
         self._editor.load_text(text)
         self._save_copy()  # the copy exists on disk from the start, for the external editor too
-        if editor_command():
+        if self.edit_task.mode == "break" and not self._prediction():
+            # Predict first: the prediction box comes before any editor, so no fault is run unpredicted.
+            self._status("Predict first: what will your fault do? Type it above and press Enter; "
+                         "then write your fault.")
+            self.query_one("#edit-prediction", Input).focus()
+        elif editor_command():
             self.call_after_refresh(self.action_open_editor)
         else:
             self._status("No $VISUAL or $EDITOR is set, so the built-in editor is open. "
@@ -348,6 +353,11 @@ class EditScreen(Screen):
             self.notify("Set $VISUAL or $EDITOR to edit in your own editor; the built-in one is open.")
             self._editor.focus()
             return
+        if self.edit_task.mode == "break" and not self._prediction():
+            self._status("Predict first: type what your fault will do in the box above and press Enter; "
+                         "your editor opens then.", error=True)
+            self.query_one("#edit-prediction", Input).focus()
+            return
         self.flush_copy()
         path = self._copy_path()
         if path is None:
@@ -369,7 +379,11 @@ class EditScreen(Screen):
             self._editor.load_text(after)
             self.action_save_and_run()
         else:
-            self._status("Your editor closed without a change. Ctrl+S runs, Ctrl+O reopens your editor.")
+            if self.edit_task.mode == "break" and after.replace("\r\n", "\n") == self.edit_task.start:
+                self._status("You have not changed anything yet: write your fault (Ctrl+O reopens your editor, "
+                             "or edit below), then Ctrl+S runs it.")
+            else:
+                self._status("Your editor closed without a change. Ctrl+S runs, Ctrl+O reopens your editor.")
             self._editor.focus()
 
     def _read_back(self, path) -> str | None:
@@ -421,7 +435,17 @@ class EditScreen(Screen):
             return
         text = self.text
         self.flush_copy()
-        prediction = self.query_one("#edit-prediction", Input).value if self.edit_task.mode == "break" else None
+        prediction = self._prediction() if self.edit_task.mode == "break" else None
+        if self.edit_task.mode == "break":
+            if not prediction:
+                self._status("Predict first: type what your fault will do in the box above, then run.", error=True)
+                self.query_one("#edit-prediction", Input).focus()
+                return
+            if text.replace("\r\n", "\n") == self.edit_task.start:
+                self._status("You have not changed anything yet: write your fault into the file, then Ctrl+S "
+                             "runs it.", error=True)
+                self._editor.focus()
+                return
         try:
             self._run = self._session.start_edit(self.edit_task, text, prediction)
         except edit.EditError as exc:
@@ -440,8 +464,24 @@ class EditScreen(Screen):
         self.action_leave()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the prediction box: on to the editor while the file is unchanged, else run."""
         event.stop()
-        self.action_save_and_run()
+        if self.edit_task is None:
+            return
+        if not self._prediction():
+            self._status("Predict first: type what your fault will do, then press Enter.", error=True)
+            return
+        if self.text.replace("\r\n", "\n") != self.edit_task.start:
+            self.action_save_and_run()
+        elif editor_command():
+            self.action_open_editor()
+        else:
+            self._status("Now write your fault in the file below; Ctrl+S saves and runs it.")
+            self._editor.focus()
+
+    def _prediction(self) -> str:
+        """The break prediction as typed (stripped; empty when there is none)."""
+        return self.query_one("#edit-prediction", Input).value.strip()
 
     @work(thread=True, exclusive=True, group="edit-run", exit_on_error=False)
     def _execute(self, run, saved_at: float) -> None:
