@@ -148,3 +148,81 @@ def test_a_session_refuses_a_break_without_a_prediction_or_a_change(tmp_path):
     with pytest.raises(edit.EditError, match="not changed anything yet"):
         session.start_edit(task, task.start, "b")
     assert session.start_edit(task, changed, "it mixes positions").task is task  # free text is a prediction
+
+
+# --- the capstone: a hunt never spoils the mystery still to predict ---------------------------
+
+def test_find_and_fix_before_any_prediction_counts_as_revealing_its_mystery(tmp_path, monkeypatch):
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app, _ = make_app(tmp_path)
+    audit = load_catalog().get("audit")
+    seen = {}
+
+    async def script(pilot):
+        session = pilot.app.session
+        assert session.seed_for(audit) == 0  # a new learner's first prediction meets mystery 0
+        screen = await open_edit(pilot, "audit")
+        seen["hunted"] = screen.edit_task.seed
+        assert seen["hunted"] == 0  # (mystery 0 hides unshifted-targets)
+        await pilot.press("escape")
+        await pilot.pause()
+        seen["next"] = session.start(audit, "alignment").seed  # what the page's Run would meet
+        screen = await open_edit(pilot, "audit")  # the hunt itself stays on its mystery
+        seen["again"] = screen.edit_task.seed
+    drive(app, script)
+    assert seen["next"] != seen["hunted"] and seen["next"] == 1
+    assert seen["again"] == seen["hunted"]
+
+
+def test_predictions_after_a_hunt_never_meet_a_hunted_mystery(tmp_path):
+    from tutor.progress import Attempt, ProgressStore
+    from tutor.session import Session
+    catalog = load_catalog()
+    audit = catalog.get("audit")
+    store = ProgressStore(tmp_path)
+    session = Session(catalog, ReadingRunner(), store, "ada")
+    session.load()
+    task = session.edit_task(audit, "fix")
+    session.save_working_copy(task, task.start)  # the hunt screen keeps a copy from the moment it opens
+    met = []
+    for _ in range(3):
+        seed = session.seed_for(audit)
+        met.append(seed)
+        attempt = Attempt(time="2026-01-01T00:00:00Z", prediction="alignment", observed="alignment", correct=True,
+                          status="pass", device="cpu", engine_hash="x", seed=seed)
+        session.progress = store.record_attempt("ada", "audit", attempt)
+    assert task.seed not in met and met == [1, 2, 3]
+    assert session.edit_task(audit, "fix").seed == 3  # later hunts meet the last predicted mystery
+
+
+class AllCleanRunner(ReadingRunner):
+    """Every side observes what the clean engine does (the hunt's verdict does not matter here)."""
+
+    def _side(self, exercise, side):
+        return self._measured(exercise, "a", side.name)
+
+
+def test_the_cli_hunt_names_its_file_and_meets_the_same_mystery_with_or_without_saving(tmp_path, monkeypatch, capsys):
+    import json
+    from tutor import cli, commands
+    from tutor.progress import Attempt, ProgressStore
+    monkeypatch.setattr(commands, "_runner", lambda *args, **kwargs: AllCleanRunner())
+    store = ProgressStore(tmp_path / "progress")
+    for seed in (0, 1):
+        store.record_attempt("ada", "audit", Attempt(time="2026-01-01T00:00:00Z", prediction="alignment",
+                                                     observed="alignment", correct=True, status="pass",
+                                                     device="cpu", engine_hash="x", seed=seed))
+    mine = tmp_path / "mine.py"
+    mine.write_text("print('not the engine')\n")
+    seeds = []
+    for extra in (["--no-save"], []):
+        code = cli.main(["fix", "audit", "--file", str(mine), "--json", "--no-instruments", "--learner", "ada",
+                         "--progress-dir", str(tmp_path / "progress"), *extra])
+        out, err = capsys.readouterr()
+        data = json.loads(out)
+        seeds.append(data["seed"])
+        assert code in (0, 1), err
+        assert f"expects your edited {data['file']}" in err and "mine.py ran in its place" in err
+        assert "shares few lines" in err
+    assert seeds == [1, 1]  # the mystery the last prediction met, saved or not

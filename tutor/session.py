@@ -240,7 +240,28 @@ class Session:
         do not count."""
         predictions = self.progress.of(exercise.id).predictions if self.store is not None else []
         earlier = sum(a.status in GRADED for a in predictions)
-        return exercise.seed_for(earlier)
+        if not exercise.seed_per_attempt:
+            return exercise.seed_for(earlier)
+        # A mystery a hunt revealed before any prediction met it is skipped: predictions meet it no more.
+        spoiled = self._hunted(exercise) - {a.seed for a in predictions if a.status in GRADED}
+        seed, met = exercise.seed_for(0), 0
+        while seed in spoiled or met < earlier:
+            met += seed not in spoiled
+            seed += 1
+        return seed
+
+    def _hunted(self, exercise: Exercise) -> set[int]:
+        """The capstone mysteries a hunt showed this learner: a hunt attempt's seed, or a hunt's working copy."""
+        if self.store is None:
+            return set()
+        seeds = {a.seed for a in self.progress.of(exercise.id).edits("hunt")}
+        try:
+            folder = self.store.working_copy_path(self.learner, exercise.id, "hunt-0", "x.py").parent.parent
+            names = [entry.name for entry in folder.iterdir() if entry.is_dir()] if folder.is_dir() else []
+        except (OSError, ProgressError):
+            names = []
+        seeds |= {int(name[5:]) for name in names if name.startswith("hunt-") and name[5:].isdigit()}
+        return seeds
 
     def sides_for(self, exercise: Exercise) -> tuple[Side, ...]:
         """The sides of a plain run: clean, and faulted when the exercise has a fault."""
@@ -310,16 +331,21 @@ class Session:
         """What the learner edits in ``mode`` (``fix``, ``break``, ``hunt``) for ``exercise``.
 
         ``fix`` on the capstone is its hunt. Unless ``seed`` is given, a
-        hunt meets the mystery of the learner's last prediction (already
-        predicted, so the hunt spoils nothing; the first mystery before any
-        prediction), or the next one that hides a fault.
+        hunt meets the mystery of the learner's last graded prediction
+        (already predicted, so the hunt spoils nothing), else the mystery an
+        earlier hunt showed, else the one the next prediction would meet —
+        or the next one that hides a fault. A mystery a hunt shows before a
+        prediction met it counts as revealed: :meth:`seed_for` skips it, so
+        the next prediction meets a new one.
 
         Raises:
             tutor.edit.EditError: the exercise has nothing to fix in that mode.
         """
         if mode in ("fix", "hunt") and exercise.seed_per_attempt and seed is None:
-            predicted = len(self.progress.of(exercise.id).predictions) if self.store is not None else 0
-            seed = exercise.seed_for(max(0, predicted - 1))
+            predicted = [a.seed for a in self.progress.of(exercise.id).predictions if a.status in GRADED] \
+                if self.store is not None else []
+            hunted = self._hunted(exercise)
+            seed = predicted[-1] if predicted else min(hunted) if hunted else self.seed_for(exercise)
         return edit.task_for(self.catalog, exercise, mode, seed)
 
     def working_copy(self, task: "edit.Task") -> str | None:
