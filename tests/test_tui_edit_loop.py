@@ -226,3 +226,78 @@ def test_the_cli_hunt_names_its_file_and_meets_the_same_mystery_with_or_without_
         assert f"expects your edited {data['file']}" in err and "mine.py ran in its place" in err
         assert "shares few lines" in err
     assert seeds == [1, 1]  # the mystery the last prediction met, saved or not
+
+
+# --- keys: the help lists every key; footers show only keys that work, the app's first ----------
+
+def _footer(screen) -> dict[str, tuple[str, object]]:
+    """The footer's keys as shown: key → (description, its region on screen)."""
+    from textual.widgets._footer import FooterKey
+    return {key.key: (key.description, key.region) for key in screen.query(FooterKey)}
+
+
+def _help_text(app) -> str:
+    from textual.widgets import Markdown
+    return app.screen.query_one(Markdown).source
+
+
+def test_the_help_lists_every_key_of_every_screen_from_their_bindings(tmp_path, monkeypatch):
+    from textual.binding import Binding
+    from tutor.ui.screens.home import HomeScreen
+    monkeypatch.setattr(EditScreen, "BINDINGS", EditScreen.BINDINGS + [
+        Binding("ctrl+l", "noop", "Nothing", tooltip="a key added to a screen shows in the help")])
+    monkeypatch.setattr(HomeScreen, "BINDINGS", HomeScreen.BINDINGS)  # (the screens' classes are read as they are)
+    app, _ = make_app(tmp_path)
+    shown = {}
+
+    async def script(pilot):
+        await pilot.press("question_mark")
+        await pilot.pause()
+        shown["help"] = _help_text(pilot.app)
+    drive(app, script)
+    text = shown["help"]
+    for row in ("| f, F | Fix it", "| b, B | Break it", "| Ctrl+S | save your file and run",
+                "| Ctrl+O | open your file in $VISUAL", "| Ctrl+N | start again from a fresh copy",
+                "| Esc | cancel a running check; else go back", "| Tab | indent",
+                "| Ctrl+F | find text", "| Ctrl+G | go to a line", "| Ctrl+T | move between your file and the result",
+                "| Ctrl+L | a key added to a screen shows in the help", "| x | reset", "| u | show or hide"):
+        assert row in text, row
+    assert "Ctrl+C, Super+C | Copy" not in text  # Ctrl+C quits everywhere: the help does not say otherwise
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_footers_show_only_working_keys_and_keep_quit_help_progress_visible(tmp_path, monkeypatch, size):
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app, _ = make_app(tmp_path)
+    seen = {}
+
+    async def script(pilot):
+        seen["home"] = _footer(pilot.app.screen)
+        pilot.app.open_exercise(EXERCISE)  # choices a, b, c…: a and b pick choices here
+        await pilot.pause()
+        seen["choice"] = _footer(pilot.app.screen)
+        pilot.app.screen.app.pop_screen()
+        pilot.app.open_exercise("broadcast-loss")  # a typed answer
+        await pilot.pause()
+        seen["typed"] = _footer(pilot.app.screen)
+        pilot.app.screen.query_one("#exercise-body").focus()
+        await pilot.press("a")  # into the answer box: printable keys type there
+        await pilot.pause()
+        seen["typing"] = _footer(pilot.app.screen)
+    drive(app, script, size=size)
+    width = size[0]
+    for page in ("home", "choice", "typed"):
+        for key in ("q", "question_mark", "p"):
+            assert key in seen[page], (page, key, seen[page])
+            region = seen[page][key][1]
+            assert region.width > 0 and region.right <= width, (page, key, region)
+    choice = seen["choice"]
+    assert "a" not in choice and "b" not in choice  # they pick choices here
+    assert choice["B"][0] == "Break it" and choice["f"][0] == "Fix it"  # (f picks nothing: four choices)
+    assert "F" not in choice  # one key per action
+    assert seen["typed"]["a"][0] == "Answer" and seen["typed"]["b"][0] == "Break it"
+    typing = seen["typing"]
+    assert not {"q", "p", "question_mark", "r", "a"} & set(typing)  # they type into the box
+    quit_key = "ctrl+c" if "ctrl+c" in typing else "ctrl+q"  # the keys that still work in a box show instead
+    assert typing[quit_key][0] == "Quit" and typing["f1"][0] == "Help" and typing["ctrl+r"][0] == "Run"

@@ -64,12 +64,14 @@ class TutorApp(App):
     TITLE = "tutor"
     COMMANDS = App.COMMANDS | {ExerciseCommands}
     BINDINGS = [
-        Binding("q", "quit", "Quit"),
+        Binding("q", "quit", "Quit", tooltip="quit (notes and working copies are saved first)"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-        Binding("question_mark", "help", "Help"),
+        Binding("question_mark", "help", "Help", tooltip="this help"),
         Binding("f1", "help", "Help", show=False),
-        Binding("p", "progress", "Progress"),
+        Binding("p", "progress", "Progress", tooltip="your progress: attempts, modes and notes"),
     ]
+    #: keys no binding lists, for the help
+    PAGE_KEYS = (("Ctrl+P", "the command palette: \"open cache-offset\" opens any exercise"),)
 
     def __init__(self, session: Session, warnings: Iterable[str] = ()) -> None:
         """Args:

@@ -10,13 +10,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Markdown, ProgressBar, Static, TextArea
 
 from exercises import answers
 from tutor.catalog import Exercise
 from tutor.progress import ProgressError
 from tutor.session import Run
+from tutor.ui.keys import PageScreen
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
 from tutor.ui.widgets.confidence import CONFIDENCE_KEYS, ConfidencePicker
 from tutor.ui.widgets.fault_view import FaultView
@@ -54,7 +54,7 @@ def recall_of(app, exercise_id: str) -> Recall:
     return app.recall.setdefault(exercise_id, Recall())
 
 
-class ExerciseScreen(Screen):
+class ExerciseScreen(PageScreen):
     """The whole loop for one exercise, in one scrolling column.
 
     Run (``r`` or the button) parses the prediction first — an unreadable one
@@ -71,18 +71,31 @@ class ExerciseScreen(Screen):
     """
 
     BINDINGS = [
-        Binding("r", "run", "Run"),
+        Binding("r", "run", "Run", tooltip="run the check (Enter in the answer box too)"),
         Binding("ctrl+r", "run", "Run", show=False),
-        Binding("h", "hint", "Hint"),
-        Binding("a", "answer", "Answer"),
-        Binding("e", "explain", "Explain back"),
-        Binding("f", "fix", "Fix it"),  # edit mode (tutor.ui.screens.fix); F and B work where f or b pick a choice
-        Binding("b", "break_it", "Break it"),
-        Binding("F", "fix", "Fix it", show=False),
-        Binding("B", "break_it", "Break it", show=False),
-        Binding("n", "next", "Next"),  # once a result is shown (check_action)
-        Binding("escape", "cancel_or_back", "Back"),  # cancels a running check first
+        Binding("h", "hint", "Hint", tooltip="reveal the next hint"),
+        Binding("a", "answer", "Answer", tooltip="move to the answer box (on a typed-answer page, typing a "
+                "digit or bracket starts the answer too)"),
+        Binding("e", "explain", "Explain", tooltip="move to the explain-back note (it appears after the first run)"),
+        # edit mode (tutor.ui.screens.fix); F and B work where f or b pick a choice, and show there instead
+        Binding("f", "fix", "Fix it", tooltip="Fix it: repair the fault in your own copy (the capstone: Find "
+                "and fix); F where f picks a choice"),
+        Binding("b", "break_it", "Break it", tooltip="Break it: predict, then write a fault of your own; B where "
+                "b picks a choice"),
+        Binding("F", "fix", "Fix it"),
+        Binding("B", "break_it", "Break it"),
+        Binding("n", "next", "Next", tooltip="open the next exercise, once a result is shown (N on yes/no pages)"),
+        Binding("escape", "cancel_or_back", "Back", tooltip="cancel a running check; else leave the answer box "
+                "or note; else back to the list"),
     ]
+    #: keys the page reads itself (``on_key``), for the help
+    PAGE_KEYS = (
+        ("a, b, c… / 1, 2, 3… / y, n", "on a choice or yes/no page: pick the choice with that key (shown beside it)"),
+        ("5 6 7 8 9 0", "how sure you are: 50 … 90 %, 0 for 100 % (optional, saved with the attempt; on pages "
+                        "where digits answer, Tab to it)"),
+        ("N", "on a yes/no page, or where n picks a choice: open the next exercise"),
+        ("Enter", "in the answer box or on the confidence: run the check"),
+    )
     #: single keys that keep their meaning while reading; any other printable
     #: key starts typing the answer (when the answer box is a text box). The
     #: action keys no choice may take, plus a (to the answer box) and ? (help).
@@ -218,6 +231,16 @@ class ExerciseScreen(Screen):
         hint.update(Text.assemble((self._next_key(), "bold"), f" opens the next exercise: {following}", style="dim")
                     if following else Text("This is the last exercise.", style="dim"))
         self.refresh_bindings()
+
+    def page_keys(self) -> set[str]:
+        """On a choice or yes/no page, the choices' keys (and the confidence digits, where they work here)."""
+        prediction = self.query(PredictionInput)
+        if not prediction or not prediction.first().options:
+            return set()
+        keys = {k for k in prediction.first().keys if k}
+        if self._digits_free(self.exercise):
+            keys |= set(CONFIDENCE_KEYS)
+        return keys
 
     def check_action(self, action: str, parameters) -> bool | None:
         """Show ``n Next`` in the footer once a result is on the page (and n answers nothing)."""

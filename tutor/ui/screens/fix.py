@@ -27,7 +27,6 @@ from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Static
 
@@ -35,6 +34,7 @@ from tutor import edit
 from tutor.catalog import Exercise
 from tutor.progress import ProgressError
 from tutor.render import render_edit
+from tutor.ui.keys import PageScreen
 from tutor.ui.widgets.code_editor import CodeEditor
 
 #: Seconds of quiet typing before the working copy is saved.
@@ -54,6 +54,13 @@ def editor_command() -> list[str] | None:
             except ValueError:
                 return None
     return None
+
+
+def changed_lines(start: str, text: str) -> int:
+    """How many lines ``text`` adds or removes against ``start`` (the file the learner was given)."""
+    import difflib
+    return sum(1 for line in difflib.unified_diff(start.splitlines(), text.splitlines(), lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("+++", "---")))
 
 
 def _call(argv: list[str], **options) -> tuple[int | None, str | None]:
@@ -90,7 +97,7 @@ def _exit_problem(program: str, code: int | None) -> str | None:
     return f"Your editor {program!r} exited with status {code}"
 
 
-class EditScreen(Screen):
+class EditScreen(PageScreen):
     """One exercise in one edit mode (``fix``, ``break``; ``fix`` on the capstone is its hunt).
 
     Attributes:
@@ -102,10 +109,13 @@ class EditScreen(Screen):
     """
 
     BINDINGS = [
-        Binding("ctrl+s", "save_and_run", "Save and run", priority=True),
-        Binding("ctrl+o", "open_editor", "Open in $EDITOR"),
-        Binding("ctrl+n", "fresh", "Fresh copy"),
-        Binding("escape", "leave", "Back"),
+        Binding("ctrl+s", "save_and_run", "Run", priority=True, tooltip="save your file and run the check on it"),
+        Binding("ctrl+o", "open_editor", "$EDITOR", tooltip="open your file in $VISUAL or $EDITOR (when one is set)"),
+        Binding("ctrl+t", "toggle_result", "Result", tooltip="move between your file and the result panel"),
+        Binding("ctrl+f", "find", "Find", tooltip="find text in your file (Enter: the next match; Esc: close)"),
+        Binding("ctrl+g", "goto_line", "Line", tooltip="go to a line of your file by its number"),
+        Binding("ctrl+n", "fresh", "Fresh", tooltip="start again from a fresh copy (yours is kept as .previous)"),
+        Binding("escape", "leave", "Back", tooltip="cancel a running check; else go back (your text is kept)"),
     ]
 
     DEFAULT_CSS = """
@@ -119,6 +129,12 @@ class EditScreen(Screen):
     EditScreen.-break #edit-prediction {
         display: block;
     }
+    EditScreen #edit-seek {
+        display: none;
+    }
+    EditScreen #edit-seek.-shown {
+        display: block;
+    }
     EditScreen #edit-status {
         height: auto;
         padding: 0 1;
@@ -126,6 +142,7 @@ class EditScreen(Screen):
     }
     EditScreen #edit-result {
         height: 1fr;
+        max-height: 50%;
         display: none;
         border: round $accent;
         padding: 0 1;
@@ -197,6 +214,7 @@ class EditScreen(Screen):
             yield Static("", id="edit-head")
             yield Input(placeholder="your prediction", id="edit-prediction")
             yield self._editor
+            yield Input(id="edit-seek")
             yield Static("", id="edit-status")
             with VerticalScroll(id="edit-result"):
                 yield Static("", id="edit-result-text")
@@ -222,8 +240,7 @@ class EditScreen(Screen):
             self.notify(str(exc), severity="error", markup=False, timeout=15)
             saved = None
         if saved is not None and saved != task.start:
-            changed = sum(1 for line in task.diff(saved).splitlines()
-                          if line[:1] in "+-" and not line.startswith(("+++", "---")))
+            changed = changed_lines(task.start, saved)
             where = self._copy_path()
             from tutor.ui.screens.copy_choice import CopyChoiceScreen
             self.app.push_screen(CopyChoiceScreen(task.path, str(where or "the progress folder"), changed),
@@ -466,6 +483,9 @@ class EditScreen(Screen):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Enter in the prediction box: on to the editor while the file is unchanged, else run."""
         event.stop()
+        if event.input.id == "edit-seek":
+            self._seek_submitted(event.value)
+            return
         if self.edit_task is None:
             return
         if not self._prediction():
@@ -534,14 +554,97 @@ class EditScreen(Screen):
         self.query_one("#edit-result-text", Static).update(Group(*render_edit(self.exercise, outcome)))
         panel.add_class("-shown")
         panel.scroll_home(animate=False)
+        # the panel takes rows from the file: keep the line being edited on screen
+        self.call_after_refresh(self._editor.scroll_cursor_visible)
 
     def _status(self, sentence: str, error: bool = False) -> None:
         self.query_one("#edit-status", Static).update(Text(sentence, style="bold red" if error else ""))
 
+    # --- moving about: the result panel, find, go to line ------------------------------
+
+    def action_toggle_result(self) -> None:
+        """Move the focus to the result panel, or back to the file."""
+        panel = self.query_one("#edit-result")
+        if not panel.has_class("-shown"):
+            self._status("There is no result yet: Ctrl+S runs your file, and the result panel appears below.")
+            return
+        if self.focused is panel:
+            self._editor.focus()
+            self._editor.scroll_cursor_visible()
+        else:
+            panel.focus()
+
+    def action_find(self) -> None:
+        """Ctrl+F: a box to find text in the file (Enter finds the next match from the cursor)."""
+        self._open_seek("find", "find in your file: type, then Enter (Enter again: the next match; Esc closes)")
+
+    def action_goto_line(self) -> None:
+        """Ctrl+G: a box to go to a line by its number."""
+        lines = self._editor.document.line_count
+        self._open_seek("line", f"go to line (1-{lines}): type its number, then Enter; Esc closes")
+
+    def _open_seek(self, what: str, placeholder: str) -> None:
+        box = self.query_one("#edit-seek", Input)
+        if getattr(self, "_seeking", None) != what:
+            box.value = ""
+        self._seeking = what
+        box.placeholder = placeholder
+        box.add_class("-shown")
+        box.focus()
+
+    def _close_seek(self) -> None:
+        self.query_one("#edit-seek", Input).remove_class("-shown")
+        self._editor.focus()
+        self._editor.scroll_cursor_visible()
+
+    def _seek_submitted(self, value: str) -> None:
+        if getattr(self, "_seeking", None) == "line":
+            self._goto(value)
+        else:
+            self._find_next(value)
+
+    def _find_next(self, needle: str) -> None:
+        """Select the next match of ``needle`` after the cursor (wrapping to the top); say when there is none."""
+        from textual.widgets.text_area import Selection
+        if not needle:
+            return
+        editor, text = self._editor, self._editor.text
+        start = editor.document.get_index_from_location(editor.selection.end)
+        index = text.find(needle, start)
+        wrapped = index < 0
+        if wrapped:
+            index = text.find(needle)
+        if index < 0:
+            self._status(f"{needle!r} is not in your file.", error=True)
+            return
+        document = editor.document
+        editor.selection = Selection(document.get_location_from_index(index),
+                                     document.get_location_from_index(index + len(needle)))
+        editor.scroll_cursor_visible(center=True)
+        row = editor.selection.end[0] + 1
+        self._status(f"{needle!r} on line {row}" + (" (from the top again)" if wrapped else "") +
+                     " · Enter: the next match · Esc: back to your file")
+
+    def _goto(self, value: str) -> None:
+        """Move the cursor to the start of the line numbered ``value``."""
+        lines = self._editor.document.line_count
+        try:
+            line = int(value.strip())
+        except ValueError:
+            self._status(f"A line number, 1 to {lines}, goes here (not {value.strip()!r}).", error=True)
+            return
+        line = max(1, min(lines, line))
+        self._editor.move_cursor((line - 1, 0), center=True)
+        self._close_seek()
+        self._status(f"Line {line} of {lines}.")
+
     # --- leaving -----------------------------------------------------------------
 
     def action_leave(self) -> None:
-        """Cancel a running check; else keep the text and go back."""
+        """Close the find box; else cancel a running check; else keep the text and go back."""
+        if self.focused is self.query_one("#edit-seek", Input):
+            self._close_seek()
+            return
         if self.running:
             self._status("Cancelling…")
             self._cancel()

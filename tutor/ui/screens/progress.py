@@ -8,13 +8,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, ListItem, ListView, Static
 from textual_plotext import PlotextPlot
 
 from tutor.calibration import accuracy_by_day, calibration_by_set
 from tutor.progress import LearnerProgress, ProgressError, show_time
 from tutor.render import WordTable, calibration_renderables, set_totals
+from tutor.ui.keys import PageScreen
 from tutor.ui.widgets.exercise_tree import MARKS, status_of
 
 
@@ -71,11 +71,12 @@ class ExerciseItem(ListItem):
         self.exercise_id = exercise.id
 
 
-class ProgressScreen(Screen):
+class ProgressScreen(PageScreen):
     """Totals, calibration, accuracy over time, then the exercises tried (u: the untried too); Enter opens one."""
 
     BINDINGS = [Binding("escape", "app.pop_screen", "Back"),
-                Binding("u", "toggle_untried", "Show untried")]
+                Binding("u", "toggle_untried", "Untried", tooltip="show or hide the untried exercises")]
+    PAGE_KEYS = (("↑ ↓, Enter", "move through the exercises; Enter opens the highlighted one"),)
 
     DEFAULT_CSS = """
     ProgressScreen ListView {

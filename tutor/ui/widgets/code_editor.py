@@ -26,7 +26,13 @@ class CodeEditor(TextArea):
     }
     """
 
-    BINDINGS = [Binding("ctrl+s", "save", "Save and run", priority=True)]
+    BINDINGS = [Binding("ctrl+s", "save", "Save and run", priority=True,
+                        tooltip="save your file and run the check on it")]
+    #: keys the editor reads itself, for the help
+    PAGE_KEYS = (
+        ("Tab", "indent (in the editor Tab does not move the focus: Shift+Tab or Ctrl+T leaves it)"),
+        ("Esc", "leave edit mode; your text is kept"),
+    )
 
     class SaveRequested(Message):
         """The learner pressed Ctrl+S: save the text and run it."""
