@@ -301,3 +301,93 @@ def test_footers_show_only_working_keys_and_keep_quit_help_progress_visible(tmp_
     assert not {"q", "p", "question_mark", "r", "a"} & set(typing)  # they type into the box
     quit_key = "ctrl+c" if "ctrl+c" in typing else "ctrl+q"  # the keys that still work in a box show instead
     assert typing[quit_key][0] == "Quit" and typing["f1"][0] == "Help" and typing["ctrl+r"][0] == "Run"
+
+
+# --- progress by mode: predictions and edit attempts apart ---------------------------------------
+
+def _mixed_progress(folder):
+    """head-split: a prediction (c, wrong), then a fix (fixed), a break predicted b (changed, right) and a
+    break in free text (unchanged); audit: a hunt (not fixed)."""
+    from tutor.progress import Attempt, ProgressStore
+    store = ProgressStore(folder)
+    common = dict(time="2026-01-01T10:00:00Z", device="cpu", engine_hash="x")
+    for ex_id, attempt in [
+        (EXERCISE, Attempt(prediction="c", observed="b", correct=False, status="fail", **common)),
+        (EXERCISE, Attempt(prediction="", observed="a", correct=True, status="ok", mode="fix", diff="-x\n+y",
+                           verdict="fixed", **common)),
+        (EXERCISE, Attempt(prediction="b", observed="b", correct=True, status="ok", mode="break", diff="-y\n+x",
+                           verdict="changed", **common)),
+        (EXERCISE, Attempt(prediction="it mixes heads", observed="a", correct=False, status="ok", mode="break",
+                           diff="-y\n+z", verdict="unchanged", **common)),
+        ("audit", Attempt(prediction="", observed="alignment", correct=False, status="ok", mode="hunt",
+                          diff="", verdict="not fixed", seed=1, **common)),
+    ]:
+        store.record_attempt("ada", ex_id, attempt)
+    return store
+
+
+def _plain(renderable, width=140) -> str:
+    import io
+    from rich.console import Console
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    console.print(renderable)
+    return console.file.getvalue()
+
+
+def test_the_progress_screen_shows_each_attempts_mode_and_an_edits_verdict(tmp_path):
+    from tutor.ui.screens.progress import exercise_renderable
+    store = _mixed_progress(tmp_path)
+    progress = store.load("ada")
+    catalog = load_catalog()
+    shown = _plain(exercise_renderable(catalog.get(EXERCISE), progress.of(EXERCISE)))
+    lines = [line.split() for line in shown.splitlines()]
+    header = next(line for line in lines if line[:1] == ["time"])
+    assert header == ["time", "mode", "prediction", "sure", "observed", "result", "device"]
+    rows = [line for line in lines if line and line[0] == "2026-01-01"]
+    assert [row[2] for row in rows] == ["predict", "fix", "break", "break"]
+    assert rows[0][3:7] == ["c", "-", "b", "no"]
+    assert rows[1][3:7] == ["-", "-", "a", "fixed"]  # no prediction, the verdict as the result
+    assert " ".join(rows[2][3:]).startswith("b - b changed · prediction right")
+    assert "unchanged · prediction free text" in " ".join(rows[3])
+    hunt = _plain(exercise_renderable(catalog.get("audit"), progress.of("audit")))
+    assert "hunt" in hunt and "not fixed" in hunt
+
+
+def test_tutor_progress_and_report_count_predictions_and_edits_apart(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    _mixed_progress(tmp_path)
+    env = dict(os.environ, COLUMNS="160")
+    run = lambda *args: subprocess.run([sys.executable, "-m", "tutor.cli", *args], capture_output=True, text=True,
+                                       env=env, timeout=120, stdin=subprocess.DEVNULL)
+    shown = run("progress", "--learner", "ada", "--progress-dir", str(tmp_path))
+    assert shown.returncode == 0, shown.stderr
+    row = next(line for line in shown.stdout.splitlines() if line.lstrip("│ ").startswith(EXERCISE))
+    cells = [cell.strip() for cell in row.strip("│ ").split("│")] if "│" in row else row.split()
+    assert "predictions" in shown.stdout and "edits" in shown.stdout
+    assert "fix 1, last fixed" in shown.stdout and "break 2, last unchanged · prediction free" in shown.stdout
+    assert "hunt 1, last not fixed" in shown.stdout
+    assert cells[1] == "1" and cells[2] == "c"  # one prediction; its answer, never an edit's empty one
+    report = run("report", str(tmp_path), "--json")
+    assert report.returncode == 0, report.stderr
+    by_id = {e["id"]: e for e in json.loads(report.stdout)["exercises"]}
+    assert by_id[EXERCISE]["edits"] == {"break": {"changed": 1, "unchanged": 1}, "fix": {"fixed": 1}}
+    assert by_id["audit"]["edits"] == {"hunt": {"not fixed": 1}}
+    table = run("report", str(tmp_path))
+    assert "fix 1 (fixed 1)" in table.stdout and "break 2 (changed 1, unchanged 1)" in table.stdout
+
+
+def test_the_exercise_page_says_the_last_prediction_not_the_last_edit(tmp_path, monkeypatch):
+    _mixed_progress(tmp_path)
+    app, _ = make_app(tmp_path)
+    seen = {}
+
+    async def script(pilot):
+        pilot.app.open_exercise(EXERCISE)
+        await pilot.pause()
+        seen["history"] = str(pilot.app.screen.query_one("#exercise-history").content)
+    drive(app, script)
+    assert "1 prediction(s); last: you said c, the check observed b" in seen["history"]
+    assert "3 edit attempt(s)" in seen["history"] and 'you said ""' not in seen["history"]

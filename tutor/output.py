@@ -208,7 +208,7 @@ class RichOutput:
     def _(self, reply: ProgressReply) -> None:
         from rich.table import Table
         from rich.text import Text
-        from tutor.render import WordTable, calibration_renderables, set_totals
+        from tutor.render import WordTable, calibration_renderables, edits_summary, set_totals
         progress, store, learner, console = reply.progress, reply.store, reply.learner, self.console
         kept = reply.data.get("kept_aside", [])
         if not progress.exercises:
@@ -218,15 +218,19 @@ class RichOutput:
             return
         console.print(Text(f"Progress of {learner} ({store.path(learner)})", style="bold"))
         # every column wraps at words (an id is never broken: ids hold no spaces)
-        table = WordTable(["exercise", "attempts", "last answer", "observed", "ever solved", "note"])
+        # predictions and edit-mode attempts (fix, break, hunt) apart: an edit has a verdict, not an answer
+        table = WordTable(["exercise", "predictions", "last answer", "observed", "ever solved", "edits", "note"])
         for ex_id, p in sorted(progress.exercises.items()):
-            last = p.attempts[-1] if p.attempts else None
-            observed = last.observed if last else "-"
+            predictions = p.predictions
+            last = predictions[-1] if predictions else None
+            observed = (last.observed or "-") if last else "-"
             if last and ex_id in reply.seeded:
                 observed += f" (seed {last.seed})"  # which mystery the last attempt met
             reset = " (reset)" if p.reset_time and not p.current else ""
-            table.add_row(ex_id, f"{len(p.attempts)}{reset}", Text(last.prediction if last else "-"),
-                          Text(observed), "yes" if p.solved else "no", Text(note_preview(p.note)))
+            exercise = _exercise_or_none(reply.catalog, ex_id)
+            table.add_row(ex_id, f"{len(predictions)}{reset}", Text(last.prediction if last else "-"),
+                          Text(observed), "yes" if p.solved else "no", edits_summary(p, exercise),
+                          Text(note_preview(p.note)))
         console.print(table)
         _kept_aside_lines(console, kept)
         if reply.calibration is not None:
@@ -329,6 +333,16 @@ def _kept_aside_lines(console, kept: list) -> None:
 
 #: How much of a note ``tutor progress`` shows (``tutor progress --json`` and the TUI show it all).
 NOTE_PREVIEW_CHARS = 200
+
+
+def _exercise_or_none(catalog, exercise_id: str):
+    """The catalog's exercise of that id, or None (no catalog, or an id it no longer has)."""
+    if catalog is None:
+        return None
+    try:
+        return catalog.get(exercise_id)
+    except KeyError:
+        return None
 
 
 def note_preview(note: str, limit: int = NOTE_PREVIEW_CHARS) -> str:

@@ -543,6 +543,62 @@ def render_edit(ex, outcome, series: bool = True, diff: bool = True) -> list:
     ran = f" · {result.duration_s:.2f} s" if result.duration_s else ""
     parts.append(Text(f"device {result.device} · torch {result.torch}{ran}", style="dim"))
     return parts
+# --- attempts by mode (the progress screen, `tutor progress`) ----------------------------
+
+#: How each attempt mode is named in a progress table.
+MODE_WORDS = {"predict": "predict", "fix": "fix", "break": "break", "hunt": "hunt"}
+_SHORT_STYLE = {"fixed": "green", "not fixed": "red", "changed": "cyan", "unchanged": "yellow"}
+
+
+def attempt_result(attempt, exercise=None) -> Text:
+    """What one attempt came to, in a word or two: a prediction's yes / no, an edit's verdict.
+
+    A fix or hunt says ``fixed`` / ``not fixed``; a break says what the
+    learner's fault did (``changed`` / ``unchanged``) and whether its
+    prediction matched (``free text`` when it does not read as ``exercise``'s
+    kind, so it was not graded).
+    """
+    if attempt.mode == "predict":
+        if attempt.status == "timeout":
+            return Text("timed out", style="yellow")
+        return Text("yes", style="green") if attempt.correct else Text("no", style="red")
+    verdict = attempt.verdict or attempt.status
+    text = Text(verdict, style=_SHORT_STYLE.get(verdict, ""))
+    if attempt.mode == "break":
+        graded = "right" if attempt.correct else "wrong" if _graded(attempt, exercise) else "free text"
+        text.append(f" · prediction {graded}", style={"right": "green", "wrong": "red"}.get(graded, "dim"))
+    return text
+
+
+def _graded(attempt, exercise) -> bool:
+    """Whether a break's saved prediction reads as the exercise's kind (so it was graded), where the exercise is known."""
+    if exercise is None or not attempt.prediction:
+        return False
+    from exercises import answers
+    try:
+        exercise.parse_answer(attempt.prediction)
+    except answers.AnswerError:
+        return False
+    return True
+
+
+def attempt_row(attempt, exercise=None) -> list:
+    """Mode, prediction, observed and result cells of one attempt (``-`` where a mode has none)."""
+    return [MODE_WORDS.get(attempt.mode, attempt.mode), Text(attempt.prediction or "-"),
+            Text(attempt.observed or "-"), attempt_result(attempt, exercise)]
+
+
+def edits_summary(progress, exercise=None) -> Text:
+    """One exercise's edit-mode attempts by mode, with the last verdict of each: ``fix 2, last fixed``."""
+    parts = []
+    for mode in ("fix", "break", "hunt"):
+        edits = progress.edits(mode)
+        if edits:
+            last = edits[-1]
+            parts.append(Text.assemble(f"{mode} {len(edits)}, last ", attempt_result(last, exercise)))
+    return Text(" · ").join(parts) if parts else Text("-", style="dim")
+
+
 # --- progress: totals and calibration (the progress screen and `tutor progress`) ----
 
 def _percent(fraction: float | None) -> str:

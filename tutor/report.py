@@ -76,6 +76,8 @@ class ExerciseReport:
     other_attempts: int = 0
     wrong_predictions: list[WrongPrediction] = field(default_factory=list)
     notes: list[dict] = field(default_factory=list)
+    #: edit-mode attempts by mode (fix, break, hunt), each by verdict: {"fix": {"fixed": 2, "not fixed": 1}}
+    edits: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"id": self.id, "title": self.title, "set": self.set, "in_catalog": self.in_catalog,
@@ -83,7 +85,7 @@ class ExerciseReport:
                 "median_attempts": self.median_attempts, "median_attempts_to_solve": self.median_attempts_to_solve,
                 "other_attempts": self.other_attempts,
                 "wrong_predictions": [w.to_dict() for w in self.wrong_predictions],
-                "note_count": len(self.notes), "notes": self.notes}
+                "note_count": len(self.notes), "notes": self.notes, "edits": self.edits}
 
 
 @dataclass
@@ -215,6 +217,7 @@ class _Tally:
         self.wrong_learners: dict[str, set] = defaultdict(set)
         self.wrong_attempts: dict[str, int] = defaultdict(int)
         self.notes: list[dict] = []
+        self.edits: dict[str, dict[str, int]] = {}
 
     def add(self, learner: str, entry: dict, read, ex_id: str, confident: list) -> None:
         graded = []
@@ -226,6 +229,11 @@ class _Tally:
                     confident.append((confidence, bool(a.get("correct"))))
             else:
                 self.other += 1
+                mode = a.get("mode")
+                if mode not in PREDICTION_MODES and isinstance(mode, str):
+                    verdicts = self.edits.setdefault(mode, {})
+                    verdict = str(a.get("verdict") or a.get("status") or "?")
+                    verdicts[verdict] = verdicts.get(verdict, 0) + 1
         note = entry.get("note", "")
         if note.strip():
             self.notes.append({"learner": learner, "note": note})
@@ -253,7 +261,8 @@ class _Tally:
             tried=self.tried, solved_first=self.solved_first, ever_solved=self.ever_solved,
             median_attempts=_median(self.attempts), median_attempts_to_solve=_median(self.to_solve),
             other_attempts=self.other, wrong_predictions=wrong[:top],
-            notes=sorted(self.notes, key=lambda n: n["learner"].casefold()))
+            notes=sorted(self.notes, key=lambda n: n["learner"].casefold()),
+            edits={mode: dict(sorted(v.items())) for mode, v in sorted(self.edits.items())})
 
 
 def _confidence(value) -> float | None:
@@ -295,6 +304,7 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
               "median_attempts_to_solve", "other_attempts", "notes"]
     for n in range(1, top + 1):
         header += [f"wrong_prediction_{n}", f"wrong_prediction_{n}_learners"]
+    header.append("edits")
     writer.writerow(header)
     from tutor.grade import spreadsheet_safe
     for e in report.exercises:
@@ -303,8 +313,16 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
         for n in range(top):
             w = e.wrong_predictions[n] if n < len(e.wrong_predictions) else None
             row += [w.prediction, w.learners] if w else ["", ""]
+        row.append(edits_words(e.edits))
         writer.writerow([spreadsheet_safe(c) for c in row])
     return out.getvalue()
+
+
+def edits_words(edits: dict[str, dict[str, int]]) -> str:
+    """Edit-mode attempts in words: ``fix 3 (fixed 2, not fixed 1) · break 1 (changed 1)``; empty when none."""
+    return " · ".join(f"{mode} {sum(verdicts.values())} ("
+                      + ", ".join(f"{verdict} {n}" for verdict, n in verdicts.items()) + ")"
+                      for mode, verdicts in edits.items())
 
 
 def _number(value: float | None) -> str:
@@ -324,10 +342,14 @@ def show_report(console, report: ClassReport) -> None:
         for column in ("tried", "1st try", "solved", "median tries", "notes"):
             table.add_column(column, justify="right", overflow="fold")
         table.add_column("wrong predictions (learners)", overflow="fold", ratio=1)
+        edited = any(e.edits for e in report.exercises)
+        if edited:
+            table.add_column("edits (fix, break, hunt)", overflow="fold", ratio=1)
         for e in report.exercises:
             wrong = " · ".join(f"{w.prediction} ×{w.learners}" for w in e.wrong_predictions) or "-"
             table.add_row(e.id if e.in_catalog else f"{e.id} (not in the catalog)", str(e.tried), str(e.solved_first),
-                          str(e.ever_solved), _number(e.median_attempts) or "-", str(len(e.notes)), Text(wrong))
+                          str(e.ever_solved), _number(e.median_attempts) or "-", str(len(e.notes)), Text(wrong),
+                          *([Text(edits_words(e.edits) or "-")] if edited else []))
         console.print(table)
     if report.calibration:
         table = Table(title="Calibration: confidence against how often right")

@@ -127,21 +127,28 @@ class ExerciseScreen(PageScreen):
         self._session = app.session
         progress = self._session.progress_of(ex.id)
         current = progress.current  # since the last reset: a reset exercise shows as fresh
+        said = [a for a in current if a.mode == "predict"]  # fix, break and hunt attempts are no answers
         self._recall = recall_of(app, ex.id)
-        if not self._recall.answer and current:  # reopened after a relaunch: the last saved answer
-            self._recall.answer = current[-1].prediction
-            self._recall.confidence = current[-1].confidence
+        if not self._recall.answer and said:  # reopened after a relaunch: the last saved answer
+            self._recall.answer = said[-1].prediction
+            self._recall.confidence = said[-1].confidence
         yield Header()
         with VerticalScroll(id="exercise-body"):
             yield Static(Text.assemble((ex.id, "bold"), f" · {ex.title}\n", (ex.source_label, "dim")),
                          id="exercise-title")
             if current:
-                last = current[-1]
                 verdict = ("✓ solved", "green") if progress.solved else ("✗ not solved yet", "red")
-                seen = (", the check ran out of time",) if last.status == "timeout" else \
-                    (", the check observed ", (last.observed, "bold"))
-                yield Static(Text.assemble(verdict, f" · {len(current)} attempt(s); last: you said ",
-                                           (last.prediction, "bold"), *seen), id="exercise-history")
+                edits = len(current) - len(said)
+                edited = f" · {edits} edit attempt(s) (p shows them)" if edits else ""
+                if said:
+                    last = said[-1]
+                    seen = (", the check ran out of time",) if last.status == "timeout" else \
+                        (", the check observed ", (last.observed, "bold"))
+                    line = Text.assemble(verdict, f" · {len(said)} prediction(s); last: you said ",
+                                         (last.prediction, "bold"), *seen, edited)
+                else:
+                    line = Text.assemble(verdict, " · no prediction yet", edited)
+                yield Static(line, id="exercise-history")
             yield Markdown(ex.prompt, id="exercise-prompt")
             yield FaultView(app.catalog.fault_of(ex), ex.observe, hidden=ex.seed_per_attempt, id="exercise-fault")
             # A list is picked from, so its ids (the typed format) are not shown here.
@@ -199,9 +206,9 @@ class ExerciseScreen(PageScreen):
         if recall.result is not None:
             panel.show(self.exercise, recall.result, title="last result")
         else:
-            current = self._session.progress_of(self.exercise.id).current
-            if current:
-                panel.show_text(self._saved_result(current[-1]), title="last result (saved)")
+            said = [a for a in self._session.progress_of(self.exercise.id).current if a.mode == "predict"]
+            if said:
+                panel.show_text(self._saved_result(said[-1]), title="last result (saved)")
         self._update_next_hint()
         self.query_one("#exercise-body").scroll_home(animate=False)
 
