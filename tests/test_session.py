@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from exercises.faults import source_root
-from tutor import session as session_module
-from tutor.progress import ProgressStore
-from tutor.protocol import (Answer, Hello, Measured, Progress, ProtocolError, Raised, Refusal, Request, Side,
-                            SideResult, decode, encode)
-from tutor.runner import RunResult, WorkerError, grade, standard_sides
-from tutor.session import Session
+from tutor.app import session as session_module
+from tutor.store.progress import ProgressStore
+from tutor.sandbox.protocol import (Answer, Hello, Measured, Progress, ProtocolError, Raised, Refusal, Request, Side,
+                                    SideResult, decode, encode)
+from tutor.sandbox.runner import RunResult, WorkerError, grade, standard_sides
+from tutor.app.session import Session
 
 LEARNER = "ada"
 

@@ -16,7 +16,7 @@ from textual.widgets import Input  # noqa: E402
 
 from test_edit_tui import (EXERCISE, ReadingRunner, drive, make_app, open_edit, result_text,  # noqa: E402
                            saved, settle, status_text)
-from tutor.catalog import load_catalog  # noqa: E402
+from tutor.model.catalog import load_catalog  # noqa: E402
 from tutor.ui.screens.fix import EditScreen  # noqa: E402
 from tutor.ui.widgets.code_editor import CodeEditor  # noqa: E402
 
@@ -136,16 +136,16 @@ def test_break_it_runs_nothing_unpredicted_or_unchanged(tmp_path, monkeypatch):
 
 
 def test_a_session_refuses_a_break_without_a_prediction_or_a_change(tmp_path):
-    from tutor import edit
-    from tutor.progress import ProgressStore
-    from tutor.session import Session
+    from tutor.app.session import Session
+    from tutor.model.patch import EditError
+    from tutor.store.progress import ProgressStore
     catalog = load_catalog()
     session = Session(catalog, ReadingRunner(), ProgressStore(tmp_path), "ada")
     task = session.edit_task(catalog.get(EXERCISE), "break")
     changed = task.start.replace(FAULT.before, FAULT.after, 1)
-    with pytest.raises(edit.EditError, match="predict first"):
+    with pytest.raises(EditError, match="predict first"):
         session.start_edit(task, changed, "  ")
-    with pytest.raises(edit.EditError, match="not changed anything yet"):
+    with pytest.raises(EditError, match="not changed anything yet"):
         session.start_edit(task, task.start, "b")
     assert session.start_edit(task, changed, "it mixes positions").task is task  # free text is a prediction
 
@@ -176,8 +176,9 @@ def test_find_and_fix_before_any_prediction_counts_as_revealing_its_mystery(tmp_
 
 
 def test_predictions_after_a_hunt_never_meet_a_hunted_mystery(tmp_path):
-    from tutor.progress import Attempt, ProgressStore
-    from tutor.session import Session
+    from tutor.app.session import Session
+    from tutor.model.attempts import Attempt
+    from tutor.store.progress import ProgressStore
     catalog = load_catalog()
     audit = catalog.get("audit")
     store = ProgressStore(tmp_path)
@@ -205,8 +206,10 @@ class AllCleanRunner(ReadingRunner):
 
 def test_the_cli_hunt_names_its_file_and_meets_the_same_mystery_with_or_without_saving(tmp_path, monkeypatch, capsys):
     import json
-    from tutor import cli, commands
-    from tutor.progress import Attempt, ProgressStore
+    from tutor import cli
+    from tutor.cli import learner as commands
+    from tutor.model.attempts import Attempt
+    from tutor.store.progress import ProgressStore
     monkeypatch.setattr(commands, "_runner", lambda *args, **kwargs: AllCleanRunner())
     store = ProgressStore(tmp_path / "progress")
     for seed in (0, 1):
@@ -308,7 +311,8 @@ def test_footers_show_only_working_keys_and_keep_quit_help_progress_visible(tmp_
 def _mixed_progress(folder):
     """head-split: a prediction (c, wrong), then a fix (fixed), a break predicted b (changed, right) and a
     break in free text (unchanged); audit: a hunt (not fixed)."""
-    from tutor.progress import Attempt, ProgressStore
+    from tutor.model.attempts import Attempt
+    from tutor.store.progress import ProgressStore
     store = ProgressStore(folder)
     common = dict(time="2026-01-01T10:00:00Z", device="cpu", engine_hash="x")
     for ex_id, attempt in [

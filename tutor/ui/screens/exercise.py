@@ -13,9 +13,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Header, Input, Markdown, ProgressBar, Static, TextArea
 
 from exercises import answers
-from tutor.catalog import Exercise
-from tutor.progress import ProgressError
-from tutor.session import Run
+from tutor.model.catalog import Exercise
+from tutor.model.attempts import ProgressError
+from tutor.app.session import Run
 from tutor.ui.keys import PageScreen
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
 from tutor.ui.widgets.confidence import CONFIDENCE_KEYS, ConfidencePicker
@@ -62,12 +62,12 @@ class ExerciseScreen(PageScreen):
     in a thread worker that reports by :mod:`tutor.ui.messages`. Esc cancels
     a running check (``Run.cancel()``), otherwise goes back. What is run,
     with which seed, and what is recorded is the session's policy
-    (:mod:`tutor.session`): a pass or fail is recorded as an attempt — in the
+    (:mod:`tutor.app.session`): a pass or fail is recorded as an attempt — in the
     run's thread, never on the UI thread — a timeout is recorded as a
     timeout, never as a wrong prediction, and error and cancelled are shown
     as outcomes and not recorded. After a timeout the prediction stays in its
     box and ``r`` retries it with twice the limit that ran out (the machine
-    may be busy: ``tutor.speed``).
+    may be busy: ``tutor.sandbox.speed``).
     """
 
     BINDINGS = [
@@ -214,7 +214,7 @@ class ExerciseScreen(PageScreen):
 
     def _saved_result(self, attempt) -> Text:
         """A saved attempt as the panel shows it after a relaunch (its evidence was not kept)."""
-        from tutor.progress import show_time
+        from tutor.model.attempts import show_time
         verdict = ("✓ your prediction matched the observation", "bold green") if attempt.correct else \
             ("✗ your prediction did not match the observation", "bold red")
         sure = f" ({attempt.confidence} % sure)" if attempt.confidence is not None else ""
@@ -233,7 +233,7 @@ class ExerciseScreen(PageScreen):
         if not self.query_one(ResultPanel).has_class("-shown"):
             hint.update("")
             return
-        from tutor.review import next_after
+        from tutor.model.review import next_after
         following = next_after(self.app.catalog, self._session.progress, self.exercise.id)
         hint.update(Text.assemble((self._next_key(), "bold"), f" opens the next exercise: {following}", style="dim")
                     if following else Text("This is the last exercise.", style="dim"))
@@ -256,10 +256,10 @@ class ExerciseScreen(PageScreen):
         return True
 
     def action_next(self) -> None:
-        """Open the next exercise (see :func:`tutor.review.next_after`) in place of this one."""
+        """Open the next exercise (see :func:`tutor.model.review.next_after`) in place of this one."""
         if not self.query_one(ResultPanel).has_class("-shown"):
             return
-        from tutor.review import next_after
+        from tutor.model.review import next_after
         following = next_after(self.app.catalog, self._session.progress, self.exercise.id)
         if following is None:
             self.notify("This is the last exercise.")

@@ -1,13 +1,13 @@
 """Edit mode: Fix it, Break it, and the capstone's Find and fix — the learner's own code, measured.
 
 The screen holds the learner's working copy of one subject file
-(:meth:`tutor.session.Session.edit_task`). It opens the copy in the
+(:meth:`tutor.app.session.Session.edit_task`). It opens the copy in the
 learner's ``$VISUAL`` / ``$EDITOR`` through ``App.suspend()`` when one is
 set, else (or when it fails to start) in the in-TUI :class:`CodeEditor`.
 Saving (Ctrl+S, or leaving the external editor with a changed file) writes
 the working copy atomically to the progress folder and runs the check with
 the learner's file as the side ``yours`` in a thread; the verdict
-(:mod:`tutor.edit`) appears first, the engine's instruments after it. Esc
+(:mod:`tutor.model.verdict`) appears first, the engine's instruments after it. Esc
 leaves and keeps the text; nothing the learner typed is ever lost — the copy
 is also saved a second after typing stops and when the screen closes.
 """
@@ -30,9 +30,10 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Static
 
-from tutor import edit
-from tutor.catalog import Exercise
-from tutor.progress import ProgressError
+from tutor.app.tasks import Task
+from tutor.model.patch import EditError
+from tutor.model.catalog import Exercise
+from tutor.model.attempts import ProgressError
 from tutor.render import render_edit
 from tutor.ui.keys import PageScreen
 from tutor.ui.widgets.code_editor import CodeEditor
@@ -103,8 +104,8 @@ class EditScreen(PageScreen):
     Attributes:
         exercise: the exercise.
         mode: the mode asked for.
-        edit_task: what is edited (set on mount; a :class:`tutor.edit.Task`).
-        outcome: the last run's :class:`tutor.session.EditOutcome`, or None.
+        edit_task: what is edited (set on mount; a :class:`tutor.app.tasks.Task`).
+        outcome: the last run's :class:`tutor.app.session.EditOutcome`, or None.
         save_to_verdict_s: seconds from the last save to its verdict on screen, or None.
     """
 
@@ -163,7 +164,7 @@ class EditScreen(PageScreen):
             self.outcome = outcome
             self.seconds = seconds
 
-        # ``outcome`` is a tutor.session.EditOutcome
+        # ``outcome`` is a tutor.app.session.EditOutcome
 
     class InstrumentsFinished(Message):
         """The engine's instruments ran after the verdict (posted from the run's thread)."""
@@ -196,7 +197,7 @@ class EditScreen(PageScreen):
         super().__init__()
         self.exercise = exercise
         self.mode = mode
-        self.edit_task: edit.Task | None = None
+        self.edit_task: Task | None = None
         self.outcome = None
         self.running = False
         self.save_to_verdict_s: float | None = None
@@ -223,7 +224,7 @@ class EditScreen(PageScreen):
     def on_mount(self) -> None:
         try:
             self.edit_task = self._session.edit_task(self.exercise, self.mode)
-        except edit.EditError as exc:
+        except EditError as exc:
             self.app.notify(str(exc), severity="warning", markup=False)
             self.app.pop_screen()
             return
@@ -465,7 +466,7 @@ class EditScreen(PageScreen):
                 return
         try:
             self._run = self._session.start_edit(self.edit_task, text, prediction)
-        except edit.EditError as exc:
+        except EditError as exc:
             self._status(str(exc), error=True)
             return
         self.running = True

@@ -11,8 +11,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer, Header, ListItem, ListView, Static
 from textual_plotext import PlotextPlot
 
-from tutor.calibration import accuracy_by_day, calibration_by_set
-from tutor.progress import LearnerProgress, ProgressError, show_time
+from tutor.model.calibration import accuracy_by_day, calibration_by_set
+from tutor.model.attempts import LearnerProgress, ProgressError, show_time
 from tutor.render import WordTable, attempt_row, calibration_renderables, set_totals
 from tutor.ui.keys import PageScreen
 from tutor.ui.widgets.exercise_tree import MARKS, status_of

@@ -40,7 +40,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tutor.commands import EXIT_USAGE, ReportReply, UsageError, catalog_or_none
+from tutor.cli.learner import catalog_or_none
+from tutor.cli.replies import EXIT_USAGE, ReportReply, UsageError
 
 #: Attempt statuses that are graded predictions.
 GRADED = ("pass", "fail")
@@ -140,7 +141,9 @@ def build_report(folder: str | Path, catalog=None, top: int = 3) -> ClassReport:
     Raises:
         UsageError: the folder does not exist.
     """
-    from tutor.progress import ProgressError, ProgressStore, _read_bytes, classify
+    from tutor.model.attempts import ProgressError
+    from tutor.store.migration import read_bytes, classify
+    from tutor.store.progress import ProgressStore
     store = ProgressStore(folder)
     if not store.folder.is_dir():
         raise UsageError(f"there is no progress folder {store.folder}; name a folder of progress files "
@@ -155,7 +158,7 @@ def build_report(folder: str | Path, catalog=None, top: int = 3) -> ClassReport:
             report.shadowed.append({"file": str(file.path), "same_learner_as": str(used[file.key].path)})
             continue
         try:
-            reading = classify(_read_bytes(file.path))
+            reading = classify(read_bytes(file.path))
         except ProgressError as exc:
             report.damaged.append({"file": str(file.path), "problem": str(exc)})
             continue
@@ -306,7 +309,7 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
         header += [f"wrong_prediction_{n}", f"wrong_prediction_{n}_learners"]
     header.append("edits")
     writer.writerow(header)
-    from tutor.grade import spreadsheet_safe
+    from tutor.instructor.grade import spreadsheet_safe
     for e in report.exercises:
         row = [e.id, e.set or "", e.title or "", e.tried, e.solved_first, e.ever_solved, _number(e.median_attempts),
                _number(e.median_attempts_to_solve), e.other_attempts, len(e.notes)]

@@ -18,7 +18,7 @@ holds the policy both faces used to spell out on their own:
   (:data:`RECORDED`);
 * **retrying a timeout**: :meth:`Session.retry` runs the same prediction,
   seed and sides again with twice the limit that ran out (a busy machine,
-  not the learner: ``tutor.speed``);
+  not the learner: ``tutor.sandbox.speed``);
 * **cancelled results**: a run stopped before the runner started, or while
   its worker started, becomes ``RunResult.cancelled`` here, timed from the
   moment the run was asked for;
@@ -28,13 +28,13 @@ holds the policy both faces used to spell out on their own:
   safe from any thread too (the newest text wins).
 
 Edit mode (issue 12) runs through here too: :meth:`Session.edit_task` says
-what the learner edits (``fix``, ``break``, ``hunt``; :mod:`tutor.edit`),
+what the learner edits (``fix``, ``break``, ``hunt``; :mod:`tutor.model.verdict`),
 :meth:`Session.start_edit` (or :meth:`fix`, :meth:`break_it`, :meth:`hunt`)
 runs their file as the side ``yours``, measures the verdict and records the
 attempt with its mode, diff and verdict, and the learner's working copies
 are kept in the progress folder (:meth:`Session.save_working_copy`).
 
-A run is made of *sides* (:class:`tutor.protocol.Side`): data saying how
+A run is made of *sides* (:class:`tutor.sandbox.protocol.Side`): data saying how
 each private tree is built. A plain run has ``clean`` and, for an exercise
 with a fault, ``faulted`` (:meth:`Session.sides_for`). A learner's own
 edited subject file is one more side — ``Side.replacing("yours",
@@ -53,11 +53,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from tutor import edit
-from tutor.catalog import Catalog, Exercise
-from tutor.progress import Attempt, ExerciseProgress, LearnerProgress, ProgressError, ProgressStore
-from tutor.protocol import Progress, Side
-from tutor.runner import RunResult, standard_sides
+from tutor.app.tasks import INSTRUMENTS_CHECK, INSTRUMENTS_TIMEOUT_S, Task, task_for
+from tutor.model.patch import EditError, MAX_EDIT_BYTES, check_text, syntax_problem
+from tutor.model.verdict import Verdict, YOURS, judge, observe_break, read_break_prediction
+from tutor.model.catalog import Catalog, Exercise
+from tutor.model.attempts import Attempt, ExerciseProgress, LearnerProgress, ProgressError
+from tutor.store.progress import ProgressStore
+from tutor.sandbox.protocol import Progress, Side
+from tutor.sandbox.runner import RunResult, standard_sides
 
 #: The statuses of a graded attempt: the prediction met an observation.
 GRADED = ("pass", "fail")
@@ -69,13 +72,13 @@ WARM_UP_WAIT_S = 120.0
 
 
 class RunnerLike(Protocol):
-    """What a session needs from a runner (:class:`tutor.runner.Runner`, or a test's fake)."""
+    """What a session needs from a runner (:class:`tutor.sandbox.runner.Runner`, or a test's fake)."""
 
     def warm_up(self) -> dict: ...
     def run(self, exercise: Exercise, prediction: str | None = None,
             on_progress: Callable[[Progress], None] | None = None, seed: int = 0,
             sides: Sequence[Side] | None = None) -> RunResult: ...
-    # A runner that scales time limits also takes ``timeout_scale=`` (:class:`tutor.runner.Runner`);
+    # A runner that scales time limits also takes ``timeout_scale=`` (:class:`tutor.sandbox.runner.Runner`);
     # a run passes it only when it has one (a retry), so a runner without it still serves every other run.
     def cancel(self) -> None: ...
     def close(self) -> None: ...
@@ -111,18 +114,18 @@ class EditOutcome(Outcome):
     Attributes:
         task: what the learner edited (mode, file, exercise).
         text: the learner's file as it ran.
-        diff: the learner's unified diff (:meth:`tutor.edit.Task.diff`).
-        verdict: the measured verdict (:func:`tutor.edit.judge` or
-            :func:`tutor.edit.observe_break`).
+        diff: the learner's unified diff (:meth:`tutor.app.tasks.Task.diff`).
+        verdict: the measured verdict (:func:`tutor.model.verdict.judge` or
+            :func:`tutor.model.verdict.observe_break`).
         prediction: a break's prediction as kept (canonical or free text), else None.
         instruments: the engine instruments' run on the same sides, when
             asked for and the file is part of the engine, else None.
     """
 
-    task: "edit.Task | None" = None
+    task: "Task | None" = None
     text: str = ""
     diff: str = ""
-    verdict: "edit.Verdict | None" = None
+    verdict: "Verdict | None" = None
     prediction: str | None = None
     instruments: RunResult | None = None
 
@@ -281,7 +284,7 @@ class Session:
             note: an explain-back note saved with the attempt, if it is recorded.
             record: whether a pass, fail or timeout is recorded (needs a store).
             timeout_scale: this run's time-limit scale, over the runner's own
-                (``tutor.speed``); None lets the runner choose.
+                (``tutor.sandbox.speed``); None lets the runner choose.
             confidence: how sure the learner said they were (percent, 50-100), saved with the attempt.
         """
         return Run(self, exercise, prediction, seed=self.seed_for(exercise) if seed is None else seed,
@@ -311,8 +314,8 @@ class Session:
 
         Raises:
             answers.AnswerError: the prediction does not read as the exercise's kind.
-            tutor.runner.DeviceError: the requested device is not available.
-            tutor.runner.WorkerError: the check worker could not be started.
+            tutor.sandbox.runner.DeviceError: the requested device is not available.
+            tutor.sandbox.runner.WorkerError: the check worker could not be started.
         """
         return self.start(exercise, prediction, seed=seed, sides=sides, note=note,
                           confidence=confidence).execute(on_progress)
@@ -321,13 +324,13 @@ class Session:
         """Run an exercise without a prediction (``tutor check``); nothing is recorded.
 
         Raises:
-            tutor.runner.DeviceError, tutor.runner.WorkerError: as :meth:`attempt`.
+            tutor.sandbox.runner.DeviceError, tutor.sandbox.runner.WorkerError: as :meth:`attempt`.
         """
         return self.start(exercise, None, seed=seed, sides=sides, record=False).execute().result
 
     # --- edit mode (issue 12) -------------------------------------------------
 
-    def edit_task(self, exercise: Exercise, mode: str, seed: int | None = None) -> "edit.Task":
+    def edit_task(self, exercise: Exercise, mode: str, seed: int | None = None) -> "Task":
         """What the learner edits in ``mode`` (``fix``, ``break``, ``hunt``) for ``exercise``.
 
         ``fix`` on the capstone is its hunt. Unless ``seed`` is given, a
@@ -339,16 +342,16 @@ class Session:
         the next prediction meets a new one.
 
         Raises:
-            tutor.edit.EditError: the exercise has nothing to fix in that mode.
+            tutor.model.patch.EditError: the exercise has nothing to fix in that mode.
         """
         if mode in ("fix", "hunt") and exercise.seed_per_attempt and seed is None:
             predicted = [a.seed for a in self.progress.of(exercise.id).predictions if a.status in GRADED] \
                 if self.store is not None else []
             hunted = self._hunted(exercise)
             seed = predicted[-1] if predicted else min(hunted) if hunted else self.seed_for(exercise)
-        return edit.task_for(self.catalog, exercise, mode, seed)
+        return task_for(self.catalog, exercise, mode, seed)
 
-    def working_copy(self, task: "edit.Task") -> str | None:
+    def working_copy(self, task: "Task") -> str | None:
         """The learner's saved working copy for ``task``, or None (no store, or none saved).
 
         Raises:
@@ -358,7 +361,7 @@ class Session:
             return None
         return self.store.load_working_copy(self.learner, task.exercise.id, task.key, task.path)
 
-    def save_working_copy(self, task: "edit.Task", text: str) -> Path | None:
+    def save_working_copy(self, task: "Task", text: str) -> Path | None:
         """Save the learner's working copy for ``task`` atomically (safe from any thread); None without a store.
 
         Raises:
@@ -368,7 +371,7 @@ class Session:
             return None
         return self.store.save_working_copy(self.learner, task.exercise.id, task.key, task.path, text)
 
-    def fresh_copy(self, task: "edit.Task") -> str:
+    def fresh_copy(self, task: "Task") -> str:
         """Start ``task`` afresh: the saved copy is kept as ``<file>.previous``; return the starting text.
 
         Raises:
@@ -378,7 +381,7 @@ class Session:
             self.store.discard_working_copy(self.learner, task.exercise.id, task.key, task.path)
         return task.start
 
-    def start_edit(self, task: "edit.Task", text: str, prediction: str | None = None, *,
+    def start_edit(self, task: "Task", text: str, prediction: str | None = None, *,
                    record: bool = True, instruments: bool = False) -> "EditRun":
         """An edit-mode run of the learner's ``text`` for ``task``, asked for now; see :meth:`EditRun.execute`.
 
@@ -389,18 +392,18 @@ class Session:
                 exercise's kind or as free text.
             record: whether the attempt is recorded (needs a store).
             instruments: also run the engine's instruments on clean and
-                yours (engine files only; :data:`tutor.edit.INSTRUMENTS_CHECK`).
+                yours (engine files only; :data:`tutor.app.tasks.INSTRUMENTS_CHECK`).
 
         Raises:
-            tutor.edit.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte; a
+            tutor.model.patch.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte; a
                 break without a prediction, or whose file is still the clean one.
         """
         if task.mode == "break":
             if not (prediction or "").strip():
-                raise edit.EditError("predict first: say what your fault will do (an answer of the exercise's "
+                raise EditError("predict first: say what your fault will do (an answer of the exercise's "
                                      "kind, or your own words) before it runs")
             if text.replace("\r\n", "\n") == task.start:
-                raise edit.EditError(f"you have not changed anything yet: write your fault into {task.path}, "
+                raise EditError(f"you have not changed anything yet: write your fault into {task.path}, "
                                      "then run it")
         return EditRun(self, task, text, prediction, record=record and self.store is not None,
                        instruments=instruments)
@@ -409,7 +412,7 @@ class Session:
         """Run the learner's repair of ``exercise``'s fault (blocking); ``options`` as :meth:`start_edit`.
 
         Raises:
-            tutor.edit.EditError, tutor.runner.DeviceError, tutor.runner.WorkerError.
+            tutor.model.patch.EditError, tutor.sandbox.runner.DeviceError, tutor.sandbox.runner.WorkerError.
         """
         on_progress = options.pop("on_progress", None)
         return self.start_edit(self.edit_task(exercise, "fix"), text, **options).execute(on_progress)
@@ -424,17 +427,17 @@ class Session:
         on_progress = options.pop("on_progress", None)
         return self.start_edit(self.edit_task(exercise, "hunt", seed), text, **options).execute(on_progress)
 
-    def instruments(self, task: "edit.Task", text: str,
+    def instruments(self, task: "Task", text: str,
                     on_progress: Callable[[Progress], None] | None = None) -> RunResult | None:
         """The engine's instruments on each side of ``task`` (clean, faulted when there is a fault, and
         the learner's), blocking; None when the file is not part of the engine. Never recorded.
 
         Raises:
-            tutor.runner.DeviceError, tutor.runner.WorkerError: as :meth:`attempt`.
+            tutor.sandbox.runner.DeviceError, tutor.sandbox.runner.WorkerError: as :meth:`attempt`.
         """
         if not task.engine:
             return None
-        exercise = replace(task.exercise, check=edit.INSTRUMENTS_CHECK, timeout_s=edit.INSTRUMENTS_TIMEOUT_S)
+        exercise = replace(task.exercise, check=INSTRUMENTS_CHECK, timeout_s=INSTRUMENTS_TIMEOUT_S)
         return self.runner.run(exercise, None, on_progress=on_progress, seed=0, sides=task.sides(text, repeat=False))
 
     def _record_edit(self, outcome: EditOutcome) -> EditOutcome:
@@ -482,7 +485,7 @@ class Session:
             exercise: the exercise the result is for.
             result: a graded result.
             note: the explain-back note to save with it, or None.
-            time: the attempt's time (ISO 8601, as :func:`tutor.progress.now`
+            time: the attempt's time (ISO 8601, as :func:`tutor.model.attempts.now`
                 writes it), e.g. when the answer was submitted; None is now.
         """
         if self.store is None or result.status not in RECORDED:
@@ -560,12 +563,12 @@ class Run:
         """Run, grade and (for a pass, fail or timeout) record; blocking, on the calling thread.
 
         Args:
-            on_progress: called with each side's :class:`~tutor.protocol.Progress`.
+            on_progress: called with each side's :class:`~tutor.sandbox.protocol.Progress`.
 
         Raises:
             answers.AnswerError: the prediction does not read as the exercise's kind.
-            tutor.runner.DeviceError: the requested device is not available.
-            tutor.runner.WorkerError: the check worker could not be started
+            tutor.sandbox.runner.DeviceError: the requested device is not available.
+            tutor.sandbox.runner.WorkerError: the check worker could not be started
                 (unless the run was cancelled meanwhile: then the outcome is
                 a cancelled result).
         """
@@ -607,12 +610,12 @@ class EditRun(Run):
         instruments: whether the engine's instruments run too.
     """
 
-    def __init__(self, session: Session, task: "edit.Task", text: str, prediction: str | None, *,
+    def __init__(self, session: Session, task: "Task", text: str, prediction: str | None, *,
                  record: bool, instruments: bool = False) -> None:
-        text = edit.check_text(task.path, text)
+        text = check_text(task.path, text)
         diff = task.diff(text)
-        if len(diff.encode("utf-8", "replace")) > edit.MAX_EDIT_BYTES:
-            raise edit.EditError(f"your edit of {task.path} is a diff of more than {edit.MAX_EDIT_BYTES // 1024} KiB; "
+        if len(diff.encode("utf-8", "replace")) > MAX_EDIT_BYTES:
+            raise EditError(f"your edit of {task.path} is a diff of more than {MAX_EDIT_BYTES // 1024} KiB; "
                                  "edits that large are refused — change only what the exercise needs")
         seed = task.seed if task.seed is not None else session.seed_for(task.exercise)
         super().__init__(session, task.exercise, None, seed=seed, sides=task.sides(text), note=None, record=record)
@@ -620,7 +623,7 @@ class EditRun(Run):
         self.text = text
         self.diff = diff
         self.break_prediction = prediction if task.mode == "break" else None
-        self.syntax = edit.syntax_problem(task.path, text)
+        self.syntax = syntax_problem(task.path, text)
         self.instruments = instruments and task.engine
 
     def execute(self, on_progress: Callable[[Progress], None] | None = None) -> EditOutcome:
@@ -632,21 +635,21 @@ class EditRun(Run):
         measured (and recorded) and come back in ``outcome.instruments``.
 
         Raises:
-            tutor.runner.DeviceError, tutor.runner.WorkerError: as :meth:`Run.execute`.
+            tutor.sandbox.runner.DeviceError, tutor.sandbox.runner.WorkerError: as :meth:`Run.execute`.
         """
         task = self.task
-        _, kept = edit.read_break_prediction(task.exercise, self.break_prediction)
+        _, kept = read_break_prediction(task.exercise, self.break_prediction)
         if self.syntax is not None:
             result = RunResult(id=task.exercise.id, status="error", device="-", torch="-", fault=task.exercise.fault,
-                               kind=task.exercise.kind, errors={edit.YOURS: self.syntax}, seed=self.seed)
-            verdict = edit.Verdict(task.mode, "syntax error", f"not run: {self.syntax}", yours_status="error",
+                               kind=task.exercise.kind, errors={YOURS: self.syntax}, seed=self.seed)
+            verdict = Verdict(task.mode, "syntax error", f"not run: {self.syntax}", yours_status="error",
                                    yours_error=self.syntax)
             return EditOutcome(result, task=task, text=self.text, diff=self.diff, verdict=verdict, prediction=kept)
         result = super().execute(on_progress).result
         if task.mode == "break":
-            verdict = edit.observe_break(task.exercise, result, self.break_prediction)
+            verdict = observe_break(task.exercise, result, self.break_prediction)
         else:
-            verdict = edit.judge(task.exercise, result, task.mode)
+            verdict = judge(task.exercise, result, task.mode)
         outcome = EditOutcome(result, task=task, text=self.text, diff=self.diff, verdict=verdict, prediction=kept)
         if self.record and verdict.ran and not self.cancelled:
             outcome = self.session._record_edit(outcome)

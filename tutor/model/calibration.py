@@ -14,7 +14,7 @@ made before a reset too, since they were predictions all the same.
   wrong. 0 is perfect; always saying 50 % scores 0.25; being sure and
   wrong every time scores 1.
 
-Pure: reads :class:`tutor.progress.LearnerProgress`, imports neither torch
+Pure: reads :class:`tutor.model.attempts.LearnerProgress`, imports neither torch
 nor Textual.
 """
 
