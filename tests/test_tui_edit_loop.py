@@ -395,3 +395,104 @@ def test_the_exercise_page_says_the_last_prediction_not_the_last_edit(tmp_path, 
     drive(app, script)
     assert "1 prediction(s); last: you said c, the check observed b" in seen["history"]
     assert "3 edit attempt(s)" in seen["history"] and 'you said ""' not in seen["history"]
+
+
+# --- the built-in editor: Tab, the result panel, find, go to line, the cursor after a run -------
+
+def test_tab_indents_in_the_built_in_editor_and_ctrl_t_moves_to_the_result(tmp_path, monkeypatch):
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        editor = screen.query_one(CodeEditor)
+        editor.move_cursor((0, 0))
+        await pilot.press("tab")
+        assert pilot.app.focused is editor and editor.text.startswith("    ")  # Tab indents, focus stays
+        await pilot.press("ctrl+z")
+        await pilot.press("ctrl+t")
+        assert "no result yet" in status_text(screen) and pilot.app.focused is editor
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        await pilot.press("ctrl+t")
+        assert pilot.app.focused is screen.query_one("#edit-result")
+        await pilot.press("ctrl+t")
+        assert pilot.app.focused is editor
+    drive(app, script)
+
+
+def test_ctrl_f_finds_and_ctrl_g_goes_to_a_line(tmp_path, monkeypatch):
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        editor = screen.query_one(CodeEditor)
+        editor.move_cursor((0, 0))
+        await pilot.press("ctrl+f")
+        box = screen.query_one("#edit-seek", Input)
+        assert pilot.app.focused is box
+        await pilot.press(*"def ", "enter")
+        first = editor.selection
+        assert editor.selected_text == "def " and first.start[0] > 0
+        await pilot.press("enter")  # the next match
+        assert editor.selection.start[0] > first.start[0] and editor.selected_text == "def "
+        await pilot.press(*"zzz-not-there", "enter")
+        assert "is not in your file" in status_text(screen)
+        await pilot.press("escape")  # closes the box, back to the file (not out of edit mode)
+        assert isinstance(pilot.app.screen, EditScreen) and pilot.app.focused is editor
+        await pilot.press("ctrl+g", *"120", "enter")
+        assert editor.cursor_location == (119, 0) and pilot.app.focused is editor
+        row = editor.cursor_location[0]
+        assert editor.scroll_offset.y <= row < editor.scroll_offset.y + editor.scrollable_content_region.height
+    drive(app, script)
+
+
+def test_the_cursor_line_stays_on_screen_after_a_run_at_80_by_24(tmp_path, monkeypatch):
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app, _ = make_app(tmp_path)
+    seen = {}
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        editor = screen.query_one(CodeEditor)
+        line = next(n for n, text in enumerate(editor.text.splitlines()) if FAULT.after.strip() in text)
+        editor.move_cursor((line, 0))
+        editor.scroll_cursor_visible()
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        await pilot.pause()
+        seen["row"], seen["top"] = editor.cursor_location[0], editor.scroll_offset.y
+        seen["rows"] = editor.scrollable_content_region.height
+        seen["panel"] = screen.query_one("#edit-result").region.height
+    drive(app, script, size=(80, 24))
+    assert seen["panel"] > 0  # the result is on screen
+    assert seen["rows"] >= 3 and seen["top"] <= seen["row"] < seen["top"] + seen["rows"], seen
+
+
+def test_the_copy_dialog_counts_changes_against_the_file_you_started_from(tmp_path, monkeypatch):
+    from test_edit_tui import working_copy
+    from tutor.ui.screens.copy_choice import CopyChoiceScreen
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app, _ = make_app(tmp_path)
+    seen = {}
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        editor = screen.query_one(CodeEditor)
+        editor.load_text(editor.text.replace(FAULT.after, FAULT.before, 1))  # a complete repair: the clean file
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("f")
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, CopyChoiceScreen)
+        seen["changed"] = pilot.app.screen.changed_lines
+    drive(app, script)
+    repair = len(FAULT.after.splitlines()) + len(FAULT.before.splitlines())  # the faulted lines out, the clean in
+    assert working_copy(tmp_path).exists() and seen["changed"] == repair == 2  # not "0 changed lines"

@@ -262,7 +262,8 @@ class EditScreen(PageScreen):
             title.append(f"The clean {task.path}. Write a fault of your own, predict what it does above, and "
                          "run: the tutor shows what your engine does and where it first diverges from clean.",
                          style="dim")
-        keys = "Ctrl+S save and run · Esc back (your text is kept) · Ctrl+N fresh copy"
+        keys = ("Ctrl+S save and run · Tab indents · Ctrl+T result · Ctrl+F find · Ctrl+G line · "
+                "Esc back (your text is kept) · Ctrl+N fresh copy")
         if editor_command():
             keys += " · Ctrl+O open in your editor"
         title.append("\n" + keys, style="dim italic")

@@ -63,6 +63,10 @@ class CodeEditor(TextArea):
         """Whether the text is highlighted as Python (tree-sitter is installed)."""
         return self.language == "python"
 
+    def on_resize(self, event: events.Resize) -> None:
+        """Shrunk (a result panel opened below, a smaller terminal): keep the line being edited on screen."""
+        self.call_after_refresh(self.scroll_cursor_visible)
+
     def action_save(self) -> None:
         self.post_message(self.SaveRequested(self))
 
