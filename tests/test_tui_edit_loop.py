@@ -496,3 +496,104 @@ def test_the_copy_dialog_counts_changes_against_the_file_you_started_from(tmp_pa
     drive(app, script)
     repair = len(FAULT.after.splitlines()) + len(FAULT.before.splitlines())  # the faulted lines out, the clean in
     assert working_copy(tmp_path).exists() and seen["changed"] == repair == 2  # not "0 changed lines"
+
+
+# --- words that do not mislead ----------------------------------------------------------------
+
+class DivergingRunner(ReadingRunner):
+    """The reading runner, whose check also names its first divergence as the head-split check does."""
+
+    @staticmethod
+    def _measured(exercise, value, name):
+        from exercises.outcome import note
+        result = ReadingRunner._measured(exercise, value, name)
+        if not exercise.check.startswith("edit_mode."):
+            result.evidence.append(note(f"first divergence: {'none' if value == 'a' else 'head split'}"))
+        return result
+
+
+def test_the_fix_screen_names_the_checks_first_divergence_as_the_predict_result_does(tmp_path, monkeypatch):
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app, _ = make_app(tmp_path, DivergingRunner())
+    seen = {}
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        await pilot.press("ctrl+s")  # the faulted file as given: not fixed
+        await settle(pilot)
+        seen["shown"] = result_text(screen)
+    drive(app, script)
+    row = next(line for line in seen["shown"].splitlines() if line.lstrip("│").startswith("first divergence"))
+    assert [cell.strip() for cell in row.strip("│").split("│")] == \
+        ["first divergence", "none", "head split", "head split"]  # clean, faulted, yours
+    assert "first audit link to fail" in seen["shown"] and "fails first" not in seen["shown"]
+
+
+class StallingRunner(ReadingRunner):
+    """A runner whose worker is still starting when the learner cancels: the start then fails."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+        self.cancelled = threading.Event()
+
+    def warm_up(self) -> dict:
+        from tutor.sandbox.runner import WorkerError
+        self.cancelled.wait(10)
+        raise WorkerError("the worker was stopped")
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+
+def test_a_cancel_while_the_worker_starts_is_no_error_toast(tmp_path):
+    app, _ = make_app(tmp_path, StallingRunner())
+    seen = {}
+
+    async def script(pilot):
+        pilot.app.open_exercise(EXERCISE)
+        await pilot.pause()
+        screen = pilot.app.screen
+        screen.query_one("#exercise-body").focus()
+        await pilot.press("a")  # picks choice a
+        await pilot.pause(0.5)
+        await pilot.press("r")
+        await pilot.pause()
+        seen["status"] = str(screen.query_one("#running-status").content)
+        await pilot.press("escape")
+        await settle(pilot)
+        seen["toasts"] = [(n.title, n.severity, str(n.message)) for n in pilot.app._notifications]
+    drive(app, script)
+    assert "the first run loads torch" in seen["status"]
+    assert not [t for t in seen["toasts"] if t[1] == "error" or t[0] == "runner"], seen["toasts"]
+    assert any(t[0] == "cancelled" and "starts again" in t[2] for t in seen["toasts"])
+
+
+def test_the_status_line_tells_a_restart_from_a_first_start(tmp_path):
+    from types import SimpleNamespace
+    runner = ReadingRunner()
+    runner.worker = SimpleNamespace(hello=None, stopped=False)
+    app, _ = make_app(tmp_path, runner)
+    seen = []
+
+    async def script(pilot):
+        await settle(pilot)
+        runner.worker.hello = SimpleNamespace(torch="fake")  # up and running
+        seen.append(pilot.app.starting_words())
+        runner.worker.stopped = True  # a cancel or a timeout stopped it
+        seen.append(pilot.app.starting_words())
+        runner.worker.hello = None  # it never said hello
+        seen.append(pilot.app.starting_words())
+    drive(app, script)
+    assert seen[0] == "starting the check…"
+    assert seen[1].startswith("restarting the check worker")
+    assert "the first run loads torch" in seen[2]
+
+
+def test_broadcast_grad_shows_no_answer_in_its_diff():
+    catalog = load_catalog()
+    fault = catalog.fault_of(catalog.get("broadcast-grad"))
+    # the exercise asks for the bias gradient's shape, (4,): K = 4 in the prompt's sizes
+    for line in (fault.before, fault.after):
+        assert "(K,)" not in line and "(4,)" not in line, line

@@ -447,7 +447,7 @@ class ExerciseScreen(PageScreen):
         self._recall.answer, self._recall.confidence = text, confidence
         self.query_one(ResultPanel).clear()  # a new run: the old result (a timeout, say) goes
         self._update_next_hint()
-        self._set_running(True, "starting the check (the first run loads torch)…")
+        self._set_running(True, self.app.starting_words())
         self._run_check(self._run)
 
     def _clear_answer_error(self) -> None:
@@ -552,6 +552,7 @@ class ExerciseScreen(PageScreen):
         if self.running:
             if not self._cancel_requested:
                 self._cancel_requested = True
+                self.app.note_cancel()
                 self.query_one("#running-status", Static).update("Cancelling…")
                 self._cancel()
             return

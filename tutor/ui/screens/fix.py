@@ -649,6 +649,7 @@ class EditScreen(PageScreen):
             return
         if self.running:
             self._status("Cancelling…")
+            self.app.note_cancel()
             self._cancel()
             return
         self.flush_copy()
