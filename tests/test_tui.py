@@ -962,7 +962,7 @@ def test_moving_the_cursor_at_home_does_not_reread_progress(tmp_path):
             await pilot.press("down")
         await pilot.pause()
         assert CountingStore.loads == before
-        assert "attempt(s)" in text_of(pilot.app.screen.query_one("#home-detail-text", Static))
+        assert "prediction(s)" in text_of(pilot.app.screen.query_one("#home-detail-text", Static))
     drive(app, script)
 
 

@@ -219,7 +219,9 @@ class RichOutput:
         console.print(Text(f"Progress of {learner} ({store.path(learner)})", style="bold"))
         # every column wraps at words (an id is never broken: ids hold no spaces)
         # predictions and edit-mode attempts (fix, break, hunt) apart: an edit has a verdict, not an answer
-        table = WordTable(["exercise", "predictions", "last answer", "observed", "ever solved", "edits", "note"])
+        edited = any(p.edits() for p in progress.exercises.values())  # the edits column only when there are some
+        table = WordTable(["exercise", "predictions", "last answer", "observed", "ever solved"] +
+                          (["edits"] if edited else []) + ["note"])
         for ex_id, p in sorted(progress.exercises.items()):
             predictions = p.predictions
             last = predictions[-1] if predictions else None
@@ -229,8 +231,8 @@ class RichOutput:
             reset = " (reset)" if p.reset_time and not p.current else ""
             exercise = _exercise_or_none(reply.catalog, ex_id)
             table.add_row(ex_id, f"{len(predictions)}{reset}", Text(last.prediction if last else "-"),
-                          Text(observed), "yes" if p.solved else "no", edits_summary(p, exercise),
-                          Text(note_preview(p.note)))
+                          Text(observed), "yes" if p.solved else "no",
+                          *([edits_summary(p, exercise)] if edited else []), Text(note_preview(p.note)))
         console.print(table)
         _kept_aside_lines(console, kept)
         if reply.calibration is not None:

@@ -239,8 +239,16 @@ class HomeScreen(PageScreen):
         review = " · ↻ due for review" if exercise_id in getattr(self, "_due", ()) else ""
         return Text.assemble((f"{exercise.id}", "bold"), f" · {exercise.title}\n",
                              (exercise.source_label, "dim"), "\n",
-                             f"{state[status_of(progress)]} · {len(progress.current)} attempt(s) · "
+                             f"{state[status_of(progress)]} · {self._tries(progress)} · "
                              f"answer: {answer}{review}")
+
+    @staticmethod
+    def _tries(progress) -> str:
+        """``2 prediction(s)``, and the edit attempts apart (``· 1 edit(s)``): an edit is no answer."""
+        current = progress.current
+        said = sum(a.mode == "predict" for a in current)
+        edits = len(current) - said
+        return f"{said} prediction(s)" + (f" · {edits} edit(s)" if edits else "")
 
 
 class ConfirmReset(ModalScreen[bool]):

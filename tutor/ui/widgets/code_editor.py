@@ -26,7 +26,7 @@ class CodeEditor(TextArea):
     }
     """
 
-    BINDINGS = [Binding("ctrl+s", "save", "Save and run", priority=True,
+    BINDINGS = [Binding("ctrl+s", "save", "Run", priority=True,
                         tooltip="save your file and run the check on it")]
     #: keys the editor reads itself, for the help
     PAGE_KEYS = (
