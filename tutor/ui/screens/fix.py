@@ -3,7 +3,10 @@
 The screen holds the learner's working copy of one subject file
 (:meth:`tutor.app.session.Session.edit_task`). It opens the copy in the
 learner's ``$VISUAL`` / ``$EDITOR`` through ``App.suspend()`` when one is
-set, else (or when it fails to start) in the in-TUI :class:`CodeEditor`.
+set, else (or when it fails: missing, a non-zero exit, a signal — the app
+always gets its terminal back, and says how to set ``$EDITOR``) in the in-TUI
+:class:`CodeEditor`. Break it asks for the prediction before any editor
+opens, and runs neither an unpredicted nor an unchanged file.
 Saving (Ctrl+S, or leaving the external editor with a changed file) writes
 the working copy atomically to the progress folder and runs the check with
 the learner's file as the side ``yours`` in a thread; the verdict
@@ -204,6 +207,7 @@ class EditScreen(PageScreen):
         self._saved_text: str | None = None
         self._timer: Timer | None = None
         self._run = None
+        self._seeking: str | None = None  # what the find box does: "find" or "line"
         self._editor = CodeEditor("", id="edit-code")
 
     # --- layout --------------------------------------------------------------
@@ -259,9 +263,9 @@ class EditScreen(PageScreen):
             title.append(f"This {task.path} carries the hidden fault of mystery {task.seed}. Edit it until every "
                          "audit link holds; the fault's diff stays hidden.", style="dim")
         else:
-            title.append(f"The clean {task.path}. Write a fault of your own, predict what it does above, and "
-                         "run: the tutor shows what your engine does and where it first diverges from clean.",
-                         style="dim")
+            title.append(f"The clean {task.path}. First predict above what a fault of your own will do, then "
+                         "write it here and run: the tutor shows what your engine does and where it first "
+                         "diverges from clean.", style="dim")
         keys = ("Ctrl+S save and run · Tab indents · Ctrl+T result · Ctrl+F find · Ctrl+G line · "
                 "Esc back (your text is kept) · Ctrl+N fresh copy")
         if editor_command():
@@ -587,7 +591,7 @@ class EditScreen(PageScreen):
 
     def _open_seek(self, what: str, placeholder: str) -> None:
         box = self.query_one("#edit-seek", Input)
-        if getattr(self, "_seeking", None) != what:
+        if self._seeking != what:
             box.value = ""
         self._seeking = what
         box.placeholder = placeholder
@@ -600,7 +604,7 @@ class EditScreen(PageScreen):
         self._editor.scroll_cursor_visible()
 
     def _seek_submitted(self, value: str) -> None:
-        if getattr(self, "_seeking", None) == "line":
+        if self._seeking == "line":
             self._goto(value)
         else:
             self._find_next(value)
