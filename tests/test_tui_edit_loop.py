@@ -597,3 +597,20 @@ def test_broadcast_grad_shows_no_answer_in_its_diff():
     # the exercise asks for the bias gradient's shape, (4,): K = 4 in the prompt's sizes
     for line in (fault.before, fault.after):
         assert "(K,)" not in line and "(4,)" not in line, line
+
+
+def test_ctrl_o_shows_only_where_there_is_an_editor_to_open(tmp_path, monkeypatch):
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app, _ = make_app(tmp_path)
+    seen = {}
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        seen["none"] = set(_footer(screen))
+        monkeypatch.setenv("EDITOR", "true")
+        screen.refresh_bindings()
+        await pilot.pause()
+        seen["set"] = set(_footer(screen))
+    drive(app, script, size=(120, 40))
+    assert "ctrl+o" not in seen["none"] and "ctrl+o" in seen["set"]

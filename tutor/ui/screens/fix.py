@@ -447,6 +447,12 @@ class EditScreen(PageScreen):
             return failure
         return _exit_problem(argv[0], code)
 
+    def check_action(self, action: str, parameters) -> bool | None:
+        """Ctrl+O is shown only where there is an editor to open (``$VISUAL`` / ``$EDITOR``)."""
+        if action == "open_editor":
+            return editor_command() is not None
+        return True
+
     # --- running ---------------------------------------------------------------
 
     def action_save_and_run(self) -> None:
