@@ -1,4 +1,4 @@
-"""``tutor audit`` v2 on its test zoo (issue 13).
+"""``tutor audit`` v2 on its test zoo.
 
 The zoo (tests/audit_models/) holds small GPTs written for these tests and
 independent of engine/: V = 37, block 64, 2 layers, C = 64. Three base

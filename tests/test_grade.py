@@ -20,7 +20,8 @@ import pytest
 
 from tutor.cli.replies import CouldNotRun, UsageError
 from tutor.instructor.grade import (AnswerRow, RunnerPool, gradebook_csv, grade_rows, read_answers, results_json,
-                                    save_results, spreadsheet_safe)
+                                    save_results)
+from tutor.store.files import spreadsheet_safe
 from tutor.cli.parser import build_parser
 from tutor.store.progress import ProgressStore
 from tutor.sandbox.protocol import Answer, SideResult

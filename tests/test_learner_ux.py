@@ -1,4 +1,4 @@
-"""Issue 15, the learner's experience: continue, find, reset, reopen, typed words, kind words,
+"""The learner's experience: continue, find, reset, reopen, typed words, kind words,
 plots on shared axes, tables that wrap at words, confidence and calibration, review, the progress
 screen — each driven with Pilot (a fake runner; no torch) or the command line in-process.
 """
@@ -24,11 +24,11 @@ from textual_plotext import PlotextPlot  # noqa: E402
 from test_tui import (LEARNER, FakeRunner, canned_pass, drive, finish_runs, first_of_kind,  # noqa: E402
                       make_app, on_page, open_exercise, pick, saved, screen_text, text_of, type_answer, walk)
 from tutor.model import calibration  # noqa: E402
-from tutor.model import review
+from tutor.model import review  # noqa: E402
 from tutor.model.catalog import load_catalog  # noqa: E402
 from tutor.cli import main  # noqa: E402
 from tutor.model.attempts import Attempt  # noqa: E402
-from tutor.store.progress import ProgressStore
+from tutor.store.progress import ProgressStore  # noqa: E402
 from tutor.render import SeriesGroup, SeriesPlot, plot_scale, render_result  # noqa: E402
 from tutor.sandbox.runner import RunResult  # noqa: E402
 from tutor.app.session import Session  # noqa: E402

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from exercises.faults import source_root
-from tutor.app import session as session_module
+from tutor.app import run as run_module
 from tutor.store.progress import ProgressStore
 from tutor.sandbox.protocol import (Answer, Hello, Measured, Progress, ProtocolError, Raised, Refusal, Request, Side,
                                     SideResult, decode, encode)
@@ -185,7 +185,7 @@ def test_a_pass_and_a_fail_are_recorded_and_the_progress_file_is_read_once(tmp_p
     assert len(on_disk.attempts) == 2 and on_disk.note == "the column broadcast against the row"
 
 
-@pytest.mark.parametrize("status", ["error", "cancelled"])  # a timeout is recorded as one (issue 17: test_timeouts)
+@pytest.mark.parametrize("status", ["error", "cancelled"])  # a timeout is recorded as one (test_timeouts)
 def test_an_outcome_that_is_not_a_verdict_is_never_recorded(tmp_path, catalog, status):
     session = make_session(tmp_path, catalog, FakeRunner(status=status))
     outcome = session.attempt(catalog.get("broadcast-loss"), "(3, 3)", note="kept only with an attempt")
@@ -231,7 +231,7 @@ def test_a_save_that_fails_is_a_sentence_not_an_exception(tmp_path, catalog):
 
 def test_a_run_cancelled_before_it_starts_never_reaches_the_runner_and_is_timed(tmp_path, catalog, monkeypatch):
     clock = type("Clock", (), {"now": 50.0, "monotonic": lambda self: self.now})()
-    monkeypatch.setattr(session_module, "time", clock)
+    monkeypatch.setattr(run_module, "time", clock)
     runner = FakeRunner()
     session = make_session(tmp_path, catalog, runner)
     run = session.start(catalog.get("broadcast-loss"), "3x3")

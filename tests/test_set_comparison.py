@@ -42,7 +42,7 @@ def test_seq_sweep(run):
 def test_seed_variation(run):
     r = run("seed-variation")
     assert r.status == "ok", r.error
-    # Issue 14: graded on a property the learner can reason out (independent noises add, shared
+    # Graded on a property the learner can reason out (independent noises add, shared
     # noise cancels), measured: sd(B - A) / sd(A) is 0.63 paired and 1.93 unpaired (CPU, seed 0).
     assert r.clean is False and r.faulted is True
     clean = fact(r, "clean", "Seed-to-seed standard deviation")
@@ -59,7 +59,7 @@ def test_seed_variation(run):
 
 
 def test_interval_verdict_by_hand():
-    # The check grades with the instrument's own rule (issue 14: no min/max over the seeds).
+    # The check grades with the instrument's own rule (no min/max over the seeds).
     from engine.instruments.seed_variation import interval, verdict
 
     # deltas 1, 2, 3: mean 2, s = 1, t(0.975, 2) = 4.303 -> 2 ± 4.303 / √3 = 2 ± 2.4843

@@ -1,4 +1,4 @@
-"""Time limits that follow the machine (issue 17): the speed probe, the scaled limit, the
+"""Time limits that follow the machine: the speed probe, the scaled limit, the
 sentence a timeout says, a timeout recorded as a timeout, and the retry with twice the limit.
 
 Nothing here grades a time: a check that sleeps is given a limit far below its sleep or far
@@ -20,7 +20,8 @@ from tutor.sandbox import speed
 from tutor.store.progress import ProgressStore
 from tutor.sandbox.protocol import Answer, Hello, Progress, Request, Side, SideResult, decode, encode
 from tutor.sandbox.runner import Runner, RunResult, grade
-from tutor.app.session import GRADED, RECORDED, Session
+from tutor.app.session import Session
+from tutor.model.attempts import GRADED, RECORDED
 from tutor.sandbox.speed import ScaleError, Speed, TimeLimit, time_limit
 
 SQUEEZE = "    predictions = predictions.squeeze(-1)  # (N, 1) -> (N,): drop only the named axis\n"

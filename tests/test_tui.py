@@ -27,7 +27,7 @@ from textual.widgets import Input, OptionList, Static, TextArea  # noqa: E402
 from exercises import answers  # noqa: E402
 from tutor.model.catalog import load_catalog  # noqa: E402
 from tutor.model.attempts import Attempt  # noqa: E402
-from tutor.store.progress import ProgressStore
+from tutor.store.progress import ProgressStore  # noqa: E402
 from tutor.sandbox.protocol import Answer, Progress, SideResult  # noqa: E402
 from tutor.sandbox.runner import RunResult, grade  # noqa: E402
 from tutor.ui.app import build_app  # noqa: E402
@@ -249,7 +249,7 @@ def test_choice_prediction_runs_and_records_attempt(tmp_path):
         text = text_of(screen.query_one("#result-text", Static))
         assert "✓ your prediction matched the observation" in text
         assert "canned rows" in text
-        # the series evidence: one plot, clean and faulted on the same axes (issue 15 replaced the
+        # the series evidence: one plot, clean and faulted on the same axes (this replaced the
         # sparklines, each scaled to its own min and max)
         plots = screen.query(SeriesPlot)
         assert len(plots) == 1 and list(plots.first().group.curves) == ["clean", "faulted"]
@@ -868,9 +868,9 @@ class FakeClock:
 
 
 def test_a_cancelled_run_shows_how_long_it_ran(tmp_path, monkeypatch):
-    from tutor.app import session as session_module
+    from tutor.app import run as run_module
     clock = FakeClock()
-    monkeypatch.setattr(session_module, "time", clock)
+    monkeypatch.setattr(run_module, "time", clock)
     ex = first_of_kind("shape")
     runner = FakeRunner(slow=True)           # its cancelled result carries no duration, like the real runner's
     app, _ = make_app(tmp_path, runner)

@@ -207,10 +207,10 @@ class AllCleanRunner(ReadingRunner):
 def test_the_cli_hunt_names_its_file_and_meets_the_same_mystery_with_or_without_saving(tmp_path, monkeypatch, capsys):
     import json
     from tutor import cli
-    from tutor.cli import learner as commands
+    from tutor.cli import common
     from tutor.model.attempts import Attempt
     from tutor.store.progress import ProgressStore
-    monkeypatch.setattr(commands, "_runner", lambda *args, **kwargs: AllCleanRunner())
+    monkeypatch.setattr(common, "make_runner", lambda *args, **kwargs: AllCleanRunner())
     store = ProgressStore(tmp_path / "progress")
     for seed in (0, 1):
         store.record_attempt("ada", "audit", Attempt(time="2026-01-01T00:00:00Z", prediction="alignment",

@@ -31,6 +31,7 @@ import tempfile
 
 from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, FLOOD_BYTES, LINKS,
                                        OUTPUT_CAP_BYTES, STAGE_MARKER, TAIL_BYTES, memory_cap_bytes)
+from exercises.faults import source_root
 
 __all__ = ["EXIT_CRASHED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "STAGE_MARKER", "add_parser", "flood_sentence",
            "last_stage", "run", "timeout_sentence"]
@@ -218,6 +219,7 @@ def _limits(cap_memory: bool) -> None:
     its output log) and, on the CPU, its address space like the check worker's children
     (``constants.memory_cap_bytes``), so a runaway model fails instead of the machine."""
     try:
+        # Unix only; the audit's child limits itself where it can
         import resource
         resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_CAP_BYTES, OUTPUT_CAP_BYTES))
         cap = memory_cap_bytes()
@@ -228,6 +230,5 @@ def _limits(cap_memory: bool) -> None:
 
 
 def _source_root() -> str:
-    from exercises.faults import source_root
 
     return str(source_root())

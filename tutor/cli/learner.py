@@ -3,151 +3,32 @@
 Each reads its arguments and returns data (:mod:`tutor.cli.replies`); none
 prints. Sentences for the learner that belong on stderr whatever the output
 (a damaged progress file moved aside, an attempt that could not be saved) go
-to ``events.notice`` as they happen. The helpers at the top are shared with
-the author's and the instructor's commands. :mod:`tutor.cli` picks the output.
+to ``events.notice`` as they happen (the helpers every command shares are
+:mod:`tutor.cli.common`'s). :mod:`tutor.cli` picks the output.
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
+from datetime import datetime, timezone
 
 from exercises import answers
 from exercises.faults import diff
+from tutor import __version__
+from tutor.cli.common import (catalog, catalog_or_none, choice_text, confidence_arg, exercise, find_set,
+                              learner_named, make_runner, no_folder, retry_notice, store_and_learner,
+                              writable_session)
+from tutor.cli.instructor import progress_of_everyone
+from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, CouldNotRun, EditReply, Events, ListReply,
+                               ProgressReply, Reply, ReviewReply, RunReply, ShowReply, UsageError, VersionReply)
+from tutor.model.attempts import ProgressError
+from tutor.model.calibration import calibration_by_set
 from tutor.model.patch import MAX_EDIT_BYTES, EditError, apply_patch
+from tutor.model.review import INTERVALS_DAYS, SURE, review_states
 from tutor.model.verdict import YOURS, first_instrument_divergence, instruments_holding
-from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, CouldNotRun, EditReply, Events,
-                               EveryoneReply, ListReply, ProgressReply, Reply, ReviewReply, RunReply, ShowReply,
-                               UsageError, VersionReply)
+from tutor.store.migration import FORMAT_VERSION
 
-
-# --- shared ------------------------------------------------------------------
-
-def catalog():
-    """The catalog; a broken one is a usage error."""
-    from tutor.model.catalog import CatalogError, load_catalog
-    try:
-        return load_catalog()
-    except CatalogError as exc:
-        raise UsageError(f"the exercise catalog is broken: {exc}") from None
-
-
-def catalog_or_none():
-    """The catalog, or None when it cannot be loaded (a review of progress still works without it)."""
-    try:
-        return catalog()
-    except UsageError:
-        return None
-
-
-def exercise(cat, exercise_id: str):
-    """The exercise with this id, read without regard to case.
-
-    Raises:
-        UsageError: no such id; the sentence suggests close ones.
-    """
-    from tutor.model.finding import UnknownExercise, resolve
-    try:
-        return resolve(cat, exercise_id)
-    except UnknownExercise as exc:
-        raise UsageError(exc.args[0]) from None
-
-
-def confidence_arg(value):
-    """``--confidence`` checked: None, or a whole percent from 50 to 100.
-
-    Raises:
-        UsageError: any other value.
-    """
-    from tutor.model.attempts import ProgressError, check_confidence
-    try:
-        return check_confidence(value)
-    except ProgressError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def find_set(cat, name: str):
-    """The set whose id or title is ``name``, ignoring case.
-
-    Raises:
-        UsageError: no set has that id or title; the sentence lists the ids.
-    """
-    wanted = name.strip().casefold()
-    for s in cat.sets:
-        if wanted in (s.id.casefold(), s.title.casefold()):
-            return s
-    raise UsageError(f"there is no set {name!r}; use a set id ({', '.join(s.id for s in cat.sets)}) "
-                     "or a set title, as 'tutor list' shows them")
-
-
-def store_and_learner(args, notice):
-    """The progress store and learner name the flags and environment choose.
-
-    A notice about the learner name (the login name could not be used) goes
-    to ``notice``.
-
-    Raises:
-        UsageError: the learner name is unsafe.
-    """
-    from tutor.model.attempts import ProgressError
-    from tutor.store.names import default_learner_and_notice, validate_learner
-    from tutor.store.progress import ProgressStore, default_folder
-    try:
-        if args.learner is not None:
-            learner, sentence = validate_learner(args.learner), None
-        else:
-            learner, sentence = default_learner_and_notice()
-        store = ProgressStore(default_folder(args.progress_dir))
-    except ProgressError as exc:
-        raise UsageError(str(exc)) from None
-    if sentence is not None:
-        notice(sentence)
-    return store, learner
-
-
-def _runner(cat, device: str, timeout_scale: float | None = None, cores: int | None = None):
-    """A runner for ``device`` whose time limits take ``timeout_scale`` (``--timeout-scale``) when given.
-
-    Raises:
-        UsageError: the device is unknown, or TUTOR_TIMEOUT_SCALE is not a positive number.
-    """
-    from tutor.sandbox.runner import DeviceError, Runner
-    from tutor.sandbox.speed import ScaleError
-    try:
-        return Runner(cat, device=device, timeout_scale=timeout_scale, cores=cores)
-    except (DeviceError, ScaleError) as exc:
-        raise UsageError(str(exc)) from None
-
-
-def retry_notice(ex, result, prediction: str | None = None, seed: int | None = None) -> str:
-    """The sentence a timed-out run leaves on stderr: the machine may be busy; how to retry with twice the limit.
-
-    Args:
-        ex: the exercise.
-        result: its timed-out result (``retry_scale`` doubles its limit).
-        prediction: the prediction of a ``tutor run``; None names ``tutor check``.
-        seed: an explicit ``--seed`` to repeat, or None.
-    """
-    predict = f" --predict {_shell_word(prediction)}" if prediction is not None else ""
-    seeded = f" --seed {seed}" if seed is not None else ""
-    command = "run" if prediction is not None else "check"
-    return (f"the machine may be busy: 'tutor {command} {ex.id}{predict}{seeded} --timeout-scale "
-            f"{result.retry_scale:g}' retries with twice the limit")
-
-
-def _shell_word(text: str) -> str:
-    import shlex
-    return shlex.quote(text)
-
-
-def choice_text(ex, choice_id) -> str | None:
-    """The text of choice ``choice_id`` of a choice exercise; None for other kinds or no choice."""
-    if ex.kind != "choice":
-        return None
-    return dict(ex.choices).get(choice_id) if isinstance(choice_id, str) else None
-
-
-# --- commands ----------------------------------------------------------------
 
 def list_(args, events: Events) -> ListReply:
     cat = catalog()
@@ -170,13 +51,12 @@ def show(args, events: Events) -> ShowReply:
 
 def run(args, events: Events) -> RunReply:
     """``tutor run``: predict, run the check, grade, save — through one :class:`tutor.app.session.Session`."""
-    from tutor.model.attempts import ProgressError
-    from tutor.store.progress import MAX_NOTE_CHARS
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.sandbox.runner import DeviceError, WorkerError
-    from tutor.app.session import Session
+    from tutor.store.progress import MAX_NOTE_CHARS
     cat = catalog()
     ex = exercise(cat, args.id)
-    context = {"id": ex.id, "learner": None if args.no_save else _learner_named(args), "prediction": args.predict}
+    context = {"id": ex.id, "learner": None if args.no_save else learner_named(args), "prediction": args.predict}
     try:
         parsed = ex.parse_answer(args.predict)
     except answers.AnswerError as exc:
@@ -186,24 +66,11 @@ def run(args, events: Events) -> RunReply:
         raise UsageError(f"the --explain note is {len(args.explain)} characters long; keep it under "
                          f"{MAX_NOTE_CHARS} (nothing was run or saved)", context)
     confidence = confidence_arg(getattr(args, "confidence", None))
-    store, learner = (None, None) if args.no_save else store_and_learner(args, events.notice)
-    context["learner"] = learner
     if args.no_save and args.explain:
         events.notice("--explain is not saved with --no-save; drop --no-save to keep the note.")
-    session = Session(cat, _runner(cat, args.device, args.timeout_scale), store, learner)
-    if store is not None:
-        try:
-            session.load()
-        except ProgressError as exc:
-            raise UsageError(str(exc), context) from None
-        for warning in session.warnings:
-            events.notice(warning)
-        if session.progress.read_only:
-            raise UsageError("the progress file is read-only for this tutor; use --no-save or upgrade tutor", context)
-        try:
-            store.ensure_writable()
-        except ProgressError as exc:
-            raise UsageError(str(exc), context) from None
+    session = writable_session(args, events, cat, context)
+    learner = context["learner"]
+    if session.store is not None:
         learner = session.progress.learner or learner  # the name the file holds (Ada for --learner ADA)
     try:
         outcome = session.attempt(ex, args.predict, seed=args.seed, note=args.explain, confidence=confidence)
@@ -257,11 +124,11 @@ def break_(args, events: Events) -> EditReply:
 
 
 def _edit(args, events: Events, mode: str) -> EditReply:
-    from tutor.model.attempts import ProgressError
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.sandbox.runner import DeviceError, WorkerError
     cat = catalog()
     ex = exercise(cat, args.id)
-    session = _edit_session(args, events, cat)
+    session = writable_session(args, events, cat)
     try:
         task = _edit_task(args, events, session, ex, mode)
         text = _learner_text(args, task)
@@ -295,8 +162,8 @@ def _edit(args, events: Events, mode: str) -> EditReply:
 def _edit_task(args, events: Events, session, ex, mode: str):
     """The task of ``tutor fix`` / ``tutor break``; with --no-save the capstone still hunts the learner's
     own mystery, read from their progress (which is not written)."""
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.app.session import Session
-    from tutor.model.attempts import ProgressError
     seed = getattr(args, "seed", None)
     if session.store is None and seed is None and ex.seed_per_attempt:
         try:
@@ -311,33 +178,13 @@ def _edit_task(args, events: Events, session, ex, mode: str):
 
 def _say_hunted_file(args, events: Events, task, text: str) -> None:
     """Name the file a hunt runs the learner's file as, and say when the file does not look like it."""
-    import difflib
+    import difflib  # deferred: only a hunt compares the learner's file with the one it replaces
     name = getattr(args, "patch", None) or args.file
     events.notice(f"the hunt of mystery {task.seed} expects your edited {task.path}: {name} ran in its place")
     if not getattr(args, "patch", None):
         likeness = difflib.SequenceMatcher(None, task.start.splitlines(), text.splitlines()).quick_ratio()
         if likeness < 0.5:
             events.notice(f"{name} shares few lines with {task.path}; is it the file this hunt gave you?")
-
-
-def _edit_session(args, events: Events, cat):
-    """The session of ``tutor fix`` / ``tutor break``: progress loaded and writable unless --no-save."""
-    from tutor.model.attempts import ProgressError
-    from tutor.app.session import Session
-    store, learner = (None, None) if args.no_save else store_and_learner(args, events.notice)
-    session = Session(cat, _runner(cat, args.device, args.timeout_scale), store, learner)
-    if store is None:
-        return session
-    try:
-        session.load()
-        for warning in session.warnings:
-            events.notice(warning)
-        if session.progress.read_only:
-            raise UsageError("the progress file is read-only for this tutor; use --no-save or upgrade tutor")
-        store.ensure_writable()
-    except ProgressError as exc:
-        raise UsageError(str(exc)) from None
-    return session
 
 
 def _learner_text(args, task) -> str:
@@ -412,16 +259,6 @@ def edit_exit_code(outcome) -> int:
     return EXIT_MATCH if verdict.fixed else EXIT_MISMATCH
 
 
-def _learner_named(args) -> str | None:
-    """The learner a command is about, best effort and without a notice: for an error's context only."""
-    from tutor.model.attempts import ProgressError
-    from tutor.store.names import default_learner_and_notice, validate_learner
-    try:
-        return validate_learner(args.learner) if args.learner is not None else default_learner_and_notice()[0]
-    except ProgressError:
-        return args.learner
-
-
 def progress(args, events: Events) -> Reply:
     """``tutor progress``: one learner's attempts and notes; reads only, moves nothing.
 
@@ -431,8 +268,7 @@ def progress(args, events: Events) -> Reply:
     learner's own default name with no file yet is empty progress.
     """
     if args.all:
-        return _progress_of_everyone(args)
-    from tutor.model.attempts import ProgressError
+        return progress_of_everyone(args)
     store, learner = store_and_learner(args, events.notice)
     _folder_must_exist(args, store)
     if args.learner is not None and not store.path(learner).exists():
@@ -451,7 +287,6 @@ def progress(args, events: Events) -> Reply:
     data["kept_aside"] = [str(p) for p in _kept_aside_of(store, learner)]
     calibration = None
     if cat is not None:
-        from tutor.model.calibration import calibration_by_set
         overall, per_set = calibration_by_set(cat, loaded)
         calibration = (overall, per_set)
         data["calibration"] = {"overall": overall.to_dict(),
@@ -462,15 +297,9 @@ def progress(args, events: Events) -> Reply:
 
 def _folder_must_exist(args, store) -> None:
     """A progress folder named by ``--progress-dir`` or TUTOR_PROGRESS_DIR that is missing: exit 2."""
-    import os
     named = args.progress_dir or os.environ.get("TUTOR_PROGRESS_DIR")
     if named and not store.folder.is_dir():
-        raise UsageError(_no_folder(store.folder))
-
-
-def _no_folder(folder) -> str:
-    return (f"there is no progress folder {folder}; check the path given to --progress-dir "
-            "(or TUTOR_PROGRESS_DIR)")
+        raise UsageError(no_folder(store.folder))
 
 
 def _no_such_learner(store, learner: str) -> str:
@@ -521,10 +350,7 @@ def typed_value(ex, text: str):
 
 def review(args, events: Events) -> ReviewReply:
     """``tutor review``: the exercises due for review today (Leitner boxes after 1, 3 and 7 days); reads only."""
-    from datetime import datetime, timezone
 
-    from tutor.model.attempts import ProgressError
-    from tutor.model.review import INTERVALS_DAYS, SURE, review_states
     store, learner = store_and_learner(args, events.notice)
     try:
         loaded = store.load(learner, move_aside=False)  # a review never moves a file
@@ -547,60 +373,14 @@ def review(args, events: Events) -> ReviewReply:
                        learner=learner, catalog=cat, due=due, later=later)
 
 
-def _progress_of_everyone(args) -> EveryoneReply:
-    """``tutor progress --all``: one summary line per learner file in the folder; reads only.
-
-    A file that cannot be read gets its reason on its row; the command then
-    exits 2, as a review of that learner alone would. A missing folder is an
-    error (exit 2); damaged files moved aside earlier are counted and named.
-    """
-    from tutor.model.attempts import ProgressError
-    from tutor.store.progress import ProgressStore, default_folder
-    if args.learner:
-        raise UsageError("--all reviews every learner in the folder; drop --learner, or drop --all")
-    store = ProgressStore(default_folder(args.progress_dir))
-    if not store.folder.is_dir():
-        raise UsageError(_no_folder(store.folder))
-    cat = catalog_or_none()
-    total = len(cat.exercises) if cat else None
-    rows = []
-    for file in store.learner_files():
-        if file.shadowed:
-            continue
-        row = {"learner": file.name, "file": str(file.path), "error": None}
-        try:
-            loaded = store.load(file.name, move_aside=False)
-        except ProgressError as exc:
-            row["error"] = str(exc)
-            rows.append(row)
-            continue
-        row["learner"] = loaded.learner
-        entries = loaded.exercises.values()
-        times = [a.time for e in entries for a in e.attempts]
-        row.update(tried=sum(bool(e.attempts) for e in entries), solved=sum(e.solved for e in entries),
-                   attempts=len(times), notes=sum(bool(e.note.strip()) for e in entries),
-                   last_attempt=max(times) if times else None)
-        rows.append(row)
-    kept = [str(p) for p in store.kept_aside()]
-    bad = [r for r in rows if r["error"]]
-    data = {"folder": str(store.folder), "exercise_count": total, "learners": rows, "kept_aside": kept}
-    if bad:
-        data["error"] = (f"{len(bad)} progress file{'s' if len(bad) > 1 else ''} cannot be read "
-                         f"({', '.join(Path(r['file']).name for r in bad)}); each row says why")
-    return EveryoneReply(data, EXIT_USAGE if bad else 0, folder=store.folder, total=total, rows=rows,
-                         kept_aside=kept)
-
-
 def version(args, events: Events) -> VersionReply:
     """``tutor --version``: this tutor's version, its JSON schema and progress format."""
-    from tutor import __version__
-    from tutor.store.migration import FORMAT_VERSION
     return VersionReply({"version": __version__, "progress_format": FORMAT_VERSION})
 
 
 def tui(args) -> int:
     """Open the terminal UI: one session, its progress read once, shown until the learner quits."""
-    from tutor.model.attempts import ProgressError
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.app.session import Session
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("the terminal UI needs an interactive terminal; use 'tutor list', 'tutor show ID' "
@@ -608,11 +388,12 @@ def tui(args) -> int:
     notices: list[str] = []
     store, learner = store_and_learner(args, notices.append)  # shown in the TUI, where stderr is hidden
     cat = catalog()
-    session = Session(cat, _runner(cat, args.device, args.timeout_scale), store, learner)
+    session = Session(cat, make_runner(cat, args.device, args.timeout_scale), store, learner)
     try:
         session.load()
     except ProgressError as exc:
         raise UsageError(str(exc)) from None
+    # Textual loads only when the TUI opens (the first screen of 'tutor' and every other command stay fast)
     from tutor.ui.app import run_app
     run_app(session, warnings=notices)
     return 0

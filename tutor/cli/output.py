@@ -34,6 +34,8 @@ from typing import Any
 from exercises import answers
 from tutor.cli.replies import (CheckReply, EditReply, EveryoneReply, GradeReply, ListReply, ProgressReply, Reply,
                                ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
+from tutor.model.attempts import show_time
+from tutor.model.review import INTERVALS_DAYS
 
 #: The version of the JSON objects the commands print (see the module docstring).
 SCHEMA_VERSION = 1
@@ -102,6 +104,7 @@ class RichOutput:
     @property
     def console(self):
         if self._console is None:
+            # deferred: Rich loads only when something is drawn (--json draws nothing)
             from rich.console import Console
             self._console = Console(highlight=False)
         return self._console
@@ -116,6 +119,7 @@ class RichOutput:
 
     def graded(self, row) -> None:
         """One ``tutor grade`` line as soon as a row is graded: verdict, learner, exercise, the answer."""
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
         style = {"pass": "green", "fail": "yellow"}.get(row.status, "red")
         line = Text(f"{row.status:<10}", style=style)
@@ -123,11 +127,13 @@ class RichOutput:
         line.append(fit(row.answer_text, 30))
         self.console.print(line, no_wrap=True, overflow="ellipsis")
         if row.reason and row.status != "fail":
+            # deferred: Rich loads only when something is drawn (--json draws nothing)
             from rich.padding import Padding
             self.console.print(Padding(Text(row.reason, style="red"), (0, 0, 0, 11), expand=False))  # wrapped: indented
 
     def checked(self, exercise, result, ok: bool) -> None:
         """One ``tutor check`` line as soon as the exercise ran; the whole error below it."""
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
         console = self.console
         console.print(check_line(exercise, result, ok, console.width), no_wrap=True, overflow="ellipsis")
@@ -140,6 +146,7 @@ class RichOutput:
 
     @show.register
     def _(self, reply: ListReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.table import Table
         from rich.text import Text
         for s in reply.sets:
@@ -155,6 +162,7 @@ class RichOutput:
 
     @show.register
     def _(self, reply: ShowReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.markdown import Markdown
         from rich.panel import Panel
 
@@ -174,6 +182,7 @@ class RichOutput:
 
     @show.register
     def _(self, reply: RunReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from tutor.render import render_result
         for renderable in render_result(reply.exercise, reply.result):
             self.console.print(renderable)
@@ -182,6 +191,7 @@ class RichOutput:
 
     @show.register
     def _(self, reply: EditReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from tutor.render import render_edit
         for renderable in render_edit(reply.exercise, reply.outcome):
             self.console.print(renderable)
@@ -206,9 +216,11 @@ class RichOutput:
 
     @show.register
     def _(self, reply: ProgressReply) -> None:
-        from rich.table import Table
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
+
         from tutor.render import WordTable, calibration_renderables, edits_summary, set_totals
+
         progress, store, learner, console = reply.progress, reply.store, reply.learner, self.console
         kept = reply.data.get("kept_aside", [])
         if not progress.exercises:
@@ -246,11 +258,10 @@ class RichOutput:
 
     @show.register
     def _(self, reply: ReviewReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
 
-        from tutor.model.attempts import show_time
         from tutor.render import WordTable
-        from tutor.model.review import INTERVALS_DAYS
         console = self.console
         if not reply.due:
             upcoming = (f"; the next comes back {show_time(reply.later[0].due.isoformat(timespec='seconds'))}"
@@ -270,10 +281,10 @@ class RichOutput:
 
     @show.register
     def _(self, reply: EveryoneReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.table import Table
         from rich.text import Text
 
-        from tutor.model.attempts import show_time
         console, rows = self.console, reply.rows
         if not rows:
             console.print(Text(f"No progress files in {reply.folder}."))
@@ -300,6 +311,7 @@ class RichOutput:
 
     @show.register
     def _(self, reply: VersionReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
         d = reply.data
         self.console.print(Text(f"tutor {d['version']} (JSON schema {SCHEMA_VERSION}, progress format "
@@ -307,11 +319,13 @@ class RichOutput:
 
     @show.register
     def _(self, reply: GradeReply) -> None:
+        # deferred: grading and the report load only for their own command
         from tutor.instructor.grade import show_summary
         show_summary(self.console, reply)
 
     @show.register
     def _(self, reply: ReportReply) -> None:
+        # deferred: grading and the report load only for their own command
         from tutor.instructor.report import show_report, to_csv
         if reply.csv:
             sys.stdout.write(to_csv(reply.report))
@@ -324,6 +338,7 @@ class RichOutput:
 
 def _kept_aside_lines(console, kept: list) -> None:
     """Name the damaged files that were moved aside, so a review never forgets them."""
+    # deferred: Rich loads only when something is drawn (--json draws nothing)
     from rich.text import Text
     if not kept:
         return
@@ -358,6 +373,7 @@ def note_preview(note: str, limit: int = NOTE_PREVIEW_CHARS) -> str:
 
 def escape(text: str) -> str:
     """Text shown through Rich markup: square brackets are data, not tags."""
+    # deferred: Rich loads only when something is drawn (--json draws nothing)
     from rich.markup import escape as rich_escape
     return rich_escape(str(text))
 
@@ -369,6 +385,7 @@ def check_line(ex, result, ok: bool, width: int = 80):
     when both must be cut, they are cut around their first difference, so
     the line still shows how the fault changed the outcome.
     """
+    # deferred: Rich loads only when something is drawn (--json draws nothing)
     from rich.text import Text
     line = Text()
     line.append("ok  " if ok else "FAIL", style="green" if ok else "red")

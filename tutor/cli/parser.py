@@ -12,7 +12,8 @@ import re
 
 from tutor.cli import audit
 from tutor.sandbox.runner import DEVICES
-from tutor.sandbox.speed import ENV as SCALE_ENV, ScaleError, parse_scale
+from tutor.sandbox.speed import ENV as SCALE_ENV
+from tutor.sandbox.speed import ScaleError, parse_scale
 
 
 class ArgumentsError(Exception):

@@ -63,9 +63,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from exercises import answers
-from tutor.cli.learner import catalog as load_catalog
+from tutor.app.session import Session
+from tutor.cli.common import catalog as load_catalog
 from tutor.cli.replies import EXIT_CHECK, EXIT_USAGE, CouldNotRun, GradeReply, UsageError
-from tutor.sandbox.runner import RunResult
+from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; the rest score 0 with a reason
+from tutor.model.attempts import ProgressError
+from tutor.sandbox.runner import DeviceError, Runner, RunResult, WorkerError
+from tutor.store.files import spreadsheet_safe, write_text_atomically
+from tutor.store.names import learner_key, validate_learner
+from tutor.store.progress import ProgressStore, default_folder
 
 #: Column names as the answers file may spell them (lower case), by the name used here.
 COLUMNS = {"learner": ("learner", "name", "student"), "exercise": ("exercise", "id", "exercise_id"),
@@ -77,8 +83,6 @@ MAX_ANSWERS_BYTES = 64 * 1024 * 1024
 #: The gradebook's columns, in order.
 GRADEBOOK_COLUMNS = ("line", "learner", "exercise", "answer", "status", "score", "prediction", "observed",
                      "reason", "submitted_at", "seed", "device", "duration_s", "saved", "note_saved")
-#: Statuses of a row whose check ran to a verdict; the rest score 0 with a reason.
-GRADED = ("pass", "fail")
 
 
 # --- reading the answers ----------------------------------------------------------------------
@@ -234,8 +238,6 @@ def _column(header: str) -> str | None:
 
 def _checked(line: int, fields: dict, catalog) -> AnswerRow:
     """A row with every field read, or its first problem named."""
-    from tutor.model.attempts import ProgressError
-    from tutor.store.names import learner_key, validate_learner
     row = AnswerRow(line=line)
     given = {k: (v.strip() if k != "answer" and k != "note" else v) for k, v in fields.items() if k != "_problem"}
     row.learner = given.get("learner") or None
@@ -370,7 +372,6 @@ class RunnerPool:
     """
 
     def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None) -> None:
-        from tutor.sandbox.runner import Runner
         factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev))
         self.runners = [factory(catalog, device) for _ in range(max(1, jobs))]
 
@@ -437,8 +438,6 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         UsageError: the device asked for is missing (a missing CUDA).
         CouldNotRun: no check worker could start at all.
     """
-    from tutor.sandbox.runner import DeviceError, WorkerError
-    from tutor.app.session import Session
     sessions: dict[int, Session] = {}
 
     def work(runner, row: AnswerRow) -> RowResult:
@@ -470,7 +469,6 @@ def save_results(catalog, results: list[RowResult], store, notice: Callable[[str
     policy (only pass and fail become attempts); a row's ``saved_to``,
     ``save_error`` and ``note_saved`` say what happened.
     """
-    from tutor.app.session import Session
     sessions: dict[str, Session] = {}
     for outcome in results:
         row = outcome.row
@@ -502,16 +500,6 @@ class _NoRunner:
 
     def close(self) -> None:
         pass
-
-
-def spreadsheet_safe(value: Any) -> Any:
-    """A gradebook cell that a spreadsheet will show, never run: text starting like a formula gets a
-    leading ``'`` unless it is only a number (``-0.25``, ``-1/4`` and ``1e-3`` stay as they are)."""
-    if not isinstance(value, str) or not value or value[0] not in "=+-@\t\r":
-        return value
-    if value[0] in "+-" and all(ch in "0123456789.,/eE+- " for ch in value[1:]) and any(c.isdigit() for c in value):
-        return value
-    return "'" + value
 
 
 def gradebook_csv(results: list[RowResult]) -> str:
@@ -603,24 +591,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: the old file or the new one."""
-    from tutor.store.files import current_umask
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        if hasattr(os, "fchmod"):
-            os.fchmod(fd, 0o666 & ~current_umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 # --- the command ------------------------------------------------------------------------------
 
 @dataclass
@@ -641,8 +611,6 @@ class Summary:
 
 def command(args, events) -> GradeReply:
     """``tutor grade``: read, check the outputs can be written, grade on warm workers, write, save."""
-    from tutor.model.attempts import ProgressError
-    from tutor.store.progress import ProgressStore, default_folder
     started = time.perf_counter()
     catalog = load_catalog()
     if args.answers == "-" and not args.out:
@@ -668,8 +636,8 @@ def command(args, events) -> GradeReply:
         save_results(catalog, results, store, events.notice)
     gradebook, results_path = out / "gradebook.csv", out / "results.json"
     try:
-        write_atomically(gradebook, gradebook_csv(results))
-        write_atomically(results_path, json.dumps(results_json(catalog, results, str(args.answers)), indent=2) + "\n")
+        write_text_atomically(gradebook, gradebook_csv(results))
+        write_text_atomically(results_path, json.dumps(results_json(catalog, results, str(args.answers)), indent=2) + "\n")
     except OSError as exc:
         raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
     counts: dict[str, int] = {}
@@ -732,6 +700,7 @@ def _workers(asked: int, rows: int, notice: Callable[[str], None]) -> int:
 
 def show_summary(console, reply: GradeReply) -> None:
     """The Rich view after the rows' lines: counts, where the files went, what was saved."""
+    # deferred: Rich for the Rich view only
     from rich.text import Text
     s = reply.summary
     order = ("pass", "fail", "unreadable", "error", "timeout", "cancelled")
@@ -746,5 +715,6 @@ def show_summary(console, reply: GradeReply) -> None:
         console.print(Text(f"Saved {s.saved} attempt{'s' if s.saved != 1 else ''} to the progress files in "
                            f"{s.progress_folder}."))
     if reply.data.get("error"):
+        # deferred: the command line's view of a failure, for the Rich view only
         from tutor.cli.output import fail
         fail(reply.data["error"])

@@ -1,10 +1,24 @@
-"""The attempt vocabulary: what one graded run leaves in a learner's progress, and a learner's attempts.
+"""The attempt vocabulary, stated once: what one run leaves in a learner's progress, and what counts.
 
 An :class:`Attempt` is one ``[[exercises.<id>.attempts]]`` table of a
 progress file (:mod:`tutor.store.progress` reads and writes the files);
 :class:`ExerciseProgress` and :class:`LearnerProgress` are a learner's
-attempts and notes as the rest of the tutor reads them. Layers: no file is
-written here; imports neither torch, Textual nor Rich.
+attempts and notes as the rest of the tutor reads them.
+
+Every other module asks here what an attempt is:
+
+* its **status**: ``pass`` or ``fail`` is *graded* (:data:`GRADED`: the
+  prediction met an observation); a ``timeout`` is *recorded* too
+  (:data:`RECORDED`), as a fact about the run, never as a wrong prediction;
+  ``ok``, ``error`` and ``cancelled`` are outcomes to show, never attempts;
+* its **mode** (:data:`MODES`): ``predict``, or an edit mode (``fix``,
+  ``break``, ``hunt``);
+* whether it **is a prediction** that counts towards solving, calibration
+  and review (:func:`is_prediction`: graded, and of mode ``predict``);
+* its **confidence** (:data:`CONFIDENCE_RANGE`, 50-100 %; :func:`confidence_of`);
+* what it **came to**, as one word (:func:`verdict_of`).
+
+Layers: no file is written here; imports neither torch, Textual nor Rich.
 """
 
 from __future__ import annotations
@@ -14,13 +28,24 @@ import typing
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 
-#: The modes an attempt can have (``Attempt.mode``); ``predict`` is the classic run.
-MODES = ("predict", "fix", "break", "hunt")
+from exercises import answers
+from exercises.faults import source_root
+
+#: The mode of a prediction, the classic run.
+PREDICT = "predict"
+#: The modes an attempt can have (``Attempt.mode``).
+MODES = (PREDICT, "fix", "break", "hunt")
+#: The statuses of a graded attempt: the prediction met an observation.
+GRADED = ("pass", "fail")
+#: The statuses that are recorded as attempts; every other one is only shown. A
+#: ``timeout`` is recorded as what it is, never as a failed prediction.
+RECORDED = GRADED + ("timeout",)
+#: The confidences a learner may state, in percent: 50 (a coin toss between two answers) to 100 (certain).
+CONFIDENCE_RANGE = (50, 100)
 
 
 class ProgressError(Exception):
     """Progress that cannot be read or written; the message is one sentence."""
-
 
 
 @dataclass
@@ -39,7 +64,7 @@ class Attempt:
     device: str
     engine_hash: str
     seed: int = 0  # the check's seed (the capstone's mystery); 0 for every other exercise
-    mode: str = "predict"  # predict, or an edit mode: fix, break, hunt (:data:`MODES`)
+    mode: str = PREDICT  # predict, or an edit mode: fix, break, hunt (:data:`MODES`)
     diff: str = ""  # edit modes: the learner's unified diff against the clean file (a hunt: against the mystery)
     verdict: str = ""  # edit modes: fixed / not fixed (fix, hunt), changed / unchanged (break)
     #: how sure the learner said they were, in percent (50-100), or None when they did not say
@@ -60,7 +85,6 @@ class Attempt:
             confidence: how sure the learner said they were, in percent
                 (50-100; see :func:`check_confidence`), or None.
         """
-        from exercises import answers
         return cls(time=now(), prediction=result.prediction_text or result.prediction or "",
                    observed=answers.show(result.kind, result.observed), correct=bool(result.correct),
                    status=result.status, device=result.device, engine_hash=engine_hash(), seed=result.seed,
@@ -79,7 +103,6 @@ class Attempt:
                 break predicted in free text is never ``correct``.
             prediction: a break's prediction as kept (canonical, or free text).
         """
-        from exercises import answers
         observed = answers.show(result.kind, verdict.yours_observed) if verdict.yours_status == "ok" else \
             verdict.yours_status
         correct = bool(verdict.fixed) if mode != "break" else bool(verdict.prediction_correct)
@@ -93,7 +116,7 @@ class Attempt:
         so a file without confidences, resets or edits reads as it always did."""
         data = {key: value for key, value in asdict(self).items()
                 if not (key in _UNSET_KEYS and value == _UNSET_KEYS[key])}
-        if self.mode == "predict":
+        if self.mode == PREDICT:
             for key in ("diff", "verdict"):
                 if not data[key]:
                     del data[key]
@@ -102,10 +125,6 @@ class Attempt:
 
 #: Optional attempt keys and the value that means "not given": written only when they differ from it.
 _UNSET_KEYS = {"confidence": None, "before_reset": False}
-
-
-#: The confidences a learner may state, in percent: 50 (a coin toss between two answers) to 100 (certain).
-CONFIDENCE_RANGE = (50, 100)
 
 
 def check_confidence(value) -> int | None:
@@ -121,6 +140,33 @@ def check_confidence(value) -> int | None:
         raise ProgressError(f"the confidence {value!r} is not allowed; give a whole percent from {low} to {high} "
                             "(50 is a guess between two answers, 100 is certain)")
     return value
+
+
+def is_prediction(attempt: Attempt) -> bool:
+    """Whether an attempt is a graded prediction: a pass or a fail of mode ``predict``.
+
+    A timeout, and every edit-mode attempt, is not: they count towards no
+    solving, calibration, review or class report.
+    """
+    return attempt.status in GRADED and attempt.mode == PREDICT
+
+
+def confidence_of(attempt: Attempt) -> int | None:
+    """The attempt's stated confidence in percent when it is one a learner may state
+    (:data:`CONFIDENCE_RANGE`), else None (none given, or a hand-edited value out of range)."""
+    value = attempt.confidence
+    low, high = CONFIDENCE_RANGE
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return None
+    return value
+
+
+def verdict_of(attempt: Attempt) -> str:
+    """What an attempt came to, in one word: a prediction's status (``pass``, ``fail``, ``timeout``),
+    an edit-mode attempt's verdict (``fixed``, ``not fixed``, ``changed``, ``unchanged``)."""
+    if attempt.mode == PREDICT:
+        return attempt.status
+    return attempt.verdict or attempt.status
 
 
 #: Attempt's keys: {name: (type, default or MISSING when every file must have it)}.
@@ -151,16 +197,16 @@ class ExerciseProgress:
     def solved(self) -> bool:
         """Whether a prediction since the last reset matched the observation (edit-mode attempts
         are counted apart)."""
-        return any(a.correct for a in self.current if a.mode == "predict")
+        return any(a.correct for a in self.current if is_prediction(a))
 
     @property
     def predictions(self) -> list[Attempt]:
-        """The attempts that were predictions (``mode = "predict"``), in order."""
-        return [a for a in self.attempts if a.mode == "predict"]
+        """The attempts of mode ``predict`` (timeouts included), in order."""
+        return [a for a in self.attempts if a.mode == PREDICT]
 
     def edits(self, mode: str | None = None) -> list[Attempt]:
         """The edit-mode attempts (fix, break, hunt), or only those of ``mode``, in order."""
-        return [a for a in self.attempts if a.mode != "predict" and (mode is None or a.mode == mode)]
+        return [a for a in self.attempts if a.mode != PREDICT and (mode is None or a.mode == mode)]
 
 
 @dataclass
@@ -192,7 +238,6 @@ def show_time(stamp: str) -> str:
 
 def engine_hash() -> str:
     """First 12 hex digits of the SHA-256 of the engine's source files."""
-    from exercises.faults import source_root
     digest = hashlib.sha256()
     engine = source_root() / "engine"
     for path in sorted(engine.rglob("*.py")):

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from exercises import answers
-from exercises.faults import Fault, FaultError, parse_fault, source_root, verify
+from exercises.faults import Fault, FaultError, add_faults, source_root
 
 try:
     import tomllib
@@ -226,19 +226,10 @@ def _load_set(path: Path, faults: dict, seen: dict, uses: list, root: Path) -> E
     if not isinstance(meta, dict):
         raise CatalogError(f"{name}: missing the [set] table (id, title, order, summary)")
     _check_keys(meta, _SET_KEYS, f"{name}: [set]")
-    fault_entries = data.get("fault", [])
-    if not isinstance(fault_entries, list):
-        raise CatalogError(f"{name}: 'fault' must be an array of tables ([[fault]])")
-    for n, entry in enumerate(fault_entries, start=1):
-        where = f"{name}: fault {entry.get('id', f'#{n}')!r}" if isinstance(entry, dict) else f"{name}: fault #{n}"
-        try:
-            fault = parse_fault(entry, where)
-            verify(fault, root)
-        except FaultError as exc:
-            raise CatalogError(str(exc) if str(exc).startswith(name) else f"{where}: {exc}") from None
-        if fault.id in faults:
-            raise CatalogError(f"{where}: duplicate fault id {fault.id!r}")
-        faults[fault.id] = fault
+    try:
+        add_faults(data, name, root, faults)
+    except FaultError as exc:
+        raise CatalogError(str(exc)) from None
     exercises = []
     entries = data.get("exercise", [])
     if not isinstance(entries, list):

@@ -167,6 +167,7 @@ def _probe_child(threads: int, fd: int) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)  # the worker's stdout carries protocol lines only
         os.dup2(devnull, 2)
+        # in the speed probe's child: the worker imported torch once, the child only reaches it
         import torch
         torch.set_num_threads(threads)
         data = json.dumps(speed.workload(torch)).encode()
@@ -378,6 +379,7 @@ def _child(request: Request, folder: str, threads: int, fd: int) -> None:
         sys.path.insert(0, folder)
         importlib.invalidate_caches()
 
+        # in the check's child, after the private copy is first on sys.path
         import random
 
         import numpy as np
@@ -417,6 +419,7 @@ def _cap_memory(device: str) -> None:
     if device != "cpu" or MEMORY_CAP_MB <= 0:
         return  # CUDA drivers reserve large virtual ranges; a cap would break them
     try:
+        # Unix only
         import resource
         cap = MEMORY_CAP_MB * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))

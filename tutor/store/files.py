@@ -1,4 +1,11 @@
-"""Files written so that a crash never leaves half of one: the one atomic writer of the tutor's files."""
+"""Files the tutor writes: never half of one, and never a cell a spreadsheet would run.
+
+:func:`write_bytes_atomically` (and :func:`write_text_atomically`) is the one
+writer of progress files, working copies, the gradebook and the graded
+results: a temporary file beside the target, fsynced, renamed over it, with
+the permissions the umask asks for. :func:`spreadsheet_safe` is the one rule
+for a CSV cell a learner's text fills.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +14,14 @@ import stat
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 
 def write_bytes_atomically(path: Path, payload: bytes) -> None:
     """Write ``payload`` to a temporary file beside ``path``, fsync it, rename it over ``path``.
 
-    The one atomic writer of progress files and working copies: the file keeps its own mode, or
-    gets 0666 less the umask when new (:func:`mode_for`).
+    A process killed at any moment (SIGKILL included) leaves the old file or the new one. The file
+    keeps its own mode, or gets 0666 less the umask when new (:func:`mode_for`).
 
     Raises:
         OSError: the folder is not writable (the temporary file is removed).
@@ -34,6 +42,25 @@ def write_bytes_atomically(path: Path, payload: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """:func:`write_bytes_atomically` of ``text`` as UTF-8, its line ends as they are.
+
+    Raises:
+        OSError: the folder is not writable.
+    """
+    write_bytes_atomically(path, text.encode("utf-8"))
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """A CSV cell that a spreadsheet will show, never run: text starting like a formula gets a
+    leading ``'`` unless it is only a number (``-0.25``, ``-1/4`` and ``1e-3`` stay as they are)."""
+    if not isinstance(value, str) or not value or value[0] not in "=+-@\t\r":
+        return value
+    if value[0] in "+-" and all(ch in "0123456789.,/eE+- " for ch in value[1:]) and any(c.isdigit() for c in value):
+        return value
+    return "'" + value
 
 
 _UMASK_LOCK = threading.Lock()

@@ -22,7 +22,7 @@ hash) and the explain-back note with the time it was written::
     mode = "predict"
     confidence = 80            # optional: how sure the learner said they were, in percent (50-100)
 
-An edit-mode attempt (issue 12) has ``mode`` ``fix``, ``break`` or ``hunt``,
+An edit-mode attempt has ``mode`` ``fix``, ``break`` or ``hunt``,
 the learner's unified ``diff`` and the measured ``verdict`` ("fixed", "not
 fixed", "changed", "unchanged"). Files of format 1 (before edit mode) load
 as they are, their attempts read as ``mode = "predict"``, and are written as
@@ -48,7 +48,6 @@ and refused.
 """
 
 from __future__ import annotations
-from __future__ import annotations
 
 import os
 import re
@@ -57,6 +56,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import platformdirs
 import tomli_w
 from filelock import FileLock, Timeout
 
@@ -100,7 +100,6 @@ def default_folder(explicit: str | os.PathLike | None = None) -> Path:
     checkout = Path(__file__).resolve().parents[2]
     if (checkout / "pyproject.toml").is_file() and (checkout / "progress").is_dir():
         return checkout / "progress"
-    import platformdirs
     return Path(platformdirs.user_data_dir("tutor", appauthor=False)) / "progress"
 
 
@@ -221,6 +220,26 @@ class ProgressStore:
         if reading.problem is not None and not move_aside:
             raise DamagedProgressError(path, reading.problem)
         return _progress(learner, reading.data, _settle(path, reading), read_only=reading.newer is not None)
+
+    def review_file(self, file: LearnerFile) -> LearnerProgress:
+        """One learner file of this folder (:meth:`learner_files`) as a review reads it; touches nothing.
+
+        What ``tutor report`` counts: the learner is the name the file holds
+        when that is the same learner, else the file's own; a file from a
+        newer tutor comes back ``read_only``.
+
+        Raises:
+            DamagedProgressError: the file cannot be read as progress (not TOML,
+                too large, malformed), or a newer tutor wrote it in a shape this one cannot read.
+            ProgressError: the file cannot be read at all.
+        """
+        reading = classify(read_bytes(file.path))
+        if reading.problem is None and reading.data is None and reading.newer is not None:
+            raise DamagedProgressError(file.path, f"it was written by a newer tutor (format {reading.newer}) "
+                                                  "in a shape this one cannot read")
+        if reading.problem is not None:
+            raise DamagedProgressError(file.path, reading.problem)
+        return _progress(file.name, reading.data, _settle(file.path, reading), read_only=reading.newer is not None)
 
     def record_attempt(self, learner: str, exercise_id: str, attempt: Attempt) -> LearnerProgress:
         """Append one attempt, under the lock, atomically."""

@@ -19,6 +19,7 @@ from dataclasses import replace
 from textual.binding import Binding
 from textual.keys import _character_to_key, format_key
 from textual.screen import Screen
+from textual.widgets import Input, TextArea
 
 #: How a key name reads in the help (Textual's names on the left).
 KEY_WORDS = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "shift+tab": "Shift+Tab", "question_mark": "?",
@@ -93,7 +94,6 @@ class PageScreen(Screen):
     @property
     def typing(self) -> bool:
         """Whether the focus is in a box that takes printable keys as text."""
-        from textual.widgets import Input, TextArea
         focused = self.focused
         return isinstance(focused, Input) or (isinstance(focused, TextArea) and not focused.read_only)
 

@@ -13,9 +13,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Header, Input, Markdown, ProgressBar, Static, TextArea
 
 from exercises import answers
+from tutor.app.run import Run
+from tutor.model.attempts import ProgressError, show_time, verdict_of
 from tutor.model.catalog import Exercise
-from tutor.model.attempts import ProgressError
-from tutor.app.session import Run
+from tutor.model.review import next_after
+from tutor.render import VERDICT_STYLE, VERDICT_TEXT
 from tutor.ui.keys import PageScreen
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
 from tutor.ui.widgets.confidence import CONFIDENCE_KEYS, ConfidencePicker
@@ -214,13 +216,14 @@ class ExerciseScreen(PageScreen):
 
     def _saved_result(self, attempt) -> Text:
         """A saved attempt as the panel shows it after a relaunch (its evidence was not kept)."""
-        from tutor.model.attempts import show_time
-        verdict = ("✓ your prediction matched the observation", "bold green") if attempt.correct else \
-            ("✗ your prediction did not match the observation", "bold red")
+        word = verdict_of(attempt)  # a saved timeout is shown as one, never as a wrong prediction
+        verdict = (VERDICT_TEXT.get(word, word), VERDICT_STYLE.get(word, "bold"))
         sure = f" ({attempt.confidence} % sure)" if attempt.confidence is not None else ""
-        return Text.assemble(verdict, "\nyou said ", (attempt.prediction, "bold"), sure, "; the check observed ",
-                             (attempt.observed, "bold"), (f"\n{show_time(attempt.time)} · {attempt.device} · "
-                                                          "r runs it again to see the evidence", "dim"))
+        seen = ("; the check ran out of time",) if attempt.status == "timeout" else \
+            ("; the check observed ", (attempt.observed, "bold"))
+        return Text.assemble(verdict, "\nyou said ", (attempt.prediction, "bold"), sure, *seen,
+                             (f"\n{show_time(attempt.time)} · {attempt.device} · "
+                              "r runs it again to see the evidence", "dim"))
 
     # --- moving on -------------------------------------------------------------
 
@@ -233,7 +236,6 @@ class ExerciseScreen(PageScreen):
         if not self.query_one(ResultPanel).has_class("-shown"):
             hint.update("")
             return
-        from tutor.model.review import next_after
         following = next_after(self.app.catalog, self._session.progress, self.exercise.id)
         hint.update(Text.assemble((self._next_key(), "bold"), f" opens the next exercise: {following}", style="dim")
                     if following else Text("This is the last exercise.", style="dim"))
@@ -259,7 +261,6 @@ class ExerciseScreen(PageScreen):
         """Open the next exercise (see :func:`tutor.model.review.next_after`) in place of this one."""
         if not self.query_one(ResultPanel).has_class("-shown"):
             return
-        from tutor.model.review import next_after
         following = next_after(self.app.catalog, self._session.progress, self.exercise.id)
         if following is None:
             self.notify("This is the last exercise.")
@@ -287,11 +288,13 @@ class ExerciseScreen(PageScreen):
 
     def action_fix(self) -> None:
         """Fix it (the capstone: Find and fix): the learner repairs the fault in their own copy."""
+        # deferred: a screen loads when it first opens, so the first screen stays fast
         from tutor.ui.screens.fix import EditScreen
         self.app.push_screen(EditScreen(self.exercise, "fix"))
 
     def action_break_it(self) -> None:
         """Break it: the learner writes a fault of their own into the clean subject file."""
+        # deferred: a screen loads when it first opens, so the first screen stays fast
         from tutor.ui.screens.fix import EditScreen
         self.app.push_screen(EditScreen(self.exercise, "break"))
 

@@ -17,6 +17,7 @@ is also saved a second after typing stops and when the screen closes.
 
 from __future__ import annotations
 
+import difflib
 import os
 import shlex
 import signal
@@ -32,11 +33,12 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Static
+from textual.widgets.text_area import Selection
 
 from tutor.app.tasks import Task
-from tutor.model.patch import EditError
-from tutor.model.catalog import Exercise
 from tutor.model.attempts import ProgressError
+from tutor.model.catalog import Exercise
+from tutor.model.patch import EditError
 from tutor.render import render_edit
 from tutor.ui.keys import PageScreen
 from tutor.ui.widgets.code_editor import CodeEditor
@@ -62,7 +64,6 @@ def editor_command() -> list[str] | None:
 
 def changed_lines(start: str, text: str) -> int:
     """How many lines ``text`` adds or removes against ``start`` (the file the learner was given)."""
-    import difflib
     return sum(1 for line in difflib.unified_diff(start.splitlines(), text.splitlines(), lineterm="", n=0)
                if line[:1] in "+-" and not line.startswith(("+++", "---")))
 
@@ -247,6 +248,7 @@ class EditScreen(PageScreen):
         if saved is not None and saved != task.start:
             changed = changed_lines(task.start, saved)
             where = self._copy_path()
+            # deferred: a screen loads when it first opens, so the first screen stays fast
             from tutor.ui.screens.copy_choice import CopyChoiceScreen
             self.app.push_screen(CopyChoiceScreen(task.path, str(where or "the progress folder"), changed),
                                  lambda choice: self._begin(saved if choice != "fresh" else None))
@@ -274,14 +276,7 @@ class EditScreen(PageScreen):
         return title
 
     def _copy_path(self):
-        store = self._session.store
-        if store is None:
-            return None
-        task = self.edit_task
-        try:
-            return store.working_copy_path(self._session.learner, task.exercise.id, task.key, task.path)
-        except ProgressError:
-            return None
+        return self._session.working_copy_path(self.edit_task)
 
     def _begin(self, saved: str | None) -> None:
         """Load the text (the saved copy, or a fresh one), then open the learner's editor if there is one."""
@@ -521,17 +516,17 @@ class EditScreen(PageScreen):
         def on_progress(update) -> None:
             self.post_message(self.Progressed(update.side, float(update.fraction or 0.0), update.message))
         try:
-            outcome = run.execute(on_progress)
+            outcome = run.measure(on_progress)
         except Exception as exc:  # WorkerError, DeviceError: an outcome to show, never a crash
             self.post_message(self.Crashed(f"{exc} ({exc.__class__.__name__})"))
             return
         self.post_message(self.Finished(outcome, time.perf_counter() - saved_at))
-        if outcome.task.engine and outcome.verdict.ran and not run.cancelled:
-            try:
-                outcome.instruments = self._session.instruments(outcome.task, outcome.text, on_progress)
-            except Exception as exc:
-                self.post_message(self.Crashed(f"the instruments could not run: {exc}"))
-                return
+        try:
+            ran = run.add_instruments(outcome, on_progress)  # the verdict is shown first, then these
+        except Exception as exc:
+            self.post_message(self.Crashed(f"the instruments could not run: {exc}"))
+            return
+        if ran:
             self.post_message(self.InstrumentsFinished(outcome))
 
     def on_edit_screen_progressed(self, message: "EditScreen.Progressed") -> None:
@@ -542,8 +537,7 @@ class EditScreen(PageScreen):
         outcome = message.outcome
         self.outcome = outcome
         self.save_to_verdict_s = message.seconds
-        instruments_follow = outcome.task.engine and outcome.verdict.ran
-        self.running = instruments_follow and not self._run.cancelled
+        self.running = self._run.instruments_follow(outcome)
         self._show(outcome)
         saved = "" if outcome.saved_to is None else " · attempt saved"
         if outcome.save_error:
@@ -617,7 +611,6 @@ class EditScreen(PageScreen):
 
     def _find_next(self, needle: str) -> None:
         """Select the next match of ``needle`` after the cursor (wrapping to the top); say when there is none."""
-        from textual.widgets.text_area import Selection
         if not needle:
             return
         editor, text = self._editor, self._editor.text
@@ -671,7 +664,7 @@ class EditScreen(PageScreen):
             if self._run is not None:
                 self._run.cancel()
             else:
-                self._session.runner.cancel()
+                self._session.cancel()
         except Exception:
             pass
 

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header, Markdown
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Markdown, TextArea
 
-from tutor.ui.keys import PageScreen
+from tutor.ui.keys import PageScreen, key_rows
 
 HELP = """\
 # tutor
@@ -47,25 +48,23 @@ for review after 1, 3 and 7 days (↻ on the list; `tutor review` lists them).
 """
 
 
-def keys_markdown() -> str:
-    """The help's ``## Keys`` section: one table per screen, made from each screen's ``BINDINGS`` and ``PAGE_KEYS``."""
-    from textual.app import App
-    from textual.screen import Screen
-    
-    from tutor.ui.app import TutorApp
-    from tutor.ui.keys import key_rows
+def keys_markdown(app_class) -> str:
+    """The help's ``## Keys`` section: one table per screen, made from each screen's ``BINDINGS`` and ``PAGE_KEYS``.
+
+    Args:
+        app_class: the app's class (its own keys are the "Anywhere" table).
+    """
+    # deferred: the screens are read only when the help opens (the home screen appears sooner)
     from tutor.ui.screens.copy_choice import CopyChoiceScreen
     from tutor.ui.screens.exercise import ExerciseScreen
     from tutor.ui.screens.fix import EditScreen
     from tutor.ui.screens.home import ConfirmReset, HomeScreen
     from tutor.ui.screens.progress import ProgressScreen
-    from textual.widgets import TextArea
-
     from tutor.ui.widgets.code_editor import CodeEditor
 
-    app_first = frozenset(b.key for b in TutorApp.BINDINGS if b.priority)  # ctrl+c quits, wherever you are
+    app_first = frozenset(b.key for b in app_class.BINDINGS if b.priority)  # ctrl+c quits, wherever you are
     sections = [
-        ("Anywhere", key_rows(TutorApp, App, Screen, skip=app_first)),
+        ("Anywhere", key_rows(app_class, App, Screen, skip=app_first)),
         ("The list of exercises (home)", key_rows(HomeScreen)),
         ("Resetting an exercise (the question)", key_rows(ConfirmReset)),
         ("An exercise", key_rows(ExerciseScreen)),
@@ -88,9 +87,9 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def help_markdown() -> str:
-    """The whole help text, keys included."""
-    return HELP.replace("{keys}", keys_markdown())
+def help_markdown(app_class) -> str:
+    """The whole help text, keys included (``app_class``: the app's class)."""
+    return HELP.replace("{keys}", keys_markdown(app_class))
 
 
 class HelpScreen(PageScreen):
@@ -102,7 +101,7 @@ class HelpScreen(PageScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         with VerticalScroll(id="help-body"):
-            yield Markdown(help_markdown())
+            yield Markdown(help_markdown(type(self.app)))
         yield Footer()
 
     def on_mount(self) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Tree
 
+from tutor.model.attempts import ExerciseProgress, LearnerProgress
 from tutor.model.catalog import Catalog, Exercise
 from tutor.model.finding import matches, named
-from tutor.model.attempts import ExerciseProgress, LearnerProgress
 
 #: status mark per exercise: solved, attempted, untried
 MARKS = {"solved": ("✓", "green"), "attempted": ("✗", "red"), "untried": ("·", "dim")}
