@@ -54,17 +54,6 @@ def exercise_renderable(exercise, progress) -> Group:
     return Group(*parts)
 
 
-def progress_renderable(catalog, progress: LearnerProgress, where: str) -> Group:
-    """The whole report as one renderable: the summary, then every exercise by set (untried ones too)."""
-    parts: list = [summary_renderable(catalog, progress, where)]
-    for exercise_set in catalog.sets:
-        solved = sum(progress.of(e.id).solved for e in exercise_set.exercises)
-        parts.append(Text.assemble("\n", (exercise_set.title, "bold underline"),
-                                   f"  {solved}/{len(exercise_set.exercises)} solved"))
-        parts += [exercise_renderable(e, progress.of(e.id)) for e in exercise_set.exercises]
-    return Group(*parts)
-
-
 class ExerciseItem(ListItem):
     """One exercise of the progress list; Enter opens it."""
 

@@ -1,0 +1,27 @@
+"""Names vulture cannot see used (pyproject.toml, [tool.vulture]), each with the reason it stays.
+
+Textual's handlers (``on_*``, ``action_*``, ``compose``, ``BINDINGS``...) and
+the views registered with ``singledispatchmethod`` are ignored by pattern in
+pyproject.toml; what is here is named one by one.
+"""
+
+from tutor.app.session import Session
+from tutor.cli.parser import _Parser
+from tutor.model.attempts import MODES, ExerciseProgress
+from tutor.sandbox.protocol import SIDE_STATUSES
+from tutor.sandbox.speed import SOURCES, Speed
+from tutor.store.names import default_learner
+from tutor.ui.screens.fix import EditScreen
+from tutor.ui.widgets.exercise_tree import ExerciseTree
+
+Session.break_it  # the session's edit-mode API, driven by tests/test_fix_session.py (Break it, the hunt)
+Session.hunt
+ExerciseProgress.edits  # the edit-mode attempts of an exercise, beside .predictions (tests/test_edit.py)
+MODES  # the attempt vocabulary's modes, as docs and the progress format name them
+SIDE_STATUSES  # the protocol's statuses of a side, stated once beside the messages that carry them
+SOURCES  # where a time limit's scale comes from, as TimeLimit.source names it
+Speed.cpu_s  # the probe's CPU seconds, kept in the worker's hello beside its wall time
+default_learner  # the default learner name alone (tests/test_progress.py), beside default_learner_and_notice
+EditScreen.save_to_verdict_s  # seconds from a save to its verdict on screen, read by tests/test_edit_tui.py
+ExerciseTree.shown_ids  # the ids the filtered tree shows, read by tests/test_learner_ux.py
+_Parser._negative_number_matcher  # argparse's own hook: a value like -1/4 is an answer, not an option
