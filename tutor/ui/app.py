@@ -84,7 +84,7 @@ class TutorApp(App):
         super().__init__()
         self.session = session
         self._startup_warnings = list(warnings)
-        #: each exercise page as it was left, while the app runs (see tutor.ui.screens.exercise.Recall)
+        #: each exercise page as it was left, while the app runs (see tutor.ui.recall.Recall)
         self.recall: dict = {}
         #: the header's line about the learner and the worker; screens add to it (home: where to continue)
         self.about = ""

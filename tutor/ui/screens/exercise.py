@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from rich.text import Text
 from textual import work
@@ -19,6 +18,7 @@ from tutor.model.catalog import Exercise
 from tutor.model.review import next_after
 from tutor.render import VERDICT_STYLE, VERDICT_TEXT
 from tutor.ui.keys import PageScreen
+from tutor.ui.recall import recall_of
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
 from tutor.ui.widgets.confidence import CONFIDENCE_KEYS, ConfidencePicker
 from tutor.ui.widgets.fault_view import FaultView
@@ -32,28 +32,6 @@ WORD_GAP_S = 0.35
 #: On a choice or yes/no page, these single keys act only once no other letter follows
 #: within WORD_GAP_S (so typing a word never reveals a hint or leaves the page).
 _HELD_KEYS = set("heanNpq?")
-
-
-@dataclass
-class Recall:
-    """What an exercise page had when it was left, so reopening it shows the same.
-
-    Attributes:
-        answer: the prediction in the answer box (a choice id, or the typed text).
-        confidence: the confidence set, in percent, or None.
-        hints: how many hints were revealed.
-        result: the last run's full result, or None.
-    """
-
-    answer: str = ""
-    confidence: int | None = None
-    hints: int = 0
-    result: object = None
-
-
-def recall_of(app, exercise_id: str) -> Recall:
-    """The app's memory of this exercise's page (made empty on first use); it lasts while the app runs."""
-    return app.recall.setdefault(exercise_id, Recall())
 
 
 class ExerciseScreen(PageScreen):
@@ -76,19 +54,15 @@ class ExerciseScreen(PageScreen):
         Binding("r", "run", "Run", tooltip="run the check (Enter in the answer box too)"),
         Binding("ctrl+r", "run", "Run", show=False),
         Binding("h", "hint", "Hint", tooltip="reveal the next hint"),
-        Binding("a", "answer", "Answer", tooltip="move to the answer box (on a typed-answer page, typing a "
-                "digit or bracket starts the answer too)"),
+        Binding("a", "answer", "Answer", tooltip="move to the answer box (typing a digit or bracket starts it too)"),
         Binding("e", "explain", "Explain", tooltip="move to the explain-back note (it appears after the first run)"),
-        # edit mode (tutor.ui.screens.fix); F and B work where f or b pick a choice, and show there instead
-        Binding("f", "fix", "Fix it", tooltip="Fix it: repair the fault in your own copy (the capstone: Find "
-                "and fix); F where f picks a choice"),
-        Binding("b", "break_it", "Break it", tooltip="Break it: predict, then write a fault of your own; B where "
-                "b picks a choice"),
+        # edit mode (tutor.ui.screens.fix); F and B work, and show, where f or b pick a choice
+        Binding("f", "fix", "Fix it", tooltip="Fix it: repair the fault in your own copy (capstone: Find and fix)"),
+        Binding("b", "break_it", "Break it", tooltip="Break it: predict, then write a fault of your own"),
         Binding("F", "fix", "Fix it"),
         Binding("B", "break_it", "Break it"),
         Binding("n", "next", "Next", tooltip="open the next exercise, once a result is shown (N on yes/no pages)"),
-        Binding("escape", "cancel_or_back", "Back", tooltip="cancel a running check; else leave the answer box "
-                "or note; else back to the list"),
+        Binding("escape", "cancel_or_back", "Back", tooltip="cancel a running check; else leave the box; else back"),
     ]
     #: keys the page reads itself (``on_key``), for the help
     PAGE_KEYS = (

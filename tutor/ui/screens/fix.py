@@ -1,105 +1,42 @@
 """Edit mode: Fix it, Break it, and the capstone's Find and fix — the learner's own code, measured.
 
 The screen holds the learner's working copy of one subject file
-(:meth:`tutor.app.session.Session.edit_task`). It opens the copy in the
-learner's ``$VISUAL`` / ``$EDITOR`` through ``App.suspend()`` when one is
-set, else (or when it fails: missing, a non-zero exit, a signal — the app
-always gets its terminal back, and says how to set ``$EDITOR``) in the in-TUI
-:class:`CodeEditor`. Break it asks for the prediction before any editor
-opens, and runs neither an unpredicted nor an unchanged file.
-Saving (Ctrl+S, or leaving the external editor with a changed file) writes
-the working copy atomically to the progress folder and runs the check with
-the learner's file as the side ``yours`` in a thread; the verdict
-(:mod:`tutor.model.verdict`) appears first, the engine's instruments after it. Esc
-leaves and keeps the text; nothing the learner typed is ever lost — the copy
-is also saved a second after typing stops and when the screen closes.
+(:meth:`tutor.app.session.Session.edit_task`) and opens it in ``$VISUAL`` /
+``$EDITOR`` (:mod:`tutor.ui.external_editor`; any failure gives the terminal
+back and says how to set one) or in the built-in :class:`CodeEditor`. Break
+it asks for the prediction before any editor opens and runs neither an
+unpredicted nor an unchanged file. Saving writes the copy atomically and runs
+the check with it as the side ``yours`` in a thread: the verdict first, the
+engine's instruments after. Nothing typed is lost: the copy is also saved a
+second after typing stops and when the screen closes.
 """
 
 from __future__ import annotations
 
-import difflib
-import os
-import shlex
-import signal
-import subprocess
 import time
 
 from rich.console import Group
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult, SuspendNotSupported
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Static
-from textual.widgets.text_area import Selection
 
 from tutor.app.tasks import Task
 from tutor.model.attempts import ProgressError
 from tutor.model.catalog import Exercise
 from tutor.model.patch import EditError
 from tutor.render import render_edit
+from tutor.ui.external_editor import changed_lines, editor_command, run_editor
+from tutor.ui.widgets.edit_head import MODE_TITLES, edit_head
 from tutor.ui.keys import PageScreen
+from tutor.ui.messages import EditCrashed, EditFinished, EditInstrumentsFinished, EditProgressed
 from tutor.ui.widgets.code_editor import CodeEditor
 
 #: Seconds of quiet typing before the working copy is saved.
 AUTOSAVE_S = 1.0
-#: How long an editor started without a terminal (one the driver cannot suspend for) may run, seconds.
-DETACHED_EDITOR_TIMEOUT_S = 600
-MODE_TITLES = {"fix": "Fix it", "break": "Break it", "hunt": "Find and fix"}
-
-
-def editor_command() -> list[str] | None:
-    """The learner's editor as a command line (``$VISUAL``, else ``$EDITOR``), or None when neither is set."""
-    for name in ("VISUAL", "EDITOR"):
-        value = os.environ.get(name, "").strip()
-        if value:
-            try:
-                return shlex.split(value)
-            except ValueError:
-                return None
-    return None
-
-
-def changed_lines(start: str, text: str) -> int:
-    """How many lines ``text`` adds or removes against ``start`` (the file the learner was given)."""
-    return sum(1 for line in difflib.unified_diff(start.splitlines(), text.splitlines(), lineterm="", n=0)
-               if line[:1] in "+-" and not line.startswith(("+++", "---")))
-
-
-def _call(argv: list[str], **options) -> tuple[int | None, str | None]:
-    """Run ``argv`` to its end: (exit code, None), or (None, the sentence saying why it did not run).
-
-    Never raises: an editor that is missing, not executable, runs past the
-    timeout or is interrupted with Ctrl+C is a sentence, so the caller always
-    gets its terminal back.
-    """
-    try:
-        return subprocess.call(argv, **options), None
-    except FileNotFoundError:
-        return None, f"Your editor {argv[0]!r} was not found"
-    except PermissionError:
-        return None, f"Your editor {argv[0]!r} is not executable"
-    except subprocess.TimeoutExpired:
-        return None, f"Your editor {argv[0]!r} ran for more than {DETACHED_EDITOR_TIMEOUT_S} s without a terminal"
-    except OSError as exc:
-        return None, f"Your editor {argv[0]!r} did not start ({exc.strerror or exc})"
-    except KeyboardInterrupt:
-        return None, f"Your editor {argv[0]!r} was interrupted"
-
-
-def _exit_problem(program: str, code: int | None) -> str | None:
-    """None for a clean exit; else the sentence naming a non-zero status or the signal that stopped the editor."""
-    if not code:
-        return None
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"Your editor {program!r} was stopped by {name}"
-    return f"Your editor {program!r} exited with status {code}"
 
 
 class EditScreen(PageScreen):
@@ -123,75 +60,6 @@ class EditScreen(PageScreen):
         Binding("escape", "leave", "Back", tooltip="cancel a running check; else go back (your text is kept)"),
     ]
 
-    DEFAULT_CSS = """
-    EditScreen #edit-head {
-        height: auto;
-        padding: 0 1;
-    }
-    EditScreen #edit-prediction {
-        display: none;
-    }
-    EditScreen.-break #edit-prediction {
-        display: block;
-    }
-    EditScreen #edit-seek {
-        display: none;
-    }
-    EditScreen #edit-seek.-shown {
-        display: block;
-    }
-    EditScreen #edit-status {
-        height: auto;
-        padding: 0 1;
-        color: $text-muted;
-    }
-    EditScreen #edit-result {
-        height: 1fr;
-        max-height: 50%;
-        display: none;
-        border: round $accent;
-        padding: 0 1;
-    }
-    EditScreen #edit-result.-shown {
-        display: block;
-    }
-    EditScreen #edit-result-text {
-        height: auto;
-    }
-    """
-
-    class Finished(Message):
-        """The verdict of a run is in (posted from the run's thread)."""
-
-        def __init__(self, outcome, seconds: float) -> None:
-            super().__init__()
-            self.outcome = outcome
-            self.seconds = seconds
-
-        # ``outcome`` is a tutor.app.session.EditOutcome
-
-    class InstrumentsFinished(Message):
-        """The engine's instruments ran after the verdict (posted from the run's thread)."""
-
-        def __init__(self, outcome) -> None:
-            super().__init__()
-            self.outcome = outcome
-
-    class Crashed(Message):
-        """The run could not start at all (no worker, no device)."""
-
-        def __init__(self, reason: str) -> None:
-            super().__init__()
-            self.reason = reason
-
-    class Progressed(Message):
-        """A side's progress report."""
-
-        def __init__(self, side: str, fraction: float, message: str) -> None:
-            super().__init__()
-            self.side = side
-            self.fraction = fraction
-            self.message = message
 
     def __init__(self, exercise: Exercise, mode: str = "fix") -> None:
         """Args:
@@ -236,7 +104,7 @@ class EditScreen(PageScreen):
         task = self.edit_task
         self.set_class(task.mode == "break", "-break")
         self.sub_title = f"{MODE_TITLES[task.mode]} · {self.exercise.id}"
-        self.query_one("#edit-head", Static).update(self._head())
+        self.query_one("#edit-head", Static).update(edit_head(task, self.exercise, editor_command() is not None))
         if task.mode == "break":
             box = self.query_one("#edit-prediction", Input)
             box.placeholder = f"your prediction: {self.exercise.answer_format}, or in your own words"
@@ -254,26 +122,6 @@ class EditScreen(PageScreen):
                                  lambda choice: self._begin(saved if choice != "fresh" else None))
         else:
             self._begin(saved)
-
-    def _head(self) -> Text:
-        task, ex = self.edit_task, self.exercise
-        title = Text.assemble((MODE_TITLES[task.mode], "bold"), f" · {ex.id} · ", (task.path, "bold"), "\n")
-        if task.mode == "fix":
-            title.append(f"Your copy of {task.path} with the fault {task.fault.id} applied. Repair it: the tutor "
-                         "runs the check on your file and compares it with the clean code.", style="dim")
-        elif task.mode == "hunt":
-            title.append(f"This {task.path} carries the hidden fault of mystery {task.seed}. Edit it until every "
-                         "audit link holds; the fault's diff stays hidden.", style="dim")
-        else:
-            title.append(f"The clean {task.path}. First predict above what a fault of your own will do, then "
-                         "write it here and run: the tutor shows what your engine does and where it first "
-                         "diverges from clean.", style="dim")
-        keys = ("Ctrl+S save and run · Tab indents · Ctrl+T result · Ctrl+F find · Ctrl+G line · "
-                "Esc back (your text is kept) · Ctrl+N fresh copy")
-        if editor_command():
-            keys += " · Ctrl+O open in your editor"
-        title.append("\n" + keys, style="dim italic")
-        return title
 
     def _copy_path(self):
         return self._session.working_copy_path(self.edit_task)
@@ -423,30 +271,14 @@ class EditScreen(PageScreen):
         self._editor.focus()
 
     def _run_editor(self, argv: list[str]) -> str | None:
-        """Run the editor until it exits, with the terminal handed over; None, or what went wrong.
-
-        Whatever the editor does — missing, exiting non-zero, killed by a
-        signal, interrupted — the app gets its terminal back: nothing may
-        escape ``App.suspend()``, which resumes the app only when its block
-        ends normally.
-        """
-        try:
-            with self.app.suspend():
-                code, failure = _call(argv)
-        except SuspendNotSupported:
-            # No terminal to hand over (a test's headless driver, a web driver): run it detached.
-            code, failure = _call(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL, timeout=DETACHED_EDITOR_TIMEOUT_S)
+        """Run the editor with the terminal handed over (:func:`run_editor`); None, or what went wrong."""
+        problem = run_editor(self.app, argv)
         self.refresh(layout=True)
-        if failure is not None:
-            return failure
-        return _exit_problem(argv[0], code)
+        return problem
 
     def check_action(self, action: str, parameters) -> bool | None:
         """Ctrl+O is shown only where there is an editor to open (``$VISUAL`` / ``$EDITOR``)."""
-        if action == "open_editor":
-            return editor_command() is not None
-        return True
+        return editor_command() is not None if action == "open_editor" else True
 
     # --- running ---------------------------------------------------------------
 
@@ -514,26 +346,26 @@ class EditScreen(PageScreen):
     def _execute(self, run, saved_at: float) -> None:
         """Thread: run and judge (the attempt is recorded here), then the engine's instruments."""
         def on_progress(update) -> None:
-            self.post_message(self.Progressed(update.side, float(update.fraction or 0.0), update.message))
+            self.post_message(EditProgressed(update.side, float(update.fraction or 0.0), update.message))
         try:
             outcome = run.measure(on_progress)
         except Exception as exc:  # WorkerError, DeviceError: an outcome to show, never a crash
-            self.post_message(self.Crashed(f"{exc} ({exc.__class__.__name__})"))
+            self.post_message(EditCrashed(f"{exc} ({exc.__class__.__name__})"))
             return
-        self.post_message(self.Finished(outcome, time.perf_counter() - saved_at))
+        self.post_message(EditFinished(outcome, time.perf_counter() - saved_at))
         try:
             ran = run.add_instruments(outcome, on_progress)  # the verdict is shown first, then these
         except Exception as exc:
-            self.post_message(self.Crashed(f"the instruments could not run: {exc}"))
+            self.post_message(EditCrashed(f"the instruments could not run: {exc}"))
             return
         if ran:
-            self.post_message(self.InstrumentsFinished(outcome))
+            self.post_message(EditInstrumentsFinished(outcome))
 
-    def on_edit_screen_progressed(self, message: "EditScreen.Progressed") -> None:
+    def on_edit_progressed(self, message: EditProgressed) -> None:
         if self.running:
             self._status(f"Running… {message.side}: {message.fraction:.0%} {message.message}  (Esc cancels)")
 
-    def on_edit_screen_finished(self, message: "EditScreen.Finished") -> None:
+    def on_edit_finished(self, message: EditFinished) -> None:
         outcome = message.outcome
         self.outcome = outcome
         self.save_to_verdict_s = message.seconds
@@ -546,12 +378,12 @@ class EditScreen(PageScreen):
         self._status(f"{outcome.verdict.status} · {message.seconds:.1f} s from save to verdict{saved}{more}",
                      error=outcome.verdict.status in ("not fixed", "syntax error"))
 
-    def on_edit_screen_instruments_finished(self, message: "EditScreen.InstrumentsFinished") -> None:
+    def on_edit_instruments_finished(self, message: EditInstrumentsFinished) -> None:
         self.running = False
         self._show(message.outcome)
         self._status(f"{message.outcome.verdict.status} · the instruments ran on your engine (below)")
 
-    def on_edit_screen_crashed(self, message: "EditScreen.Crashed") -> None:
+    def on_edit_crashed(self, message: EditCrashed) -> None:
         self.running = False
         self._status(f"The check could not run: {message.reason}", error=True)
 
@@ -610,36 +442,24 @@ class EditScreen(PageScreen):
             self._find_next(value)
 
     def _find_next(self, needle: str) -> None:
-        """Select the next match of ``needle`` after the cursor (wrapping to the top); say when there is none."""
-        if not needle:
+        """Select the next match of ``needle`` (:meth:`CodeEditor.find_next`); say where, or that there is none."""
+        found = self._editor.find_next(needle) if needle else None
+        if found is None:
+            if needle:
+                self._status(f"{needle!r} is not in your file.", error=True)
             return
-        editor, text = self._editor, self._editor.text
-        start = editor.document.get_index_from_location(editor.selection.end)
-        index = text.find(needle, start)
-        wrapped = index < 0
-        if wrapped:
-            index = text.find(needle)
-        if index < 0:
-            self._status(f"{needle!r} is not in your file.", error=True)
-            return
-        document = editor.document
-        editor.selection = Selection(document.get_location_from_index(index),
-                                     document.get_location_from_index(index + len(needle)))
-        editor.scroll_cursor_visible(center=True)
-        row = editor.selection.end[0] + 1
-        self._status(f"{needle!r} on line {row}" + (" (from the top again)" if wrapped else "") +
+        line, wrapped = found
+        self._status(f"{needle!r} on line {line}" + (" (from the top again)" if wrapped else "") +
                      " · Enter: the next match · Esc: back to your file")
 
     def _goto(self, value: str) -> None:
         """Move the cursor to the start of the line numbered ``value``."""
         lines = self._editor.document.line_count
         try:
-            line = int(value.strip())
+            line = self._editor.go_to_line(int(value.strip()))
         except ValueError:
             self._status(f"A line number, 1 to {lines}, goes here (not {value.strip()!r}).", error=True)
             return
-        line = max(1, min(lines, line))
-        self._editor.move_cursor((line - 1, 0), center=True)
         self._close_seek()
         self._status(f"Line {line} of {lines}.")
 
