@@ -86,7 +86,7 @@ def parse_fault(entry: object, where: str) -> Fault:
     return Fault(**{k: entry[k] for k in _FIELDS})
 
 
-def add_faults(data: dict, name: str, root: Path, faults: dict) -> None:
+def add_faults(data: dict, name: str, root: Path, faults: dict) -> list[tuple[Fault, str]]:
     """Add the ``[[fault]]`` tables of one parsed set file to ``faults`` (by id), each checked against ``root``.
 
     The one reader of fault tables: the catalog reads each set file through
@@ -98,6 +98,9 @@ def add_faults(data: dict, name: str, root: Path, faults: dict) -> None:
         root: the source root the faults must apply to (:func:`verify`).
         faults: where they go; an id already there is a duplicate.
 
+    Returns:
+        each fault added, with the source text of its file it was checked against.
+
     Raises:
         FaultError: a table that is not a fault, that does not apply, or whose id is
             taken; the sentence starts with ``name`` and names the fault.
@@ -105,16 +108,19 @@ def add_faults(data: dict, name: str, root: Path, faults: dict) -> None:
     entries = data.get("fault", [])
     if not isinstance(entries, list):
         raise FaultError(f"{name}: 'fault' must be an array of tables ([[fault]])")
+    added = []
     for n, entry in enumerate(entries, start=1):
         where = f"{name}: fault {entry.get('id', f'#{n}')!r}" if isinstance(entry, dict) else f"{name}: fault #{n}"
         try:
             fault = parse_fault(entry, where)
-            verify(fault, root)
+            source = verify(fault, root)
         except FaultError as exc:
             raise FaultError(str(exc) if str(exc).startswith(name) else f"{where}: {exc}") from None
         if fault.id in faults:
             raise FaultError(f"{where}: duplicate fault id {fault.id!r}")
         faults[fault.id] = fault
+        added.append((fault, source))
+    return added
 
 
 def load_faults(root: Path | None = None) -> dict[str, Fault]:

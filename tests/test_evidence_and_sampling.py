@@ -42,3 +42,57 @@ def test_top_k_of_one_keeps_only_the_largest_logit_however_close_the_next():
     assert probs.tolist() == [[1.0, 0.0, 0.0]]
     two = sampling_distribution(logits, top_k=2)
     assert two[0, 2].item() == 0.0 and two[0, 0].item() > two[0, 1].item() > 0.0
+
+
+# --- the instruments' table and a verdict's JSON ------------------------------------------------
+
+class Instruments:
+    """An instruments run as the runner hands it back: each side's table, or its error."""
+
+    def __init__(self, evidence, errors=None):
+        self.evidence, self.errors = evidence, errors or {}
+
+
+def instruments_table(*rows):
+    return [{"type": "table", "title": "Instruments on this engine", "columns": ["instrument", "status", "verdict"],
+             "rows": [list(r) for r in rows]}, {"type": "table", "title": "CAUSALITY evidence", "rows": [["x", 1]]}]
+
+
+def test_the_instruments_rows_pair_each_link_across_the_sides():
+    from tutor.model.verdict import instruments_holding
+    result = Instruments({
+        "clean": instruments_table(("SHAPE", "holds", "ok"), ("CAUSALITY", "holds", "ok")),
+        "yours": instruments_table(("SHAPE", "holds", "ok"), ("CAUSALITY", "fails", "position 3 saw position 5")),
+    }, errors={"faulted": "the faulted side raised"})
+    assert instruments_holding(result) == [
+        {"link": "SHAPE", "clean": "holds", "clean_verdict": "ok", "yours": "holds", "yours_verdict": "ok"},
+        {"link": "CAUSALITY", "clean": "holds", "clean_verdict": "ok", "yours": "fails",
+         "yours_verdict": "position 3 saw position 5"},
+    ]
+
+
+def test_the_first_divergent_instrument_is_named_with_the_learners_verdict():
+    from tutor.model.verdict import first_instrument_divergence
+    same = Instruments({"clean": instruments_table(("SHAPE", "holds", "ok")),
+                        "yours": instruments_table(("SHAPE", "holds", "ok"))})
+    assert first_instrument_divergence(same) is None
+    broke = Instruments({"clean": instruments_table(("SHAPE", "holds", "ok"), ("CAUSALITY", "holds", "ok")),
+                         "yours": instruments_table(("SHAPE", "holds", "ok"), ("CAUSALITY", "fails", "leak at 3"))})
+    assert first_instrument_divergence(broke) == "CAUSALITY: holds on clean, fails on yours — leak at 3"
+    repaired = Instruments({"clean": instruments_table(("SHAPE", "fails", "odd clean")),
+                            "yours": instruments_table(("SHAPE", "holds", "ok"))})
+    assert first_instrument_divergence(repaired) == "SHAPE: fails on clean, holds on yours — odd clean"
+    missing = Instruments({"clean": instruments_table(("LOOP", "holds", "ok"))}, errors={"yours": "raised"})
+    assert first_instrument_divergence(missing) == "LOOP: holds on clean, did not run on yours — ok"
+
+
+def test_a_verdicts_json_names_its_fields():
+    from tutor.model.verdict import Verdict
+    fixed = Verdict("fix", "fixed", "fixed: yours observes (3,)", yours_status="ok", yours_observed=[3])
+    assert fixed.to_dict() == {"mode": "fix", "status": "fixed", "sentence": "fixed: yours observes (3,)",
+                               "fixed": True, "difference": None, "prediction_correct": None}
+    broke = Verdict("break", "changed", "s", difference="row 2", prediction_correct=False)
+    assert broke.to_dict() == {"mode": "break", "status": "changed", "sentence": "s", "fixed": None,
+                               "difference": "row 2", "prediction_correct": False}
+    assert Verdict("fix", "could not run", "s").to_dict()["fixed"] is None
+    assert Verdict("hunt", "not fixed", "s").to_dict()["fixed"] is False

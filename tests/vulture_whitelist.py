@@ -6,6 +6,8 @@ pyproject.toml; what is here is named one by one.
 """
 
 from tutor.app.session import Session
+from tutor.cli import _imported_when_run
+from tutor.instructor.grade import gradebook_csv, results_json, save_results
 from tutor.cli.parser import _Parser
 from tutor.model.attempts import MODES, ExerciseProgress
 from tutor.sandbox.protocol import SIDE_STATUSES
@@ -25,3 +27,8 @@ default_learner  # the default learner name alone (tests/test_progress.py), besi
 EditScreen.save_to_verdict_s  # seconds from a save to its verdict on screen, read by tests/test_edit_tui.py
 ExerciseTree.shown_ids  # the ids the filtered tree shows, read by tests/test_learner_ux.py
 _Parser._negative_number_matcher  # argparse's own hook: a value like -1/4 is an answer, not an option
+gradebook_csv  # grading's parts, driven one by one by tests/test_grade.py
+results_json
+save_results
+_imported_when_run.__qualname__  # a command made when it runs keeps its own name in tracebacks
+ExerciseTree.get_label_width  # overrides Textual's Tree.get_label_width (measured from the text, not rendered)

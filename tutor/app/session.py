@@ -441,7 +441,7 @@ class Session:
     # --- recording (called by Run) -------------------------------------------
 
     def record(self, exercise: Exercise, result: RunResult, note: str | None = None, *,
-               time: str | None = None) -> Outcome:
+               time: str | None = None, submission: str = "") -> Outcome:
         """Record a result graded elsewhere (``tutor grade`` grades first, then saves in the answers' order).
 
         The same policy as a run: only a status in :data:`RECORDED` becomes an
@@ -453,13 +453,14 @@ class Session:
             note: the explain-back note to save with it, or None.
             time: the attempt's time (ISO 8601, as :func:`tutor.model.attempts.now`
                 writes it), e.g. when the answer was submitted; None is now.
+            submission: the graded submission's id; a file that holds it already is not changed.
         """
         if self.store is None or result.status not in RECORDED:
             return Outcome(result)
-        return self._record(exercise, result, note, time)
+        return self._record(exercise, result, note, time, submission=submission)
 
     def _record(self, exercise: Exercise, result: RunResult, note: str | None, time: str | None = None,
-                confidence: int | None = None) -> Outcome:
+                confidence: int | None = None, submission: str = "") -> Outcome:
         """Save the attempt, then its note; ``saved_to`` says whether the attempt was saved, whatever
         became of the note (a note that fails is said in ``save_error``)."""
         outcome = Outcome(result)
@@ -468,6 +469,8 @@ class Session:
             attempt = replace(attempt, observed="", correct=False)  # nothing was observed, nothing graded
         if time is not None:
             attempt = replace(attempt, time=time)
+        if submission:
+            attempt = replace(attempt, submission=submission)
         with self._lock:
             try:
                 self.progress = self.store.record_attempt(self.learner, exercise.id, attempt)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from datetime import datetime, timezone
+from pathlib import Path
 
 from exercises import answers
 from exercises.faults import diff
@@ -19,15 +20,15 @@ from tutor import __version__
 from tutor.cli.common import (catalog, catalog_or_none, choice_text, confidence_arg, exercise, find_set,
                               learner_named, make_runner, no_folder, retry_notice, store_and_learner,
                               writable_session)
-from tutor.cli.instructor import progress_of_everyone
-from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, CouldNotRun, EditReply, Events, ListReply,
-                               ProgressReply, Reply, ReviewReply, RunReply, ShowReply, UsageError, VersionReply)
+from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_SAVE, EXIT_USAGE, CouldNotRun, EditReply,
+                               Events, EveryoneReply, ListReply, ProgressReply, Reply, ReviewReply, RunReply, ShowReply,
+                               UsageError, VersionReply)
 from tutor.model.attempts import ProgressError
 from tutor.model.calibration import calibration_by_set
 from tutor.model.patch import MAX_EDIT_BYTES, EditError, apply_patch
 from tutor.model.review import INTERVALS_DAYS, SURE, review_states
 from tutor.model.verdict import YOURS, first_instrument_divergence, instruments_holding
-from tutor.store.migration import FORMAT_VERSION
+from tutor.store.migration import FORMAT_VERSION, classify, read_bytes
 
 
 def list_(args, events: Events) -> ListReply:
@@ -99,6 +100,9 @@ def run(args, events: Events) -> RunReply:
     data["note_saved"] = outcome.note_saved
     data["confidence"] = confidence  # as given with --confidence (saved with the attempt), or None
     code = {"pass": EXIT_MATCH, "fail": EXIT_MISMATCH}.get(result.status, EXIT_CHECK)
+    if outcome.save_error and code != EXIT_CHECK:
+        code = EXIT_SAVE
+        data["error"] = outcome.save_error
     return RunReply(data, code, exercise=ex, result=result, saved_to=saved)
 
 
@@ -155,7 +159,11 @@ def _edit(args, events: Events, mode: str) -> EditReply:
     data = edit_data(ex, outcome)
     data["saved_to"] = str(outcome.saved_to) if outcome.saved_to else None
     data["working_copy"] = working_copy
-    return EditReply(data, edit_exit_code(outcome), exercise=ex, outcome=outcome, saved_to=data["saved_to"],
+    code = edit_exit_code(outcome)
+    if outcome.save_error and code != EXIT_CHECK:
+        code = EXIT_SAVE
+        data["error"] = f"the attempt was not saved: {outcome.save_error}"
+    return EditReply(data, code, exercise=ex, outcome=outcome, saved_to=data["saved_to"],
                      working_copy=working_copy)
 
 
@@ -371,6 +379,62 @@ def review(args, events: Events) -> ReviewReply:
                         "due": [row(s) for s in due], "later": [row(s) for s in later],
                         "intervals_days": list(INTERVALS_DAYS), "sure_percent": SURE},
                        learner=learner, catalog=cat, due=due, later=later)
+
+
+def progress_of_everyone(args) -> EveryoneReply:
+    """``tutor progress --all``: one summary line per learner file in the folder; reads only.
+
+    A file that cannot be read gets its reason on its row; the command then
+    exits 2, as a review of that learner alone would. A missing folder is an
+    error (exit 2); damaged files moved aside earlier are counted and named.
+    """
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
+    from tutor.store.progress import ProgressStore, default_folder
+    if args.learner:
+        raise UsageError("--all reviews every learner in the folder; drop --learner, or drop --all")
+    store = ProgressStore(default_folder(args.progress_dir))
+    if not store.folder.is_dir():
+        raise UsageError(no_folder(store.folder))
+    cat = catalog_or_none()
+    total = len(cat.exercises) if cat else None
+    rows = []
+    for file in store.learner_files():
+        if file.shadowed:
+            continue
+        row = {"learner": file.name, "file": str(file.path), "error": None}
+        try:
+            loaded = store.load(file.name, move_aside=False)
+        except ProgressError as exc:
+            row["error"] = str(exc)
+            rows.append(row)
+            continue
+        if loaded.read_only:
+            try:
+                newer = classify(read_bytes(file.path))
+            except ProgressError:
+                newer = None
+            if newer is not None and newer.newer is not None and newer.data is None:
+                # a newer tutor's file in a shape this one cannot read: named, never an empty learner
+                row["error"] = (f"{file.path} was written by a newer tutor (format {newer.newer}) in a shape this "
+                                "one cannot read; upgrade tutor to see it")
+                rows.append(row)
+                continue
+            row["read_only"] = True
+        row["learner"] = loaded.learner
+        entries = loaded.exercises.values()
+        times = [a.time for e in entries for a in e.attempts]
+        row.update(tried=sum(bool(e.attempts) for e in entries), solved=sum(e.solved for e in entries),
+                   attempts=len(times), notes=sum(bool(e.note.strip()) for e in entries),
+                   last_attempt=max(times) if times else None)
+        rows.append(row)
+    kept = [str(p) for p in store.kept_aside()]
+    bad = [r for r in rows if r["error"]]
+    data = {"folder": str(store.folder), "exercise_count": total, "learners": rows, "kept_aside": kept}
+    if bad:
+        data["error"] = (f"{len(bad)} progress file{'s' if len(bad) > 1 else ''} cannot be read "
+                         f"({', '.join(Path(r['file']).name for r in bad)}); each row says why")
+    return EveryoneReply(data, EXIT_USAGE if bad else 0, folder=store.folder, total=total, rows=rows,
+                         kept_aside=kept)
 
 
 def version(args, events: Events) -> VersionReply:

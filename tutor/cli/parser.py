@@ -11,9 +11,7 @@ import argparse
 import re
 
 from tutor.cli import audit
-from tutor.sandbox.runner import DEVICES
-from tutor.sandbox.speed import ENV as SCALE_ENV
-from tutor.sandbox.speed import ScaleError, parse_scale
+from tutor.sandbox.speed import ENV as SCALE_ENV, ScaleError, parse_scale
 
 
 class ArgumentsError(Exception):
@@ -30,6 +28,10 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one sentence, exit 2, like every other input error
         raise ArgumentsError(f"{message}; see '{self.prog} --help'.")
 
+
+#: ``--device`` values: :data:`tutor.sandbox.runner.DEVICES`, spelled here so that parsing the arguments
+#: of ``tutor list`` does not import the runner (tests/test_import_hygiene.py holds them equal).
+DEVICES = ("auto", "cpu", "cuda")
 
 #: An argument that starts as a negative number does ("-1", "-1/4", "-1e-3", "-.5", "-0x2").
 NEGATIVE_NUMBER = re.compile(r"^-\.?\d")
@@ -88,8 +90,20 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Grade every row of an answers file: learner, exercise, answer, and optionally "
                        "note, submitted_at and seed. Each row's check runs now, on warm workers; the gradebook "
                        "(gradebook.csv) and Gradescope-style results (results.json) are written to --out.")
-    p.add_argument("--answers", required=True, metavar="FILE", help="the answers: a .csv file with a header row, "
+    p.add_argument("words", nargs="*", metavar="merge DIR", help="'merge DIR...': join the folders of graded "
+                   "shards into one gradebook and results.json in --out")
+    p.add_argument("--answers", metavar="FILE", help="the answers: a .csv file with a header row, "
                    "or JSON lines (.jsonl), one object per line; - reads standard input")
+    p.add_argument("--fixes", metavar="DIR", help="fix-mode submissions: one folder per learner, in it a repaired "
+                   "file (ID.py) or a patch (ID.diff) per exercise")
+    p.add_argument("--assignment", metavar="FILE.toml", help="the assignment: exercises, points, due time, "
+                   "hidden seeds, visibility (see docs/grading.md)")
+    p.add_argument("--exercises", metavar="ID,...", help="the assignment as exercise ids, one point each")
+    p.add_argument("--columns", metavar="FIELD=COLUMN,...", help="which column is which field, such as "
+                   "learner=Email,exercise=Question,answer=Response")
+    p.add_argument("--resume", action="store_true", help="carry on a grading that stopped: rows already in "
+                   "--out's gradebook are not graded again")
+    p.add_argument("--shard", metavar="K/N", help="grade only shard K of N (learners split by a stable hash)")
     p.add_argument("--out", metavar="DIR", help="where gradebook.csv and results.json go "
                    "(default: a folder beside the answers, <name>-graded)")
     p.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
@@ -99,6 +113,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _shared(p, learner=False)
     p.add_argument("--progress-dir", default=argparse.SUPPRESS)
+
+    p = sub.add_parser("gradescope", help="grade one Gradescope submission into /autograder/results/results.json",
+                       description="Run as Gradescope's autograder does: read the submission folder "
+                       "(answers.csv, answers.jsonl or answers.toml, and ID.py or ID.diff repairs), grade it "
+                       "against the assignment and write results.json in Gradescope's format.")
+    p.add_argument("--assignment", metavar="FILE.toml", help="the assignment (default: "
+                   "/autograder/source/assignment.toml)")
+    p.add_argument("--root", metavar="DIR", default="/autograder", help="the autograder folder (default /autograder)")
+    p.add_argument("--submission", metavar="DIR", help="the submission (default: ROOT/submission)")
+    p.add_argument("--results", metavar="FILE", help="where results.json goes (default: ROOT/results/results.json)")
+    p.add_argument("--json", action="store_true")
+    _shared(p, learner=False)
 
     p = sub.add_parser("report", help="a class report over a folder of progress files",
                        description="Per exercise: learners who tried, solved it on the first attempt, ever solved "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from tutor.model.attempts import counting
 from tutor.render.tables import WordTable
 
 
@@ -103,3 +104,32 @@ def edits_summary(progress, exercise=None) -> Text:
             last = edits[-1]
             parts.append(Text.assemble(f"{mode} {len(edits)}, last ", attempt_result(last, exercise)))
     return Text(" · ").join(parts) if parts else Text("-", style="dim")
+
+
+def progress_table(progress, catalog, seeded: set, preview) -> WordTable:
+    """``tutor progress``: one row per exercise tried, predictions and edit attempts apart.
+
+    The last answer is the prediction that counts (the latest), never an
+    edit; the ``edits`` column (fix, break, hunt: each with its last
+    verdict) is there only when some exercise has one.
+
+    Args:
+        progress: a :class:`tutor.model.attempts.LearnerProgress`.
+        catalog: the catalog, or None (then a break's prediction is not read again).
+        seeded: the ids of the exercises whose seed is a mystery (their rows name it).
+        preview: the note as the row shows it (``tutor.cli.output.note_preview``).
+    """
+    edited = any(p.edits() for p in progress.exercises.values())
+    table = WordTable(["exercise", "predictions", "last answer", "observed", "ever solved"] +
+                      (["edits"] if edited else []) + ["note"])  # every column wraps at words
+    known = {e.id: e for e in catalog.exercises} if catalog is not None else {}
+    for ex_id, p in sorted(progress.exercises.items()):
+        last = counting(p.predictions, lambda a: a.time)
+        observed = (last.observed or "-") if last else "-"
+        if last and ex_id in seeded:
+            observed += f" (seed {last.seed})"  # which mystery the last attempt met
+        reset = " (reset)" if p.reset_time and not p.current else ""
+        table.add_row(ex_id, f"{len(p.predictions)}{reset}", Text(last.prediction if last else "-"),
+                      Text(observed), "yes" if p.solved else "no",
+                      *([edits_summary(p, known.get(ex_id))] if edited else []), Text(preview(p.note)))
+    return table
