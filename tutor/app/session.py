@@ -358,10 +358,10 @@ class Session:
         if task.mode == "break":
             if not (prediction or "").strip():
                 raise EditError("predict first: say what your fault will do (an answer of the exercise's "
-                                     "kind, or your own words) before it runs")
+                                "kind, or your own words) before it runs")
             if text.replace("\r\n", "\n") == task.start:
                 raise EditError(f"you have not changed anything yet: write your fault into {task.path}, "
-                                     "then run it")
+                                "then run it")
         return EditRun(self, task, text, prediction, record=record and self.store is not None,
                        instruments=instruments)
 
