@@ -962,7 +962,7 @@ def test_moving_the_cursor_at_home_does_not_reread_progress(tmp_path):
             await pilot.press("down")
         await pilot.pause()
         assert CountingStore.loads == before
-        assert "attempt(s)" in text_of(pilot.app.screen.query_one("#home-detail-text", Static))
+        assert "prediction(s)" in text_of(pilot.app.screen.query_one("#home-detail-text", Static))
     drive(app, script)
 
 
@@ -998,7 +998,7 @@ def test_a_wrong_prediction_is_shown_as_did_not_match_and_recorded_as_such(tmp_p
         assert next(n.label.plain for n in walk(tree.root) if n.data == "head-split").startswith("✗")
         screen = await open_exercise(pilot, "head-split")
         history = text_of(screen.query_one("#exercise-history", Static))
-        assert "✗ not solved yet · 1 attempt(s); last: you said c, the check observed b" in history
+        assert "✗ not solved yet · 1 prediction(s); last: you said c, the check observed b" in history
         await pick(pilot, "b")
         await pilot.press("r")
         await finish_runs(pilot)

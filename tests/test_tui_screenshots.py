@@ -71,6 +71,7 @@ SHOTS = [
          shows=("clean", "faulted", "nats")),
     Shot("progress", keys=("p",), size=(100, 52), shows=("Totals", "Brier score", "Accuracy over time")),
     Shot("fix-mode", open="head-split", keys=("f",), shows=("Fix it",)),
+    Shot("break-mode", open="head-split", keys=("B",), shows=("Break it", "Predict first")),
 ]
 
 T0 = datetime(2026, 1, 5, 9, 30, tzinfo=timezone.utc)
@@ -154,6 +155,8 @@ async def take(shot: Shot, app) -> str:
 @pytest.mark.parametrize("shot", SHOTS, ids=[s.name for s in SHOTS])
 def test_screenshot(shot, tmp_path, monkeypatch, request):
     monkeypatch.chdir(tmp_path)          # the screens show the progress file as progress/ada.toml
+    monkeypatch.delenv("VISUAL", raising=False)  # edit mode opens the built-in editor, whatever the shell has
+    monkeypatch.delenv("EDITOR", raising=False)
     store = ProgressStore(Path("progress"))
     if not shot.run:
         fixture_progress(store)

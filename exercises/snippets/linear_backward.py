@@ -25,5 +25,5 @@ def linear_backward(x: torch.Tensor, weight: torch.Tensor,
     """
     dx = G @ weight  # (B, T, K) @ (K, C) -> (B, T, C)
     dweight = G.flatten(0, 1).T @ x.flatten(0, 1)  # (K, B*T) @ (B*T, C) -> (K, C)
-    dbias = G.sum(dim=(0, 1))  # bias was broadcast over B and T: sum both -> (K,)
+    dbias = G.sum(dim=(0, 1))  # bias was broadcast over B and T: sum over both
     return dx, dweight, dbias

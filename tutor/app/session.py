@@ -57,6 +57,7 @@ from tutor.app.tasks import INSTRUMENTS_CHECK, INSTRUMENTS_TIMEOUT_S, Task, task
 from tutor.model.attempts import (GRADED, RECORDED, Attempt, ExerciseProgress, LearnerProgress, ProgressError,
                                   is_prediction)
 from tutor.model.catalog import Catalog, Exercise
+from tutor.model.patch import EditError
 from tutor.sandbox.protocol import Progress, Side
 from tutor.sandbox.runner import RunResult, standard_sides
 from tutor.store.progress import ProgressStore
@@ -189,7 +190,28 @@ class Session:
         do not count."""
         predictions = self.progress.of(exercise.id).predictions if self.store is not None else []
         earlier = sum(is_prediction(a) for a in predictions)
-        return exercise.seed_for(earlier)
+        if not exercise.seed_per_attempt:
+            return exercise.seed_for(earlier)
+        # A mystery a hunt revealed before any prediction met it is skipped: predictions meet it no more.
+        spoiled = self._hunted(exercise) - {a.seed for a in predictions if is_prediction(a)}
+        seed, met = exercise.seed_for(0), 0
+        while seed in spoiled or met < earlier:
+            met += seed not in spoiled
+            seed += 1
+        return seed
+
+    def _hunted(self, exercise: Exercise) -> set[int]:
+        """The capstone mysteries a hunt showed this learner: a hunt attempt's seed, or a hunt's working copy."""
+        if self.store is None:
+            return set()
+        seeds = {a.seed for a in self.progress.of(exercise.id).edits("hunt")}
+        try:
+            folder = self.store.working_copy_path(self.learner, exercise.id, "hunt-0", "x.py").parent.parent
+            names = [entry.name for entry in folder.iterdir() if entry.is_dir()] if folder.is_dir() else []
+        except (OSError, ProgressError):
+            names = []
+        seeds |= {int(name[5:]) for name in names if name.startswith("hunt-") and name[5:].isdigit()}
+        return seeds
 
     def sides_for(self, exercise: Exercise) -> tuple[Side, ...]:
         """The sides of a plain run: clean, and faulted when the exercise has a fault."""
@@ -259,16 +281,21 @@ class Session:
         """What the learner edits in ``mode`` (``fix``, ``break``, ``hunt``) for ``exercise``.
 
         ``fix`` on the capstone is its hunt. Unless ``seed`` is given, a
-        hunt meets the mystery of the learner's last prediction (already
-        predicted, so the hunt spoils nothing; the first mystery before any
-        prediction), or the next one that hides a fault.
+        hunt meets the mystery of the learner's last graded prediction
+        (already predicted, so the hunt spoils nothing), else the mystery an
+        earlier hunt showed, else the one the next prediction would meet —
+        or the next one that hides a fault. A mystery a hunt shows before a
+        prediction met it counts as revealed: :meth:`seed_for` skips it, so
+        the next prediction meets a new one.
 
         Raises:
             tutor.model.patch.EditError: the exercise has nothing to fix in that mode.
         """
         if mode in ("fix", "hunt") and exercise.seed_per_attempt and seed is None:
-            predicted = len(self.progress.of(exercise.id).predictions) if self.store is not None else 0
-            seed = exercise.seed_for(max(0, predicted - 1))
+            predicted = [a.seed for a in self.progress.of(exercise.id).predictions if a.status in GRADED] \
+                if self.store is not None else []
+            hunted = self._hunted(exercise)
+            seed = predicted[-1] if predicted else min(hunted) if hunted else self.seed_for(exercise)
         return task_for(self.catalog, exercise, mode, seed)
 
     def working_copy(self, task: "Task") -> str | None:
@@ -327,8 +354,16 @@ class Session:
                 many seeds drawn at random now (:func:`tutor.model.verdict.judge_hidden`).
 
         Raises:
-            tutor.model.patch.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte.
+            tutor.model.patch.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte; a
+                break without a prediction, or whose file is still the clean one.
         """
+        if task.mode == "break":
+            if not (prediction or "").strip():
+                raise EditError("predict first: say what your fault will do (an answer of the exercise's "
+                                "kind, or your own words) before it runs")
+            if text.replace("\r\n", "\n") == task.start:
+                raise EditError(f"you have not changed anything yet: write your fault into {task.path}, "
+                                "then run it")
         return EditRun(self, task, text, prediction, record=record and self.store is not None,
                        instruments=instruments, hidden_seeds=hidden_seeds)
 

@@ -136,8 +136,10 @@ def _edit(args, events: Events, mode: str) -> EditReply:
     ex = exercise(cat, args.id)
     session = writable_session(args, events, cat, someone_else_confined=True)
     try:
-        task = session.edit_task(ex, mode, getattr(args, "seed", None))
+        task = _edit_task(args, events, session, ex, mode)
         text = _learner_text(args, task)
+        if task.mode == "hunt":
+            _say_hunted_file(args, events, task, text)
         run = session.start_edit(task, text, getattr(args, "predict", None), instruments=not args.no_instruments,
                                  hidden_seeds=getattr(args, "hidden_seeds", 0) or 0)
         outcome = run.execute()
@@ -167,6 +169,34 @@ def _edit(args, events: Events, mode: str) -> EditReply:
         data["error"] = f"the attempt was not saved: {outcome.save_error}"
     return EditReply(data, code, exercise=ex, outcome=outcome, saved_to=data["saved_to"],
                      working_copy=working_copy)
+
+
+def _edit_task(args, events: Events, session, ex, mode: str):
+    """The task of ``tutor fix`` / ``tutor break``; with --no-save the capstone still hunts the learner's
+    own mystery, read from their progress (which is not written)."""
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
+    from tutor.app.session import Session
+    seed = getattr(args, "seed", None)
+    if session.store is None and seed is None and ex.seed_per_attempt:
+        try:
+            store, learner = store_and_learner(args, lambda sentence: None)
+            reader = Session(session.catalog, session.runner, store, learner)
+            reader.load(move_aside=False)
+            return reader.edit_task(ex, mode)
+        except (UsageError, ProgressError):
+            pass  # no progress to read: the first mystery, as for a new learner
+    return session.edit_task(ex, mode, seed)
+
+
+def _say_hunted_file(args, events: Events, task, text: str) -> None:
+    """Name the file a hunt runs the learner's file as, and say when the file does not look like it."""
+    import difflib  # deferred: only a hunt compares the learner's file with the one it replaces
+    name = getattr(args, "patch", None) or args.file
+    events.notice(f"the hunt of mystery {task.seed} expects your edited {task.path}: {name} ran in its place")
+    if not getattr(args, "patch", None):
+        likeness = difflib.SequenceMatcher(None, task.start.splitlines(), text.splitlines()).quick_ratio()
+        if likeness < 0.5:
+            events.notice(f"{name} shares few lines with {task.path}; is it the file this hunt gave you?")
 
 
 def _learner_text(args, task) -> str:

@@ -231,7 +231,7 @@ class RichOutput:
         # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
 
-        from tutor.render import WordTable, calibration_renderables, set_totals
+        from tutor.render import calibration_renderables, progress_table, set_totals
         progress, store, learner, console = reply.progress, reply.store, reply.learner, self.console
         kept = reply.data.get("kept_aside", [])
         if not progress.exercises:
@@ -240,16 +240,7 @@ class RichOutput:
             _kept_aside_lines(console, kept)
             return
         console.print(Text(f"Progress of {learner} ({store.path(learner)})", style="bold"))
-        # every column wraps at words (an id is never broken: ids hold no spaces)
-        table = WordTable(["exercise", "attempts", "last answer", "observed", "ever solved", "note"])
-        for ex_id, p in sorted(progress.exercises.items()):
-            last = p.latest  # the one rule of which attempt counts, as results.json and the report use
-            observed = last.observed if last else "-"
-            if last and ex_id in reply.seeded:
-                observed += f" (seed {last.seed})"  # which mystery the last attempt met
-            reset = " (reset)" if p.reset_time and not p.current else ""
-            table.add_row(ex_id, f"{len(p.attempts)}{reset}", Text(last.prediction if last else "-"),
-                          Text(observed), "yes" if p.solved else "no", Text(note_preview(p.note)))
+        table = progress_table(progress, reply.catalog, reply.seeded, note_preview)
         console.print(table)
         _kept_aside_lines(console, kept)
         if reply.calibration is not None:
@@ -456,7 +447,7 @@ def show_report(console, report) -> None:
     """``tutor report``'s view (a :class:`tutor.instructor.report.ClassReport`): the exercise table,
     calibration, and the files not counted."""
     # deferred: the instructor's modules load only for their own views
-    from tutor.instructor.report import _number
+    from tutor.instructor.report import _number, edits_words
     from rich.table import Table
     from rich.text import Text
     console.print(Text(f"Class report of {report.folder}: {report.learners} learner"
@@ -469,11 +460,14 @@ def show_report(console, report) -> None:
         for column in ("tried", "1st try", "solved", "median tries", "notes") + (("fixed",) if fixes else ()):
             table.add_column(column, justify="right", overflow="fold")
         table.add_column("wrong predictions (learners)", overflow="fold", ratio=1)
+        if edited := any(e.edits for e in report.exercises):  # fix, break and hunt attempts by verdict
+            table.add_column("edits (fix, break, hunt)", overflow="fold", ratio=1)
         for e in report.exercises:
             wrong = " · ".join(f"{w.prediction} ×{w.learners}" for w in e.wrong_predictions) or "-"
             cells = [str(e.tried), str(e.solved_first), str(e.ever_solved), _number(e.median_attempts) or "-",
                      str(len(e.notes))] + ([f"{e.fix_fixed}/{e.fix_tried}"] if fixes else [])
-            table.add_row(e.id if e.in_catalog else f"{e.id} (not in the catalog)", *cells, Text(wrong))
+            table.add_row(e.id if e.in_catalog else f"{e.id} (not in the catalog)", *cells, Text(wrong),
+                          *([Text(edits_words(e.edits) or "-")] if edited else []))
         console.print(table)
     if report.calibration:
         table = Table(title="Calibration: confidence against how often right")

@@ -89,6 +89,8 @@ class ExerciseReport:
     fix_fixed: int = 0
     wrong_predictions: list[WrongPrediction] = field(default_factory=list)
     notes: list[dict] = field(default_factory=list)
+    #: edit-mode attempts by mode (fix, break, hunt), each by verdict: {"fix": {"fixed": 2, "not fixed": 1}}
+    edits: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"id": self.id, "title": self.title, "set": self.set, "in_catalog": self.in_catalog,
@@ -97,7 +99,7 @@ class ExerciseReport:
                 "median_attempts": self.median_attempts, "median_attempts_to_solve": self.median_attempts_to_solve,
                 "other_attempts": self.other_attempts, "fix_tried": self.fix_tried, "fix_fixed": self.fix_fixed,
                 "wrong_predictions": [w.to_dict() for w in self.wrong_predictions],
-                "note_count": len(self.notes), "notes": self.notes}
+                "note_count": len(self.notes), "notes": self.notes, "edits": self.edits}
 
 
 @dataclass
@@ -286,6 +288,7 @@ class _Tally:
         self.wrong_learners: dict[str, set] = defaultdict(set)
         self.wrong_attempts: dict[str, int] = defaultdict(int)
         self.notes: list[dict] = []
+        self.edits: dict[str, dict[str, int]] = {}
 
     def merge(self, other: "_Tally") -> None:
         """Add another run of files' counts of the same exercise to these."""
@@ -298,6 +301,10 @@ class _Tally:
         for shown, n in other.wrong_attempts.items():
             self.wrong_attempts[shown] += n
         self.notes += other.notes
+        for mode, verdicts in other.edits.items():
+            mine = self.edits.setdefault(mode, {})
+            for verdict, n in verdicts.items():
+                mine[verdict] = mine.get(verdict, 0) + n
 
     def add(self, learner: str, entry: ExerciseProgress, read, ex_id: str) -> None:
         # the one time order (the latest counts): results.json and tutor progress agree
@@ -308,6 +315,11 @@ class _Tally:
         if fixes:
             self.fix_tried += 1
             self.fix_fixed += bool(fixes[-1].correct)
+        for a in ordered:
+            if a.mode != "predict":  # fix, break, hunt: counted by verdict
+                verdicts = self.edits.setdefault(a.mode, {})
+                verdict = a.verdict or a.status or "?"
+                verdicts[verdict] = verdicts.get(verdict, 0) + 1
         note = entry.note
         if note.strip():
             self.notes.append({"learner": learner, "note": note})
@@ -336,7 +348,8 @@ class _Tally:
             tried=self.tried, solved_first=self.solved_first, solved_latest=self.solved_latest, ever_solved=self.ever_solved,
             median_attempts=_median(self.attempts), median_attempts_to_solve=_median(self.to_solve),
             other_attempts=self.other, fix_tried=self.fix_tried, fix_fixed=self.fix_fixed, wrong_predictions=wrong[:top],
-            notes=sorted(self.notes, key=lambda n: n["learner"].casefold()))
+            notes=sorted(self.notes, key=lambda n: n["learner"].casefold()),
+            edits={mode: dict(sorted(v.items())) for mode, v in sorted(self.edits.items())})
 
 
 def _median(values: list[int]) -> float | None:
@@ -371,6 +384,7 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
     for n in range(1, top + 1):
         header += [f"wrong_prediction_{n}", f"wrong_prediction_{n}_learners"]
     header += ["solved_latest", "fix_tried", "fix_fixed"]
+    header.append("edits")
     writer.writerow(header)
     for e in report.exercises:
         row = [e.id, e.set or "", e.title or "", e.tried, e.solved_first, e.ever_solved, _number(e.median_attempts),
@@ -379,8 +393,16 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
             w = e.wrong_predictions[n] if n < len(e.wrong_predictions) else None
             row += [w.prediction, w.learners] if w else ["", ""]
         row += [e.solved_latest, e.fix_tried, e.fix_fixed]
+        row.append(edits_words(e.edits))
         writer.writerow([spreadsheet_safe(c) for c in row])
     return out.getvalue()
+
+
+def edits_words(edits: dict[str, dict[str, int]]) -> str:
+    """Edit-mode attempts in words: ``fix 3 (fixed 2, not fixed 1) · break 1 (changed 1)``; empty when none."""
+    return " · ".join(f"{mode} {sum(verdicts.values())} ("
+                      + ", ".join(f"{verdict} {n}" for verdict, n in verdicts.items()) + ")"
+                      for mode, verdicts in edits.items())
 
 
 def _number(value: float | None) -> str:

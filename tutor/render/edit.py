@@ -47,18 +47,32 @@ def edit_columns(ex, outcome) -> Table:
         title = "mystery" if task.hidden and label == "faulted" else label
         table.add_column(title, overflow="fold")
     table.add_row("observed", *[side_cell(ex, result, side) for side, _ in names])
+    # the check's own "first divergence" (what a predict result of the same fault names), side by side
+    divergences = [_first_divergence_note(result.evidence.get(side, [])) for side, _ in names]
+    if any(d is not None for d in divergences):
+        table.add_row("first divergence", *[Text(d if d is not None else "-", style="" if d not in (None, "none")
+                                                 else "dim") for d in divergences])
     if outcome.instruments is not None:
         instruments = outcome.instruments
         cells = []
         for side, _ in names:
             if side in instruments.observations:
                 first = instruments.observations[side]
-                cells.append(Text("all hold" if first == "none" else f"{first} fails first",
+                cells.append(Text("none (all hold)" if first == "none" else first,
                                   style="green" if first == "none" else "red"))
             else:
                 cells.append(Text("-", style="dim"))
-        table.add_row("instruments", *cells)
+        table.add_row("first audit link to fail", *cells)  # the audit's order, not the check's
     return table
+
+
+def _first_divergence_note(evidence: list) -> str | None:
+    """What a side's evidence names as its first divergence (a ``first divergence: ...`` note), or None."""
+    for item in evidence:
+        text = str(item.get("text", "")) if isinstance(item, dict) and item.get("type") == "note" else ""
+        if text.startswith("first divergence:"):
+            return text.split(":", 1)[1].strip()
+    return None
 
 
 def instruments_table(outcome) -> Table | None:

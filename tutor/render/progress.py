@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from tutor.model.attempts import counting
 from tutor.render.tables import WordTable
 
 
@@ -47,3 +48,88 @@ def calibration_renderables(overall) -> list:
     return [table, Text.assemble(("Brier score ", "bold"), (f"{overall.brier:.3f}", "bold cyan"),
                                  f" over {overall.count} rated prediction(s) (0 is perfect, always saying 50 % "
                                  f"scores 0.250){unrated}")]
+
+
+# --- attempts by mode (the progress screen, `tutor progress`) ----------------------------
+
+#: How each attempt mode is named in a progress table.
+MODE_WORDS = {"predict": "predict", "fix": "fix", "break": "break", "hunt": "hunt"}
+_SHORT_STYLE = {"fixed": "green", "not fixed": "red", "changed": "cyan", "unchanged": "yellow"}
+
+
+def attempt_result(attempt, exercise=None) -> Text:
+    """What one attempt came to, in a word or two: a prediction's yes / no, an edit's verdict.
+
+    A fix or hunt says ``fixed`` / ``not fixed``; a break says what the
+    learner's fault did (``changed`` / ``unchanged``) and whether its
+    prediction matched (``free text`` when it does not read as ``exercise``'s
+    kind, so it was not graded).
+    """
+    if attempt.mode == "predict":
+        if attempt.status == "timeout":
+            return Text("timed out", style="yellow")
+        return Text("yes", style="green") if attempt.correct else Text("no", style="red")
+    verdict = attempt.verdict or attempt.status
+    text = Text(verdict, style=_SHORT_STYLE.get(verdict, ""))
+    if attempt.mode == "break":
+        graded = "right" if attempt.correct else "wrong" if _graded(attempt, exercise) else "free text"
+        text.append(f" · prediction {graded}", style={"right": "green", "wrong": "red"}.get(graded, "dim"))
+    return text
+
+
+def _graded(attempt, exercise) -> bool:
+    """Whether a break's saved prediction reads as the exercise's kind (so it was graded), where the exercise is known."""
+    if exercise is None or not attempt.prediction:
+        return False
+    from exercises import answers  # deferred: only a break's saved prediction is read again
+    try:
+        exercise.parse_answer(attempt.prediction)
+    except answers.AnswerError:
+        return False
+    return True
+
+
+def attempt_row(attempt, exercise=None) -> list:
+    """Mode, prediction, observed and result cells of one attempt (``-`` where a mode has none)."""
+    return [MODE_WORDS.get(attempt.mode, attempt.mode), Text(attempt.prediction or "-"),
+            Text(attempt.observed or "-"), attempt_result(attempt, exercise)]
+
+
+def edits_summary(progress, exercise=None) -> Text:
+    """One exercise's edit-mode attempts by mode, with the last verdict of each: ``fix 2, last fixed``."""
+    parts = []
+    for mode in ("fix", "break", "hunt"):
+        edits = progress.edits(mode)
+        if edits:
+            last = edits[-1]
+            parts.append(Text.assemble(f"{mode} {len(edits)}, last ", attempt_result(last, exercise)))
+    return Text(" · ").join(parts) if parts else Text("-", style="dim")
+
+
+def progress_table(progress, catalog, seeded: set, preview) -> WordTable:
+    """``tutor progress``: one row per exercise tried, predictions and edit attempts apart.
+
+    The last answer is the prediction that counts (the latest), never an
+    edit; the ``edits`` column (fix, break, hunt: each with its last
+    verdict) is there only when some exercise has one.
+
+    Args:
+        progress: a :class:`tutor.model.attempts.LearnerProgress`.
+        catalog: the catalog, or None (then a break's prediction is not read again).
+        seeded: the ids of the exercises whose seed is a mystery (their rows name it).
+        preview: the note as the row shows it (``tutor.cli.output.note_preview``).
+    """
+    edited = any(p.edits() for p in progress.exercises.values())
+    table = WordTable(["exercise", "predictions", "last answer", "observed", "ever solved"] +
+                      (["edits"] if edited else []) + ["note"])  # every column wraps at words
+    known = {e.id: e for e in catalog.exercises} if catalog is not None else {}
+    for ex_id, p in sorted(progress.exercises.items()):
+        last = counting(p.predictions, lambda a: a.time)
+        observed = (last.observed or "-") if last else "-"
+        if last and ex_id in seeded:
+            observed += f" (seed {last.seed})"  # which mystery the last attempt met
+        reset = " (reset)" if p.reset_time and not p.current else ""
+        table.add_row(ex_id, f"{len(p.predictions)}{reset}", Text(last.prediction if last else "-"),
+                      Text(observed), "yes" if p.solved else "no",
+                      *([edits_summary(p, known.get(ex_id))] if edited else []), Text(preview(p.note)))
+    return table

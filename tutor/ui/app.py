@@ -67,12 +67,14 @@ class TutorApp(App):
     TITLE = "tutor"
     COMMANDS = App.COMMANDS | {ExerciseCommands}
     BINDINGS = [
-        Binding("q", "quit", "Quit"),
+        Binding("q", "quit", "Quit", tooltip="quit (notes and working copies are saved first)"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-        Binding("question_mark", "help", "Help"),
+        Binding("question_mark", "help", "Help", tooltip="this help"),
         Binding("f1", "help", "Help", show=False),
-        Binding("p", "progress", "Progress"),
+        Binding("p", "progress", "Progress", tooltip="your progress: attempts, modes and notes"),
     ]
+    #: keys no binding lists, for the help
+    PAGE_KEYS = (("Ctrl+P", "the command palette: \"open cache-offset\" opens any exercise"),)
 
     def __init__(self, session: Session, warnings: Iterable[str] = ()) -> None:
         """Args:
@@ -82,7 +84,7 @@ class TutorApp(App):
         super().__init__()
         self.session = session
         self._startup_warnings = list(warnings)
-        #: each exercise page as it was left, while the app runs (see tutor.ui.screens.exercise.Recall)
+        #: each exercise page as it was left, while the app runs (see tutor.ui.recall.Recall)
         self.recall: dict = {}
         #: the header's line about the learner and the worker; screens add to it (home: where to continue)
         self.about = ""
@@ -123,9 +125,27 @@ class TutorApp(App):
         except Exception as exc:
             self.post_message(WarmUpFinished(None, str(exc) or exc.__class__.__name__))
 
+    def note_cancel(self) -> None:
+        """A screen cancelled a run: while the worker is still starting, its start fails because of it."""
+        if not self.session.warmed.is_set():
+            self._cancelled_start = True
+
+    def starting_words(self) -> str:
+        """What the status line says as a run starts: the worker's first start, a restart, or neither."""
+        worker = getattr(self.session.runner, "worker", None)
+        if not self.session.warmed.is_set() or (worker is not None and getattr(worker, "hello", 1) is None):
+            return "starting the check worker (the first run loads torch)…"
+        if worker is not None and getattr(worker, "stopped", False):
+            return "restarting the check worker (it was stopped; it loads torch again)…"
+        return "starting the check…"
+
     def on_warm_up_finished(self, message: WarmUpFinished) -> None:
-        if message.error:
-            self.notify(f"The check worker did not start: {message.error}", title="runner",
+        if message.error and getattr(self, "_cancelled_start", False):
+            # not an error: the learner's cancel stopped the worker as it started
+            self.notify("Cancelled while the check worker was starting; it starts again with your next run.",
+                        title="cancelled", timeout=8, markup=False)
+        elif message.error:
+            self.notify(f"The check worker did not start: {message.error}", title="check worker",
                         severity="error", timeout=15, markup=False)
         elif message.info and message.info.get("torch"):
             cuda = " · CUDA available" if message.info.get("cuda") else ""

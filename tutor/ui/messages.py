@@ -65,3 +65,42 @@ class WarmUpFinished(Message):
         super().__init__()
         self.info = info
         self.error = error
+
+
+# --- edit mode (tutor.ui.screens.fix) ---
+
+class EditFinished(Message):
+    """The verdict of an edit-mode run is in (posted from the run's thread)."""
+
+    def __init__(self, outcome, seconds: float) -> None:
+        super().__init__()
+        self.outcome = outcome
+        self.seconds = seconds
+
+    # ``outcome`` is a tutor.app.run.EditOutcome
+
+
+class EditInstrumentsFinished(Message):
+    """The engine's instruments ran after the verdict (posted from the run's thread)."""
+
+    def __init__(self, outcome) -> None:
+        super().__init__()
+        self.outcome = outcome
+
+
+class EditCrashed(Message):
+    """The run could not start at all (no worker, no device)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+
+class EditProgressed(Message):
+    """A side's progress report."""
+
+    def __init__(self, side: str, fraction: float, message: str) -> None:
+        super().__init__()
+        self.side = side
+        self.fraction = fraction
+        self.message = message

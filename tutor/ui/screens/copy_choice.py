@@ -38,9 +38,10 @@ class CopyChoiceScreen(ModalScreen[str]):
     }
     """
 
-    BINDINGS = [Binding("escape", "pick('continue')", "Continue my copy"),
-                Binding("c", "pick('continue')", "Continue", show=False),
-                Binding("n", "pick('fresh')", "Fresh copy", show=False)]
+    BINDINGS = [Binding("escape", "pick('continue')", "Continue my copy", tooltip="continue your working copy"),
+                Binding("c", "pick('continue')", "Continue", show=False, tooltip="continue your working copy"),
+                Binding("n", "pick('fresh')", "Fresh copy", show=False,
+                        tooltip="start from a fresh copy (yours is kept as .previous)")]
 
     def __init__(self, path: str, where: str, changed_lines: int) -> None:
         """Args:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Markdown, ProgressBar, Static, TextArea
 
 from exercises import answers
@@ -19,6 +17,8 @@ from tutor.model.attempts import ProgressError, show_time, verdict_of
 from tutor.model.catalog import Exercise
 from tutor.model.review import next_after
 from tutor.render import VERDICT_STYLE, VERDICT_TEXT
+from tutor.ui.keys import PageScreen
+from tutor.ui.recall import recall_of
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
 from tutor.ui.widgets.confidence import CONFIDENCE_KEYS, ConfidencePicker
 from tutor.ui.widgets.fault_view import FaultView
@@ -34,29 +34,7 @@ WORD_GAP_S = 0.35
 _HELD_KEYS = set("heanNpq?")
 
 
-@dataclass
-class Recall:
-    """What an exercise page had when it was left, so reopening it shows the same.
-
-    Attributes:
-        answer: the prediction in the answer box (a choice id, or the typed text).
-        confidence: the confidence set, in percent, or None.
-        hints: how many hints were revealed.
-        result: the last run's full result, or None.
-    """
-
-    answer: str = ""
-    confidence: int | None = None
-    hints: int = 0
-    result: object = None
-
-
-def recall_of(app, exercise_id: str) -> Recall:
-    """The app's memory of this exercise's page (made empty on first use); it lasts while the app runs."""
-    return app.recall.setdefault(exercise_id, Recall())
-
-
-class ExerciseScreen(Screen):
+class ExerciseScreen(PageScreen):
     """The whole loop for one exercise, in one scrolling column.
 
     Run (``r`` or the button) parses the prediction first — an unreadable one
@@ -73,18 +51,27 @@ class ExerciseScreen(Screen):
     """
 
     BINDINGS = [
-        Binding("r", "run", "Run"),
+        Binding("r", "run", "Run", tooltip="run the check (Enter in the answer box too)"),
         Binding("ctrl+r", "run", "Run", show=False),
-        Binding("h", "hint", "Hint"),
-        Binding("a", "answer", "Answer"),
-        Binding("e", "explain", "Explain back"),
-        Binding("f", "fix", "Fix it"),  # edit mode (tutor.ui.screens.fix); F and B work where f or b pick a choice
-        Binding("b", "break_it", "Break it"),
-        Binding("F", "fix", "Fix it", show=False),
-        Binding("B", "break_it", "Break it", show=False),
-        Binding("n", "next", "Next"),  # once a result is shown (check_action)
-        Binding("escape", "cancel_or_back", "Back"),  # cancels a running check first
+        Binding("h", "hint", "Hint", tooltip="reveal the next hint"),
+        Binding("a", "answer", "Answer", tooltip="move to the answer box (typing a digit or bracket starts it too)"),
+        Binding("e", "explain", "Explain", tooltip="move to the explain-back note (it appears after the first run)"),
+        # edit mode (tutor.ui.screens.fix); F and B work, and show, where f or b pick a choice
+        Binding("f", "fix", "Fix it", tooltip="Fix it: repair the fault in your own copy (capstone: Find and fix)"),
+        Binding("b", "break_it", "Break it", tooltip="Break it: predict, then write a fault of your own"),
+        Binding("F", "fix", "Fix it"),
+        Binding("B", "break_it", "Break it"),
+        Binding("n", "next", "Next", tooltip="open the next exercise, once a result is shown (N on yes/no pages)"),
+        Binding("escape", "cancel_or_back", "Back", tooltip="cancel a running check; else leave the box; else back"),
     ]
+    #: keys the page reads itself (``on_key``), for the help
+    PAGE_KEYS = (
+        ("a, b, c… / 1, 2, 3… / y, n", "on a choice or yes/no page: pick the choice with that key (shown beside it)"),
+        ("5 6 7 8 9 0", "how sure you are: 50 … 90 %, 0 for 100 % (optional, saved with the attempt; on pages "
+                        "where digits answer, Tab to it)"),
+        ("N", "on a yes/no page, or where n picks a choice: open the next exercise"),
+        ("Enter", "in the answer box or on the confidence: run the check"),
+    )
     #: single keys that keep their meaning while reading; any other printable
     #: key starts typing the answer (when the answer box is a text box). The
     #: action keys no choice may take, plus a (to the answer box) and ? (help).
@@ -116,21 +103,28 @@ class ExerciseScreen(Screen):
         self._session = app.session
         progress = self._session.progress_of(ex.id)
         current = progress.current  # since the last reset: a reset exercise shows as fresh
+        said = [a for a in current if a.mode == "predict"]  # fix, break and hunt attempts are no answers
         self._recall = recall_of(app, ex.id)
-        if not self._recall.answer and current:  # reopened after a relaunch: the last saved answer
-            self._recall.answer = current[-1].prediction
-            self._recall.confidence = current[-1].confidence
+        if not self._recall.answer and said:  # reopened after a relaunch: the last saved answer
+            self._recall.answer = said[-1].prediction
+            self._recall.confidence = said[-1].confidence
         yield Header()
         with VerticalScroll(id="exercise-body"):
             yield Static(Text.assemble((ex.id, "bold"), f" · {ex.title}\n", (ex.source_label, "dim")),
                          id="exercise-title")
             if current:
-                last = current[-1]
                 verdict = ("✓ solved", "green") if progress.solved else ("✗ not solved yet", "red")
-                seen = (", the check ran out of time",) if last.status == "timeout" else \
-                    (", the check observed ", (last.observed, "bold"))
-                yield Static(Text.assemble(verdict, f" · {len(current)} attempt(s); last: you said ",
-                                           (last.prediction, "bold"), *seen), id="exercise-history")
+                edits = len(current) - len(said)
+                edited = f" · {edits} edit attempt(s) (p shows them)" if edits else ""
+                if said:
+                    last = said[-1]
+                    seen = (", the check ran out of time",) if last.status == "timeout" else \
+                        (", the check observed ", (last.observed, "bold"))
+                    line = Text.assemble(verdict, f" · {len(said)} prediction(s); last: you said ",
+                                         (last.prediction, "bold"), *seen, edited)
+                else:
+                    line = Text.assemble(verdict, " · no prediction yet", edited)
+                yield Static(line, id="exercise-history")
             yield Markdown(ex.prompt, id="exercise-prompt")
             yield FaultView(app.catalog.fault_of(ex), ex.observe, hidden=ex.seed_per_attempt, id="exercise-fault")
             # A list is picked from, so its ids (the typed format) are not shown here.
@@ -188,9 +182,9 @@ class ExerciseScreen(Screen):
         if recall.result is not None:
             panel.show(self.exercise, recall.result, title="last result")
         else:
-            current = self._session.progress_of(self.exercise.id).current
-            if current:
-                panel.show_text(self._saved_result(current[-1]), title="last result (saved)")
+            said = [a for a in self._session.progress_of(self.exercise.id).current if a.mode == "predict"]
+            if said:
+                panel.show_text(self._saved_result(said[-1]), title="last result (saved)")
         self._update_next_hint()
         self.query_one("#exercise-body").scroll_home(animate=False)
 
@@ -220,6 +214,16 @@ class ExerciseScreen(Screen):
         hint.update(Text.assemble((self._next_key(), "bold"), f" opens the next exercise: {following}", style="dim")
                     if following else Text("This is the last exercise.", style="dim"))
         self.refresh_bindings()
+
+    def page_keys(self) -> set[str]:
+        """On a choice or yes/no page, the choices' keys (and the confidence digits, where they work here)."""
+        prediction = self.query(PredictionInput)
+        if not prediction or not prediction.first().options:
+            return set()
+        keys = {k for k in prediction.first().keys if k}
+        if self._digits_free(self.exercise):
+            keys |= set(CONFIDENCE_KEYS)
+        return keys
 
     def check_action(self, action: str, parameters) -> bool | None:
         """Show ``n Next`` in the footer once a result is on the page (and n answers nothing)."""
@@ -420,7 +424,7 @@ class ExerciseScreen(Screen):
         self._recall.answer, self._recall.confidence = text, confidence
         self.query_one(ResultPanel).clear()  # a new run: the old result (a timeout, say) goes
         self._update_next_hint()
-        self._set_running(True, "starting the check (the first run loads torch)…")
+        self._set_running(True, self.app.starting_words())
         self._run_check(self._run)
 
     def _clear_answer_error(self) -> None:
@@ -525,6 +529,7 @@ class ExerciseScreen(Screen):
         if self.running:
             if not self._cancel_requested:
                 self._cancel_requested = True
+                self.app.note_cancel()
                 self.query_one("#running-status", Static).update("Cancelling…")
                 self._cancel()
             return

@@ -1,32 +1,26 @@
 """Edit mode: Fix it, Break it, and the capstone's Find and fix — the learner's own code, measured.
 
 The screen holds the learner's working copy of one subject file
-(:meth:`tutor.app.session.Session.edit_task`). It opens the copy in the
-learner's ``$VISUAL`` / ``$EDITOR`` through ``App.suspend()`` when one is
-set, else (or when it fails to start) in the in-TUI :class:`CodeEditor`.
-Saving (Ctrl+S, or leaving the external editor with a changed file) writes
-the working copy atomically to the progress folder and runs the check with
-the learner's file as the side ``yours`` in a thread; the verdict
-(:mod:`tutor.model.verdict`) appears first, the engine's instruments after it. Esc
-leaves and keeps the text; nothing the learner typed is ever lost — the copy
-is also saved a second after typing stops and when the screen closes.
+(:meth:`tutor.app.session.Session.edit_task`) and opens it in ``$VISUAL`` /
+``$EDITOR`` (:mod:`tutor.ui.external_editor`; any failure gives the terminal
+back and says how to set one) or in the built-in :class:`CodeEditor`. Break
+it asks for the prediction before any editor opens and runs neither an
+unpredicted nor an unchanged file. Saving writes the copy atomically and runs
+the check with it as the side ``yours`` in a thread: the verdict first, the
+engine's instruments after. Nothing typed is lost: the copy is also saved a
+second after typing stops and when the screen closes.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
 import time
 
 from rich.console import Group
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult, SuspendNotSupported
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.message import Message
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Static
 
@@ -35,28 +29,17 @@ from tutor.model.attempts import ProgressError
 from tutor.model.catalog import Exercise
 from tutor.model.patch import EditError
 from tutor.render import render_edit
+from tutor.ui.external_editor import changed_lines, editor_command, run_editor
+from tutor.ui.widgets.edit_head import MODE_TITLES, edit_head
+from tutor.ui.keys import PageScreen
+from tutor.ui.messages import EditCrashed, EditFinished, EditInstrumentsFinished, EditProgressed
 from tutor.ui.widgets.code_editor import CodeEditor
 
 #: Seconds of quiet typing before the working copy is saved.
 AUTOSAVE_S = 1.0
-#: How long an editor started without a terminal (one the driver cannot suspend for) may run, seconds.
-DETACHED_EDITOR_TIMEOUT_S = 600
-MODE_TITLES = {"fix": "Fix it", "break": "Break it", "hunt": "Find and fix"}
 
 
-def editor_command() -> list[str] | None:
-    """The learner's editor as a command line (``$VISUAL``, else ``$EDITOR``), or None when neither is set."""
-    for name in ("VISUAL", "EDITOR"):
-        value = os.environ.get(name, "").strip()
-        if value:
-            try:
-                return shlex.split(value)
-            except ValueError:
-                return None
-    return None
-
-
-class EditScreen(Screen):
+class EditScreen(PageScreen):
     """One exercise in one edit mode (``fix``, ``break``; ``fix`` on the capstone is its hunt).
 
     Attributes:
@@ -68,74 +51,15 @@ class EditScreen(Screen):
     """
 
     BINDINGS = [
-        Binding("ctrl+s", "save_and_run", "Save and run", priority=True),
-        Binding("ctrl+o", "open_editor", "Open in $EDITOR"),
-        Binding("ctrl+n", "fresh", "Fresh copy"),
-        Binding("escape", "leave", "Back"),
+        Binding("ctrl+s", "save_and_run", "Run", priority=True, tooltip="save your file and run the check on it"),
+        Binding("ctrl+o", "open_editor", "$EDITOR", tooltip="open your file in $VISUAL or $EDITOR (when one is set)"),
+        Binding("ctrl+t", "toggle_result", "Result", tooltip="move between your file and the result panel"),
+        Binding("ctrl+f", "find", "Find", tooltip="find text in your file (Enter: the next match; Esc: close)"),
+        Binding("ctrl+g", "goto_line", "Line", tooltip="go to a line of your file by its number"),
+        Binding("ctrl+n", "fresh", "Fresh", tooltip="start again from a fresh copy (yours is kept as .previous)"),
+        Binding("escape", "leave", "Back", tooltip="cancel a running check; else go back (your text is kept)"),
     ]
 
-    DEFAULT_CSS = """
-    EditScreen #edit-head {
-        height: auto;
-        padding: 0 1;
-    }
-    EditScreen #edit-prediction {
-        display: none;
-    }
-    EditScreen.-break #edit-prediction {
-        display: block;
-    }
-    EditScreen #edit-status {
-        height: auto;
-        padding: 0 1;
-        color: $text-muted;
-    }
-    EditScreen #edit-result {
-        height: 1fr;
-        display: none;
-        border: round $accent;
-        padding: 0 1;
-    }
-    EditScreen #edit-result.-shown {
-        display: block;
-    }
-    EditScreen #edit-result-text {
-        height: auto;
-    }
-    """
-
-    class Finished(Message):
-        """The verdict of a run is in (posted from the run's thread)."""
-
-        def __init__(self, outcome, seconds: float) -> None:
-            super().__init__()
-            self.outcome = outcome
-            self.seconds = seconds
-
-        # ``outcome`` is a tutor.app.session.EditOutcome
-
-    class InstrumentsFinished(Message):
-        """The engine's instruments ran after the verdict (posted from the run's thread)."""
-
-        def __init__(self, outcome) -> None:
-            super().__init__()
-            self.outcome = outcome
-
-    class Crashed(Message):
-        """The run could not start at all (no worker, no device)."""
-
-        def __init__(self, reason: str) -> None:
-            super().__init__()
-            self.reason = reason
-
-    class Progressed(Message):
-        """A side's progress report."""
-
-        def __init__(self, side: str, fraction: float, message: str) -> None:
-            super().__init__()
-            self.side = side
-            self.fraction = fraction
-            self.message = message
 
     def __init__(self, exercise: Exercise, mode: str = "fix") -> None:
         """Args:
@@ -152,6 +76,7 @@ class EditScreen(Screen):
         self._saved_text: str | None = None
         self._timer: Timer | None = None
         self._run = None
+        self._seeking: str | None = None  # what the find box does: "find" or "line"
         self._editor = CodeEditor("", id="edit-code")
 
     # --- layout --------------------------------------------------------------
@@ -163,6 +88,7 @@ class EditScreen(Screen):
             yield Static("", id="edit-head")
             yield Input(placeholder="your prediction", id="edit-prediction")
             yield self._editor
+            yield Input(id="edit-seek")
             yield Static("", id="edit-status")
             with VerticalScroll(id="edit-result"):
                 yield Static("", id="edit-result-text")
@@ -178,7 +104,7 @@ class EditScreen(Screen):
         task = self.edit_task
         self.set_class(task.mode == "break", "-break")
         self.sub_title = f"{MODE_TITLES[task.mode]} · {self.exercise.id}"
-        self.query_one("#edit-head", Static).update(self._head())
+        self.query_one("#edit-head", Static).update(edit_head(task, self.exercise, editor_command() is not None))
         if task.mode == "break":
             box = self.query_one("#edit-prediction", Input)
             box.placeholder = f"your prediction: {self.exercise.answer_format}, or in your own words"
@@ -188,8 +114,7 @@ class EditScreen(Screen):
             self.notify(str(exc), severity="error", markup=False, timeout=15)
             saved = None
         if saved is not None and saved != task.start:
-            changed = sum(1 for line in task.diff(saved).splitlines()
-                          if line[:1] in "+-" and not line.startswith(("+++", "---")))
+            changed = changed_lines(task.start, saved)
             where = self._copy_path()
             # deferred: a screen loads when it first opens, so the first screen stays fast
             from tutor.ui.screens.copy_choice import CopyChoiceScreen
@@ -197,25 +122,6 @@ class EditScreen(Screen):
                                  lambda choice: self._begin(saved if choice != "fresh" else None))
         else:
             self._begin(saved)
-
-    def _head(self) -> Text:
-        task, ex = self.edit_task, self.exercise
-        title = Text.assemble((MODE_TITLES[task.mode], "bold"), f" · {ex.id} · ", (task.path, "bold"), "\n")
-        if task.mode == "fix":
-            title.append(f"Your copy of {task.path} with the fault {task.fault.id} applied. Repair it: the tutor "
-                         "runs the check on your file and compares it with the clean code.", style="dim")
-        elif task.mode == "hunt":
-            title.append(f"This {task.path} carries the hidden fault of mystery {task.seed}. Edit it until every "
-                         "audit link holds; the fault's diff stays hidden.", style="dim")
-        else:
-            title.append(f"The clean {task.path}. Write a fault of your own, predict what it does above, and "
-                         "run: the tutor shows what your engine does and where it first diverges from clean.",
-                         style="dim")
-        keys = "Ctrl+S save and run · Esc back (your text is kept) · Ctrl+N fresh copy"
-        if editor_command():
-            keys += " · Ctrl+O open in your editor"
-        title.append("\n" + keys, style="dim italic")
-        return title
 
     def _copy_path(self):
         return self._session.working_copy_path(self.edit_task)
@@ -232,7 +138,12 @@ class EditScreen(Screen):
             text = saved
         self._editor.load_text(text)
         self._save_copy()  # the copy exists on disk from the start, for the external editor too
-        if editor_command():
+        if self.edit_task.mode == "break" and not self._prediction():
+            # Predict first: the prediction box comes before any editor, so no fault is run unpredicted.
+            self._status("Predict first: what will your fault do? Type it above and press Enter; "
+                         "then write your fault.")
+            self.query_one("#edit-prediction", Input).focus()
+        elif editor_command():
             self.call_after_refresh(self.action_open_editor)
         else:
             self._status("No $VISUAL or $EDITOR is set, so the built-in editor is open. "
@@ -308,6 +219,11 @@ class EditScreen(Screen):
             self.notify("Set $VISUAL or $EDITOR to edit in your own editor; the built-in one is open.")
             self._editor.focus()
             return
+        if self.edit_task.mode == "break" and not self._prediction():
+            self._status("Predict first: type what your fault will do in the box above and press Enter; "
+                         "your editor opens then.", error=True)
+            self.query_one("#edit-prediction", Input).focus()
+            return
         self.flush_copy()
         path = self._copy_path()
         if path is None:
@@ -316,43 +232,53 @@ class EditScreen(Screen):
             return
         before = self.text
         problem = self._run_editor(command + [str(path)])
-        if problem is not None:
-            self.notify(f"Your editor did not start ({problem}); the built-in editor is open instead.",
-                        severity="warning", markup=False, timeout=10)
-            self._editor.focus()
-            return
-        try:
-            after = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            self.notify(f"Your working copy could not be read back ({exc}); the built-in editor shows the "
-                        "text from before.", severity="error", markup=False)
-            self._editor.focus()
+        after = self._read_back(path)
+        if after is None:
             return
         self._saved_text = after
+        if problem is not None:
+            if after != before:
+                self._editor.load_text(after)  # what the editor wrote is kept, not run
+            self._offer_built_in(problem)
+            return
         if after != before:
             self._editor.load_text(after)
             self.action_save_and_run()
         else:
-            self._status("Your editor closed without a change. Ctrl+S runs, Ctrl+O reopens your editor.")
+            if self.edit_task.mode == "break" and after.replace("\r\n", "\n") == self.edit_task.start:
+                self._status("You have not changed anything yet: write your fault (Ctrl+O reopens your editor, "
+                             "or edit below), then Ctrl+S runs it.")
+            else:
+                self._status("Your editor closed without a change. Ctrl+S runs, Ctrl+O reopens your editor.")
             self._editor.focus()
 
-    def _run_editor(self, argv: list[str]) -> str | None:
-        """Run the editor until it exits, with the terminal handed over; None, or why it did not start."""
+    def _read_back(self, path) -> str | None:
+        """The working copy as the editor left it, or None (said; the built-in editor keeps the text from before)."""
         try:
-            with self.app.suspend():
-                code = subprocess.call(argv)
-        except SuspendNotSupported:
-            # No terminal to hand over (a test's headless driver, a web driver): run it detached.
-            try:
-                code = subprocess.call(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL, timeout=DETACHED_EDITOR_TIMEOUT_S)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                return f"{argv[0]}: {exc}"
-        except OSError as exc:
-            return f"{argv[0]}: {exc.strerror or exc}"
-        if code != 0:
-            return f"{argv[0]} exited with status {code}"
-        return None
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.notify(f"Your working copy could not be read back ({exc}); the built-in editor shows the "
+                        "text from before.", severity="error", markup=False)
+            self._editor.focus()
+            return None
+
+    def _offer_built_in(self, problem: str) -> None:
+        """Say what went wrong with the learner's editor and how to set one; the built-in editor takes over."""
+        sentence = (f"{problem}, so the built-in editor is open: set $EDITOR to an editor installed here "
+                    "(export EDITOR=nano, say) or unset it, and press Ctrl+O to try yours again.")
+        self.notify(sentence, title="editor", severity="warning", markup=False, timeout=15)
+        self._status(sentence, error=True)
+        self._editor.focus()
+
+    def _run_editor(self, argv: list[str]) -> str | None:
+        """Run the editor with the terminal handed over (:func:`run_editor`); None, or what went wrong."""
+        problem = run_editor(self.app, argv)
+        self.refresh(layout=True)
+        return problem
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        """Ctrl+O is shown only where there is an editor to open (``$VISUAL`` / ``$EDITOR``)."""
+        return editor_command() is not None if action == "open_editor" else True
 
     # --- running ---------------------------------------------------------------
 
@@ -365,7 +291,17 @@ class EditScreen(Screen):
             return
         text = self.text
         self.flush_copy()
-        prediction = self.query_one("#edit-prediction", Input).value if self.edit_task.mode == "break" else None
+        prediction = self._prediction() if self.edit_task.mode == "break" else None
+        if self.edit_task.mode == "break":
+            if not prediction:
+                self._status("Predict first: type what your fault will do in the box above, then run.", error=True)
+                self.query_one("#edit-prediction", Input).focus()
+                return
+            if text.replace("\r\n", "\n") == self.edit_task.start:
+                self._status("You have not changed anything yet: write your fault into the file, then Ctrl+S "
+                             "runs it.", error=True)
+                self._editor.focus()
+                return
         try:
             self._run = self._session.start_edit(self.edit_task, text, prediction)
         except EditError as exc:
@@ -384,33 +320,52 @@ class EditScreen(Screen):
         self.action_leave()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the prediction box: on to the editor while the file is unchanged, else run."""
         event.stop()
-        self.action_save_and_run()
+        if event.input.id == "edit-seek":
+            self._seek_submitted(event.value)
+            return
+        if self.edit_task is None:
+            return
+        if not self._prediction():
+            self._status("Predict first: type what your fault will do, then press Enter.", error=True)
+            return
+        if self.text.replace("\r\n", "\n") != self.edit_task.start:
+            self.action_save_and_run()
+        elif editor_command():
+            self.action_open_editor()
+        else:
+            self._status("Now write your fault in the file below; Ctrl+S saves and runs it.")
+            self._editor.focus()
+
+    def _prediction(self) -> str:
+        """The break prediction as typed (stripped; empty when there is none)."""
+        return self.query_one("#edit-prediction", Input).value.strip()
 
     @work(thread=True, exclusive=True, group="edit-run", exit_on_error=False)
     def _execute(self, run, saved_at: float) -> None:
         """Thread: run and judge (the attempt is recorded here), then the engine's instruments."""
         def on_progress(update) -> None:
-            self.post_message(self.Progressed(update.side, float(update.fraction or 0.0), update.message))
+            self.post_message(EditProgressed(update.side, float(update.fraction or 0.0), update.message))
         try:
             outcome = run.measure(on_progress)
         except Exception as exc:  # WorkerError, DeviceError: an outcome to show, never a crash
-            self.post_message(self.Crashed(f"{exc} ({exc.__class__.__name__})"))
+            self.post_message(EditCrashed(f"{exc} ({exc.__class__.__name__})"))
             return
-        self.post_message(self.Finished(outcome, time.perf_counter() - saved_at))
+        self.post_message(EditFinished(outcome, time.perf_counter() - saved_at))
         try:
             ran = run.add_instruments(outcome, on_progress)  # the verdict is shown first, then these
         except Exception as exc:
-            self.post_message(self.Crashed(f"the instruments could not run: {exc}"))
+            self.post_message(EditCrashed(f"the instruments could not run: {exc}"))
             return
         if ran:
-            self.post_message(self.InstrumentsFinished(outcome))
+            self.post_message(EditInstrumentsFinished(outcome))
 
-    def on_edit_screen_progressed(self, message: "EditScreen.Progressed") -> None:
+    def on_edit_progressed(self, message: EditProgressed) -> None:
         if self.running:
             self._status(f"Running… {message.side}: {message.fraction:.0%} {message.message}  (Esc cancels)")
 
-    def on_edit_screen_finished(self, message: "EditScreen.Finished") -> None:
+    def on_edit_finished(self, message: EditFinished) -> None:
         outcome = message.outcome
         self.outcome = outcome
         self.save_to_verdict_s = message.seconds
@@ -423,12 +378,12 @@ class EditScreen(Screen):
         self._status(f"{outcome.verdict.status} · {message.seconds:.1f} s from save to verdict{saved}{more}",
                      error=outcome.verdict.status in ("not fixed", "syntax error"))
 
-    def on_edit_screen_instruments_finished(self, message: "EditScreen.InstrumentsFinished") -> None:
+    def on_edit_instruments_finished(self, message: EditInstrumentsFinished) -> None:
         self.running = False
         self._show(message.outcome)
         self._status(f"{message.outcome.verdict.status} · the instruments ran on your engine (below)")
 
-    def on_edit_screen_crashed(self, message: "EditScreen.Crashed") -> None:
+    def on_edit_crashed(self, message: EditCrashed) -> None:
         self.running = False
         self._status(f"The check could not run: {message.reason}", error=True)
 
@@ -437,16 +392,87 @@ class EditScreen(Screen):
         self.query_one("#edit-result-text", Static).update(Group(*render_edit(self.exercise, outcome)))
         panel.add_class("-shown")
         panel.scroll_home(animate=False)
+        # the panel takes rows from the file: keep the line being edited on screen
+        self.call_after_refresh(self._editor.scroll_cursor_visible)
 
     def _status(self, sentence: str, error: bool = False) -> None:
         self.query_one("#edit-status", Static).update(Text(sentence, style="bold red" if error else ""))
 
+    # --- moving about: the result panel, find, go to line ------------------------------
+
+    def action_toggle_result(self) -> None:
+        """Move the focus to the result panel, or back to the file."""
+        panel = self.query_one("#edit-result")
+        if not panel.has_class("-shown"):
+            self._status("There is no result yet: Ctrl+S runs your file, and the result panel appears below.")
+            return
+        if self.focused is panel:
+            self._editor.focus()
+            self._editor.scroll_cursor_visible()
+        else:
+            panel.focus()
+
+    def action_find(self) -> None:
+        """Ctrl+F: a box to find text in the file (Enter finds the next match from the cursor)."""
+        self._open_seek("find", "find in your file: type, then Enter (Enter again: the next match; Esc closes)")
+
+    def action_goto_line(self) -> None:
+        """Ctrl+G: a box to go to a line by its number."""
+        lines = self._editor.document.line_count
+        self._open_seek("line", f"go to line (1-{lines}): type its number, then Enter; Esc closes")
+
+    def _open_seek(self, what: str, placeholder: str) -> None:
+        box = self.query_one("#edit-seek", Input)
+        if self._seeking != what:
+            box.value = ""
+        self._seeking = what
+        box.placeholder = placeholder
+        box.add_class("-shown")
+        box.focus()
+
+    def _close_seek(self) -> None:
+        self.query_one("#edit-seek", Input).remove_class("-shown")
+        self._editor.focus()
+        self._editor.scroll_cursor_visible()
+
+    def _seek_submitted(self, value: str) -> None:
+        if self._seeking == "line":
+            self._goto(value)
+        else:
+            self._find_next(value)
+
+    def _find_next(self, needle: str) -> None:
+        """Select the next match of ``needle`` (:meth:`CodeEditor.find_next`); say where, or that there is none."""
+        found = self._editor.find_next(needle) if needle else None
+        if found is None:
+            if needle:
+                self._status(f"{needle!r} is not in your file.", error=True)
+            return
+        line, wrapped = found
+        self._status(f"{needle!r} on line {line}" + (" (from the top again)" if wrapped else "") +
+                     " · Enter: the next match · Esc: back to your file")
+
+    def _goto(self, value: str) -> None:
+        """Move the cursor to the start of the line numbered ``value``."""
+        lines = self._editor.document.line_count
+        try:
+            line = self._editor.go_to_line(int(value.strip()))
+        except ValueError:
+            self._status(f"A line number, 1 to {lines}, goes here (not {value.strip()!r}).", error=True)
+            return
+        self._close_seek()
+        self._status(f"Line {line} of {lines}.")
+
     # --- leaving -----------------------------------------------------------------
 
     def action_leave(self) -> None:
-        """Cancel a running check; else keep the text and go back."""
+        """Close the find box; else cancel a running check; else keep the text and go back."""
+        if self.focused is self.query_one("#edit-seek", Input):
+            self._close_seek()
+            return
         if self.running:
             self._status("Cancelling…")
+            self.app.note_cancel()
             self._cancel()
             return
         self.flush_copy()

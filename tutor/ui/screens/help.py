@@ -1,12 +1,15 @@
-"""What the tutor does, the flow, and the keys."""
+"""What the tutor does, the flow, and the keys — every key of every screen, read from the screens' own
+``BINDINGS`` (:mod:`tutor.ui.keys`), so the help cannot fall behind them."""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Markdown
+from textual.widgets import Footer, Header, Markdown, TextArea
+
+from tutor.ui.keys import PageScreen, key_rows
 
 HELP = """\
 # tutor
@@ -26,33 +29,15 @@ observed next to what you predicted, with the evidence.
 4. **Compare** your prediction with the observation and the evidence.
    Hints (`h`) come one at a time: first a nudge, then the mechanism.
 5. **Explain back** in your own words. The note saves as you type.
+6. **Fix it** (`f`) repairs the fault in your own copy of the file; **Break it**
+   (`b`) has you predict first, then write a fault of your own. The tutor runs
+   your file and measures what it does. On the capstone, `f` is **Find and fix**.
 
 Nothing is stored as an answer key: every observation is measured when you
 press Run. If the faulted code crashes or runs out of time, that is shown as
 the outcome.
 
-## Keys
-
-| key | where | does |
-|---|---|---|
-| Enter | list | open the exercise (the cursor starts on the one to continue with) |
-| / | list | find: filter by id, title, set or words of the prompt (Esc clears) |
-| x | list | reset the highlighted exercise (asks first; its attempts are kept) |
-| Ctrl+P | anywhere | the command palette: "open cache-offset" opens any exercise |
-| r | exercise | run the check (Enter in the answer box too) |
-| h | exercise | reveal the next hint |
-| a | exercise | move to the answer box (typing a digit or bracket starts the answer too) |
-| a, b, c… / 1, 2, 3… / y, n | choice exercise | pick the choice with that key (shown beside it) / yes or no |
-| e | exercise | move to the explain-back note (it appears after the first run) |
-| 5 6 7 8 9 0 | exercise | how sure you are: 50 … 90 %, 0 for 100 % (optional, saved with the attempt; on pages where digits answer, Tab to it) |
-| n (N on yes/no pages) | exercise, after a result | open the next exercise |
-| u | progress | show or hide the untried exercises; Enter opens one |
-| Esc | exercise | cancel a running check; otherwise go back |
-| Tab / Shift+Tab | anywhere | move between parts of the screen |
-| p | anywhere | your progress: attempts and notes |
-| ? or F1 | anywhere | this help |
-| Esc | help, progress | back |
-| q, Ctrl+C, Ctrl+Q | anywhere | quit (notes are saved first) |
+{keys}
 
 While you type in a text box, letters go into the box: use Tab to leave it,
 or F1 for help and Ctrl+Q to quit. On a choice or yes/no page a key picks only
@@ -63,15 +48,60 @@ for review after 1, 3 and 7 days (↻ on the list; `tutor review` lists them).
 """
 
 
-class HelpScreen(Screen):
+def keys_markdown(app_class) -> str:
+    """The help's ``## Keys`` section: one table per screen, made from each screen's ``BINDINGS`` and ``PAGE_KEYS``.
+
+    Args:
+        app_class: the app's class (its own keys are the "Anywhere" table).
+    """
+    # deferred: the screens are read only when the help opens (the home screen appears sooner)
+    from tutor.ui.screens.copy_choice import CopyChoiceScreen
+    from tutor.ui.screens.exercise import ExerciseScreen
+    from tutor.ui.screens.fix import EditScreen
+    from tutor.ui.screens.home import ConfirmReset, HomeScreen
+    from tutor.ui.screens.progress import ProgressScreen
+    from tutor.ui.widgets.code_editor import CodeEditor
+
+    app_first = frozenset(b.key for b in app_class.BINDINGS if b.priority)  # ctrl+c quits, wherever you are
+    sections = [
+        ("Anywhere", key_rows(app_class, App, Screen, skip=app_first)),
+        ("The list of exercises (home)", key_rows(HomeScreen)),
+        ("Resetting an exercise (the question)", key_rows(ConfirmReset)),
+        ("An exercise", key_rows(ExerciseScreen)),
+        ("Fix it, Break it, Find and fix (edit mode)", key_rows(EditScreen)),
+        ("The built-in code editor", key_rows(CodeEditor)),
+        ("Editing in the built-in code editor (Textual's text area)", key_rows(TextArea, skip=app_first)),
+        ("Continue your working copy, or start fresh (the question)", key_rows(CopyChoiceScreen)),
+        ("Progress", key_rows(ProgressScreen)),
+        ("This help", key_rows(HelpScreen)),
+    ]
+    parts = ["## Keys"]
+    for title, rows in sections:
+        parts += [f"\n### {title}\n", "| key | does |", "|---|---|"]
+        parts += [f"| {_cell(keys)} | {_cell(does)} |" for keys, does in rows]
+    return "\n".join(parts)
+
+
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell (a bar would end the cell)."""
+    return text.replace("|", "\\|")
+
+
+def help_markdown(app_class) -> str:
+    """The whole help text, keys included (``app_class``: the app's class)."""
+    return HELP.replace("{keys}", keys_markdown(app_class))
+
+
+class HelpScreen(PageScreen):
     """The help text in a scrolling view."""
 
     BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+    PAGE_KEYS = (("↑ ↓ PgUp PgDn", "scroll the help"),)
 
     def compose(self) -> ComposeResult:
         yield Header()
         with VerticalScroll(id="help-body"):
-            yield Markdown(HELP)
+            yield Markdown(help_markdown(type(self.app)))
         yield Footer()
 
     def on_mount(self) -> None:

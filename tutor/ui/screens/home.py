@@ -7,16 +7,17 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Input, Static, Tree
 
 from exercises.answers import kind_words
 from tutor.model.attempts import LearnerProgress, ProgressError
 from tutor.model.review import continue_point, due
+from tutor.ui.keys import PageScreen
 from tutor.ui.widgets.exercise_tree import ExerciseTree, set_id_of, status_of
 
 
-class HomeScreen(Screen):
+class HomeScreen(PageScreen):
     """Sets in order, each exercise marked ✓ solved, ✗ attempted or · untried (↻: due for review).
 
     At launch the cursor is on the exercise to continue with
@@ -32,11 +33,13 @@ class HomeScreen(Screen):
     AUTO_FOCUS = "#exercise-tree"
 
     BINDINGS = [
-        Binding("enter", "open", "Open"),
-        Binding("slash", "find", "Find"),
-        Binding("x", "reset", "Reset"),
-        Binding("escape", "clear_find", "Clear search", show=False),
+        Binding("enter", "open", "Open", tooltip="open the exercise (the cursor starts on the one to continue "
+                "with); on a set, fold or unfold it"),
+        Binding("slash", "find", "Find", tooltip="find: filter by id, title, set or words of the prompt"),
+        Binding("x", "reset", "Reset", tooltip="reset the highlighted exercise (asks first; its attempts are kept)"),
+        Binding("escape", "clear_find", "Clear search", show=False, tooltip="clear the search"),
     ]
+    PAGE_KEYS = (("↑ ↓", "move through the list (↓ from the search box too)"),)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -239,15 +242,24 @@ class HomeScreen(Screen):
         review = " · ↻ due for review" if exercise_id in getattr(self, "_due", ()) else ""
         return Text.assemble((f"{exercise.id}", "bold"), f" · {exercise.title}\n",
                              (exercise.source_label, "dim"), "\n",
-                             f"{state[status_of(progress)]} · {len(progress.current)} attempt(s) · "
+                             f"{state[status_of(progress)]} · {self._tries(progress)} · "
                              f"answer: {answer}{review}")
+
+    @staticmethod
+    def _tries(progress) -> str:
+        """``2 prediction(s)``, and the edit attempts apart (``· 1 edit(s)``): an edit is no answer."""
+        current = progress.current
+        said = sum(a.mode == "predict" for a in current)
+        edits = len(current) - said
+        return f"{said} prediction(s)" + (f" · {edits} edit(s)" if edits else "")
 
 
 class ConfirmReset(ModalScreen[bool]):
     """``Reset head-split?`` — y resets, n or Esc keeps it."""
 
-    BINDINGS = [Binding("y", "answer(True)", "Reset"), Binding("n", "answer(False)", "Keep"),
-                Binding("escape", "answer(False)", "Keep")]
+    BINDINGS = [Binding("y", "answer(True)", "Reset", tooltip="reset it"),
+                Binding("n", "answer(False)", "Keep", tooltip="keep it as it is"),
+                Binding("escape", "answer(False)", "Keep", tooltip="keep it as it is")]
 
     DEFAULT_CSS = """
     ConfirmReset {

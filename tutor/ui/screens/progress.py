@@ -8,13 +8,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, ListItem, ListView, Static
 from textual_plotext import PlotextPlot
 
 from tutor.model.attempts import LearnerProgress, ProgressError, show_time
 from tutor.model.calibration import accuracy_by_day, calibration_by_set
-from tutor.render import WordTable, calibration_renderables, set_totals
+from tutor.render import WordTable, attempt_row, calibration_renderables, set_totals
+from tutor.ui.keys import PageScreen
 from tutor.ui.widgets.exercise_tree import MARKS, status_of
 
 
@@ -35,15 +35,17 @@ def exercise_renderable(exercise, progress) -> Group:
     mark, style = MARKS[status_of(progress)]
     parts: list = [Text.assemble((mark, style), " ", (exercise.id, "bold"), f" — {exercise.title}")]
     if progress.attempts:
-        columns = ["time", "prediction", "sure", "observed", "correct", "device"] + \
+        # mode: predict, or an edit mode (fix, break, hunt), whose result is its verdict, not "correct"
+        columns = ["time", "mode", "prediction", "sure", "observed", "result", "device"] + \
             (["seed"] if exercise.seed_per_attempt else [])
         table = WordTable(columns, box=box.SIMPLE_HEAD)
         for a in progress.attempts:
             seed = [str(a.seed)] if exercise.seed_per_attempt else []  # which mystery the capstone attempt met
             when = show_time(a.time) + (" (before reset)" if a.before_reset else "")
-            table.add_row(Text(when, style="dim" if a.before_reset else ""), Text(a.prediction),
-                          f"{a.confidence} %" if a.confidence is not None else "-", Text(a.observed),
-                          Text("yes", style="green") if a.correct else Text("no", style="red"), a.device, *seed)
+            mode, prediction, observed, result = attempt_row(a, exercise)
+            table.add_row(Text(when, style="dim" if a.before_reset else ""), mode, prediction,
+                          f"{a.confidence} %" if a.confidence is not None else "-", observed, result, a.device,
+                          *seed)
         parts.append(table)
     else:
         parts.append(Text("  no attempts yet", style="dim"))
@@ -60,11 +62,12 @@ class ExerciseItem(ListItem):
         self.exercise_id = exercise.id
 
 
-class ProgressScreen(Screen):
+class ProgressScreen(PageScreen):
     """Totals, calibration, accuracy over time, then the exercises tried (u: the untried too); Enter opens one."""
 
     BINDINGS = [Binding("escape", "app.pop_screen", "Back"),
-                Binding("u", "toggle_untried", "Show untried")]
+                Binding("u", "toggle_untried", "Untried", tooltip="show or hide the untried exercises")]
+    PAGE_KEYS = (("↑ ↓, Enter", "move through the exercises; Enter opens the highlighted one"),)
 
     DEFAULT_CSS = """
     ProgressScreen ListView {

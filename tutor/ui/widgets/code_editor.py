@@ -6,6 +6,7 @@ from textual import events
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import TextArea
+from textual.widgets.text_area import Selection
 
 
 class CodeEditor(TextArea):
@@ -26,7 +27,13 @@ class CodeEditor(TextArea):
     }
     """
 
-    BINDINGS = [Binding("ctrl+s", "save", "Save and run", priority=True)]
+    BINDINGS = [Binding("ctrl+s", "save", "Run", priority=True,
+                        tooltip="save your file and run the check on it")]
+    #: keys the editor reads itself, for the help
+    PAGE_KEYS = (
+        ("Tab", "indent (in the editor Tab does not move the focus: Shift+Tab or Ctrl+T leaves it)"),
+        ("Esc", "leave edit mode; your text is kept"),
+    )
 
     class SaveRequested(Message):
         """The learner pressed Ctrl+S: save the text and run it."""
@@ -56,6 +63,34 @@ class CodeEditor(TextArea):
     def highlighted(self) -> bool:
         """Whether the text is highlighted as Python (tree-sitter is installed)."""
         return self.language == "python"
+
+    def find_next(self, needle: str) -> tuple[int, bool] | None:
+        """Select the next match of ``needle`` after the cursor, wrapping to the top, and show it.
+
+        Returns:
+            (its line, counted from 1; whether the search wrapped), or None when the text has no match.
+        """
+        text, document = self.text, self.document
+        index = text.find(needle, document.get_index_from_location(self.selection.end))
+        wrapped = index < 0
+        if wrapped:
+            index = text.find(needle)
+        if index < 0:
+            return None
+        self.selection = Selection(document.get_location_from_index(index),
+                                   document.get_location_from_index(index + len(needle)))
+        self.scroll_cursor_visible(center=True)
+        return self.selection.end[0] + 1, wrapped
+
+    def go_to_line(self, line: int) -> int:
+        """Put the cursor at the start of ``line`` (from 1; kept within the file) and show it; return the line."""
+        line = max(1, min(self.document.line_count, line))
+        self.move_cursor((line - 1, 0), center=True)
+        return line
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Shrunk (a result panel opened below, a smaller terminal): keep the line being edited on screen."""
+        self.call_after_refresh(self.scroll_cursor_visible)
 
     def action_save(self) -> None:
         self.post_message(self.SaveRequested(self))

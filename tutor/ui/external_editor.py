@@ -1,0 +1,91 @@
+"""The learner's own editor (``$VISUAL`` / ``$EDITOR``), run with the terminal handed over.
+
+Whatever the editor does — missing, not executable, exiting non-zero,
+killed by a signal, interrupted — the app gets its terminal back: nothing
+may escape ``App.suspend()``, which resumes the app only when its block ends
+normally. Each failure comes back as one sentence naming it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shlex
+import signal
+import subprocess
+
+from textual.app import SuspendNotSupported
+
+#: How long an editor started without a terminal (one the driver cannot suspend for) may run, seconds.
+DETACHED_EDITOR_TIMEOUT_S = 600
+
+
+def editor_command() -> list[str] | None:
+    """The learner's editor as a command line (``$VISUAL``, else ``$EDITOR``), or None when neither is set."""
+    for name in ("VISUAL", "EDITOR"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            try:
+                return shlex.split(value)
+            except ValueError:
+                return None
+    return None
+
+
+def changed_lines(start: str, text: str) -> int:
+    """How many lines ``text`` adds or removes against ``start`` (the file the learner was given)."""
+    return sum(1 for line in difflib.unified_diff(start.splitlines(), text.splitlines(), lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("+++", "---")))
+
+
+def _call(argv: list[str], **options) -> tuple[int | None, str | None]:
+    """Run ``argv`` to its end: (exit code, None), or (None, the sentence saying why it did not run).
+
+    Never raises: an editor that is missing, not executable, runs past the
+    timeout or is interrupted with Ctrl+C is a sentence, so the caller always
+    gets its terminal back.
+    """
+    try:
+        return subprocess.call(argv, **options), None
+    except FileNotFoundError:
+        return None, f"Your editor {argv[0]!r} was not found"
+    except PermissionError:
+        return None, f"Your editor {argv[0]!r} is not executable"
+    except subprocess.TimeoutExpired:
+        return None, f"Your editor {argv[0]!r} ran for more than {DETACHED_EDITOR_TIMEOUT_S} s without a terminal"
+    except OSError as exc:
+        return None, f"Your editor {argv[0]!r} did not start ({exc.strerror or exc})"
+    except KeyboardInterrupt:
+        return None, f"Your editor {argv[0]!r} was interrupted"
+
+
+def _exit_problem(program: str, code: int | None) -> str | None:
+    """None for a clean exit; else the sentence naming a non-zero status or the signal that stopped the editor."""
+    if not code:
+        return None
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"Your editor {program!r} was stopped by {name}"
+    return f"Your editor {program!r} exited with status {code}"
+
+
+def run_editor(app, argv: list[str]) -> str | None:
+    """Run the editor ``argv`` until it exits, the terminal handed over; None, or what went wrong (a sentence).
+
+    Args:
+        app: the running Textual app (suspended while the editor runs).
+        argv: the editor's command line, the file last.
+    """
+    try:
+        with app.suspend():
+            code, failure = _call(argv)
+    except SuspendNotSupported:
+        # No terminal to hand over (a test's headless driver, a web driver): run it detached.
+        code, failure = _call(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=DETACHED_EDITOR_TIMEOUT_S)
+    if failure is not None:
+        return failure
+    return _exit_problem(argv[0], code)
