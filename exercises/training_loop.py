@@ -34,12 +34,14 @@ def _random_batch(ctx: Context, V: int, B: int = 4, T: int = 16):
 def train_step_gpt(ctx: Context) -> Measurement:
     """Seed 001, Part 6: the same ``train_step`` trains a tiny GPT.
 
-    The engine GPT with V = 3, C = 16, one layer, 2 heads, block 12, tied,
-    reads the seed's two repeating sequences (0 1 2 0 1 2 ... and
-    1 2 0 1 2 0 ...), shifted into (2, 8) inputs and targets, and takes 80
-    ``engine.train.train_step`` updates with AdamW (lr 0.01, no weight
-    decay). Observed: ``model.num_params()``, the unique parameters (seed
-    001: 3,488). Evidence: shapes, the loss before and after, how far the
+    The engine GPT in the seed's configuration (V = 3, C = 16, one layer,
+    2 heads, block 8, tied) reads the seed's two repeating sequences
+    (0 1 2 0 1 2 ... and 1 2 0 1 2 0 ...), shifted into (2, 8) inputs and
+    targets, and takes 80 ``engine.train.train_step`` updates with AdamW
+    (lr 0.01, no weight decay). Observed: ``model.num_params()``, the unique
+    parameters: 3,424 on the engine; the seed's 3,488 adds the qkv and
+    output-projection biases (3C + C = 64) its attention has and the
+    engine's lacks. Evidence: shapes, the loss before and after, how far the
     attention projection moved.
     """
     from engine.train import evaluate, make_optimizer, train_step
