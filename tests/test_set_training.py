@@ -402,7 +402,19 @@ def test_checkpoint_resume(ok, run):
     assert r.clean is True and r.faulted is False
     assert facts(r, "clean", "The checkpoint")["tensors with optimizer state after loading"] == ["24 of 24"]
     assert facts(r, "faulted", "The checkpoint")["tensors with optimizer state after loading"] == ["0 of 24"]
-    losses = facts(r, "faulted", "Loss train_step returned")
-    assert losses["4"][0] == losses["4"][1] and losses["5"][0] != losses["5"][1]
-    assert "the losses part from update 5 on" in _notes(r, "faulted")
+    updates = facts(r, "faulted", "Each update")
+    assert updates["4"][1] == updates["4"][2] and updates["5"][1] != updates["5"][2]
+    assert "The losses part from update 5 on" in _notes(r, "faulted")
+    # The rate of every update: warm-up of 3 steps from lr 3e-3 gives 0.001, 0.002, 0.003, then 0.003.
+    # Resumed with both states, updates 4-7 run at 0.003. Weights only: the fresh optimizer sits at
+    # lr * λ(0) = 0.001 for update 4 (loading the schedule's counter does not rewrite the rate), and
+    # the next scheduler.step() sets 0.003. (The old evidence read "lr after loading 0.003" after the
+    # four resumed updates had run, which hid the 0.001.)
+    straight = ["0.001 / 0.001", "0.002 / 0.002", "0.003 / 0.003", "0.003 / 0.003"]
+    assert [facts(r, "clean", "Each update")[str(k)][0] for k in range(8)] == straight + ["0.003 / 0.003"] * 4
+    assert [updates[str(k)][0] for k in range(8)] == straight + [
+        "0.003 / 0.001", "0.003 / 0.003", "0.003 / 0.003", "0.003 / 0.003"]
+    assert facts(r, "faulted", "The checkpoint")["lr of the resumed updates 4-7"] == ["0.001, 0.003, 0.003, 0.003"]
+    assert facts(r, "clean", "The checkpoint")["lr of the resumed updates 4-7"] == ["0.003, 0.003, 0.003, 0.003"]
+    assert facts(r, "faulted", "The checkpoint")["lr just after loading (before update 4)"] == ["0.001"]
     assert run("checkpoint-resume", "no").status == "pass"
