@@ -8,6 +8,7 @@ import ast
 import math
 
 import pytest
+import torch
 
 from helpers import facts, graded
 
@@ -123,6 +124,21 @@ def test_ce_on_probs(ok, run):
     assert facts(r, "faulted", "True cross entropy")["34 (lowest)"] == ["1.00999"]
     after_a = facts(r, "faulted", "After 200 steps")
     assert after_a["'t'"] == ["0.5000", "0.9711"]  # pushed toward the most common successor
+    # ...but not all the way: the faulted loss's own optimum for 'a' (successors 't' 1/2, ' ' 1/3,
+    # 'n' 1/6 of V = 8), minimised here independently over the simplex, keeps 0.029 on ' '. At the
+    # corner p_t = 1, moving mass to ' ' changes the loss by -(1/3 - 1/2) + (1 - e) / (e + 7) < 0.
+    f = torch.tensor([0.5, 1 / 3, 1 / 6, 0, 0, 0, 0, 0], dtype=torch.float64)
+    z = torch.zeros(8, dtype=torch.float64, requires_grad=True)
+    adam = torch.optim.Adam([z], lr=0.05)
+    for _ in range(4000):
+        adam.zero_grad()
+        p = z.softmax(-1)
+        (-(f * p).sum() + torch.logsumexp(p, -1)).backward()
+        adam.step()
+    optimum = z.softmax(-1).detach()
+    assert optimum[0].item() == pytest.approx(0.971, abs=2e-3) and optimum[1].item() == pytest.approx(0.029, abs=2e-3)
+    assert float(after_a["'t'"][1]) == pytest.approx(optimum[0].item(), abs=3e-3)
+    assert "short of all of it (for 'a', about 0.971" in _notes(r, "faulted")
     assert facts(r, "clean", "After 200 steps")["'t'"] == ["0.5000", "0.4976"]  # near the counts
     assert facts(r, "faulted", "The GPT's reported loss")["equal (1e-9)"] == ["False"]
     assert "not cross entropy" in _notes(r, "faulted") and not _notes(r, "clean")
