@@ -101,9 +101,12 @@ def autocast_bf16(ctx: Context) -> Measurement:
     float32/float32, b bfloat16/float32, c bfloat16/bfloat16, d
     float32/bfloat16. Evidence: the dtype each operation picks under
     autocast on this device, and how far the bfloat16 logits are from
-    float32. Measured on CPU (torch 2.13): Linear bf16, cross_entropy
-    float32, softmax/log_softmax/layer_norm bf16. Seed 000 §7 (autocast
-    selects operation dtypes; loss scaling is a separate mechanism).
+    float32. Measured on CPU (torch 2.13): Linear and matmul are cast down
+    to bf16 whatever their input, cross_entropy is cast up to float32, and
+    softmax, log_softmax and layer_norm are on neither list: they follow
+    their input's dtype (bf16 when fed the Linear's bf16 output, float32
+    when fed float32 logits). Seed 000 §7 (autocast selects operation
+    dtypes; loss scaling is a separate mechanism).
     """
     from exercises.snippets.mixed_precision import bf16_forward
 
@@ -123,16 +126,26 @@ def autocast_bf16(ctx: Context) -> Measurement:
     probe = torch.randn(4, 64, generator=g).to(ctx.device)
     lin = torch.nn.Linear(64, 37).to(ctx.device)
     target = torch.randint(0, 37, (4,), generator=g).to(ctx.device)
+    logits32 = lin(probe).detach()  # (4, 37) float32, computed outside autocast
     with torch.no_grad(), torch.autocast(device_type, dtype=torch.bfloat16):
-        z = lin(probe)
-        ops = [["Linear", z], ["matmul", probe @ probe.T], ["softmax", z.softmax(-1)],
-               ["log_softmax", F.log_softmax(z, -1)], ["layer_norm", F.layer_norm(z, (37,))],
-               ["cross_entropy", F.cross_entropy(z, target)]]
+        z = lin(probe)  # (4, 37) bfloat16
+        ops = [["Linear", probe, z], ["matmul", probe, probe @ probe.T],
+               ["softmax", z, z.softmax(-1)], ["softmax", logits32, logits32.softmax(-1)],
+               ["log_softmax", z, F.log_softmax(z, -1)], ["log_softmax", logits32, F.log_softmax(logits32, -1)],
+               ["layer_norm", z, F.layer_norm(z, (37,))], ["layer_norm", logits32, F.layer_norm(logits32, (37,))],
+               ["cross_entropy", z, F.cross_entropy(z, target)]]
+
+    def rule(a: torch.Tensor, out: torch.Tensor) -> str:
+        if out.dtype == a.dtype:
+            return "follows its input"
+        return "cast down by autocast" if out.dtype == torch.bfloat16 else "cast up by autocast"
+
     evidence = [
         table("The subject's forward", ["tensor", "dtype"], [
             ["weights", _short(next(model.parameters()).dtype)], ["logits", kinds[0]], ["loss", kinds[1]]]),
-        table(f"Under autocast({device_type!r}, bfloat16), fed a bf16 or float32 input",
-              ["operation", "output dtype"], [[name, _short(t.dtype)] for name, t in ops]),
+        table(f"Under autocast({device_type!r}, bfloat16): each operation's input and output",
+              ["operation", "input", "output", "so"],
+              [[name, _short(a.dtype), _short(out.dtype), rule(a, out)] for name, a, out in ops]),
         table("Against float32", ["quantity", "value"], [
             ["max |Δ logits|", delta], ["max |logit|", scale], ["relative", delta / scale if scale else 0.0],
             ["bfloat16 epsilon (2^-7)", torch.finfo(torch.bfloat16).eps],

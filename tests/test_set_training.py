@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from helpers import facts, graded
+from helpers import facts, graded, rows
 
 SET = "training"
 
@@ -308,13 +308,23 @@ def test_inference_mode(ok, run):
 
 
 def test_autocast_bf16(ok, run):
-    # CATALOG-3 (CPU, torch 2.13): Linear bf16, cross_entropy float32, softmax/log_softmax bf16.
+    # CPU, torch 2.13: Linear and matmul are cast down to bf16 from float32 inputs, cross_entropy is
+    # cast up to float32 from a bf16 input, and softmax/log_softmax/layer_norm are on neither list:
+    # they follow their input (the catalog's "softmax bf16" was true only because it was fed the
+    # Linear's bf16 output; fed float32 logits, they stay float32).
     r = ok("autocast-bf16")
     assert r.clean == "b" and r.faulted == "c"
-    ops = facts(r, "clean", "Under autocast")
-    assert {k: v[0] for k, v in ops.items()} == {
-        "Linear": "bfloat16", "matmul": "bfloat16", "softmax": "bfloat16", "log_softmax": "bfloat16",
-        "layer_norm": "bfloat16", "cross_entropy": "float32"}
+    ops = rows(r, "clean", "Under autocast")
+    assert [row[:3] for row in ops] == [
+        ["Linear", "float32", "bfloat16"], ["matmul", "float32", "bfloat16"],
+        ["softmax", "bfloat16", "bfloat16"], ["softmax", "float32", "float32"],
+        ["log_softmax", "bfloat16", "bfloat16"], ["log_softmax", "float32", "float32"],
+        ["layer_norm", "bfloat16", "bfloat16"], ["layer_norm", "float32", "float32"],
+        ["cross_entropy", "bfloat16", "float32"]]
+    assert {row[0]: row[3] for row in ops if row[0] != "softmax" and row[0] != "log_softmax"
+            and row[0] != "layer_norm"} == {"Linear": "cast down by autocast", "matmul": "cast down by autocast",
+                                            "cross_entropy": "cast up by autocast"}
+    assert {row[3] for row in ops[2:8]} == {"follows its input"}
     against = facts(r, "clean", "Against float32")
     assert float(against["relative"][0]) < float(against["bfloat16 epsilon (2^-7)"][0])  # within bf16 tolerance
     assert run("autocast-bf16", "b").status == "pass"
