@@ -55,6 +55,12 @@ def param_accounting(ctx: Context) -> Measurement:
     untied_big = formula(big.vocab_size, big.block_size, big.n_layer, big.n_embd, tie_weights=False)
     big_rows = [[g, f"{f:,}", f"{c:,}"] for g, f, c in big_result["rows"]]
     big_rows.append(["total (tied)", f"{big_result['formula']['total']:,}", f"{big_result['counted']['total']:,}"])
+    # Seed 004 reports 124,356,864 at these sizes, its MLP 56,623,104 = 12 · 8C²: an MLP without
+    # biases. The engine's MLP has them; count them on the meta model.
+    big_model = build_meta(big)
+    mlp_biases = sum(m.mlp.fc.bias.numel() + m.mlp.proj.bias.numel() for m in big_model.blocks
+                     if m.mlp.fc.bias is not None)
+    seed_total = 124_356_864
 
     # The crossover, from the block as built.
     C = preset("seed").n_embd
@@ -73,6 +79,11 @@ def param_accounting(ctx: Context) -> Measurement:
         table("GPT-2-small sizes (12L, C=768, V=50,257), built on meta", ["group", "formula", "model"], big_rows),
         note(f"Untied, the GPT-2-small sizes would hold {untied_big['total']:,} parameters "
              f"(+{untied_big['groups']['lm_head']:,} for a separate lm_head)."),
+        table("GPT-2-small sizes: the engine against seed 004's count", ["quantity", "value"], [
+            ["seed 004's total (its MLP 56,623,104 = 12 · 8C², no biases)", f"{seed_total:,}"],
+            ["the engine's total (tied)", f"{big_result['counted']['total']:,}"],
+            ["difference", f"{big_result['counted']['total'] - seed_total:,}"],
+            [f"the engine's MLP biases, {big.n_layer} · (4C + C)", f"{mlp_biases:,}"]]),
         table(f"When does the token table (V x C, C={C}) outgrow one block?", ["quantity", "value"], [
             ["one block, counted on the model", f"{block_counted:,}"],
             ["one block, by the formula 12C² + 9C", f"{block_formula:,}"],

@@ -21,6 +21,12 @@ def test_param_accounting(run):
     big = {row[0]: row[1:] for row in r.evidence["clean"][1]["rows"]}
     assert big["mlp"] == ["56,669,184", "56,669,184"]
     assert big["total (tied)"] == ["124,402,944", "124,402,944"]
+    # Seed 004 gives 124,356,864 (its MLP 56,623,104 = 12 * 8 * 768^2, no biases); the engine's MLP
+    # has biases, 12 * (4C + C) = 12 * 5 * 768 = 46,080, exactly the difference.
+    against = fact(r, "clean", "GPT-2-small sizes: the engine against")
+    assert against["difference"] == f"{124_402_944 - 124_356_864:,}" == f"{12 * 5 * 768:,}" == "46,080"
+    assert against["the engine's MLP biases, 12 · (4C + C)"] == "46,080"
+    assert 12 * 8 * 768 ** 2 == 56_623_104 and 56_669_184 - 56_623_104 == 46_080
     assert any("disagree" in e.get("text", "") for e in r.evidence["faulted"])
     assert run("param-accounting", "1546").status == "pass"
 
