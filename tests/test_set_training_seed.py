@@ -15,8 +15,8 @@ def test_step_per_microbatch(run):
     # up to the full batch's exactly: one update, float64 rounding apart (2e-16 on CPU).
     assert float(clean["max |Δ weights| between the routes"]) < 1e-12
     # AdamW's first update moves each weight by about lr = 1e-3; four of them move it by about 4e-3
-    # (a later step can exceed lr a little, m_hat / sqrt(v_hat) > 1 when the gradient changes sign
-    # less than its size: 4.011e-3 measured on CPU).
+    # (a later step can exceed lr a little: when the gradient grows, m_hat, with its short memory,
+    # outruns sqrt(v_hat), with its long one; 4.011e-3 measured on CPU).
     assert float(clean["max |change| of the microbatch route's weights"]) == pytest.approx(1e-3, rel=0.01)
     assert float(faulted["max |change| of the microbatch route's weights"]) == pytest.approx(4e-3, rel=0.02)
     assert float(faulted["max |Δ weights| between the routes"]) > 1e-3
