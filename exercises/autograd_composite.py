@@ -32,7 +32,7 @@ def gradcheck_composite(ctx: Context) -> Measurement:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # gradcheck warns about float32 inputs; the verdict is the evidence
         passes32 = torch.autograd.gradcheck(gated, (x32,), raise_exception=False)
-    rows = [[f"{v:+.3f}", f"{a:+.6f}", f"{n:+.6f}"] for v, a, n in
+    rows = [[f"{v:+.6f}", f"{a:+.6f}", f"{n:+.6f}"] for v, a, n in
             zip(x.detach().tolist(), analytic.tolist(), numeric.tolist())]
     evidence = [
         table("d/dx of sum(gated(x)): autograd against central differences (eps 1e-6)",

@@ -17,7 +17,7 @@ def test_gradcheck_composite(run):
         for x, auto, numeric in rows(r, side, "d/dx of sum"):
             x = float(x)
             s = 1 / (1 + math.exp(-x))
-            assert float(numeric) == pytest.approx(s + x * s * (1 - s), abs=1e-6)  # the forward is unchanged
-            assert float(auto) == pytest.approx(s + x * s * (1 - s) if full else s, abs=1e-6)
+            assert float(numeric) == pytest.approx(s + x * s * (1 - s), abs=1e-5)  # the forward is unchanged
+            assert float(auto) == pytest.approx(s + x * s * (1 - s) if full else s, abs=1e-5)
     # float32 inputs: finite differences at eps 1e-6 drown in rounding, so the default check fails.
     assert fact(r, "clean", "gradcheck")["float32, same values"] == "False"
