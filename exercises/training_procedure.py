@@ -65,3 +65,125 @@ def step_per_microbatch(ctx: Context) -> Measurement:
                              "weights the previous update had already moved, and AdamW took a full-size "
                              "step each time. That is a different procedure, not a bigger batch."))
     return Measurement(observed=[len(updates), same], evidence=evidence)
+
+
+def clip_nonfinite(ctx: Context) -> Measurement:
+    """``train_step(max_norm=1.0)`` on a GPT whose forward is already non-finite.
+
+    The small engine GPT (one layer) with one entry of its token table set
+    to +inf, at a token the batch (4, 16) uses. One ``train_step`` with
+    clipping to norm 1.0 (AdamW lr 1e-3); a step pre-hook reads the clipped
+    gradients the optimizer is about to use. Observed: ``[the loss is finite,
+    the clipped gradient norm is finite, every weight is finite after the
+    step]``. Seed 000 §7 ("Gradient clipping cannot repair a forward pass that
+    has already produced invalid values").
+    """
+    from engine.train import make_optimizer, train_step
+
+    model = ctx.gpt("small", n_layer=1)
+    x, y = _batch(ctx, model.config.vocab_size, 4, 16)
+    with torch.no_grad():
+        model.wte.weight[int(x[0, 0]), 0] = float("inf")  # one overflowed entry
+    optimizer = make_optimizer(model, lr=1e-3, weight_decay=0.0)
+    seen: dict = {}
+
+    def read(opt, args, kwargs):
+        grads = [p.grad for group in opt.param_groups for p in group["params"] if p.grad is not None]
+        seen["norm"] = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])).item()
+        seen["nonfinite"] = sum(int((~torch.isfinite(g)).sum()) for g in grads)
+
+    optimizer.register_step_pre_hook(read)
+    loss = train_step(model, optimizer, x, y, max_norm=1.0)
+    weights = _flat(model)
+    finite_weights = bool(torch.isfinite(weights).all())
+    observed = [math.isfinite(loss), math.isfinite(seen["norm"]), finite_weights]
+    evidence = [
+        table("One train_step with max_norm = 1.0", ["quantity", "value"], [
+            ["loss", loss], ["gradient norm the optimizer used (after clipping)", seen["norm"]],
+            ["non-finite gradient entries", f"{seen['nonfinite']:,}"],
+            ["non-finite weights after the step", f"{int((~torch.isfinite(weights)).sum()):,} of {weights.numel():,}"]]),
+        note("Clipping multiplies every gradient by max_norm / norm. When the norm is NaN so is that factor, "
+             "and it spreads to every gradient it touches: the place to look is the first operation whose "
+             "output was not finite (the non-finite ledger), not the gradient."),
+    ]
+    return Measurement(observed=observed, evidence=evidence)
+
+
+def mode_not_step(ctx: Context) -> Measurement:
+    """What ``model.train()`` and ``model.eval()`` change, and what they do not.
+
+    The small engine GPT with dropout 0.1 and a batch (2, 16). Three
+    questions, measured: does ``model.train()`` change any weight; after
+    ``model.eval()``, does a diagnostic ``loss.backward()`` fill every
+    parameter's ``.grad`` (eval mode does not switch autograd off); and do
+    two forwards in train mode agree (dropout is on). Observed: the three
+    answers in that order. Seed 001, "Parts 3 and 4" (``model.train()``
+    selects training behaviour; it does not take a training step) and
+    "Common mistakes" (diagnostic backward computations can validly be run
+    in eval mode).
+    """
+    model = ctx.gpt("small", dropout=0.1).eval()
+    x, y = _batch(ctx, model.config.vocab_size, 2, 16)
+    before = _flat(model)
+    model.train()
+    changed = not torch.equal(_flat(model), before)
+    with torch.no_grad():
+        first, _ = model(x)
+        second, _ = model(x)
+    train_equal = torch.equal(first, second)
+    model.eval()
+    _, loss = model(x, targets=y)
+    loss.backward()
+    params = list(model.parameters())
+    filled = sum(p.grad is not None and bool(torch.isfinite(p.grad).all()) for p in params)
+    all_filled = filled == len(params)
+    evidence = [
+        table("Mode switches against what changes", ["question", "answer"], [
+            ["model.train() changed a weight", changed],
+            ["two forwards in train mode (dropout 0.1) agree", train_equal],
+            ["loss.backward() in eval mode: parameters with a finite .grad", f"{filled} of {len(params)}"],
+            ["eval-mode loss requires grad", loss.requires_grad]]),
+        note("model.train() and model.eval() set one flag, module.training, on every submodule; layers such as "
+             "dropout read it on each call. No weight, no gradient and no optimizer state is touched, and "
+             "autograd records in either mode: only torch.no_grad() or inference_mode stops it."),
+    ]
+    return Measurement(observed=[changed, all_filled, train_equal], evidence=evidence)
+
+
+def steps_not_epoch(ctx: Context) -> Measurement:
+    """How much of the training text random batches have scored after one "epoch" of steps.
+
+    The engine corpus (200,000 characters), its training split (90 %), and
+    ``engine.data.get_batch`` with B = 8, T = 32 and a generator seeded with
+    ``ctx.seed``: as many steps as there are (B·T)-sized pieces in the split,
+    N / (B·T). Observed: the fraction of the split's target positions that
+    were a target at least once, to 3 decimals. Evidence: how many times
+    positions were scored. Seed 001, "Common mistakes and misconceptions"
+    ("An optimizer step is an epoch." A step is one update; an epoch is a
+    pass through a defined dataset).
+    """
+    from engine.data import get_batch, split
+    from exercises.training_common import corpus
+
+    data, _ = corpus(ctx)
+    train, _ = split(data.cpu())
+    B, T = 8, 32
+    N = len(train)
+    steps = N // (B * T)
+    g = torch.Generator().manual_seed(ctx.seed)
+    hits = torch.zeros(N, dtype=torch.int64)
+    positions = torch.arange(N)  # batching the positions themselves: y holds each target's position
+    for _ in range(steps):
+        _, y = get_batch(positions, B, T, generator=g)  # (B, T)
+        hits.index_add_(0, y.flatten(), torch.ones(B * T, dtype=torch.int64))
+    covered = round(float((hits > 0).float().mean()), 3)
+    counts = torch.bincount(hits.clamp(max=4), minlength=5).tolist()
+    evidence = [
+        table("Random windows, one epoch's worth of steps", ["quantity", "value"], [
+            ["training tokens N", f"{N:,}"], ["targets per step B x T", B * T], ["steps N / (B x T)", steps],
+            ["targets scored in all", f"{steps * B * T:,}"], ["positions scored at least once", covered],
+            ["1 - 1/e", f"{1 - math.exp(-1):.3f}"]]),
+        table("How often each position was a target", ["times", "positions"],
+              [[k if k < 4 else "4 or more", f"{c:,}"] for k, c in enumerate(counts)]),
+    ]
+    return Measurement(observed=covered, evidence=evidence)

@@ -20,3 +20,36 @@ def test_step_per_microbatch(run):
     assert float(clean["max |change| of the microbatch route's weights"]) == pytest.approx(1e-3, rel=0.01)
     assert float(faulted["max |change| of the microbatch route's weights"]) == pytest.approx(4e-3, rel=0.02)
     assert float(faulted["max |Δ weights| between the routes"]) > 1e-3
+
+
+def test_clip_nonfinite_cannot_repair_the_forward(run):
+    r = run("clip-nonfinite", "no, no, no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [False, False, False] and r.faulted is None  # no fault: the engine as shipped
+    facts = fact(r, "clean", "One train_step with max_norm")
+    assert facts["loss"] == "nan" and facts["gradient norm the optimizer used (after clipping)"] == "nan"
+    # The one-layer small GPT holds 54,272 values; NaN reaches every gradient and so every weight.
+    n = facts["non-finite weights after the step"].split(" of ")
+    assert n[0] == n[1] == "54,272"
+
+
+def test_mode_switches_are_not_steps(run):
+    r = run("mode-not-step", "no, yes, no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [False, True, False]
+    facts = fact(r, "clean", "Mode switches")
+    assert facts["loss.backward() in eval mode: parameters with a finite .grad"] == "24 of 24"
+    assert facts["eval-mode loss requires grad"] == "True"  # eval mode does not stop autograd
+
+
+def test_steps_not_epoch_covers_about_1_minus_1_over_e(run):
+    r = run("steps-not-epoch", "0.63")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    # N = 180,000 training tokens, 703 steps of 8 x 32 targets. A position is missed by all 5,624
+    # windows with probability (1 - 32/N)^5624 ~ e^-1, so about 1 - 1/e = 0.632 are scored.
+    import math
+    p_missed = (1 - 32 / 180_000) ** (703 * 8)
+    assert abs(r.clean - (1 - p_missed)) < 0.01 and abs(1 - p_missed - (1 - math.exp(-1))) < 0.002
+    assert r.clean == 0.636  # CPU, seed 0
+    times = fact(r, "clean", "How often each position")
+    assert sum(int(v.replace(",", "")) for v in times.values()) == 180_000
