@@ -53,3 +53,15 @@ def test_steps_not_epoch_covers_about_1_minus_1_over_e(run):
     assert r.clean == 0.636  # CPU, seed 0
     times = fact(r, "clean", "How often each position")
     assert sum(int(v.replace(",", "")) for v in times.values()) == 180_000
+
+
+def test_fp8_scaling_without_a_scale_flushes_everything(run):
+    r = run("fp8-scaling", "1")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    # N(0, 1) * 1e-5 has max |x| about 4e-5, two orders below e4m3's smallest subnormal 2^-9: all 0.
+    assert r.clean == 0.0 and r.faulted == 1.0
+    clean = fact(r, "clean", "1,000 values")
+    assert clean["e4m3: largest / smallest normal"] == "448 / 0.015625"
+    assert float(clean["max |x|"]) < 2.0 ** -9 / 10
+    # Scaled, 3 mantissa bits: round-to-nearest keeps every value within 1/16 relative error.
+    assert float(clean["median relative error of the rest"]) < 1 / 16
