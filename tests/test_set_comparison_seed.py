@@ -3,7 +3,7 @@ through the real worker, pinned to values worked out by hand."""
 
 import pytest
 
-from helpers import fact
+from helpers import fact, rows
 
 
 def test_subword_breakdown_by_hand(run):
@@ -20,3 +20,15 @@ def test_subword_breakdown_by_hand(run):
     facts = fact(r, "clean", "The token table against one block")
     assert facts["one block"] == f"{block:,}" and facts["total"] == f"{total:,}"
     assert facts["smallest V whose table outgrows one block at C=512"] == f"{block // C + 1:,}" == "6,154"
+
+
+def test_seed_backends(run):
+    r = run("seed-backends", "yes, no, no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [True, False, False]
+    table = {row[0]: row[1:] for row in rows(r, "clean", "Against fused SDPA")}
+    assert table["the same route, built twice"] == ["True", "0"]
+    # Different rounding, same mathematics: the differences sit at float32's resolution, far below
+    # anything a trained model would notice, and never exactly zero.
+    for route in ("written-out attention", "float64"):
+        assert 0 < float(table[route][1]) < 1e-5
