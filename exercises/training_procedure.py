@@ -187,3 +187,41 @@ def steps_not_epoch(ctx: Context) -> Measurement:
               [[k if k < 4 else "4 or more", f"{c:,}"] for k, c in enumerate(counts)]),
     ]
     return Measurement(observed=covered, evidence=evidence)
+
+
+def reversed_stress(ctx: Context) -> Measurement:
+    """The seed's fit-versus-stress bigram, scored on two other stress strings.
+
+    Bigram(2) in float64, SGD lr 1.0, 40 ``train_step`` updates on the
+    snippet's 0 1 0 1 0 1 0 1 0, as ``fit-vs-stress`` trains it. Scored before
+    and after on the repeated-ones string 1 1 1 1 1 1 1 1 1 and on the
+    training string reversed, 1 0 1 0 1 0 1 0 1. Observed: ``[the ones
+    string's loss rose, the reversed string's loss rose]``. Evidence: the
+    learned next-token probabilities (which transitions training rewarded).
+    Seed 001, lab "TRY THIS: Reverse the stress string's pattern. Predict
+    which transition is rewarded."
+    """
+    from engine.train import evaluate, train_step
+    from exercises.snippets.fit_stress import TRAIN_IDS, Bigram, shifted_pairs
+
+    model = Bigram(2).double().to(ctx.device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    train = [t.to(ctx.device) for t in shifted_pairs(torch.tensor([TRAIN_IDS]))]
+    strings = {"1 1 1 1 1 1 1 1 1": [1] * 9, "1 0 1 0 1 0 1 0 1": [1 - t for t in TRAIN_IDS]}
+    pairs = {name: [t.to(ctx.device) for t in shifted_pairs(torch.tensor([ids]))] for name, ids in strings.items()}
+    before = {name: evaluate(model, *p) for name, p in pairs.items()}
+    for _ in range(40):
+        train_step(model, optimizer, *train)
+    after = {name: evaluate(model, *p) for name, p in pairs.items()}
+    probs = model.table.weight.detach().softmax(-1).cpu()  # (2, 2): row = current id
+    rose = [after[name] > before[name] + 1e-9 for name in strings]
+    evidence = [
+        table("Stress loss (nats) before and after 40 updates on 0 1 0 1 …", ["stress string", "before", "after"],
+              [[name, before[name], after[name]] for name in strings]),
+        table("What training rewarded: P(next | current)", ["current", "next 0", "next 1"],
+              [[k, f"{probs[k, 0]:.4f}", f"{probs[k, 1]:.4f}"] for k in range(2)]),
+        note("The alternating string rewards two transitions, 0 -> 1 and 1 -> 0, and punishes their opposites: "
+             "any string that repeats a token gets worse, and any string made of alternations gets better, "
+             "whatever its first token."),
+    ]
+    return Measurement(observed=rose, evidence=evidence)

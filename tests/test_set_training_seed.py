@@ -3,7 +3,7 @@
 
 import pytest
 
-from helpers import fact
+from helpers import fact, rows
 
 
 def test_step_per_microbatch(run):
@@ -65,3 +65,15 @@ def test_fp8_scaling_without_a_scale_flushes_everything(run):
     assert float(clean["max |x|"]) < 2.0 ** -9 / 10
     # Scaled, 3 mantissa bits: round-to-nearest keeps every value within 1/16 relative error.
     assert float(clean["median relative error of the rest"]) < 1 / 16
+
+
+def test_reversed_stress_rewards_transitions_not_tokens(run):
+    r = run("reversed-stress", "yes, no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [True, False]
+    losses = {row[0]: row[1:] for row in rows(r, "clean", "Stress loss")}
+    # By symmetry of 0 and 1 in the training string, repeated ones score exactly as seed 001's repeated
+    # zeros (3.686117), and the reversed string exactly as the training string itself (0.025389).
+    assert float(losses["1 1 1 1 1 1 1 1 1"][1]) == pytest.approx(3.686117, abs=1e-5)
+    assert float(losses["1 0 1 0 1 0 1 0 1"][1]) == pytest.approx(0.025389, abs=1e-5)
+    assert losses["1 1 1 1 1 1 1 1 1"][0] == losses["1 0 1 0 1 0 1 0 1"][0] == "0.693147"  # ln 2, zero table
