@@ -77,3 +77,15 @@ def test_reversed_stress_rewards_transitions_not_tokens(run):
     assert float(losses["1 1 1 1 1 1 1 1 1"][1]) == pytest.approx(3.686117, abs=1e-5)
     assert float(losses["1 0 1 0 1 0 1 0 1"][1]) == pytest.approx(0.025389, abs=1e-5)
     assert losses["1 1 1 1 1 1 1 1 1"][0] == losses["1 0 1 0 1 0 1 0 1"][0] == "0.693147"  # ln 2, zero table
+
+
+def test_teacher_forcing_one_pass_equals_prefixes(run):
+    r = run("teacher-forcing", "no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean is True and r.faulted is False
+    assert float(fact(r, "clean", "Agreement")["max |Δ|"]) < 1e-5
+    per_t = {row[0]: row[1:] for row in rows(r, "faulted", "Loss at each position")}
+    # Non-causal: the last position's prefix is the whole input, so it still agrees; earlier ones that
+    # read later tokens do not (t = 0 included: alone it sees one token, in the pass all twelve).
+    assert per_t["11"][0] == per_t["11"][1]
+    assert sum(a != b for a, b in per_t.values()) >= 10
