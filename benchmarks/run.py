@@ -18,7 +18,7 @@ Sections (each prints its figures with the target and pass / falls short):
 * ``loaded``   — the same Run→verdict, once per exercise, on this machine as
   it is and then with 4 and 12 busy single-threaded processes running beside
   it (``--loads``): each level starts a fresh worker, whose speed probe sees
-  the load and scales every time limit (``tutor.speed``). Prints each
+  the load and scales every time limit (``tutor.sandbox.speed``). Prints each
   exercise's time and slowdown factor per level and the limit it had;
   target: 0 timeouts at every level, every exercise within its scaled limit.
   Not part of the default run (the whole catalog takes most of an hour on
@@ -90,8 +90,8 @@ def bench_startup(args) -> None:
     code = r"""
 import asyncio, sys, time, tempfile
 t0 = time.perf_counter()
-from tutor.catalog import load_catalog
-from tutor.progress import ProgressStore
+from tutor.model.catalog import load_catalog
+from tutor.store.progress import ProgressStore
 from tutor.ui.app import build_app
 class IdleRunner:
     def warm_up(self): return {}
@@ -124,8 +124,8 @@ asyncio.run(main())
     t = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import torch"], check=True)
     record("profile: python + import torch (cold process)", f"{(time.perf_counter() - t) * 1000:.0f} ms", "-", None)
-    from tutor.catalog import load_catalog
-    from tutor.runner import Runner
+    from tutor.model.catalog import load_catalog
+    from tutor.sandbox.runner import Runner
     catalog = load_catalog()
     runner = Runner(catalog, device="cpu")
     t = time.perf_counter()
@@ -151,8 +151,8 @@ asyncio.run(main())
 # --- Run -> verdict ----------------------------------------------------------
 
 def bench_verdict(args) -> None:
-    from tutor.catalog import load_catalog
-    from tutor.runner import Runner
+    from tutor.model.catalog import load_catalog
+    from tutor.sandbox.runner import Runner
     print("\n== Run -> verdict with a warm worker (fault applied, check run, result returned)")
     catalog = load_catalog()
     runner = Runner(catalog, device="cuda" if args.device == "cuda" else "cpu")
@@ -214,8 +214,8 @@ def _stop(processes: list) -> None:
 
 
 def bench_loaded(args) -> None:
-    from tutor.catalog import load_catalog
-    from tutor.runner import Runner
+    from tutor.model.catalog import load_catalog
+    from tutor.sandbox.runner import Runner
     catalog = load_catalog()
     exercises = [catalog.get(i) for i in args.ids] if args.ids else list(catalog.exercises)
     levels = [0, *args.loads]
@@ -659,8 +659,8 @@ def make_class(folder: Path, learners: int = 1000, seed: int = 0) -> None:
 
     import tomli_w
 
-    from tutor.catalog import load_catalog
-    from tutor.progress import file_stem
+    from tutor.model.catalog import load_catalog
+    from tutor.store.names import file_stem
     rng = random.Random(seed)
     exercises = [e.id for e in load_catalog().exercises][:12]
     for n in range(learners):

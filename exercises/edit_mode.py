@@ -2,7 +2,7 @@
 
 When a learner edits the engine (``tutor fix``, ``tutor break``, the
 capstone's *Find and fix*), their file replaces the subject in a private
-tree and the check runs there, as every check does (``tutor.worker``). The
+tree and the check runs there, as every check does (``tutor.sandbox.worker``). The
 two checks here read the engine of that tree *as it is*, applying no fault
 of their own:
 
@@ -102,8 +102,7 @@ def hunt(ctx: Context) -> Measurement:
     tree holds. Observed: the first failing seed link in lower case, or
     ``none`` when every link holds. Seed 004, the final exercise.
     """
-    from exercises.audit import SEED_LINKS
-    from exercises.audit import audit as run_audit
+    from exercises.audit import SEED_LINKS, audit as run_audit
     from exercises.capstone import build_mystery
 
     workdir = Path(tempfile.mkdtemp(prefix="hunt-", dir="."))

@@ -33,9 +33,11 @@ mutmut="$(dirname "$python")/mutmut"
 tests_for() {
     case "$1" in
         exercises/answers.py) echo tests/test_answers.py ;;
-        tutor/progress.py) echo tests/test_progress.py tests/test_fuzz_loaders.py ;;
+        tutor/store/progress.py|tutor/store/names.py|tutor/store/migration.py|tutor/model/attempts.py)
+            echo tests/test_progress.py tests/test_fuzz_loaders.py ;;
+        tutor/model/verdict.py|tutor/model/patch.py|tutor/app/tasks.py) echo tests/test_edit.py tests/test_fix_session.py ;;
         engine/model.py) echo tests/test_engine.py tests/test_kv_cache.py tests/test_mutants_model.py ;;
-        tutor/runner.py) echo tests/test_runner_safety.py tests/test_cli.py ;;
+        tutor/sandbox/runner.py) echo tests/test_runner_safety.py tests/test_cli.py ;;
         *) echo "scripts/mutation.sh: no tests are chosen for $1; add a line for it to tests_for" >&2
            return 2 ;;
     esac
@@ -43,7 +45,7 @@ tests_for() {
 
 [ -x "$mutmut" ] || { echo "scripts/mutation.sh: $mutmut not found; pip install -e '.[test,mutation]'" >&2; exit 2; }
 files=("$@")
-[ ${#files[@]} -gt 0 ] || files=(exercises/answers.py tutor/progress.py engine/model.py tutor/runner.py)
+[ ${#files[@]} -gt 0 ] || files=(exercises/answers.py tutor/store/progress.py engine/model.py tutor/sandbox/runner.py)
 summary=()
 for file in "${files[@]}"; do
     [ -f "$root/$file" ] || { echo "scripts/mutation.sh: $file is not a file of this checkout" >&2; exit 2; }

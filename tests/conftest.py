@@ -2,8 +2,8 @@
 
 import pytest
 
-from tutor.catalog import load_catalog
-from tutor.runner import Runner
+from tutor.model.catalog import load_catalog
+from tutor.sandbox.runner import Runner
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import torch
 
 from exercises.audit import LINKS, SEED_LINKS, audit, load_factory
 from exercises.capstone import HIDDEN, build_mystery, hidden_fault
-from tutor import audit_cmd
+from tutor.cli import audit as audit_cmd
 
 # A GPT written independently of the engine, in nanoGPT's style: forward(idx,
 # targets=None) returns (logits, loss), and only the last position's logits

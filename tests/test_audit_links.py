@@ -59,7 +59,7 @@ def test_the_pipeline_lists_every_link_once_in_order():
 
 
 def test_importing_the_audit_package_loads_no_torch():
-    code = ("import sys, exercises.audit, exercises.audit.report, tutor.audit_cmd; "
+    code = ("import sys, exercises.audit, exercises.audit.report, tutor.cli.audit; "
             "from exercises.audit import LINKS, STAGE_MARKER, AuditReport; "
             "sys.exit(1 if 'torch' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -261,7 +261,7 @@ def test_an_unusable_login_name_is_named_once_on_stderr(tmp_path):
     assert proc.stderr == ("tutor: your login name 'kim/lee' is not a valid learner name, so the learner name "
                            "'learner' is used; choose one with --learner NAME or TUTOR_LEARNER=NAME\n")
     assert "No attempts saved yet for learner" in proc.stdout
-    from tutor.progress import ProgressStore
+    from tutor.store.progress import ProgressStore
     ProgressStore(tmp_path).save_note("kim", "head-split", "n")  # a learner named with --learner must exist (issue 16)
     named = subprocess.run([sys.executable, "-m", "tutor.cli", "progress", "--learner", "kim"], capture_output=True,
                            text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
@@ -331,9 +331,9 @@ def test_a_check_line_cuts_long_values_and_keeps_the_duration():
 
     from rich.console import Console
 
-    from tutor.catalog import load_catalog
-    from tutor.output import check_line as _check_line
-    from tutor.runner import RunResult
+    from tutor.model.catalog import load_catalog
+    from tutor.cli.output import check_line as _check_line
+    from tutor.sandbox.runner import RunResult
 
     ex = load_catalog().get("clone-detach")
     result = RunResult(id=ex.id, status="ok", device="cpu", torch="t", fault=ex.fault, kind=ex.kind,
@@ -348,9 +348,9 @@ def test_a_check_line_keeps_the_first_difference_in_view():
 
     from rich.console import Console
 
-    from tutor.catalog import load_catalog
-    from tutor.output import check_line as _check_line
-    from tutor.runner import RunResult
+    from tutor.model.catalog import load_catalog
+    from tutor.cli.output import check_line as _check_line
+    from tutor.sandbox.runner import RunResult
 
     ex = load_catalog().get("clone-detach")
     clean = [True, True, False, True, True, False, False, False, False, False]
@@ -397,7 +397,8 @@ engine_hash = "h"
 
 
 def test_progress_all_summarises_every_learner_and_reports_a_damaged_file(tmp_path):
-    from tutor.progress import Attempt, ProgressStore
+    from tutor.model.attempts import Attempt
+    from tutor.store.progress import ProgressStore
 
     folder = tmp_path / "class"
     store = ProgressStore(folder)

@@ -4,7 +4,7 @@ The runner here is a fake that *reads the learner's file*: its ``yours``
 side observes what the clean side observes exactly when the file it was
 given behaves like the clean file — which, without torch, means it holds the
 clean text of the lines the fault touches. The verdict itself is the real
-one (:func:`tutor.edit.judge` over :func:`tutor.runner.grade`), and the
+one (:func:`tutor.model.verdict.judge` over :func:`tutor.sandbox.runner.grade`), and the
 working copy and the progress file are real files in ``tmp_path``.
 """
 
@@ -22,11 +22,11 @@ pytest.importorskip("textual")
 
 from textual.widgets import Input, Static  # noqa: E402
 
-from tutor.catalog import load_catalog  # noqa: E402
-from tutor.edit import fix_task  # noqa: E402
-from tutor.progress import ProgressStore  # noqa: E402
-from tutor.protocol import Answer, SideResult  # noqa: E402
-from tutor.runner import grade  # noqa: E402
+from tutor.model.catalog import load_catalog  # noqa: E402
+from tutor.app.tasks import fix_task  # noqa: E402
+from tutor.store.progress import ProgressStore  # noqa: E402
+from tutor.sandbox.protocol import Answer, SideResult  # noqa: E402
+from tutor.sandbox.runner import grade  # noqa: E402
 from tutor.ui.app import build_app  # noqa: E402
 from tutor.ui.screens.copy_choice import CopyChoiceScreen  # noqa: E402
 from tutor.ui.screens.fix import EditScreen  # noqa: E402

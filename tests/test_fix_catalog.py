@@ -4,7 +4,7 @@
   the way ``tutor fix ID --patch FILE.diff`` takes it — is measured **fixed**;
 * the faulted file submitted unchanged is measured **not fixed**.
 
-Both go through :meth:`tutor.session.Session.fix`, the path ``tutor fix`` takes after reading its
+Both go through :meth:`tutor.app.session.Session.fix`, the path ``tutor fix`` takes after reading its
 arguments, on one warm worker. The default suite runs :data:`SAMPLE` (every set, every engine
 file, snippets); ``pytest -m slow`` runs the rest of the catalog.
 """
@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import pytest
 
-from tutor import edit
-from tutor.catalog import load_catalog
-from tutor.session import Session
+from tutor.app.tasks import Task
+from tutor.model.patch import apply_patch, unified_diff
+from tutor.model.catalog import load_catalog
+from tutor.app.session import Session
 
 #: One or two exercises per set, across engine/model.py, train.py, generate.py, data.py and snippets.
 SAMPLE = ("head-split", "cache-offset", "broadcast-grad", "fixed-old-logprobs", "vocab-padding",
@@ -30,9 +31,9 @@ def session(catalog, runner):
     return Session(catalog, runner)
 
 
-def reverse_patch(task: edit.Task) -> str:
+def reverse_patch(task: Task) -> str:
     """The fault undone, as a learner's unified diff against the faulted file they were given."""
-    return edit.unified_diff(task.path, task.start, task.clean)
+    return unified_diff(task.path, task.start, task.clean)
 
 
 def test_the_sample_spans_every_set_and_engine_file(catalog):
@@ -47,7 +48,7 @@ def test_the_sample_spans_every_set_and_engine_file(catalog):
 def test_the_reverse_edit_is_fixed_and_the_faulted_file_is_not(session, catalog, exercise_id):
     ex = catalog.get(exercise_id)
     task = session.edit_task(ex, "fix")
-    repaired = edit.apply_patch(task.start, reverse_patch(task), task.path)
+    repaired = apply_patch(task.start, reverse_patch(task), task.path)
     assert repaired == task.clean
 
     outcome = session.fix(ex, repaired)

@@ -16,9 +16,12 @@ from dataclasses import replace
 
 import pytest
 
-from tutor import edit
-from tutor.commands import edit_exit_code
-from tutor.session import EditOutcome, Session
+from tutor.app.tasks import break_task, fix_task
+from tutor.model.patch import unified_diff
+from tutor.model.verdict import Verdict, first_instrument_divergence, instruments_holding
+from tutor.cli.learner import edit_exit_code
+from tutor.app.run import EditOutcome
+from tutor.app.session import Session
 
 
 @pytest.fixture(scope="module")
@@ -132,10 +135,10 @@ def test_break_it_shows_what_the_learners_own_fault_does_and_grades_the_predicti
     verdict = outcome.verdict
     assert (verdict.status, verdict.prediction_correct, outcome.prediction) == ("changed", True, "b")
     assert verdict.difference is not None and "head split" in verdict.difference
-    rows = {row["link"]: row for row in edit.instruments_holding(outcome.instruments)}
+    rows = {row["link"]: row for row in instruments_holding(outcome.instruments)}
     assert (rows["CAUSALITY"]["clean"], rows["CAUSALITY"]["yours"]) == ("holds", "fails")
     assert rows["ALIGNMENT"]["yours"] == "holds"
-    assert edit.first_instrument_divergence(outcome.instruments).startswith(
+    assert first_instrument_divergence(outcome.instruments).startswith(
         "CAUSALITY: holds on clean, fails on yours — future-token intervention: the past moved")
 
 
@@ -143,15 +146,15 @@ def test_the_instruments_hold_on_a_repaired_engine_and_fail_where_the_fault_show
     ex = catalog.get("cache-offset")
     task = session.edit_task(ex, "fix")
     outcome = session.fix(ex, task.clean, instruments=True)
-    rows = {row["link"]: row for row in edit.instruments_holding(outcome.instruments)}
+    rows = {row["link"]: row for row in instruments_holding(outcome.instruments)}
     assert rows["CACHE"]["faulted"] == "fails" and rows["CACHE"]["yours"] == "holds"
     assert all(row["clean"] == "holds" and row["yours"] == "holds" for row in rows.values()), rows
     assert set(rows) == set(__import__("exercises.edit_mode", fromlist=["x"]).INSTRUMENT_LINKS)
 
 
 def test_a_run_that_could_not_measure_the_clean_side_exits_3(catalog):
-    verdict = edit.Verdict("fix", "could not run", "the clean side did not measure")
-    task = edit.fix_task(catalog, catalog.get("head-split"))
+    verdict = Verdict("fix", "could not run", "the clean side did not measure")
+    task = fix_task(catalog, catalog.get("head-split"))
     assert edit_exit_code(EditOutcome(result=None, task=task, verdict=verdict)) == 3
 
 
@@ -163,9 +166,9 @@ def tutor(*args, timeout=300):
 
 
 def test_tutor_fix_with_a_patch_prints_the_run_json_plus_the_verdict_and_saves(tmp_path, catalog):
-    task = edit.fix_task(catalog, catalog.get("head-split"))
+    task = fix_task(catalog, catalog.get("head-split"))
     patch = tmp_path / "repair.diff"
-    patch.write_text(edit.unified_diff(task.path, task.start, task.clean))
+    patch.write_text(unified_diff(task.path, task.start, task.clean))
     progress = tmp_path / "progress"
     proc = tutor("fix", "head-split", "--patch", str(patch), "--json", "--device", "cpu", "--learner", "ada",
                  "--progress-dir", str(progress))
@@ -184,7 +187,7 @@ def test_tutor_fix_with_a_patch_prints_the_run_json_plus_the_verdict_and_saves(t
 
 
 def test_tutor_fix_exits_1_not_fixed_and_2_for_a_missing_file_or_a_patch_that_does_not_apply(tmp_path, catalog):
-    task = edit.fix_task(catalog, catalog.get("softmax-axis"))
+    task = fix_task(catalog, catalog.get("softmax-axis"))
     faulted = tmp_path / "next_token.py"
     faulted.write_text(task.start)
     proc = tutor("fix", "softmax-axis", "--file", str(faulted), "--json", "--device", "cpu", "--no-save",
@@ -197,7 +200,7 @@ def test_tutor_fix_exits_1_not_fixed_and_2_for_a_missing_file_or_a_patch_that_do
     proc = tutor("fix", "softmax-axis", "--file", str(tmp_path / "nope.py"), "--no-save")
     assert proc.returncode == 2 and "there is no file" in proc.stderr and "nope.py" in proc.stderr
     wrong = tmp_path / "wrong.diff"
-    wrong.write_text(edit.unified_diff(task.path, task.clean, task.start))  # made against clean, not faulted
+    wrong.write_text(unified_diff(task.path, task.clean, task.start))  # made against clean, not faulted
     proc = tutor("fix", "softmax-axis", "--patch", str(wrong), "--json", "--no-save")
     assert proc.returncode == 2 and json.loads(proc.stdout)["status"] == "usage_error"
     assert "hunk 1 (@@ -" in proc.stderr and "does not apply" in proc.stderr
@@ -206,7 +209,7 @@ def test_tutor_fix_exits_1_not_fixed_and_2_for_a_missing_file_or_a_patch_that_do
 def test_tutor_break_runs_the_learners_fault_against_the_prediction(tmp_path, catalog):
     ex = catalog.get("softmax-axis")
     fault = catalog.fault_of(ex)
-    task = edit.break_task(catalog, ex)
+    task = break_task(catalog, ex)
     mine = tmp_path / "next_token.py"
     mine.write_text(task.start.replace(fault.before, fault.after, 1))
     proc = tutor("break", "softmax-axis", "--file", str(mine), "--predict", "no", "--json", "--device", "cpu",

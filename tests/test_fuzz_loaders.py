@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from helpers import DEMO_CATALOG, demo_catalog_dir
-from tutor.catalog import CatalogError, load_catalog
-from tutor.progress import ProgressStore
+from tutor.model.catalog import CatalogError, load_catalog
+from tutor.store.progress import ProgressStore
 
 toml_scalars = st.one_of(st.integers(-5, 5), st.text(max_size=8), st.booleans(), st.floats(allow_nan=False))
 toml_values = st.recursive(toml_scalars, lambda inner: st.one_of(
@@ -35,7 +34,7 @@ def _check_progress_bytes(data: bytes) -> None:
         for warning in progress.warnings:
             assert "\n" not in warning
         if not progress.read_only:
-            from tutor.progress import Attempt, now
+            from tutor.model.attempts import Attempt, now
             store.record_attempt("ada", "x", Attempt(time=now(), prediction="p", observed="o", correct=True,
                                                      status="pass", device="cpu", engine_hash="h"))
             assert store.load("ada").of("x").attempts

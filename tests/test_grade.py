@@ -18,13 +18,14 @@ import threading
 
 import pytest
 
-from tutor.commands import CouldNotRun, UsageError
-from tutor.grade import (AnswerRow, RunnerPool, gradebook_csv, grade_rows, read_answers, results_json, save_results,
-                         spreadsheet_safe)
-from tutor.parser import build_parser
-from tutor.progress import ProgressStore
-from tutor.protocol import Answer, SideResult
-from tutor.runner import WorkerError, grade
+from tutor.cli.replies import CouldNotRun, UsageError
+from tutor.instructor.grade import (AnswerRow, RunnerPool, gradebook_csv, grade_rows, read_answers, results_json,
+                                    save_results)
+from tutor.store.files import spreadsheet_safe
+from tutor.cli.parser import build_parser
+from tutor.store.progress import ProgressStore
+from tutor.sandbox.protocol import Answer, SideResult
+from tutor.sandbox.runner import WorkerError, grade
 
 OBSERVED = {"head-split": {"clean": "a", "faulted": "b"}, "broadcast-loss": {"clean": [3], "faulted": [3, 3]},
             "skip-zero-grad": {"clean": 1.0, "faulted": 2.0}, "cache-offset": {"clean": True, "faulted": False}}
@@ -308,7 +309,7 @@ class Events:
 
 
 def command(argv, **fake):
-    from tutor.grade import command as grade_command
+    from tutor.instructor.grade import command as grade_command
     args = build_parser().parse_args(argv)
     args.runner_factory = lambda cat, dev: FakeRunner(cat, dev, **fake)
     events = Events()
@@ -334,8 +335,8 @@ def test_the_command_exits_3_when_a_check_could_not_finish_and_still_writes_the_
 
 
 def test_more_workers_than_cores_is_said_and_capped(answers_csv, tmp_path, monkeypatch):
-    import tutor.grade
-    monkeypatch.setattr(tutor.grade, "usable_cores", lambda: 2)
+    import tutor.instructor.grade
+    monkeypatch.setattr(tutor.instructor.grade, "usable_cores", lambda: 2)
     reply, events = command(["grade", "--answers", str(answers_csv), "-j", "8", "--out", str(tmp_path / "o")])
     assert reply.data["workers"] == 2 and len(FakeRunner.made) == 2
     assert events.notices == ["-j 8 asks for more check workers than this machine's 2 cores; using 2"]

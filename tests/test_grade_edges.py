@@ -11,14 +11,14 @@ import sys
 import unicodedata
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from test_grade import FakeRunner
-from tutor.parser import ArgumentsError, build_parser
-from tutor.progress import (MAX_STEM_BYTES, Attempt, ProgressError, ProgressStore, file_stem, learner_key,
-                            name_of_stem, validate_learner)
-from tutor.session import Session
+from tutor.cli.parser import ArgumentsError, build_parser
+from tutor.model.attempts import Attempt, ProgressError
+from tutor.store.names import MAX_STEM_BYTES, file_stem, learner_key, name_of_stem, validate_learner
+from tutor.store.progress import ProgressStore
+from tutor.app.session import Session
 
 
 def tutor(*args, env=None, timeout=120, encoding="utf-8"):

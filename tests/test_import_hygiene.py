@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-DOMAIN = ["tutor.catalog", "tutor.progress", "tutor.runner", "tutor.render", "tutor.cli",
+DOMAIN = ["tutor.model.catalog", "tutor.store.progress", "tutor.sandbox.runner", "tutor.render", "tutor.cli",
           "exercises.answers", "exercises.faults", "exercises.outcome", "exercises.context"]
 
 

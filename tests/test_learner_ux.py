@@ -23,13 +23,15 @@ from textual_plotext import PlotextPlot  # noqa: E402
 
 from test_tui import (LEARNER, FakeRunner, canned_pass, drive, finish_runs, first_of_kind,  # noqa: E402
                       make_app, on_page, open_exercise, pick, saved, screen_text, text_of, type_answer, walk)
-from tutor import calibration, review  # noqa: E402
-from tutor.catalog import load_catalog  # noqa: E402
+from tutor.model import calibration  # noqa: E402
+from tutor.model import review  # noqa: E402
+from tutor.model.catalog import load_catalog  # noqa: E402
 from tutor.cli import main  # noqa: E402
-from tutor.progress import Attempt, ProgressStore  # noqa: E402
+from tutor.model.attempts import Attempt  # noqa: E402
+from tutor.store.progress import ProgressStore  # noqa: E402
 from tutor.render import SeriesGroup, SeriesPlot, plot_scale, render_result  # noqa: E402
-from tutor.runner import RunResult  # noqa: E402
-from tutor.session import Session  # noqa: E402
+from tutor.sandbox.runner import RunResult  # noqa: E402
+from tutor.app.session import Session  # noqa: E402
 from tutor.ui.app import build_app  # noqa: E402
 from tutor.ui.screens import exercise as exercise_screen  # noqa: E402
 from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
@@ -356,7 +358,7 @@ def test_slash_cache_filters_the_home_tree_to_the_cache_exercises(tmp_path):
 
 
 def test_find_matches_set_title_and_prompt_words():
-    from tutor.finding import matches
+    from tutor.model.finding import matches
     catalog = load_catalog()
     ex = catalog.get("cache-offset")
     exercise_set = catalog.get_set(ex.set)
@@ -784,7 +786,7 @@ def test_tutor_run_refuses_a_confidence_outside_50_to_100(capsys, tmp_path):
 
 # --- the new modules keep the layers ---------------------------------------------------------------
 
-@pytest.mark.parametrize("module", ["tutor.calibration", "tutor.review", "tutor.finding", "tutor.render"])
+@pytest.mark.parametrize("module", ["tutor.model.calibration", "tutor.model.review", "tutor.model.finding", "tutor.render"])
 def test_the_new_domain_modules_import_neither_torch_nor_textual(module):
     code = (f"import sys, {module}; bad = [m for m in ('torch', 'textual') if m in sys.modules]; "
             "print(','.join(bad)); sys.exit(1 if bad else 0)")

@@ -9,9 +9,10 @@ import time
 
 import pytest
 
-from tutor.progress import (FALLBACK_LEARNER, MAX_FILE_BYTES, Attempt, DamagedProgressError, ProgressError,
-                            ProgressStore, Reading, classify, default_folder, default_learner,
-                            default_learner_and_notice, engine_hash, now, show_time, validate_learner)
+from tutor.model.attempts import Attempt, ProgressError, engine_hash, now, show_time
+from tutor.store.migration import MAX_FILE_BYTES, Reading, classify
+from tutor.store.names import FALLBACK_LEARNER, default_learner, default_learner_and_notice, validate_learner
+from tutor.store.progress import DamagedProgressError, ProgressStore, default_folder
 
 
 def attempt(prediction="b", correct=True):
@@ -153,7 +154,8 @@ def test_engine_hash_follows_the_engine_source(tmp_path, monkeypatch):
 
 SAVER = """
 import sys
-from tutor.progress import Attempt, ProgressStore, now
+from tutor.model.attempts import Attempt, now
+from tutor.store.progress import ProgressStore
 store = ProgressStore(sys.argv[1])
 for i in range(int(sys.argv[3])):
     store.record_attempt("ada", "ex", Attempt(time=now(), prediction=f"{sys.argv[2]}-{i}", observed="o",
@@ -242,7 +244,7 @@ def test_tutor_learner_wins_over_the_login_name_without_a_notice(monkeypatch):
 
 
 def test_an_attempt_of_a_run_saves_the_answer_as_read_and_the_seed():
-    from tutor.runner import RunResult
+    from tutor.sandbox.runner import RunResult
     result = RunResult(id="lr-10x", status="pass", device="cpu", torch="t", fault="lr-times-ten", kind="choice",
                        prediction="6", prediction_text="capability", observed="capability", correct=True, seed=3)
     attempt = Attempt.of(result)
@@ -254,7 +256,8 @@ def test_an_attempt_of_a_run_saves_the_answer_as_read_and_the_seed():
 #: and the new progress file would be over 20,000 (a 20,000-character prediction).
 INTERRUPTED_SAVER = """
 import resource, sys
-from tutor.progress import Attempt, ProgressError, ProgressStore, now
+from tutor.model.attempts import Attempt, ProgressError, now
+from tutor.store.progress import ProgressStore
 store = ProgressStore(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_FSIZE, (10_000, 10_000))
 try:
@@ -354,7 +357,7 @@ def test_saving_keeps_what_the_file_held_and_marks_its_format_and_learner(tmp_pa
 
 
 def test_a_note_over_the_limit_is_refused_before_anything_is_written(tmp_path):
-    from tutor.progress import MAX_NOTE_CHARS
+    from tutor.store.progress import MAX_NOTE_CHARS
     assert MAX_NOTE_CHARS == 20_000
     ProgressStore(tmp_path).save_note("ada", "x", "n" * 20_000)
     with pytest.raises(ProgressError, match="the note is 20001 characters long; keep it under 20000"):
@@ -434,9 +437,9 @@ def test_a_save_into_a_file_path_is_one_sentence(tmp_path):
 
 
 def test_a_save_locks_the_file_beside_it_for_up_to_30_s_and_writes_a_temporary_file_beside_it(tmp_path, monkeypatch):
-    import tutor.progress
+    import tutor.store.progress
     locks, renames = [], []
-    real_lock, real_replace = tutor.progress.FileLock, os.replace
+    real_lock, real_replace = tutor.store.progress.FileLock, os.replace
 
     def lock(path, timeout):
         locks.append((path, timeout))
@@ -445,7 +448,7 @@ def test_a_save_locks_the_file_beside_it_for_up_to_30_s_and_writes_a_temporary_f
     def replace(src, dst):
         renames.append((os.fspath(src), os.fspath(dst)))
         real_replace(src, dst)
-    monkeypatch.setattr(tutor.progress, "FileLock", lock)
+    monkeypatch.setattr(tutor.store.progress, "FileLock", lock)
     monkeypatch.setattr(os, "replace", replace)
     ProgressStore(tmp_path).record_attempt("ada", "x", attempt())
     assert locks == [(f"{tmp_path / 'ada.toml'}.lock", 30)]
@@ -456,7 +459,7 @@ def test_a_save_locks_the_file_beside_it_for_up_to_30_s_and_writes_a_temporary_f
 
 
 def test_a_lock_held_too_long_is_one_sentence(tmp_path, monkeypatch):
-    import tutor.progress
+    import tutor.store.progress
     from filelock import Timeout
 
     class Held:
@@ -468,7 +471,7 @@ def test_a_lock_held_too_long_is_one_sentence(tmp_path, monkeypatch):
 
         def __exit__(self, *exc):
             return False
-    monkeypatch.setattr(tutor.progress, "FileLock", Held)
+    monkeypatch.setattr(tutor.store.progress, "FileLock", Held)
     with pytest.raises(ProgressError) as caught:
         ProgressStore(tmp_path).record_attempt("ada", "x", attempt())
     assert str(caught.value) == (f"another tutor holds the lock on {tmp_path / 'ada.toml'} for over 30 s; "
@@ -546,32 +549,33 @@ def test_a_long_unusable_login_name_is_named_up_to_40_characters(monkeypatch):
 
 
 def test_progress_lives_in_the_checkouts_progress_folder_when_there_is_one(tmp_path, monkeypatch):
-    import tutor.progress
+    import tutor.store.progress
     monkeypatch.delenv("TUTOR_PROGRESS_DIR", raising=False)
-    (tmp_path / "checkout" / "tutor").mkdir(parents=True)
+    (tmp_path / "checkout" / "tutor" / "store").mkdir(parents=True)
     (tmp_path / "checkout" / "progress").mkdir()
     (tmp_path / "checkout" / "pyproject.toml").write_text("")
-    monkeypatch.setattr(tutor.progress, "__file__", str(tmp_path / "checkout" / "tutor" / "progress.py"))
+    monkeypatch.setattr(tutor.store.progress, "__file__",
+                        str(tmp_path / "checkout" / "tutor" / "store" / "progress.py"))
     assert default_folder() == tmp_path / "checkout" / "progress"
 
 
 @pytest.mark.parametrize("has_pyproject", [False, True])
 def test_outside_a_checkout_with_progress_it_lives_in_the_user_data_folder(tmp_path, monkeypatch, has_pyproject):
-    import tutor.progress
+    import tutor.store.progress
     monkeypatch.delenv("TUTOR_PROGRESS_DIR", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    installed = tmp_path / "site" / "tutor" / "progress.py"
+    installed = tmp_path / "site" / "tutor" / "store" / "progress.py"
     installed.parent.mkdir(parents=True)
     if has_pyproject:  # a checkout without a progress/ folder
         (tmp_path / "site" / "pyproject.toml").write_text("")
-    monkeypatch.setattr(tutor.progress, "__file__", str(installed))
+    monkeypatch.setattr(tutor.store.progress, "__file__", str(installed))
     assert default_folder() == tmp_path / "data" / "tutor" / "progress"
 
 
 def test_an_attempt_of_a_run_without_a_prediction_shows_the_observation_in_its_kind():
     import re
 
-    from tutor.runner import RunResult
+    from tutor.sandbox.runner import RunResult
     result = RunResult(id="x", status="pass", device="cuda", torch="t", fault=None, kind="bool",
                        prediction=None, prediction_text=None, observed=True, correct=None)
     saved = Attempt.of(result)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from tutor.catalog import load_catalog
+from tutor.model.catalog import load_catalog
 from tutor.render import render_diff, render_result
-from tutor.runner import RunResult
+from tutor.sandbox.runner import RunResult
 
 
 def plain(renderables, width: int = 60) -> str:

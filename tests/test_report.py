@@ -36,9 +36,9 @@ import sys
 import pytest
 import tomli_w
 
-from tutor.commands import UsageError
-from tutor.progress import file_stem
-from tutor.report import build_report, to_csv
+from tutor.cli.replies import UsageError
+from tutor.store.names import file_stem
+from tutor.instructor.report import build_report, to_csv
 
 DAMAGED = "format_version = 1\n[exercises.head-split\n"
 
@@ -143,7 +143,7 @@ def test_a_file_from_an_earlier_tutor_beside_the_same_learner_is_named_not_count
 
 
 def test_a_newer_tutors_file_is_counted_and_named_read_only(tmp_path, catalog):
-    from tutor.progress import FORMAT_VERSION
+    from tutor.store.migration import FORMAT_VERSION
     data = {"format_version": FORMAT_VERSION + 1, "learner": "ada", "exercises": {"head-split": {"attempts": [attempt("b", True)]}}}
     (tmp_path / "ada.toml").write_text(tomli_w.dumps(data))
     report = build_report(tmp_path, catalog)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 
 from exercises.faults import Fault, source_root
-from tutor.protocol import Request, Side
-from tutor.runner import Runner, RunResult
+from tutor.sandbox.protocol import Request, Side
+from tutor.sandbox.runner import Runner, RunResult
 
 SQUEEZE = "    predictions = predictions.squeeze(-1)  # (N, 1) -> (N,): drop only the named axis\n"
 

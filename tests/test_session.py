@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from exercises.faults import source_root
-from tutor import session as session_module
-from tutor.progress import ProgressStore
-from tutor.protocol import (Answer, Hello, Measured, Progress, ProtocolError, Raised, Refusal, Request, Side,
-                            SideResult, decode, encode)
-from tutor.runner import RunResult, WorkerError, grade, standard_sides
-from tutor.session import Session
+from tutor.app import run as run_module
+from tutor.store.progress import ProgressStore
+from tutor.sandbox.protocol import (Answer, Hello, Measured, Progress, ProtocolError, Raised, Refusal, Request, Side,
+                                    SideResult, decode, encode)
+from tutor.sandbox.runner import RunResult, WorkerError, grade, standard_sides
+from tutor.app.session import Session
 
 LEARNER = "ada"
 
@@ -231,7 +231,7 @@ def test_a_save_that_fails_is_a_sentence_not_an_exception(tmp_path, catalog):
 
 def test_a_run_cancelled_before_it_starts_never_reaches_the_runner_and_is_timed(tmp_path, catalog, monkeypatch):
     clock = type("Clock", (), {"now": 50.0, "monotonic": lambda self: self.now})()
-    monkeypatch.setattr(session_module, "time", clock)
+    monkeypatch.setattr(run_module, "time", clock)
     runner = FakeRunner()
     session = make_session(tmp_path, catalog, runner)
     run = session.start(catalog.get("broadcast-loss"), "3x3")

@@ -16,12 +16,13 @@ from dataclasses import replace
 import pytest
 
 from exercises.faults import Fault
-from tutor import speed
-from tutor.progress import ProgressStore
-from tutor.protocol import Answer, Hello, Progress, Request, Side, SideResult, decode, encode
-from tutor.runner import Runner, RunResult, grade
-from tutor.session import GRADED, RECORDED, Session
-from tutor.speed import ScaleError, Speed, TimeLimit, time_limit
+from tutor.sandbox import speed
+from tutor.store.progress import ProgressStore
+from tutor.sandbox.protocol import Answer, Hello, Progress, Request, Side, SideResult, decode, encode
+from tutor.sandbox.runner import Runner, RunResult, grade
+from tutor.app.session import Session
+from tutor.model.attempts import GRADED, RECORDED
+from tutor.sandbox.speed import ScaleError, Speed, TimeLimit, time_limit
 
 SQUEEZE = "    predictions = predictions.squeeze(-1)  # (N, 1) -> (N,): drop only the named axis\n"
 LEARNER = "ada"

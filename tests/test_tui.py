@@ -25,10 +25,11 @@ from textual.geometry import Region  # noqa: E402
 from textual.widgets import Input, OptionList, Static, TextArea  # noqa: E402
 
 from exercises import answers  # noqa: E402
-from tutor.catalog import load_catalog  # noqa: E402
-from tutor.progress import Attempt, ProgressStore  # noqa: E402
-from tutor.protocol import Answer, Progress, SideResult  # noqa: E402
-from tutor.runner import RunResult, grade  # noqa: E402
+from tutor.model.catalog import load_catalog  # noqa: E402
+from tutor.model.attempts import Attempt  # noqa: E402
+from tutor.store.progress import ProgressStore  # noqa: E402
+from tutor.sandbox.protocol import Answer, Progress, SideResult  # noqa: E402
+from tutor.sandbox.runner import RunResult, grade  # noqa: E402
 from tutor.ui.app import build_app  # noqa: E402
 from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
 from tutor.ui.screens.help import HelpScreen  # noqa: E402
@@ -104,7 +105,7 @@ def canned_pass(exercise, prediction):
 
 def observing(**observed):
     """A ``make`` for FakeRunner: each side observed the value given (``clean="a", faulted="b"``),
-    and the real :func:`tutor.runner.grade` compares the prediction with it, so ✓ and ✗ are the
+    and the real :func:`tutor.sandbox.runner.grade` compares the prediction with it, so ✓ and ✗ are the
     tutor's verdicts, not the fake's."""
     def make(exercise, prediction):
         sides = {name: SideResult(status="ok", observed=value, evidence=[
@@ -561,8 +562,8 @@ def test_every_screen_works_at_small_sizes(tmp_path, size):
 def test_first_screen_does_not_import_torch(tmp_path):
     code = f"""
 import asyncio, json, sys
-from tutor.catalog import load_catalog
-from tutor.progress import ProgressStore
+from tutor.model.catalog import load_catalog
+from tutor.store.progress import ProgressStore
 from tutor.ui.app import build_app
 
 class Fake:
@@ -593,7 +594,7 @@ def _catalog_with(fault_body: str):
     import dataclasses
 
     from exercises.faults import Fault
-    from tutor.catalog import Catalog
+    from tutor.model.catalog import Catalog
     real = load_catalog()
     original = real.faults["no-squeeze"]
     faults = dict(real.faults)
@@ -606,7 +607,7 @@ def _catalog_with(fault_body: str):
 
 
 def test_a_hanging_subject_is_cancelled_with_the_real_runner_and_the_app_stays_responsive(tmp_path):
-    from tutor.runner import Runner
+    from tutor.sandbox.runner import Runner
     catalog = _catalog_with("import time\ntime.sleep(120)")
     runner = Runner(catalog, device="cpu")
     app = build_app(catalog, ProgressStore(tmp_path), LEARNER, runner)
@@ -640,7 +641,7 @@ def test_a_hanging_subject_is_cancelled_with_the_real_runner_and_the_app_stays_r
 
 
 def test_a_crashing_subject_is_an_outcome_with_the_real_runner(tmp_path):
-    from tutor.runner import Runner
+    from tutor.sandbox.runner import Runner
     catalog = _catalog_with("import os\nos.abort()")
     runner = Runner(catalog, device="cpu")
     app = build_app(catalog, ProgressStore(tmp_path), LEARNER, runner)
@@ -867,7 +868,7 @@ class FakeClock:
 
 
 def test_a_cancelled_run_shows_how_long_it_ran(tmp_path, monkeypatch):
-    from tutor import session as session_module
+    from tutor.app import session as session_module
     clock = FakeClock()
     monkeypatch.setattr(session_module, "time", clock)
     ex = first_of_kind("shape")

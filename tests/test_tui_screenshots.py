@@ -26,8 +26,9 @@ import pytest
 pytest.importorskip("textual")
 
 from test_tui import LEARNER, FakeRunner  # noqa: E402
-from tutor.catalog import load_catalog  # noqa: E402
-from tutor.progress import Attempt, ProgressStore  # noqa: E402
+from tutor.model.catalog import load_catalog  # noqa: E402
+from tutor.model.attempts import Attempt  # noqa: E402
+from tutor.store.progress import ProgressStore  # noqa: E402
 from tutor.ui.app import build_app  # noqa: E402
 from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
 from tutor.ui.widgets.exercise_tree import ExerciseTree  # noqa: E402

@@ -1,6 +1,6 @@
 """What the audit and ``tutor audit`` agree on, stated once.
 
-This module imports only the standard library: ``tutor.audit_cmd`` reads it
+This module imports only the standard library: ``tutor.cli.audit`` reads it
 without loading torch (DESIGN.md, principle 4).
 """
 

@@ -1,11 +1,11 @@
 """The Textual app: wiring only. Screens and widgets live in their own modules.
 
-The app holds one :class:`tutor.session.Session` — the learner's progress,
+The app holds one :class:`tutor.app.session.Session` — the learner's progress,
 read once, and the runner — and every screen runs, records and reads
 progress through it. ``build_app`` makes the session from a catalog,
 progress store and runner, so tests can pass a fake runner; ``run_app``
 runs the app over a session the command line made (with the real
-:class:`tutor.runner.Runner`). Nothing here imports torch: the runner's
+:class:`tutor.sandbox.runner.Runner`). Nothing here imports torch: the runner's
 worker process does, and it is started in a thread after the first screen
 is up.
 """
@@ -20,9 +20,9 @@ from textual.app import App
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from tutor.catalog import Catalog
-from tutor.progress import ProgressStore
-from tutor.session import RunnerLike, Session
+from tutor.model.catalog import Catalog
+from tutor.store.progress import ProgressStore
+from tutor.app.session import RunnerLike, Session
 from tutor.ui.messages import WarmUpFinished
 from tutor.ui.screens.home import HomeScreen
 
@@ -132,7 +132,7 @@ class TutorApp(App):
 
     def open_exercise(self, exercise_id: str) -> None:
         """Push the exercise screen for this id (any case; an unknown id is said, with close ones)."""
-        from tutor.finding import UnknownExercise, resolve
+        from tutor.model.finding import UnknownExercise, resolve
         from tutor.ui.screens.exercise import ExerciseScreen
         try:
             exercise = resolve(self.catalog, exercise_id)
@@ -172,7 +172,7 @@ def build_app(catalog: Catalog, store: ProgressStore, learner: str, runner: Runn
         catalog: the loaded catalog.
         store: the progress store.
         learner: a validated learner name.
-        runner: has ``warm_up``, ``run``, ``cancel`` and ``close`` (:class:`tutor.session.RunnerLike`).
+        runner: has ``warm_up``, ``run``, ``cancel`` and ``close`` (:class:`tutor.app.session.RunnerLike`).
         warnings: sentences to show at start.
     """
     return TutorApp(Session(catalog, runner, store, learner), warnings)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from tutor.session import Outcome
+from tutor.app.run import Outcome
 
 
 class RunProgress(Message):

@@ -14,9 +14,10 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Markdown, ProgressBar, Static, TextArea
 
 from exercises import answers
-from tutor.catalog import Exercise
-from tutor.progress import ProgressError
-from tutor.session import Run
+from tutor.model.catalog import Exercise
+from tutor.model.attempts import ProgressError, show_time, verdict_of
+from tutor.app.run import Run
+from tutor.render import VERDICT_STYLE, VERDICT_TEXT
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
 from tutor.ui.widgets.confidence import CONFIDENCE_KEYS, ConfidencePicker
 from tutor.ui.widgets.fault_view import FaultView
@@ -62,12 +63,12 @@ class ExerciseScreen(Screen):
     in a thread worker that reports by :mod:`tutor.ui.messages`. Esc cancels
     a running check (``Run.cancel()``), otherwise goes back. What is run,
     with which seed, and what is recorded is the session's policy
-    (:mod:`tutor.session`): a pass or fail is recorded as an attempt — in the
+    (:mod:`tutor.app.session`): a pass or fail is recorded as an attempt — in the
     run's thread, never on the UI thread — a timeout is recorded as a
     timeout, never as a wrong prediction, and error and cancelled are shown
     as outcomes and not recorded. After a timeout the prediction stays in its
     box and ``r`` retries it with twice the limit that ran out (the machine
-    may be busy: ``tutor.speed``).
+    may be busy: ``tutor.sandbox.speed``).
     """
 
     BINDINGS = [
@@ -194,13 +195,14 @@ class ExerciseScreen(Screen):
 
     def _saved_result(self, attempt) -> Text:
         """A saved attempt as the panel shows it after a relaunch (its evidence was not kept)."""
-        from tutor.progress import show_time
-        verdict = ("✓ your prediction matched the observation", "bold green") if attempt.correct else \
-            ("✗ your prediction did not match the observation", "bold red")
+        word = verdict_of(attempt)  # a saved timeout is shown as one, never as a wrong prediction
+        verdict = (VERDICT_TEXT.get(word, word), VERDICT_STYLE.get(word, "bold"))
         sure = f" ({attempt.confidence} % sure)" if attempt.confidence is not None else ""
-        return Text.assemble(verdict, "\nyou said ", (attempt.prediction, "bold"), sure, "; the check observed ",
-                             (attempt.observed, "bold"), (f"\n{show_time(attempt.time)} · {attempt.device} · "
-                                                          "r runs it again to see the evidence", "dim"))
+        seen = ("; the check ran out of time",) if attempt.status == "timeout" else \
+            ("; the check observed ", (attempt.observed, "bold"))
+        return Text.assemble(verdict, "\nyou said ", (attempt.prediction, "bold"), sure, *seen,
+                             (f"\n{show_time(attempt.time)} · {attempt.device} · "
+                              "r runs it again to see the evidence", "dim"))
 
     # --- moving on -------------------------------------------------------------
 
@@ -213,7 +215,7 @@ class ExerciseScreen(Screen):
         if not self.query_one(ResultPanel).has_class("-shown"):
             hint.update("")
             return
-        from tutor.review import next_after
+        from tutor.model.review import next_after
         following = next_after(self.app.catalog, self._session.progress, self.exercise.id)
         hint.update(Text.assemble((self._next_key(), "bold"), f" opens the next exercise: {following}", style="dim")
                     if following else Text("This is the last exercise.", style="dim"))
@@ -226,10 +228,10 @@ class ExerciseScreen(Screen):
         return True
 
     def action_next(self) -> None:
-        """Open the next exercise (see :func:`tutor.review.next_after`) in place of this one."""
+        """Open the next exercise (see :func:`tutor.model.review.next_after`) in place of this one."""
         if not self.query_one(ResultPanel).has_class("-shown"):
             return
-        from tutor.review import next_after
+        from tutor.model.review import next_after
         following = next_after(self.app.catalog, self._session.progress, self.exercise.id)
         if following is None:
             self.notify("This is the last exercise.")

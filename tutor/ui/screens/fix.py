@@ -1,13 +1,13 @@
 """Edit mode: Fix it, Break it, and the capstone's Find and fix — the learner's own code, measured.
 
 The screen holds the learner's working copy of one subject file
-(:meth:`tutor.session.Session.edit_task`). It opens the copy in the
+(:meth:`tutor.app.session.Session.edit_task`). It opens the copy in the
 learner's ``$VISUAL`` / ``$EDITOR`` through ``App.suspend()`` when one is
 set, else (or when it fails to start) in the in-TUI :class:`CodeEditor`.
 Saving (Ctrl+S, or leaving the external editor with a changed file) writes
 the working copy atomically to the progress folder and runs the check with
 the learner's file as the side ``yours`` in a thread; the verdict
-(:mod:`tutor.edit`) appears first, the engine's instruments after it. Esc
+(:mod:`tutor.model.verdict`) appears first, the engine's instruments after it. Esc
 leaves and keeps the text; nothing the learner typed is ever lost — the copy
 is also saved a second after typing stops and when the screen closes.
 """
@@ -30,9 +30,10 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Static
 
-from tutor import edit
-from tutor.catalog import Exercise
-from tutor.progress import ProgressError
+from tutor.app.tasks import Task
+from tutor.model.patch import EditError
+from tutor.model.catalog import Exercise
+from tutor.model.attempts import ProgressError
 from tutor.render import render_edit
 from tutor.ui.widgets.code_editor import CodeEditor
 
@@ -61,8 +62,8 @@ class EditScreen(Screen):
     Attributes:
         exercise: the exercise.
         mode: the mode asked for.
-        edit_task: what is edited (set on mount; a :class:`tutor.edit.Task`).
-        outcome: the last run's :class:`tutor.session.EditOutcome`, or None.
+        edit_task: what is edited (set on mount; a :class:`tutor.app.tasks.Task`).
+        outcome: the last run's :class:`tutor.app.session.EditOutcome`, or None.
         save_to_verdict_s: seconds from the last save to its verdict on screen, or None.
     """
 
@@ -111,7 +112,7 @@ class EditScreen(Screen):
             self.outcome = outcome
             self.seconds = seconds
 
-        # ``outcome`` is a tutor.session.EditOutcome
+        # ``outcome`` is a tutor.app.session.EditOutcome
 
     class InstrumentsFinished(Message):
         """The engine's instruments ran after the verdict (posted from the run's thread)."""
@@ -144,7 +145,7 @@ class EditScreen(Screen):
         super().__init__()
         self.exercise = exercise
         self.mode = mode
-        self.edit_task: edit.Task | None = None
+        self.edit_task: Task | None = None
         self.outcome = None
         self.running = False
         self.save_to_verdict_s: float | None = None
@@ -170,7 +171,7 @@ class EditScreen(Screen):
     def on_mount(self) -> None:
         try:
             self.edit_task = self._session.edit_task(self.exercise, self.mode)
-        except edit.EditError as exc:
+        except EditError as exc:
             self.app.notify(str(exc), severity="warning", markup=False)
             self.app.pop_screen()
             return
@@ -216,14 +217,7 @@ class EditScreen(Screen):
         return title
 
     def _copy_path(self):
-        store = self._session.store
-        if store is None:
-            return None
-        task = self.edit_task
-        try:
-            return store.working_copy_path(self._session.learner, task.exercise.id, task.key, task.path)
-        except ProgressError:
-            return None
+        return self._session.working_copy_path(self.edit_task)
 
     def _begin(self, saved: str | None) -> None:
         """Load the text (the saved copy, or a fresh one), then open the learner's editor if there is one."""
@@ -373,7 +367,7 @@ class EditScreen(Screen):
         prediction = self.query_one("#edit-prediction", Input).value if self.edit_task.mode == "break" else None
         try:
             self._run = self._session.start_edit(self.edit_task, text, prediction)
-        except edit.EditError as exc:
+        except EditError as exc:
             self._status(str(exc), error=True)
             return
         self.running = True
@@ -398,17 +392,17 @@ class EditScreen(Screen):
         def on_progress(update) -> None:
             self.post_message(self.Progressed(update.side, float(update.fraction or 0.0), update.message))
         try:
-            outcome = run.execute(on_progress)
+            outcome = run.measure(on_progress)
         except Exception as exc:  # WorkerError, DeviceError: an outcome to show, never a crash
             self.post_message(self.Crashed(f"{exc} ({exc.__class__.__name__})"))
             return
         self.post_message(self.Finished(outcome, time.perf_counter() - saved_at))
-        if outcome.task.engine and outcome.verdict.ran and not run.cancelled:
-            try:
-                outcome.instruments = self._session.instruments(outcome.task, outcome.text, on_progress)
-            except Exception as exc:
-                self.post_message(self.Crashed(f"the instruments could not run: {exc}"))
-                return
+        try:
+            ran = run.add_instruments(outcome, on_progress)  # the verdict is shown first, then these
+        except Exception as exc:
+            self.post_message(self.Crashed(f"the instruments could not run: {exc}"))
+            return
+        if ran:
             self.post_message(self.InstrumentsFinished(outcome))
 
     def on_edit_screen_progressed(self, message: "EditScreen.Progressed") -> None:
@@ -419,8 +413,7 @@ class EditScreen(Screen):
         outcome = message.outcome
         self.outcome = outcome
         self.save_to_verdict_s = message.seconds
-        instruments_follow = outcome.task.engine and outcome.verdict.ran
-        self.running = instruments_follow and not self._run.cancelled
+        self.running = self._run.instruments_follow(outcome)
         self._show(outcome)
         saved = "" if outcome.saved_to is None else " · attempt saved"
         if outcome.save_error:
@@ -464,7 +457,7 @@ class EditScreen(Screen):
             if self._run is not None:
                 self._run.cancel()
             else:
-                self._session.runner.cancel()
+                self._session.cancel()
         except Exception:
             pass
 

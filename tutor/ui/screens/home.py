@@ -11,8 +11,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input, Static, Tree
 
 from exercises.answers import kind_words
-from tutor.progress import LearnerProgress, ProgressError
-from tutor.review import continue_point, due
+from tutor.model.attempts import LearnerProgress, ProgressError
+from tutor.model.review import continue_point, due
 from tutor.ui.widgets.exercise_tree import ExerciseTree, set_id_of, status_of
 
 
@@ -20,9 +20,9 @@ class HomeScreen(Screen):
     """Sets in order, each exercise marked ✓ solved, ✗ attempted or · untried (↻: due for review).
 
     At launch the cursor is on the exercise to continue with
-    (:func:`tutor.review.continue_point`), and the header and the status
+    (:func:`tutor.model.review.continue_point`), and the header and the status
     line say which and why. Enter (or a click) on an exercise opens it; ``/``
-    filters the list as you type (:func:`tutor.finding.matches`); ``x``
+    filters the list as you type (:func:`tutor.model.finding.matches`); ``x``
     resets the highlighted exercise after a confirmation. The pane below
     describes the highlighted line, wrapped so nothing is cut at narrow widths.
     """

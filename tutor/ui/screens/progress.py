@@ -12,8 +12,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, ListItem, ListView, Static
 from textual_plotext import PlotextPlot
 
-from tutor.calibration import accuracy_by_day, calibration_by_set
-from tutor.progress import LearnerProgress, ProgressError, show_time
+from tutor.model.calibration import accuracy_by_day, calibration_by_set
+from tutor.model.attempts import LearnerProgress, ProgressError, show_time
 from tutor.render import WordTable, calibration_renderables, set_totals
 from tutor.ui.widgets.exercise_tree import MARKS, status_of
 
@@ -104,7 +104,7 @@ class ProgressScreen(Screen):
             except ProgressError as exc:
                 yield Static(Text(f"The progress file cannot be read: {exc}", style="bold red"), id="progress-text")
             else:
-                where = str(session.store.path(session.learner))
+                where = str(session.progress_file)
                 yield Static(summary_renderable(session.catalog, self.progress, where), id="progress-text")
                 days = accuracy_by_day(self.progress)
                 if days:
@@ -133,7 +133,7 @@ class ProgressScreen(Screen):
             return
         session = self.app.session
         self.query_one("#progress-text", Static).update(
-            summary_renderable(session.catalog, self.progress, str(session.store.path(session.learner))))
+            summary_renderable(session.catalog, self.progress, str(session.progress_file)))
         index = self.query_one("#progress-list", ListView).index
         self._fill_list()
         if index is not None:

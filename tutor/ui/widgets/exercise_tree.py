@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Tree
 
-from tutor.catalog import Catalog, Exercise
-from tutor.finding import matches, named
-from tutor.progress import ExerciseProgress, LearnerProgress
+from tutor.model.catalog import Catalog, Exercise
+from tutor.model.finding import matches, named
+from tutor.model.attempts import ExerciseProgress, LearnerProgress
 
 #: status mark per exercise: solved, attempted, untried
 MARKS = {"solved": ("✓", "green"), "attempted": ("✗", "red"), "untried": ("·", "dim")}
@@ -35,7 +35,7 @@ class ExerciseTree(Tree[str]):
     exercise nodes carry the exercise id (kebab-case, never holding a colon),
     so ``Tree.NodeSelected`` on a leaf tells the screen which exercise to open.
     Exercises due for review carry ``↻``; :meth:`show_only` keeps the
-    exercises a search finds (:func:`tutor.finding.matches`).
+    exercises a search finds (:func:`tutor.model.finding.matches`).
     """
 
     DEFAULT_CSS = """

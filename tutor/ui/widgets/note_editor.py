@@ -23,7 +23,7 @@ class NoteEditor(Vertical):
     :meth:`flush`, and when the widget is unmounted (leaving the screen,
     quitting the app; then at once, on the calling thread), so no typed text
     is lost. ``on_save(text)`` must be safe to call from any thread, the
-    newest text winning (:meth:`tutor.session.Session.save_note`); it returns
+    newest text winning (:meth:`tutor.app.session.Session.save_note`); it returns
     None on success or a sentence saying why it failed, which is shown under
     the text area.
     """

@@ -11,7 +11,7 @@ from textual.message import Message
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
-from tutor.catalog import Exercise
+from tutor.model.catalog import Exercise
 
 from exercises.answers import choice_keys  # the keys live beside the parser that accepts them
 

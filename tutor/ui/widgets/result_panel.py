@@ -7,9 +7,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from tutor.catalog import Exercise
+from tutor.model.catalog import Exercise
 from tutor.render import TIMEOUT_ADVICE, render_result, series_groups
-from tutor.runner import RunResult
+from tutor.sandbox.runner import RunResult
 from tutor.ui.widgets.series_plot import SeriesPlot
 
 

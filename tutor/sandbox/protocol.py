@@ -1,7 +1,7 @@
 """The messages between the tutor, its check worker and the worker's children.
 
-One module, imported by both ends (:mod:`tutor.runner` in the tutor,
-:mod:`tutor.worker` in the worker process), so a message is spelled once.
+One module, imported by both ends (:mod:`tutor.sandbox.runner` in the tutor,
+:mod:`tutor.sandbox.worker` in the worker process), so a message is spelled once.
 Every message is a frozen dataclass; on the wire it is one line of JSON with
 a ``"type"`` field naming the class (``encode`` / ``decode``). This module
 imports neither torch nor Textual.
@@ -112,7 +112,7 @@ class Hello(Message):
         scratch: the folder every private copy lives in; removed by the
             worker when it ends, or by the runner when it kills the worker.
         speed: what the worker's speed probe measured when it started
-            (``tutor.speed.Speed.to_wire``: ``gemm_s``, ``step_s``,
+            (``tutor.sandbox.speed.Speed.to_wire``: ``gemm_s``, ``step_s``,
             ``threads``, ``copies``, ``wall_s``, ``factor``), or None when
             the probe could not run; the runner scales time limits by it.
     """
@@ -136,10 +136,10 @@ class Request(Message):
         device: ``cpu`` or ``cuda`` (already resolved).
         seed: the seed every generator is set to before the check runs.
         timeout_s: wall-clock limit for all sides together, seconds (the
-            limit that applies, already scaled: ``tutor.speed``).
+            limit that applies, already scaled: ``tutor.sandbox.speed``).
         sides: the sides to run, each by its own name.
         limit_why: which limit that is and why, as a clause
-            (``tutor.speed.TimeLimit.why``); a timeout's sentence ends with
+            (``tutor.sandbox.speed.TimeLimit.why``); a timeout's sentence ends with
             it. "" says nothing more.
     """
 

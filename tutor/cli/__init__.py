@@ -1,9 +1,10 @@
 """The command line: ``tutor`` opens the TUI; the subcommands work headless.
 
-Three parts: :mod:`tutor.parser` reads the arguments, :mod:`tutor.commands`
-does the work and returns data, :mod:`tutor.output` shows it — and ``main``
-joins them, picking one output per command: Rich, or with ``--json`` exactly
-one JSON object.
+Three parts: :mod:`tutor.cli.parser` reads the arguments, the commands
+(:mod:`tutor.cli.learner`, :mod:`tutor.cli.author`, :mod:`tutor.cli.instructor`,
+:mod:`tutor.cli.audit`) do the work and return data (:mod:`tutor.cli.replies`),
+:mod:`tutor.cli.output` shows it — and ``main`` joins them, picking one output
+per command: Rich, or with ``--json`` exactly one JSON object.
 
 Exit codes (``tutor run``): 0 the prediction matched, 1 it did not, 2 a usage
 or input error (unknown id, unparseable answer, unsafe learner name, missing
@@ -14,7 +15,7 @@ Errors go to stderr as one sentence naming the problem and the fix. With
 included: ``{"status": "usage_error", "error": SENTENCE, "exit_code": 2}``, or
 ``"could_not_run"`` with exit code 3 (``tutor audit`` has its own statuses),
 each inside the envelope every JSON object shares (``schema_version``,
-``learner``, ``exit_code``, ``error``; see :mod:`tutor.output`).
+``learner``, ``exit_code``, ``error``; see :mod:`tutor.cli.output`).
 
 Output that the terminal's encoding cannot show (``PYTHONIOENCODING=latin-1``
 and a ✓) is written with replacement characters: printing never changes the
@@ -25,12 +26,17 @@ from __future__ import annotations
 
 import sys
 
-from tutor import audit_cmd, commands
-from tutor.commands import EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, CouldNotRun, UsageError
-from tutor.output import JsonOutput, RichOutput
-from tutor.parser import ArgumentsError, build_parser
+from tutor.cli import audit, author, instructor, learner
+from tutor.cli.output import JsonOutput, RichOutput
+from tutor.cli.parser import ArgumentsError, build_parser
+from tutor.cli.replies import EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, CouldNotRun, UsageError
 
 __all__ = ["main", "build_parser", "EXIT_MATCH", "EXIT_MISMATCH", "EXIT_USAGE", "EXIT_CHECK"]
+
+#: The headless commands by name (``tutor audit`` and the TUI are dispatched apart).
+COMMANDS = {"list": learner.list_, "show": learner.show, "run": learner.run, "check": author.check,
+            "progress": learner.progress, "grade": instructor.grade, "report": instructor.report,
+            "fix": learner.fix, "break": learner.break_, "review": learner.review}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,14 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     output = JsonOutput() if getattr(args, "json", False) else RichOutput()
     try:
         if args.version:
-            reply = commands.version(args, output)
+            reply = learner.version(args, output)
             output.show(reply)
             return reply.code
         if args.command is None:
-            return commands.tui(args)
+            return learner.tui(args)
         if args.command == "audit":
-            return audit_cmd.run(args)
-        reply = commands.COMMANDS[args.command](args, output)
+            return audit.run(args)
+        reply = COMMANDS[args.command](args, output)
         output.show(reply)
         return reply.code
     except UsageError as exc:
@@ -71,7 +77,3 @@ def degrade_unencodable_output() -> None:
             stream.reconfigure(errors="replace")
         except (AttributeError, ValueError, OSError):
             pass  # not a text stream that can be reconfigured (a test's StringIO): nothing to degrade
-
-
-if __name__ == "__main__":
-    sys.exit(main())

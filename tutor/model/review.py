@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from tutor.calibration import is_prediction
+from tutor.model.attempts import is_prediction
 
 #: Days until an exercise in box 1, 2, 3 comes back.
 INTERVALS_DAYS = (1, 3, 7)

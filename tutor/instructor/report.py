@@ -16,11 +16,14 @@ Per exercise, over the learners whose files hold attempts at it:
   (``3x3`` and ``(3, 3)`` are one prediction) when the catalog knows it;
 * ``notes`` — the learners' explain-back notes.
 
-Per learner whose attempts carry a ``confidence`` (50-100 %, or 0.5-1.0;
-saved by tutors that ask for it, optional everywhere): calibration — how
-many predictions, the mean confidence, how often right, the Brier score
-(mean of (confidence - right)², 0 is perfect) and over-confidence (mean
-confidence minus how often right).
+Per learner whose predictions carry a ``confidence`` (a whole percent,
+50-100; optional everywhere): calibration — how many predictions, the mean
+confidence, how often right, the Brier score (mean of (confidence -
+right)², 0 is perfect; :func:`tutor.model.calibration.calibrate`, the
+figure ``tutor progress`` shows) and over-confidence (mean confidence minus
+how often right). Files are read through the progress store
+(:meth:`tutor.store.progress.ProgressStore.review_file`), as every other
+command reads them.
 
 The report reads only: a file that cannot be read as progress is named
 with its reason (the command then exits 2, as ``tutor progress --all``
@@ -40,12 +43,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tutor.commands import EXIT_USAGE, ReportReply, UsageError, catalog_or_none
-
-#: Attempt statuses that are graded predictions.
-GRADED = ("pass", "fail")
-#: Attempt modes that are predictions (an attempt without a mode is one).
-PREDICTION_MODES = (None, "predict")
+from tutor.cli.learner import catalog_or_none
+from tutor.cli.replies import EXIT_USAGE, ReportReply, UsageError
+from tutor.model.attempts import ExerciseProgress, ProgressError, confidence_of, is_prediction
+from tutor.model.calibration import calibrate
+from tutor.store.files import spreadsheet_safe
+from tutor.store.progress import DamagedProgressError, ProgressStore
 
 
 @dataclass
@@ -138,7 +141,6 @@ def build_report(folder: str | Path, catalog=None, top: int = 3) -> ClassReport:
     Raises:
         UsageError: the folder does not exist.
     """
-    from tutor.progress import ProgressError, ProgressStore, _read_bytes, classify
     store = ProgressStore(folder)
     if not store.folder.is_dir():
         raise UsageError(f"there is no progress folder {store.folder}; name a folder of progress files "
@@ -153,30 +155,26 @@ def build_report(folder: str | Path, catalog=None, top: int = 3) -> ClassReport:
             report.shadowed.append({"file": str(file.path), "same_learner_as": str(used[file.key].path)})
             continue
         try:
-            reading = classify(_read_bytes(file.path))
+            progress = store.review_file(file)
+        except DamagedProgressError as exc:
+            report.damaged.append({"file": str(file.path), "problem": exc.problem})
+            continue
         except ProgressError as exc:
             report.damaged.append({"file": str(file.path), "problem": str(exc)})
             continue
-        if reading.problem is not None or reading.data is None and reading.newer is not None:
-            problem = reading.problem or f"it was written by a newer tutor (format {reading.newer}) in a shape " \
-                                         "this one cannot read"
-            report.damaged.append({"file": str(file.path), "problem": problem})
-            continue
-        if reading.newer is not None:
+        if progress.read_only:
             report.read_only.append(str(file.path))
-        data = reading.data or {}
-        held = data.get("learner")
-        name = held if isinstance(held, str) and held.strip() else file.name
+        name = progress.learner
         report.learners += 1
-        confident: list[tuple[float, bool]] = []
-        for ex_id, entry in data.get("exercises", {}).items():
-            by_exercise[ex_id].add(name, entry, canonical, ex_id, confident)
-        if confident:
-            n = len(confident)
-            right = sum(ok for _, ok in confident)
+        for ex_id, entry in progress.exercises.items():
+            by_exercise[ex_id].add(name, entry, canonical, ex_id)
+        attempts = [a for entry in progress.exercises.values() for a in entry.attempts]
+        rated = calibrate(attempts)  # the Brier score and the counts of 'tutor progress', computed once
+        if rated.count:
+            stated = [confidence_of(a) for a in attempts if is_prediction(a) and confidence_of(a) is not None]
             report.calibration.append(Calibration(
-                learner=name, predictions=n, mean_confidence=sum(c for c, _ in confident) / n, accuracy=right / n,
-                brier=sum((c - ok) ** 2 for c, ok in confident) / n))
+                learner=name, predictions=rated.count, mean_confidence=sum(stated) / 100 / rated.count,
+                accuracy=rated.right / rated.count, brier=rated.brier))
     report.exercises = _ordered([t.finish(ex_id, catalog, top) for ex_id, t in by_exercise.items()], catalog)
     report.calibration.sort(key=lambda c: c.learner.casefold())
     return report
@@ -216,31 +214,24 @@ class _Tally:
         self.wrong_attempts: dict[str, int] = defaultdict(int)
         self.notes: list[dict] = []
 
-    def add(self, learner: str, entry: dict, read, ex_id: str, confident: list) -> None:
-        graded = []
-        for a in entry.get("attempts", []):
-            if a.get("status") in GRADED and a.get("mode") in PREDICTION_MODES:
-                graded.append(a)
-                confidence = _confidence(a.get("confidence"))
-                if confidence is not None:
-                    confident.append((confidence, bool(a.get("correct"))))
-            else:
-                self.other += 1
-        note = entry.get("note", "")
+    def add(self, learner: str, entry: ExerciseProgress, read, ex_id: str) -> None:
+        graded = [a for a in entry.attempts if is_prediction(a)]
+        self.other += len(entry.attempts) - len(graded)
+        note = entry.note
         if note.strip():
             self.notes.append({"learner": learner, "note": note})
         if not graded:
             return
         self.tried += 1
         self.attempts.append(len(graded))
-        self.solved_first += bool(graded[0].get("correct"))
-        first_right = next((n for n, a in enumerate(graded, 1) if a.get("correct")), None)
+        self.solved_first += bool(graded[0].correct)
+        first_right = next((n for n, a in enumerate(graded, 1) if a.correct), None)
         if first_right is not None:
             self.ever_solved += 1
             self.to_solve.append(first_right)
         for a in graded:
-            if not a.get("correct"):
-                shown = read(ex_id, a.get("prediction", ""))
+            if not a.correct:
+                shown = read(ex_id, a.prediction)
                 self.wrong_learners[shown].add(learner)
                 self.wrong_attempts[shown] += 1
 
@@ -254,14 +245,6 @@ class _Tally:
             median_attempts=_median(self.attempts), median_attempts_to_solve=_median(self.to_solve),
             other_attempts=self.other, wrong_predictions=wrong[:top],
             notes=sorted(self.notes, key=lambda n: n["learner"].casefold()))
-
-
-def _confidence(value) -> float | None:
-    """A saved confidence as a probability: 0.5-1.0 as it is, 50-100 (per cent) divided by 100; else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    p = value / 100 if value > 1 else float(value)
-    return p if 0.0 <= p <= 1.0 else None
 
 
 def _median(values: list[int]) -> float | None:
@@ -296,7 +279,6 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
     for n in range(1, top + 1):
         header += [f"wrong_prediction_{n}", f"wrong_prediction_{n}_learners"]
     writer.writerow(header)
-    from tutor.grade import spreadsheet_safe
     for e in report.exercises:
         row = [e.id, e.set or "", e.title or "", e.tried, e.solved_first, e.ever_solved, _number(e.median_attempts),
                _number(e.median_attempts_to_solve), e.other_attempts, len(e.notes)]

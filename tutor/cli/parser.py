@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 import re
 
-from tutor import audit_cmd
-from tutor.runner import DEVICES
-from tutor.speed import ENV as SCALE_ENV
-from tutor.speed import ScaleError, parse_scale
+from tutor.cli import audit
+from tutor.sandbox.runner import DEVICES
+from tutor.sandbox.speed import ENV as SCALE_ENV, ScaleError, parse_scale
 
 
 class ArgumentsError(Exception):
@@ -116,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _shared(p, device=False)
 
-    audit_cmd.add_parser(sub)
+    audit.add_parser(sub)
     return parser
 
 

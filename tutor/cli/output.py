@@ -1,8 +1,8 @@
 """The two outputs of the command line: Rich for people, one JSON object for programs.
 
 :mod:`tutor.cli` picks one per command (``--json`` or not). Each output is
-also the :class:`tutor.commands.Events` sink the command reports to while it
-works, and draws the command's :class:`tutor.commands.Reply` at the end, or
+also the :class:`tutor.cli.replies.Events` sink the command reports to while it
+works, and draws the command's :class:`tutor.cli.replies.Reply` at the end, or
 the error that stopped it. Sentences for the learner go to stderr in both
 (``tutor: SENTENCE``); with JSON, stdout holds exactly one object.
 
@@ -32,8 +32,8 @@ from functools import singledispatchmethod
 from typing import Any
 
 from exercises import answers
-from tutor.commands import (CheckReply, EditReply, EveryoneReply, GradeReply, ListReply, ProgressReply, Reply,
-                            ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
+from tutor.cli.replies import (CheckReply, EditReply, EveryoneReply, GradeReply, ListReply, ProgressReply, Reply,
+                               ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
 
 #: The version of the JSON objects the commands print (see the module docstring).
 SCHEMA_VERSION = 1
@@ -242,9 +242,9 @@ class RichOutput:
     def _(self, reply: ReviewReply) -> None:
         from rich.text import Text
 
-        from tutor.progress import show_time
+        from tutor.model.attempts import show_time
         from tutor.render import WordTable
-        from tutor.review import INTERVALS_DAYS
+        from tutor.model.review import INTERVALS_DAYS
         console = self.console
         if not reply.due:
             upcoming = (f"; the next comes back {show_time(reply.later[0].due.isoformat(timespec='seconds'))}"
@@ -267,7 +267,7 @@ class RichOutput:
         from rich.table import Table
         from rich.text import Text
 
-        from tutor.progress import show_time
+        from tutor.model.attempts import show_time
         console, rows = self.console, reply.rows
         if not rows:
             console.print(Text(f"No progress files in {reply.folder}."))
@@ -301,12 +301,12 @@ class RichOutput:
 
     @show.register
     def _(self, reply: GradeReply) -> None:
-        from tutor.grade import show_summary
+        from tutor.instructor.grade import show_summary
         show_summary(self.console, reply)
 
     @show.register
     def _(self, reply: ReportReply) -> None:
-        from tutor.report import show_report, to_csv
+        from tutor.instructor.report import show_report, to_csv
         if reply.csv:
             sys.stdout.write(to_csv(reply.report))
             sys.stdout.flush()

@@ -429,7 +429,7 @@ def render_diff(patch: str) -> "DiffView":
 
 # --- edit mode (issue 12) ------------------------------------------------------
 
-#: The verdict of an edit-mode run (``tutor.edit.Verdict.status``): its style and its headline.
+#: The verdict of an edit-mode run (``tutor.model.verdict.Verdict.status``): its style and its headline.
 EDIT_STYLE = {"fixed": "bold green", "not fixed": "bold red", "changed": "bold cyan", "unchanged": "bold yellow",
               "could not run": "bold yellow", "syntax error": "bold red"}
 EDIT_TEXT = {"fixed": "✓ fixed — your code observes what the clean code observes",
@@ -479,7 +479,7 @@ def edit_columns(ex, outcome) -> Table:
 
 def instruments_table(outcome) -> Table | None:
     """Which of the engine's instruments hold on the clean engine and on yours; None when none ran."""
-    from tutor.edit import instruments_holding
+    from tutor.model.verdict import instruments_holding
     if outcome.instruments is None:
         return None
     rows = instruments_holding(outcome.instruments)
@@ -506,7 +506,7 @@ def render_edit(ex, outcome, series: bool = True, diff: bool = True) -> list:
 
     Args:
         ex: the exercise.
-        outcome: a :class:`tutor.session.EditOutcome`.
+        outcome: a :class:`tutor.app.session.EditOutcome`.
         series: whether loss curves are drawn as text (the TUI draws its own).
         diff: whether the learner's diff is shown.
     """
@@ -534,7 +534,7 @@ def render_edit(ex, outcome, series: bool = True, diff: bool = True) -> list:
         parts.extend(evidence_renderables(result.evidence["yours"], "yours", series))
     table = instruments_table(outcome)
     if table is not None:
-        from tutor.edit import first_instrument_divergence
+        from tutor.model.verdict import first_instrument_divergence
         parts.append(Text("The engine's instruments on your engine", style="bold"))
         parts.append(table)
         first = first_instrument_divergence(outcome.instruments)

@@ -63,8 +63,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from exercises import answers
-from tutor.commands import EXIT_CHECK, EXIT_USAGE, CouldNotRun, GradeReply, UsageError, catalog as load_catalog
-from tutor.runner import RunResult
+from tutor.cli.learner import catalog as load_catalog
+from tutor.cli.replies import EXIT_CHECK, EXIT_USAGE, CouldNotRun, GradeReply, UsageError
+from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; the rest score 0 with a reason
+from tutor.sandbox.runner import RunResult
+from tutor.store.files import spreadsheet_safe, write_text_atomically
 
 #: Column names as the answers file may spell them (lower case), by the name used here.
 COLUMNS = {"learner": ("learner", "name", "student"), "exercise": ("exercise", "id", "exercise_id"),
@@ -76,8 +79,6 @@ MAX_ANSWERS_BYTES = 64 * 1024 * 1024
 #: The gradebook's columns, in order.
 GRADEBOOK_COLUMNS = ("line", "learner", "exercise", "answer", "status", "score", "prediction", "observed",
                      "reason", "submitted_at", "seed", "device", "duration_s", "saved", "note_saved")
-#: Statuses of a row whose check ran to a verdict; the rest score 0 with a reason.
-GRADED = ("pass", "fail")
 
 
 # --- reading the answers ----------------------------------------------------------------------
@@ -90,7 +91,7 @@ class AnswerRow:
         line: where the row starts in the file (1 is the first line; a CSV header is line 1), or
             for a JSON array the item's position (1 for the first).
         learner: the learner's name as the row spells it, tidied (None when unusable).
-        key: the learner's identity (:func:`tutor.progress.learner_key`), or None.
+        key: the learner's identity (:func:`tutor.store.names.learner_key`), or None.
         exercise: the exercise id when it names one in the catalog, else the text given (or None).
         answer: the answer as text.
         note: the explain-back note, or None.
@@ -233,7 +234,8 @@ def _column(header: str) -> str | None:
 
 def _checked(line: int, fields: dict, catalog) -> AnswerRow:
     """A row with every field read, or its first problem named."""
-    from tutor.progress import ProgressError, learner_key, validate_learner
+    from tutor.model.attempts import ProgressError
+    from tutor.store.names import learner_key, validate_learner
     row = AnswerRow(line=line)
     given = {k: (v.strip() if k != "answer" and k != "note" else v) for k, v in fields.items() if k != "_problem"}
     row.learner = given.get("learner") or None
@@ -368,7 +370,7 @@ class RunnerPool:
     """
 
     def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None) -> None:
-        from tutor.runner import Runner
+        from tutor.sandbox.runner import Runner
         factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev))
         self.runners = [factory(catalog, device) for _ in range(max(1, jobs))]
 
@@ -427,7 +429,7 @@ class RunnerPool:
 
 def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
                on_result: Callable[[RowResult], None] | None = None) -> list[RowResult]:
-    """Grade every row on the pool's warm workers, each through a :class:`tutor.session.Session`
+    """Grade every row on the pool's warm workers, each through a :class:`tutor.app.session.Session`
     (nothing is saved here); an unreadable row is its result at once. Results come back in the rows'
     order; ``on_result`` gets each as it is ready (in the file's order with one worker).
 
@@ -435,8 +437,8 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         UsageError: the device asked for is missing (a missing CUDA).
         CouldNotRun: no check worker could start at all.
     """
-    from tutor.runner import DeviceError, WorkerError
-    from tutor.session import Session
+    from tutor.sandbox.runner import DeviceError, WorkerError
+    from tutor.app.session import Session
     sessions: dict[int, Session] = {}
 
     def work(runner, row: AnswerRow) -> RowResult:
@@ -464,11 +466,11 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
 def save_results(catalog, results: list[RowResult], store, notice: Callable[[str], None]) -> None:
     """Record each graded row in its learner's progress file, in the answers' order (``--save``).
 
-    One :class:`tutor.session.Session` per learner records through the run
+    One :class:`tutor.app.session.Session` per learner records through the run
     policy (only pass and fail become attempts); a row's ``saved_to``,
     ``save_error`` and ``note_saved`` say what happened.
     """
-    from tutor.session import Session
+    from tutor.app.session import Session
     sessions: dict[str, Session] = {}
     for outcome in results:
         row = outcome.row
@@ -500,16 +502,6 @@ class _NoRunner:
 
     def close(self) -> None:
         pass
-
-
-def spreadsheet_safe(value: Any) -> Any:
-    """A gradebook cell that a spreadsheet will show, never run: text starting like a formula gets a
-    leading ``'`` unless it is only a number (``-0.25``, ``-1/4`` and ``1e-3`` stay as they are)."""
-    if not isinstance(value, str) or not value or value[0] not in "=+-@\t\r":
-        return value
-    if value[0] in "+-" and all(ch in "0123456789.,/eE+- " for ch in value[1:]) and any(c.isdigit() for c in value):
-        return value
-    return "'" + value
 
 
 def gradebook_csv(results: list[RowResult]) -> str:
@@ -601,24 +593,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: the old file or the new one."""
-    from tutor.progress import current_umask
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        if hasattr(os, "fchmod"):
-            os.fchmod(fd, 0o666 & ~current_umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 # --- the command ------------------------------------------------------------------------------
 
 @dataclass
@@ -639,7 +613,8 @@ class Summary:
 
 def command(args, events) -> GradeReply:
     """``tutor grade``: read, check the outputs can be written, grade on warm workers, write, save."""
-    from tutor.progress import ProgressError, ProgressStore, default_folder
+    from tutor.model.attempts import ProgressError
+    from tutor.store.progress import ProgressStore, default_folder
     started = time.perf_counter()
     catalog = load_catalog()
     if args.answers == "-" and not args.out:
@@ -665,8 +640,8 @@ def command(args, events) -> GradeReply:
         save_results(catalog, results, store, events.notice)
     gradebook, results_path = out / "gradebook.csv", out / "results.json"
     try:
-        write_atomically(gradebook, gradebook_csv(results))
-        write_atomically(results_path, json.dumps(results_json(catalog, results, str(args.answers)), indent=2) + "\n")
+        write_text_atomically(gradebook, gradebook_csv(results))
+        write_text_atomically(results_path, json.dumps(results_json(catalog, results, str(args.answers)), indent=2) + "\n")
     except OSError as exc:
         raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
     counts: dict[str, int] = {}
@@ -743,5 +718,5 @@ def show_summary(console, reply: GradeReply) -> None:
         console.print(Text(f"Saved {s.saved} attempt{'s' if s.saved != 1 else ''} to the progress files in "
                            f"{s.progress_folder}."))
     if reply.data.get("error"):
-        from tutor.output import fail
+        from tutor.cli.output import fail
         fail(reply.data["error"])

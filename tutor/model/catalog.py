@@ -26,7 +26,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 FORMAT_VERSION = 1
-EXERCISES_DIR = Path(__file__).resolve().parent.parent / "exercises"
+EXERCISES_DIR = Path(__file__).resolve().parents[2] / "exercises"
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MAX_CATALOG_BYTES = 2_000_000
 

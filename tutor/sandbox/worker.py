@@ -1,15 +1,15 @@
 """The worker: a process with torch imported that runs checks in forked children.
 
-Run as ``python -m tutor.worker``. It imports torch once (without running any
+Run as ``python -m tutor.sandbox.worker``. It imports torch once (without running any
 operation, so no thread pool or CUDA context exists yet), says
-:class:`~tutor.protocol.Hello`, then reads one :class:`~tutor.protocol.Request`
-per line on stdin and answers each with one :class:`~tutor.protocol.Answer`
+:class:`~tutor.sandbox.protocol.Hello`, then reads one :class:`~tutor.sandbox.protocol.Request`
+per line on stdin and answers each with one :class:`~tutor.sandbox.protocol.Answer`
 line on stdout (progress lines before it). Every side of a request (the
 clean subject, the faulted subject, a learner's own file) is one
 :class:`SideRun`, and all of a request's sides run at once:
 
 Once, before it says hello, the worker measures the machine's speed
-(:func:`measure_speed`: ``tutor.speed``'s fixed probe in as many forked
+(:func:`measure_speed`: ``tutor.sandbox.speed``'s fixed probe in as many forked
 children as a plain run has sides) and puts the figure in its hello; the
 runner scales each exercise's time limit by it, and a request carries the
 limit that applies (``Request.timeout_s``) and why (``Request.limit_why``).
@@ -24,7 +24,7 @@ limit that applies (``Request.timeout_s``) and why (``Request.limit_why``).
    progress reports among it, keeping the child's last word (a measurement,
    or the exception it raised);
 3. ``finish`` kills a child that ran out of time, reaps it, turns what
-   happened into a :class:`~tutor.protocol.SideResult` (a crash, an
+   happened into a :class:`~tutor.sandbox.protocol.SideResult` (a crash, an
    exception or a timeout is an outcome) and removes the temporary folder.
 
 Because every check runs in a fresh fork, a fault can never leak into the
@@ -50,9 +50,9 @@ os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # ask CUDA without 
 
 from exercises.context import Context  # noqa: E402
 from exercises.faults import SUBJECT_PACKAGES, FaultError, make_private_copy  # noqa: E402
-from tutor import protocol, speed  # noqa: E402
-from tutor.protocol import (Answer, Hello, Measured, Message, Progress, ProtocolError, Raised, Refusal,  # noqa: E402
-                            Request, Side, SideResult)
+from tutor.sandbox import protocol, speed  # noqa: E402
+from tutor.sandbox.protocol import (Answer, Hello, Measured, Message, Progress, ProtocolError, Raised,  # noqa: E402
+                                    Refusal, Request, Side, SideResult)
 
 OUTPUT_EXCERPT_CHARS = 2000
 MEMORY_CAP_MB = int(os.environ.get("TUTOR_MEMORY_CAP_MB", "8192"))
@@ -113,7 +113,7 @@ def _preload(torch) -> None:
 
 
 def measure_speed(cores: int, copies: int = 2) -> dict | None:
-    """Run the speed probe (``tutor.speed.workload``) in ``copies`` forked children at once.
+    """Run the speed probe (``tutor.sandbox.speed.workload``) in ``copies`` forked children at once.
 
     The children run as the sides of a plain run do (clean and faulted, each
     with ``cores // copies`` torch threads), so the figure covers what a
@@ -121,9 +121,9 @@ def measure_speed(cores: int, copies: int = 2) -> dict | None:
     The worker itself runs no tensor operation, so its forks stay safe.
 
     Returns:
-        ``tutor.speed.Speed.to_wire()`` of the slowest child per piece, or
+        ``tutor.sandbox.speed.Speed.to_wire()`` of the slowest child per piece, or
         None when a child failed or the probe ran past
-        ``tutor.speed.PROBE_TIMEOUT_S`` (the limits are then as written).
+        ``tutor.sandbox.speed.PROBE_TIMEOUT_S`` (the limits are then as written).
     """
     threads = max(1, cores // copies)
     started = time.perf_counter()
@@ -198,7 +198,7 @@ def handle(request: Request, torch_version: str, send: Callable[[Progress], None
     Args:
         request: the check, device, seed, time limit and sides.
         torch_version: named in the answer.
-        send: called with each side's :class:`~tutor.protocol.Progress`
+        send: called with each side's :class:`~tutor.sandbox.protocol.Progress`
             (job and side filled in) as it arrives; None drops them.
         scratch: the folder private copies are made in (default: the
             system's temporary folder).

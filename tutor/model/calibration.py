@@ -14,7 +14,7 @@ made before a reset too, since they were predictions all the same.
   wrong. 0 is perfect; always saying 50 % scores 0.25; being sure and
   wrong every time scores 1.
 
-Pure: reads :class:`tutor.progress.LearnerProgress`, imports neither torch
+Pure: reads :class:`tutor.model.attempts.LearnerProgress`, imports neither torch
 nor Textual.
 """
 
@@ -22,17 +22,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tutor.model.attempts import confidence_of, is_prediction
+
 #: The bucket floors, in percent: 50-59 is the 50 bucket, …, 100 is its own.
 BUCKETS = (50, 60, 70, 80, 90, 100)
-#: Within this many percentage points of the stated confidence, a bucket reads as "about right".
+#: Within this many percentage points of the bucket's confidence (this many included), a bucket reads as
+#: "about right": 7 of 10 right at 80 % is about right, 6 of 10 over-confident.
 CALIBRATED_WITHIN = 10
 #: A bucket with fewer predictions than this reads as "too few to tell".
 FEWEST_TO_TELL = 3
-
-
-def is_prediction(attempt) -> bool:
-    """Whether an attempt was a graded prediction (not a timeout, not a fix made in edit mode)."""
-    return attempt.status in ("pass", "fail") and getattr(attempt, "mode", "predict") in ("predict", "")
 
 
 @dataclass
@@ -61,8 +59,10 @@ class Bucket:
             return ""
         if self.count < FEWEST_TO_TELL:
             return "too few to tell"
-        gap = 100 * self.rate - self.confidence
-        if abs(gap) < CALIBRATED_WITHIN:
+        # the gap between the rate (in percent) and the bucket's confidence, times count: whole numbers, so
+        # a rate exactly CALIBRATED_WITHIN points off (7 of 10 at 80 %) is decided without rounding
+        gap = 100 * self.right - self.confidence * self.count
+        if abs(gap) <= CALIBRATED_WITHIN * self.count:
             return "about right"
         return "over-confident" if gap < 0 else "under-confident"
 
@@ -107,8 +107,8 @@ def calibrate(attempts) -> Calibration:
     for attempt in attempts:
         if not is_prediction(attempt):
             continue
-        confidence = attempt.confidence
-        if confidence is None or not BUCKETS[0] <= confidence <= 100:
+        confidence = confidence_of(attempt)
+        if confidence is None:
             result.unrated += 1
             continue
         right = bool(attempt.correct)

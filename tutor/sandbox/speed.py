@@ -6,7 +6,7 @@ laptop building something, a grading box running many ``tutor run`` at once —
 runs the same check several times slower, and a limit that does not follow
 would record the machine's slowness as the learner's fault. So the check
 worker measures the machine once when it starts (:func:`workload`, run by
-``tutor.worker`` in as many forked children as a plain run has sides, each
+``tutor.sandbox.worker`` in as many forked children as a plain run has sides, each
 with the threads such a side gets) and the runner scales every limit by what
 it found (:func:`time_limit`):
 

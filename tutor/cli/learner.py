@@ -1,179 +1,31 @@
-"""The headless commands: each reads its arguments and returns data; none prints.
+"""The learner's commands: list, show, run, fix, break, progress, review, and the TUI.
 
-A command takes the parsed arguments and an :class:`Events` sink and returns
-a :class:`Reply`: ``data``, the one JSON object ``--json`` prints, the exit
-``code``, and the domain objects the Rich view draws from. Sentences for the
-learner that belong on stderr whatever the output (a damaged progress file
-moved aside, an attempt that could not be saved) go to ``events.notice`` as
-they happen; ``tutor check`` also reports each result as it finishes
-(``events.checked``), so a long check shows its lines one by one. Bad input
-raises :class:`UsageError` (exit 2); a check that cannot run at all raises
-:class:`CouldNotRun` (exit 3). :mod:`tutor.cli` picks the output.
-
-Exit codes (``tutor run``): 0 the prediction matched, 1 it did not, 2 a usage
-or input error, 3 the check itself could not run (the subject raised,
-crashed or timed out, or the check worker would not start).
+Each reads its arguments and returns data (:mod:`tutor.cli.replies`); none
+prints. Sentences for the learner that belong on stderr whatever the output
+(a damaged progress file moved aside, an attempt that could not be saved) go
+to ``events.notice`` as they happen. The helpers at the top are shared with
+the author's and the instructor's commands. :mod:`tutor.cli` picks the output.
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
 
 from exercises import answers
 from exercises.faults import diff
-
-EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, EXIT_CHECK = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    """Bad input from the user: one sentence, exit 2.
-
-    Attributes:
-        context: what the input was about, added to the JSON error object
-            (``{"id": ..., "learner": ..., "prediction": ...}`` for an answer
-            that does not read), so a refused answer is never mistaken for
-            one never given.
-    """
-
-    def __init__(self, sentence: str, context: dict | None = None) -> None:
-        super().__init__(sentence)
-        self.context = dict(context or {})
-
-
-class CouldNotRun(Exception):
-    """The check could not be run at all (e.g. the worker did not start): one sentence, exit 3."""
-
-    def __init__(self, sentence: str, context: dict | None = None) -> None:
-        super().__init__(sentence)
-        self.context = dict(context or {})
-
-
-class Events(Protocol):
-    """Where a command reports while it works (the chosen output)."""
-
-    def notice(self, sentence: str) -> None:
-        """One sentence for the learner, on stderr, now."""
-
-    def checked(self, exercise, result, ok: bool) -> None:
-        """``tutor check`` finished one exercise."""
-
-
-@dataclass
-class Reply:
-    """What a command hands back.
-
-    Attributes:
-        data: the one JSON object ``--json`` prints.
-        code: the exit status.
-    """
-
-    data: dict
-    code: int = 0
-
-
-@dataclass
-class ListReply(Reply):
-    sets: tuple = ()
-
-
-@dataclass
-class ShowReply(Reply):
-    exercise: Any = None
-    fault: Any = None
-    patch: str = ""
-
-
-@dataclass
-class RunReply(Reply):
-    exercise: Any = None
-    result: Any = None
-    saved_to: str | None = None
-
-
-@dataclass
-class EditReply(Reply):
-    """``tutor fix`` / ``tutor break``: the exercise and the session's :class:`tutor.session.EditOutcome`."""
-
-    exercise: Any = None
-    outcome: Any = None
-    saved_to: str | None = None
-    working_copy: str | None = None
-
-
-@dataclass
-class CheckReply(Reply):
-    """``faults``: rows of exercises with a fault; ``shown``: those whose fault showed;
-    ``unfaulted``/``ran``: the same for exercises without a fault; ``wall_s``: the
-    whole check's wall time, seconds, with ``jobs`` workers; ``timeouts``: rows that
-    ran out of time; ``show_wall``: ``-j`` was given, so the Rich view prints the wall
-    time (the JSON always has it)."""
-
-    faults: int = 0
-    shown: int = 0
-    unfaulted: int = 0
-    ran: int = 0
-    wall_s: float = 0.0
-    jobs: int = 1
-    timeouts: int = 0
-    show_wall: bool = False
-
-
-@dataclass
-class ProgressReply(Reply):
-    learner: str = ""
-    store: Any = None
-    progress: Any = None
-    seeded: set = field(default_factory=set)
-    catalog: Any = None  # None when the catalog cannot be read (the review still works)
-    calibration: Any = None  # (overall, {set id: Calibration}) when there is a catalog
-
-
-@dataclass
-class ReviewReply(Reply):
-    learner: str = ""
-    catalog: Any = None
-    due: list = field(default_factory=list)
-    later: list = field(default_factory=list)
-
-
-@dataclass
-class EveryoneReply(Reply):
-    folder: Path | None = None
-    total: int | None = None
-    rows: list = field(default_factory=list)
-    kept_aside: list = field(default_factory=list)
-
-
-@dataclass
-class VersionReply(Reply):
-    pass
-
-
-@dataclass
-class GradeReply(Reply):
-    """``tutor grade``: the graded rows (:class:`tutor.grade.RowResult`) and where the files went."""
-
-    rows: list = field(default_factory=list)
-    summary: Any = None
-
-
-@dataclass
-class ReportReply(Reply):
-    """``tutor report``: the class report (:class:`tutor.report.ClassReport`); ``csv`` when asked for."""
-
-    report: Any = None
-    csv: bool = False
+from tutor.model.patch import MAX_EDIT_BYTES, EditError, apply_patch
+from tutor.model.verdict import YOURS, first_instrument_divergence, instruments_holding
+from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, CouldNotRun, EditReply, Events,
+                               EveryoneReply, ListReply, ProgressReply, Reply, ReviewReply, RunReply, ShowReply,
+                               UsageError, VersionReply)
 
 
 # --- shared ------------------------------------------------------------------
 
 def catalog():
     """The catalog; a broken one is a usage error."""
-    from tutor.catalog import CatalogError, load_catalog
+    from tutor.model.catalog import CatalogError, load_catalog
     try:
         return load_catalog()
     except CatalogError as exc:
@@ -194,7 +46,7 @@ def exercise(cat, exercise_id: str):
     Raises:
         UsageError: no such id; the sentence suggests close ones.
     """
-    from tutor.finding import UnknownExercise, resolve
+    from tutor.model.finding import UnknownExercise, resolve
     try:
         return resolve(cat, exercise_id)
     except UnknownExercise as exc:
@@ -207,7 +59,7 @@ def confidence_arg(value):
     Raises:
         UsageError: any other value.
     """
-    from tutor.progress import ProgressError, check_confidence
+    from tutor.model.attempts import ProgressError, check_confidence
     try:
         return check_confidence(value)
     except ProgressError as exc:
@@ -237,8 +89,9 @@ def store_and_learner(args, notice):
     Raises:
         UsageError: the learner name is unsafe.
     """
-    from tutor.progress import ProgressError, ProgressStore, default_folder, default_learner_and_notice, \
-        validate_learner
+    from tutor.model.attempts import ProgressError
+    from tutor.store.names import default_learner_and_notice, validate_learner
+    from tutor.store.progress import ProgressStore, default_folder
     try:
         if args.learner is not None:
             learner, sentence = validate_learner(args.learner), None
@@ -258,8 +111,8 @@ def _runner(cat, device: str, timeout_scale: float | None = None, cores: int | N
     Raises:
         UsageError: the device is unknown, or TUTOR_TIMEOUT_SCALE is not a positive number.
     """
-    from tutor.runner import DeviceError, Runner
-    from tutor.speed import ScaleError
+    from tutor.sandbox.runner import DeviceError, Runner
+    from tutor.sandbox.speed import ScaleError
     try:
         return Runner(cat, device=device, timeout_scale=timeout_scale, cores=cores)
     except (DeviceError, ScaleError) as exc:
@@ -316,10 +169,11 @@ def show(args, events: Events) -> ShowReply:
 
 
 def run(args, events: Events) -> RunReply:
-    """``tutor run``: predict, run the check, grade, save — through one :class:`tutor.session.Session`."""
-    from tutor.progress import MAX_NOTE_CHARS, ProgressError
-    from tutor.runner import DeviceError, WorkerError
-    from tutor.session import Session
+    """``tutor run``: predict, run the check, grade, save — through one :class:`tutor.app.session.Session`."""
+    from tutor.model.attempts import ProgressError
+    from tutor.store.progress import MAX_NOTE_CHARS
+    from tutor.sandbox.runner import DeviceError, WorkerError
+    from tutor.app.session import Session
     cat = catalog()
     ex = exercise(cat, args.id)
     context = {"id": ex.id, "learner": None if args.no_save else _learner_named(args), "prediction": args.predict}
@@ -403,9 +257,8 @@ def break_(args, events: Events) -> EditReply:
 
 
 def _edit(args, events: Events, mode: str) -> EditReply:
-    from tutor import edit
-    from tutor.progress import ProgressError
-    from tutor.runner import DeviceError, WorkerError
+    from tutor.model.attempts import ProgressError
+    from tutor.sandbox.runner import DeviceError, WorkerError
     cat = catalog()
     ex = exercise(cat, args.id)
     session = _edit_session(args, events, cat)
@@ -414,7 +267,7 @@ def _edit(args, events: Events, mode: str) -> EditReply:
         text = _learner_text(args, task)
         run = session.start_edit(task, text, getattr(args, "predict", None), instruments=not args.no_instruments)
         outcome = run.execute()
-    except edit.EditError as exc:
+    except EditError as exc:
         raise UsageError(str(exc)) from None
     except DeviceError as exc:
         raise UsageError(str(exc)) from None
@@ -439,8 +292,8 @@ def _edit(args, events: Events, mode: str) -> EditReply:
 
 def _edit_session(args, events: Events, cat):
     """The session of ``tutor fix`` / ``tutor break``: progress loaded and writable unless --no-save."""
-    from tutor.progress import ProgressError
-    from tutor.session import Session
+    from tutor.model.attempts import ProgressError
+    from tutor.app.session import Session
     store, learner = (None, None) if args.no_save else store_and_learner(args, events.notice)
     session = Session(cat, _runner(cat, args.device, args.timeout_scale), store, learner)
     if store is None:
@@ -462,33 +315,31 @@ def _learner_text(args, task) -> str:
 
     Raises:
         UsageError: the file cannot be read as UTF-8 text; a patch that does not apply (the hunk named).
-        tutor.edit.EditError: passed on from the patch.
+        tutor.model.patch.EditError: passed on from the patch.
     """
-    from tutor import edit
     name = getattr(args, "patch", None) or args.file
     what = "patch" if getattr(args, "patch", None) else "file"
     try:
         with open(name, "rb") as fh:
-            raw = fh.read(edit.MAX_EDIT_BYTES * 4 + 1)
+            raw = fh.read(MAX_EDIT_BYTES * 4 + 1)
     except FileNotFoundError:
         raise UsageError(f"there is no {what} {name!r}; give the path of your edited {task.path}") from None
     except OSError as exc:
         raise UsageError(f"cannot read the {what} {name!r} ({exc.strerror or exc})") from None
-    if len(raw) > edit.MAX_EDIT_BYTES * 4:
-        raise UsageError(f"the {what} {name!r} is larger than {edit.MAX_EDIT_BYTES * 4 // 1024} KiB; "
-                         f"edits over {edit.MAX_EDIT_BYTES // 1024} KiB are refused")
+    if len(raw) > MAX_EDIT_BYTES * 4:
+        raise UsageError(f"the {what} {name!r} is larger than {MAX_EDIT_BYTES * 4 // 1024} KiB; "
+                         f"edits over {MAX_EDIT_BYTES // 1024} KiB are refused")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"the {what} {name!r} is not UTF-8 text; save it as UTF-8") from None
     if what == "patch":
-        return edit.apply_patch(task.start, text, task.path)
+        return apply_patch(task.start, text, task.path)
     return text
 
 
 def edit_data(ex, outcome) -> dict:
     """The JSON of an edit-mode run: ``tutor run``'s fields, then mode, diff, fixed, yours, verdict, instruments."""
-    from tutor import edit
     result, verdict, task = outcome.result, outcome.verdict, outcome.task
     data = result.to_dict()
     data["observed_text"] = answers.show(ex.kind, result.observed) if result.observed is not None else None
@@ -501,17 +352,17 @@ def edit_data(ex, outcome) -> dict:
     data["yours"] = {"status": verdict.yours_status, "observed": verdict.yours_observed,
                      "observed_text": answers.show(ex.kind, verdict.yours_observed)
                      if verdict.yours_status == "ok" else None,
-                     "evidence": result.evidence.get(edit.YOURS, []), "error": verdict.yours_error,
-                     "output": result.output.get(edit.YOURS, "")}
+                     "evidence": result.evidence.get(YOURS, []), "error": verdict.yours_error,
+                     "output": result.output.get(YOURS, "")}
     if task.mode == "break":
         data["correct"] = verdict.prediction_correct
         data["prediction_correct"] = verdict.prediction_correct
     instruments = outcome.instruments
     data["instruments"] = None if instruments is None else {
         "status": instruments.status, "clean": instruments.observations.get("clean"),
-        "yours": instruments.observations.get(edit.YOURS), "errors": instruments.errors,
-        "rows": edit.instruments_holding(instruments),
-        "first_divergence": edit.first_instrument_divergence(instruments)}
+        "yours": instruments.observations.get(YOURS), "errors": instruments.errors,
+        "rows": instruments_holding(instruments),
+        "first_divergence": first_instrument_divergence(instruments)}
     if verdict.yours_status == "error" and verdict.status == "syntax error":
         data["status"] = "error"
     elif verdict.yours_status in ("error", "timeout"):
@@ -533,131 +384,12 @@ def edit_exit_code(outcome) -> int:
 
 def _learner_named(args) -> str | None:
     """The learner a command is about, best effort and without a notice: for an error's context only."""
-    from tutor.progress import ProgressError, default_learner_and_notice, validate_learner
+    from tutor.model.attempts import ProgressError
+    from tutor.store.names import default_learner_and_notice, validate_learner
     try:
         return validate_learner(args.learner) if args.learner is not None else default_learner_and_notice()[0]
     except ProgressError:
         return args.learner
-
-
-def check(args, events: Events) -> CheckReply:
-    """``tutor check``: run every chosen exercise on both sides; does each fault show?
-
-    With ``-j N`` the exercises are shared among N workers (each with its
-    share of the cores); the lines still come in catalog order, each as soon
-    as it and every one before it are done. The reply says the wall time.
-    """
-    import time
-
-    from tutor.runner import DeviceError, WorkerError
-    cat = catalog()
-    exercises = [exercise(cat, i) for i in args.ids] if args.ids else cat.exercises
-    if args.set_id:
-        wanted = find_set(cat, args.set_id).id
-        exercises = [e for e in exercises if e.set == wanted]
-    asked = getattr(args, "jobs", None)
-    jobs = max(1, min(asked or 1, len(exercises) or 1))
-    scale = getattr(args, "timeout_scale", None)
-    cores = None if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
-    runners = [_runner(cat, args.device, scale, cores) for _ in range(jobs)]
-    rows = []
-    started = time.perf_counter()
-    results = _checked_in_order(cat, runners, exercises)
-    try:
-        try:
-            runners[0].device  # resolve the device once: a missing CUDA is a usage error, not a traceback
-        except DeviceError as exc:
-            raise UsageError(str(exc)) from None
-        for ex, result in results:
-            ok = fault_shows(ex, result)
-            rows.append({"id": ex.id, "set": ex.set, "fault": ex.fault, "status": result.status,
-                         "clean": result.clean, "faulted": result.faulted, "differs": result.differs,
-                         "ok": ok, "duration_s": result.duration_s, "device": result.device, "error": result.error,
-                         "time_limit_s": (result.time_limit or {}).get("seconds")})
-            events.checked(ex, result, ok)
-            if result.status == "timeout":
-                events.notice(retry_notice(ex, result))
-    except WorkerError as exc:
-        raise CouldNotRun(str(exc)) from None
-    finally:
-        results.close()  # no worker takes another exercise
-        for runner in runners:
-            runner.close()
-    wall_s = round(time.perf_counter() - started, 2)
-    passed = sum(r["ok"] for r in rows)
-    # An exercise without a fault (the capstone) can only show that it ran; it
-    # is counted apart, never as a fault that showed.
-    faulted = [r for r in rows if r["fault"]]
-    shown = sum(r["ok"] for r in faulted)
-    timeouts = sum(r["status"] == "timeout" for r in rows)
-    data = {"results": rows, "passed": passed, "total": len(rows), "faults_shown": shown, "faults": len(faulted),
-            "timeouts": timeouts, "wall_s": wall_s, "jobs": jobs}
-    if passed != len(rows):
-        data["error"] = (f"{len(rows) - passed} of {len(rows)} checks did not run or their fault changed nothing; "
-                         "see the rows marked FAIL")
-    return CheckReply(data,
-                      0 if passed == len(rows) else EXIT_CHECK,
-                      faults=len(faulted), shown=shown, unfaulted=len(rows) - len(faulted), ran=passed - shown,
-                      wall_s=wall_s, jobs=jobs, timeouts=timeouts, show_wall=asked is not None)
-
-
-def _checked_in_order(cat, runners, exercises):
-    """Yield ``(exercise, result)`` in the order given, running them on all ``runners`` at once.
-
-    Each runner gets a thread that takes the next exercise not yet taken; the
-    results are handed back on the calling thread, in order, each as soon as
-    it and those before it are done.
-
-    Raises:
-        WorkerError: a worker could not be started (the first such error).
-    """
-    import queue
-    import threading
-
-    from tutor.session import Session
-    if len(runners) == 1:  # one worker: no threads at all
-        session = Session(cat, runners[0])
-        for ex in exercises:
-            yield ex, session.check(ex)
-        return
-    todo = queue.SimpleQueue()
-    for index, ex in enumerate(exercises):
-        todo.put((index, ex))
-    done = queue.SimpleQueue()
-    stopping = threading.Event()
-
-    def work(session) -> None:
-        while not stopping.is_set():
-            try:
-                index, ex = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                done.put((index, session.check(ex), None))
-            except Exception as exc:  # handed to the calling thread, which raises it
-                done.put((index, None, exc))
-                return
-
-    threads = [threading.Thread(target=work, args=(Session(cat, runner),), daemon=True, name=f"check-{n}")
-               for n, runner in enumerate(runners)]
-    for thread in threads:
-        thread.start()
-    finished: dict[int, object] = {}
-    try:
-        for index in range(len(exercises)):
-            while index not in finished:
-                got, result, error = done.get()
-                if error is not None:
-                    raise error
-                finished[got] = result
-            yield exercises[index], finished.pop(index)
-    finally:
-        stopping.set()
-
-
-def fault_shows(ex, result) -> bool:
-    """Whether ``tutor check`` counts this run as good: it ran, and a fault (if any) changed the observation."""
-    return result.status == "ok" and (result.differs is not False)
 
 
 def progress(args, events: Events) -> Reply:
@@ -670,7 +402,7 @@ def progress(args, events: Events) -> Reply:
     """
     if args.all:
         return _progress_of_everyone(args)
-    from tutor.progress import ProgressError
+    from tutor.model.attempts import ProgressError
     store, learner = store_and_learner(args, events.notice)
     _folder_must_exist(args, store)
     if args.learner is not None and not store.path(learner).exists():
@@ -689,7 +421,7 @@ def progress(args, events: Events) -> Reply:
     data["kept_aside"] = [str(p) for p in _kept_aside_of(store, learner)]
     calibration = None
     if cat is not None:
-        from tutor.calibration import calibration_by_set
+        from tutor.model.calibration import calibration_by_set
         overall, per_set = calibration_by_set(cat, loaded)
         calibration = (overall, per_set)
         data["calibration"] = {"overall": overall.to_dict(),
@@ -761,8 +493,8 @@ def review(args, events: Events) -> ReviewReply:
     """``tutor review``: the exercises due for review today (Leitner boxes after 1, 3 and 7 days); reads only."""
     from datetime import datetime, timezone
 
-    from tutor.progress import ProgressError
-    from tutor.review import INTERVALS_DAYS, SURE, review_states
+    from tutor.model.attempts import ProgressError
+    from tutor.model.review import INTERVALS_DAYS, SURE, review_states
     store, learner = store_and_learner(args, events.notice)
     try:
         loaded = store.load(learner, move_aside=False)  # a review never moves a file
@@ -792,7 +524,8 @@ def _progress_of_everyone(args) -> EveryoneReply:
     exits 2, as a review of that learner alone would. A missing folder is an
     error (exit 2); damaged files moved aside earlier are counted and named.
     """
-    from tutor.progress import ProgressError, ProgressStore, default_folder
+    from tutor.model.attempts import ProgressError
+    from tutor.store.progress import ProgressStore, default_folder
     if args.learner:
         raise UsageError("--all reviews every learner in the folder; drop --learner, or drop --all")
     store = ProgressStore(default_folder(args.progress_dir))
@@ -831,26 +564,14 @@ def _progress_of_everyone(args) -> EveryoneReply:
 def version(args, events: Events) -> VersionReply:
     """``tutor --version``: this tutor's version, its JSON schema and progress format."""
     from tutor import __version__
-    from tutor.progress import FORMAT_VERSION
+    from tutor.store.migration import FORMAT_VERSION
     return VersionReply({"version": __version__, "progress_format": FORMAT_VERSION})
-
-
-def grade(args, events: Events) -> GradeReply:
-    """``tutor grade --answers FILE``: see :mod:`tutor.grade`."""
-    from tutor import grade as grading
-    return grading.command(args, events)
-
-
-def report(args, events: Events) -> ReportReply:
-    """``tutor report DIR``: see :mod:`tutor.report`."""
-    from tutor import report as reporting
-    return reporting.command(args, events)
 
 
 def tui(args) -> int:
     """Open the terminal UI: one session, its progress read once, shown until the learner quits."""
-    from tutor.progress import ProgressError
-    from tutor.session import Session
+    from tutor.model.attempts import ProgressError
+    from tutor.app.session import Session
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("the terminal UI needs an interactive terminal; use 'tutor list', 'tutor show ID' "
                          "and 'tutor run ID --predict ANSWER' instead")
@@ -867,6 +588,3 @@ def tui(args) -> int:
     return 0
 
 
-#: The headless commands by name (``tutor audit`` and the TUI are dispatched apart).
-COMMANDS = {"list": list_, "show": show, "run": run, "check": check, "progress": progress, "grade": grade,
-            "report": report, "fix": fix, "break": break_, "review": review}

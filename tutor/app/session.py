@@ -13,12 +13,12 @@ holds the policy both faces used to spell out on their own:
 * **what is saved**: a ``pass`` or ``fail`` is recorded as a graded attempt
   (and the explain-back note given with it); a ``timeout`` is recorded too,
   with its own status, ``correct = false`` and nothing observed — a fact
-  about the run, never a wrong prediction (:data:`GRADED` tells them apart);
+  about the run, never a wrong prediction (:data:`tutor.model.attempts.GRADED` tells them apart);
   ``ok``, ``error`` and ``cancelled`` are outcomes to show, never attempts
-  (:data:`RECORDED`);
+  (:data:`tutor.model.attempts.RECORDED`);
 * **retrying a timeout**: :meth:`Session.retry` runs the same prediction,
   seed and sides again with twice the limit that ran out (a busy machine,
-  not the learner: ``tutor.speed``);
+  not the learner: ``tutor.sandbox.speed``);
 * **cancelled results**: a run stopped before the runner started, or while
   its worker started, becomes ``RunResult.cancelled`` here, timed from the
   moment the run was asked for;
@@ -28,13 +28,13 @@ holds the policy both faces used to spell out on their own:
   safe from any thread too (the newest text wins).
 
 Edit mode (issue 12) runs through here too: :meth:`Session.edit_task` says
-what the learner edits (``fix``, ``break``, ``hunt``; :mod:`tutor.edit`),
+what the learner edits (``fix``, ``break``, ``hunt``; :mod:`tutor.model.verdict`),
 :meth:`Session.start_edit` (or :meth:`fix`, :meth:`break_it`, :meth:`hunt`)
 runs their file as the side ``yours``, measures the verdict and records the
 attempt with its mode, diff and verdict, and the learner's working copies
 are kept in the progress folder (:meth:`Session.save_working_copy`).
 
-A run is made of *sides* (:class:`tutor.protocol.Side`): data saying how
+A run is made of *sides* (:class:`tutor.sandbox.protocol.Side`): data saying how
 each private tree is built. A plain run has ``clean`` and, for an exercise
 with a fault, ``faulted`` (:meth:`Session.sides_for`). A learner's own
 edited subject file is one more side — ``Side.replacing("yours",
@@ -48,83 +48,31 @@ Layers: this module imports neither Textual nor torch.
 from __future__ import annotations
 
 import threading
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from tutor import edit
-from tutor.catalog import Catalog, Exercise
-from tutor.progress import Attempt, ExerciseProgress, LearnerProgress, ProgressError, ProgressStore
-from tutor.protocol import Progress, Side
-from tutor.runner import RunResult, standard_sides
-
-#: The statuses of a graded attempt: the prediction met an observation.
-GRADED = ("pass", "fail")
-#: The statuses that are recorded as attempts; every other one is only shown. A
-#: ``timeout`` is recorded as what it is, never as a failed prediction.
-RECORDED = GRADED + ("timeout",)
-#: Seconds a run waits for a warm-up in progress before it runs anyway.
-WARM_UP_WAIT_S = 120.0
-
+from tutor.app.run import EditOutcome, EditRun, Outcome, Run
+from tutor.app.tasks import INSTRUMENTS_CHECK, INSTRUMENTS_TIMEOUT_S, Task, task_for
+from tutor.model.catalog import Catalog, Exercise
+from tutor.model.attempts import (GRADED, RECORDED, Attempt, ExerciseProgress, LearnerProgress, ProgressError,
+                                  is_prediction)
+from tutor.store.progress import ProgressStore
+from tutor.sandbox.protocol import Progress, Side
+from tutor.sandbox.runner import RunResult, standard_sides
 
 class RunnerLike(Protocol):
-    """What a session needs from a runner (:class:`tutor.runner.Runner`, or a test's fake)."""
+    """What a session needs from a runner (:class:`tutor.sandbox.runner.Runner`, or a test's fake)."""
 
     def warm_up(self) -> dict: ...
     def run(self, exercise: Exercise, prediction: str | None = None,
             on_progress: Callable[[Progress], None] | None = None, seed: int = 0,
             sides: Sequence[Side] | None = None) -> RunResult: ...
-    # A runner that scales time limits also takes ``timeout_scale=`` (:class:`tutor.runner.Runner`);
+    # A runner that scales time limits also takes ``timeout_scale=`` (:class:`tutor.sandbox.runner.Runner`);
     # a run passes it only when it has one (a retry), so a runner without it still serves every other run.
     def cancel(self) -> None: ...
     def close(self) -> None: ...
 
-
-@dataclass
-class Outcome:
-    """What one run came to.
-
-    Attributes:
-        result: the graded result (any status).
-        saved_to: the progress file the attempt was recorded in, or None
-            when it was not recorded.
-        save_error: why an attempt that should have been recorded was not
-            (one sentence), else None; also why its note was not saved when
-            the attempt was (``saved_to`` then names the file).
-        note_saved: whether the note given with the attempt was saved.
-        warnings: sentences about the progress file from the save (a
-            damaged file moved aside).
-    """
-
-    result: RunResult
-    saved_to: Path | None = None
-    save_error: str | None = None
-    note_saved: bool = False
-    warnings: list[str] = field(default_factory=list)
-
-
-@dataclass
-class EditOutcome(Outcome):
-    """What one edit-mode run came to (:meth:`Session.start_edit`).
-
-    Attributes:
-        task: what the learner edited (mode, file, exercise).
-        text: the learner's file as it ran.
-        diff: the learner's unified diff (:meth:`tutor.edit.Task.diff`).
-        verdict: the measured verdict (:func:`tutor.edit.judge` or
-            :func:`tutor.edit.observe_break`).
-        prediction: a break's prediction as kept (canonical or free text), else None.
-        instruments: the engine instruments' run on the same sides, when
-            asked for and the file is part of the engine, else None.
-    """
-
-    task: "edit.Task | None" = None
-    text: str = ""
-    diff: str = ""
-    verdict: "edit.Verdict | None" = None
-    prediction: str | None = None
-    instruments: RunResult | None = None
 
 
 class Session:
@@ -239,7 +187,7 @@ class Session:
         """The seed of the learner's next attempt (module docstring): edit-mode attempts and timeouts
         do not count."""
         predictions = self.progress.of(exercise.id).predictions if self.store is not None else []
-        earlier = sum(a.status in GRADED for a in predictions)
+        earlier = sum(is_prediction(a) for a in predictions)
         return exercise.seed_for(earlier)
 
     def sides_for(self, exercise: Exercise) -> tuple[Side, ...]:
@@ -260,7 +208,7 @@ class Session:
             note: an explain-back note saved with the attempt, if it is recorded.
             record: whether a pass, fail or timeout is recorded (needs a store).
             timeout_scale: this run's time-limit scale, over the runner's own
-                (``tutor.speed``); None lets the runner choose.
+                (``tutor.sandbox.speed``); None lets the runner choose.
             confidence: how sure the learner said they were (percent, 50-100), saved with the attempt.
         """
         return Run(self, exercise, prediction, seed=self.seed_for(exercise) if seed is None else seed,
@@ -290,8 +238,8 @@ class Session:
 
         Raises:
             answers.AnswerError: the prediction does not read as the exercise's kind.
-            tutor.runner.DeviceError: the requested device is not available.
-            tutor.runner.WorkerError: the check worker could not be started.
+            tutor.sandbox.runner.DeviceError: the requested device is not available.
+            tutor.sandbox.runner.WorkerError: the check worker could not be started.
         """
         return self.start(exercise, prediction, seed=seed, sides=sides, note=note,
                           confidence=confidence).execute(on_progress)
@@ -300,13 +248,13 @@ class Session:
         """Run an exercise without a prediction (``tutor check``); nothing is recorded.
 
         Raises:
-            tutor.runner.DeviceError, tutor.runner.WorkerError: as :meth:`attempt`.
+            tutor.sandbox.runner.DeviceError, tutor.sandbox.runner.WorkerError: as :meth:`attempt`.
         """
         return self.start(exercise, None, seed=seed, sides=sides, record=False).execute().result
 
     # --- edit mode (issue 12) -------------------------------------------------
 
-    def edit_task(self, exercise: Exercise, mode: str, seed: int | None = None) -> "edit.Task":
+    def edit_task(self, exercise: Exercise, mode: str, seed: int | None = None) -> "Task":
         """What the learner edits in ``mode`` (``fix``, ``break``, ``hunt``) for ``exercise``.
 
         ``fix`` on the capstone is its hunt. Unless ``seed`` is given, a
@@ -315,14 +263,14 @@ class Session:
         prediction), or the next one that hides a fault.
 
         Raises:
-            tutor.edit.EditError: the exercise has nothing to fix in that mode.
+            tutor.model.patch.EditError: the exercise has nothing to fix in that mode.
         """
         if mode in ("fix", "hunt") and exercise.seed_per_attempt and seed is None:
             predicted = len(self.progress.of(exercise.id).predictions) if self.store is not None else 0
             seed = exercise.seed_for(max(0, predicted - 1))
-        return edit.task_for(self.catalog, exercise, mode, seed)
+        return task_for(self.catalog, exercise, mode, seed)
 
-    def working_copy(self, task: "edit.Task") -> str | None:
+    def working_copy(self, task: "Task") -> str | None:
         """The learner's saved working copy for ``task``, or None (no store, or none saved).
 
         Raises:
@@ -332,7 +280,17 @@ class Session:
             return None
         return self.store.load_working_copy(self.learner, task.exercise.id, task.key, task.path)
 
-    def save_working_copy(self, task: "edit.Task", text: str) -> Path | None:
+    def working_copy_path(self, task: "Task") -> Path | None:
+        """Where the learner's working copy for ``task`` is kept, or None (no store, or a name that
+        cannot name a folder)."""
+        if self.store is None:
+            return None
+        try:
+            return self.store.working_copy_path(self.learner, task.exercise.id, task.key, task.path)
+        except ProgressError:
+            return None
+
+    def save_working_copy(self, task: "Task", text: str) -> Path | None:
         """Save the learner's working copy for ``task`` atomically (safe from any thread); None without a store.
 
         Raises:
@@ -342,7 +300,7 @@ class Session:
             return None
         return self.store.save_working_copy(self.learner, task.exercise.id, task.key, task.path, text)
 
-    def fresh_copy(self, task: "edit.Task") -> str:
+    def fresh_copy(self, task: "Task") -> str:
         """Start ``task`` afresh: the saved copy is kept as ``<file>.previous``; return the starting text.
 
         Raises:
@@ -352,7 +310,7 @@ class Session:
             self.store.discard_working_copy(self.learner, task.exercise.id, task.key, task.path)
         return task.start
 
-    def start_edit(self, task: "edit.Task", text: str, prediction: str | None = None, *,
+    def start_edit(self, task: "Task", text: str, prediction: str | None = None, *,
                    record: bool = True, instruments: bool = False) -> "EditRun":
         """An edit-mode run of the learner's ``text`` for ``task``, asked for now; see :meth:`EditRun.execute`.
 
@@ -363,10 +321,10 @@ class Session:
                 exercise's kind or as free text.
             record: whether the attempt is recorded (needs a store).
             instruments: also run the engine's instruments on clean and
-                yours (engine files only; :data:`tutor.edit.INSTRUMENTS_CHECK`).
+                yours (engine files only; :data:`tutor.app.tasks.INSTRUMENTS_CHECK`).
 
         Raises:
-            tutor.edit.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte.
+            tutor.model.patch.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte.
         """
         return EditRun(self, task, text, prediction, record=record and self.store is not None,
                        instruments=instruments)
@@ -375,7 +333,7 @@ class Session:
         """Run the learner's repair of ``exercise``'s fault (blocking); ``options`` as :meth:`start_edit`.
 
         Raises:
-            tutor.edit.EditError, tutor.runner.DeviceError, tutor.runner.WorkerError.
+            tutor.model.patch.EditError, tutor.sandbox.runner.DeviceError, tutor.sandbox.runner.WorkerError.
         """
         on_progress = options.pop("on_progress", None)
         return self.start_edit(self.edit_task(exercise, "fix"), text, **options).execute(on_progress)
@@ -390,17 +348,17 @@ class Session:
         on_progress = options.pop("on_progress", None)
         return self.start_edit(self.edit_task(exercise, "hunt", seed), text, **options).execute(on_progress)
 
-    def instruments(self, task: "edit.Task", text: str,
+    def instruments(self, task: "Task", text: str,
                     on_progress: Callable[[Progress], None] | None = None) -> RunResult | None:
         """The engine's instruments on each side of ``task`` (clean, faulted when there is a fault, and
         the learner's), blocking; None when the file is not part of the engine. Never recorded.
 
         Raises:
-            tutor.runner.DeviceError, tutor.runner.WorkerError: as :meth:`attempt`.
+            tutor.sandbox.runner.DeviceError, tutor.sandbox.runner.WorkerError: as :meth:`attempt`.
         """
         if not task.engine:
             return None
-        exercise = replace(task.exercise, check=edit.INSTRUMENTS_CHECK, timeout_s=edit.INSTRUMENTS_TIMEOUT_S)
+        exercise = replace(task.exercise, check=INSTRUMENTS_CHECK, timeout_s=INSTRUMENTS_TIMEOUT_S)
         return self.runner.run(exercise, None, on_progress=on_progress, seed=0, sides=task.sides(text, repeat=False))
 
     def _record_edit(self, outcome: EditOutcome) -> EditOutcome:
@@ -431,9 +389,18 @@ class Session:
         finally:
             self.warmed.set()
 
+    def cancel(self) -> None:
+        """Stop whatever the runner is running now (from any thread); a run cancels itself with :meth:`Run.cancel`."""
+        self.runner.cancel()
+
     def close(self) -> None:
         """Stop the runner's worker."""
         self.runner.close()
+
+    @property
+    def progress_file(self) -> Path | None:
+        """The learner's progress file, or None without a store."""
+        return self.store.path(self.learner) if self.store is not None else None
 
     # --- recording (called by Run) -------------------------------------------
 
@@ -448,7 +415,7 @@ class Session:
             exercise: the exercise the result is for.
             result: a graded result.
             note: the explain-back note to save with it, or None.
-            time: the attempt's time (ISO 8601, as :func:`tutor.progress.now`
+            time: the attempt's time (ISO 8601, as :func:`tutor.model.attempts.now`
                 writes it), e.g. when the answer was submitted; None is now.
         """
         if self.store is None or result.status not in RECORDED:
@@ -479,143 +446,4 @@ class Session:
                     outcome.note_saved = True
                 except ProgressError as exc:
                     outcome.save_error = f"the attempt was saved but its note was not: {exc}"
-        return outcome
-
-
-class Run:
-    """One run asked for by a learner: cancellable from any thread, executed on one.
-
-    Attributes:
-        exercise: the exercise.
-        prediction: what the learner typed, or None.
-        seed: the seed it runs with.
-        sides: the sides it runs.
-        note: the note saved with a recorded attempt, or None.
-        record: whether a pass, fail or timeout is recorded.
-        timeout_scale: the run's own time-limit scale (a retry's), or None.
-        confidence: the learner's stated confidence (percent), saved with a recorded attempt, or None.
-    """
-
-    def __init__(self, session: Session, exercise: Exercise, prediction: str | None, *, seed: int,
-                 sides: tuple[Side, ...], note: str | None, record: bool,
-                 timeout_scale: float | None = None, confidence: int | None = None) -> None:
-        self.session = session
-        self.exercise = exercise
-        self.prediction = prediction
-        self.seed = seed
-        self.sides = sides
-        self.note = note
-        self.record = record
-        self.timeout_scale = timeout_scale
-        self.confidence = confidence
-        self._asked_at = time.monotonic()
-        self._cancel = threading.Event()
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether :meth:`cancel` was called."""
-        return self._cancel.is_set()
-
-    def cancel(self) -> None:
-        """Stop this run (from any thread): before it starts it never starts; while it runs, the
-        runner's worker is stopped and replaced. Killing a process may take a moment."""
-        self._cancel.set()
-        self.session.runner.cancel()
-
-    def execute(self, on_progress: Callable[[Progress], None] | None = None) -> Outcome:
-        """Run, grade and (for a pass, fail or timeout) record; blocking, on the calling thread.
-
-        Args:
-            on_progress: called with each side's :class:`~tutor.protocol.Progress`.
-
-        Raises:
-            answers.AnswerError: the prediction does not read as the exercise's kind.
-            tutor.runner.DeviceError: the requested device is not available.
-            tutor.runner.WorkerError: the check worker could not be started
-                (unless the run was cancelled meanwhile: then the outcome is
-                a cancelled result).
-        """
-        session, ex = self.session, self.exercise
-        if session._warming.is_set():
-            session.warmed.wait(WARM_UP_WAIT_S)
-        if self.cancelled:
-            return self._finish(RunResult.cancelled(ex, self.prediction, when="before it started", seed=self.seed))
-        scale = {} if self.timeout_scale is None else {"timeout_scale": self.timeout_scale}
-        try:
-            result = session.runner.run(ex, self.prediction, on_progress=on_progress, seed=self.seed,
-                                        sides=self.sides, **scale)
-        except Exception:
-            if not self.cancelled:
-                raise
-            # Cancelling while the worker starts makes the start fail: that is the cancel, not an error.
-            result = RunResult.cancelled(ex, self.prediction, when="while the check worker started", seed=self.seed)
-        return self._finish(result)
-
-    def _finish(self, result: RunResult) -> Outcome:
-        if result.status == "cancelled" and not result.duration_s:
-            # Stopped before the runner timed anything: time it from when it was asked for.
-            result = replace(result, duration_s=time.monotonic() - self._asked_at)
-        if self.record and result.status in RECORDED:
-            return self.session._record(self.exercise, result, self.note, confidence=self.confidence)
-        return Outcome(result)
-
-
-class EditRun(Run):
-    """One edit-mode run: the learner's file as the side ``yours``, judged and recorded.
-
-    Cancellable from any thread like :class:`Run`. Attributes as :class:`Run`, and:
-
-    Attributes:
-        task: what the learner edited.
-        text: the learner's file (line ends made ``\\n``).
-        diff: the learner's unified diff.
-        syntax: the sentence naming the first syntax error, or None.
-        instruments: whether the engine's instruments run too.
-    """
-
-    def __init__(self, session: Session, task: "edit.Task", text: str, prediction: str | None, *,
-                 record: bool, instruments: bool = False) -> None:
-        text = edit.check_text(task.path, text)
-        diff = task.diff(text)
-        if len(diff.encode("utf-8", "replace")) > edit.MAX_EDIT_BYTES:
-            raise edit.EditError(f"your edit of {task.path} is a diff of more than {edit.MAX_EDIT_BYTES // 1024} KiB; "
-                                 "edits that large are refused — change only what the exercise needs")
-        seed = task.seed if task.seed is not None else session.seed_for(task.exercise)
-        super().__init__(session, task.exercise, None, seed=seed, sides=task.sides(text), note=None, record=record)
-        self.task = task
-        self.text = text
-        self.diff = diff
-        self.break_prediction = prediction if task.mode == "break" else None
-        self.syntax = edit.syntax_problem(task.path, text)
-        self.instruments = instruments and task.engine
-
-    def execute(self, on_progress: Callable[[Progress], None] | None = None) -> EditOutcome:
-        """Run the sides, judge the learner's side, record the attempt (a measured verdict only).
-
-        A file with a syntax error is not run: the verdict names the line at
-        once (status ``syntax error``) and nothing is recorded. With
-        ``instruments``, the engine's instruments run after the verdict is
-        measured (and recorded) and come back in ``outcome.instruments``.
-
-        Raises:
-            tutor.runner.DeviceError, tutor.runner.WorkerError: as :meth:`Run.execute`.
-        """
-        task = self.task
-        _, kept = edit.read_break_prediction(task.exercise, self.break_prediction)
-        if self.syntax is not None:
-            result = RunResult(id=task.exercise.id, status="error", device="-", torch="-", fault=task.exercise.fault,
-                               kind=task.exercise.kind, errors={edit.YOURS: self.syntax}, seed=self.seed)
-            verdict = edit.Verdict(task.mode, "syntax error", f"not run: {self.syntax}", yours_status="error",
-                                   yours_error=self.syntax)
-            return EditOutcome(result, task=task, text=self.text, diff=self.diff, verdict=verdict, prediction=kept)
-        result = super().execute(on_progress).result
-        if task.mode == "break":
-            verdict = edit.observe_break(task.exercise, result, self.break_prediction)
-        else:
-            verdict = edit.judge(task.exercise, result, task.mode)
-        outcome = EditOutcome(result, task=task, text=self.text, diff=self.diff, verdict=verdict, prediction=kept)
-        if self.record and verdict.ran and not self.cancelled:
-            outcome = self.session._record_edit(outcome)
-        if self.instruments and verdict.ran and not self.cancelled:
-            outcome.instruments = self.session.instruments(task, self.text, on_progress)
         return outcome

@@ -1,11 +1,11 @@
 """The runner: one exercise in, one result out — the same for the TUI and the CLI.
 
-The runner owns a worker process (``python -m tutor.worker``) that has torch
+The runner owns a worker process (``python -m tutor.sandbox.worker``) that has torch
 imported and runs each side of a check (clean, faulted, or any other
-:class:`~tutor.protocol.Side`) in a forked child on a private copy of the
+:class:`~tutor.sandbox.protocol.Side`) in a forked child on a private copy of the
 subject. This module itself never imports torch, so the first screen and
 ``tutor list`` stay fast. What to run and what to keep is decided one layer
-up, in :mod:`tutor.session`; turning the worker's answer into a graded
+up, in :mod:`tutor.app.session`; turning the worker's answer into a graded
 :class:`RunResult` is the pure function :func:`grade`.
 
 Result status:
@@ -16,7 +16,7 @@ Result status:
 * ``timeout`` — it ran past its time limit and was stopped;
 * ``cancelled`` — the learner stopped it.
 
-Time limits follow the machine (:mod:`tutor.speed`): the worker measures its
+Time limits follow the machine (:mod:`tutor.sandbox.speed`): the worker measures its
 speed once when it starts, and each run's limit is the exercise's limit
 scaled by that figure, or by an explicit scale (a retry's, ``--timeout-scale``,
 ``TUTOR_TIMEOUT_SCALE``). ``RunResult.time_limit`` says which limit applied
@@ -36,10 +36,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
 from exercises import answers
-from tutor import protocol, speed
-from tutor.catalog import Catalog, Exercise
-from tutor.protocol import Answer, Hello, Progress, ProtocolError, Request, Side
-from tutor.speed import Speed, TimeLimit
+from tutor.sandbox import protocol, speed
+from tutor.model.catalog import Catalog, Exercise
+from tutor.sandbox.protocol import Answer, Hello, Progress, ProtocolError, Request, Side
+from tutor.sandbox.speed import Speed, TimeLimit
 
 DEVICES = ("auto", "cpu", "cuda")
 #: The sides a graded observation is read from, by ``Exercise.observe``.
@@ -80,7 +80,7 @@ class RunResult:
             including ones beyond clean and faulted (a learner's own file).
             Not part of ``to_dict``: the JSON keeps its ``clean`` and
             ``faulted`` fields, and a command that runs more sides names them.
-        time_limit: the limit the run had, as ``tutor.speed.TimeLimit.to_dict``
+        time_limit: the limit the run had, as ``tutor.sandbox.speed.TimeLimit.to_dict``
             (``seconds``, ``base_s``, ``scale``, ``source``, ``factor``,
             ``why``, ``retry_scale``), or None when none was set (a run
             that never reached the worker).
@@ -136,7 +136,7 @@ class RunResult:
             device, torch: what it ran on, when known.
             seed: the seed it was to run with.
             duration_s: how long it ran before it stopped (0 when unknown;
-                :class:`tutor.session.Run` then times it).
+                :class:`tutor.app.session.Run` then times it).
         """
         try:
             prediction_text = read_prediction(exercise, prediction)
@@ -219,10 +219,10 @@ def grade(exercise: Exercise, answer: Answer, prediction: str | None = None, see
 
 
 class Worker:
-    """One worker process and its protocol (:mod:`tutor.protocol`).
+    """One worker process and its protocol (:mod:`tutor.sandbox.protocol`).
 
     Attributes:
-        hello: the running worker's :class:`~tutor.protocol.Hello`, or None
+        hello: the running worker's :class:`~tutor.sandbox.protocol.Hello`, or None
             before the first start.
         stopped: set when ``stop`` ended a worker on purpose.
     """
@@ -263,7 +263,7 @@ class Worker:
             env["TUTOR_WORKER_CORES"] = str(max(1, self.cores))
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "tutor.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                [sys.executable, "-m", "tutor.sandbox.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env, start_new_session=True)
         except OSError as exc:
             raise WorkerError(f"could not start the check worker ({exc})") from None
@@ -287,7 +287,7 @@ class Worker:
 
         Args:
             request: what to run.
-            on_progress: called with each :class:`~tutor.protocol.Progress`
+            on_progress: called with each :class:`~tutor.sandbox.protocol.Progress`
                 (from the reading thread).
 
         Raises:
@@ -395,7 +395,7 @@ class Runner:
         return Speed.from_wire(hello.speed) if hello is not None else None
 
     def time_limit(self, exercise: Exercise, timeout_scale: float | None = None) -> TimeLimit:
-        """The limit a run of ``exercise`` gets now, and why (:func:`tutor.speed.time_limit`).
+        """The limit a run of ``exercise`` gets now, and why (:func:`tutor.sandbox.speed.time_limit`).
 
         Starts the worker if it is not running (its probe is part of the answer).
 
@@ -423,7 +423,7 @@ class Runner:
         Args:
             exercise: the exercise to run.
             prediction: what the learner typed, or None for an ungraded run.
-            on_progress: called with each side's :class:`~tutor.protocol.Progress`.
+            on_progress: called with each side's :class:`~tutor.sandbox.protocol.Progress`.
             seed: the check's seed (``Context.seed``); 0 is the seed every
                 exercise's values are pinned at.
             sides: the sides to run (default :func:`standard_sides`).

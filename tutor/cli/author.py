@@ -1,0 +1,128 @@
+"""The author's command: ``tutor check`` runs exercises on both sides and says whether each fault shows."""
+
+from __future__ import annotations
+
+import os
+
+from tutor.cli.learner import _runner, catalog, exercise, find_set, retry_notice
+from tutor.cli.replies import EXIT_CHECK, CheckReply, CouldNotRun, Events, UsageError
+
+
+def check(args, events: Events) -> CheckReply:
+    """``tutor check``: run every chosen exercise on both sides; does each fault show?
+
+    With ``-j N`` the exercises are shared among N workers (each with its
+    share of the cores); the lines still come in catalog order, each as soon
+    as it and every one before it are done. The reply says the wall time.
+    """
+    import time
+
+    from tutor.sandbox.runner import DeviceError, WorkerError
+    cat = catalog()
+    exercises = [exercise(cat, i) for i in args.ids] if args.ids else cat.exercises
+    if args.set_id:
+        wanted = find_set(cat, args.set_id).id
+        exercises = [e for e in exercises if e.set == wanted]
+    asked = getattr(args, "jobs", None)
+    jobs = max(1, min(asked or 1, len(exercises) or 1))
+    scale = getattr(args, "timeout_scale", None)
+    cores = None if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
+    runners = [_runner(cat, args.device, scale, cores) for _ in range(jobs)]
+    rows = []
+    started = time.perf_counter()
+    results = _checked_in_order(cat, runners, exercises)
+    try:
+        try:
+            runners[0].device  # resolve the device once: a missing CUDA is a usage error, not a traceback
+        except DeviceError as exc:
+            raise UsageError(str(exc)) from None
+        for ex, result in results:
+            ok = fault_shows(ex, result)
+            rows.append({"id": ex.id, "set": ex.set, "fault": ex.fault, "status": result.status,
+                         "clean": result.clean, "faulted": result.faulted, "differs": result.differs,
+                         "ok": ok, "duration_s": result.duration_s, "device": result.device, "error": result.error,
+                         "time_limit_s": (result.time_limit or {}).get("seconds")})
+            events.checked(ex, result, ok)
+            if result.status == "timeout":
+                events.notice(retry_notice(ex, result))
+    except WorkerError as exc:
+        raise CouldNotRun(str(exc)) from None
+    finally:
+        results.close()  # no worker takes another exercise
+        for runner in runners:
+            runner.close()
+    wall_s = round(time.perf_counter() - started, 2)
+    passed = sum(r["ok"] for r in rows)
+    # An exercise without a fault (the capstone) can only show that it ran; it
+    # is counted apart, never as a fault that showed.
+    faulted = [r for r in rows if r["fault"]]
+    shown = sum(r["ok"] for r in faulted)
+    timeouts = sum(r["status"] == "timeout" for r in rows)
+    data = {"results": rows, "passed": passed, "total": len(rows), "faults_shown": shown, "faults": len(faulted),
+            "timeouts": timeouts, "wall_s": wall_s, "jobs": jobs}
+    if passed != len(rows):
+        data["error"] = (f"{len(rows) - passed} of {len(rows)} checks did not run or their fault changed nothing; "
+                         "see the rows marked FAIL")
+    return CheckReply(data,
+                      0 if passed == len(rows) else EXIT_CHECK,
+                      faults=len(faulted), shown=shown, unfaulted=len(rows) - len(faulted), ran=passed - shown,
+                      wall_s=wall_s, jobs=jobs, timeouts=timeouts, show_wall=asked is not None)
+
+
+def _checked_in_order(cat, runners, exercises):
+    """Yield ``(exercise, result)`` in the order given, running them on all ``runners`` at once.
+
+    Each runner gets a thread that takes the next exercise not yet taken; the
+    results are handed back on the calling thread, in order, each as soon as
+    it and those before it are done.
+
+    Raises:
+        WorkerError: a worker could not be started (the first such error).
+    """
+    import queue
+    import threading
+
+    from tutor.app.session import Session
+    if len(runners) == 1:  # one worker: no threads at all
+        session = Session(cat, runners[0])
+        for ex in exercises:
+            yield ex, session.check(ex)
+        return
+    todo = queue.SimpleQueue()
+    for index, ex in enumerate(exercises):
+        todo.put((index, ex))
+    done = queue.SimpleQueue()
+    stopping = threading.Event()
+
+    def work(session) -> None:
+        while not stopping.is_set():
+            try:
+                index, ex = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((index, session.check(ex), None))
+            except Exception as exc:  # handed to the calling thread, which raises it
+                done.put((index, None, exc))
+                return
+
+    threads = [threading.Thread(target=work, args=(Session(cat, runner),), daemon=True, name=f"check-{n}")
+               for n, runner in enumerate(runners)]
+    for thread in threads:
+        thread.start()
+    finished: dict[int, object] = {}
+    try:
+        for index in range(len(exercises)):
+            while index not in finished:
+                got, result, error = done.get()
+                if error is not None:
+                    raise error
+                finished[got] = result
+            yield exercises[index], finished.pop(index)
+    finally:
+        stopping.set()
+
+
+def fault_shows(ex, result) -> bool:
+    """Whether ``tutor check`` counts this run as good: it ran, and a fault (if any) changed the observation."""
+    return result.status == "ok" and (result.differs is not False)

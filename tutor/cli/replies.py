@@ -1,0 +1,162 @@
+"""What a command hands back, and how it fails: the leaf every command and the instructor's tools share.
+
+A command takes the parsed arguments and an :class:`Events` sink and returns
+a :class:`Reply`: ``data``, the one JSON object ``--json`` prints, the exit
+``code``, and the domain objects the Rich view draws from. Bad input raises
+:class:`UsageError` (exit 2); a check that cannot run at all raises
+:class:`CouldNotRun` (exit 3).
+
+Exit codes (``tutor run``): 0 the prediction matched, 1 it did not, 2 a usage
+or input error, 3 the check itself could not run (the subject raised,
+crashed or timed out, or the check worker would not start).
+
+Imports nothing of the tutor: a leaf.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, EXIT_CHECK = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """Bad input from the user: one sentence, exit 2.
+
+    Attributes:
+        context: what the input was about, added to the JSON error object
+            (``{"id": ..., "learner": ..., "prediction": ...}`` for an answer
+            that does not read), so a refused answer is never mistaken for
+            one never given.
+    """
+
+    def __init__(self, sentence: str, context: dict | None = None) -> None:
+        super().__init__(sentence)
+        self.context = dict(context or {})
+
+
+class CouldNotRun(Exception):
+    """The check could not be run at all (e.g. the worker did not start): one sentence, exit 3."""
+
+    def __init__(self, sentence: str, context: dict | None = None) -> None:
+        super().__init__(sentence)
+        self.context = dict(context or {})
+
+
+class Events(Protocol):
+    """Where a command reports while it works (the chosen output)."""
+
+    def notice(self, sentence: str) -> None:
+        """One sentence for the learner, on stderr, now."""
+
+    def checked(self, exercise, result, ok: bool) -> None:
+        """``tutor check`` finished one exercise."""
+
+
+@dataclass
+class Reply:
+    """What a command hands back.
+
+    Attributes:
+        data: the one JSON object ``--json`` prints.
+        code: the exit status.
+    """
+
+    data: dict
+    code: int = 0
+
+
+@dataclass
+class ListReply(Reply):
+    sets: tuple = ()
+
+
+@dataclass
+class ShowReply(Reply):
+    exercise: Any = None
+    fault: Any = None
+    patch: str = ""
+
+
+@dataclass
+class RunReply(Reply):
+    exercise: Any = None
+    result: Any = None
+    saved_to: str | None = None
+
+
+@dataclass
+class EditReply(Reply):
+    """``tutor fix`` / ``tutor break``: the exercise and the session's :class:`tutor.app.session.EditOutcome`."""
+
+    exercise: Any = None
+    outcome: Any = None
+    saved_to: str | None = None
+    working_copy: str | None = None
+
+
+@dataclass
+class CheckReply(Reply):
+    """``faults``: rows of exercises with a fault; ``shown``: those whose fault showed;
+    ``unfaulted``/``ran``: the same for exercises without a fault; ``wall_s``: the
+    whole check's wall time, seconds, with ``jobs`` workers; ``timeouts``: rows that
+    ran out of time; ``show_wall``: ``-j`` was given, so the Rich view prints the wall
+    time (the JSON always has it)."""
+
+    faults: int = 0
+    shown: int = 0
+    unfaulted: int = 0
+    ran: int = 0
+    wall_s: float = 0.0
+    jobs: int = 1
+    timeouts: int = 0
+    show_wall: bool = False
+
+
+@dataclass
+class ProgressReply(Reply):
+    learner: str = ""
+    store: Any = None
+    progress: Any = None
+    seeded: set = field(default_factory=set)
+    catalog: Any = None  # None when the catalog cannot be read (the review still works)
+    calibration: Any = None  # (overall, {set id: Calibration}) when there is a catalog
+
+
+@dataclass
+class ReviewReply(Reply):
+    learner: str = ""
+    catalog: Any = None
+    due: list = field(default_factory=list)
+    later: list = field(default_factory=list)
+
+
+@dataclass
+class EveryoneReply(Reply):
+    folder: Path | None = None
+    total: int | None = None
+    rows: list = field(default_factory=list)
+    kept_aside: list = field(default_factory=list)
+
+
+@dataclass
+class VersionReply(Reply):
+    pass
+
+
+@dataclass
+class GradeReply(Reply):
+    """``tutor grade``: the graded rows (:class:`tutor.instructor.grade.RowResult`) and where the files went."""
+
+    rows: list = field(default_factory=list)
+    summary: Any = None
+
+
+@dataclass
+class ReportReply(Reply):
+    """``tutor report``: the class report (:class:`tutor.instructor.report.ClassReport`); ``csv`` when asked for."""
+
+    report: Any = None
+    csv: bool = False

@@ -1,0 +1,246 @@
+"""The attempt vocabulary, stated once: what one run leaves in a learner's progress, and what counts.
+
+An :class:`Attempt` is one ``[[exercises.<id>.attempts]]`` table of a
+progress file (:mod:`tutor.store.progress` reads and writes the files);
+:class:`ExerciseProgress` and :class:`LearnerProgress` are a learner's
+attempts and notes as the rest of the tutor reads them.
+
+Every other module asks here what an attempt is:
+
+* its **status**: ``pass`` or ``fail`` is *graded* (:data:`GRADED`: the
+  prediction met an observation); a ``timeout`` is *recorded* too
+  (:data:`RECORDED`), as a fact about the run, never as a wrong prediction;
+  ``ok``, ``error`` and ``cancelled`` are outcomes to show, never attempts;
+* its **mode** (:data:`MODES`): ``predict``, or an edit mode (``fix``,
+  ``break``, ``hunt``);
+* whether it **is a prediction** that counts towards solving, calibration
+  and review (:func:`is_prediction`: graded, and of mode ``predict``);
+* its **confidence** (:data:`CONFIDENCE_RANGE`, 50-100 %; :func:`confidence_of`);
+* what it **came to**, as one word (:func:`verdict_of`).
+
+Layers: no file is written here; imports neither torch, Textual nor Rich.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import typing
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+
+#: The mode of a prediction, the classic run.
+PREDICT = "predict"
+#: The modes an attempt can have (``Attempt.mode``).
+MODES = (PREDICT, "fix", "break", "hunt")
+#: The statuses of a graded attempt: the prediction met an observation.
+GRADED = ("pass", "fail")
+#: The statuses that are recorded as attempts; every other one is only shown. A
+#: ``timeout`` is recorded as what it is, never as a failed prediction.
+RECORDED = GRADED + ("timeout",)
+#: The confidences a learner may state, in percent: 50 (a coin toss between two answers) to 100 (certain).
+CONFIDENCE_RANGE = (50, 100)
+
+
+class ProgressError(Exception):
+    """Progress that cannot be read or written; the message is one sentence."""
+
+
+@dataclass
+class Attempt:
+    """One graded run as the progress file keeps it: an ``[[exercises.<id>.attempts]]`` table.
+
+    Each field is a key of that table with the field's type; a field with a
+    default may be missing from older files and reads as the default.
+    """
+
+    time: str
+    prediction: str
+    observed: str
+    correct: bool
+    status: str
+    device: str
+    engine_hash: str
+    seed: int = 0  # the check's seed (the capstone's mystery); 0 for every other exercise
+    mode: str = PREDICT  # predict, or an edit mode: fix, break, hunt (:data:`MODES`)
+    diff: str = ""  # edit modes: the learner's unified diff against the clean file (a hunt: against the mystery)
+    verdict: str = ""  # edit modes: fixed / not fixed (fix, hunt), changed / unchanged (break)
+    #: how sure the learner said they were, in percent (50-100), or None when they did not say
+    confidence: int | None = None
+    #: True once the learner reset the exercise after this attempt (kept, but no longer counted as current)
+    before_reset: bool = False
+
+    @classmethod
+    def of(cls, result, confidence: int | None = None) -> "Attempt":
+        """The attempt a graded run (a ``tutor.sandbox.runner.RunResult``) leaves, timed now.
+
+        The prediction is saved as it was read and graded, so ``6`` for a
+        choice's key is saved as the choice's id; ``tutor run`` and the TUI
+        both save through here.
+
+        Args:
+            result: the graded run.
+            confidence: how sure the learner said they were, in percent
+                (50-100; see :func:`check_confidence`), or None.
+        """
+        from exercises import answers
+        return cls(time=now(), prediction=result.prediction_text or result.prediction or "",
+                   observed=answers.show(result.kind, result.observed), correct=bool(result.correct),
+                   status=result.status, device=result.device, engine_hash=engine_hash(), seed=result.seed,
+                   confidence=confidence)
+
+    @classmethod
+    def of_edit(cls, result, mode: str, diff: str, verdict, prediction: str = "") -> "Attempt":
+        """The attempt an edit-mode run leaves (fix, break or hunt), timed now.
+
+        Args:
+            result: the run's ``tutor.sandbox.runner.RunResult``.
+            mode: ``fix``, ``break`` or ``hunt``.
+            diff: the learner's unified diff.
+            verdict: the run's ``tutor.model.verdict.Verdict``. ``correct`` is the fix
+                (fix, hunt) or whether the prediction matched (break); a
+                break predicted in free text is never ``correct``.
+            prediction: a break's prediction as kept (canonical, or free text).
+        """
+        from exercises import answers
+        observed = answers.show(result.kind, verdict.yours_observed) if verdict.yours_status == "ok" else \
+            verdict.yours_status
+        correct = bool(verdict.fixed) if mode != "break" else bool(verdict.prediction_correct)
+        return cls(time=now(), prediction=prediction, observed=observed,
+                   correct=correct, status=verdict.yours_status, device=result.device, engine_hash=engine_hash(),
+                   seed=result.seed, mode=mode, diff=diff, verdict=verdict.status)
+
+    def to_dict(self) -> dict:
+        """The attempt as its TOML table: an optional key at its unset value is left out
+        (:data:`_UNSET_KEYS`), and a prediction leaves out the edit-mode fields it does not use,
+        so a file without confidences, resets or edits reads as it always did."""
+        data = {key: value for key, value in asdict(self).items()
+                if not (key in _UNSET_KEYS and value == _UNSET_KEYS[key])}
+        if self.mode == PREDICT:
+            for key in ("diff", "verdict"):
+                if not data[key]:
+                    del data[key]
+        return data
+
+
+#: Optional attempt keys and the value that means "not given": written only when they differ from it.
+_UNSET_KEYS = {"confidence": None, "before_reset": False}
+
+
+def check_confidence(value) -> int | None:
+    """``value`` as a confidence in whole percent, or None for none given.
+
+    Raises:
+        ProgressError: a value that is not a whole number from 50 to 100.
+    """
+    if value is None:
+        return None
+    low, high = CONFIDENCE_RANGE
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ProgressError(f"the confidence {value!r} is not allowed; give a whole percent from {low} to {high} "
+                            "(50 is a guess between two answers, 100 is certain)")
+    return value
+
+
+def is_prediction(attempt: Attempt) -> bool:
+    """Whether an attempt is a graded prediction: a pass or a fail of mode ``predict``.
+
+    A timeout, and every edit-mode attempt, is not: they count towards no
+    solving, calibration, review or class report.
+    """
+    return attempt.status in GRADED and attempt.mode == PREDICT
+
+
+def confidence_of(attempt: Attempt) -> int | None:
+    """The attempt's stated confidence in percent when it is one a learner may state
+    (:data:`CONFIDENCE_RANGE`), else None (none given, or a hand-edited value out of range)."""
+    value = attempt.confidence
+    low, high = CONFIDENCE_RANGE
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return None
+    return value
+
+
+def verdict_of(attempt: Attempt) -> str:
+    """What an attempt came to, in one word: a prediction's status (``pass``, ``fail``, ``timeout``),
+    an edit-mode attempt's verdict (``fixed``, ``not fixed``, ``changed``, ``unchanged``)."""
+    if attempt.mode == PREDICT:
+        return attempt.status
+    return attempt.verdict or attempt.status
+
+
+#: Attempt's keys: {name: (type, default or MISSING when every file must have it)}.
+ATTEMPT_FIELDS = {f.name: (typing.get_type_hints(Attempt)[f.name], f.default) for f in fields(Attempt)}
+
+
+@dataclass
+class ExerciseProgress:
+    """One exercise's attempts (every one the file keeps) and explain-back note.
+
+    Attributes:
+        reset_time: when the learner last reset the exercise ("" if never):
+            the attempts before it are kept, marked ``before_reset``, and the
+            exercise shows as fresh.
+    """
+
+    attempts: list[Attempt] = field(default_factory=list)
+    note: str = ""
+    note_time: str = ""
+    reset_time: str = ""
+
+    @property
+    def current(self) -> list[Attempt]:
+        """The attempts since the last reset (all of them when there was none)."""
+        return [a for a in self.attempts if not a.before_reset]
+
+    @property
+    def solved(self) -> bool:
+        """Whether a prediction since the last reset matched the observation (edit-mode attempts
+        are counted apart)."""
+        return any(a.correct for a in self.current if is_prediction(a))
+
+    @property
+    def predictions(self) -> list[Attempt]:
+        """The attempts of mode ``predict`` (timeouts included), in order."""
+        return [a for a in self.attempts if a.mode == PREDICT]
+
+    def edits(self, mode: str | None = None) -> list[Attempt]:
+        """The edit-mode attempts (fix, break, hunt), or only those of ``mode``, in order."""
+        return [a for a in self.attempts if a.mode != PREDICT and (mode is None or a.mode == mode)]
+
+
+@dataclass
+class LearnerProgress:
+    learner: str
+    exercises: dict[str, ExerciseProgress] = field(default_factory=dict)
+    #: sentences for the learner about what happened while loading
+    warnings: list[str] = field(default_factory=list)
+    read_only: bool = False
+
+    def of(self, exercise_id: str) -> ExerciseProgress:
+        return self.exercises.get(exercise_id, ExerciseProgress())
+
+    def to_dict(self) -> dict:
+        return {"learner": self.learner, "exercises": {
+            ex_id: {"attempts": [a.to_dict() for a in p.attempts], "note": p.note, "note_time": p.note_time,
+                    "solved": p.solved, **({"reset_time": p.reset_time} if p.reset_time else {})}
+            for ex_id, p in sorted(self.exercises.items())}}
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def show_time(stamp: str) -> str:
+    """A saved time (``now()``'s ISO form) as people read it: ``2026-11-29 10:01:00Z``."""
+    return stamp.replace("T", " ").replace("+00:00", "Z")
+
+
+def engine_hash() -> str:
+    """First 12 hex digits of the SHA-256 of the engine's source files."""
+    from exercises.faults import source_root
+    digest = hashlib.sha256()
+    engine = source_root() / "engine"
+    for path in sorted(engine.rglob("*.py")):
+        digest.update(path.relative_to(engine).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
