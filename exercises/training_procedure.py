@@ -262,3 +262,44 @@ def teacher_forcing(ctx: Context) -> Measurement:
                              "none to read. The two are no longer the same computation, and the one-pass "
                              "loss rewards looking ahead."))
     return Measurement(observed=agree, evidence=evidence)
+
+
+def evaluate_on_error(ctx: Context) -> Measurement:
+    """Does ``engine.train.evaluate`` give the caller back its train mode, also when it raises?
+
+    The small engine GPT with dropout 0.1, in train mode (block_size 32).
+    First ``evaluate`` on a good (2, 16) batch; then on a batch of 40
+    tokens, longer than block_size, which the GPT refuses with a ValueError
+    (caught here, as a training loop that logs and goes on would catch it).
+    Observed: ``[model.training after the good call, model.training after
+    the failing call]``. Evidence: the error's first line, and whether the
+    next two forwards differ (dropout on). Seed 001, Part 6 ("Our helper
+    restores the caller's root train/eval mode, even on an error").
+    """
+    from engine.train import evaluate
+
+    from exercises.outcome import first_line
+
+    model = ctx.gpt("small", dropout=0.1)
+    x, y = _batch(ctx, model.config.vocab_size, 2, 16)
+    long_x, long_y = _batch(ctx, model.config.vocab_size, 2, model.config.block_size + 8)
+    evaluate(model, x, y)
+    after_good = model.training
+    try:
+        evaluate(model, long_x, long_y)
+        error = "none"
+    except Exception as exc:  # the outcome to report
+        error = first_line(exc, limit=80)
+    after_error = model.training
+    with torch.no_grad():
+        differ = not torch.equal(model(x)[0], model(x)[0])
+    evidence = [
+        table("evaluate() called from train mode", ["call", "result", "model.training after"], [
+            ["good batch (2, 16)", "a loss", after_good],
+            [f"too long (2, {model.config.block_size + 8})", error, after_error]]),
+        table("Next training forward", ["question", "answer"], [["dropout active (two forwards differ)", differ]]),
+    ]
+    if not after_error:
+        evidence.append(note("The error left evaluate() before the line that restores the mode: the model "
+                             "stays in eval mode, and every later training step runs without dropout."))
+    return Measurement(observed=[after_good, after_error], evidence=evidence)

@@ -89,3 +89,13 @@ def test_teacher_forcing_one_pass_equals_prefixes(run):
     # read later tokens do not (t = 0 included: alone it sees one token, in the pass all twelve).
     assert per_t["11"][0] == per_t["11"][1]
     assert sum(a != b for a, b in per_t.values()) >= 10
+
+
+def test_evaluate_restores_the_mode_even_on_an_error(run):
+    r = run("evaluate-on-error", "yes, no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [True, True] and r.faulted == [True, False]
+    calls = {row[0]: row[1:] for row in rows(r, "faulted", "evaluate() called from train mode")}
+    assert calls["too long (2, 40)"][0] == "ValueError: sequence length 40 exceeds block_size 32"
+    assert fact(r, "faulted", "Next training forward")["dropout active (two forwards differ)"] == "False"
+    assert fact(r, "clean", "Next training forward")["dropout active (two forwards differ)"] == "True"
