@@ -303,3 +303,33 @@ def evaluate_on_error(ctx: Context) -> Measurement:
         evidence.append(note("The error left evaluate() before the line that restores the mode: the model "
                              "stays in eval mode, and every later training step runs without dropout."))
     return Measurement(observed=[after_good, after_error], evidence=evidence)
+
+
+def mask_times_nan(ctx: Context) -> Measurement:
+    """The snippet's ``masked_mean`` with a NaN at a padded position.
+
+    The same two sequences as ``masked-mean`` (lengths 1 and 3, losses 1 and
+    3; padding 7), but one padded position holds NaN, as a padded position
+    whose forward overflowed would. Observed: whether the mean is finite.
+    Evidence: the mean, and 0 * NaN. Seed 000 §7 ("avoid assuming that
+    multiplying an invalid value by zero removes it: 0 * NaN is still
+    NaN").
+    """
+    from exercises.snippets.masked_loss import masked_mean
+
+    device = torch.device(ctx.device)
+    losses = torch.tensor([[1.0, 7.0, float("nan")], [3.0, 3.0, 3.0]], dtype=torch.float64, device=device)
+    mask = torch.tensor([[True, False, False], [True, True, True]], device=device)
+    value = masked_mean(losses, mask).item()
+    finite = math.isfinite(value)
+    evidence = [
+        table("Losses with a NaN under the padding", ["quantity", "value"], [
+            ["losses", "[[1, 7, nan], [3, 3, 3]]"], ["mask", "[[1, 0, 0], [1, 1, 1]]"],
+            ["masked_mean", value], ["0 * NaN", (torch.tensor(0.0) * torch.tensor(float("nan"))).item()],
+            ["torch.where(mask, losses, 0) at the NaN", torch.where(mask, losses, torch.zeros_like(losses))[0, 2].item()]]),
+    ]
+    if not finite:
+        evidence.append(note("Multiplying by the mask computed 0 * NaN = NaN at the padded position, and the sum "
+                             "carried it into the mean. Selecting with torch.where never reads the NaN into "
+                             "the arithmetic."))
+    return Measurement(observed=finite, evidence=evidence)

@@ -43,10 +43,10 @@ def ok(run):
 
 def test_every_training_exercise_has_a_fault(catalog):
     exercises = catalog.get_set(SET).exercises
-    # 17 CATALOG.md rows, 12 seed gaps of 000/001, first-nonfinite, and 8 more seed items
+    # 17 CATALOG.md rows, 12 seed gaps of 000/001, first-nonfinite, and 9 more seed items
     # (step-per-microbatch, clip-nonfinite, mode-not-step, steps-not-epoch, fp8-scaling,
-    # reversed-stress, teacher-forcing, evaluate-on-error; tests/test_set_training_seed.py)
-    assert len(exercises) == 38
+    # reversed-stress, teacher-forcing, evaluate-on-error, mask-times-nan; tests/test_set_training_seed.py)
+    assert len(exercises) == 39
     # Four seed items measure the engine as shipped, with no edit to predict: what clipping does to an
     # already non-finite forward, what a mode switch changes, how much of the data an epoch's worth of
     # random batches scores, and which transitions a fit rewards. Every other exercise has a fault.

@@ -99,3 +99,12 @@ def test_evaluate_restores_the_mode_even_on_an_error(run):
     assert calls["too long (2, 40)"][0] == "ValueError: sequence length 40 exceeds block_size 32"
     assert fact(r, "faulted", "Next training forward")["dropout active (two forwards differ)"] == "False"
     assert fact(r, "clean", "Next training forward")["dropout active (two forwards differ)"] == "True"
+
+
+def test_mask_times_nan(run):
+    r = run("mask-times-nan", "no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean is True and r.faulted is False
+    # Selected: (1 + 3 + 3 + 3) / 4 = 2.5, the NaN never enters the sum. Multiplied: 0 * NaN = NaN.
+    assert fact(r, "clean", "Losses with a NaN")["masked_mean"] == "2.5"
+    assert fact(r, "faulted", "Losses with a NaN")["masked_mean"] == "nan"
