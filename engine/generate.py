@@ -1,4 +1,5 @@
-"""Autoregressive generation: greedy, temperature, top-k and top-p; naive and cached.
+"""Autoregressive generation: greedy, temperature, top-k, top-p and a repetition penalty; naive and cached;
+prompts of different lengths in one left-padded batch.
 
 Seed 004, "Generation is a different program": generation feeds the model
 its own output, in eval mode (dropout off), cropping the context to
@@ -58,6 +59,27 @@ def valid_logits(logits: torch.Tensor, valid_vocab: int | None) -> torch.Tensor:
     return logits.masked_fill(padded, float("-inf"))
 
 
+def apply_repetition_penalty(logits: torch.Tensor, idx: torch.Tensor, penalty: float) -> torch.Tensor:
+    """Lower the score of every id that already occurs in the sequence (CTRL's repetition penalty).
+
+    A seen id's logit is divided by ``penalty`` when it is positive and
+    multiplied by it when it is negative, so with penalty > 1 either way it
+    moves down, towards less likely: 2.0 becomes 1.0 and -1.0 becomes -2.0
+    for penalty 2. Ids not yet in the sequence keep their logits.
+
+    Args:
+        logits: (B, V) next-token scores.
+        idx: (B, T) the ids generated so far, prompt included.
+        penalty: > 0; 1 changes nothing, above 1 discourages repeats.
+
+    Returns:
+        (B, V) logits.
+    """
+    seen = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, idx, True)  # (B, V): ids already in the row
+    penalised = torch.where(logits > 0, logits / penalty, logits * penalty)  # (B, V): every score moves down
+    return torch.where(seen, penalised, logits)  # (B, V)
+
+
 def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
                           top_p: float | None = None, valid_vocab: int | None = None) -> torch.Tensor:
     """The distribution the next id is drawn from, for last-position logits.
@@ -100,7 +122,7 @@ def _next_token(logits: torch.Tensor, temperature: float, top_k: int | None, top
 def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, greedy: bool = False, use_cache: bool = False,
              generator: torch.Generator | None = None, top_p: float | None = None,
-             valid_vocab: int | None = None) -> torch.Tensor:
+             valid_vocab: int | None = None, repetition_penalty: float | None = None) -> torch.Tensor:
     """Extend idx by max_new_tokens tokens sampled from the model.
 
     The model is put in eval mode (dropout off) and its previous mode is
@@ -131,6 +153,9 @@ def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float =
             (``top_p_filter``); applied after temperature and top_k.
         valid_vocab: when the model's vocabulary table is padded past the
             tokenizer's ids, how many ids are real; the rest are never picked.
+        repetition_penalty: > 0, or None; every step first lowers the
+            logits of the ids already in the sequence
+            (``apply_repetition_penalty``), greedy or sampled.
 
     Returns:
         (B, T + max_new_tokens) int64 ids: the prompt followed by new tokens.
@@ -138,7 +163,7 @@ def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float =
     Raises:
         ValueError: if temperature <= 0, top_k is outside [1, V], top_p is
             outside (0, 1], valid_vocab is outside [1, V], max_new_tokens < 0,
-            or idx is not (B, T) with T >= 1.
+            repetition_penalty <= 0, or idx is not (B, T) with T >= 1.
     """
     V = model.config.vocab_size
     block_size = model.config.block_size
@@ -155,10 +180,14 @@ def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float =
         raise ValueError(f"valid_vocab must be between 1 and the table size V={V}, got {valid_vocab}.")
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be zero or more, got {max_new_tokens}.")
+    if repetition_penalty is not None and repetition_penalty <= 0:
+        raise ValueError(f"repetition_penalty must be greater than 0, got {repetition_penalty}; 1 changes nothing.")
     if idx.dim() != 2 or idx.size(1) < 1:
         raise ValueError(f"idx must have shape (B, T) with T >= 1, got {tuple(idx.shape)}.")
 
-    def pick(logits: torch.Tensor) -> torch.Tensor:
+    def pick(logits: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        if repetition_penalty is not None:
+            logits = apply_repetition_penalty(logits, idx, repetition_penalty)  # (B, V)
         return _next_token(logits, temperature, top_k, top_p, valid_vocab, greedy, generator)
 
     was_training = model.training
@@ -169,14 +198,14 @@ def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float =
                 for _ in range(max_new_tokens):
                     idx_cond = idx[:, -block_size:]
                     logits, _ = model(idx_cond)  # (B, T_cond, V)
-                    idx = torch.cat((idx, pick(logits[:, -1, :])), dim=1)
+                    idx = torch.cat((idx, pick(logits[:, -1, :], idx)), dim=1)
                 return idx
 
             B = idx.size(0)
             cache = model.new_cache(B)
             logits, _ = model(idx[:, -block_size:], cache=cache)  # prefill: (B, T_cond, V)
             for step in range(max_new_tokens):
-                idx_next = pick(logits[:, -1, :])  # (B, 1)
+                idx_next = pick(logits[:, -1, :], idx)  # (B, 1)
                 idx = torch.cat((idx, idx_next), dim=1)
                 if step == max_new_tokens - 1:
                     break
@@ -190,3 +219,148 @@ def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float =
             return idx
     finally:
         model.train(was_training)
+
+
+def left_pad(prompts: list[list[int]], pad_id: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stack prompts of different lengths into one batch, each flush right.
+
+    Seed 000, section 7 ("Masking chooses which examples count"), for
+    generation: the next token of every row is predicted from the row's last
+    column, so each prompt must end there; the padding goes in front.
+
+    Args:
+        prompts: B lists of token ids, each of length >= 1.
+        pad_id: the id written into the padding.
+
+    Returns:
+        (idx, pads): idx (B, T) int64 with T the longest prompt; pads (B,)
+        int64, how many padding ids open each row.
+
+    Raises:
+        ValueError: if there is no prompt or one is empty.
+    """
+    if not prompts or min(len(p) for p in prompts) < 1:
+        raise ValueError("left_pad needs at least one prompt, each of one or more ids.")
+    T = max(len(p) for p in prompts)
+    idx = torch.full((len(prompts), T), pad_id, dtype=torch.long)  # (B, T)
+    for b, p in enumerate(prompts):
+        idx[b, T - len(p):] = torch.tensor(p, dtype=torch.long)  # flush right: the prompt ends where generation begins
+    pads = torch.tensor([T - len(p) for p in prompts], dtype=torch.long)  # (B,)
+    return idx.to(device), pads.to(device)
+
+
+def generate_batch(model, prompts: list[list[int]], max_new_tokens: int, pad_id: int = 0) -> list[list[int]]:
+    """Greedily continue prompts of different lengths together, in one batch through the KV cache.
+
+    The prompts are left-padded (``left_pad``) and the caches are told
+    where each row's padding ends (``KVCache.pads``): attention hides the
+    padding keys and positions count from each row's first real token, so
+    every row continues exactly as it would alone. Runs in eval mode under
+    no_grad; the model's mode is restored.
+
+    Args:
+        model: a ``GPT``.
+        prompts: B lists of token ids.
+        max_new_tokens: tokens to append to every row.
+        pad_id: the id the padding holds (its value is never seen).
+
+    Returns:
+        B lists: each prompt followed by its max_new_tokens new ids.
+
+    Raises:
+        ValueError: if the longest prompt plus max_new_tokens exceeds
+            block_size (this batched path does not slide its window).
+    """
+    device = next(model.parameters()).device
+    idx, pads = left_pad(prompts, pad_id, device)
+    if idx.size(1) + max_new_tokens > model.config.block_size:
+        raise ValueError(f"the longest prompt ({idx.size(1)}) plus {max_new_tokens} new tokens exceeds "
+                         f"block_size {model.config.block_size}; generate fewer tokens or shorten the prompts.")
+    was_training = model.training
+    model.train(False)
+    try:
+        with torch.no_grad():
+            cache = model.new_cache(idx.size(0))
+            for layer in cache:
+                layer.pads = pads  # (B,)
+            logits, _ = model(idx, cache=cache)  # prefill: (B, T, V)
+            new = []
+            for step in range(max_new_tokens):
+                idx_next = logits[:, -1, :].argmax(dim=-1, keepdim=True)  # (B, 1)
+                new.append(idx_next)
+                if step < max_new_tokens - 1:
+                    logits, _ = model(idx_next, cache=cache)  # (B, 1, V)
+    finally:
+        model.train(was_training)
+    new_ids = torch.cat(new, dim=1).tolist() if new else [[] for _ in prompts]  # (B, max_new_tokens)
+    return [list(p) + n for p, n in zip(prompts, new_ids)]
+
+
+def beam_search(model, idx: torch.Tensor, max_new_tokens: int, beam_width: int, eos_id: int,
+                length_penalty: float = 1.0) -> tuple[list[int], float]:
+    """The most likely continuation of one prompt that beam search finds, length-normalised.
+
+    Seed 004, "Generation is a different program". Every step extends each
+    of the ``beam_width`` best open hypotheses by each of its beam_width most
+    likely next ids and walks the candidates from the highest total
+    log-probability down: one that ends in ``eos_id`` is finished and leaves
+    the beam, the others fill it until it holds beam_width again. After ``max_new_tokens`` steps the open ones count as
+    finished too. A finished hypothesis is scored by the sum of the
+    log-probabilities of its new tokens divided by (number of new tokens) **
+    length_penalty: the prompt was given, not generated, so its length does
+    not count. Each step reruns the model on the last block_size ids, in
+    eval mode under no_grad (the model's mode is restored).
+
+    Args:
+        model: anything ``model(ids) -> (logits, _)`` with logits (1, T, V)
+            and ``config.block_size`` (a ``GPT``).
+        idx: (1, T) int64 prompt.
+        max_new_tokens, beam_width: >= 1.
+        eos_id: the id that ends a hypothesis.
+        length_penalty: the exponent of the length normalisation (1: mean
+            log-probability per new token; 0: the plain sum).
+
+    Returns:
+        (ids, score): the best hypothesis, prompt included, and its score.
+
+    Raises:
+        ValueError: if idx is not one prompt (1, T), or beam_width or
+            max_new_tokens < 1.
+    """
+    if idx.dim() != 2 or idx.size(0) != 1 or idx.size(1) < 1:
+        raise ValueError(f"beam_search continues one prompt of shape (1, T), got {tuple(idx.shape)}.")
+    if beam_width < 1 or max_new_tokens < 1:
+        raise ValueError(f"beam_width and max_new_tokens must be at least 1, got {beam_width} and {max_new_tokens}.")
+    block_size = model.config.block_size
+    prompt_len = idx.size(1)
+    beams = [(idx[0].tolist(), 0.0)]  # (ids, sum of the new tokens' log-probabilities)
+    finished = []
+    was_training = model.training
+    model.train(False)
+    try:
+        with torch.no_grad():
+            for _ in range(max_new_tokens):
+                candidates = []
+                for ids, total in beams:
+                    logits, _ = model(torch.tensor([ids[-block_size:]], device=idx.device))  # (1, T, V)
+                    best = logits[0, -1].log_softmax(dim=-1).topk(beam_width)  # the beam_width likeliest next ids
+                    candidates += [(ids + [t], total + lp) for lp, t in zip(best.values.tolist(), best.indices.tolist())]
+                candidates.sort(key=lambda c: c[1], reverse=True)
+                beams = []
+                for ids, total in candidates:
+                    if len(beams) == beam_width:
+                        break
+                    (finished if ids[-1] == eos_id else beams).append((ids, total))
+                if not beams:
+                    break
+    finally:
+        model.train(was_training)
+    finished += beams  # still open after max_new_tokens
+
+    def score(hypothesis: tuple[list[int], float]) -> float:
+        ids, total = hypothesis
+        new_tokens = len(ids) - prompt_len  # the generated part only
+        return total / new_tokens ** length_penalty
+
+    best = max(finished, key=score)
+    return best[0], score(best)

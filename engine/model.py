@@ -5,8 +5,15 @@ transformer blocks (causal self-attention, then an MLP, each inside a residual
 connection), a final LayerNorm and a linear head to vocabulary logits.
 Seed 000, section 6: a KV cache that lets generation feed one token at a time.
 
+The same classes build the block of today's open models when the config asks
+for it (``GPTConfig``: pos, n_kv_head, norm, mlp, window): rotary positions
+applied to queries and keys inside attention (``rope_rotate``), fewer
+key/value heads than query heads (grouped-query attention), RMSNorm
+(``RMSNorm``), a gated MLP (``SwiGLU``) and sliding-window attention
+(``sliding_window_mask``). The default config is the seed's model.
+
 Shapes use B batch, T time (tokens), C channels (n_embd), H heads (n_head),
-D head size (C // H), V vocabulary.
+H_kv key/value heads (n_kv_head), D head size (C // H), V vocabulary.
 """
 
 from __future__ import annotations
@@ -47,6 +54,43 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------
+# Rotary positions
+
+
+def rope_rotate(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:
+    """Turn every head vector by angles proportional to its position: (B, H, T, D) -> (B, H, T, D).
+
+    Rotary position embedding (RoPE), the position signal of Llama-style
+    models. The D channels of a head form D/2 pairs, channel i with channel
+    i + D/2 (the "rotate half" layout); pair i at position p turns by the
+    angle p * theta ** (-2i / D): fast for the first pairs, slow for the
+    last. A rotation keeps every vector's length, and turning a query by p
+    and a key by p' leaves their dot product depending on p - p' only, so
+    attention scores see how far apart two tokens are, not where they are.
+
+    Args:
+        x: (B, H, T, D) queries or keys, D even.
+        positions: (T,) the absolute position of each of the T time steps;
+            with a KV cache they start at the cached length. (B, T) gives
+            every row its own positions (a left-padded batch).
+        theta: the frequency base (``GPTConfig.rope_theta``).
+
+    Returns:
+        The rotated tensor, same shape and dtype (angles are computed in
+        float32).
+    """
+    D = x.size(-1)
+    half = D // 2
+    inv_freq = theta ** (-torch.arange(0, half, device=x.device, dtype=torch.float32) * 2 / D)  # (D/2,)
+    angles = positions.to(torch.float32)[..., None] * inv_freq  # (T, D/2) or (B, T, D/2)
+    if angles.dim() == 3:
+        angles = angles[:, None]  # (B, 1, T, D/2): one set of positions per row, shared by the heads
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # broadcast over B and H
+    x1, x2 = x[..., :half], x[..., half:]  # (B, H, T, D/2) each: the two channels of every pair
+    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)  # (B, H, T, D)
+
+
+# ---------------------------------------------------------------------------
 # Attention, written out
 
 
@@ -83,6 +127,27 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return y, weights
 
 
+def hide_padding(mask: torch.Tensor, pads: torch.Tensor, offset: int) -> torch.Tensor:
+    """Also hide each row's padding keys: (T_new, T_total) mask -> (B, 1, T_new, T_total).
+
+    Seed 000, section 7 ("Masking chooses which examples count"). Row b of
+    a left-padded batch opens with pads[b] padding positions; no query may
+    attend them, except that a padding query keeps its own key, so that no
+    row of the mask is empty (an empty row makes its softmax 0 / 0 = NaN,
+    and a NaN value poisons every weighted sum it enters, even with weight 0).
+
+    Args:
+        mask: bool (T_new, T_total), True = may attend (``causal_mask``).
+        pads: (B,) int64 padding count of each row.
+        offset: absolute position of the first query.
+    """
+    T_new, T_total = mask.shape
+    keys = torch.arange(T_total, device=mask.device)  # (T_total,)
+    real = keys[None, :] >= pads[:, None]  # (B, T_total): keys that are tokens
+    own = keys[None, :] == torch.arange(offset, offset + T_new, device=mask.device)[:, None]  # (T_new, T_total)
+    return (mask & real[:, None, None, :]) | own  # (B, 1, T_new, T_total)
+
+
 # ---------------------------------------------------------------------------
 # KV cache
 
@@ -104,11 +169,29 @@ def causal_mask(offset: int, T_new: int, T_total: int, device=None) -> torch.Ten
     return k_pos <= q_pos  # (T_new, T_total)
 
 
+def sliding_window_mask(offset: int, T_new: int, T_total: int, window: int, device=None) -> torch.Tensor:
+    """``causal_mask`` restricted to the ``window`` most recent positions, the query's own included.
+
+    Sliding-window attention (Mistral's convention): query i at absolute
+    position q = offset + i may see key j iff q - window < j <= q, so every
+    row holds at most ``window`` keys. With offset=0, T_new=T_total=5 and
+    window=2 the last row is [0 0 0 1 1].
+
+    Returns:
+        Bool tensor (T_new, T_total); True means "may attend".
+    """
+    q_pos = torch.arange(offset, offset + T_new, device=device).unsqueeze(1)  # (T_new, 1)
+    k_pos = torch.arange(T_total, device=device).unsqueeze(0)  # (1, T_total)
+    recent = k_pos > q_pos - window  # (T_new, T_total): the last `window` positions
+    return causal_mask(offset, T_new, T_total, device) & recent  # (T_new, T_total)
+
+
 class KVCache:
     """Keys and values of one attention layer, kept between forward calls.
 
     Seed 000, section 6. Storage is preallocated as two (B, H, max_len, D)
-    tensors; ``update`` writes new entries by index along the time axis, so a
+    tensors (H is the number of key/value heads: with grouped-query attention
+    the cache holds only H_kv of them); ``update`` writes new entries by index along the time axis, so a
     decoding step copies only the new token's keys and values (no torch.cat
     over the whole history). Meant for inference under ``torch.no_grad()``.
 
@@ -121,6 +204,10 @@ class KVCache:
 
     Attributes:
         seq_len: how many tokens are stored so far.
+        pads: None, or (B,) int64 for a left-padded batch: row b's first
+            pads[b] positions are padding. Attention then hides those keys
+            from every real query, and positions count from each row's
+            first real token (``engine.generate.generate_batch``).
     """
 
     def __init__(self, batch_size: int, n_head: int, max_len: int, head_size: int,
@@ -130,6 +217,7 @@ class KVCache:
         self.v = torch.zeros(shape, device=device, dtype=dtype)  # (B, H, max_len, D)
         self.max_len = max_len
         self.seq_len = 0
+        self.pads: torch.Tensor | None = None
 
     def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append new keys and values and return everything stored so far.
@@ -173,6 +261,14 @@ class CausalSelfAttention(nn.Module):
     each is split into H heads; ``F.scaled_dot_product_attention`` applies
     the causal restriction; heads are merged and projected back to C.
 
+    Options of the config: with ``pos="rope"`` the queries and keys are
+    turned to their absolute positions (``rope_rotate``) before the keys
+    enter the cache; with ``n_kv_head < n_head`` the Linear makes H_kv
+    key and value heads, the cache keeps those, and each is repeated for
+    the n_head // n_kv_head query heads of its group (query head h reads
+    key/value head h // group); with ``window`` every query sees only the
+    most recent positions (``sliding_window_mask``).
+
     Attributes:
         fused: True (the default) runs SDPA. False runs the written-out
             ``attention`` with an explicit causal mask, the same function
@@ -184,12 +280,24 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         C = config.n_embd
         self.n_head = config.n_head
+        self.n_kv_head = config.kv_heads
+        # Rotary positions turn q and k here; None: learned positions, added before the blocks.
+        self.rope_theta = config.rope_theta if config.pos == "rope" else None
+        self.window = config.window
         self.dropout = config.dropout
-        self.qkv = nn.Linear(C, 3 * C, bias=False)
+        kv_width = self.n_kv_head * config.head_size  # H_kv * D; C when every head has its own
+        self.sizes = (C, kv_width, kv_width)  # q, k, v along the packed output
+        self.qkv = nn.Linear(C, C + 2 * kv_width, bias=False)
         self.proj = nn.Linear(C, C, bias=False)
         self.resid_dropout = nn.Dropout(config.dropout)
         self.fused = True
         self.weights: torch.Tensor | None = None
+
+    def mask(self, offset: int, T: int, T_total: int, device=None) -> torch.Tensor:
+        """The bool (T, T_total) mask of this layer: causal, or causal within the sliding window."""
+        if self.window is None:
+            return causal_mask(offset, T, T_total, device)
+        return sliding_window_mask(offset, T, T_total, self.window, device)
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None,
                 offset: int = 0) -> torch.Tensor:
@@ -202,22 +310,38 @@ class CausalSelfAttention(nn.Module):
                 tokens already in the cache).
         """
         B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)  # 3 x (B, T, C)
+        q, k, v = self.qkv(x).split(self.sizes, dim=2)  # (B, T, C), (B, T, H_kv * D), (B, T, H_kv * D)
         q = split_heads(q, self.n_head)  # (B, H, T, D)
-        k = split_heads(k, self.n_head)  # (B, H, T, D)
-        v = split_heads(v, self.n_head)  # (B, H, T, D)
+        k = split_heads(k, self.n_kv_head)  # (B, H_kv, T, D)
+        v = split_heads(v, self.n_kv_head)  # (B, H_kv, T, D)
+        padded = cache is not None and cache.pads is not None  # a left-padded batch
+        if self.rope_theta is not None:
+            positions = torch.arange(offset, offset + T, device=x.device)  # (T,): where the new tokens sit
+            if padded:
+                positions = (positions - cache.pads[:, None]).clamp(min=0)  # (B, T): count from the first real token
+            q = rope_rotate(q, positions, self.rope_theta)  # (B, H, T, D)
+            k = rope_rotate(k, positions, self.rope_theta)  # (B, H_kv, T, D), cached already turned
         dropout_p = self.dropout if self.training else 0.0
         if cache is not None:
-            k, v = cache.update(k, v)  # (B, H, offset + T, D)
+            k, v = cache.update(k, v)  # (B, H_kv, offset + T, D)
+        if self.n_kv_head < self.n_head:  # grouped: each kv head serves `group` consecutive query heads
+            group = self.n_head // self.n_kv_head
+            k = k.repeat_interleave(group, dim=1)  # (B, H, T_k, D): query head h reads kv head h // group
+            v = v.repeat_interleave(group, dim=1)  # (B, H, T_k, D)
         if not self.fused:
-            mask = causal_mask(offset, T, k.size(2), x.device)  # (T, offset + T)
+            mask = self.mask(offset, T, k.size(2), x.device)  # (T, offset + T)
+            if padded:
+                mask = hide_padding(mask, cache.pads, offset)  # (B, 1, T, offset + T)
             y, self.weights = attention(q, k, v, mask, dropout_p)  # (B, H, T, D), (B, H, T, offset + T)
-        elif cache is None:
+        elif cache is None and self.window is None:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)  # (B, H, T, D)
         else:
             # One new token is the newest position and may see every cached
-            # key: it needs no mask. A chunk of T > 1 tokens does.
-            mask = causal_mask(offset, T, k.size(2), x.device) if T > 1 else None  # (T, offset + T)
+            # key: it needs no mask. A chunk of T > 1 tokens does, and so do
+            # a sliding window, which hides the oldest keys, and padding.
+            mask = self.mask(offset, T, k.size(2), x.device) if T > 1 or self.window or padded else None
+            if padded:
+                mask = hide_padding(mask, cache.pads, offset)  # (B, 1, T, offset + T)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, H, T, D)
         y = merge_heads(y)  # (B, T, C)
         return self.resid_dropout(self.proj(y))  # (B, T, C)
@@ -242,6 +366,63 @@ class MLP(nn.Module):
         return self.dropout(self.proj(x))  # (B, T, C)
 
 
+class SwiGLU(nn.Module):
+    """The gated MLP of Llama-style models: (B, T, C) -> (B, T, C), hidden width F.
+
+    Two projections of the input, ``gate`` and ``up`` (C -> F each); the
+    gate passes through SiLU (x * sigmoid(x)) and multiplies the other
+    elementwise; ``proj`` maps back to C. Three matrices instead of two, so
+    a hidden width of about 8C/3 (``GPTConfig.mlp_hidden``) holds what the
+    GELU MLP's 4C does.
+    """
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        C, hidden = config.n_embd, config.hidden_size
+        self.gate = nn.Linear(C, hidden, bias=config.bias)
+        self.up = nn.Linear(C, hidden, bias=config.bias)
+        self.proj = nn.Linear(hidden, C, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.silu(self.gate(x)) * self.up(x)  # (B, T, F)
+        return self.dropout(self.proj(x))  # (B, T, C)
+
+
+class RMSNorm(nn.Module):
+    """Root-mean-square normalisation over the channels: (..., C) -> (..., C).
+
+    Each position is divided by the root mean square of its C entries,
+    sqrt(mean(x²) + eps), and scaled by a learned gain (C parameters,
+    initialised to 1). Unlike LayerNorm it neither subtracts the mean nor
+    adds a shift, so a constant vector c·1 comes out as sign(c)·1 (for
+    |c|² much larger than eps). Equal to ``torch.nn.RMSNorm(C, eps)``.
+    """
+
+    def __init__(self, n_embd: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(n_embd))  # (C,)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rms = x.pow(2).mean(dim=-1, keepdim=True).add(self.eps).sqrt()  # (..., 1)
+        return x / rms * self.weight  # (..., C)
+
+
+def make_norm(config: GPTConfig) -> nn.Module:
+    """The normalisation layer the config names: ``nn.LayerNorm(C)`` (the seed's) or ``RMSNorm(C)``."""
+    if config.norm == "rmsnorm":
+        return RMSNorm(config.n_embd)
+    return nn.LayerNorm(config.n_embd)
+
+
+def make_mlp(config: GPTConfig) -> nn.Module:
+    """The feed-forward network the config names: ``MLP`` (GELU, the seed's) or ``SwiGLU``."""
+    if config.mlp == "swiglu":
+        return SwiGLU(config)
+    return MLP(config)
+
+
 class Block(nn.Module):
     """One pre-norm transformer block; preserves (B, T, C).
 
@@ -250,10 +431,10 @@ class Block(nn.Module):
 
     def __init__(self, config: GPTConfig) -> None:
         super().__init__()
-        self.ln_1 = nn.LayerNorm(config.n_embd)
+        self.ln_1 = make_norm(config)
         self.attn = CausalSelfAttention(config)
-        self.ln_2 = nn.LayerNorm(config.n_embd)
-        self.mlp = MLP(config)
+        self.ln_2 = make_norm(config)
+        self.mlp = make_mlp(config)
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None,
                 offset: int = 0) -> torch.Tensor:
@@ -266,7 +447,8 @@ class GPT(nn.Module):
     """A GPT language model over integer token ids.
 
     Seed 004, "The model". With the default GPTConfig it has 804,224 unique
-    parameters (808,960 untied).
+    parameters (808,960 untied). With ``pos="rope"`` there is no position
+    table (``wpe`` is None): positions act inside every attention layer.
 
     Args:
         config: the hyperparameters; see ``GPTConfig``.
@@ -276,10 +458,11 @@ class GPT(nn.Module):
         super().__init__()
         self.config = config
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)  # (V, C)
-        self.wpe = nn.Embedding(config.block_size, config.n_embd)  # (block_size, C)
+        # Learned positions: a (block_size, C) table added once. Rotary ones have no table.
+        self.wpe = nn.Embedding(config.block_size, config.n_embd) if config.pos == "learned" else None
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList([Block(config) for _ in range(config.n_layer)])
-        self.ln_f = nn.LayerNorm(config.n_embd)
+        self.ln_f = make_norm(config)
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)  # (V, C)
         self.apply(self._init_weights)
         # Tie after initialisation, so the shared (V, C) matrix keeps the
@@ -314,7 +497,7 @@ class GPT(nn.Module):
         dtype = first.dtype if dtype is None else dtype
         c = self.config
         return [
-            KVCache(batch_size, c.n_head, c.block_size, c.head_size, device=device, dtype=dtype)
+            KVCache(batch_size, c.kv_heads, c.block_size, c.head_size, device=device, dtype=dtype)
             for _ in range(c.n_layer)
         ]
 
@@ -366,8 +549,10 @@ class GPT(nn.Module):
                 )
 
         pos = torch.arange(offset, offset + T, device=idx.device)  # (T,)
+        if cache is not None and cache[0].pads is not None:
+            pos = (pos - cache[0].pads[:, None]).clamp(min=0)  # (B, T): each row counts from its first real token
         tok_emb = self.wte(idx)  # (B, T, C)
-        pos_emb = self.wpe(pos)  # (T, C), broadcast over B
+        pos_emb = self.wpe(pos) if self.wpe is not None else 0.0  # (T, C), broadcast over B; rotary: none here
         x = self.drop(tok_emb + pos_emb)  # (B, T, C)
         for i, block in enumerate(self.blocks):
             x = block(x, cache=None if cache is None else cache[i], offset=offset)  # (B, T, C)

@@ -9,6 +9,8 @@ Seed 004, "Training: prove it is happening"; seed 001, "In the real world"
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn as nn
 
@@ -74,6 +76,42 @@ def warmup_schedule(optimizer: torch.optim.Optimizer, warmup_steps: int) -> torc
     if warmup_steps < 1:
         raise ValueError(f"warmup_steps must be at least 1, got {warmup_steps}.")
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: min(1.0, (k + 1) / warmup_steps))
+
+
+def cosine_schedule(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int,
+                    min_lr_ratio: float = 0.1) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up, then a half cosine from the peak down to ``min_lr_ratio`` times lr.
+
+    The schedule of most GPT training runs. Update k (counted from 0, with
+    ``scheduler.step()`` after ``optimizer.step()``) runs at lr * factor(k):
+    (k + 1) / warmup_steps while k < warmup_steps; after that, with the
+    decay's progress p = (k - warmup_steps) / (total_steps - 1 - warmup_steps),
+    factor = min_lr_ratio + (1 - min_lr_ratio) * (1 + cos(pi * p)) / 2.
+    The decay starts at the peak the warm-up reached (p = 0) and reaches the
+    floor on the last of the ``total_steps`` updates (p = 1); any update
+    after that stays at the floor.
+
+    Raises:
+        ValueError: if warmup_steps < 1, total_steps leaves no update to
+            decay over (total_steps <= warmup_steps + 1), or min_lr_ratio is
+            outside [0, 1].
+    """
+    if warmup_steps < 1:
+        raise ValueError(f"warmup_steps must be at least 1, got {warmup_steps}.")
+    if total_steps <= warmup_steps + 1:
+        raise ValueError(f"total_steps ({total_steps}) must exceed warmup_steps + 1 ({warmup_steps + 1}) "
+                         "so that the cosine has updates to decay over.")
+    if not 0.0 <= min_lr_ratio <= 1.0:
+        raise ValueError(f"min_lr_ratio must be in [0, 1], got {min_lr_ratio}.")
+    decay_steps = total_steps - 1 - warmup_steps  # updates from the peak to the floor
+
+    def factor(k: int) -> float:
+        if k < warmup_steps:
+            return (k + 1) / warmup_steps
+        progress = min(1.0, (k - warmup_steps) / decay_steps)  # 0 at the peak, 1 on the last update
+        return min_lr_ratio + (1.0 - min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
 def train_step(model: nn.Module, optimizer: torch.optim.Optimizer,

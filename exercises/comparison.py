@@ -139,7 +139,8 @@ def phase_ledger(ctx: Context) -> Measurement:
     n_params = sum(p.numel() for p in model.parameters())
     evidence = [
         table(f"Phase ledger: {described}, {n_params:,} parameters, {ledger['device']}"
-              + (" (synchronised)" if ledger["synchronized"] else ""), ["phase", "median ms", "share"], rows),
+              + (" (synchronised)" if ledger["synchronized"] else ""),
+              ["phase", f"median ms ({ledger['clock']} time)", "share"], rows),
         table("Step", ["quantity", "value"], [
             ["median step ms", f"{ledger['step_ms']:.2f}"],
             ["tokens / s", f"{ledger['tokens_per_s']:,.0f}"],

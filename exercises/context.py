@@ -42,7 +42,8 @@ class Context:
         Args:
             preset: a key of ``engine.config.PRESETS``: "seed" (seed 004's
                 4 layers, 4 heads, C = 128, block 64, V = 37), "small"
-                (2 layers, 2 heads, C = 64, block 32, V = 37) or "gpt2-small".
+                (2 layers, 2 heads, C = 64, block 32, V = 37), "gpt2-small"
+                or "llama-tiny" (the seed's sizes, Llama-style block).
             overrides: ``GPTConfig`` fields to change, e.g. ``n_layer=1``.
 
         Raises:

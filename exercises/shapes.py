@@ -13,22 +13,32 @@ from exercises.outcome import Measurement, first_line, note, table
 def broadcast_loss(ctx: Context) -> Measurement:
     """Observe the shape that the squared-error loss really compares.
 
-    Predictions (3, 1) equal to targets (3,) value for value; the intended
-    loss is exactly 0. Observed: the shape of the per-example error tensor.
+    Predictions (3, 1) equal to targets (3,) value for value — 1, 2, 3 at
+    seed 0, three whole numbers from 1 to 9 drawn from the seed at any other —
+    so the intended loss is exactly 0; and the same predictions against the
+    targets moved by a shift (1 at seed 0, drawn from the seed otherwise),
+    where the intended loss is the shift squared. Observed: the shape of the
+    per-example error tensor. Seed 000 §1, "Shape is part of the algorithm".
     """
     from exercises.snippets import losses
 
     device = torch.device(ctx.device)
-    predictions = torch.tensor([[1.0], [2.0], [3.0]], device=device)  # (N, 1)
-    targets = torch.tensor([1.0, 2.0, 3.0], device=device)  # (N,)
+    g = torch.Generator().manual_seed(ctx.seed)
+    values = [1.0, 2.0, 3.0] if ctx.seed == 0 else torch.randint(1, 10, (3,), generator=g).float().tolist()
+    shift = 1.0 if ctx.seed == 0 else float(torch.randint(1, 8, (1,), generator=g).item()) / 2
+    predictions = torch.tensor(values, device=device).unsqueeze(1)  # (N, 1)
+    targets = torch.tensor(values, device=device)  # (N,)
     errors = losses.squared_errors(predictions, targets)
     loss = losses.mse_loss(predictions, targets).item()
+    moved = losses.mse_loss(predictions, targets + shift).item()
     rows = [["predictions", tuple(predictions.shape)], ["targets", tuple(targets.shape)],
-            ["squared errors", tuple(errors.shape)], ["loss", loss], ["loss is zero", loss == 0.0]]
+            ["values", " ".join(f"{v:g}" for v in values)],
+            ["squared errors", tuple(errors.shape)], ["loss", loss], ["loss is zero", loss == 0.0],
+            [f"loss against targets + {shift:g} (intended {shift * shift:g})", moved]]
     evidence = [table("What the loss compared", ["quantity", "value"], rows)]
     if errors.dim() == 2:
         evidence.append(table("Squared errors: row i = prediction i against every target",
-                              ["prediction", "vs 1.0", "vs 2.0", "vs 3.0"],
+                              ["prediction", *(f"vs {v:g}" for v in values)],
                               [[predictions[i, 0].item(), *errors[i].tolist()] for i in range(errors.shape[0])]))
         evidence.append(note("(3, 1) minus (3,) broadcasts to (3, 3): the diagonal holds the intended pairs, "
                              "the rest are comparisons nobody asked for."))

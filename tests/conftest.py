@@ -1,6 +1,14 @@
 """Shared fixtures: one catalog and one warm worker for the whole session."""
 
+import os
+import tempfile
+
 import pytest
+
+# The validated catalog is cached across processes (tutor.store.catalog_cache): the session's
+# own folder, so no test reads or leaves an entry in the user's cache, and every subprocess
+# the tests start shares it.
+os.environ.setdefault("TUTOR_CACHE_DIR", tempfile.mkdtemp(prefix="tutor-test-cache-"))
 
 from tutor.model.catalog import load_catalog
 from tutor.sandbox.runner import Runner

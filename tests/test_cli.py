@@ -29,9 +29,9 @@ def test_list_json_holds_every_set_and_the_foundation_four():
     ids = [e["id"] for s in data["sets"] for e in s["exercises"]]
     assert set(FOUR) <= set(ids)
     assert data["count"] == len(ids)
-    # 63 CATALOG.md rows + 45 CATALOG-3 rows (21 + 8 + 5 seed gaps, 11 field bugs) + 20 more seed items
-    # (the seeds' observable claims that had no exercise yet)
-    assert data["count"] == 128
+    # 63 CATALOG.md rows + 45 CATALOG-3 rows (21 + 8 + 5 seed gaps, 11 field bugs) + 12 of the modern block
+    # + 20 more seed items (the seeds' observable claims that had no exercise yet)
+    assert data["count"] == 140
     assert {"shapes", "attention", "training"} <= {s["id"] for s in data["sets"]}
 
 
@@ -500,6 +500,8 @@ def test_run_exits_3_when_the_subject_times_out(probe_checkout):
     data = json.loads(proc.stdout)
     assert data["status"] == "timeout" and data["correct"] is None
     # Issue 17: the sentence names the limit that applied and why (a fixed scale of 1 keeps it at 2 s).
-    assert data["error"] == ("faulted: the check did not finish within 2 s and was stopped; "
-                             "the limit is this exercise's 2 s × 1, as --timeout-scale asked")
+    # Where it hung (the loop replaces the squeeze: line 23 or 24), then the limit and why.
+    assert re.fullmatch(r"faulted: the check did not finish within 2 s and was stopped at "
+                        r"exercises/snippets/losses\.py line 2[34] \(squared_errors\); "
+                        r"the limit is this exercise's 2 s × 1, as --timeout-scale asked", data["error"]), data["error"]
     assert data["exit_code"] == 3 and data["schema_version"] == 1  # every non-zero exit says its code

@@ -336,8 +336,8 @@ def test_the_working_copy_survives_a_sigkill_mid_save(tmp_path):
         assert path.read_text() in texts  # the old copy or the new one, never half of one
 
 
-@pytest.mark.parametrize("module", ["tutor.model.verdict", "tutor.model.patch", "tutor.app.tasks", "tutor.app.session",
-                                    "tutor.cli"])
+@pytest.mark.parametrize("module", ["tutor.model.verdict", "tutor.model.patch", "tutor.app.tasks", "tutor.app.run",
+                                    "tutor.app.session", "tutor.cli"])
 def test_edit_mode_domain_imports_neither_torch_nor_textual(module):
     code = (f"import sys, {module}; from tutor.model.catalog import load_catalog; from tutor.app.tasks import task_for; "
             "c = load_catalog(); task_for(c, c.get('audit'), 'hunt', 0); "

@@ -19,9 +19,11 @@ from tutor.model.catalog import load_catalog
 from tutor.app.session import Session
 
 #: One or two exercises per set, across engine/model.py, train.py, generate.py, data.py and snippets.
+#: The long checks (misaligned-targets trains for 6 s of budget, phase-ledger for 2) run with the
+#: rest under ``-m slow``: data.py and the comparison set are in the sample through cheaper ones.
 SAMPLE = ("head-split", "cache-offset", "broadcast-grad", "fixed-old-logprobs", "vocab-padding",
           "alignment-contract", "attn-scale-c", "no-crop", "empty-init", "softmax-axis", "clone-detach",
-          "skip-zero-grad", "clip-order", "schedule-order", "misaligned-targets", "phase-ledger")
+          "skip-zero-grad", "clip-order", "schedule-order")
 
 FAULTED = [ex.id for ex in load_catalog().exercises if ex.fault]
 

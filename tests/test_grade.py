@@ -149,9 +149,25 @@ def test_a_missing_or_binary_answers_file_is_one_sentence(tmp_path, catalog):
         read_answers(tmp_path / "bin.csv", catalog)
 
 
-@pytest.mark.parametrize("field, value, problem", [
-    ("seed", "-1", "the seed '-1' is not a whole number 0 or more"),
+@pytest.mark.parametrize("field, value, warning", [
+    ("seed", "-1", "the seed '-1' is not a whole number 0 or more; graded with seed 0"),
     ("submitted_at", "yesterday", "submitted_at 'yesterday' is not a date and time"),
+])
+def test_a_time_or_seed_that_does_not_read_is_a_warning_and_the_answer_is_graded(tmp_path, catalog, field, value,
+                                                                                  warning):
+    row = {"learner": "ada", "exercise": "head-split", "answer": "b", "seed": "0", "submitted_at": ""}
+    row[field] = value
+    path = tmp_path / "a.csv"
+    path.write_text(",".join(row) + "\n" + ",".join(row.values()) + "\n")
+    [read] = read_answers(path, catalog)
+    assert read.problem is None and read.warnings[0].startswith(warning)
+    assert (read.seed, read.submitted_at) == (0, None)
+    [result] = grade_rows(catalog, [read], pool(catalog))
+    assert (result.status, result.score) == ("pass", 1)  # a right answer scores, whatever its timestamp
+    assert result.to_dict()["warnings"] == read.warnings
+
+
+@pytest.mark.parametrize("field, value, problem", [
     ("learner", "", "the row names no learner"),
     ("exercise", "", "the row names no exercise"),
 ])
@@ -172,8 +188,11 @@ def test_every_row_gets_its_result_on_one_warm_worker(answers_csv, catalog):
     assert {r.row.line: r.status for r in results} == CLASS_STATUS
     assert [r.row.line for r in seen] == list(range(2, 11))  # one worker: in the file's order
     [runner] = FakeRunner.made
-    assert len(runner.runs) == 6  # the six readable rows, each run once, on the one runner
-    assert ("skip-zero-grad", "-1/4", 0) in runner.runs
+    # six readable rows over four exercises: each distinct check runs once, ungraded, and every row is
+    # graded against its exercise's one measurement
+    assert sorted(runner.runs) == [("broadcast-loss", None, 0), ("cache-offset", None, 0), ("head-split", None, 0),
+                                   ("skip-zero-grad", None, 0)]
+    assert [r.reused for r in results if r.result is not None] == [False, False, True, False, False, True]
     unreadable = [r for r in results if r.status == "unreadable"]
     assert all(r.reason and r.result is None and r.score == 0 for r in unreadable)
 
@@ -183,7 +202,7 @@ def test_two_workers_share_the_rows_and_the_order_is_kept(answers_csv, catalog):
     results = grade_rows(catalog, rows, pool(catalog, jobs=2))
     assert [r.row.line for r in results] == [r.line for r in rows]
     assert [r.status for r in results] == [CLASS_STATUS[r.line] for r in rows]
-    assert len(FakeRunner.made) == 2 and sum(len(r.runs) for r in FakeRunner.made) == 24
+    assert len(FakeRunner.made) == 2 and sum(len(r.runs) for r in FakeRunner.made) == 4  # each check once
 
 
 def test_a_check_that_could_not_finish_is_its_status_with_the_reason(answers_csv, catalog):
@@ -210,7 +229,7 @@ def test_the_gradebook_has_one_line_per_row_in_the_files_order(answers_csv, cata
     ada = book[0]
     assert (ada["learner"], ada["exercise"], ada["answer"], ada["prediction"], ada["observed"]) == \
         ("ada", "head-split", "b", "b", "b")
-    assert book[3]["answer"] == "-1/4" and book[3]["prediction"] == "-0.25" and book[3]["observed"] == "2"
+    assert book[3]["answer"] == "'-1/4" and book[3]["prediction"] == "-0.25" and book[3]["observed"] == "2"
     assert book[6]["reason"] == "cannot read 'maybe' as yes/no; expected yes or no"
     assert book[2]["saved"] == "no"
 
@@ -222,7 +241,7 @@ def test_results_are_gradescope_style_with_the_last_submission_counting(answers_
     by_learner = {e["extra_data"]["learner"]: e for e in data["learners"]}
     assert set(by_learner) == {"ada", "Ada Lovelace", "bob", "Zoë"}
     ada = by_learner["ada"]
-    assert (ada["score"], ada["max_score"]) == (1.0, 4.0)
+    assert (ada["score"], ada["extra_data"]["max_score"]) == (1.0, 4.0)
     tests = {t["extra_data"]["exercise"]: t for t in ada["tests"]}
     assert tests["head-split"]["status"] == "passed" and tests["head-split"]["score"] == 1.0
     assert tests["head-split"]["output"] == "You predicted b. The check observed b. Your prediction matched."
@@ -245,7 +264,8 @@ def test_a_later_submitted_at_wins_over_the_files_order(tmp_path, catalog):
 
 
 @pytest.mark.parametrize("cell, shown", [("=HYPERLINK(1)", "'=HYPERLINK(1)"), ("+1+cmd|x", "'+1+cmd|x"),
-                                         ("@sum", "'@sum"), ("-1/4", "-1/4"), ("-0.25", "-0.25"), ("-1e-3", "-1e-3"),
+                                         ("@sum", "'@sum"), ("-1/4", "'-1/4"), ("-0.25", "-0.25"), ("-1e-3", "-1e-3"),
+                                         ("-1+3", "'-1+3"), ("+5", "+5"), ("\tx", "'\tx"), ("\r=1", "'\r=1"),
                                          ("(3, 3)", "(3, 3)"), ("-x", "'-x"), (3, 3)])
 def test_a_gradebook_cell_is_never_a_formula(cell, shown):
     assert spreadsheet_safe(cell) == shown
@@ -309,7 +329,7 @@ class Events:
 
 
 def command(argv, **fake):
-    from tutor.instructor.grade import command as grade_command
+    from tutor.cli.instructor import grade as grade_command
     args = build_parser().parse_args(argv)
     args.runner_factory = lambda cat, dev: FakeRunner(cat, dev, **fake)
     events = Events()
@@ -321,7 +341,7 @@ def test_the_command_writes_both_files_beside_the_answers(answers_csv, tmp_path)
                              str(tmp_path / "progress")])
     out = tmp_path / "week1-graded"
     assert reply.code == 0 and "error" not in reply.data
-    assert (out / "gradebook.csv").is_file() and json.loads((out / "results.json").read_text())["schema_version"] == 1
+    assert (out / "gradebook.csv").is_file() and json.loads((out / "results.json").read_text())["schema_version"] == 2
     assert reply.data["counts"] == {"pass": 3, "fail": 3, "unreadable": 3}
     assert reply.data["saved"] == 6 and reply.data["learners"] == 4
     assert len(events.rows) == 9 and events.notices == []

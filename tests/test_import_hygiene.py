@@ -35,3 +35,17 @@ def test_tutor_progress_does_not_import_torch(tmp_path):
             f"    main(['progress', '--json', '--progress-dir', {str(tmp_path)!r}, '--learner', 'ada'])\n"
             "sys.exit(1 if 'torch' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_tutor_list_imports_no_runner_and_the_parser_offers_the_runners_devices():
+    from tutor.cli import parser
+    from tutor.sandbox import runner
+    assert parser.DEVICES == runner.DEVICES
+    code = ("import sys, io, contextlib\n"
+            "from tutor.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['list'])\n"
+            "bad = [m for m in ('torch', 'textual', 'tutor.sandbox.runner', 'rich.table') if m in sys.modules]\n"
+            "print(','.join(bad)); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, f"tutor list loaded {proc.stdout.strip()} {proc.stderr[-300:]}"

@@ -451,7 +451,7 @@ def test_a_save_locks_the_file_beside_it_for_up_to_30_s_and_writes_a_temporary_f
     monkeypatch.setattr(tutor.store.progress, "FileLock", lock)
     monkeypatch.setattr(os, "replace", replace)
     ProgressStore(tmp_path).record_attempt("ada", "x", attempt())
-    assert locks == [(f"{tmp_path / 'ada.toml'}.lock", 30)]
+    assert locks == [(str(tmp_path / ".tutor.lock"), 30)]  # one lock for the folder, none beside each file
     [(src, dst)] = renames
     # beside the target, on the same file system, so the rename is atomic
     assert dst == str(tmp_path / "ada.toml") and os.path.dirname(src) == str(tmp_path)
@@ -475,7 +475,7 @@ def test_a_lock_held_too_long_is_one_sentence(tmp_path, monkeypatch):
     with pytest.raises(ProgressError) as caught:
         ProgressStore(tmp_path).record_attempt("ada", "x", attempt())
     assert str(caught.value) == (f"another tutor holds the lock on {tmp_path / 'ada.toml'} for over 30 s; "
-                                 "close it or delete the .lock file")
+                                 f"close it or delete {tmp_path / '.tutor.lock'}")
 
 
 def test_saving_over_a_newer_file_names_it_and_both_formats(tmp_path):
@@ -528,8 +528,8 @@ def test_an_unsafe_learner_name_is_named_up_to_40_characters():
     with pytest.raises(ProgressError) as caught:
         validate_learner("a/b" + "c" * 60)
     assert str(caught.value) == (f"the learner name {repr('a/b' + 'c' * 60)[:40]} is not allowed; use 1-64 letters "
-                                 "of any script, digits, spaces, dots, dashes, underscores or apostrophes, starting "
-                                 "with a letter or digit")
+                                 "of any script, digits, spaces, dots, dashes, underscores, apostrophes or @ , ( ) +, "
+                                 "starting with a letter or digit")
 
 
 def test_no_login_name_at_all_falls_back_with_a_notice(monkeypatch):

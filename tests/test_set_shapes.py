@@ -87,3 +87,12 @@ def _rows(result, side, title_start):
         if item["type"] == "table" and item["title"].startswith(title_start):
             return item["rows"]
     raise AssertionError(title_start)
+
+
+def test_broadcast_loss_also_measures_the_loss_against_moved_targets(run):
+    """Targets 2, 3, 4 against predictions 1, 2, 3: clean (1, 1, 1) → 1; broadcast (3, 3) → 21 / 9."""
+    r = run("broadcast-loss", "(3, 3)")
+    rows = {side: dict(r.evidence[side][0]["rows"]) for side in ("clean", "faulted")}
+    assert rows["clean"]["values"] == rows["faulted"]["values"] == "1 2 3"
+    assert float(rows["clean"]["loss against targets + 1 (intended 1)"]) == 1.0
+    assert abs(float(rows["faulted"]["loss against targets + 1 (intended 1)"]) - 21 / 9) < 1e-5

@@ -169,7 +169,8 @@ def test_a_check_past_its_unscaled_limit_passes_within_the_scaled_one(catalog, m
 
         stopped = held.run(ex, "(3,)", sides=sides)
         assert stopped.status == "timeout" and stopped.correct is None and stopped.observed is None
-        assert stopped.errors == {"faulted": "the check did not finish within 1 s and was stopped; the limit is "
+        assert stopped.errors == {"faulted": "the check did not finish within 1 s and was stopped at "
+                                             "exercises/snippets/losses.py line 24 (squared_errors); the limit is "
                                              "this exercise's 1 s × 1, as --timeout-scale asked"}
         assert stopped.clean == [3]  # the clean side finished and is kept
         assert stopped.retry_scale == 2
@@ -186,7 +187,8 @@ def test_a_retry_gets_twice_the_limit_and_says_so(catalog, monkeypatch):
         result = r.run(ex, "(3,)", sides=(Side.clean(), sleepy(60)), timeout_scale=3)
         assert result.status == "timeout"
         assert result.time_limit == TimeLimit(1.0, 3, "retry", r.speed.factor).to_dict()  # the probe's figure, kept
-        assert result.errors["faulted"].endswith("within 3 s and was stopped; the limit is this exercise's 1 s × 3, "
+        assert result.errors["faulted"].endswith("within 3 s and was stopped at exercises/snippets/losses.py line 24 "
+                                                 "(squared_errors); the limit is this exercise's 1 s × 3, "
                                                  "twice the limit of a run that ran out of time")
         with pytest.raises(ScaleError):
             r.run(ex, "(3,)", timeout_scale=0)
@@ -276,8 +278,9 @@ def sleepy_checkout(tmp_path_factory):
     """A copy of the checkout with two more exercises, both broadcast-loss with another fault:
 
     * ``probe-sleeps`` (limit 1 s as written) sleeps 2 s;
-    * ``probe-stalls-once`` (limit 5 s as written) hangs the first time it runs and is quick after
-      that (it leaves a mark), so a retry meets a subject that finishes.
+    * ``probe-stalls-once`` (limit 5 s as written) sleeps 7 s in all: past its written limit, well within
+      the retry's twice that, so a retry meets a subject that finishes. (It cannot remember an earlier
+      run: a side writes only inside its own private tree, which is gone when the side ends.)
     """
     import shutil
 
@@ -287,9 +290,7 @@ def sleepy_checkout(tmp_path_factory):
     root = tmp_path_factory.mktemp("checkout")
     for name in ("tutor", "engine", "exercises"):
         shutil.copytree(source_root() / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-    mark = root / "stalled-once"
-    stall = (f"    import os, time\n    if not os.path.exists({str(mark)!r}):\n        open({str(mark)!r}, 'w').close()\n"
-             "        time.sleep(600)\n")
+    stall = "    import time\n    time.sleep(3.5)\n"  # twice a check (squared_errors runs twice): 7 s
     probes = [("probe-sleeps", 1.0, "    import time\n    time.sleep(2)\n"), ("probe-stalls-once", 5.0, stall)]
     exercises = [{"id": name, "set": "probe", "title": "t", "source": "000 · 1", "prompt": "p", "kind": "shape",
                   "check": "shapes.broadcast_loss", "explain": "e", "hints": ["a", "b"], "budget_s": 0.5,
@@ -311,8 +312,8 @@ def probe_tutor(root, *args, env=None):
 
 
 def test_run_times_out_says_how_to_retry_and_the_retry_passes(sleepy_checkout, tmp_path):
-    """A subject that hangs, held to its written 5 s (--timeout-scale 1): a timeout, saved as one, exit 3,
-    and a sentence naming the retry; the retry it names has 10 s, and the subject now finishes."""
+    """A subject that sleeps 7 s, held to its written 5 s (--timeout-scale 1): a timeout, saved as one,
+    exit 3, and a sentence naming the retry; the retry it names has 10 s, and the subject now finishes."""
     where = ["--learner", LEARNER, "--progress-dir", str(tmp_path), "--device", "cpu"]
     proc = probe_tutor(sleepy_checkout, "run", "probe-stalls-once", "--predict", "(3,)", "--json",
                        "--timeout-scale", "1", *where)
@@ -320,7 +321,8 @@ def test_run_times_out_says_how_to_retry_and_the_retry_passes(sleepy_checkout, t
     data = json.loads(proc.stdout)
     assert data["status"] == "timeout" and data["correct"] is None
     assert data["time_limit"]["seconds"] == 5.0 and data["time_limit"]["retry_scale"] == 2
-    assert data["error"] == ("faulted: the check did not finish within 5 s and was stopped; the limit is this "
+    assert data["error"] == ("faulted: the check did not finish within 5 s and was stopped at "
+                             "exercises/snippets/losses.py line 24 (squared_errors); the limit is this "
                              "exercise's 5 s × 1, as --timeout-scale asked")
     assert data["saved_to"] == str(tmp_path / f"{LEARNER}.toml")
     assert "tutor: the machine may be busy: 'tutor run probe-stalls-once --predict '(3,)' --timeout-scale 2' " \

@@ -868,9 +868,9 @@ class FakeClock:
 
 
 def test_a_cancelled_run_shows_how_long_it_ran(tmp_path, monkeypatch):
-    from tutor.app import session as session_module
+    from tutor.app import run as run_module
     clock = FakeClock()
-    monkeypatch.setattr(session_module, "time", clock)
+    monkeypatch.setattr(run_module, "time", clock)
     ex = first_of_kind("shape")
     runner = FakeRunner(slow=True)           # its cancelled result carries no duration, like the real runner's
     app, _ = make_app(tmp_path, runner)

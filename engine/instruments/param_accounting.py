@@ -21,6 +21,14 @@ For the engine, with C = n_embd, V = vocab_size, L = n_layer:
 
 So one block holds 12*C*C + 9*C parameters (12*C*C + 4*C without MLP biases),
 and the token table (V*C) overtakes one block once V > 12*C + 9.
+
+The modern options change single terms (F = the MLP's hidden width, 4C by
+default; K = n_kv_head * D, the width of the keys and of the values):
+
+* ``pos="rope"``: no position table, embeddings = V*C
+* ``n_kv_head``: attention = L * (C*(C + 2K) + C*C), so K = C gives 4*C*C
+* ``norm="rmsnorm"``: a gain and no shift, layernorm = (2L + 1) * C
+* ``mlp="swiglu"``: three matrices, mlp = L * (3*C*F + (2F + C if bias))
 """
 
 from __future__ import annotations
@@ -34,13 +42,17 @@ GROUPS = ("embeddings", "attention", "mlp", "layernorm", "lm_head")
 
 
 def formula(vocab_size: int, block_size: int, n_layer: int, n_embd: int,
-            tie_weights: bool = True, bias: bool = True) -> dict:
+            tie_weights: bool = True, bias: bool = True, *, n_head: int = 1,
+            n_kv_head: int | None = None, pos: str = "learned", norm: str = "layernorm",
+            mlp: str = "gelu", mlp_hidden: int | None = None) -> dict:
     """Closed-form parameter count of ``engine.model.GPT`` by group.
 
     Args:
         vocab_size, block_size, n_layer, n_embd: the GPTConfig fields.
         tie_weights: whether lm_head shares the token table.
         bias: whether the MLP's Linear layers carry biases.
+        n_head, n_kv_head, pos, norm, mlp, mlp_hidden: the GPTConfig options
+            (n_head matters only with n_kv_head: K = n_kv_head * C // n_head).
 
     Returns:
         {"groups": {group: count}, "total": int, "block": int (one block),
@@ -48,14 +60,20 @@ def formula(vocab_size: int, block_size: int, n_layer: int, n_embd: int,
         shared matrix is counted in embeddings.
     """
     V, T, L, C = vocab_size, block_size, n_layer, n_embd
-    mlp_block = 8 * C * C + (5 * C if bias else 0)
-    attn_block = 4 * C * C
-    ln_block = 4 * C
+    F = 4 * C if mlp_hidden is None else mlp_hidden
+    K = C if n_kv_head is None else n_kv_head * (C // n_head)
+    if mlp == "swiglu":
+        mlp_block = 3 * C * F + (2 * F + C if bias else 0)
+    else:
+        mlp_block = 2 * C * F + (F + C if bias else 0)
+    attn_block = C * (C + 2 * K) + C * C
+    norm_size = C if norm == "rmsnorm" else 2 * C
+    ln_block = 2 * norm_size
     groups = {
-        "embeddings": V * C + T * C,
+        "embeddings": V * C + (T * C if pos == "learned" else 0),
         "attention": L * attn_block,
         "mlp": L * mlp_block,
-        "layernorm": L * ln_block + 2 * C,
+        "layernorm": L * ln_block + norm_size,
         "lm_head": 0 if tie_weights else V * C,
     }
     return {"groups": groups, "total": sum(groups.values()), "block": attn_block + mlp_block + ln_block,
@@ -65,7 +83,10 @@ def formula(vocab_size: int, block_size: int, n_layer: int, n_embd: int,
 def formula_of(config) -> dict:
     """``formula`` for a ``GPTConfig`` (or anything with the same fields)."""
     return formula(config.vocab_size, config.block_size, config.n_layer, config.n_embd,
-                   tie_weights=config.tie_weights, bias=getattr(config, "bias", True))
+                   tie_weights=config.tie_weights, bias=getattr(config, "bias", True),
+                   n_head=config.n_head, n_kv_head=getattr(config, "n_kv_head", None),
+                   pos=getattr(config, "pos", "learned"), norm=getattr(config, "norm", "layernorm"),
+                   mlp=getattr(config, "mlp", "gelu"), mlp_hidden=getattr(config, "mlp_hidden", None))
 
 
 def crossover_vocab(n_embd: int, bias: bool = True, block_params: int | None = None) -> int:

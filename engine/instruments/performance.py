@@ -6,6 +6,13 @@ CUDA with a synchronize at every phase boundary, so the clock measures the
 work and not the launch), take the median over repeated steps after a
 warm-up, and report throughput (tokens per second) and peak memory.
 
+The clock follows the device too. On CUDA it is the wall clock around a
+synchronize (the GPU's work is not this process's CPU time). On the CPU it is
+the process's CPU time (``time.process_time``): the check runs torch on one
+thread, so CPU time is the work itself, and a busy neighbour that takes the
+core away for a while lengthens the wall clock but not this — a phase's
+share, and so which phase dominates, cannot be flipped by the machine's load.
+
 Peak memory is measured differently per device, and the ledger says which:
 
 * CUDA: ``torch.cuda.max_memory_allocated`` after a reset — tensor bytes
@@ -81,9 +88,11 @@ def phase_ledger(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Te
         {"phases": {phase: median ms}, "samples": {phase: [ms, ...]},
         "step_ms": median of the per-step sums, "tokens_per_s": B*T / step,
         "peak_bytes", "peak_kind" ("cuda max_memory_allocated" or
-        "process peak RSS"), "device", "batch", "block", "synchronized"}.
+        "process peak RSS"), "device", "batch", "block", "synchronized",
+        "clock" ("wall" on CUDA, "process CPU" on the CPU: module docstring)}.
     """
     device = x.device
+    clock = time.perf_counter if device.type == "cuda" else time.process_time
     B, T = x.shape
     model.train()
     if device.type == "cuda":
@@ -92,20 +101,20 @@ def phase_ledger(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Te
     totals = []
     for step in range(warmup + repeats):
         _sync(device)
-        t0 = time.perf_counter()
+        t0 = clock()
         logits = logits_of(model(x))
         _sync(device)
-        t1 = time.perf_counter()
+        t1 = clock()
         loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
         _sync(device)
-        t2 = time.perf_counter()
+        t2 = clock()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         _sync(device)
-        t3 = time.perf_counter()
+        t3 = clock()
         optimizer.step()
         _sync(device)
-        t4 = time.perf_counter()
+        t4 = clock()
         if step >= warmup:
             for phase, dt in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
                 samples[phase].append(dt * 1e3)
@@ -118,7 +127,8 @@ def phase_ledger(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Te
         peak, kind = peak_rss_bytes(), "process peak RSS"
     return {"phases": phases, "samples": samples, "step_ms": step_ms,
             "tokens_per_s": B * T / (step_ms / 1e3), "peak_bytes": int(peak), "peak_kind": kind,
-            "device": str(device), "batch": B, "block": T, "synchronized": device.type == "cuda"}
+            "device": str(device), "batch": B, "block": T, "synchronized": device.type == "cuda",
+            "clock": "wall" if device.type == "cuda" else "process CPU"}
 
 
 def dominant(phases: dict, clear_ratio: float = 1.5) -> tuple[str, float, bool]:

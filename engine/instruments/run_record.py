@@ -23,9 +23,16 @@ import torch
 SMALL_RUN = dict(vocab_size=37, block_size=32, n_layer=2, n_head=4, n_embd=64)
 
 
+def config_fields(config) -> dict:
+    """The config's fields as a dict, leaving out those set to None (TOML has no null:
+    an absent option reads as its default, None)."""
+    fields = asdict(config) if hasattr(config, "__dataclass_fields__") else dict(config)
+    return {name: value for name, value in fields.items() if value is not None}
+
+
 def config_hash(config) -> str:
     """First 12 hex digits of the SHA-256 of the config's fields, as sorted JSON."""
-    fields = asdict(config) if hasattr(config, "__dataclass_fields__") else dict(config)
+    fields = config_fields(config)
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -94,7 +101,7 @@ def train_run(config, seed: int, steps: int = 100, batch_size: int = 16, lr: flo
     else:
         peak, kind = peak_rss_bytes(), "process peak RSS"
     return {
-        "config": asdict(config),
+        "config": config_fields(config),
         "config_hash": config_hash(config),
         "tokenizer": {"kind": "CharTokenizer", "vocab_size": tokenizer.vocab_size,
                       "corpus_chars": n_chars, "corpus_seed": corpus_seed},

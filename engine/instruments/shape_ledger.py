@@ -75,7 +75,10 @@ def shape_ledger(model, idx: torch.Tensor,
         A Ledger with rows token_embedding (B,T,C), position_embedding (T,C),
         tok + pos (B,T,C), head split (B,H,T,D) with the round trip, block[i]
         (B,T,C) for each block, ln_f (B,T,C), lm_head (B,T,V), flatten for CE
-        (B*T,V).
+        (B*T,V). A model with rotary positions has no position table: its
+        position_embedding row is replaced by a "rotary q" row, block 0's
+        split queries turned by the module's own ``rope_rotate``, which must
+        keep the shape and every head vector's length.
     """
     module = sys.modules[type(model).__module__]
     split = split_heads_fn if split_heads_fn is not None else module.split_heads
@@ -93,9 +96,11 @@ def shape_ledger(model, idx: torch.Tensor,
             captured[name] = output
         return hook
 
-    watched = [("token_embedding", model.wte), ("position_embedding", model.wpe),
-               ("tok + pos", model.drop), ("qkv", model.blocks[0].attn.qkv),
+    rotary = getattr(model, "wpe", None) is None
+    watched = [("token_embedding", model.wte), ("tok + pos", model.drop), ("qkv", model.blocks[0].attn.qkv),
                ("ln_f", model.ln_f), ("lm_head", model.lm_head)]
+    if not rotary:
+        watched.append(("position_embedding", model.wpe))
     watched += [(f"block[{i}]", block) for i, block in enumerate(model.blocks)]
 
     was_training = model.training
@@ -107,6 +112,10 @@ def shape_ledger(model, idx: torch.Tensor,
             q = captured["qkv"].split(C, dim=2)[0]  # (B, T, C), block 0's real queries
             q_heads = split(q, H)  # (B, H, T, D)
             round_trip = torch.equal(merge(q_heads), q)
+            if rotary:
+                turned = module.rope_rotate(q_heads, torch.arange(T, device=idx.device),
+                                            cfg.rope_theta)  # (B, H, T, D)
+                lengths_kept = torch.allclose(turned.norm(dim=-1), q_heads.norm(dim=-1), rtol=1e-5, atol=1e-6)
     finally:
         for h in handles:
             h.remove()
@@ -120,7 +129,11 @@ def shape_ledger(model, idx: torch.Tensor,
         ledger.rows.append(LedgerRow(stage, shape, text, shape == expected))
 
     shape_row("token_embedding", "B,T,C", (B, T, C))
-    shape_row("position_embedding", "T,C", (T, C))
+    if rotary:
+        ledger.rows.append(LedgerRow("rotary q", tuple(turned.shape), "(B,H,T,D), |rope(q)| == |q|",
+                                     tuple(turned.shape) == (B, H, T, D) and lengths_kept))
+    else:
+        shape_row("position_embedding", "T,C", (T, C))
     shape_row("tok + pos", "B,T,C", (B, T, C), "(B,T,C) by broadcast")
     ledger.rows.append(LedgerRow(
         "head split", tuple(q_heads.shape), "merge(split(q)) == q (round trip)",

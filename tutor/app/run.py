@@ -24,7 +24,7 @@ from tutor.app.tasks import Task
 from tutor.model.attempts import RECORDED
 from tutor.model.catalog import Exercise
 from tutor.model.patch import MAX_EDIT_BYTES, EditError, check_text, syntax_problem
-from tutor.model.verdict import YOURS, Verdict, judge, observe_break, read_break_prediction
+from tutor.model.verdict import YOURS, Verdict, judge, judge_hidden, observe_break, read_break_prediction
 from tutor.sandbox.protocol import Progress, Side
 from tutor.sandbox.runner import RunResult
 
@@ -174,11 +174,13 @@ class EditRun:
         syntax: the sentence naming the first syntax error, or None.
         record: whether a measured verdict is recorded as an attempt.
         instruments: whether :meth:`execute` runs the engine's instruments after the verdict.
+        hidden_seeds: fix and hunt: how many seeds, drawn at random when it
+            runs, a fixed verdict is judged again at (:func:`tutor.model.verdict.judge_hidden`).
         run: the plain run of the sides (clean, repeat, faulted, yours).
     """
 
     def __init__(self, session: "Session", task: Task, text: str, prediction: str | None, *,
-                 record: bool, instruments: bool = False) -> None:
+                 record: bool, instruments: bool = False, hidden_seeds: int = 0) -> None:
         text = check_text(task.path, text)
         diff = task.diff(text)
         if len(diff.encode("utf-8", "replace")) > MAX_EDIT_BYTES:
@@ -193,6 +195,7 @@ class EditRun:
         self.break_prediction = prediction if task.mode == "break" else None
         self.syntax = syntax_problem(task.path, text)
         self.instruments = instruments and task.engine
+        self.hidden_seeds = max(0, int(hidden_seeds))
         self.run = Run(session, task.exercise, None, seed=seed, sides=task.sides(text), note=None, record=False)
 
     @property
@@ -244,15 +247,36 @@ class EditRun:
             verdict = observe_break(task.exercise, result, self.break_prediction)
         else:
             verdict = judge(task.exercise, result, task.mode)
+            if self.hidden_seeds and verdict.fixed and not self.cancelled:
+                verdict = self._judge_hidden(verdict, on_progress)
         outcome = EditOutcome(result, task=task, text=self.text, diff=self.diff, verdict=verdict, prediction=kept)
         if self.record and verdict.ran and not self.cancelled:
             outcome = self.session._record_edit(outcome)
         return outcome
 
+    def _judge_hidden(self, verdict: Verdict, on_progress: Callable[[Progress], None] | None) -> Verdict:
+        """The verdict judged again at ``hidden_seeds`` seeds drawn now (``secrets``), which nobody saw before."""
+        import secrets  # only a hidden-seed verdict draws
+        seeds: list[int] = []
+        while len(seeds) < self.hidden_seeds:
+            seed = 1 + secrets.randbelow(2**31 - 2)
+            if seed != self.seed and seed not in seeds:
+                seeds.append(seed)
+        sides = tuple(side for side in self.task.sides(self.text) if side.name != "faulted")  # yours against clean
+        hidden = []
+        for seed in seeds:
+            if self.cancelled:
+                break
+            hidden.append((seed, self.session.runner.run(self.task.exercise, None, on_progress=on_progress,
+                                                           seed=seed, sides=sides)))
+        return judge_hidden(self.task.exercise, verdict, self.seed, hidden, self.task.mode)
+
     def instruments_follow(self, outcome: EditOutcome) -> bool:
         """Whether the engine's instruments run after this verdict: an engine file, a measured
         verdict, and a run not cancelled."""
-        return outcome.task.engine and outcome.verdict.ran and not self.cancelled
+        # A side that hung has cost its limit once; the instruments would only run the same file into it again.
+        return (outcome.task.engine and outcome.verdict.ran and not self.cancelled
+                and outcome.verdict.yours_status != "timeout")
 
     def add_instruments(self, outcome: EditOutcome, on_progress: Callable[[Progress], None] | None = None) -> bool:
         """Run the engine's instruments on clean and yours into ``outcome.instruments`` (blocking) when

@@ -311,7 +311,7 @@ class Session:
         return task.start
 
     def start_edit(self, task: "Task", text: str, prediction: str | None = None, *,
-                   record: bool = True, instruments: bool = False) -> "EditRun":
+                   record: bool = True, instruments: bool = False, hidden_seeds: int = 0) -> "EditRun":
         """An edit-mode run of the learner's ``text`` for ``task``, asked for now; see :meth:`EditRun.execute`.
 
         Args:
@@ -322,12 +322,14 @@ class Session:
             record: whether the attempt is recorded (needs a store).
             instruments: also run the engine's instruments on clean and
                 yours (engine files only; :data:`tutor.app.tasks.INSTRUMENTS_CHECK`).
+            hidden_seeds: fix and hunt: judge a fixed verdict again at this
+                many seeds drawn at random now (:func:`tutor.model.verdict.judge_hidden`).
 
         Raises:
             tutor.model.patch.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte.
         """
         return EditRun(self, task, text, prediction, record=record and self.store is not None,
-                       instruments=instruments)
+                       instruments=instruments, hidden_seeds=hidden_seeds)
 
     def fix(self, exercise: Exercise, text: str, **options) -> EditOutcome:
         """Run the learner's repair of ``exercise``'s fault (blocking); ``options`` as :meth:`start_edit`.
@@ -405,7 +407,7 @@ class Session:
     # --- recording (called by Run) -------------------------------------------
 
     def record(self, exercise: Exercise, result: RunResult, note: str | None = None, *,
-               time: str | None = None) -> Outcome:
+               time: str | None = None, submission: str = "") -> Outcome:
         """Record a result graded elsewhere (``tutor grade`` grades first, then saves in the answers' order).
 
         The same policy as a run: only a status in :data:`RECORDED` becomes an
@@ -417,13 +419,14 @@ class Session:
             note: the explain-back note to save with it, or None.
             time: the attempt's time (ISO 8601, as :func:`tutor.model.attempts.now`
                 writes it), e.g. when the answer was submitted; None is now.
+            submission: the graded submission's id; a file that holds it already is not changed.
         """
         if self.store is None or result.status not in RECORDED:
             return Outcome(result)
-        return self._record(exercise, result, note, time)
+        return self._record(exercise, result, note, time, submission=submission)
 
     def _record(self, exercise: Exercise, result: RunResult, note: str | None, time: str | None = None,
-                confidence: int | None = None) -> Outcome:
+                confidence: int | None = None, submission: str = "") -> Outcome:
         """Save the attempt, then its note; ``saved_to`` says whether the attempt was saved, whatever
         became of the note (a note that fails is said in ``save_error``)."""
         outcome = Outcome(result)
@@ -432,6 +435,8 @@ class Session:
             attempt = replace(attempt, observed="", correct=False)  # nothing was observed, nothing graded
         if time is not None:
             attempt = replace(attempt, time=time)
+        if submission:
+            attempt = replace(attempt, submission=submission)
         with self._lock:
             try:
                 self.progress = self.store.record_attempt(self.learner, exercise.id, attempt)

@@ -24,18 +24,31 @@ exit status of work already done and saved.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
-from tutor.cli import audit, author, instructor, learner
+from tutor.cli import audit, learner
 from tutor.cli.output import JsonOutput, RichOutput
 from tutor.cli.parser import ArgumentsError, build_parser
 from tutor.cli.replies import EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, CouldNotRun, UsageError
 
 __all__ = ["main", "build_parser", "EXIT_MATCH", "EXIT_MISMATCH", "EXIT_USAGE", "EXIT_CHECK"]
 
+
+def _imported_when_run(module: str, name: str):
+    """The command ``tutor.cli.<module>.<name>``, its module imported when it runs: ``tutor list``
+    does not load the grader, the report or the author's checks (nor the runner they import)."""
+    def command(args, events):
+        return getattr(importlib.import_module(f"tutor.cli.{module}"), name)(args, events)
+    command.__name__ = command.__qualname__ = name
+    return command
+
+
 #: The headless commands by name (``tutor audit`` and the TUI are dispatched apart).
-COMMANDS = {"list": learner.list_, "show": learner.show, "run": learner.run, "check": author.check,
-            "progress": learner.progress, "grade": instructor.grade, "report": instructor.report,
+COMMANDS = {"list": learner.list_, "show": learner.show, "run": learner.run,
+            "check": _imported_when_run("author", "check"), "progress": learner.progress,
+            "grade": _imported_when_run("instructor", "grade"), "report": _imported_when_run("instructor", "report"),
+            "gradescope": _imported_when_run("instructor", "gradescope"),
             "fix": learner.fix, "break": learner.break_, "review": learner.review}
 
 

@@ -31,6 +31,8 @@ import tempfile
 
 from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, FLOOD_BYTES, LINKS,
                                        OUTPUT_CAP_BYTES, STAGE_MARKER, TAIL_BYTES, memory_cap_bytes)
+from exercises.faults import source_root
+from tutor.sandbox import confine
 
 __all__ = ["EXIT_CRASHED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "STAGE_MARKER", "add_parser", "flood_sentence",
            "last_stage", "run", "timeout_sentence"]
@@ -151,10 +153,12 @@ def run(args) -> int:
         work, report_path, output_path = (os.path.join(root, name) for name in ("work", "report.json", "output.log"))
         os.mkdir(work)
         with open(report_path, "wb") as report_file, open(output_path, "wb") as output_file:
+            policy = _audit_policy(work, path)
             try:
                 returncode = subprocess.run(command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=report_file,
                                             stderr=output_file, timeout=args.timeout,
-                                            preexec_fn=functools.partial(_limits, _cpu_only(device))).returncode
+                                            preexec_fn=functools.partial(_limits, _cpu_only(device), policy)
+                                            ).returncode
             except subprocess.TimeoutExpired:
                 returncode = None
         stdout = _read(report_path, OUTPUT_CAP_BYTES)
@@ -213,11 +217,13 @@ def _cpu_only(device: str) -> bool:
     return device == "cpu" or (device == "auto" and not os.path.exists("/dev/nvidiactl"))
 
 
-def _limits(cap_memory: bool) -> None:
+def _limits(cap_memory: bool, policy=None) -> None:
     """In the audit process, before it starts: cap the size of any file it writes (``OUTPUT_CAP_BYTES``:
     its output log) and, on the CPU, its address space like the check worker's children
-    (``constants.memory_cap_bytes``), so a runaway model fails instead of the machine."""
+    (``constants.memory_cap_bytes``), so a runaway model fails instead of the machine; then confine it
+    (``policy``, from :func:`_audit_policy`): it writes only its work folder, opens no TCP connection."""
     try:
+        # Unix only; the audit's child limits itself where it can
         import resource
         resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_CAP_BYTES, OUTPUT_CAP_BYTES))
         cap = memory_cap_bytes()
@@ -225,9 +231,32 @@ def _limits(cap_memory: bool) -> None:
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     except (ImportError, ValueError, OSError):
         pass
+    if policy is not None:
+        try:
+            confine.restrict(*policy)
+        except OSError:
+            pass  # the audit still runs; :func:`_audit_policy` found Landlock, so this is the kernel's refusal
+
+
+def _audit_policy(work: str, audited: str):
+    """The Landlock policy of the audit process, as ``(Policy, abi)``, or None where confinement is off or absent.
+
+    The audited model's own folder, the tutor's source (the audit's
+    instruments) and the Python installation are readable; only ``work`` is
+    writable; every TCP bind and connect is refused (ABI 4 and later).
+    """
+    if not confine.enabled():
+        return None
+    abi = confine.landlock_abi()
+    if abi < 1:
+        return None
+    executable = os.path.realpath(sys.executable)
+    extra = [os.path.dirname(os.path.abspath(audited)), _source_root(), os.path.dirname(executable),
+             os.path.dirname(os.path.abspath(sys.executable)), os.path.join(sys.prefix, "pyvenv.cfg")]
+    roots = confine.read_roots(cut_private=False)
+    return confine.Policy(tree=os.path.realpath(work), read=roots + tuple(extra), network=True), abi
 
 
 def _source_root() -> str:
-    from exercises.faults import source_root
 
     return str(source_root())

@@ -16,7 +16,7 @@ from exercises import answers
 from exercises.faults import diff
 from tutor.model.patch import MAX_EDIT_BYTES, EditError, apply_patch
 from tutor.model.verdict import YOURS, first_instrument_divergence, instruments_holding
-from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, CouldNotRun, EditReply, Events,
+from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_SAVE, EXIT_USAGE, CouldNotRun, EditReply, Events,
                                EveryoneReply, ListReply, ProgressReply, Reply, ReviewReply, RunReply, ShowReply,
                                UsageError, VersionReply)
 
@@ -105,8 +105,12 @@ def store_and_learner(args, notice):
     return store, learner
 
 
-def _runner(cat, device: str, timeout_scale: float | None = None, cores: int | None = None):
+def _runner(cat, device: str, timeout_scale: float | None = None, cores: int | None = None,
+            allow_unconfined: bool = True):
     """A runner for ``device`` whose time limits take ``timeout_scale`` (``--timeout-scale``) when given.
+
+    ``allow_unconfined=False`` makes its runs refuse to start where code
+    under check cannot be confined (``tutor.sandbox.runner.UnconfinedError``).
 
     Raises:
         UsageError: the device is unknown, or TUTOR_TIMEOUT_SCALE is not a positive number.
@@ -114,9 +118,24 @@ def _runner(cat, device: str, timeout_scale: float | None = None, cores: int | N
     from tutor.sandbox.runner import DeviceError, Runner
     from tutor.sandbox.speed import ScaleError
     try:
-        return Runner(cat, device=device, timeout_scale=timeout_scale, cores=cores)
+        return Runner(cat, device=device, timeout_scale=timeout_scale, cores=cores,
+                      allow_unconfined=allow_unconfined)
     except (DeviceError, ScaleError) as exc:
         raise UsageError(str(exc)) from None
+
+
+def confinement_notices(result, notice) -> None:
+    """Say on stderr, once, that the run was unconfined, and what each side tried and was refused."""
+    if result is None:
+        return
+    if result.confined is False:
+        notice("code under check ran unconfined here: it could reach files outside its private copy "
+               "(no Landlock on this machine, or TUTOR_CONFINE=off)")
+    for side, tried in (getattr(result, "refused", None) or {}).items():
+        for what in tried:
+            notice(f"the {side} side {what}")
+    for side in getattr(result, "tampered", None) or ():
+        notice(f"the {side} side wrote lines of its own on its result pipe: tampered, its result is not taken")
 
 
 def retry_notice(ex, result, prediction: str | None = None, seed: int | None = None) -> str:
@@ -218,6 +237,7 @@ def run(args, events: Events) -> RunReply:
     result = outcome.result
     if result.status == "timeout":
         events.notice(retry_notice(ex, result, args.predict, args.seed))
+    confinement_notices(result, events.notice)
     saved = str(outcome.saved_to) if outcome.saved_to else None
     data = result.to_dict()
     data["learner"] = learner
@@ -232,6 +252,9 @@ def run(args, events: Events) -> RunReply:
     data["note_saved"] = outcome.note_saved
     data["confidence"] = confidence  # as given with --confidence (saved with the attempt), or None
     code = {"pass": EXIT_MATCH, "fail": EXIT_MISMATCH}.get(result.status, EXIT_CHECK)
+    if outcome.save_error and code != EXIT_CHECK:
+        code = EXIT_SAVE
+        data["error"] = outcome.save_error
     return RunReply(data, code, exercise=ex, result=result, saved_to=saved)
 
 
@@ -265,7 +288,8 @@ def _edit(args, events: Events, mode: str) -> EditReply:
     try:
         task = session.edit_task(ex, mode, getattr(args, "seed", None))
         text = _learner_text(args, task)
-        run = session.start_edit(task, text, getattr(args, "predict", None), instruments=not args.no_instruments)
+        run = session.start_edit(task, text, getattr(args, "predict", None), instruments=not args.no_instruments,
+                                 hidden_seeds=getattr(args, "hidden_seeds", 0) or 0)
         outcome = run.execute()
     except EditError as exc:
         raise UsageError(str(exc)) from None
@@ -283,10 +307,15 @@ def _edit(args, events: Events, mode: str) -> EditReply:
             events.notice(f"your working copy was not kept: {exc}")
     if outcome.save_error:
         events.notice(f"the attempt was not saved: {outcome.save_error}")
+    confinement_notices(outcome.result, events.notice)
     data = edit_data(ex, outcome)
     data["saved_to"] = str(outcome.saved_to) if outcome.saved_to else None
     data["working_copy"] = working_copy
-    return EditReply(data, edit_exit_code(outcome), exercise=ex, outcome=outcome, saved_to=data["saved_to"],
+    code = edit_exit_code(outcome)
+    if outcome.save_error and code != EXIT_CHECK:
+        code = EXIT_SAVE
+        data["error"] = f"the attempt was not saved: {outcome.save_error}"
+    return EditReply(data, code, exercise=ex, outcome=outcome, saved_to=data["saved_to"],
                      working_copy=working_copy)
 
 
@@ -295,7 +324,8 @@ def _edit_session(args, events: Events, cat):
     from tutor.model.attempts import ProgressError
     from tutor.app.session import Session
     store, learner = (None, None) if args.no_save else store_and_learner(args, events.notice)
-    session = Session(cat, _runner(cat, args.device, args.timeout_scale), store, learner)
+    allow = getattr(args, "allow_unconfined", False) or not _someone_else(args)
+    session = Session(cat, _runner(cat, args.device, args.timeout_scale, allow_unconfined=allow), store, learner)
     if store is None:
         return session
     try:
@@ -308,6 +338,19 @@ def _edit_session(args, events: Events, cat):
     except ProgressError as exc:
         raise UsageError(str(exc)) from None
     return session
+
+
+def _someone_else(args) -> bool:
+    """Whether ``--learner`` names someone other than the person running the tutor (their file is graded)."""
+    if getattr(args, "learner", None) is None:
+        return False
+    # the store's names are read only when a learner is named
+    from tutor.model.attempts import ProgressError
+    from tutor.store.names import default_learner_and_notice
+    try:
+        return args.learner.strip().lower() != default_learner_and_notice()[0].strip().lower()
+    except (ProgressError, AttributeError):
+        return True
 
 
 def _learner_text(args, task) -> str:
@@ -544,6 +587,19 @@ def _progress_of_everyone(args) -> EveryoneReply:
             row["error"] = str(exc)
             rows.append(row)
             continue
+        if loaded.read_only:
+            from tutor.store.migration import classify, read_bytes
+            try:
+                newer = classify(read_bytes(file.path))
+            except ProgressError:
+                newer = None
+            if newer is not None and newer.newer is not None and newer.data is None:
+                # a newer tutor's file in a shape this one cannot read: named, never an empty learner
+                row["error"] = (f"{file.path} was written by a newer tutor (format {newer.newer}) in a shape this "
+                                "one cannot read; upgrade tutor to see it")
+                rows.append(row)
+                continue
+            row["read_only"] = True
         row["learner"] = loaded.learner
         entries = loaded.exercises.values()
         times = [a.time for e in entries for a in e.attempts]

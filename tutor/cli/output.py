@@ -32,7 +32,7 @@ from functools import singledispatchmethod
 from typing import Any
 
 from exercises import answers
-from tutor.cli.replies import (CheckReply, EditReply, EveryoneReply, GradeReply, ListReply, ProgressReply, Reply,
+from tutor.cli.replies import (CheckReply, EditReply, EveryoneReply, GradeReply, GradescopeReply, ListReply, ProgressReply, Reply,
                                ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
 
 #: The version of the JSON objects the commands print (see the module docstring).
@@ -47,6 +47,27 @@ _CHECK_FIXED = 4 + 10 + CHECK_ID_WIDTH + 1 + len("clean=") + 1 + len("faulted=")
 def fail(sentence: str) -> None:
     """One sentence for the learner on stderr."""
     sys.stderr.write(f"tutor: {sentence}\n")
+
+
+def list_rows(sets) -> list:
+    """``tutor list`` as one Rich ``Text`` per line: each set's line (title, id, summary), then
+    its exercises as ``  id  answer  title`` in columns as wide as the longest id and answer kind.
+
+    A line is never wrapped by Rich (the terminal folds one that is too long), so each row
+    stays one line for ``grep`` and the columns line up.
+    """
+    from rich.text import Text
+    words = {e.kind: answers.kind_words(e.kind) for s in sets for e in s.exercises}
+    id_width = max((len(e.id) for s in sets for e in s.exercises), default=2)
+    kind_width = max(map(len, words.values()), default=6)
+    rows = [Text(f"  {'id':<{id_width}}  {'answer':<{kind_width}}  title", style="dim")] if words else []
+    for s in sets:
+        rows.append(Text.assemble((s.title, "bold"), f"  ({s.id}) — {s.summary}"))
+        for e in s.exercises:
+            row = Text(f"  {e.id:<{id_width}}  {words[e.kind]:<{kind_width}}  {e.title}")
+            row.stylize("bold", 2, 2 + len(e.id))
+            rows.append(row)
+    return rows
 
 
 def envelope(data: dict, code: int) -> dict:
@@ -140,18 +161,9 @@ class RichOutput:
 
     @show.register
     def _(self, reply: ListReply) -> None:
-        from rich.table import Table
-        from rich.text import Text
-        for s in reply.sets:
-            # The set's line is printed on its own: as a table title it would wrap to the table's width.
-            self.console.print(Text.assemble((s.title, "bold"), f"  ({s.id}) — {s.summary}"))
-            table = Table(expand=False)
-            table.add_column("id", style="bold")
-            table.add_column("title")
-            table.add_column("answer")
-            for e in s.exercises:
-                table.add_row(e.id, e.title, answers.kind_words(e.kind))
-            self.console.print(table)
+        rows = list_rows(reply.sets)
+        # One Text per line, printed in one call: a table per set costs a layout pass per cell.
+        self.console.print(*rows, sep="\n", soft_wrap=True)
 
     @show.register
     def _(self, reply: ShowReply) -> None:
@@ -220,7 +232,7 @@ class RichOutput:
         # every column wraps at words (an id is never broken: ids hold no spaces)
         table = WordTable(["exercise", "attempts", "last answer", "observed", "ever solved", "note"])
         for ex_id, p in sorted(progress.exercises.items()):
-            last = p.attempts[-1] if p.attempts else None
+            last = p.latest  # the one rule of which attempt counts, as results.json and the report use
             observed = last.observed if last else "-"
             if last and ex_id in reply.seeded:
                 observed += f" (seed {last.seed})"  # which mystery the last attempt met
@@ -301,12 +313,21 @@ class RichOutput:
 
     @show.register
     def _(self, reply: GradeReply) -> None:
-        from tutor.instructor.grade import show_summary
         show_summary(self.console, reply)
 
     @show.register
+    def _(self, reply: GradescopeReply) -> None:
+        from rich.text import Text
+        result = reply.data.get("result", {})
+        self.console.print(Text(f"Gradescope result: {result.get('score', 0):g} of {result.get('max_score', 0):g} "
+                                f"points over {len(result.get('tests', []))} tests, written to {reply.path}",
+                                style="bold"))
+        if reply.data.get("error"):
+            fail(reply.data["error"])
+
+    @show.register
     def _(self, reply: ReportReply) -> None:
-        from tutor.instructor.report import show_report, to_csv
+        from tutor.instructor.report import to_csv
         if reply.csv:
             sys.stdout.write(to_csv(reply.report))
             sys.stdout.flush()
@@ -383,3 +404,76 @@ def fit_pair(a: str, b: str, width: int) -> tuple[str, str]:
         piece = "…" + text[start + 1:]
         return fit(piece, width)
     return window(a), window(b)
+
+
+# --- the instructor's views ------------------------------------------------------------------
+
+def show_summary(console, reply: GradeReply) -> None:
+    """``tutor grade``'s view after the rows' lines: counts, the assignment, where the files went, what was saved."""
+    from rich.text import Text
+    s = reply.summary
+    order = ("pass", "fail", "unreadable", "not_assigned", "error", "timeout", "cancelled")
+    counts = ", ".join(f"{s.counts[k]} {k.replace('_', ' ')}" for k in order if s.counts.get(k))
+    console.print(Text(f"Graded {s.rows} row{'s' if s.rows != 1 else ''} ({s.learners} learner"
+                       f"{'s' if s.learners != 1 else ''}, {len(s.exercises)} exercise"
+                       f"{'s' if len(s.exercises) != 1 else ''}, max_score {s.max_score:g}) in {s.duration_s:.1f} s "
+                       f"on {s.workers} worker{'s' if s.workers != 1 else ''}, {s.checks} distinct check"
+                       f"{'s' if s.checks != 1 else ''}: {counts}.", style="bold"))
+    if s.inferred:
+        console.print(Text(f"Assignment inferred from the rows: {', '.join(s.exercises) or 'none'}."))
+    if s.resumed:
+        console.print(Text(f"Resumed: {s.resumed} row{'s were' if s.resumed != 1 else ' was'} graded already."))
+    if s.warnings:
+        console.print(Text(f"{s.warnings} row{'s have' if s.warnings != 1 else ' has'} a warning (see the "
+                           "gradebook's warnings column).", style="yellow"))
+    console.print(Text(f"Gradebook: {s.gradebook}"))
+    console.print(Text(f"Results:   {s.results}"))
+    if s.saved is not None:
+        console.print(Text(f"Saved {s.saved} attempt{'s' if s.saved != 1 else ''} to the progress files in "
+                           f"{s.progress_folder}."))
+    if reply.data.get("error"):
+        fail(reply.data["error"])
+
+
+def show_report(console, report) -> None:
+    """``tutor report``'s view (a :class:`tutor.instructor.report.ClassReport`): the exercise table,
+    calibration, and the files not counted."""
+    from tutor.instructor.report import _number
+    from rich.table import Table
+    from rich.text import Text
+    console.print(Text(f"Class report of {report.folder}: {report.learners} learner"
+                       f"{'s' if report.learners != 1 else ''}, {len(report.exercises)} exercise"
+                       f"{'s' if len(report.exercises) != 1 else ''} tried", style="bold"))
+    if report.exercises:
+        table = Table()
+        table.add_column("exercise", no_wrap=True)
+        fixes = any(e.fix_tried for e in report.exercises)
+        for column in ("tried", "1st try", "solved", "median tries", "notes") + (("fixed",) if fixes else ()):
+            table.add_column(column, justify="right", overflow="fold")
+        table.add_column("wrong predictions (learners)", overflow="fold", ratio=1)
+        for e in report.exercises:
+            wrong = " · ".join(f"{w.prediction} ×{w.learners}" for w in e.wrong_predictions) or "-"
+            cells = [str(e.tried), str(e.solved_first), str(e.ever_solved), _number(e.median_attempts) or "-",
+                     str(len(e.notes))] + ([f"{e.fix_fixed}/{e.fix_tried}"] if fixes else [])
+            table.add_row(e.id if e.in_catalog else f"{e.id} (not in the catalog)", *cells, Text(wrong))
+        console.print(table)
+    if report.calibration:
+        table = Table(title="Calibration: confidence against how often right")
+        table.add_column("learner", no_wrap=True)
+        for column in ("predictions", "mean confidence", "right", "Brier", "over-confidence"):
+            table.add_column(column, justify="right")
+        for c in report.calibration:
+            table.add_row(Text(c.learner), str(c.predictions), f"{c.mean_confidence:.0%}", f"{c.accuracy:.0%}",
+                          f"{c.brier:.3f}", f"{c.overconfidence:+.0%}")
+        console.print(table)
+    for d in report.damaged:
+        console.print(Text(f"not counted, cannot be read: {d['file']}", style="red"))
+    for s in report.shadowed:
+        console.print(Text(f"not counted, the same learner as {s['same_learner_as']}: {s['file']}", style="yellow"))
+    for path in report.read_only:
+        console.print(Text(f"written by a newer tutor, counted as it reads here: {path}", style="yellow"))
+    if report.kept_aside:
+        console.print(Text(f"{len(report.kept_aside)} damaged file{'s were' if len(report.kept_aside) > 1 else ' was'} "
+                           "moved aside earlier and kept (not counted):", style="yellow"))
+        for path in report.kept_aside:
+            console.print(Text(f"  {path}"))

@@ -11,7 +11,6 @@ import argparse
 import re
 
 from tutor.cli import audit
-from tutor.sandbox.runner import DEVICES
 from tutor.sandbox.speed import ENV as SCALE_ENV, ScaleError, parse_scale
 
 
@@ -29,6 +28,10 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one sentence, exit 2, like every other input error
         raise ArgumentsError(f"{message}; see '{self.prog} --help'.")
 
+
+#: ``--device`` values: :data:`tutor.sandbox.runner.DEVICES`, spelled here so that parsing the arguments
+#: of ``tutor list`` does not import the runner (tests/test_import_hygiene.py holds them equal).
+DEVICES = ("auto", "cpu", "cuda")
 
 #: An argument that starts as a negative number does ("-1", "-1/4", "-1e-3", "-.5", "-0x2").
 NEGATIVE_NUMBER = re.compile(r"^-\.?\d")
@@ -87,17 +90,43 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Grade every row of an answers file: learner, exercise, answer, and optionally "
                        "note, submitted_at and seed. Each row's check runs now, on warm workers; the gradebook "
                        "(gradebook.csv) and Gradescope-style results (results.json) are written to --out.")
-    p.add_argument("--answers", required=True, metavar="FILE", help="the answers: a .csv file with a header row, "
+    p.add_argument("words", nargs="*", metavar="merge DIR", help="'merge DIR...': join the folders of graded "
+                   "shards into one gradebook and results.json in --out")
+    p.add_argument("--answers", metavar="FILE", help="the answers: a .csv file with a header row, "
                    "or JSON lines (.jsonl), one object per line; - reads standard input")
+    p.add_argument("--fixes", metavar="DIR", help="fix-mode submissions: one folder per learner, in it a repaired "
+                   "file (ID.py) or a patch (ID.diff) per exercise")
+    p.add_argument("--assignment", metavar="FILE.toml", help="the assignment: exercises, points, due time, "
+                   "hidden seeds, visibility (see docs/grading.md)")
+    p.add_argument("--exercises", metavar="ID,...", help="the assignment as exercise ids, one point each")
+    p.add_argument("--columns", metavar="FIELD=COLUMN,...", help="which column is which field, such as "
+                   "learner=Email,exercise=Question,answer=Response")
+    p.add_argument("--resume", action="store_true", help="carry on a grading that stopped: rows already in "
+                   "--out's gradebook are not graded again")
+    p.add_argument("--shard", metavar="K/N", help="grade only shard K of N (learners split by a stable hash)")
     p.add_argument("--out", metavar="DIR", help="where gradebook.csv and results.json go "
                    "(default: a folder beside the answers, <name>-graded)")
     p.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
                    help="check workers to run at once (default 1; at most the number of cores)")
     p.add_argument("--save", action="store_true", help="also record each graded answer in its learner's progress "
                    "file (with its note)")
+    p.add_argument("--allow-unconfined", action="store_true",
+                   help="grade even where this machine cannot confine the checks (no Landlock)")
     p.add_argument("--json", action="store_true")
     _shared(p, learner=False)
     p.add_argument("--progress-dir", default=argparse.SUPPRESS)
+
+    p = sub.add_parser("gradescope", help="grade one Gradescope submission into /autograder/results/results.json",
+                       description="Run as Gradescope's autograder does: read the submission folder "
+                       "(answers.csv, answers.jsonl or answers.toml, and ID.py or ID.diff repairs), grade it "
+                       "against the assignment and write results.json in Gradescope's format.")
+    p.add_argument("--assignment", metavar="FILE.toml", help="the assignment (default: "
+                   "/autograder/source/assignment.toml)")
+    p.add_argument("--root", metavar="DIR", default="/autograder", help="the autograder folder (default /autograder)")
+    p.add_argument("--submission", metavar="DIR", help="the submission (default: ROOT/submission)")
+    p.add_argument("--results", metavar="FILE", help="where results.json goes (default: ROOT/results/results.json)")
+    p.add_argument("--json", action="store_true")
+    _shared(p, learner=False)
 
     p = sub.add_parser("report", help="a class report over a folder of progress files",
                        description="Per exercise: learners who tried, solved it on the first attempt, ever solved "
@@ -132,6 +161,10 @@ def _add_edit_parsers(sub) -> None:
                    help="skip the engine's instruments (shape ledger, causality, cache, learning ledger)")
     p.add_argument("--seed", type=_seed, metavar="N", help="the capstone's mystery to hunt (default: the one "
                    "your last prediction met)")
+    p.add_argument("--hidden-seeds", type=_hidden_seeds, default=0, metavar="N",
+                   help="also judge the repair at N seeds drawn at random now, which nobody saw before "
+                   "(0-8, default 0): a file that hard-codes the clean output is not fixed at them")
+    p.add_argument("--allow-unconfined", action="store_true", help=UNCONFINED_HELP)
     p.add_argument("--json", action="store_true")
     _shared(p)
 
@@ -142,8 +175,25 @@ def _add_edit_parsers(sub) -> None:
                    help="what your fault will do: an answer of the exercise's kind, or free text")
     p.add_argument("--no-save", action="store_true", help="do not record the attempt or keep a working copy")
     p.add_argument("--no-instruments", action="store_true", help="skip the engine's instruments")
+    p.add_argument("--allow-unconfined", action="store_true", help=UNCONFINED_HELP)
     p.add_argument("--json", action="store_true")
     _shared(p)
+
+
+UNCONFINED_HELP = ("run someone else's file even where this machine cannot confine it (no Landlock): "
+                   "it could then change files and grades")
+MAX_HIDDEN_SEEDS = 8
+
+
+def _hidden_seeds(text: str) -> int:
+    """Read ``--hidden-seeds``: a whole number from 0 to MAX_HIDDEN_SEEDS."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_HIDDEN_SEEDS:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to {MAX_HIDDEN_SEEDS}, got {text!r}")
+    return value
 
 
 SCALE_HELP = (f"multiply every check's time limit by X (default: {SCALE_ENV}, else the speed this machine "

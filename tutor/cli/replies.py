@@ -8,7 +8,8 @@ a :class:`Reply`: ``data``, the one JSON object ``--json`` prints, the exit
 
 Exit codes (``tutor run``): 0 the prediction matched, 1 it did not, 2 a usage
 or input error, 3 the check itself could not run (the subject raised,
-crashed or timed out, or the check worker would not start).
+crashed or timed out, or the check worker would not start), 4 the attempt
+could not be saved (``run``, ``fix``, ``break`` and ``grade --save`` alike).
 
 Imports nothing of the tutor: a leaf.
 """
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, EXIT_CHECK = 0, 1, 2, 3
+#: The work was done but what it produced could not be saved (a full disk, a read-only progress file).
+EXIT_SAVE = 4
 
 
 class UsageError(Exception):
@@ -152,6 +155,13 @@ class GradeReply(Reply):
 
     rows: list = field(default_factory=list)
     summary: Any = None
+
+
+@dataclass
+class GradescopeReply(Reply):
+    """``tutor gradescope``: the results.json written (``data["result"]``) and where it went."""
+
+    path: Any = None
 
 
 @dataclass

@@ -1,47 +1,59 @@
 """Grading a class: ``tutor grade --answers FILE``.
 
 An instructor collects answers — one row per learner and exercise — and
-grades them all at once. Every row's check runs now (truth is measured, never
-stored), on warm workers that have torch imported already: one by default,
-``-j N`` at once where the machine has the cores. Each row ends with a
-result, whatever happened:
+grades them all at once. Every distinct check runs now (truth is measured,
+never stored), once per grading (:mod:`tutor.instructor.memo`: a hundred
+rows over ten exercises run ten checks), on warm workers that have torch
+imported already. Each row ends with a result, whatever happened:
 
 * ``pass`` / ``fail`` — the check ran and the answer matched / did not;
 * ``unreadable`` — the row could not be graded, with the reason: a learner
   name that is not allowed, an unknown exercise, an answer that does not
   read as the exercise's kind, a line that is not a JSON object;
+* ``not_assigned`` — the exercise is not in the assignment: reported, not
+  run, never scored;
 * ``error`` / ``timeout`` — the check itself could not finish.
 
 The answers file is CSV with a header row, or JSON lines (one object per
-line; a JSON array of objects is read too). Its columns, in any order and
-any case: ``learner``, ``exercise`` (or ``id``), ``answer`` (or
-``prediction``), and optionally ``note`` (the explain-back note),
-``submitted_at`` (ISO 8601; a time without an offset is read as UTC) and
-``seed`` (the capstone's mystery; 0 otherwise). Other columns are ignored.
-Two names that differ only by case are one learner.
+line; a JSON array of objects is read too). Which column is which field is
+:mod:`tutor.instructor.columns`' rule (``--columns`` names them outright):
+``learner``, ``exercise``, ``answer``, and optionally ``note`` (the
+explain-back note), ``submitted_at`` (ISO 8601; a time without an offset is
+read as UTC) and ``seed`` (the capstone's mystery; 0 otherwise). A learner
+may be a name or an e-mail address; two spellings that differ only by case
+are one learner. A ``submitted_at`` or ``seed`` that does not read is a
+warning on its row (no time; seed 0), and the answer is still graded.
+
+What is graded and for how many points is the assignment
+(:mod:`tutor.instructor.assignment`: ``--assignment FILE.toml`` or
+``--exercises ID,...``); without one it is inferred from the readable rows,
+and the output says so. Which of a learner's rows for one exercise counts
+is :func:`tutor.model.attempts.counting`'s rule: the latest
+``submitted_at``, the file's order at a tie.
 
 Written to ``--out`` (default: ``<answers>-graded/`` beside the answers):
 
-* ``gradebook.csv`` — one line per answers row, in the file's order: the
-  answer, status, score (1 or 0), what was observed and why a row was not
-  graded. Text that a spreadsheet would run as a formula (``=``, ``+``,
-  ``-``, ``@`` before anything but a number) starts with ``'``.
-* ``results.json`` — per learner, a Gradescope-style result: ``score``,
-  ``max_score``, ``output`` and one test per exercise of the assignment
-  (every exercise some row names) with its score and output text. When a
-  learner has several rows for one exercise, the last submitted counts
-  (``submitted_at``, else the file's order); a missing one scores 0.
+* ``gradebook.csv`` and ``rows.jsonl`` — one line per answers row
+  (:mod:`tutor.instructor.gradebook`), appended as each row is graded, so a
+  killed grading loses at most the row in flight and ``--resume`` carries
+  on; once every row is graded, the CSV is put in the file's order;
+* ``results.json`` — per learner, a Gradescope-style result
+  (:mod:`tutor.instructor.results`).
 
-With ``--save`` each graded answer (pass or fail, as a run records it) is
-also saved in its learner's progress file, with its note, in the answers'
-order — after every row is graded, so an interrupted grading saves nothing.
-Unreadable rows and checks that could not finish are never saved as
-attempts: they are in the gradebook.
+With ``--save`` each graded answer (pass or fail) is also saved in its
+learner's progress file as soon as it is graded, with its note and a
+submission id (learner, exercise, answer, submitted_at): grading the same
+file twice saves each attempt once.
+
+``--shard K/N`` grades only the learners of shard K of N (a stable hash of
+the learner), so N machines can share a class; ``tutor grade merge DIR...``
+joins their folders (:mod:`tutor.instructor.shard`).
 
 Exit status: 0 every row has its result in the files; 2 bad input that
-stops the grading (no such file, no header, a column missing, an unwritable
-folder, a missing CUDA device) or an attempt that could not be saved; 3 a
-row's check could not finish, or no worker could start.
+stops the grading (no such file, no header, an ambiguous column, an
+unwritable folder, a missing CUDA device); 3 a row's check could not finish,
+or no worker could start; 4 a graded answer could not be saved to progress.
+SIGTERM stops the workers and ends the command like Ctrl-C.
 
 Layers: this module imports neither torch nor Textual.
 """
@@ -49,36 +61,31 @@ Layers: this module imports neither torch nor Textual.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
 import queue
 import sys
-import tempfile
 import threading
-import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from exercises import answers
-from tutor.cli.learner import catalog as load_catalog
-from tutor.cli.replies import EXIT_CHECK, EXIT_USAGE, CouldNotRun, GradeReply, UsageError
+from tutor.cli.replies import CouldNotRun, UsageError
+from tutor.instructor import assignment as assignments
+from tutor.instructor import columns as lms
+from tutor.instructor import gradebook, memo, results as class_results
 from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; the rest score 0 with a reason
 from tutor.sandbox.runner import RunResult
-from tutor.store.files import spreadsheet_safe, write_text_atomically
+from tutor.store.files import spreadsheet_safe, write_text_atomically  # noqa: F401  (spreadsheet_safe: importable here)
 
-#: Column names as the answers file may spell them (lower case), by the name used here.
-COLUMNS = {"learner": ("learner", "name", "student"), "exercise": ("exercise", "id", "exercise_id"),
-           "answer": ("answer", "prediction", "predict"), "note": ("note", "explain"),
-           "submitted_at": ("submitted_at", "submitted", "time"), "seed": ("seed",)}
-REQUIRED = ("learner", "exercise", "answer")
 #: Largest answers file read, in bytes.
-MAX_ANSWERS_BYTES = 64 * 1024 * 1024
+MAX_ANSWERS_BYTES = 256 * 1024 * 1024
 #: The gradebook's columns, in order.
-GRADEBOOK_COLUMNS = ("line", "learner", "exercise", "answer", "status", "score", "prediction", "observed",
-                     "reason", "submitted_at", "seed", "device", "duration_s", "saved", "note_saved")
+GRADEBOOK_COLUMNS = gradebook.COLUMNS
 
 
 # --- reading the answers ----------------------------------------------------------------------
@@ -98,6 +105,10 @@ class AnswerRow:
         submitted_at: when it was submitted, ISO 8601 in UTC, or None.
         seed: the check's seed.
         problem: why the row cannot be graded (one sentence), or None.
+        warnings: what was wrong with the row but did not stop its grading (a time or seed that
+            does not read), one sentence each.
+        mode: ``predict``, or ``fix`` for a repair (``--fixes``).
+        text: a fix's repaired file, as submitted.
     """
 
     line: int
@@ -109,27 +120,42 @@ class AnswerRow:
     submitted_at: str | None = None
     seed: int = 0
     problem: str | None = None
+    warnings: list = field(default_factory=list)
+    mode: str = "predict"
+    text: str | None = None
+
+    @property
+    def submission(self) -> str:
+        """The submission id: 16 hex digits of the SHA-256 of (learner, exercise, answer, submitted_at)."""
+        who = self.key if self.key is not None else (self.learner or "")
+        parts = [who, self.exercise or "", self.answer or "", self.submitted_at or "", self.mode]
+        return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def read_answers(path: str | os.PathLike, catalog) -> list[AnswerRow]:
+def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None) -> list[AnswerRow]:
     """Read an answers file (``-`` is standard input) into rows, each checked against ``catalog``.
 
     Rows that cannot be graded keep their reason in ``problem``; only a file
     that cannot be read as answers at all raises.
 
+    Args:
+        columns: ``--columns`` as :func:`tutor.instructor.columns.parse_columns` reads it.
+
     Raises:
         UsageError: the file is missing, too large, not UTF-8, has no rows,
-            or (CSV) its header lacks a required column.
+            or its header lacks a required column or has an ambiguous one.
     """
     text = _read_text(path)
     stripped = text.lstrip("\ufeff \t\r\n")
     suffix = Path(str(path)).suffix.lower()
     as_json = suffix in (".jsonl", ".ndjson", ".json") or (suffix != ".csv" and stripped[:1] in ("{", "["))
-    raw = _json_rows(text) if as_json else _csv_rows(text, path)
+    source = f"the answers file {path}"
+    raw = _json_rows(text, columns, source) if as_json else _csv_rows(text, columns, source)
     if not raw:
         raise UsageError(f"{path} holds no answers; write one row per answer with the columns learner, exercise "
                          "and answer")
-    return [_checked(line, fields, catalog) for line, fields in raw]
+    checker = _Checker(catalog)
+    return [checker(line, fields) for line, fields in raw]
 
 
 def _read_text(path) -> str:
@@ -151,21 +177,16 @@ def _read_text(path) -> str:
         raise UsageError(f"the answers file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
 
 
-def _csv_rows(text: str, path) -> list[tuple[int, dict]]:
-    """CSV rows as (line, {column: value}) with the columns named as :data:`COLUMNS` names them."""
+def _csv_rows(text: str, columns: dict | None, source: str) -> list[tuple[int, dict]]:
+    """CSV rows as (line, {field: value}), the header mapped by :func:`tutor.instructor.columns.resolve`."""
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)
     except StopIteration:
         return []
     except csv.Error as exc:
-        raise UsageError(f"the answers file {path} is not CSV ({exc})") from None
-    names = [_column(h) for h in header]
-    missing = [c for c in REQUIRED if c not in names]
-    if missing:
-        shown = ", ".join(h.strip() for h in header if h.strip())[:120] or "nothing"
-        raise UsageError(f"the answers file {path} has no column {', '.join(missing)} in its header (it has "
-                         f"{shown}); the header needs learner, exercise and answer")
+        raise UsageError(f"{source} is not CSV ({exc})") from None
+    mapping = lms.resolve(header, columns, source)
     rows = []
     line = reader.line_num + 1
     while True:
@@ -178,105 +199,141 @@ def _csv_rows(text: str, path) -> list[tuple[int, dict]]:
             line = reader.line_num + 1
             continue
         if any(c.strip() for c in cells):
-            fields = {n: c for n, c in zip(names, cells) if n is not None}
-            if len(cells) > len(names):
-                fields["_problem"] = f"line {line} has {len(cells)} cells but the header names {len(names)}"
+            fields = mapping.fields(cells)
+            if len(cells) > len(header):
+                fields["_problem"] = f"line {line} has {len(cells)} cells but the header names {len(header)}"
             rows.append((line, fields))
         line = reader.line_num + 1
     return rows
 
 
-def _json_rows(text: str) -> list[tuple[int, dict]]:
-    """JSON lines (or one JSON array) as (line, {column: value}); a line that is no object is a problem row."""
+def _json_rows(text: str, columns: dict | None, source: str) -> list[tuple[int, dict]]:
+    """JSON lines (or one JSON array) as (line, {field: value}); a line that is no object is a problem row.
+    The keys of every object together are the header (:func:`tutor.instructor.columns.resolve`)."""
     stripped = text.lstrip("\ufeff \t\r\n")
+    items: list[tuple[int, Any]] = []
     if stripped.startswith("["):
         try:
-            items = json.loads(stripped)
+            array = json.loads(stripped)
         except json.JSONDecodeError as exc:
             raise UsageError(f"the answers are not a JSON array of objects ({exc.msg}, line {exc.lineno})") from None
-        return [(n, _json_fields(item, n)) for n, item in enumerate(items, 1)]
+        items = list(enumerate(array if isinstance(array, list) else [array], 1))
+    else:
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                items.append((n, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                items.append((n, _Bad(f"line {n} is not a JSON object ({exc.msg})")))
+    header: list[str] = []
+    seen = set()
+    for _, item in items:
+        if isinstance(item, dict):
+            for k in item:
+                if str(k) not in seen:
+                    seen.add(str(k))
+                    header.append(str(k))
+    mapping = lms.resolve(header, columns, source) if header else None
     rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            rows.append((n, {"_problem": f"line {n} is not a JSON object ({exc.msg})"}))
-            continue
-        rows.append((n, _json_fields(item, n)))
+    for n, item in items:
+        if isinstance(item, _Bad):
+            rows.append((n, {"_problem": item.problem}))
+        elif not isinstance(item, dict) or mapping is None:
+            rows.append((n, {"_problem": f"line {n} is not a JSON object"}))
+        else:
+            values = [_json_text(item.get(h)) for h in header]
+            rows.append((n, {f: v for f, v in mapping.fields(values).items() if v is not None}))
     return rows
 
 
-def _json_fields(item: Any, n: int) -> dict:
-    if not isinstance(item, dict):
-        return {"_problem": f"line {n} is not a JSON object"}
-    fields = {}
-    for key, value in item.items():
-        name = _column(str(key))
-        if name is None:
-            continue
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            fields[name] = "yes" if value else "no"
-        elif isinstance(value, str):
-            fields[name] = value
-        else:
-            fields[name] = json.dumps(value)  # 0.25, -1, [2, 7]: written as a learner would type them
-    return fields
+@dataclass
+class _Bad:
+    problem: str
 
 
-def _column(header: str) -> str | None:
-    wanted = header.strip().lower().replace(" ", "_").replace("-", "_")
-    return next((name for name, spellings in COLUMNS.items() if wanted in spellings), None)
+def _json_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)  # 0.25, -1, [2, 7]: written as a learner would type them
 
 
-def _checked(line: int, fields: dict, catalog) -> AnswerRow:
-    """A row with every field read, or its first problem named."""
-    from tutor.model.attempts import ProgressError
-    from tutor.store.names import learner_key, validate_learner
-    row = AnswerRow(line=line)
-    given = {k: (v.strip() if k != "answer" and k != "note" else v) for k, v in fields.items() if k != "_problem"}
-    row.learner = given.get("learner") or None
-    row.exercise = given.get("exercise") or None
-    row.answer = given.get("answer")
-    row.note = given.get("note") or None
-    if fields.get("_problem"):
-        row.problem = fields["_problem"]
-        return row
-    problem = None
-    try:
-        row.learner = validate_learner(given.get("learner", ""))
-        row.key = learner_key(row.learner)
-    except ProgressError as exc:
-        problem = str(exc) if given.get("learner") else "the row names no learner"
-    ex = None
-    if problem is None:
-        if not row.exercise:
-            problem = "the row names no exercise"
-        else:
+class _Checker:
+    """Reads each row's fields (learner names and exercise ids looked up once per spelling)."""
+
+    def __init__(self, catalog) -> None:
+        self.catalog = catalog
+        self.learners: dict = {}
+        self.exercises: dict = {}
+
+    def learner(self, text: str):
+        from tutor.model.attempts import ProgressError
+        from tutor.store.names import learner_key, validate_learner
+        found = self.learners.get(text)
+        if found is None:
             try:
-                ex = catalog.get(row.exercise.lower())  # ids are lower case: HEAD-SPLIT is head-split
+                name = validate_learner(text)
+                found = (name, learner_key(name), None)
+            except ProgressError as exc:
+                found = (None, None, str(exc) if text else "the row names no learner")
+            self.learners[text] = found
+        return found
+
+    def exercise(self, text: str):
+        found = self.exercises.get(text)
+        if found is None:
+            try:
+                found = (self.catalog.get(text.lower()), None)  # ids are lower case: HEAD-SPLIT is head-split
             except KeyError as exc:
-                problem = exc.args[0]
-    if problem is None and ex is not None:
-        row.exercise = ex.id
-        try:
-            ex.parse_answer(row.answer if row.answer is not None else "")
-        except answers.AnswerError as exc:
-            problem = str(exc)
-    if problem is None and given.get("seed"):
-        try:
-            row.seed = int(given["seed"])
-            if row.seed < 0:
-                raise ValueError
-        except ValueError:
-            problem = f"the seed {given['seed'][:20]!r} is not a whole number 0 or more"
-    if problem is None and given.get("submitted_at"):
-        row.submitted_at, problem = _time(given["submitted_at"])
-    row.problem = problem
-    return row
+                found = (None, exc.args[0])
+            self.exercises[text] = found
+        return found
+
+    def __call__(self, line: int, fields: dict) -> AnswerRow:
+        """A row with every field read, or its first problem named."""
+        row = AnswerRow(line=line)
+        given = {k: (v.strip() if k not in ("answer", "note") else v) for k, v in fields.items() if k != "_problem"}
+        row.learner = given.get("learner") or None
+        row.exercise = given.get("exercise") or None
+        row.answer = given.get("answer")
+        row.note = given.get("note") or None
+        if fields.get("_problem"):
+            row.problem = fields["_problem"]
+            return row
+        name, key, problem = self.learner(given.get("learner", ""))
+        if problem is None:
+            row.learner, row.key = name, key
+        ex = None
+        if problem is None:
+            if not row.exercise:
+                problem = "the row names no exercise"
+            else:
+                ex, problem = self.exercise(row.exercise)
+        if problem is None and ex is not None:
+            row.exercise = ex.id
+            try:
+                ex.parse_answer(row.answer if row.answer is not None else "")
+            except answers.AnswerError as exc:
+                problem = str(exc)
+        if given.get("seed"):
+            try:
+                row.seed = int(given["seed"])
+                if row.seed < 0:
+                    raise ValueError
+            except ValueError:
+                row.seed = 0
+                row.warnings.append(f"the seed {given['seed'][:20]!r} is not a whole number 0 or more; graded "
+                                    "with seed 0")
+        if given.get("submitted_at"):
+            row.submitted_at, warning = _time(given["submitted_at"])
+            if warning:
+                row.warnings.append(warning)
+        row.problem = problem
+        return row
 
 
 def _time(text: str) -> tuple[str | None, str | None]:
@@ -284,7 +341,8 @@ def _time(text: str) -> tuple[str | None, str | None]:
     try:
         when = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        return None, (f"submitted_at {text[:40]!r} is not a date and time such as 2026-11-29T10:00:00+00:00")
+        return None, (f"submitted_at {text[:40]!r} is not a date and time such as 2026-11-29T10:00:00+00:00; "
+                      "graded without a time")
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return when.astimezone(timezone.utc).isoformat(timespec="seconds"), None
@@ -298,21 +356,31 @@ class RowResult:
 
     Attributes:
         row: the row as read.
-        status: pass, fail, unreadable, error, timeout or cancelled.
+        status: pass, fail, unreadable, not_assigned, error, timeout or cancelled.
         reason: why a row scored 0 other than by a wrong answer (one sentence), else None.
-        result: the graded run (None for an unreadable row).
+        result: the graded run (None for a row that did not run).
+        points: what a pass scores (the assignment's points), or 0 for a row outside it.
+        reused: whether its check's measurement was another row's (:mod:`tutor.instructor.memo`).
         saved_to: the progress file the attempt went to (``--save``), else None.
         save_error: why an attempt that should have been saved was not, else None.
         note_saved: whether the row's note was saved with it.
+        already_saved: the progress file held this submission already (``--save`` twice).
+        verdict: a fix's verdict as its sentence, else None.
+        diff: a fix's unified diff against the clean file (the gradebook's answer cell), else None.
     """
 
     row: AnswerRow
     status: str
     reason: str | None = None
     result: RunResult | None = None
+    points: float = 1.0
+    reused: bool = False
     saved_to: Path | None = None
     save_error: str | None = None
     note_saved: bool = False
+    already_saved: bool = False
+    verdict: str | None = None
+    diff: str | None = None
 
     @property
     def learner(self) -> str | None:
@@ -327,21 +395,28 @@ class RowResult:
         return (self.row.answer or "").strip().replace("\n", " ")
 
     @property
-    def score(self) -> int:
-        return 1 if self.status == "pass" else 0
+    def score(self) -> float:
+        return self.points if self.status == "pass" else 0
 
     def to_dict(self) -> dict:
         """The row as JSON: the answer and its verdict, what was observed (typed and as text), why not graded."""
         r, res = self.row, self.result
         observed = res.observed if res is not None else None
-        return {"line": r.line, "learner": r.learner, "exercise": r.exercise, "answer": r.answer,
-                "status": self.status, "score": self.score, "correct": res.correct if res else None,
-                "prediction_text": res.prediction_text if res else None, "observed": observed,
-                "observed_text": _shown(res), "reason": self.reason, "note": r.note or "",
-                "submitted_at": r.submitted_at, "seed": r.seed, "device": res.device if res else None,
-                "duration_s": round(res.duration_s, 3) if res else None, "saved": self.saved_to is not None,
+        score = self.score
+        return {"line": r.line, "learner": r.learner, "key": r.key, "exercise": r.exercise,
+                "answer": self.diff if self.diff is not None else r.answer,
+                "mode": r.mode, "status": self.status, "score": int(score) if float(score).is_integer() else score,
+                "points": int(self.points) if float(self.points).is_integer() else self.points,
+                "correct": res.correct if res else None,
+                "prediction_text": res.prediction_text if res and r.mode == "predict" else None,
+                "observed": observed,
+                "observed_text": _shown(res), "verdict": self.verdict, "reason": self.reason,
+                "warnings": list(r.warnings), "note": r.note or "", "submitted_at": r.submitted_at, "seed": r.seed,
+                "device": res.device if res else None,
+                "duration_s": round(res.duration_s, 3) if res else None, "reused": self.reused,
+                "saved": self.saved_to is not None or self.already_saved,
                 "saved_to": str(self.saved_to) if self.saved_to else None, "save_error": self.save_error,
-                "note_saved": self.note_saved}
+                "note_saved": self.note_saved, "submission": r.submission}
 
 
 def _shown(result: RunResult | None) -> str | None:
@@ -369,9 +444,11 @@ class RunnerPool:
         runners: the runners, made at construction (no process yet).
     """
 
-    def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None) -> None:
+    def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None,
+                 allow_unconfined: bool = False) -> None:
         from tutor.sandbox.runner import Runner
-        factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev))
+        factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev, allow_unconfined=allow_unconfined))
+        self.device = device
         self.runners = [factory(catalog, device) for _ in range(max(1, jobs))]
 
     def run(self, jobs: Iterable, work: Callable[[Any, Any], Any], on_done: Callable[[Any], None] | None = None
@@ -428,32 +505,42 @@ class RunnerPool:
 
 
 def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
-               on_result: Callable[[RowResult], None] | None = None) -> list[RowResult]:
-    """Grade every row on the pool's warm workers, each through a :class:`tutor.app.session.Session`
-    (nothing is saved here); an unreadable row is its result at once. Results come back in the rows'
-    order; ``on_result`` gets each as it is ready (in the file's order with one worker).
+               on_result: Callable[[RowResult], None] | None = None, assignment=None,
+               observations: memo.Observations | None = None) -> list[RowResult]:
+    """Grade every row on the pool's warm workers (nothing is saved here); a row that cannot run is its
+    result at once. Each distinct measurement runs once (:mod:`tutor.instructor.memo`). Results come back
+    in the rows' order; ``on_result`` gets each as it is ready (in the file's order with one worker).
+
+    Args:
+        assignment: the :class:`tutor.instructor.assignment.Assignment`; rows for other exercises are
+            ``not_assigned`` and do not run. None grades every readable row for one point.
+        observations: the measurements to share (a new set when None).
 
     Raises:
         UsageError: the device asked for is missing (a missing CUDA).
         CouldNotRun: no check worker could start at all.
     """
-    from tutor.sandbox.runner import DeviceError, WorkerError
-    from tutor.app.session import Session
-    sessions: dict[int, Session] = {}
+    from tutor.sandbox.runner import DeviceError, WorkerError, standard_sides
+    kept = observations if observations is not None else memo.Observations()
+    device = getattr(pool, "device", "auto")
 
     def work(runner, row: AnswerRow) -> RowResult:
         if row.problem is not None:
-            return RowResult(row, "unreadable", reason=row.problem)
-        session = sessions.get(id(runner))
-        if session is None:
-            session = sessions[id(runner)] = Session(catalog, runner)
+            return RowResult(row, "unreadable", reason=row.problem, points=_points(assignment, row.exercise))
+        if assignment is not None and assignment.get(row.exercise) is None:
+            return RowResult(row, "not_assigned", points=0,
+                             reason=f"{row.exercise} is not in the assignment"
+                                    f"{' ' + assignment.name if assignment.name else ''}; reported, not scored")
         ex = catalog.get(row.exercise)
+        sides = standard_sides(catalog, ex)
         try:
-            result = session.start(ex, row.answer, seed=row.seed, record=False).execute().result
+            measured, reused = kept.get(memo.key(ex.id, row.seed, sides, device),
+                                        lambda: runner.run(ex, None, seed=row.seed, sides=sides))
         except WorkerError as exc:
             raise CouldNotRun(str(exc)) from None  # a worker that cannot start is the machine's, for every row
+        result = memo.graded(ex, measured, row.answer)
         return RowResult(row, result.status, reason=None if result.status in GRADED else result.error,
-                         result=result)
+                         result=result, points=_points(assignment, row.exercise), reused=reused)
 
     try:
         return pool.run(rows, work, on_result)
@@ -461,31 +548,67 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         raise UsageError(str(exc)) from None
 
 
-# --- saving, and the files --------------------------------------------------------------------
+def _points(assignment, ex_id: str | None) -> float:
+    if assignment is None:
+        return 1.0
+    assigned = assignment.get(ex_id) if ex_id else None
+    return assigned.points if assigned is not None else 0.0
 
-def save_results(catalog, results: list[RowResult], store, notice: Callable[[str], None]) -> None:
-    """Record each graded row in its learner's progress file, in the answers' order (``--save``).
+
+# --- saving -------------------------------------------------------------------------------------
+
+class Saver:
+    """Records each graded row in its learner's progress file as it is graded (``--save``).
 
     One :class:`tutor.app.session.Session` per learner records through the run
-    policy (only pass and fail become attempts); a row's ``saved_to``,
-    ``save_error`` and ``note_saved`` say what happened.
+    policy (only pass and fail become attempts), with the row's submission
+    id: a submission the file holds already is not saved again. A row's
+    ``saved_to``, ``save_error``, ``note_saved`` and ``already_saved`` say
+    what happened.
     """
-    from tutor.app.session import Session
-    sessions: dict[str, Session] = {}
-    for outcome in results:
+
+    def __init__(self, catalog, store, notice: Callable[[str], None]) -> None:
+        self.catalog, self.store, self.notice = catalog, store, notice
+        self.sessions: dict = {}
+        self.submitted: dict[str, set] = {}
+
+    def __call__(self, outcome: RowResult) -> None:
+        from tutor.model.attempts import ProgressError
+        from tutor.app.session import Session
         row = outcome.row
         if outcome.result is None or outcome.status not in GRADED:
-            continue
-        session = sessions.get(row.key)
+            return
+        done = self.submitted.get(row.key)
+        if done is None:
+            try:
+                held = self.store.load(row.learner, move_aside=False)
+                done = {a.submission for p in held.exercises.values() for a in p.attempts if a.submission}
+            except ProgressError:
+                done = set()  # saving says what is wrong with the file
+            self.submitted[row.key] = done
+        if row.submission in done:
+            outcome.already_saved = True
+            return
+        session = self.sessions.get(row.key)
         if session is None:
-            session = sessions[row.key] = Session(catalog, _NoRunner(), store, row.learner)
-        saved = session.record(catalog.get(row.exercise), outcome.result, row.note, time=row.submitted_at)
+            session = self.sessions[row.key] = Session(self.catalog, _NoRunner(), self.store, row.learner)
+        saved = session.record(self.catalog.get(row.exercise), outcome.result, row.note, time=row.submitted_at,
+                               submission=row.submission)
         outcome.saved_to, outcome.save_error, outcome.note_saved = saved.saved_to, saved.save_error, saved.note_saved
+        if saved.saved_to is not None:
+            done.add(row.submission)
         for warning in saved.warnings:
-            notice(warning)
+            self.notice(warning)
         if saved.save_error:
-            notice(f"line {row.line} ({row.learner}, {row.exercise}): "
-                   + (saved.save_error if saved.saved_to else f"the attempt was not saved: {saved.save_error}"))
+            self.notice(f"line {row.line} ({row.learner}, {row.exercise}): "
+                        + (saved.save_error if saved.saved_to else f"the attempt was not saved: {saved.save_error}"))
+
+
+def save_results(catalog, results: list[RowResult], store, notice: Callable[[str], None]) -> None:
+    """Record each graded row in its learner's progress file, in the given order (see :class:`Saver`)."""
+    saver = Saver(catalog, store, notice)
+    for outcome in results:
+        saver(outcome)
 
 
 class _NoRunner:
@@ -504,219 +627,70 @@ class _NoRunner:
         pass
 
 
+# --- the files ----------------------------------------------------------------------------------
+
 def gradebook_csv(results: list[RowResult]) -> str:
-    """The gradebook: :data:`GRADEBOOK_COLUMNS`, one line per answers row, in the file's order."""
-    out = io.StringIO(newline="")
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(GRADEBOOK_COLUMNS)
-    for outcome in results:
-        d = outcome.to_dict()
-        cells = [d["line"], d["learner"] or "", d["exercise"] or "", outcome.answer_text, d["status"], d["score"],
-                 d["prediction_text"] or "", d["observed_text"] or "", d["reason"] or "", d["submitted_at"] or "",
-                 d["seed"], d["device"] or "", "" if d["duration_s"] is None else f"{d['duration_s']:.3f}",
-                 "yes" if d["saved"] else "no", "yes" if d["note_saved"] else "no"]
-        writer.writerow([spreadsheet_safe(c) for c in cells])
-    return out.getvalue()
+    """The gradebook (:mod:`tutor.instructor.gradebook`): one line per answers row, in the given order."""
+    return gradebook.to_csv(r.to_dict() for r in results)
 
 
-def assignment(catalog, results: list[RowResult]) -> list[str]:
-    """The exercises graded: every exercise some row names, in the catalog's order."""
-    named = {r.row.exercise for r in results if r.row.problem is None or r.row.exercise in _ids(catalog)}
-    return [e.id for e in catalog.exercises if e.id in named]
+def results_json(catalog, results: list, answers_path: str, assignment=None) -> dict:
+    """Gradescope-style results per learner (:func:`tutor.instructor.results.class_results`).
+
+    ``results`` are :class:`RowResult` or their ``to_dict`` rows.
+    """
+    rows = [r.to_dict() if isinstance(r, RowResult) else r for r in results]
+    if assignment is None:
+        assignment = infer_assignment(catalog, rows)
+    return class_results.class_results(rows, assignment, _titles(catalog), answers_path)
 
 
-def _ids(catalog) -> set:
-    return {e.id for e in catalog.exercises}
+def infer_assignment(catalog, rows: list[dict]):
+    """Every catalog exercise that a readable row names (an unreadable row never adds to max_score)."""
+    named = {r["exercise"] for r in rows if r.get("status") != "unreadable" and r.get("exercise")}
+    return assignments.inferred(catalog, named)
 
 
-def results_json(catalog, results: list[RowResult], answers_path: str) -> dict:
-    """Gradescope-style results per learner (module docstring): score, max_score, output, tests."""
-    exercises = assignment(catalog, results)
-    learners: dict[str, dict] = {}
-    last: dict[tuple[str, str], RowResult] = {}
-    for outcome in results:  # in file order: a later row (or a later submitted_at) replaces an earlier one
-        row = outcome.row
-        if row.key is None or row.exercise not in exercises:
-            continue
-        learners.setdefault(row.key, {"name": row.learner, "time": 0.0})
-        if outcome.result is not None:
-            learners[row.key]["time"] += outcome.result.duration_s
-        earlier = last.get((row.key, row.exercise))
-        if earlier is None or _later_or_same(row, earlier.row):
-            last[(row.key, row.exercise)] = outcome
-    entries = []
-    for key in sorted(learners):
-        tests = []
-        for n, ex_id in enumerate(exercises, 1):
-            outcome = last.get((key, ex_id))
-            title = catalog.get(ex_id).title
-            tests.append({"name": f"{ex_id} · {title}", "number": str(n),
-                          "score": float(outcome.score) if outcome else 0.0, "max_score": 1.0,
-                          "status": "passed" if outcome and outcome.status == "pass" else "failed",
-                          "output": _test_output(catalog, outcome), "visibility": "visible",
-                          "extra_data": {"exercise": ex_id, "status": outcome.status if outcome else "missing",
-                                         "line": outcome.row.line if outcome else None}})
-        score = sum(t["score"] for t in tests)
-        entries.append({"score": score, "max_score": float(len(tests)), "execution_time": round(learners[key]["time"], 3),
-                        "output": f"{learners[key]['name']}: {score:g} of {len(tests)} exercises matched what "
-                                  "their checks observed.",
-                        "visibility": "visible", "stdout_visibility": "hidden",
-                        "extra_data": {"learner": learners[key]["name"]}, "tests": tests})
-    unattributed = [{"line": r.row.line, "reason": r.reason} for r in results
-                    if r.row.key is None or r.row.exercise not in exercises]
-    return {"schema_version": 1, "answers": answers_path, "graded_at": _now(), "exercises": exercises,
-            "learners": entries, "unattributed_rows": unattributed}
+def assignment(catalog, results: list) -> list[str]:
+    """The exercises of the inferred assignment, in the catalog's order."""
+    return infer_assignment(catalog, [r.to_dict() if isinstance(r, RowResult) else r for r in results]).ids
 
 
-def _later_or_same(row: AnswerRow, earlier: AnswerRow) -> bool:
-    if row.submitted_at and earlier.submitted_at:
-        return row.submitted_at >= earlier.submitted_at
-    return True  # the file's order
+def _titles(catalog) -> dict:
+    return {e.id: e.title for e in catalog.exercises}
 
 
-def _test_output(catalog, outcome: RowResult | None) -> str:
-    """A test's output text: the answer, what was observed, and the verdict (or why there is none)."""
-    if outcome is None:
-        return "No answer was submitted for this exercise."
-    res = outcome.result
-    if outcome.status == "unreadable":
-        return f"Your answer {outcome.answer_text[:80]!r} could not be graded: {outcome.reason}."
-    if outcome.status not in GRADED:
-        return f"The check could not finish ({outcome.status}): {outcome.reason}. This is not your mistake."
-    ex = catalog.get(res.id)
-    observed = answers.show(ex.kind, res.observed)
-    verdict = "matched" if res.correct else "did not match"
-    return f"You predicted {res.prediction_text}. The check observed {observed}. Your prediction {verdict}."
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (:func:`tutor.store.files.write_text_atomically`)."""
+    write_text_atomically(path, text)
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-# --- the command ------------------------------------------------------------------------------
-
-@dataclass
-class Summary:
-    """What ``tutor grade`` did, for its Rich view."""
-
-    counts: dict = field(default_factory=dict)
-    rows: int = 0
-    learners: int = 0
-    exercises: list = field(default_factory=list)
-    workers: int = 1
-    duration_s: float = 0.0
-    gradebook: Path | None = None
-    results: Path | None = None
-    saved: int | None = None
-    progress_folder: Path | None = None
-
-
-def command(args, events) -> GradeReply:
-    """``tutor grade``: read, check the outputs can be written, grade on warm workers, write, save."""
-    from tutor.model.attempts import ProgressError
-    from tutor.store.progress import ProgressStore, default_folder
-    started = time.perf_counter()
-    catalog = load_catalog()
-    if args.answers == "-" and not args.out:
-        raise UsageError("--answers - reads standard input; say where the gradebook goes with --out DIR")
-    out = Path(args.out) if args.out else _default_out(Path(args.answers))
-    rows = read_answers(args.answers, catalog)
-    _ensure_folder(out)
-    store = None
-    if args.save:
-        store = ProgressStore(default_folder(getattr(args, "progress_dir", None)))
-        try:
-            store.ensure_writable()
-        except ProgressError as exc:
-            raise UsageError(str(exc)) from None
-    readable = sum(r.problem is None for r in rows)
-    jobs = _workers(args.jobs, readable, events.notice)
-    pool = RunnerPool(catalog, args.device, jobs, getattr(args, "runner_factory", None))
-    try:
-        results = grade_rows(catalog, rows, pool, events.graded)
-    finally:
-        pool.close()
-    if store is not None:
-        save_results(catalog, results, store, events.notice)
-    gradebook, results_path = out / "gradebook.csv", out / "results.json"
-    try:
-        write_text_atomically(gradebook, gradebook_csv(results))
-        write_text_atomically(results_path, json.dumps(results_json(catalog, results, str(args.answers)), indent=2) + "\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    summary = Summary(counts=counts, rows=len(results), learners=len({r.row.key for r in results if r.row.key}),
-                      exercises=assignment(catalog, results), workers=jobs,
-                      duration_s=time.perf_counter() - started, gradebook=gradebook, results=results_path,
-                      saved=sum(r.saved_to is not None for r in results) if store is not None else None,
-                      progress_folder=store.folder if store is not None else None)
-    unfinished = [r for r in results if r.result is not None and r.status not in GRADED]
-    unsaved = [r for r in results if r.save_error]
-    data = {"answers": str(args.answers), "out": str(out), "gradebook": str(gradebook), "results": str(results_path),
-            "workers": jobs, "rows": [r.to_dict() for r in results], "counts": counts, "learners": summary.learners,
-            "exercises": summary.exercises, "saved": summary.saved,
-            "progress_folder": str(store.folder) if store is not None else None,
-            "duration_s": round(summary.duration_s, 3)}
-    code = 0
-    if unsaved:
-        code = EXIT_USAGE
-        data["error"] = (f"{len(unsaved)} graded answer{'s' if len(unsaved) > 1 else ''} could not be saved in full "
-                         "to progress; each row's save_error says why")
-    if unfinished:
-        code = EXIT_CHECK
-        data["error"] = (f"the check of {len(unfinished)} row{'s' if len(unfinished) > 1 else ''} could not finish "
-                         f"(lines {', '.join(str(r.row.line) for r in unfinished[:10])}); they score 0 in the "
-                         "gradebook: grade them again when the machine is quiet")
-    return GradeReply(data, code, rows=results, summary=summary)
-
-
-def _default_out(answers_path: Path) -> Path:
-    return answers_path.with_name(f"{answers_path.stem}-graded")
-
-
-def _ensure_folder(out: Path) -> None:
-    """Make the output folder and prove it writable before any check runs.
+def chosen_assignment(path: str | None, ids: str | None, catalog):
+    """The assignment of ``--assignment FILE`` (``path``) or ``--exercises`` (``ids``), or None (inferred later).
 
     Raises:
-        UsageError: it cannot be made or written.
+        UsageError: both are given, or the one given does not read.
     """
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".tutor-write-test-", dir=out)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
+    if path and ids:
+        raise UsageError("give the assignment once: --assignment FILE.toml or --exercises ID,..., not both")
+    if path:
+        return assignments.load(path, catalog)
+    if ids:
+        return assignments.from_ids(ids, catalog)
+    return None
 
 
-def _workers(asked: int, rows: int, notice: Callable[[str], None]) -> int:
-    """The workers to start: as asked, but no more than the cores (said once) or the rows to run."""
-    cores = usable_cores()
-    jobs = asked
-    if asked > cores:
-        notice(f"-j {asked} asks for more check workers than this machine's {cores} core"
-               f"{'s' if cores > 1 else ''}; using {cores}")
-        jobs = cores
-    return max(1, min(jobs, rows))
-
-
-def show_summary(console, reply: GradeReply) -> None:
-    """The Rich view after the rows' lines: counts, where the files went, what was saved."""
-    from rich.text import Text
-    s = reply.summary
-    order = ("pass", "fail", "unreadable", "error", "timeout", "cancelled")
-    counts = ", ".join(f"{s.counts[k]} {k}" for k in order if s.counts.get(k))
-    console.print(Text(f"Graded {s.rows} row{'s' if s.rows != 1 else ''} ({s.learners} learner"
-                       f"{'s' if s.learners != 1 else ''}, {len(s.exercises)} exercise"
-                       f"{'s' if len(s.exercises) != 1 else ''}) in {s.duration_s:.1f} s on {s.workers} worker"
-                       f"{'s' if s.workers != 1 else ''}: {counts}.", style="bold"))
-    console.print(Text(f"Gradebook: {s.gradebook}"))
-    console.print(Text(f"Results:   {s.results}"))
-    if s.saved is not None:
-        console.print(Text(f"Saved {s.saved} attempt{'s' if s.saved != 1 else ''} to the progress files in "
-                           f"{s.progress_folder}."))
-    if reply.data.get("error"):
-        from tutor.cli.output import fail
-        fail(reply.data["error"])
+def not_yet_graded(rows: list[AnswerRow], earlier: list[dict]) -> list[AnswerRow]:
+    """The rows ``--resume`` still has to grade: each submission as often as the file has it, less the
+    times the gradebook holds it already."""
+    held: dict[str, int] = {}
+    for r in earlier:
+        held[r.get("submission", "")] = held.get(r.get("submission", ""), 0) + 1
+    todo = []
+    for row in rows:
+        sid = row.submission
+        if held.get(sid, 0) > 0:
+            held[sid] -= 1
+            continue
+        todo.append(row)
+    return todo

@@ -6,6 +6,10 @@ Per exercise, over the learners whose files hold attempts at it:
   a prediction; outcomes such as a timeout, and fix or break attempts of edit
   mode, are counted apart in ``other_attempts``);
 * ``solved_first`` — learners whose first graded attempt matched;
+* ``solved_latest`` — learners whose attempt that counts (the latest, as
+  ``results.json`` and ``tutor progress`` pick it:
+  :func:`tutor.model.attempts.counting`) matched; attempts are read in
+  that one time order everywhere here;
 * ``ever_solved`` — learners with a matching attempt at all;
 * ``median_attempts`` — the median number of graded attempts of those who
   tried, and ``median_attempts_to_solve`` of those who solved it (the
@@ -14,6 +18,9 @@ Per exercise, over the learners whose files hold attempts at it:
   number of learners who made it and of attempts that made it: the class's
   misconceptions. Predictions are compared as the exercise reads them
   (``3x3`` and ``(3, 3)`` are one prediction) when the catalog knows it;
+* ``fix_tried`` / ``fix_fixed`` — learners with a fix-mode attempt (``tutor
+  fix``, ``tutor grade --fixes``), and those whose attempt that counts (the
+  latest) fixed it;
 * ``notes`` — the learners' explain-back notes.
 
 Per learner whose predictions carry a ``confidence`` (a whole percent,
@@ -43,9 +50,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tutor.cli.learner import catalog_or_none
-from tutor.cli.replies import EXIT_USAGE, ReportReply, UsageError
-from tutor.model.attempts import ExerciseProgress, ProgressError, confidence_of, is_prediction
+from tutor.cli.replies import UsageError
+from tutor.model.attempts import ExerciseProgress, ProgressError, confidence_of, in_time_order, is_prediction
 from tutor.model.calibration import calibrate
 from tutor.store.files import spreadsheet_safe
 from tutor.store.progress import DamagedProgressError, ProgressStore
@@ -73,18 +79,22 @@ class ExerciseReport:
     in_catalog: bool = True
     tried: int = 0
     solved_first: int = 0
+    solved_latest: int = 0
     ever_solved: int = 0
     median_attempts: float | None = None
     median_attempts_to_solve: float | None = None
     other_attempts: int = 0
+    fix_tried: int = 0
+    fix_fixed: int = 0
     wrong_predictions: list[WrongPrediction] = field(default_factory=list)
     notes: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"id": self.id, "title": self.title, "set": self.set, "in_catalog": self.in_catalog,
-                "tried": self.tried, "solved_first": self.solved_first, "ever_solved": self.ever_solved,
+                "tried": self.tried, "solved_first": self.solved_first, "solved_latest": self.solved_latest,
+                "ever_solved": self.ever_solved,
                 "median_attempts": self.median_attempts, "median_attempts_to_solve": self.median_attempts_to_solve,
-                "other_attempts": self.other_attempts,
+                "other_attempts": self.other_attempts, "fix_tried": self.fix_tried, "fix_fixed": self.fix_fixed,
                 "wrong_predictions": [w.to_dict() for w in self.wrong_predictions],
                 "note_count": len(self.notes), "notes": self.notes}
 
@@ -130,13 +140,19 @@ class ClassReport:
                 "read_only": self.read_only}
 
 
-def build_report(folder: str | Path, catalog=None, top: int = 3) -> ClassReport:
+#: From this many files on, they are read by one process per core (reading is most of a report's time).
+PARALLEL_FROM = 2000
+
+
+def build_report(folder: str | Path, catalog=None, top: int = 3, jobs: int | None = None) -> ClassReport:
     """Read every learner's progress file in ``folder`` once and count (module docstring).
 
     Args:
         folder: the progress folder.
         catalog: the exercises, for order, titles and reading predictions; None reads without.
         top: how many wrong predictions to keep per exercise.
+        jobs: processes that read the files (default: one per usable core from
+            :data:`PARALLEL_FROM` files on, else this one); the counts are the same either way.
 
     Raises:
         UsageError: the folder does not exist.
@@ -147,37 +163,91 @@ def build_report(folder: str | Path, catalog=None, top: int = 3) -> ClassReport:
                          "(tutor report DIR)")
     report = ClassReport(folder=store.folder, kept_aside=[str(p) for p in store.kept_aside()])
     by_exercise: dict[str, _Tally] = defaultdict(_Tally)
-    canonical = _Reader(catalog)
     files = store.learner_files()
     used = {f.key: f for f in files if not f.shadowed}
     for file in files:
         if file.shadowed:
             report.shadowed.append({"file": str(file.path), "same_learner_as": str(used[file.key].path)})
-            continue
+    for part in _count_all(store, catalog, [f for f in files if not f.shadowed], jobs):
+        report.learners += part.learners
+        report.damaged += part.damaged
+        report.read_only += part.read_only
+        report.calibration += part.calibration
+        for ex_id, tally in part.tallies.items():
+            by_exercise[ex_id].merge(tally)
+    report.exercises = _ordered([t.finish(ex_id, catalog, top) for ex_id, t in by_exercise.items()], catalog)
+    report.calibration.sort(key=lambda c: c.learner.casefold())
+    return report
+
+
+@dataclass
+class _Part:
+    """What one run of files counted: merged into the report in the files' order."""
+
+    learners: int = 0
+    damaged: list = field(default_factory=list)
+    read_only: list = field(default_factory=list)
+    calibration: list = field(default_factory=list)
+    tallies: dict = field(default_factory=dict)
+
+
+def _count(store: ProgressStore, catalog, files: list) -> _Part:
+    """Read and count ``files`` (one process's share)."""
+    part = _Part()
+    tallies: dict[str, _Tally] = defaultdict(_Tally)
+    canonical = _Reader(catalog)
+    for file in files:
         try:
             progress = store.review_file(file)
         except DamagedProgressError as exc:
-            report.damaged.append({"file": str(file.path), "problem": exc.problem})
+            part.damaged.append({"file": str(file.path), "problem": exc.problem})
             continue
         except ProgressError as exc:
-            report.damaged.append({"file": str(file.path), "problem": str(exc)})
+            part.damaged.append({"file": str(file.path), "problem": str(exc)})
             continue
         if progress.read_only:
-            report.read_only.append(str(file.path))
+            part.read_only.append(str(file.path))
         name = progress.learner
-        report.learners += 1
+        part.learners += 1
         for ex_id, entry in progress.exercises.items():
-            by_exercise[ex_id].add(name, entry, canonical, ex_id)
+            tallies[ex_id].add(name, entry, canonical, ex_id)
         attempts = [a for entry in progress.exercises.values() for a in entry.attempts]
         rated = calibrate(attempts)  # the Brier score and the counts of 'tutor progress', computed once
         if rated.count:
             stated = [confidence_of(a) for a in attempts if is_prediction(a) and confidence_of(a) is not None]
-            report.calibration.append(Calibration(
+            part.calibration.append(Calibration(
                 learner=name, predictions=rated.count, mean_confidence=sum(stated) / 100 / rated.count,
                 accuracy=rated.right / rated.count, brier=rated.brier))
-    report.exercises = _ordered([t.finish(ex_id, catalog, top) for ex_id, t in by_exercise.items()], catalog)
-    report.calibration.sort(key=lambda c: c.learner.casefold())
-    return report
+    part.tallies = dict(tallies)
+    return part
+
+
+def _count_all(store: ProgressStore, catalog, files: list, jobs: int | None) -> list[_Part]:
+    """The files counted in order: by ``jobs`` forked processes, each counting a run of files, when
+    there are many; only the counts travel back."""
+    import os
+    if jobs is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = os.cpu_count() or 1
+        jobs = cores if len(files) >= PARALLEL_FROM else 1
+    if jobs <= 1 or len(files) < 2:
+        return [_count(store, catalog, files)]
+    import functools
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    try:
+        context = multiprocessing.get_context("fork")  # the catalog and the modules are imported already
+    except ValueError:
+        return [_count(store, catalog, files)]
+    size = -(-len(files) // jobs)
+    runs = [files[i:i + size] for i in range(0, len(files), size)]
+    try:
+        with ProcessPoolExecutor(len(runs), mp_context=context) as pool:
+            return list(pool.map(functools.partial(_count, store, catalog), runs))
+    except (OSError, RuntimeError):  # no processes to be had here: count them in this one
+        return [_count(store, catalog, files)]
 
 
 class _Reader:
@@ -207,16 +277,35 @@ class _Tally:
     """One exercise's counts while the files are read."""
 
     def __init__(self) -> None:
-        self.tried = self.solved_first = self.ever_solved = self.other = 0
+        self.tried = self.solved_first = self.solved_latest = self.ever_solved = self.other = 0
+        self.fix_tried = self.fix_fixed = 0
         self.attempts: list[int] = []
         self.to_solve: list[int] = []
         self.wrong_learners: dict[str, set] = defaultdict(set)
         self.wrong_attempts: dict[str, int] = defaultdict(int)
         self.notes: list[dict] = []
 
+    def merge(self, other: "_Tally") -> None:
+        """Add another run of files' counts of the same exercise to these."""
+        for name in ("tried", "solved_first", "solved_latest", "ever_solved", "other", "fix_tried", "fix_fixed"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.attempts += other.attempts
+        self.to_solve += other.to_solve
+        for shown, who in other.wrong_learners.items():
+            self.wrong_learners[shown] |= who
+        for shown, n in other.wrong_attempts.items():
+            self.wrong_attempts[shown] += n
+        self.notes += other.notes
+
     def add(self, learner: str, entry: ExerciseProgress, read, ex_id: str) -> None:
-        graded = [a for a in entry.attempts if is_prediction(a)]
+        # the one time order (the latest counts): results.json and tutor progress agree
+        ordered = in_time_order(entry.attempts, lambda a: a.time)
+        graded = [a for a in ordered if is_prediction(a)]
         self.other += len(entry.attempts) - len(graded)
+        fixes = [a for a in ordered if a.mode == "fix"]
+        if fixes:
+            self.fix_tried += 1
+            self.fix_fixed += bool(fixes[-1].correct)
         note = entry.note
         if note.strip():
             self.notes.append({"learner": learner, "note": note})
@@ -225,6 +314,7 @@ class _Tally:
         self.tried += 1
         self.attempts.append(len(graded))
         self.solved_first += bool(graded[0].correct)
+        self.solved_latest += bool(graded[-1].correct)
         first_right = next((n for n, a in enumerate(graded, 1) if a.correct), None)
         if first_right is not None:
             self.ever_solved += 1
@@ -241,9 +331,9 @@ class _Tally:
                        key=lambda w: (-w.learners, -w.attempts, w.prediction))
         return ExerciseReport(
             id=ex_id, title=ex.title if ex else None, set=ex.set if ex else None, in_catalog=ex is not None,
-            tried=self.tried, solved_first=self.solved_first, ever_solved=self.ever_solved,
+            tried=self.tried, solved_first=self.solved_first, solved_latest=self.solved_latest, ever_solved=self.ever_solved,
             median_attempts=_median(self.attempts), median_attempts_to_solve=_median(self.to_solve),
-            other_attempts=self.other, wrong_predictions=wrong[:top],
+            other_attempts=self.other, fix_tried=self.fix_tried, fix_fixed=self.fix_fixed, wrong_predictions=wrong[:top],
             notes=sorted(self.notes, key=lambda n: n["learner"].casefold()))
 
 
@@ -278,6 +368,7 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
               "median_attempts_to_solve", "other_attempts", "notes"]
     for n in range(1, top + 1):
         header += [f"wrong_prediction_{n}", f"wrong_prediction_{n}_learners"]
+    header += ["solved_latest", "fix_tried", "fix_fixed"]
     writer.writerow(header)
     for e in report.exercises:
         row = [e.id, e.set or "", e.title or "", e.tried, e.solved_first, e.ever_solved, _number(e.median_attempts),
@@ -285,66 +376,10 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
         for n in range(top):
             w = e.wrong_predictions[n] if n < len(e.wrong_predictions) else None
             row += [w.prediction, w.learners] if w else ["", ""]
+        row += [e.solved_latest, e.fix_tried, e.fix_fixed]
         writer.writerow([spreadsheet_safe(c) for c in row])
     return out.getvalue()
 
 
 def _number(value: float | None) -> str:
     return "" if value is None else f"{value:g}"
-
-
-def show_report(console, report: ClassReport) -> None:
-    """The report for a terminal: the exercise table, calibration, and the files not counted."""
-    from rich.table import Table
-    from rich.text import Text
-    console.print(Text(f"Class report of {report.folder}: {report.learners} learner"
-                       f"{'s' if report.learners != 1 else ''}, {len(report.exercises)} exercise"
-                       f"{'s' if len(report.exercises) != 1 else ''} tried", style="bold"))
-    if report.exercises:
-        table = Table()
-        table.add_column("exercise", no_wrap=True)
-        for column in ("tried", "1st try", "solved", "median tries", "notes"):
-            table.add_column(column, justify="right", overflow="fold")
-        table.add_column("wrong predictions (learners)", overflow="fold", ratio=1)
-        for e in report.exercises:
-            wrong = " · ".join(f"{w.prediction} ×{w.learners}" for w in e.wrong_predictions) or "-"
-            table.add_row(e.id if e.in_catalog else f"{e.id} (not in the catalog)", str(e.tried), str(e.solved_first),
-                          str(e.ever_solved), _number(e.median_attempts) or "-", str(len(e.notes)), Text(wrong))
-        console.print(table)
-    if report.calibration:
-        table = Table(title="Calibration: confidence against how often right")
-        table.add_column("learner", no_wrap=True)
-        for column in ("predictions", "mean confidence", "right", "Brier", "over-confidence"):
-            table.add_column(column, justify="right")
-        for c in report.calibration:
-            table.add_row(Text(c.learner), str(c.predictions), f"{c.mean_confidence:.0%}", f"{c.accuracy:.0%}",
-                          f"{c.brier:.3f}", f"{c.overconfidence:+.0%}")
-        console.print(table)
-    for d in report.damaged:
-        console.print(Text(f"not counted, cannot be read: {d['file']}", style="red"))
-    for s in report.shadowed:
-        console.print(Text(f"not counted, the same learner as {s['same_learner_as']}: {s['file']}", style="yellow"))
-    for path in report.read_only:
-        console.print(Text(f"written by a newer tutor, counted as it reads here: {path}", style="yellow"))
-    if report.kept_aside:
-        console.print(Text(f"{len(report.kept_aside)} damaged file{'s were' if len(report.kept_aside) > 1 else ' was'} "
-                           "moved aside earlier and kept (not counted):", style="yellow"))
-        for path in report.kept_aside:
-            console.print(Text(f"  {path}"))
-
-
-def command(args, events) -> ReportReply:
-    """``tutor report DIR``: build the report; a damaged file makes the exit status 2, the report is whole."""
-    report = build_report(args.folder, catalog_or_none(), args.top)
-    data = report.to_dict()
-    code = 0
-    if report.damaged:
-        code = EXIT_USAGE
-        names = ", ".join(Path(d["file"]).name for d in report.damaged[:5])
-        more = f" and {len(report.damaged) - 5} more" if len(report.damaged) > 5 else ""
-        data["error"] = (f"{len(report.damaged)} progress file{'s' if len(report.damaged) > 1 else ''} cannot be read "
-                         f"and {'are' if len(report.damaged) > 1 else 'is'} not counted ({names}{more}); "
-                         "'damaged' says why — fix them by hand, nothing was changed")
-        if getattr(args, "json", False):
-            events.notice(data["error"])  # the Rich and CSV views say it after the report
-    return ReportReply(data, code, report=report, csv=bool(getattr(args, "csv", False)))

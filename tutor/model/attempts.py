@@ -27,6 +27,7 @@ import hashlib
 import typing
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
+from typing import Callable, Sequence, TypeVar
 
 #: The mode of a prediction, the classic run.
 PREDICT = "predict"
@@ -68,6 +69,8 @@ class Attempt:
     confidence: int | None = None
     #: True once the learner reset the exercise after this attempt (kept, but no longer counted as current)
     before_reset: bool = False
+    #: the graded submission's id (``tutor grade``: learner, exercise, answer, submitted_at), or ""
+    submission: str = ""
 
     @classmethod
     def of(cls, result, confidence: int | None = None) -> "Attempt":
@@ -123,7 +126,7 @@ class Attempt:
 
 
 #: Optional attempt keys and the value that means "not given": written only when they differ from it.
-_UNSET_KEYS = {"confidence": None, "before_reset": False}
+_UNSET_KEYS = {"confidence": None, "before_reset": False, "submission": ""}
 
 
 def check_confidence(value) -> int | None:
@@ -199,6 +202,11 @@ class ExerciseProgress:
         return any(a.correct for a in self.current if is_prediction(a))
 
     @property
+    def latest(self) -> Attempt | None:
+        """The attempt that counts (:func:`counting`: the latest time, the file's order at a tie), or None."""
+        return counting(self.attempts, lambda a: a.time)
+
+    @property
     def predictions(self) -> list[Attempt]:
         """The attempts of mode ``predict`` (timeouts included), in order."""
         return [a for a in self.attempts if a.mode == PREDICT]
@@ -244,3 +252,56 @@ def engine_hash() -> str:
         digest.update(path.relative_to(engine).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
+
+
+# --- which attempt counts ---------------------------------------------------------------------
+# Which attempt counts: one rule for every view of a learner's work.
+#
+# A learner may answer one exercise several times, and the rows of an LMS
+# export or the attempts of a progress file need not be in time order. Every
+# view — ``results.json`` and the gradebook of ``tutor grade``, ``tutor
+# progress`` and ``tutor report`` — orders attempts the same way:
+#
+# * by when they were submitted (ISO 8601; any offset is compared in UTC);
+# * an attempt without a time sorts before every timed one (an answers row
+#   with no ``submitted_at`` beside rows that have one is the oldest; a
+#   progress file's attempts always carry their time);
+# * at a tie, the order they were given in (the file's order) decides.
+#
+# The attempt that counts is the last in that order; "first try" is the first.
+# Pure: no file, no clock.
+
+T = TypeVar("T")
+
+
+def time_key(stamp: str | None) -> tuple[int, str]:
+    """A sort key for a submission time: ``(1, UTC ISO text)`` for a time, ``(0, "")`` for none (before
+    every timed attempt). A time that does not read as ISO 8601 is compared as its text."""
+    if not stamp:
+        return (0, "")
+    if len(stamp) == 25 and stamp.endswith("+00:00") and stamp[10] == "T":
+        return (1, stamp[:19])  # the form tutor writes (UTC, seconds): compared as it is, nothing to parse
+    text = stamp.strip()
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return (1, text)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    utc = when.astimezone(timezone.utc)
+    return (1, utc.strftime("%Y-%m-%dT%H:%M:%S") + (f".{utc.microsecond:06d}" if utc.microsecond else ""))
+
+
+def in_time_order(items: Sequence[T], time_of: Callable[[T], str | None]) -> list[T]:
+    """``items`` in the order the rule above gives (a stable sort: the given order breaks ties)."""
+    keys = [time_key(time_of(item)) for item in items]
+    if all(a <= b for a, b in zip(keys, keys[1:])):
+        return list(items)  # already in time order, as a progress file's attempts nearly always are
+    order = sorted(range(len(items)), key=keys.__getitem__)  # sorted() is stable: ties keep the given order
+    return [items[i] for i in order]
+
+
+def counting(items: Sequence[T], time_of: Callable[[T], str | None]) -> T | None:
+    """The attempt that counts: the latest submitted, the later given at a tie; None for no attempts."""
+    ordered = in_time_order(items, time_of)
+    return ordered[-1] if ordered else None

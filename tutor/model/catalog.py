@@ -12,18 +12,14 @@ nothing in it is executed, and this module imports neither torch nor Textual
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from dataclasses import MISSING, dataclass, field, fields
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from exercises import answers
 from exercises.faults import Fault, FaultError, parse_fault, source_root, verify
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
 
 FORMAT_VERSION = 1
 EXERCISES_DIR = Path(__file__).resolve().parents[2] / "exercises"
@@ -160,15 +156,20 @@ class Catalog:
     def exercises(self) -> list[Exercise]:
         return [ex for s in self.sets for ex in s.exercises]
 
+    @cached_property
+    def _by_id(self) -> dict[str, Exercise]:
+        """Every exercise by id, built on first use (a screen looks up each of its rows)."""
+        return {ex.id: ex for ex in self.exercises}
+
     def get(self, exercise_id: str) -> Exercise:
         """The exercise with this id.
 
         Raises:
             KeyError: with a sentence listing close matches.
         """
-        for ex in self.exercises:
-            if ex.id == exercise_id:
-                return ex
+        found = self._by_id.get(exercise_id)
+        if found is not None:
+            return found
         close = difflib.get_close_matches(exercise_id, [e.id for e in self.exercises], n=3, cutoff=0.5)
         hint = f"did you mean {', '.join(close)}?" if close else "run 'tutor list' to see every id."
         raise KeyError(f"there is no exercise {exercise_id!r}; {hint}")
@@ -188,30 +189,96 @@ _SET_KEYS = _spec(ExerciseSet)
 _EX_KEYS = _spec(Exercise)
 
 
-@lru_cache(maxsize=4)
-def load_catalog(directory: Path = EXERCISES_DIR) -> Catalog:
-    """Load and validate every set file in ``directory``.
+def catalog_dir() -> Path:
+    """The folder of set files: ``exercises/``, or ``$TUTOR_CATALOG_DIR`` (benchmarks and tests only).
+
+    Another folder's checks are looked up in its own folder, and its faults'
+    files under its parent, as for any folder passed to :func:`load_catalog`.
+    """
+    chosen = os.environ.get("TUTOR_CATALOG_DIR")
+    return Path(chosen).resolve() if chosen else EXERCISES_DIR
+
+
+def load_catalog(directory: Path | None = None) -> Catalog:
+    """Load and validate every set file in ``directory`` (default :func:`catalog_dir`).
+
+    Built once per process and folder; across processes the validated catalog
+    comes from a cache keyed by the digests of every file the validation read
+    (:mod:`tutor.store.catalog_cache`), so a changed file is validated again.
 
     Raises:
         CatalogError: one sentence naming the file, the exercise and the key.
     """
+    return _load_catalog(catalog_dir() if directory is None else Path(directory))
+
+
+load_catalog.cache_clear = lambda: _load_catalog.cache_clear()  # forget the catalogs this process built
+
+
+@lru_cache(maxsize=4)
+def _load_catalog(directory: Path) -> Catalog:
+    from tutor import __version__
+    from tutor.store import catalog_cache
     root = source_root() if directory == EXERCISES_DIR else directory.parent
+    listing = sorted(directory.glob("*.toml"))
+
+    def build() -> tuple[Catalog, dict[Path, str]]:
+        reads: dict[Path, str] = {}
+        return build_catalog(directory, root, listing, reads), reads
+
+    scope = (f"tutor {__version__}", f"rules {_rules_digest()}", f"catalog {directory.resolve()}",
+             f"source {root.resolve()}")
+    return catalog_cache.load_or_build(scope, listing, build, beside=directory)
+
+
+@lru_cache(maxsize=1)
+def _rules_digest() -> str:
+    """The digest of the modules whose rules validation applies (this one, answers, faults)."""
+    import exercises.faults
+    from tutor.store.catalog_cache import text_digest
+    modules = (__file__, answers.__file__, exercises.faults.__file__)
+    return text_digest("\0".join(Path(m).read_text(encoding="utf-8") for m in modules))
+
+
+def build_catalog(directory: Path, root: Path, listing: list[Path], reads: dict | None = None) -> Catalog:
+    """Parse and validate the set files ``listing`` (of ``directory``), no cache involved.
+
+    Args:
+        reads: filled with ``{path: text digest}`` of every file read (the set files, each
+            check's module, each fault's target), for the cache's key.
+
+    Raises:
+        CatalogError: one sentence naming the file, the exercise and the key.
+    """
+    reads = {} if reads is None else reads
+    _functions_in.cache_clear()  # each build reads the check modules as they are now
     sets, seen, faults, uses = [], {}, {}, []
-    for path in sorted(directory.glob("*.toml")):
-        sets.append(_load_set(path, faults, seen, uses, root))
+    for path in listing:
+        sets.append(_load_set(path, faults, seen, uses, root, reads))
     for where, fault_id in uses:
         if fault_id not in faults:
             raise CatalogError(f"{where}: key 'fault' names {fault_id!r}, which no [[fault]] table defines")
     sets.sort(key=lambda s: (s.order, s.id))
+    for ex in (ex for s in sets for ex in s.exercises):
+        module = root / "exercises" / f"{ex.check.partition('.')[0]}.py"
+        reads.setdefault(module, _functions_in(module)[1])  # the text validation read, from the memo
     return Catalog(sets=tuple(sets), faults=faults)
 
 
-def _load_set(path: Path, faults: dict, seen: dict, uses: list, root: Path) -> ExerciseSet:
+def _load_set(path: Path, faults: dict, seen: dict, uses: list, root: Path, reads: dict) -> ExerciseSet:
+    try:  # imported here: a cached catalog is loaded without parsing any TOML
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    from tutor.store.catalog_cache import text_digest
     name = path.name
     try:
         if path.stat().st_size > MAX_CATALOG_BYTES:
             raise CatalogError(f"{name}: the file is larger than {MAX_CATALOG_BYTES} bytes; split it")
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        reads[path] = text_digest(text)
+        data = tomllib.loads(text)
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"{name}: cannot read the file ({exc.__class__.__name__}); check it is UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
@@ -233,7 +300,7 @@ def _load_set(path: Path, faults: dict, seen: dict, uses: list, root: Path) -> E
         where = f"{name}: fault {entry.get('id', f'#{n}')!r}" if isinstance(entry, dict) else f"{name}: fault #{n}"
         try:
             fault = parse_fault(entry, where)
-            verify(fault, root)
+            reads[root / fault.file] = text_digest(verify(fault, root))
         except FaultError as exc:
             raise CatalogError(str(exc) if str(exc).startswith(name) else f"{where}: {exc}") from None
         if fault.id in faults:
@@ -332,10 +399,13 @@ def _answer_items(e: dict, where: str):
     return items
 
 
-@lru_cache(maxsize=64)
-def _functions_in(path: Path) -> frozenset[str]:
-    """Names of the top-level functions a check module defines (read as text, never imported)."""
-    return frozenset(re.findall(r"^def ([A-Za-z_][A-Za-z0-9_]*)\(", path.read_text(encoding="utf-8"), re.M))
+@lru_cache(maxsize=None)
+def _functions_in(path: Path) -> tuple[frozenset[str], str]:
+    """Names of the top-level functions a check module defines (read as text, never imported;
+    once per module and build), and the digest of the text read."""
+    from tutor.store.catalog_cache import text_digest
+    text = path.read_text(encoding="utf-8")
+    return frozenset(re.findall(r"^def ([A-Za-z_][A-Za-z0-9_]*)\(", text, re.M)), text_digest(text)
 
 
 def _check_exists(check: str, where: str, directory: Path) -> None:
@@ -346,7 +416,7 @@ def _check_exists(check: str, where: str, directory: Path) -> None:
     if not path.is_file():
         raise CatalogError(f"{where}: key 'check' names module {module!r}, but exercises/{module}.py does not exist")
     try:
-        functions = _functions_in(path)
+        functions = _functions_in(path)[0]
     except (OSError, UnicodeDecodeError):
         raise CatalogError(f"{where}: exercises/{module}.py cannot be read as UTF-8 text") from None
     if function not in functions:

@@ -12,7 +12,7 @@ Never a comparison of texts. Pure: imports neither torch nor Textual.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from exercises import answers
@@ -188,6 +188,10 @@ class Verdict:
         prediction_correct: break only: whether the learner's prediction (in
             the exercise's kind) matches their side's observation; None for
             free text or no prediction.
+        seeds: the seeds the verdict was judged at: the run's own first,
+            then any hidden ones (:func:`judge_hidden`).
+        hidden_seeds: those of ``seeds`` drawn for this verdict alone,
+            which nobody saw before.
     """
 
     mode: str
@@ -198,6 +202,8 @@ class Verdict:
     yours_observed: Any = None
     yours_error: str | None = None
     prediction_correct: bool | None = None
+    seeds: tuple = ()
+    hidden_seeds: tuple = ()
 
     @property
     def fixed(self) -> bool | None:
@@ -213,7 +219,8 @@ class Verdict:
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "status": self.status, "sentence": self.sentence, "fixed": self.fixed,
-                "difference": self.difference, "prediction_correct": self.prediction_correct}
+                "difference": self.difference, "prediction_correct": self.prediction_correct,
+                "seeds": list(self.seeds), "hidden_seeds": list(self.hidden_seeds)}
 
 
 def _yours(result) -> tuple[str, Any, str | None]:
@@ -316,6 +323,49 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
     where = f"; first difference: {difference}" if difference else ""
     return Verdict(mode, "not fixed", f"not fixed: yours observes {answers.show(kind, observed)}, "
                    f"clean observes {answers.show(kind, clean)}{varies}{where}", difference, status, observed)
+
+
+def judge_hidden(exercise: Exercise, verdict: Verdict, seed: int, hidden: list[tuple[int, Any]],
+                 mode: str = "fix") -> Verdict:
+    """A fixed verdict judged again at hidden seeds: still fixed only if it is fixed at every one.
+
+    A repair that computes what the clean code computes is fixed at any
+    seed; a file that hard-codes the clean output of the seed it was shown
+    is not, wherever the check's inputs follow the seed. The verdict says
+    which seeds were used, and says so when the check's clean evidence was
+    the same at every seed (then the hidden seeds could not tell more).
+
+    Args:
+        exercise: the exercise as run.
+        verdict: the verdict at the run's own seed (:func:`judge`).
+        seed: that seed.
+        hidden: ``(seed, RunResult)`` for each hidden seed (every side of
+            the run but ``faulted``).
+        mode: ``fix`` or ``hunt``.
+    """
+    seeds = tuple([seed] + [s for s, _ in hidden])
+    drawn = tuple(s for s, _ in hidden)
+    if not verdict.fixed or not hidden:
+        return replace(verdict, seeds=seeds if verdict.fixed else (seed,), hidden_seeds=drawn if verdict.fixed else ())
+    same_everywhere = True
+    first_clean = None
+    for hidden_seed, result in hidden:
+        again = judge(exercise, result, mode)
+        clean = result.evidence.get("clean")
+        first_clean = clean if first_clean is None else first_clean
+        same_everywhere = same_everywhere and clean == first_clean
+        if again.status == "could not run":
+            return replace(verdict, status="not fixed", seeds=seeds, hidden_seeds=drawn,
+                           sentence=f"not judged: at hidden seed {hidden_seed} {again.sentence}")
+        if not again.fixed:
+            body = again.sentence.removeprefix("not fixed: ")
+            return replace(again, sentence=f"not fixed at hidden seed {hidden_seed} (fixed at seed {seed}, the one "
+                           f"you could see): {body}", seeds=seeds, hidden_seeds=drawn)
+    listed = ", ".join(str(s) for s in drawn)
+    caveat = " (this check's clean evidence is the same at every seed, so they could not tell more)" \
+        if same_everywhere and len(hidden) > 1 else ""
+    return replace(verdict, sentence=f"{verdict.sentence}; fixed at hidden seed{'s' if len(drawn) > 1 else ''} "
+                   f"{listed} too{caveat}", seeds=seeds, hidden_seeds=drawn)
 
 
 def read_break_prediction(exercise: Exercise, prediction: str | None) -> tuple[Any, str | None]:

@@ -15,8 +15,11 @@ Worker → tutor (the worker's stdout):
     that is not a request).
 
 Child → worker (a pipe per forked child):
-    :class:`Progress` (with no job or side yet), then one :class:`Measured`
-    or :class:`Raised`.
+    :class:`Progress` (with no job or side yet) and :class:`Attempted`
+    (something the confinement refused), then one :class:`Measured` or
+    :class:`Raised`. Each line is signed (:func:`sign`) with a key made for
+    that side alone: a line the subject writes to the pipe itself, without
+    the key, is not taken as the side's result (the side is *tampered*).
 
 A *side* (:class:`Side`) is how one private tree is built before the check
 runs on it: a copy of the subject packages, then the side's fault applied,
@@ -28,6 +31,8 @@ worker treat every side alike.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
@@ -115,6 +120,9 @@ class Hello(Message):
             (``tutor.sandbox.speed.Speed.to_wire``: ``gemm_s``, ``step_s``,
             ``threads``, ``copies``, ``wall_s``, ``factor``), or None when
             the probe could not run; the runner scales time limits by it.
+        confinement: how the worker confines each side
+            (``tutor.sandbox.confine.Status.to_wire``), or None from a
+            worker that does not say (taken as unconfined).
     """
 
     TYPE: ClassVar[str] = "hello"
@@ -124,6 +132,7 @@ class Hello(Message):
     cores: int
     scratch: str
     speed: dict | None = None
+    confinement: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +192,14 @@ class Progress(Message):
 
 
 @dataclass(frozen=True)
+class Attempted(Message):
+    """Something a side's subject tried that its confinement refused ("tried to write ~/x: refused")."""
+
+    TYPE: ClassVar[str] = "attempted"
+    what: str
+
+
+@dataclass(frozen=True)
 class Measured(Message):
     """A child's check returned (``exercises.outcome.Measurement``, as JSON-able data)."""
 
@@ -225,6 +242,13 @@ class SideResult(Message):
         exception: the class name of what was raised, when something was.
         output: an excerpt of what the side printed.
         duration_s: wall time from fork to reaping, seconds.
+        refused: what the subject tried that its confinement refused, one
+            sentence each ("tried to write ~/x: refused").
+        tampered: lines on the side's result pipe that the check did not
+            write (no valid signature); a tampered side never measures.
+        confined: whether the side ran confined (file system, at least).
+        last_step: the last progress message the side sent ("" for none);
+            a timeout names it as the step that hung.
     """
 
     TYPE: ClassVar[str] = "side"
@@ -235,6 +259,10 @@ class SideResult(Message):
     exception: str | None = None
     output: str = ""
     duration_s: float = 0.0
+    refused: list = field(default_factory=list)
+    tampered: int = 0
+    confined: bool = False
+    last_step: str = ""
 
     @property
     def ok(self) -> bool:
@@ -280,12 +308,33 @@ class Refusal(Message):
 
 
 _TYPES: dict[str, type[Message]] = {cls.TYPE: cls for cls in
-                                    (Hello, Request, Progress, Measured, Raised, SideResult, Answer, Refusal)}
+                                    (Hello, Request, Progress, Attempted, Measured, Raised, SideResult, Answer,
+                                     Refusal)}
 
 
 def encode(message: Message) -> str:
     """One message as one line of JSON (no newline at the end)."""
     return json.dumps({"type": message.TYPE, **message.to_wire()})
+
+
+def sign(key: bytes, message: Message) -> bytes:
+    """One message as a signed line for a child's pipe: hex HMAC-SHA256 of the JSON, a space, the JSON, a newline."""
+    payload = encode(message).encode()
+    return hmac.new(key, payload, hashlib.sha256).hexdigest().encode() + b" " + payload + b"\n"
+
+
+def verify(key: bytes, line: bytes) -> Message:
+    """The message a signed line (without its newline) holds.
+
+    Raises:
+        ProtocolError: the signature is missing or wrong (a line the holder
+            of ``key`` did not write), or the rest is not a message.
+    """
+    mac, _, payload = line.partition(b" ")
+    expected = hmac.new(key, payload, hashlib.sha256).hexdigest().encode()
+    if not hmac.compare_digest(mac, expected):
+        raise ProtocolError("the line is not signed with this side's key")
+    return decode(payload)
 
 
 def decode(line: str | bytes) -> Message:

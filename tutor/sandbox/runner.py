@@ -36,8 +36,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
 from exercises import answers
-from tutor.sandbox import protocol, speed
 from tutor.model.catalog import Catalog, Exercise
+from tutor.sandbox import protocol, speed
+from tutor.sandbox.confine import Status, remove_cgroups
 from tutor.sandbox.protocol import Answer, Hello, Progress, ProtocolError, Request, Side
 from tutor.sandbox.speed import Speed, TimeLimit
 
@@ -52,6 +53,16 @@ class DeviceError(ValueError):
 
 class WorkerError(RuntimeError):
     """The worker process could not be started or stopped answering."""
+
+
+class UnconfinedError(WorkerError):
+    """Code under check would run unconfined, and this runner was told not to allow that (grading)."""
+
+
+def unconfined_sentence(why: str) -> str:
+    """The sentence a refusal to run unconfined says: why, and the two ways on."""
+    return (f"code under check would run unconfined here ({why}), so it could change files and grades it "
+            "should not reach; grade on Linux with Landlock, or pass --allow-unconfined to run it anyway")
 
 
 @dataclass
@@ -84,6 +95,12 @@ class RunResult:
             (``seconds``, ``base_s``, ``scale``, ``source``, ``factor``,
             ``why``, ``retry_scale``), or None when none was set (a run
             that never reached the worker).
+        confined: whether every side ran confined (``tutor.sandbox.confine``);
+            None for a run that never reached the worker.
+        refused: per side, what its subject tried that the confinement
+            refused ("tried to write ~/x: refused"); sides with none are left out.
+        tampered: the sides whose result pipe carried lines the check did
+            not write (their results are not taken).
     """
 
     id: str
@@ -107,6 +124,9 @@ class RunResult:
     seed: int = 0
     observations: dict = field(default_factory=dict)
     time_limit: dict | None = None
+    confined: bool | None = None
+    refused: dict = field(default_factory=dict)
+    tampered: list = field(default_factory=list)
 
     @property
     def retry_scale(self) -> float:
@@ -190,8 +210,13 @@ def grade(exercise: Exercise, answer: Answer, prediction: str | None = None, see
                        fault=exercise.fault, kind=exercise.kind, prediction=prediction,
                        prediction_text=prediction_text, seed=seed, duration_s=answer.duration_s)
     worst = "ok"
+    result.confined = all(side.confined for side in answer.sides.values()) if answer.sides else None
     for name, side in answer.sides.items():
         result.side_durations_s[name] = side.duration_s
+        if side.refused:
+            result.refused[name] = list(side.refused)
+        if side.tampered:
+            result.tampered.append(name)
         if side.output:
             result.output[name] = side.output
         if not side.ok:
@@ -337,13 +362,15 @@ class Worker:
                 pass
         if scratch and os.path.basename(scratch).startswith("tutor-worker-"):
             shutil.rmtree(scratch, ignore_errors=True)  # a killed worker cannot tidy up
+        if self.hello is not None:
+            remove_cgroups(f"tutor-{self.hello.pid}-")  # nor remove its sides' process-count cgroups
 
 
 class Runner:
     """Runs exercises of one catalog on one device choice."""
 
     def __init__(self, catalog: Catalog, device: str = "auto", timeout_scale: float | None = None,
-                 cores: int | None = None) -> None:
+                 cores: int | None = None, allow_unconfined: bool = True) -> None:
         """Args:
             catalog: where exercises' faults are found.
             device: ``auto``, ``cpu`` or ``cuda``.
@@ -352,6 +379,10 @@ class Runner:
                 ``TUTOR_TIMEOUT_SCALE``, and without it the probe decides.
             cores: CPU cores the worker may use (several runners sharing the
                 machine: ``tutor check -j N``); None uses all.
+            allow_unconfined: run checks where the worker cannot confine
+                them (``Hello.confinement``); False makes :meth:`run` raise
+                :class:`UnconfinedError` there instead (grading someone
+                else's code: ``tutor grade``, ``tutor fix --learner``).
 
         Raises:
             DeviceError: ``device`` is none of :data:`DEVICES`.
@@ -365,6 +396,7 @@ class Runner:
         self.timeout_scale = None if timeout_scale is None else speed.parse_scale(timeout_scale)
         self.environment_scale = speed.environment_scale()
         self.worker = Worker(cores)
+        self.allow_unconfined = allow_unconfined
         self._jobs = itertools.count(1)
         self._cancelled = threading.Event()
 
@@ -387,6 +419,15 @@ class Runner:
             raise DeviceError("--device cuda was asked for but torch sees no CUDA device here; "
                               "use --device cpu, or --device auto to take CUDA only when present")
         return self.requested_device
+
+    @property
+    def confinement(self):
+        """How the worker confines each side (``tutor.sandbox.confine.Status``); starts the worker.
+
+        Raises:
+            WorkerError: the worker could not be started.
+        """
+        return Status.from_wire(self.worker.start().confinement)
 
     @property
     def speed(self) -> Speed | None:
@@ -447,6 +488,10 @@ class Runner:
             if not self._cancelled.is_set():
                 raise
             return RunResult.cancelled(exercise, prediction, device="?", torch="?", seed=seed)
+        if not self.allow_unconfined:
+            status = self.confinement
+            if not status.confined:
+                raise UnconfinedError(unconfined_sentence(status.why))
         limit = self._limit(exercise, timeout_scale)  # the worker is up: self.device started it
         request = Request(job=next(self._jobs), check=exercise.check, device=device, seed=seed,
                           timeout_s=limit.seconds, limit_why=limit.why,

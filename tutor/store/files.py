@@ -10,6 +10,7 @@ for a CSV cell a learner's text fills.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 import threading
@@ -53,12 +54,18 @@ def write_text_atomically(path: Path, text: str) -> None:
     write_bytes_atomically(path, text.encode("utf-8"))
 
 
+#: A cell that is one number and nothing else (``-0.25``, ``+5``, ``-1e-3``): a spreadsheet reads it as that number.
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
 def spreadsheet_safe(value: Any) -> Any:
-    """A CSV cell that a spreadsheet will show, never run: text starting like a formula gets a
-    leading ``'`` unless it is only a number (``-0.25``, ``-1/4`` and ``1e-3`` stay as they are)."""
+    """A CSV cell that a spreadsheet will show, never run: text starting like a formula (``=``, ``+``,
+    ``-``, ``@``, tab, CR) gets a leading ``'`` unless the whole text is one number (``-0.25``,
+    ``-1e-3``); ``-1+3`` and ``-1/4`` are formulas to a spreadsheet, so they are neutralised. Other
+    values pass as they are."""
     if not isinstance(value, str) or not value or value[0] not in "=+-@\t\r":
         return value
-    if value[0] in "+-" and all(ch in "0123456789.,/eE+- " for ch in value[1:]) and any(c.isdigit() for c in value):
+    if value[0] in "+-" and _NUMBER.fullmatch(value):
         return value
     return "'" + value
 

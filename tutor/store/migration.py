@@ -52,7 +52,8 @@ def classify(raw: bytes | None) -> Reading:
         return Reading(problem=f"it is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
     try:
         # newlines translated as a text-mode read does, so a file's CR or CRLF line ends read alike
-        data = tomllib.loads(raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n"))
+        # a UTF-8 byte-order mark (an editor on Windows saved it) is read, not taken for damage
+        data = tomllib.loads(raw.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return Reading(problem=f"it is not valid TOML ({str(exc).splitlines()[0][:80]})")
     version = data.get("format_version")

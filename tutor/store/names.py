@@ -28,7 +28,7 @@ MAX_STEM_BYTES = 200
 #: Characters a file name keeps as they are; every other character of a learner's key is written %XX.
 _STEM_SAFE = "abcdefghijklmnopqrstuvwxyz0123456789._-"
 #: Punctuation a learner name may hold beside letters, digits and single spaces (O'Brien, Ada-Mae, a.b_c).
-_NAME_PUNCTUATION = "._-'\u2019"
+_NAME_PUNCTUATION = "._-'\u2019@,()+"
 #: Device names Windows reserves whatever the extension: such a stem has its first letter written %XX.
 _RESERVED_STEMS = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 
@@ -37,8 +37,10 @@ def validate_learner(name: str) -> str:
     """Return ``name`` tidied (Unicode NFC, spaces trimmed and single) if it is a usable learner name.
 
     A name holds letters and digits of any script, single spaces, dots,
-    dashes, underscores and apostrophes ("Zoë", "Ada Lovelace", "O'Brien",
-    "李雷"), 1-64 characters starting with a letter or digit. Two names that
+    dashes, underscores, apostrophes, and the ``@ , ( ) +`` an LMS export's
+    names and e-mail addresses carry ("Zoë", "Ada Lovelace", "O'Brien",
+    "李雷", "ada@uni.edu", "García, José (TA)"), 1-64 characters starting
+    with a letter or digit. Two names that
     differ only by case are one learner (:func:`learner_key`); the progress
     file's name is derived from the key (:func:`file_stem`), never typed.
 
@@ -52,8 +54,8 @@ def validate_learner(name: str) -> str:
     if not _usable_name(tidy):
         shown = repr(name)[:40]
         raise ProgressError(f"the learner name {shown} is not allowed; use 1-{MAX_LEARNER_CHARS} letters of any "
-                            "script, digits, spaces, dots, dashes, underscores or apostrophes, starting with a "
-                            "letter or digit")
+                            "script, digits, spaces, dots, dashes, underscores, apostrophes or @ , ( ) +, "
+                            "starting with a letter or digit")
     if len(stem_of_key(learner_key(tidy)).encode()) > MAX_STEM_BYTES:
         raise ProgressError(f"the learner name {repr(tidy)[:40]} is too long for a file name once written "
                             "safely; use a shorter name")

@@ -35,7 +35,8 @@ learner reset the exercise after it: it is kept, but the exercise shows as
 fresh; the entry's ``reset_time`` says when). Both are optional: a file
 without them reads as it always did.
 
-Every change takes a file lock (``filelock``), re-reads the file, applies the
+Every change takes the folder's one file lock (``filelock``, ``.tutor.lock``: no
+lock file is left beside each progress file), re-reads the file, applies the
 change and writes the whole file to a temporary file that is then renamed over
 the old one, so concurrent ``tutor run`` processes never lose an attempt and a
 killed process leaves the old file or the new one. A file that cannot be read
@@ -68,6 +69,8 @@ from tutor.store.names import (LEGACY_NAME, display_name, file_stem, learner_key
 
 #: The folder, inside the progress folder, that holds learners' working copies (edit mode).
 WORK_FOLDER = "work"
+#: The one lock file of a progress folder: every change to a file in it takes it (none beside each file).
+FOLDER_LOCK = ".tutor.lock"
 MAX_NOTE_CHARS = 20_000
 #: Exercise ids and mode folders that may name a working copy's folders (kebab-case).
 _WORK_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -243,10 +246,14 @@ class ProgressStore:
         return _progress(file.name, reading.data, _settle(file.path, reading), read_only=reading.newer is not None)
 
     def record_attempt(self, learner: str, exercise_id: str, attempt: Attempt) -> LearnerProgress:
-        """Append one attempt, under the lock, atomically."""
+        """Append one attempt, under the lock, atomically; an attempt carrying a submission id the
+        exercise holds already (the same graded answer saved twice) leaves the file as it was."""
         def change(data: dict) -> None:
             entry = data.setdefault("exercises", {}).setdefault(exercise_id, {})
-            entry.setdefault("attempts", []).append(attempt.to_dict())
+            attempts = entry.setdefault("attempts", [])
+            if attempt.submission and any(a.get("submission") == attempt.submission for a in attempts):
+                return
+            attempts.append(attempt.to_dict())
         return self._update(learner, change)
 
     def reset(self, learner: str, exercise_id: str) -> LearnerProgress:
@@ -362,7 +369,7 @@ class ProgressStore:
         path = self.path(learner)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            with FileLock(str(path) + ".lock", timeout=30):
+            with FileLock(str(self.folder / FOLDER_LOCK), timeout=30):
                 reading = classify(read_bytes(path))
                 if reading.newer is not None:
                     raise ProgressError(_newer_warning(path, reading.newer))
@@ -374,7 +381,7 @@ class ProgressStore:
                 self._write_atomically(path, data)
         except Timeout:
             raise ProgressError(f"another tutor holds the lock on {path} for over 30 s; "
-                                "close it or delete the .lock file") from None
+                                f"close it or delete {self.folder / FOLDER_LOCK}") from None
         except OSError as exc:
             raise ProgressError(f"cannot write progress to {path} ({exc.strerror or exc}); "
                                 "choose a writable folder with --progress-dir") from None

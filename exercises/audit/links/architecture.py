@@ -85,7 +85,9 @@ def find_attention(model: nn.Module) -> list[tuple[str, nn.Module, str, tuple[st
 
 
 def _rotary(module: nn.Module) -> bool:
-    names = [n.lower() for n, _ in module.named_modules()] + [a.lower() for a in vars(module)]
+    # An attribute set to None or False (a switch that is off) is no sign of rotary positions.
+    names = [n.lower() for n, _ in module.named_modules()] + [a.lower() for a, value in vars(module).items()
+                                                              if value is not None and value is not False]
     try:
         params = list(inspect.signature(module.forward).parameters)
     except (TypeError, ValueError):

@@ -27,6 +27,10 @@ class HomeScreen(Screen):
     describes the highlighted line, wrapped so nothing is cut at narrow widths.
     """
 
+    #: The list has the focus from the start (the search box, first in the layout, is hidden):
+    #: one focus change, so the footer is drawn once for it, not twice.
+    AUTO_FOCUS = "#exercise-tree"
+
     BINDINGS = [
         Binding("enter", "open", "Open"),
         Binding("slash", "find", "Find"),
@@ -42,7 +46,8 @@ class HomeScreen(Screen):
         # Taken from the session here and again on returning to this screen;
         # moving the cursor only describes what was taken.
         self.progress = self._load()
-        yield ExerciseTree(self.app.catalog, self.progress, id="exercise-tree")
+        self._due = {state.exercise_id for state in due(self.app.catalog, self.progress)}
+        yield ExerciseTree(self.app.catalog, self.progress, self._due, id="exercise-tree")
         with VerticalScroll(id="home-detail"):
             yield Static("", id="home-detail-text")
         yield Footer()
@@ -66,9 +71,7 @@ class HomeScreen(Screen):
         self.query_one("#home-find").display = False
         tree = self.query_one(ExerciseTree)
         tree.focus()
-        self.continue_at = continue_point(self.app.catalog, self.progress)
-        self._due = {state.exercise_id for state in due(self.app.catalog, self.progress)}
-        tree.refresh_progress(self.progress, self._due)
+        self.continue_at = continue_point(self.app.catalog, self.progress)  # the tree was drawn in compose
         self.call_after_refresh(tree.move_to, self.continue_at.exercise_id)
         self._update_status()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import Tree
 
@@ -45,30 +46,46 @@ class ExerciseTree(Tree[str]):
     }
     """
 
-    def __init__(self, catalog: Catalog, progress: LearnerProgress, **kwargs) -> None:
+    def __init__(self, catalog: Catalog, progress: LearnerProgress, due: set[str] | None = None, **kwargs) -> None:
         """Args:
             catalog: the exercises to list.
             progress: the learner's progress, for the marks and counts.
+            due: the ids due for review (marked ``↻``).
         """
         super().__init__("exercises", **kwargs)
         self.catalog = catalog
         self.show_root = False
         self.guide_depth = 3
         self.progress = progress
-        self.due: set[str] = set()
+        self.due: set[str] = set(due or ())
         self.query_text = ""
+        #: what each shown line was drawn from ({node data: key}), so a refresh redraws only what changed
+        self._drawn: dict[str, tuple] = {}
         self._fill(progress)
 
     def refresh_progress(self, progress: LearnerProgress, due: set[str] | None = None) -> None:
-        """Redraw every mark and count from fresh progress (and the ids due for review), keeping the cursor."""
-        line = self.cursor_line
+        """Redraw the marks and counts that fresh progress (and the ids due for review) changed.
+
+        The lines stay where they are (the cursor with them): only a label whose mark, ``↻``
+        or count differs is replaced, so returning to the home screen costs a look-up per
+        exercise, not a new tree.
+        """
         self.progress = progress
         if due is not None:
             self.due = set(due)
-        self.clear()
-        self._fill(progress)
-        if line >= 0:
-            self.call_after_refresh(self._restore_cursor, line)
+        sets = {s.id: s for s in self.catalog.sets}
+        for set_node in self.root.children:
+            exercise_set = sets[set_id_of(set_node.data)]
+            key, label = self._set_label(exercise_set, progress)
+            if self._drawn.get(set_node.data) != key:
+                self._drawn[set_node.data] = key
+                set_node.set_label(label)
+            for node in set_node.children:
+                exercise_progress = progress.of(node.data)
+                key = (status_of(exercise_progress), node.data in self.due)
+                if self._drawn.get(node.data) != key:
+                    self._drawn[node.data] = key
+                    node.set_label(self.exercise_label(self.catalog.get(node.data), exercise_progress, key[1]))
 
     def show_only(self, query: str, keep: str | None = None) -> int:
         """Keep the exercises ``query`` finds (all for an empty one); the cursor goes to ``keep``
@@ -115,19 +132,34 @@ class ExerciseTree(Tree[str]):
 
     def _fill(self, progress: LearnerProgress) -> int:
         shown = 0
+        self._drawn = {}
         for exercise_set in self.catalog.sets:
             exercises = [e for e in exercise_set.exercises if matches(e, exercise_set, self.query_text)]
             if not exercises:
                 continue
-            solved = sum(progress.of(e.id).solved for e in exercise_set.exercises)
-            label = Text.assemble((exercise_set.title, "bold"),
-                                  (f"  {solved}/{len(exercise_set.exercises)}", "cyan"))
+            key, label = self._set_label(exercise_set, progress)
             node = self.root.add(label, data=SET_PREFIX + exercise_set.id, expand=True)
+            self._drawn[node.data] = key
             for exercise in exercises:
-                node.add_leaf(self.exercise_label(exercise, progress.of(exercise.id), exercise.id in self.due),
-                              data=exercise.id)
+                exercise_progress = progress.of(exercise.id)
+                due = exercise.id in self.due
+                node.add_leaf(self.exercise_label(exercise, exercise_progress, due), data=exercise.id)
+                self._drawn[exercise.id] = (status_of(exercise_progress), due)
                 shown += 1
         return shown
+
+    @staticmethod
+    def _set_label(exercise_set, progress: LearnerProgress) -> tuple[tuple, Text]:
+        """A set's line, ``Shapes  3/9``, with the counts it was drawn from."""
+        solved = sum(progress.of(e.id).solved for e in exercise_set.exercises)
+        label = Text.assemble((exercise_set.title, "bold"), (f"  {solved}/{len(exercise_set.exercises)}", "cyan"))
+        return (solved, len(exercise_set.exercises)), label
+
+    def get_label_width(self, node) -> int:
+        """The label's width in cells, from its text (Textual's default renders every label to
+        measure it, on every rebuild of the lines: the cost of a long catalog)."""
+        icon = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else ""
+        return node.label.cell_len + cell_len(icon)
 
     @staticmethod
     def exercise_label(exercise: Exercise, progress: ExerciseProgress, due: bool = False) -> Text:

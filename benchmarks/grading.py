@@ -1,0 +1,213 @@
+"""Grading benchmarks: a class's answers, a generated 100,000-row class, a 10,000-file report, fix batches.
+
+    python benchmarks/grading.py [--only rows100 rows100k report10k fixes] [--rows N]
+
+Each section runs its command once as its own process (worker start and
+torch import included) and prints the wall time with the machine's load
+average beside it; run it on a quiet machine for the targets:
+
+* ``rows100``   — ``tutor grade`` of 100 rows (10 learners × 10 exercises,
+  half right, half wrong): each distinct check once, so 10 checks; ≤ 5 s.
+* ``rows100k``  — ``tutor grade`` of a generated class of 100,000 prediction
+  rows (10,000 learners × 10 exercises, with times and a few junk rows);
+  ≤ 10 min.
+* ``report10k`` — ``tutor report DIR --json`` over 10,000 progress files; ≤ 5 s.
+* ``fixes``     — ``tutor grade --fixes DIR`` over 20 learners' repairs on
+  one warm worker; ≤ 3 s per submission.
+
+The right answers are measured first (one ungraded run per exercise), never
+written down: the class's answers are what those checks observe, and a
+changed wrong answer of the same kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+#: Ten quick exercises of different kinds.
+EXERCISES = ("broadcast-loss", "squeeze-batch", "softmax-axis", "pairwise-index", "index-assign", "head-split",
+             "head-merge", "cache-offset", "skip-zero-grad", "keepdim-sum")
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def answers_of(ids=EXERCISES) -> dict:
+    """{exercise: (right, wrong)}: right is what the check observes now, wrong another answer of its kind."""
+    from exercises import answers
+    from tutor.model.catalog import load_catalog
+    from tutor.sandbox.runner import Runner
+    catalog = load_catalog()
+    runner = Runner(catalog, device="cpu")
+    out = {}
+    try:
+        for ex_id in ids:
+            ex = catalog.get(ex_id)
+            result = runner.run(ex, None)
+            right = answers.show(ex.kind, result.observed)
+            wrong = next((w for w in _wrong(ex, result.observed) if _reads(ex, w) and w != right), right)
+            out[ex_id] = (right, wrong)
+    finally:
+        runner.close()
+    return out
+
+
+def _wrong(ex, observed):
+    if ex.kind == "bool":
+        return ["no" if observed else "yes"]
+    if ex.kind == "choice":
+        return [c for c in getattr(ex, "choices", {}) or []] + ["a", "b", "c", "d"]
+    if ex.kind == "shape":
+        return ["(1,)", "(2, 2)"]
+    if ex.kind == "number":
+        return ["12345", "-1"]
+    if ex.kind == "list":
+        return ["[0]", "0"]
+    return ["ValueError", "RuntimeError"]
+
+
+def _reads(ex, text) -> bool:
+    from exercises import answers
+    try:
+        ex.parse_answer(text)
+        return True
+    except answers.AnswerError:
+        return False
+
+
+def write_class(path: Path, learners: int, pairs: dict, junk_every: int = 0, seed: int = 0) -> int:
+    rng = random.Random(seed)
+    rows = 0
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["learner", "exercise", "answer", "submitted_at"])
+        for n in range(learners):
+            for k, (ex_id, (right, wrong)) in enumerate(pairs.items()):
+                rows += 1
+                if junk_every and rows % junk_every == 0:
+                    writer.writerow([f"learner{n:05d}@uni.edu", "not-an-exercise", "x", "yesterday"])
+                    continue
+                writer.writerow([f"learner{n:05d}@uni.edu", ex_id, right if rng.random() < 0.5 else wrong,
+                                 f"2026-11-{1 + n % 28:02d}T{k:02d}:00:00Z"])
+    return rows
+
+
+CPU = {"s": 0.0}
+
+
+def tutor(*args, timeout=1200):
+    """Run tutor once; return (wall s, the process). ``CPU["s"]`` gets its user + system CPU seconds
+    (its workers included), which a busy machine does not inflate the way it does the wall time."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "tutor.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU["s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, proc
+
+
+def grade_section(name: str, learners: int, pairs: dict, junk_every: int = 0, target_s: float = 5.0) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        answers = Path(d) / "class.csv"
+        rows = write_class(answers, learners, pairs, junk_every)
+        before = load()
+        wall, proc = tutor("grade", "--answers", str(answers), "--out", str(Path(d) / "out"), "--device", "cpu",
+                           "--exercises", ",".join(pairs), "--json")
+        after = load()
+        try:
+            data = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            print(f"{name}: did not run: {proc.stderr.strip()[-400:]}")
+            return
+        print(f"{name}: {rows} rows graded in {wall:.1f} s (target ≤ {target_s:g} s) — {data.get('counts')}, "
+              f"{data.get('checks_run')} checks run; CPU {CPU['s']:.1f} s; before: {before}; after: {after}")
+
+
+def report_section(files: int = 10_000) -> None:
+    import tomli_w
+
+    from tutor.store.names import file_stem
+    rng = random.Random(1)
+    with tempfile.TemporaryDirectory() as d:
+        folder = Path(d)
+        for n in range(files):
+            name = f"learner{n:05d}@uni.edu"
+            data = {"format_version": 2, "learner": name, "exercises": {}}
+            for ex_id in rng.sample(EXERCISES, 6):
+                attempts = []
+                for k in range(rng.randint(1, 3)):
+                    right = rng.random() < 0.5
+                    attempts.append({"time": f"2026-11-29T10:{k:02d}:00+00:00", "prediction": rng.choice("ab"),
+                                     "observed": "b", "correct": right, "status": "pass" if right else "fail",
+                                     "device": "cpu", "engine_hash": "abc123def456", "seed": 0, "mode": "predict"})
+                data["exercises"][ex_id] = {"attempts": attempts}
+            (folder / f"{file_stem(name)}.toml").write_text(tomli_w.dumps(data), encoding="utf-8")
+        before = load()
+        wall, proc = tutor("report", str(folder), "--json")
+        count = json.loads(proc.stdout).get("learner_count") if proc.stdout.strip() else None
+        print(f"report10k: {count} learners reported in {wall:.2f} s (target ≤ 5 s), CPU {CPU['s']:.2f} s; before: {before}; "
+              f"after: {load()}")
+
+
+def fixes_section(learners: int = 20) -> None:
+    from tutor.model.catalog import load_catalog
+    from exercises.faults import source_root
+    catalog = load_catalog()
+    ex = catalog.get("head-split")
+    fault = catalog.fault_of(ex)
+    clean = (source_root() / fault.file).read_text(encoding="utf-8")
+    faulted = clean.replace(fault.before, fault.after, 1)
+    with tempfile.TemporaryDirectory() as d:
+        folder = Path(d) / "fixes"
+        for n in range(learners):
+            mine = folder / f"learner{n:02d}@uni.edu"
+            mine.mkdir(parents=True)
+            (mine / f"{ex.id}.py").write_text(clean if n % 2 == 0 else faulted, encoding="utf-8")
+        before = load()
+        wall, proc = tutor("grade", "--fixes", str(folder), "--out", str(Path(d) / "out"), "--device", "cpu",
+                           "--exercises", ex.id, "--json")
+        try:
+            data = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            print(f"fixes: did not run: {proc.stderr.strip()[-400:]}")
+            return
+        print(f"fixes: {learners} submissions in {wall:.1f} s, {wall / learners:.2f} s per submission "
+              f"(target ≤ 3 s), CPU {CPU['s']:.1f} s — {data.get('counts')}; before: {before}; after: {load()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", choices=["rows100", "rows100k", "report10k", "fixes"])
+    parser.add_argument("--rows", type=int, default=100_000, help="rows of the large class (default 100,000)")
+    args = parser.parse_args()
+    sections = args.only or ["rows100", "rows100k", "report10k", "fixes"]
+    pairs = answers_of() if {"rows100", "rows100k"} & set(sections) else {}
+    if "rows100" in sections:
+        grade_section("rows100", 10, pairs, target_s=5.0)
+    if "rows100k" in sections:
+        grade_section("rows100k", max(1, args.rows // len(pairs)), pairs, junk_every=997, target_s=600.0)
+    if "report10k" in sections:
+        report_section()
+    if "fixes" in sections:
+        fixes_section()
+
+
+if __name__ == "__main__":
+    main()

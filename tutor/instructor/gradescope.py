@@ -1,0 +1,211 @@
+"""One Gradescope submission, graded the way Gradescope's autograder runs it: ``tutor gradescope``.
+
+Gradescope builds an image from the instructor's ``setup.sh``, and for each
+submission runs ``run_autograder`` in ``/autograder``, with
+
+* ``/autograder/source/`` — the uploaded autograder (here: ``assignment.toml``);
+* ``/autograder/submission/`` — what the learner uploaded;
+* ``/autograder/submission_metadata.json`` — who submitted it and when;
+
+and reads back ``/autograder/results/results.json``. (``--root``,
+``--submission``, ``--assignment`` and ``--results`` move each of these,
+for tests and for trying an autograder locally.)
+
+A submission holds predictions — ``answers.toml`` (``head-split = "b"``,
+one key per exercise, or an ``[answers]`` table), ``answers.csv``
+(``exercise,answer`` columns) or ``answers.jsonl`` — and/or repairs:
+``<exercise-id>.py`` or ``<exercise-id>.diff``, graded as ``tutor grade
+--fixes`` grades them. The learner is the first submitter's e-mail (else
+name) in the metadata; the submission time is its ``created_at``.
+
+The result is one learner's result of :func:`tutor.instructor.results.learner_result`:
+one test per exercise of the assignment. With ``observations =
+"after_due_date"``, a test's output says what the check observed only once
+the due time (the assignment's, else the metadata's) has passed. When the
+submission cannot be graded at all, results.json still says why (score 0),
+so the learner sees one sentence instead of an autograder failure.
+
+Layers: imports neither torch nor Textual.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from pathlib import Path
+
+from tutor.cli.replies import UsageError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+ANSWER_FILES = ("answers.toml", "answers.csv", "answers.jsonl", "answers.json")
+
+
+def metadata(root: Path) -> dict:
+    """The submission's metadata (an empty dict when there is none or it does not read)."""
+    try:
+        data = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def submitter(meta: dict) -> str:
+    users = meta.get("users") if isinstance(meta.get("users"), list) else []
+    first = users[0] if users and isinstance(users[0], dict) else {}
+    return str(first.get("email") or first.get("name") or "submission")
+
+
+def read_submission(folder: Path, catalog, learner: str, submitted_at: str | None) -> list:
+    """The submission's rows: predictions from the answers file, repairs from ID.py / ID.diff.
+
+    Raises:
+        UsageError: the folder is missing, holds nothing to grade, or its answers file does not read.
+    """
+    from tutor.instructor import grade as grading
+    from tutor.instructor import fixes
+    if not folder.is_dir():
+        raise UsageError(f"there is no submission folder {folder}")
+    pairs: list[tuple[str, str]] = []
+    found = [folder / name for name in ANSWER_FILES if (folder / name).is_file()]
+    for path in found:
+        pairs += _pairs(path)
+    checker = grading._Checker(catalog)
+    rows = []
+    for n, (exercise, answer) in enumerate(pairs, 1):
+        fields = {"learner": learner, "exercise": exercise, "answer": answer}
+        if submitted_at:
+            fields["submitted_at"] = submitted_at
+        rows.append(checker(n, fields))
+    repairs = [p for p in sorted(folder.iterdir()) if p.is_file() and p.suffix.lower() in fixes.ENDINGS]
+    if repairs:
+        staging = {p.name for p in repairs}
+        for row in _repairs(folder, staging, catalog, learner):
+            row.line = len(rows) + 1
+            row.submitted_at = submitted_at or row.submitted_at
+            rows.append(row)
+    if not rows:
+        raise UsageError(f"the submission holds nothing to grade: upload {' or '.join(ANSWER_FILES[:2])} with your "
+                         "answers, or ID.py / ID.diff repairs")
+    return rows
+
+
+def _repairs(folder: Path, names: set, catalog, learner: str) -> list:
+    """Fix rows for the repair files of a one-learner submission (as :func:`tutor.instructor.fixes.find` reads)."""
+    import hashlib
+
+    from tutor.instructor import grade as grading
+    from tutor.instructor.fixes import ENDINGS
+    from tutor.model.attempts import ProgressError
+    from tutor.store.names import learner_key, validate_learner
+    rows = []
+    for name in sorted(names):
+        path = folder / name
+        row = grading.AnswerRow(line=0, learner=learner, exercise=path.stem, mode="fix")
+        try:
+            row.learner = validate_learner(learner)
+            row.key = learner_key(row.learner)
+        except ProgressError as exc:
+            row.problem = str(exc)
+        raw = path.read_bytes()
+        row.text = raw.decode("utf-8", "replace")
+        row.answer = f"{ENDINGS[path.suffix.lower()]}:{hashlib.sha256(raw).hexdigest()[:16]}"
+        row.note = ENDINGS[path.suffix.lower()]
+        if row.problem is None:
+            try:
+                row.exercise = catalog.get(path.stem.lower()).id
+            except KeyError as exc:
+                row.problem = exc.args[0]
+        rows.append(row)
+    return rows
+
+
+def _pairs(path: Path) -> list[tuple[str, str]]:
+    text = path.read_text(encoding="utf-8-sig", errors="replace")
+    if path.suffix == ".toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise UsageError(f"{path.name} is not valid TOML ({str(exc).splitlines()[0]}); write one line per "
+                             'exercise such as head-split = "b"') from None
+        table = data.get("answers", data)
+        return [(str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in table.items()
+                if not isinstance(v, dict)]
+    if path.suffix == ".csv":
+        import csv
+        import io
+        from tutor.instructor.columns import normal
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header = [normal(h) for h in next(reader, [])]
+        if "exercise" not in header or "answer" not in header:
+            raise UsageError(f"{path.name} needs the columns exercise and answer in its header")
+        e, a = header.index("exercise"), header.index("answer")
+        return [(cells[e], cells[a]) for cells in reader if len(cells) > max(e, a)]
+    pairs = []
+    items = json.loads(text) if text.lstrip().startswith("[") else [json.loads(line) for line in text.splitlines()
+                                                                     if line.strip()]
+    for item in items:
+        if isinstance(item, dict) and "exercise" in item and "answer" in item:
+            answer = item["answer"]
+            pairs.append((str(item["exercise"]), answer if isinstance(answer, str) else json.dumps(answer)))
+    return pairs
+
+
+def grade_submission(catalog, rows: list, plan, runner, now: dt.datetime | None = None) -> dict:
+    """Grade a submission's rows on one runner; return its results.json (Gradescope's format)."""
+    from tutor.instructor import grade as grading
+    from tutor.instructor import fixes, memo
+    from tutor.instructor import results as class_results
+    started = time.perf_counter()
+    predictions = [r for r in rows if r.mode == "predict"]
+    repairs = [r for r in rows if r.mode == "fix"]
+    pool = _OnePool(runner)
+    graded = grading.grade_rows(catalog, predictions, pool, None, plan, memo.Observations()) if predictions else []
+    graded += [fixes.grade_one(catalog, runner, r, plan) for r in repairs]
+    dicts = [g.to_dict() for g in graded]
+    result = class_results.learner_result(dicts, plan, grading._titles(catalog), now)
+    result["execution_time"] = round(time.perf_counter() - started, 3)
+    unassigned = [d for d in dicts if d["status"] == "not_assigned"]
+    unreadable = [d for d in dicts if d["status"] == "unreadable" and d.get("exercise") not in plan.ids]
+    notes = []
+    if unassigned:
+        notes.append(f"Not graded (not in this assignment): {', '.join(d['exercise'] for d in unassigned)}.")
+    if unreadable:
+        notes.append("Could not be graded: " + "; ".join(f"{d.get('exercise')!r}: {d.get('reason')}"
+                                                         for d in unreadable) + ".")
+    if notes:
+        result["output"] += " " + " ".join(notes)
+    return result
+
+
+class _OnePool:
+    """The grading pool over a runner that already exists (one warm worker, this process)."""
+
+    def __init__(self, runner, device: str = "auto") -> None:
+        self.runners = [runner]
+        self.device = device
+
+    def run(self, jobs, work, on_done=None):
+        out = []
+        for job in jobs:
+            out.append(work(self.runners[0], job))
+            if on_done is not None:
+                on_done(out[-1])
+        return out
+
+
+def failure(sentence: str) -> dict:
+    """The results.json of a submission that could not be graded: score 0 and the one sentence why."""
+    return {"score": 0.0, "execution_time": 0.0, "output": f"This submission could not be graded: {sentence}",
+            "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+
+
+def plan_data(plan) -> dict:
+    """An assignment back as its TOML document (to set a due time taken from Gradescope's metadata)."""
+    return {"name": plan.name, "observations": plan.observations,
+            "exercises": [{"id": a.id, "points": a.points, "hidden_seeds": list(a.hidden_seeds),
+                           "visibility": a.visibility} for a in plan.exercises]}

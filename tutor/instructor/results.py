@@ -1,0 +1,103 @@
+"""Results in Gradescope's format, from graded rows (the ``to_dict`` of ``tutor.instructor.grade.RowResult``).
+
+One learner's result is what Gradescope's autograder reads from
+(the assignment's total is Gradescope's own setting: ``max_score`` is kept in ``extra_data``)
+``/autograder/results/results.json``: ``score``, ``output``,
+``execution_time``, ``visibility``, ``stdout_visibility`` and one test per
+exercise of the assignment, each with ``name``, ``score``, ``max_score``,
+``status`` (``passed``/``failed``), ``output`` and ``visibility``. A test's
+output says what was observed only when the assignment allows it now
+(``observations = "after_due_date"`` keeps it back until the due time);
+until then it says whether the answer matched, and nothing that would give
+the answer away.
+
+Which of a learner's rows for one exercise counts: :func:`tutor.model.attempts.counting`.
+
+Pure: rows in, dictionaries out (``now`` is passed in).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from tutor.model.attempts import counting
+
+#: Row statuses whose check ran to a verdict.
+GRADED = ("pass", "fail")
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime | None = None,
+                   name: str | None = None) -> dict:
+    """One learner's Gradescope result over their rows (every row is this learner's)."""
+    now = now or _now()
+    show = assignment.shows_observations(now)
+    tests = []
+    for n, assigned in enumerate(assignment.exercises, 1):
+        mine = [r for r in rows if r.get("exercise") == assigned.id and r.get("status") != "not_assigned"]
+        row = counting(mine, lambda r: r.get("submitted_at"))
+        score = float(assigned.points) if row is not None and row.get("status") == "pass" else 0.0
+        title = titles.get(assigned.id)
+        tests.append({"name": f"{assigned.id} · {title}" if title else assigned.id, "number": str(n),
+                      "score": score, "max_score": float(assigned.points),
+                      "status": "passed" if score > 0 else "failed",
+                      "output": output_for(row, show, assignment), "visibility": assigned.visibility,
+                      "extra_data": {"exercise": assigned.id, "status": row.get("status") if row else "missing",
+                                     "line": row.get("line") if row else None,
+                                     "submission": row.get("submission") if row else None,
+                                     "attempts": len(mine)}})
+    score = sum(t["score"] for t in tests)
+    who = name or next((r.get("learner") for r in rows if r.get("learner")), "") or ""
+    elapsed = sum(r.get("duration_s") or 0.0 for r in rows if not r.get("reused"))
+    return {"score": score, "execution_time": round(elapsed, 3),
+            "output": f"{who + ': ' if who else ''}{score:g} of {assignment.max_score:g} points: "
+                      f"{sum(t['score'] > 0 for t in tests)} of {len(tests)} exercises matched what their checks "
+                      "observed.",
+            "visibility": "visible", "stdout_visibility": "hidden",
+            "extra_data": {"learner": who, "max_score": assignment.max_score, "assignment": assignment.name,
+                           "inferred_assignment": assignment.inferred}, "tests": tests}
+
+
+def output_for(row: dict | None, show_observed: bool, assignment=None) -> str:
+    """A test's output: the answer, what was observed (when it may be shown), and the verdict."""
+    if row is None:
+        return "No answer was submitted for this exercise."
+    status = row.get("status")
+    if status == "unreadable":
+        shown = (row.get("answer") or "").strip().replace("\n", " ")[:80]
+        return f"Your answer {shown!r} could not be graded: {row.get('reason')}."
+    if status not in GRADED:
+        return f"The check could not finish ({status}): {row.get('reason')}. This is not your mistake."
+    later = ""
+    if not show_observed and assignment is not None and assignment.due is not None:
+        later = f" What the check observed is shown after the due time ({assignment.due.isoformat(timespec='minutes')})."
+    if row.get("mode") == "fix":
+        verdict = row.get("verdict") or ("fixed" if status == "pass" else "not fixed")
+        observed = f" Your version observed {row.get('observed_text')}." if show_observed and row.get("observed_text") \
+            else ""
+        return f"Your repair: {verdict}.{observed}{later}"
+    verdict = "matched" if status == "pass" else "did not match"
+    if not show_observed:
+        return f"You predicted {row.get('prediction_text')}. Your prediction {verdict}.{later}"
+    return (f"You predicted {row.get('prediction_text')}. The check observed {row.get('observed_text')}. "
+            f"Your prediction {verdict}.")
+
+
+def class_results(rows: list[dict], assignment, titles: dict, answers: str, now: dt.datetime | None = None) -> dict:
+    """Every learner's result (``learners``, sorted by learner key), the assignment, and the rows that
+    are no learner's or no assigned exercise's (``unattributed_rows``)."""
+    now = now or _now()
+    by_key: dict[str, list[dict]] = {}
+    for r in rows:
+        if r.get("key"):
+            by_key.setdefault(r["key"], []).append(r)
+    entries = [learner_result(by_key[k], assignment, titles, now) for k in sorted(by_key)]
+    ids = set(assignment.ids)
+    unattributed = [{"line": r.get("line"), "status": r.get("status"), "reason": r.get("reason")} for r in rows
+                    if not r.get("key") or r.get("exercise") not in ids]
+    return {"schema_version": 2, "answers": answers, "graded_at": now.isoformat(timespec="seconds"),
+            "assignment": assignment.to_dict(), "exercises": assignment.ids, "max_score": assignment.max_score,
+            "inferred_assignment": assignment.inferred, "learners": entries, "unattributed_rows": unattributed}
