@@ -661,7 +661,7 @@ def bench_engine(args) -> None:
     mfu = statistics.median(model_flops / te / (gemm_flops / tg) for te, tg in zip(times["engine"], times["gemm"]))
     mfu_ref = statistics.median(model_flops / tr / (gemm_flops / tg) for tr, tg in zip(times["reference"], times["gemm"]))
     rec("engine model FLOP/s (6·N·tokens + attention)", f"{model_flops / t_engine / 1e9:.1f} GFLOP/s", "-", None)
-    # The ≥ 75 % target is retired (issue 17): eager PyTorch's ceiling for this model on
+    # The ≥ 75 % target is retired: eager PyTorch's ceiling for this model on
     # this machine is near 86 % and the reference reaches about 62 %; the engine is
     # held to ≥ 1.0× the reference instead, and the figure stays as information.
     rec("engine FLOP utilisation vs GEMM at model shapes", f"{mfu * 100:.1f} %", "- (was ≥ 75 %)", None)

@@ -14,51 +14,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import random
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from exercises.context import Context
+from exercises.faults import load_faults, make_private_copy
+from exercises.mysteries import hidden_fault
 from exercises.outcome import Measurement, note, table
-
-#: Hidden faults the mystery may carry ("none": the clean engine). Not here:
-#: "embedding-default-init" — the mystery's fresh untied head hides it (the
-#: N(0, 1) table no longer doubles as the output matrix); tests audit it on a
-#: tied engine GPT instead.
-HIDDEN = ("none", "head-split-reshape", "head-merge-no-transpose", "attention-not-causal", "unshifted-targets",
-          "detach-residual", "optimizer-before-head")
-
-
-def hidden_fault(seed: int) -> str:
-    """The fault id the mystery carries for this seed (deterministic).
-
-    Seeds 0, 1, 2, … walk through one fixed shuffle of ``HIDDEN``: consecutive
-    seeds (a learner's consecutive attempts) meet different mysteries, and
-    any len(HIDDEN) seeds in a row meet every one of them once.
-    """
-    order = random.Random("capstone").sample(HIDDEN, k=len(HIDDEN))
-    return order[seed % len(order)]
-
-
-def load_faults(root: Path | None = None) -> dict:
-    """Every ``[[fault]]`` table of ``exercises/*.toml`` under ``root``, by id."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-
-    from exercises.faults import parse_fault
-
-    root = root or Path(__file__).resolve().parent.parent
-    faults = {}
-    for path in sorted((root / "exercises").glob("*.toml")):
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        for n, entry in enumerate(data.get("fault", []), start=1):
-            fault = parse_fault(entry, f"{path.name}: fault #{n}")
-            faults[fault.id] = fault
-    return faults
 
 
 def _import_file(name: str, path: Path, package_dir: Path | None = None):
@@ -84,8 +49,6 @@ def build_mystery(fault_id: str, workdir: Path, root: Path | None = None) -> dic
         alias the copied engine was imported as, "model" and "config": the
         copy's engine.model and engine.config modules}.
     """
-    from exercises.faults import make_private_copy
-
     root = root or Path(__file__).resolve().parent.parent
     fault = None if fault_id == "none" else load_faults(root)[fault_id]
     make_private_copy(Path(workdir), fault, root)
@@ -102,6 +65,48 @@ def build_mystery(fault_id: str, workdir: Path, root: Path | None = None) -> dic
             "fault": fault, "package": alias, "model": model_mod, "config": config_mod}
 
 
+def audit_mystery(ctx: Context, fault_id: str, subject: str) -> tuple[Any, Any, list]:
+    """Build the mystery GPT carrying ``fault_id`` ("none": the clean engine) from this tree and run the
+    seed's audit links on it; the body of the capstone's check and of the hunt's (``edit_mode.hunt``).
+
+    Args:
+        ctx: the check's context (device, seed, progress).
+        fault_id: the hidden fault to apply, or "none".
+        subject: how the evidence names what was audited ("the mystery GPT", "this engine").
+
+    Returns:
+        (the audit report, the Fault applied or None, the evidence: one row per link, then the
+        first failing link's own evidence).
+
+    Raises:
+        RuntimeError: the audit itself crashed (the model could not be built or run).
+    """
+    from exercises.audit import SEED_LINKS, audit as run_audit  # the audit imports torch: in the check only
+
+    workdir = Path(tempfile.mkdtemp(prefix="mystery-", dir="."))
+    try:
+        mystery = build_mystery(fault_id, workdir)
+        report = run_audit(mystery["factory"], device=ctx.device, seed=ctx.seed, get_batch=mystery["get_batch"],
+                           progress=ctx.progress, links=SEED_LINKS)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if report.status == "crashed":
+        raise RuntimeError(report.error)
+    rows = [[i, link.name, link.status, link.verdict] for i, link in enumerate(report.links, start=1)]
+    evidence = [table(f"Audit of {subject} (2 layers, C=64, V=37, batch 4x32)", ["#", "link", "status", "verdict"],
+                      rows)]
+    evidence += first_failure_evidence(report)
+    return report, mystery["fault"], evidence
+
+
+def first_failure_evidence(report) -> list:
+    """The first failing link's own evidence, as one table (none when every link holds)."""
+    for link in report.links:
+        if link.status == "FAIL":
+            return [table(f"{link.name} evidence", ["quantity", "value"], link.evidence or [["-", "-"]])]
+    return []
+
+
 def audit(ctx: Context) -> Measurement:
     """Run the ten seed links of the audit (``exercises.audit``) on the mystery GPT.
 
@@ -114,31 +119,10 @@ def audit(ctx: Context) -> Measurement:
     Observed: the first failing link in lower case (``tokenizer`` …
     ``capability``), or ``none``. Seed 004, the final exercise.
     """
-    from exercises.audit import SEED_LINKS
-    from exercises.audit import audit as run_audit
-
-    fault_id = hidden_fault(ctx.seed)
-    workdir = Path(tempfile.mkdtemp(prefix="mystery-", dir="."))
-    try:
-        mystery = build_mystery(fault_id, workdir)
-        report = run_audit(mystery["factory"], device=ctx.device, seed=ctx.seed, get_batch=mystery["get_batch"],
-                           progress=ctx.progress, links=SEED_LINKS)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    if report.status == "crashed":
-        raise RuntimeError(report.error)
+    report, fault, evidence = audit_mystery(ctx, hidden_fault(ctx.seed), "the mystery GPT")
     first = report.first_failure
-    rows = [[i, link.name, link.status, link.verdict] for i, link in enumerate(report.links, start=1)]
-    evidence = [
-        table("Audit of the mystery GPT (2 layers, C=64, V=37, batch 4x32)", ["#", "link", "status", "verdict"], rows),
-    ]
-    for link in report.links:
-        if link.status == "FAIL":
-            evidence.append(table(f"{link.name} evidence", ["quantity", "value"], link.evidence or [["-", "-"]]))
-            break
     evidence.append(note(f"First failure: {first or 'none'}. The hidden fault was "
-                         + (f"{mystery['fault'].id}: {mystery['fault'].summary}" if mystery["fault"] else
-                            "none: this was the clean engine.")))
+                         + (f"{fault.id}: {fault.summary}" if fault else "none: this was the clean engine.")))
     later = [link.name for link in report.links if link.status == "FAIL"][1:]
     if later:
         evidence.append(note("Later links that also fail (consequences, or separate faults): " + ", ".join(later)))

@@ -20,10 +20,7 @@ of their own:
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
-
+from exercises.capstone import audit_mystery, first_failure_evidence
 from exercises.context import Context
 from exercises.outcome import Measurement, note, table
 
@@ -84,11 +81,8 @@ def instruments(ctx: Context) -> Measurement:
              f"{link.verdict}"] for link in report.links]
     evidence = [table("Instruments on this engine (2 layers, C = 64, V = 37)", ["instrument", "status", "verdict"],
                       rows)]
+    evidence += first_failure_evidence(report)
     first = report.first_failure
-    for link in report.links:
-        if link.status == "FAIL":
-            evidence.append(table(f"{link.name} evidence", ["quantity", "value"], link.evidence or [["-", "-"]]))
-            break
     return Measurement(observed=first.lower() if first else "none", evidence=evidence)
 
 
@@ -102,25 +96,7 @@ def hunt(ctx: Context) -> Measurement:
     tree holds. Observed: the first failing seed link in lower case, or
     ``none`` when every link holds. Seed 004, the final exercise.
     """
-    from exercises.audit import SEED_LINKS, audit as run_audit
-    from exercises.capstone import build_mystery
-
-    workdir = Path(tempfile.mkdtemp(prefix="hunt-", dir="."))
-    try:
-        mystery = build_mystery("none", workdir)
-        report = run_audit(mystery["factory"], device=ctx.device, seed=ctx.seed, get_batch=mystery["get_batch"],
-                           progress=ctx.progress, links=SEED_LINKS)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    if report.status == "crashed":
-        raise RuntimeError(report.error)
+    report, _, evidence = audit_mystery(ctx, "none", "this engine")
     first = report.first_failure
-    rows = [[i, link.name, link.status, link.verdict] for i, link in enumerate(report.links, start=1)]
-    evidence = [table("Audit of this engine (2 layers, C=64, V=37, batch 4x32)", ["#", "link", "status", "verdict"],
-                      rows)]
-    for link in report.links:
-        if link.status == "FAIL":
-            evidence.append(table(f"{link.name} evidence", ["quantity", "value"], link.evidence or [["-", "-"]]))
-            break
     evidence.append(note(f"First failure: {first or 'none'}."))
     return Measurement(observed=first.lower() if first else "none", evidence=evidence)

@@ -86,6 +86,60 @@ def parse_fault(entry: object, where: str) -> Fault:
     return Fault(**{k: entry[k] for k in _FIELDS})
 
 
+def add_faults(data: dict, name: str, root: Path, faults: dict) -> list[tuple[Fault, str]]:
+    """Add the ``[[fault]]`` tables of one parsed set file to ``faults`` (by id), each checked against ``root``.
+
+    The one reader of fault tables: the catalog reads each set file through
+    it, and the capstone's mystery (in a check's private tree) too.
+
+    Args:
+        data: the set file's parsed TOML.
+        name: the file's name, for the sentences.
+        root: the source root the faults must apply to (:func:`verify`).
+        faults: where they go; an id already there is a duplicate.
+
+    Returns:
+        each fault added, with the source text of its file it was checked against.
+
+    Raises:
+        FaultError: a table that is not a fault, that does not apply, or whose id is
+            taken; the sentence starts with ``name`` and names the fault.
+    """
+    entries = data.get("fault", [])
+    if not isinstance(entries, list):
+        raise FaultError(f"{name}: 'fault' must be an array of tables ([[fault]])")
+    added = []
+    for n, entry in enumerate(entries, start=1):
+        where = f"{name}: fault {entry.get('id', f'#{n}')!r}" if isinstance(entry, dict) else f"{name}: fault #{n}"
+        try:
+            fault = parse_fault(entry, where)
+            source = verify(fault, root)
+        except FaultError as exc:
+            raise FaultError(str(exc) if str(exc).startswith(name) else f"{where}: {exc}") from None
+        if fault.id in faults:
+            raise FaultError(f"{where}: duplicate fault id {fault.id!r}")
+        faults[fault.id] = fault
+        added.append((fault, source))
+    return added
+
+
+def load_faults(root: Path | None = None) -> dict[str, Fault]:
+    """Every ``[[fault]]`` table of ``exercises/*.toml`` under ``root`` (default: this source root), by id.
+
+    Raises:
+        FaultError: as :func:`add_faults`.
+    """
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    root = root or source_root()
+    faults: dict[str, Fault] = {}
+    for path in sorted((root / "exercises").glob("*.toml")):
+        add_faults(tomllib.loads(path.read_text(encoding="utf-8")), path.name, root, faults)
+    return faults
+
+
 def verify(fault: Fault, root: Path | None = None) -> str:
     """Check that ``fault`` applies to the current source; return that source.
 

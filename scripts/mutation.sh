@@ -35,7 +35,8 @@ tests_for() {
         exercises/answers.py) echo tests/test_answers.py ;;
         tutor/store/progress.py|tutor/store/names.py|tutor/store/migration.py|tutor/model/attempts.py)
             echo tests/test_progress.py tests/test_fuzz_loaders.py ;;
-        tutor/model/verdict.py|tutor/model/patch.py|tutor/app/tasks.py) echo tests/test_edit.py tests/test_fix_session.py ;;
+        tutor/model/verdict.py|tutor/model/patch.py|tutor/app/tasks.py)
+            echo tests/test_edit.py tests/test_evidence_and_sampling.py tests/test_edit_run.py ;;
         engine/model.py) echo tests/test_engine.py tests/test_kv_cache.py tests/test_mutants_model.py ;;
         tutor/sandbox/runner.py) echo tests/test_runner_safety.py tests/test_cli.py ;;
         *) echo "scripts/mutation.sh: no tests are chosen for $1; add a line for it to tests_for" >&2
@@ -66,6 +67,8 @@ for file in "${files[@]}"; do
 
 [tool.mutmut]
 source_paths = ["engine", "exercises", "tutor"]
+# mutmut runs the tests in its own copy (mutants/): the runner's need the checkout's progress/ folder there
+also_copy = ["progress"]
 only_mutate = ["$file"]
 pytest_add_cli_args_test_selection = [$tests]
 # torch in the tests is not fork-safe from a process that already ran them

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import tomli_w
 
-from exercises.capstone import hidden_fault
+from exercises.mysteries import hidden_fault
 from tutor.app.session import Session
 from tutor.cli import main
 from tutor.model import calibration, review

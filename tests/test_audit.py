@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from exercises.audit import LINKS, SEED_LINKS, audit, load_factory
-from exercises.capstone import HIDDEN, build_mystery, hidden_fault
+from exercises.capstone import build_mystery
+from exercises.mysteries import HIDDEN, hidden_fault
 from tutor.cli import audit as audit_cmd
 
 # A GPT written independently of the engine, in nanoGPT's style: forward(idx,
@@ -256,7 +257,7 @@ def test_a_factory_that_returns_no_model_says_what_it_returned():
     def misspelt():
         return {"model": torch.nn.Linear(2, 2), "optimiser": None}
 
-    # v2 accepts a dict too (issue 13), so the sentence names all three shapes a factory may return.
+    # v2 accepts a dict too, so the sentence names all three shapes a factory may return.
     expected = {fortytwo: "42 (an int)", triple: "a tuple of 3 items", pair: "a pair whose first item is None",
                 nameless: "a dict without 'model'",
                 misspelt: "a dict with unknown keys 'optimiser' (known: model, optimizer, tokenizer, pad_id, "

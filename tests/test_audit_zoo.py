@@ -1,4 +1,4 @@
-"""``tutor audit`` v2 on its test zoo (issue 13).
+"""``tutor audit`` v2 on its test zoo.
 
 The zoo (tests/audit_models/) holds small GPTs written for these tests and
 independent of engine/: V = 37, block 64, 2 layers, C = 64. Three base
@@ -56,6 +56,7 @@ BUGS = [
     ("bug_loop_no_zero_grad", "LOOP", "zero_grad: two identical steps: relative |Δ grad| 1.00e+00; the second saw "
                                       "2.00x the first"),
     ("bug_loop_unnormalised", "LOOP", "normalisation: |step gradient| / |full-batch gradient| 4.000"),
+    ("bug_loop_unnormalised_two", "LOOP", "normalisation: |step gradient| / |full-batch gradient| 2.000"),
     ("bug_loop_clip_after_step", "LOOP", "clipping: step -> clip: clip_grad_norm_ runs after optimizer.step()"),
     ("bug_loop_clip_before_unscale", "LOOP", "clipping: clip -> unscale -> step: clip_grad_norm_ runs before "
                                              "scaler.unscale_(optimizer)"),

@@ -253,7 +253,7 @@ def test_progress_leaves_a_damaged_file_in_place_and_run_moves_it_aside(tmp_path
 def test_an_unusable_login_name_is_named_once_on_stderr(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("TUTOR_LEARNER", "LOGNAME", "USER", "LNAME",
                                                               "USERNAME")}
-    # 'kim lee' was unusable until issue 16 (names may hold spaces now); a slash still makes a login unusable
+    # 'kim lee' is a usable name (names may hold spaces); a slash still makes a login unusable
     env.update(LOGNAME="kim/lee", TUTOR_PROGRESS_DIR=str(tmp_path))
     proc = subprocess.run([sys.executable, "-m", "tutor.cli", "progress"], capture_output=True, text=True,
                           env=env, timeout=60, stdin=subprocess.DEVNULL)
@@ -262,7 +262,7 @@ def test_an_unusable_login_name_is_named_once_on_stderr(tmp_path):
                            "'learner' is used; choose one with --learner NAME or TUTOR_LEARNER=NAME\n")
     assert "No attempts saved yet for learner" in proc.stdout
     from tutor.store.progress import ProgressStore
-    ProgressStore(tmp_path).save_note("kim", "head-split", "n")  # a learner named with --learner must exist (issue 16)
+    ProgressStore(tmp_path).save_note("kim", "head-split", "n")  # a learner named with --learner must exist
     named = subprocess.run([sys.executable, "-m", "tutor.cli", "progress", "--learner", "kim"], capture_output=True,
                            text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
     assert named.returncode == 0 and named.stderr == ""
@@ -499,7 +499,7 @@ def test_run_exits_3_when_the_subject_times_out(probe_checkout):
     assert proc.returncode == 3, proc.stdout + proc.stderr
     data = json.loads(proc.stdout)
     assert data["status"] == "timeout" and data["correct"] is None
-    # Issue 17: the sentence names the limit that applied and why (a fixed scale of 1 keeps it at 2 s).
+    # The sentence names the limit that applied and why (a fixed scale of 1 keeps it at 2 s).
     # Where it hung (the loop replaces the squeeze: line 23 or 24), then the limit and why.
     assert re.fullmatch(r"faulted: the check did not finish within 2 s and was stopped at "
                         r"exercises/snippets/losses\.py line 2[34] \(squared_errors\); "

@@ -1,4 +1,4 @@
-"""Edit mode's pure parts (issue 12): tasks, the learner's diff, patches, verdicts, progress format 2,
+"""Edit mode's pure parts: tasks, the learner's diff, patches, verdicts, progress format 2,
 working copies. No worker runs here; ``test_fix_*.py`` run the real checks."""
 
 from __future__ import annotations

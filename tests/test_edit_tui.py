@@ -1,4 +1,4 @@
-"""Edit mode in the TUI (issue 12): Fix it, Break it, Find and fix, driven by Pilot.
+"""Edit mode in the TUI: Fix it, Break it, Find and fix, driven by Pilot.
 
 The runner here is a fake that *reads the learner's file*: its ``yours``
 side observes what the clean side observes exactly when the file it was

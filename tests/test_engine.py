@@ -315,7 +315,7 @@ def test_ctx_gpt_is_seeded_and_reproducible():
 
 
 def test_train_cites_sections_that_exist():
-    # Issue 14: make_optimizer cited seed 001 "The optimizer owns the update", a section the seed
+    # Make_optimizer cited seed 001 "The optimizer owns the update", a section the seed
     # does not have; AdamW built once outside the loop is its "Parts 3 and 4" section.
     import engine.train
 

@@ -1,4 +1,4 @@
-"""The whole catalog is fixable (issue 12): for every exercise with a fault, through the real worker,
+"""The whole catalog is fixable: for every exercise with a fault, through the real worker,
 
 * the reverse edit — the fault's own diff undone, given as a unified patch against the faulted file,
   the way ``tutor fix ID --patch FILE.diff`` takes it — is measured **fixed**;

@@ -1,4 +1,4 @@
-"""Edit mode through the real worker (issue 12): repairs judged by measurement, never by their text.
+"""Edit mode through the real worker: repairs judged by measurement, never by their text.
 
 Different-but-correct repairs pass; "repairs" that fake the observation without the behaviour
 behind it (a constant, a deleted computation) do not; a learner's file that hangs, floods its
@@ -99,7 +99,7 @@ def test_a_file_that_hangs_times_out_and_is_not_fixed(session, catalog):
     ex = replace(catalog.get("softmax-axis"), timeout_s=3.0)
     outcome = session.fix(ex, "while True:\n    pass\n")
     assert outcome.verdict.status == "not fixed" and outcome.verdict.yours_status == "timeout"
-    # the limit is the exercise's 3 s, scaled by the machine's measured speed (issue 17)
+    # the limit is the exercise's 3 s, scaled by the machine's measured speed
     assert "did not finish within" in outcome.verdict.yours_error
     assert "this exercise's 3 s" in outcome.verdict.yours_error
     assert "clean" in outcome.result.observations  # the other sides measured meanwhile

@@ -314,10 +314,10 @@ def test_a_save_that_fails_is_exit_4(tmp_path, monkeypatch):
 @pytest.mark.parametrize("argv", [["run", "head-split", "--predict", "b"],
                                   ["fix", "head-split", "--file", "SUBJECT"]])
 def test_run_and_fix_exit_4_when_the_save_fails(tmp_path, monkeypatch, argv):
-    import tutor.cli.learner
+    import tutor.cli.common
     from tutor.cli import main
     from exercises.faults import source_root
-    monkeypatch.setattr(tutor.cli.learner, "_runner", lambda cat, *a, **k: FakeRunner(cat))
+    monkeypatch.setattr(tutor.cli.common, "make_runner", lambda cat, *a, **k: FakeRunner(cat))
 
     def full(*args, **kwargs):
         raise ProgressError("cannot write progress to p (No space left on device)")

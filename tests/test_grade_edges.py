@@ -1,4 +1,4 @@
-"""The rough edges an instructor hit (issue 16), each pinned: the umask, files kept aside, saved_to,
+"""The rough edges an instructor hit, each pinned: the umask, files kept aside, saved_to,
 encodings, missing folders and learners, negative answers, one JSON schema, --version, learner names."""
 
 from __future__ import annotations

@@ -6,8 +6,10 @@ import sys
 
 import pytest
 
-DOMAIN = ["tutor.model.catalog", "tutor.store.progress", "tutor.sandbox.runner", "tutor.render", "tutor.cli",
-          "exercises.answers", "exercises.faults", "exercises.outcome", "exercises.context"]
+DOMAIN = ["tutor.model.catalog", "tutor.model.attempts", "tutor.model.calibration", "tutor.model.review",
+          "tutor.store.progress", "tutor.store.files", "tutor.sandbox.runner", "tutor.app.session", "tutor.app.run",
+          "tutor.instructor.grade", "tutor.instructor.report", "tutor.render", "tutor.cli",
+          "exercises.answers", "exercises.faults", "exercises.outcome", "exercises.context", "exercises.mysteries"]
 
 
 @pytest.mark.parametrize("module", DOMAIN)

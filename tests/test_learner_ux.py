@@ -1,4 +1,4 @@
-"""Issue 15, the learner's experience: continue, find, reset, reopen, typed words, kind words,
+"""The learner's experience: continue, find, reset, reopen, typed words, kind words,
 plots on shared axes, tables that wrap at words, confidence and calibration, review, the progress
 screen — each driven with Pilot (a fake runner; no torch) or the command line in-process.
 """

@@ -48,7 +48,7 @@ def test_an_attempts_seed_is_kept_and_older_files_without_it_read_as_seed_zero(t
         store.load("ada", move_aside=False)
 
 
-# "a b" was refused here until issue 16: names may now hold spaces (and letters of any script); a tab may not.
+# "a b" was refused here: names may now hold spaces (and letters of any script); a tab may not.
 @pytest.mark.parametrize("name", ["../x", "a/b", "", "a\x00b", ".", "..", "-rf", "x" * 65, "a\tb"])
 def test_unsafe_learner_names_are_refused(tmp_path, name):
     with pytest.raises(ProgressError, match="not allowed"):
@@ -225,7 +225,7 @@ def test_the_default_learner_is_the_login_name_when_it_is_safe(monkeypatch):
 
 
 @pytest.mark.parametrize("login, why", [
-    ("kim/lee", "your login name 'kim/lee' is not a valid learner name"),  # 'kim lee' is a name since issue 16
+    ("kim/lee", "your login name 'kim/lee' is not a valid learner name"),  # 'kim lee' is a name
     ("", "no login name was found"),
 ])
 def test_an_unusable_login_name_falls_back_with_a_notice(monkeypatch, login, why):

@@ -152,7 +152,7 @@ def test_a_newer_tutors_file_is_counted_and_named_read_only(tmp_path, catalog):
 
 def test_fix_mode_attempts_are_not_predictions(tmp_path, catalog):
     fixed = attempt("", True)
-    fixed["mode"] = "fix"  # edit mode's attempts (issue 12) carry a mode; a prediction has none or "predict"
+    fixed["mode"] = "fix"  # edit mode's attempts carry a mode; a prediction has none or "predict"
     predicted = attempt("a", False)
     predicted["mode"] = "predict"
     write(tmp_path, "ada", {"head-split": {"attempts": [fixed, predicted]}})

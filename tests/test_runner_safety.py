@@ -43,7 +43,7 @@ def test_a_hang_is_a_timeout(runner):
 
 
 def test_a_hang_says_which_limit_stopped_it_and_why(runner):
-    """The request's reason (issue 17: the limit follows the machine) ends the timeout's sentence."""
+    """The request's reason (the limit follows the machine) ends the timeout's sentence."""
     from dataclasses import replace
     request = replace(_request("while True:\n    pass", timeout_s=1.5), limit_why="this exercise's 0.5 s × 3, because")
     side = runner.worker.request(request).sides["faulted"]

@@ -185,7 +185,7 @@ def test_a_pass_and_a_fail_are_recorded_and_the_progress_file_is_read_once(tmp_p
     assert len(on_disk.attempts) == 2 and on_disk.note == "the column broadcast against the row"
 
 
-@pytest.mark.parametrize("status", ["error", "cancelled"])  # a timeout is recorded as one (issue 17: test_timeouts)
+@pytest.mark.parametrize("status", ["error", "cancelled"])  # a timeout is recorded as one (test_timeouts)
 def test_an_outcome_that_is_not_a_verdict_is_never_recorded(tmp_path, catalog, status):
     session = make_session(tmp_path, catalog, FakeRunner(status=status))
     outcome = session.attempt(catalog.get("broadcast-loss"), "(3, 3)", note="kept only with an attempt")

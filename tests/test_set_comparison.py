@@ -75,7 +75,7 @@ def test_seed_variation(run):
 
 
 def test_interval_verdict_by_hand():
-    # The check grades with the instrument's own rule (issue 14: no min/max over the seeds).
+    # The check grades with the instrument's own rule (no min/max over the seeds).
     from engine.instruments.seed_variation import interval, verdict
 
     # deltas 1, 2, 3: mean 2, s = 1, t(0.975, 2) = 4.303 -> 2 ± 4.303 / √3 = 2 ± 2.4843

@@ -21,7 +21,7 @@ def test_id_equal_to_vocab_size_raises_index_error(run, catalog):
     lookups = dict(rows(r, "faulted", "The same ids"))
     assert lookups["nn.Embedding (CPU)"] == "IndexError: index out of range in self"
     assert lookups["engine GPT"].startswith("IndexError: token id 36 is outside [0, 36)")
-    # Issue 14: the explain-back asks which id has no row and how often it occurs; the evidence shows it.
+    # The explain-back asks which id has no row and how often it occurs; the evidence shows it.
     # 'y' is the 37th character in sorted order; it occurs 391 times in the first 50,000 corpus characters.
     assert dict(rows(r, "faulted", "Ids against rows"))["ids with no row, and how often"] == "36 ('y'): 391 of 50,000 ids"
     assert dict(rows(r, "clean", "Ids against rows"))["ids with no row, and how often"] == "none"

@@ -39,7 +39,7 @@ def test_cached_generation_same_tokens_until_the_window_slides(run, catalog):
     assert r.status == "pass", (r.status, r.error, r.observed)
     assert r.clean is True and r.faulted is False
     facts = dict(rows(r, "faulted", "Facts"))
-    # Issue 14: both facts the explain-back asks about are measured. A 4-token prompt and
+    # Both facts the explain-back asks about are measured. A 4-token prompt and
     # block_size 32: the naive loop's window first slides for token 33; the paths part at 34
     # (CPU, seed 0, one torch thread per side on any machine) — not before the slide, and
     # not necessarily at it.

@@ -93,7 +93,7 @@ def test_sequential_vs_modulelist_has_no_forward(run):
     r = run("sequential-vs-modulelist", "NotImplementedError")
     assert r.status == "pass", (r.status, r.error, r.observed)
     assert r.clean == "none" and r.faulted == "NotImplementedError"
-    # Issue 14: the subject is the engine GPT's loop over its blocks. The ModuleList registers the
+    # The subject is the engine GPT's loop over its blocks. The ModuleList registers the
     # same 2 blocks either way (2 x 49,728 = 99,456 scalars at C = 64); only the call changes.
     clean, faulted = fact(r, "clean", "The small engine GPT"), fact(r, "faulted", "The small engine GPT")
     assert clean["type(model.blocks)"] == faulted["type(model.blocks)"] == "ModuleList"

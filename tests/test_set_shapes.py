@@ -36,7 +36,7 @@ def test_index_assign_read_copies_assignment_writes(run, catalog):
     r = run("index-assign", "no")
     assert r.status == "pass", (r.status, r.error, r.observed)
     assert r.clean is True and r.faulted is False
-    # Issue 14: the kept probability is computed from the logits: 1/5 = 0.2 for V = 5.
+    # The kept probability is computed from the logits: 1/5 = 0.2 for V = 5.
     assert "keep probability 0.2, 0.2 (1/V for V = 5" in " ".join(
         e["text"] for e in r.evidence["faulted"] if e["type"] == "note")
 
@@ -47,7 +47,7 @@ def test_gather_repeat_gives_the_repeated_entry_gradient_two(run, catalog):
     assert r.clean == [1.0, 0.0, 1.0, 0.0, 2.0, 0.0]
     assert r.faulted == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]
     assert not graded(catalog, r, "1 0 1 0 1 0")
-    # Issue 14: scatter_ with repeated indices is documented as nondeterministic; say so.
+    # scatter_ with repeated indices is documented as nondeterministic; say so.
     note = " ".join(e["text"] for e in r.evidence["faulted"] if e["type"] == "note")
     assert "nondeterministic" in note and "holds 1 either way" in note
     assert "nondeterministic" in catalog.get("gather-repeat").hints[-1]

@@ -57,7 +57,7 @@ def test_every_training_exercise_has_a_fault(catalog):
 def test_skip_zero_grad(ok, run):
     r = ok("skip-zero-grad")
     assert r.clean == 1 and r.faulted == 2
-    # Issue 14: the hand update is computed from the formula, and it is the seed's [-0.1, 0.2, -0.1].
+    # The hand update is computed from the formula, and it is the seed's [-0.1, 0.2, -0.1].
     hand = [float(v) for v in facts(r, "clean", "One SGD step")["hand update (formula)"]]
     assert hand == pytest.approx([-0.1, 0.2, -0.1], abs=1e-12)
     assert facts(r, "clean", "Facts")["step length / hand step length"] == ["1"]
@@ -101,7 +101,7 @@ def test_backward_no_update(ok, run):
 def test_set_to_none(ok, run):
     r = ok("set-to-none")
     assert r.clean == "a" and r.faulted == "c"  # None and skipped / zeros and still moved by AdamW
-    # Issue 14: the subject is train_step's reset; the tensor the loss stops reaching is the frozen
+    # The subject is train_step's reset; the tensor the loss stops reaching is the frozen
     # attention of seed 001's Part 6 GPT (it used to be an unused head of a snippet model).
     assert facts(r, "clean", "The frozen attention")["qkv.weight.grad is"] == ["None"]
     assert facts(r, "faulted", "The frozen attention")["qkv.weight.grad is"] == ["a zero tensor"]
@@ -110,7 +110,7 @@ def test_set_to_none(ok, run):
 
 
 def test_ce_on_probs(ok, run):
-    # Issue 14: cross entropy on probabilities is not a proper scoring rule, now shown on the
+    # Cross entropy on probabilities is not a proper scoring rule, now shown on the
     # engine's own loss line. An engine GPT with block_size 1 (a bigram in effect, floor 0.731409)
     # trained with the faulted loss: the true cross entropy falls to 1.009994 at step 34, then
     # rises to 1.783530 by step 200 (CPU, seed 0; the snippet bigram it replaced gave 0.903 at
@@ -153,7 +153,7 @@ def test_ce_on_probs(ok, run):
 
 
 def test_microbatch_weighting(ok, run):
-    # Issue 14: the subject is engine.train.accumulate_gradients on a small GPT (7 windows x 6
+    # The subject is engine.train.accumulate_gradients on a small GPT (7 windows x 6
     # tokens, split 30 + 12 targets); every one of its 14,848 parameters is compared.
     r = ok("microbatch-weighting")
     assert r.clean is True and r.faulted is False
@@ -168,7 +168,7 @@ def test_microbatch_weighting(ok, run):
 def test_masked_mean(ok, run):
     r = ok("masked-mean")
     assert r.clean == 2.5 and r.faulted == 2.0
-    # Issue 14: both rules are computed from the losses and the mask, not written as 10/4 and (1+3)/2.
+    # Both rules are computed from the losses and the mask, not written as 10/4 and (1+3)/2.
     assert facts(r, "clean", "Means")["every token weighs the same"] == ["2.5"]
     assert facts(r, "clean", "Means")["every sequence weighs the same"] == ["2"]
     nan_rows = facts(r, "clean", "A NaN")
@@ -222,7 +222,7 @@ def test_fit_vs_stress(ok, run):
 
 
 def test_init_scale(ok, catalog):
-    # Issue 14: the fault now leaves only the tied token table at N(0, 1), as in seed 004
+    # The fault now leaves only the tied token table at N(0, 1), as in seed 004
     # (ratio 33.08, initial loss 119.463 on its batch); measured here 34.02 and 122.839.
     r = ok("init-scale")
     assert r.clean == "a" and r.faulted == "c"
@@ -258,7 +258,7 @@ def test_lr_10x(ok, catalog):
     assert r.clean == "none" and r.faulted == "capability"
     assert _series(r, "clean", "CAPABILITY")[-1] < 0.1
     assert _series(r, "faulted", "CAPABILITY")[-1] > 0.5
-    # Issue 14: the loss before any update is measured, and told apart from CAPABILITY's first
+    # The loss before any update is measured, and told apart from CAPABILITY's first
     # point, which comes after the UPDATE link's step (CPU, seed 0, one torch thread per side:
     # with two the reductions add in another order and the first loss reads 3.14726).
     clean, faulted = facts(r, "clean", "The run"), facts(r, "faulted", "The run")
@@ -286,7 +286,7 @@ def test_overfit_batch(ok, catalog):
 
 
 def test_sources_cite_the_sections_the_ideas_come_from(catalog):
-    # Issue 14: the masked mean is 000 §7's example; the counting floor is 001's bigram section.
+    # The masked mean is 000 §7's example; the counting floor is 001's bigram section.
     assert catalog.get("masked-mean").source == "000 · 7. Masking chooses which examples count—and how much"
     assert catalog.get("bigram-floor").source == "001 · Learn the same probabilities that counting estimates"
 
@@ -339,7 +339,7 @@ def test_autocast_bf16(ok, run):
 
 
 def test_batch_mean_gradient(ok, run):
-    # Issue 14: the subject is the engine GPT's loss line; B = 2, T = 4 gives N = 8 positions.
+    # The subject is the engine GPT's loss line; B = 2, T = 4 gives N = 8 positions.
     r = ok("batch-mean-gradient")
     assert r.clean == 1 and r.faulted == 8  # N = 8
     clean, faulted = facts(r, "clean", "Position 0"), facts(r, "faulted", "Position 0")

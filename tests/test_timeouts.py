@@ -1,4 +1,4 @@
-"""Time limits that follow the machine (issue 17): the speed probe, the scaled limit, the
+"""Time limits that follow the machine: the speed probe, the scaled limit, the
 sentence a timeout says, a timeout recorded as a timeout, and the retry with twice the limit.
 
 Nothing here grades a time: a check that sleeps is given a limit far below its sleep or far
@@ -290,7 +290,7 @@ def sleepy_checkout(tmp_path_factory):
     root = tmp_path_factory.mktemp("checkout")
     for name in ("tutor", "engine", "exercises"):
         shutil.copytree(source_root() / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-    stall = "    import time\n    time.sleep(3.5)\n"  # twice a check (squared_errors runs twice): 7 s
+    stall = "    import time\n    time.sleep(2.4)\n"  # squared_errors runs three times a check: 7.2 s
     probes = [("probe-sleeps", 1.0, "    import time\n    time.sleep(2)\n"), ("probe-stalls-once", 5.0, stall)]
     exercises = [{"id": name, "set": "probe", "title": "t", "source": "000 · 1", "prompt": "p", "kind": "shape",
                   "check": "shapes.broadcast_loss", "explain": "e", "hints": ["a", "b"], "budget_s": 0.5,

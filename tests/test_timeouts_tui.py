@@ -1,4 +1,4 @@
-"""The TUI's retry of a timed-out run (issue 17), through Pilot with a fake runner.
+"""The TUI's retry of a timed-out run, through Pilot with a fake runner.
 
 The fake times out every side of a plain run and measures when it is given a
 time-limit scale (a retry), so what is tested is the screen's path: the

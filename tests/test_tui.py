@@ -249,7 +249,7 @@ def test_choice_prediction_runs_and_records_attempt(tmp_path):
         text = text_of(screen.query_one("#result-text", Static))
         assert "✓ your prediction matched the observation" in text
         assert "canned rows" in text
-        # the series evidence: one plot, clean and faulted on the same axes (issue 15 replaced the
+        # the series evidence: one plot, clean and faulted on the same axes (this replaced the
         # sparklines, each scaled to its own min and max)
         plots = screen.query(SeriesPlot)
         assert len(plots) == 1 and list(plots.first().group.curves) == ["clean", "faulted"]

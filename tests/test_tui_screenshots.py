@@ -3,10 +3,11 @@
 Each entry of :data:`SHOTS` is one SVG in ``docs/screenshots/``: the app is
 started on a fixed progress file, the entry's exercise is opened and its keys
 pressed, and the screen is saved. The result screenshot runs its check with
-the real worker (its numbers are measured, never made up). A screenshot is
-rewritten when what it shows changed — its text, digits aside, since a run's
-duration differs from one run to the next — so a change of the UI shows up
-in ``git status`` the first time the suite runs; commit the new SVGs with it.
+the real worker (its numbers are measured, never made up). Each is compared
+with the committed SVG — its text, digits aside, since a run's duration
+differs from one run to the next — and a screen that shows something else
+fails the test. To accept a change of the UI, run the test with
+``TUTOR_UPDATE_SCREENSHOTS=1``: the SVGs are rewritten; commit them with it.
 
 Adding a screenshot is one line in :data:`SHOTS` (fix mode, say:
 ``Shot("fix-mode", open="head-split", keys=("f",))``).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -34,6 +36,8 @@ from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
 from tutor.ui.widgets.exercise_tree import ExerciseTree  # noqa: E402
 
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+#: Set to 1 to rewrite the committed screenshots with what the screens show now.
+UPDATE_ENV = "TUTOR_UPDATE_SCREENSHOTS"
 #: Pixels per terminal column in Rich's SVG export (0.61 of its 20 px font).
 CELL_WIDTH = 12.2
 
@@ -166,6 +170,13 @@ def test_screenshot(shot, tmp_path, monkeypatch, request):
     if shot.run:
         assert "could not finish" not in text and "ran out of time" not in text, text
     target = SCREENSHOTS / f"{shot.name}.svg"
-    if not target.exists() or not same_picture(target.read_text(encoding="utf-8"), svg):
+    if target.exists() and same_picture(target.read_text(encoding="utf-8"), svg):
+        return
+    if os.environ.get(UPDATE_ENV) == "1":
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(svg, encoding="utf-8")
+        return
+    committed = visible_text(target.read_text(encoding="utf-8")) if target.exists() else "(no committed screenshot)"
+    pytest.fail(f"{shot.name}: the screen no longer shows what docs/screenshots/{shot.name}.svg shows; if the "
+                f"change is meant, rerun with {UPDATE_ENV}=1 and commit the SVG.\n--- committed\n{committed}\n"
+                f"--- now\n{text}")

@@ -4,7 +4,7 @@ Seed 004, the final exercise and "Using AI on a generated language model":
 take an unfamiliar GPT, change nothing, run every instrument in order, give
 one verdict line per link with its evidence, and name the first link that
 fails. The ten links of the seed, then seven that catch what real GPTs get
-wrong past them (issue 13), each failing where its bug first shows:
+wrong past them, each failing where its bug first shows:
 
  1 TOKENIZER     the tokenizer (the factory's, else the tutor's CharTokenizer)
                  round-trips the corpus; every id lies in [0, V) and inside

@@ -27,7 +27,7 @@ holds the policy both faces used to spell out on their own:
   the progress file's lock on the UI thread; :meth:`Session.save_note` is
   safe from any thread too (the newest text wins).
 
-Edit mode (issue 12) runs through here too: :meth:`Session.edit_task` says
+Edit mode runs through here too: :meth:`Session.edit_task` says
 what the learner edits (``fix``, ``break``, ``hunt``; :mod:`tutor.model.verdict`),
 :meth:`Session.start_edit` (or :meth:`fix`, :meth:`break_it`, :meth:`hunt`)
 runs their file as the side ``yours``, measures the verdict and records the
@@ -54,12 +54,13 @@ from typing import Callable, Protocol, Sequence
 
 from tutor.app.run import EditOutcome, EditRun, Outcome, Run
 from tutor.app.tasks import INSTRUMENTS_CHECK, INSTRUMENTS_TIMEOUT_S, Task, task_for
-from tutor.model.catalog import Catalog, Exercise
 from tutor.model.attempts import (GRADED, RECORDED, Attempt, ExerciseProgress, LearnerProgress, ProgressError,
                                   is_prediction)
-from tutor.store.progress import ProgressStore
+from tutor.model.catalog import Catalog, Exercise
 from tutor.sandbox.protocol import Progress, Side
 from tutor.sandbox.runner import RunResult, standard_sides
+from tutor.store.progress import ProgressStore
+
 
 class RunnerLike(Protocol):
     """What a session needs from a runner (:class:`tutor.sandbox.runner.Runner`, or a test's fake)."""
@@ -252,7 +253,7 @@ class Session:
         """
         return self.start(exercise, None, seed=seed, sides=sides, record=False).execute().result
 
-    # --- edit mode (issue 12) -------------------------------------------------
+    # --- edit mode -------------------------------------------------
 
     def edit_task(self, exercise: Exercise, mode: str, seed: int | None = None) -> "Task":
         """What the learner edits in ``mode`` (``fix``, ``break``, ``hunt``) for ``exercise``.

@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from exercises.faults import Fault, source_root
+from exercises.mysteries import hidden_fault
 from tutor.model.catalog import Catalog, Exercise
 from tutor.model.patch import EditError, unified_diff
 from tutor.model.verdict import REPEAT, YOURS
@@ -163,11 +164,10 @@ def break_task(catalog: Catalog, exercise: Exercise, seed: int | None = None) ->
 def hunt_task(catalog: Catalog, exercise: Exercise, seed: int) -> Task:
     """Find and fix (the capstone): the file that carries the mystery's hidden fault, fault applied.
 
-    The mystery of ``seed`` is the capstone's (``exercises.capstone.hidden_fault``);
+    The mystery of ``seed`` is the capstone's (``exercises.mysteries.hidden_fault``);
     a seed whose mystery is the clean engine has nothing to find, so the hunt
     takes the next seed that hides a fault.
     """
-    from exercises.capstone import hidden_fault
     while hidden_fault(seed) == "none":
         seed += 1
     fault = catalog.faults[hidden_fault(seed)]

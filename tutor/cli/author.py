@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import queue
+import threading
+import time
 
-from tutor.cli.learner import _runner, catalog, exercise, find_set, retry_notice
+from tutor.cli.common import catalog, exercise, find_set, make_runner, retry_notice
 from tutor.cli.replies import EXIT_CHECK, CheckReply, CouldNotRun, Events, UsageError
 
 
@@ -15,8 +18,8 @@ def check(args, events: Events) -> CheckReply:
     share of the cores); the lines still come in catalog order, each as soon
     as it and every one before it are done. The reply says the wall time.
     """
-    import time
 
+    # deferred: 'tutor list' loads this module but no runner or session
     from tutor.sandbox.runner import DeviceError, WorkerError
     cat = catalog()
     exercises = [exercise(cat, i) for i in args.ids] if args.ids else cat.exercises
@@ -27,7 +30,7 @@ def check(args, events: Events) -> CheckReply:
     jobs = max(1, min(asked or 1, len(exercises) or 1))
     scale = getattr(args, "timeout_scale", None)
     cores = None if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
-    runners = [_runner(cat, args.device, scale, cores) for _ in range(jobs)]
+    runners = [make_runner(cat, args.device, scale, cores) for _ in range(jobs)]
     rows = []
     started = time.perf_counter()
     results = _checked_in_order(cat, runners, exercises)
@@ -79,9 +82,8 @@ def _checked_in_order(cat, runners, exercises):
     Raises:
         WorkerError: a worker could not be started (the first such error).
     """
-    import queue
-    import threading
 
+    # deferred: 'tutor list' loads this module but no runner or session
     from tutor.app.session import Session
     if len(runners) == 1:  # one worker: no threads at all
         session = Session(cat, runners[0])

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from tutor.cli.learner import catalog as load_catalog
-from tutor.cli.learner import catalog_or_none
+from tutor.cli.common import catalog as load_catalog
+from tutor.cli.common import catalog_or_none
 from tutor.cli.replies import (EXIT_CHECK, EXIT_SAVE, EXIT_USAGE, CouldNotRun, Events, GradeReply, GradescopeReply,
                                ReportReply, UsageError)
 from tutor.instructor import assignment as assignments
@@ -64,7 +64,7 @@ def grade(args, events: Events) -> GradeReply:
     :mod:`tutor.instructor.grade`. SIGTERM ends it as Ctrl-C does: every worker stopped, the rows graded so far kept."""
     previous = None
     if threading.current_thread() is threading.main_thread():
-        def terminated(signum, frame):
+        def terminated(signum, _frame):
             raise Terminated()
         previous = signal.signal(signal.SIGTERM, terminated)
     try:
@@ -236,6 +236,7 @@ def _workers(asked: int, rows: int, notice: Callable[[str], None]) -> int:
 
 def _grade_fixes(args, events: Events, catalog, started: float) -> GradeReply:
     """``tutor grade --fixes DIR``: every learner's repairs on one warm worker (:mod:`tutor.instructor.fixes`)."""
+    # deferred: each instructor command loads its own tools and a runner only when it runs
     from tutor.instructor import fixes
     from tutor.sandbox.runner import DeviceError, Runner, WorkerError
     plan = grading.chosen_assignment(getattr(args, "assignment", None), getattr(args, "exercises", None), catalog)
@@ -309,6 +310,7 @@ def _grade_fixes(args, events: Events, catalog, started: float) -> GradeReply:
 def gradescope(args, events: Events) -> GradescopeReply:
     """``tutor gradescope``: read the submission, grade it, write results.json (always, even when it fails);
     see :mod:`tutor.instructor.gradescope`."""
+    # deferred: each instructor command loads its own tools and a runner only when it runs
     from tutor.instructor import gradescope as autograder
     from tutor.sandbox.runner import DeviceError, Runner, WorkerError
     root = Path(args.root)
@@ -351,6 +353,7 @@ def gradescope(args, events: Events) -> GradescopeReply:
 
 def report(args, events: Events) -> ReportReply:
     """``tutor report DIR`` (:mod:`tutor.instructor.report`): build the report; a damaged file makes the exit status 2, the report is whole."""
+    # deferred: each instructor command loads its own tools and a runner only when it runs
     from tutor.instructor.report import build_report
     report = build_report(args.folder, catalog_or_none(), args.top)
     data = report.to_dict()

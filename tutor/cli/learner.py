@@ -3,170 +3,34 @@
 Each reads its arguments and returns data (:mod:`tutor.cli.replies`); none
 prints. Sentences for the learner that belong on stderr whatever the output
 (a damaged progress file moved aside, an attempt that could not be saved) go
-to ``events.notice`` as they happen. The helpers at the top are shared with
-the author's and the instructor's commands. :mod:`tutor.cli` picks the output.
+to ``events.notice`` as they happen (the helpers every command shares are
+:mod:`tutor.cli.common`'s). :mod:`tutor.cli` picks the output.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 from exercises import answers
 from exercises.faults import diff
-from tutor.model.patch import MAX_EDIT_BYTES, EditError, apply_patch
-from tutor.model.verdict import YOURS, first_instrument_divergence, instruments_holding
-from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_SAVE, EXIT_USAGE, CouldNotRun, EditReply, Events,
-                               EveryoneReply, ListReply, ProgressReply, Reply, ReviewReply, RunReply, ShowReply,
+from tutor import __version__
+from tutor.cli.common import (catalog, catalog_or_none, choice_text, confidence_arg, confinement_notices, exercise,
+                              find_set,
+                              learner_named, make_runner, no_folder, retry_notice, store_and_learner,
+                              writable_session)
+from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_SAVE, EXIT_USAGE, CouldNotRun, EditReply,
+                               Events, EveryoneReply, ListReply, ProgressReply, Reply, ReviewReply, RunReply, ShowReply,
                                UsageError, VersionReply)
+from tutor.model.attempts import ProgressError
+from tutor.model.calibration import calibration_by_set
+from tutor.model.patch import MAX_EDIT_BYTES, EditError, apply_patch
+from tutor.model.review import INTERVALS_DAYS, SURE, review_states
+from tutor.model.verdict import YOURS, first_instrument_divergence, instruments_holding
+from tutor.store.migration import FORMAT_VERSION, classify, read_bytes
 
-
-# --- shared ------------------------------------------------------------------
-
-def catalog():
-    """The catalog; a broken one is a usage error."""
-    from tutor.model.catalog import CatalogError, load_catalog
-    try:
-        return load_catalog()
-    except CatalogError as exc:
-        raise UsageError(f"the exercise catalog is broken: {exc}") from None
-
-
-def catalog_or_none():
-    """The catalog, or None when it cannot be loaded (a review of progress still works without it)."""
-    try:
-        return catalog()
-    except UsageError:
-        return None
-
-
-def exercise(cat, exercise_id: str):
-    """The exercise with this id, read without regard to case.
-
-    Raises:
-        UsageError: no such id; the sentence suggests close ones.
-    """
-    from tutor.model.finding import UnknownExercise, resolve
-    try:
-        return resolve(cat, exercise_id)
-    except UnknownExercise as exc:
-        raise UsageError(exc.args[0]) from None
-
-
-def confidence_arg(value):
-    """``--confidence`` checked: None, or a whole percent from 50 to 100.
-
-    Raises:
-        UsageError: any other value.
-    """
-    from tutor.model.attempts import ProgressError, check_confidence
-    try:
-        return check_confidence(value)
-    except ProgressError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def find_set(cat, name: str):
-    """The set whose id or title is ``name``, ignoring case.
-
-    Raises:
-        UsageError: no set has that id or title; the sentence lists the ids.
-    """
-    wanted = name.strip().casefold()
-    for s in cat.sets:
-        if wanted in (s.id.casefold(), s.title.casefold()):
-            return s
-    raise UsageError(f"there is no set {name!r}; use a set id ({', '.join(s.id for s in cat.sets)}) "
-                     "or a set title, as 'tutor list' shows them")
-
-
-def store_and_learner(args, notice):
-    """The progress store and learner name the flags and environment choose.
-
-    A notice about the learner name (the login name could not be used) goes
-    to ``notice``.
-
-    Raises:
-        UsageError: the learner name is unsafe.
-    """
-    from tutor.model.attempts import ProgressError
-    from tutor.store.names import default_learner_and_notice, validate_learner
-    from tutor.store.progress import ProgressStore, default_folder
-    try:
-        if args.learner is not None:
-            learner, sentence = validate_learner(args.learner), None
-        else:
-            learner, sentence = default_learner_and_notice()
-        store = ProgressStore(default_folder(args.progress_dir))
-    except ProgressError as exc:
-        raise UsageError(str(exc)) from None
-    if sentence is not None:
-        notice(sentence)
-    return store, learner
-
-
-def _runner(cat, device: str, timeout_scale: float | None = None, cores: int | None = None,
-            allow_unconfined: bool = True):
-    """A runner for ``device`` whose time limits take ``timeout_scale`` (``--timeout-scale``) when given.
-
-    ``allow_unconfined=False`` makes its runs refuse to start where code
-    under check cannot be confined (``tutor.sandbox.runner.UnconfinedError``).
-
-    Raises:
-        UsageError: the device is unknown, or TUTOR_TIMEOUT_SCALE is not a positive number.
-    """
-    from tutor.sandbox.runner import DeviceError, Runner
-    from tutor.sandbox.speed import ScaleError
-    try:
-        return Runner(cat, device=device, timeout_scale=timeout_scale, cores=cores,
-                      allow_unconfined=allow_unconfined)
-    except (DeviceError, ScaleError) as exc:
-        raise UsageError(str(exc)) from None
-
-
-def confinement_notices(result, notice) -> None:
-    """Say on stderr, once, that the run was unconfined, and what each side tried and was refused."""
-    if result is None:
-        return
-    if result.confined is False:
-        notice("code under check ran unconfined here: it could reach files outside its private copy "
-               "(no Landlock on this machine, or TUTOR_CONFINE=off)")
-    for side, tried in (getattr(result, "refused", None) or {}).items():
-        for what in tried:
-            notice(f"the {side} side {what}")
-    for side in getattr(result, "tampered", None) or ():
-        notice(f"the {side} side wrote lines of its own on its result pipe: tampered, its result is not taken")
-
-
-def retry_notice(ex, result, prediction: str | None = None, seed: int | None = None) -> str:
-    """The sentence a timed-out run leaves on stderr: the machine may be busy; how to retry with twice the limit.
-
-    Args:
-        ex: the exercise.
-        result: its timed-out result (``retry_scale`` doubles its limit).
-        prediction: the prediction of a ``tutor run``; None names ``tutor check``.
-        seed: an explicit ``--seed`` to repeat, or None.
-    """
-    predict = f" --predict {_shell_word(prediction)}" if prediction is not None else ""
-    seeded = f" --seed {seed}" if seed is not None else ""
-    command = "run" if prediction is not None else "check"
-    return (f"the machine may be busy: 'tutor {command} {ex.id}{predict}{seeded} --timeout-scale "
-            f"{result.retry_scale:g}' retries with twice the limit")
-
-
-def _shell_word(text: str) -> str:
-    import shlex
-    return shlex.quote(text)
-
-
-def choice_text(ex, choice_id) -> str | None:
-    """The text of choice ``choice_id`` of a choice exercise; None for other kinds or no choice."""
-    if ex.kind != "choice":
-        return None
-    return dict(ex.choices).get(choice_id) if isinstance(choice_id, str) else None
-
-
-# --- commands ----------------------------------------------------------------
 
 def list_(args, events: Events) -> ListReply:
     cat = catalog()
@@ -189,13 +53,12 @@ def show(args, events: Events) -> ShowReply:
 
 def run(args, events: Events) -> RunReply:
     """``tutor run``: predict, run the check, grade, save — through one :class:`tutor.app.session.Session`."""
-    from tutor.model.attempts import ProgressError
-    from tutor.store.progress import MAX_NOTE_CHARS
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.sandbox.runner import DeviceError, WorkerError
-    from tutor.app.session import Session
+    from tutor.store.progress import MAX_NOTE_CHARS
     cat = catalog()
     ex = exercise(cat, args.id)
-    context = {"id": ex.id, "learner": None if args.no_save else _learner_named(args), "prediction": args.predict}
+    context = {"id": ex.id, "learner": None if args.no_save else learner_named(args), "prediction": args.predict}
     try:
         parsed = ex.parse_answer(args.predict)
     except answers.AnswerError as exc:
@@ -205,24 +68,11 @@ def run(args, events: Events) -> RunReply:
         raise UsageError(f"the --explain note is {len(args.explain)} characters long; keep it under "
                          f"{MAX_NOTE_CHARS} (nothing was run or saved)", context)
     confidence = confidence_arg(getattr(args, "confidence", None))
-    store, learner = (None, None) if args.no_save else store_and_learner(args, events.notice)
-    context["learner"] = learner
     if args.no_save and args.explain:
         events.notice("--explain is not saved with --no-save; drop --no-save to keep the note.")
-    session = Session(cat, _runner(cat, args.device, args.timeout_scale), store, learner)
-    if store is not None:
-        try:
-            session.load()
-        except ProgressError as exc:
-            raise UsageError(str(exc), context) from None
-        for warning in session.warnings:
-            events.notice(warning)
-        if session.progress.read_only:
-            raise UsageError("the progress file is read-only for this tutor; use --no-save or upgrade tutor", context)
-        try:
-            store.ensure_writable()
-        except ProgressError as exc:
-            raise UsageError(str(exc), context) from None
+    session = writable_session(args, events, cat, context)
+    learner = context["learner"]
+    if session.store is not None:
         learner = session.progress.learner or learner  # the name the file holds (Ada for --learner ADA)
     try:
         outcome = session.attempt(ex, args.predict, seed=args.seed, note=args.explain, confidence=confidence)
@@ -280,11 +130,11 @@ def break_(args, events: Events) -> EditReply:
 
 
 def _edit(args, events: Events, mode: str) -> EditReply:
-    from tutor.model.attempts import ProgressError
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.sandbox.runner import DeviceError, WorkerError
     cat = catalog()
     ex = exercise(cat, args.id)
-    session = _edit_session(args, events, cat)
+    session = writable_session(args, events, cat, someone_else_confined=True)
     try:
         task = session.edit_task(ex, mode, getattr(args, "seed", None))
         text = _learner_text(args, task)
@@ -317,40 +167,6 @@ def _edit(args, events: Events, mode: str) -> EditReply:
         data["error"] = f"the attempt was not saved: {outcome.save_error}"
     return EditReply(data, code, exercise=ex, outcome=outcome, saved_to=data["saved_to"],
                      working_copy=working_copy)
-
-
-def _edit_session(args, events: Events, cat):
-    """The session of ``tutor fix`` / ``tutor break``: progress loaded and writable unless --no-save."""
-    from tutor.model.attempts import ProgressError
-    from tutor.app.session import Session
-    store, learner = (None, None) if args.no_save else store_and_learner(args, events.notice)
-    allow = getattr(args, "allow_unconfined", False) or not _someone_else(args)
-    session = Session(cat, _runner(cat, args.device, args.timeout_scale, allow_unconfined=allow), store, learner)
-    if store is None:
-        return session
-    try:
-        session.load()
-        for warning in session.warnings:
-            events.notice(warning)
-        if session.progress.read_only:
-            raise UsageError("the progress file is read-only for this tutor; use --no-save or upgrade tutor")
-        store.ensure_writable()
-    except ProgressError as exc:
-        raise UsageError(str(exc)) from None
-    return session
-
-
-def _someone_else(args) -> bool:
-    """Whether ``--learner`` names someone other than the person running the tutor (their file is graded)."""
-    if getattr(args, "learner", None) is None:
-        return False
-    # the store's names are read only when a learner is named
-    from tutor.model.attempts import ProgressError
-    from tutor.store.names import default_learner_and_notice
-    try:
-        return args.learner.strip().lower() != default_learner_and_notice()[0].strip().lower()
-    except (ProgressError, AttributeError):
-        return True
 
 
 def _learner_text(args, task) -> str:
@@ -425,16 +241,6 @@ def edit_exit_code(outcome) -> int:
     return EXIT_MATCH if verdict.fixed else EXIT_MISMATCH
 
 
-def _learner_named(args) -> str | None:
-    """The learner a command is about, best effort and without a notice: for an error's context only."""
-    from tutor.model.attempts import ProgressError
-    from tutor.store.names import default_learner_and_notice, validate_learner
-    try:
-        return validate_learner(args.learner) if args.learner is not None else default_learner_and_notice()[0]
-    except ProgressError:
-        return args.learner
-
-
 def progress(args, events: Events) -> Reply:
     """``tutor progress``: one learner's attempts and notes; reads only, moves nothing.
 
@@ -444,8 +250,7 @@ def progress(args, events: Events) -> Reply:
     learner's own default name with no file yet is empty progress.
     """
     if args.all:
-        return _progress_of_everyone(args)
-    from tutor.model.attempts import ProgressError
+        return progress_of_everyone(args)
     store, learner = store_and_learner(args, events.notice)
     _folder_must_exist(args, store)
     if args.learner is not None and not store.path(learner).exists():
@@ -464,7 +269,6 @@ def progress(args, events: Events) -> Reply:
     data["kept_aside"] = [str(p) for p in _kept_aside_of(store, learner)]
     calibration = None
     if cat is not None:
-        from tutor.model.calibration import calibration_by_set
         overall, per_set = calibration_by_set(cat, loaded)
         calibration = (overall, per_set)
         data["calibration"] = {"overall": overall.to_dict(),
@@ -475,15 +279,9 @@ def progress(args, events: Events) -> Reply:
 
 def _folder_must_exist(args, store) -> None:
     """A progress folder named by ``--progress-dir`` or TUTOR_PROGRESS_DIR that is missing: exit 2."""
-    import os
     named = args.progress_dir or os.environ.get("TUTOR_PROGRESS_DIR")
     if named and not store.folder.is_dir():
-        raise UsageError(_no_folder(store.folder))
-
-
-def _no_folder(folder) -> str:
-    return (f"there is no progress folder {folder}; check the path given to --progress-dir "
-            "(or TUTOR_PROGRESS_DIR)")
+        raise UsageError(no_folder(store.folder))
 
 
 def _no_such_learner(store, learner: str) -> str:
@@ -534,10 +332,7 @@ def typed_value(ex, text: str):
 
 def review(args, events: Events) -> ReviewReply:
     """``tutor review``: the exercises due for review today (Leitner boxes after 1, 3 and 7 days); reads only."""
-    from datetime import datetime, timezone
 
-    from tutor.model.attempts import ProgressError
-    from tutor.model.review import INTERVALS_DAYS, SURE, review_states
     store, learner = store_and_learner(args, events.notice)
     try:
         loaded = store.load(learner, move_aside=False)  # a review never moves a file
@@ -560,20 +355,20 @@ def review(args, events: Events) -> ReviewReply:
                        learner=learner, catalog=cat, due=due, later=later)
 
 
-def _progress_of_everyone(args) -> EveryoneReply:
+def progress_of_everyone(args) -> EveryoneReply:
     """``tutor progress --all``: one summary line per learner file in the folder; reads only.
 
     A file that cannot be read gets its reason on its row; the command then
     exits 2, as a review of that learner alone would. A missing folder is an
     error (exit 2); damaged files moved aside earlier are counted and named.
     """
-    from tutor.model.attempts import ProgressError
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.store.progress import ProgressStore, default_folder
     if args.learner:
         raise UsageError("--all reviews every learner in the folder; drop --learner, or drop --all")
     store = ProgressStore(default_folder(args.progress_dir))
     if not store.folder.is_dir():
-        raise UsageError(_no_folder(store.folder))
+        raise UsageError(no_folder(store.folder))
     cat = catalog_or_none()
     total = len(cat.exercises) if cat else None
     rows = []
@@ -588,7 +383,6 @@ def _progress_of_everyone(args) -> EveryoneReply:
             rows.append(row)
             continue
         if loaded.read_only:
-            from tutor.store.migration import classify, read_bytes
             try:
                 newer = classify(read_bytes(file.path))
             except ProgressError:
@@ -619,14 +413,12 @@ def _progress_of_everyone(args) -> EveryoneReply:
 
 def version(args, events: Events) -> VersionReply:
     """``tutor --version``: this tutor's version, its JSON schema and progress format."""
-    from tutor import __version__
-    from tutor.store.migration import FORMAT_VERSION
     return VersionReply({"version": __version__, "progress_format": FORMAT_VERSION})
 
 
 def tui(args) -> int:
     """Open the terminal UI: one session, its progress read once, shown until the learner quits."""
-    from tutor.model.attempts import ProgressError
+    # deferred: 'tutor list' and 'tutor show' load no store, runner or session
     from tutor.app.session import Session
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("the terminal UI needs an interactive terminal; use 'tutor list', 'tutor show ID' "
@@ -634,11 +426,12 @@ def tui(args) -> int:
     notices: list[str] = []
     store, learner = store_and_learner(args, notices.append)  # shown in the TUI, where stderr is hidden
     cat = catalog()
-    session = Session(cat, _runner(cat, args.device, args.timeout_scale), store, learner)
+    session = Session(cat, make_runner(cat, args.device, args.timeout_scale), store, learner)
     try:
         session.load()
     except ProgressError as exc:
         raise UsageError(str(exc)) from None
+    # Textual loads only when the TUI opens (the first screen of 'tutor' and every other command stay fast)
     from tutor.ui.app import run_app
     run_app(session, warnings=notices)
     return 0

@@ -34,6 +34,8 @@ from typing import Any
 from exercises import answers
 from tutor.cli.replies import (CheckReply, EditReply, EveryoneReply, GradeReply, GradescopeReply, ListReply, ProgressReply, Reply,
                                ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
+from tutor.model.attempts import show_time
+from tutor.model.review import INTERVALS_DAYS
 
 #: The version of the JSON objects the commands print (see the module docstring).
 SCHEMA_VERSION = 1
@@ -56,6 +58,7 @@ def list_rows(sets) -> list:
     A line is never wrapped by Rich (the terminal folds one that is too long), so each row
     stays one line for ``grep`` and the columns line up.
     """
+    # deferred: Rich loads only when something is drawn (--json draws nothing)
     from rich.text import Text
     words = {e.kind: answers.kind_words(e.kind) for s in sets for e in s.exercises}
     id_width = max((len(e.id) for s in sets for e in s.exercises), default=2)
@@ -123,6 +126,7 @@ class RichOutput:
     @property
     def console(self):
         if self._console is None:
+            # deferred: Rich loads only when something is drawn (--json draws nothing)
             from rich.console import Console
             self._console = Console(highlight=False)
         return self._console
@@ -137,6 +141,7 @@ class RichOutput:
 
     def graded(self, row) -> None:
         """One ``tutor grade`` line as soon as a row is graded: verdict, learner, exercise, the answer."""
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
         style = {"pass": "green", "fail": "yellow"}.get(row.status, "red")
         line = Text(f"{row.status:<10}", style=style)
@@ -144,11 +149,13 @@ class RichOutput:
         line.append(fit(row.answer_text, 30))
         self.console.print(line, no_wrap=True, overflow="ellipsis")
         if row.reason and row.status != "fail":
+            # deferred: Rich loads only when something is drawn (--json draws nothing)
             from rich.padding import Padding
             self.console.print(Padding(Text(row.reason, style="red"), (0, 0, 0, 11), expand=False))  # wrapped: indented
 
     def checked(self, exercise, result, ok: bool) -> None:
         """One ``tutor check`` line as soon as the exercise ran; the whole error below it."""
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
         console = self.console
         console.print(check_line(exercise, result, ok, console.width), no_wrap=True, overflow="ellipsis")
@@ -167,6 +174,7 @@ class RichOutput:
 
     @show.register
     def _(self, reply: ShowReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.markdown import Markdown
         from rich.panel import Panel
 
@@ -186,6 +194,7 @@ class RichOutput:
 
     @show.register
     def _(self, reply: RunReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from tutor.render import render_result
         for renderable in render_result(reply.exercise, reply.result):
             self.console.print(renderable)
@@ -194,6 +203,7 @@ class RichOutput:
 
     @show.register
     def _(self, reply: EditReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from tutor.render import render_edit
         for renderable in render_edit(reply.exercise, reply.outcome):
             self.console.print(renderable)
@@ -218,8 +228,9 @@ class RichOutput:
 
     @show.register
     def _(self, reply: ProgressReply) -> None:
-        from rich.table import Table
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
+
         from tutor.render import WordTable, calibration_renderables, set_totals
         progress, store, learner, console = reply.progress, reply.store, reply.learner, self.console
         kept = reply.data.get("kept_aside", [])
@@ -252,11 +263,10 @@ class RichOutput:
 
     @show.register
     def _(self, reply: ReviewReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
 
-        from tutor.model.attempts import show_time
         from tutor.render import WordTable
-        from tutor.model.review import INTERVALS_DAYS
         console = self.console
         if not reply.due:
             upcoming = (f"; the next comes back {show_time(reply.later[0].due.isoformat(timespec='seconds'))}"
@@ -276,10 +286,10 @@ class RichOutput:
 
     @show.register
     def _(self, reply: EveryoneReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.table import Table
         from rich.text import Text
 
-        from tutor.model.attempts import show_time
         console, rows = self.console, reply.rows
         if not rows:
             console.print(Text(f"No progress files in {reply.folder}."))
@@ -306,6 +316,7 @@ class RichOutput:
 
     @show.register
     def _(self, reply: VersionReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
         d = reply.data
         self.console.print(Text(f"tutor {d['version']} (JSON schema {SCHEMA_VERSION}, progress format "
@@ -317,6 +328,7 @@ class RichOutput:
 
     @show.register
     def _(self, reply: GradescopeReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
         result = reply.data.get("result", {})
         self.console.print(Text(f"Gradescope result: {result.get('score', 0):g} of {result.get('max_score', 0):g} "
@@ -327,6 +339,7 @@ class RichOutput:
 
     @show.register
     def _(self, reply: ReportReply) -> None:
+        # deferred: the instructor's modules load only for their own views
         from tutor.instructor.report import to_csv
         if reply.csv:
             sys.stdout.write(to_csv(reply.report))
@@ -339,6 +352,7 @@ class RichOutput:
 
 def _kept_aside_lines(console, kept: list) -> None:
     """Name the damaged files that were moved aside, so a review never forgets them."""
+    # deferred: Rich loads only when something is drawn (--json draws nothing)
     from rich.text import Text
     if not kept:
         return
@@ -363,6 +377,7 @@ def note_preview(note: str, limit: int = NOTE_PREVIEW_CHARS) -> str:
 
 def escape(text: str) -> str:
     """Text shown through Rich markup: square brackets are data, not tags."""
+    # deferred: Rich loads only when something is drawn (--json draws nothing)
     from rich.markup import escape as rich_escape
     return rich_escape(str(text))
 
@@ -374,6 +389,7 @@ def check_line(ex, result, ok: bool, width: int = 80):
     when both must be cut, they are cut around their first difference, so
     the line still shows how the fault changed the outcome.
     """
+    # deferred: Rich loads only when something is drawn (--json draws nothing)
     from rich.text import Text
     line = Text()
     line.append("ok  " if ok else "FAIL", style="green" if ok else "red")
@@ -410,6 +426,7 @@ def fit_pair(a: str, b: str, width: int) -> tuple[str, str]:
 
 def show_summary(console, reply: GradeReply) -> None:
     """``tutor grade``'s view after the rows' lines: counts, the assignment, where the files went, what was saved."""
+    # deferred: Rich loads only when something is drawn (--json draws nothing)
     from rich.text import Text
     s = reply.summary
     order = ("pass", "fail", "unreadable", "not_assigned", "error", "timeout", "cancelled")
@@ -438,6 +455,7 @@ def show_summary(console, reply: GradeReply) -> None:
 def show_report(console, report) -> None:
     """``tutor report``'s view (a :class:`tutor.instructor.report.ClassReport`): the exercise table,
     calibration, and the files not counted."""
+    # deferred: the instructor's modules load only for their own views
     from tutor.instructor.report import _number
     from rich.table import Table
     from rich.text import Text

@@ -41,6 +41,7 @@ def find(folder: Path, catalog) -> list:
     Raises:
         UsageError: ``folder`` is not a folder, or holds no learner folders.
     """
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
     from tutor.instructor.grade import AnswerRow
     from tutor.model.attempts import ProgressError
     from tutor.store.names import learner_key, validate_learner
@@ -88,6 +89,7 @@ def find(folder: Path, catalog) -> list:
 
 
 def _mtime(path: Path) -> str:
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
     from datetime import datetime, timezone
     return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
 
@@ -114,6 +116,7 @@ def grade_one(catalog, runner, row, assignment=None, store=None, save: bool = Fa
     Raises:
         tutor.sandbox.runner.WorkerError, tutor.sandbox.runner.DeviceError: the worker cannot run at all.
     """
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
     from tutor.model import patch as edit
     from tutor.instructor.grade import RowResult
     from tutor.app.session import Session

@@ -84,8 +84,6 @@ from tutor.store.files import spreadsheet_safe, write_text_atomically  # noqa: F
 
 #: Largest answers file read, in bytes.
 MAX_ANSWERS_BYTES = 256 * 1024 * 1024
-#: The gradebook's columns, in order.
-GRADEBOOK_COLUMNS = gradebook.COLUMNS
 
 
 # --- reading the answers ----------------------------------------------------------------------
@@ -271,6 +269,7 @@ class _Checker:
         self.exercises: dict = {}
 
     def learner(self, text: str):
+        # deferred: loaded when this step runs (the instructor's modules build on one another)
         from tutor.model.attempts import ProgressError
         from tutor.store.names import learner_key, validate_learner
         found = self.learners.get(text)
@@ -446,6 +445,7 @@ class RunnerPool:
 
     def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None,
                  allow_unconfined: bool = False) -> None:
+        # deferred: loaded when this step runs (the instructor's modules build on one another)
         from tutor.sandbox.runner import Runner
         factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev, allow_unconfined=allow_unconfined))
         self.device = device
@@ -520,6 +520,7 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         UsageError: the device asked for is missing (a missing CUDA).
         CouldNotRun: no check worker could start at all.
     """
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
     from tutor.sandbox.runner import DeviceError, WorkerError, standard_sides
     kept = observations if observations is not None else memo.Observations()
     device = getattr(pool, "device", "auto")
@@ -573,6 +574,7 @@ class Saver:
         self.submitted: dict[str, set] = {}
 
     def __call__(self, outcome: RowResult) -> None:
+        # deferred: loaded when this step runs (the instructor's modules build on one another)
         from tutor.model.attempts import ProgressError
         from tutor.app.session import Session
         row = outcome.row

@@ -106,6 +106,7 @@ class Writer:
     """
 
     def __init__(self, folder: Path, earlier: list[dict] | None = None) -> None:
+        # deferred: loaded when this step runs (the instructor's modules build on one another)
         from tutor.store.files import current_umask
         self.folder = Path(folder)
         self._csv = open(self.folder / GRADEBOOK, "w", encoding="utf-8", newline="")

@@ -66,6 +66,7 @@ def read_submission(folder: Path, catalog, learner: str, submitted_at: str | Non
     Raises:
         UsageError: the folder is missing, holds nothing to grade, or its answers file does not read.
     """
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
     from tutor.instructor import grade as grading
     from tutor.instructor import fixes
     if not folder.is_dir():
@@ -96,6 +97,7 @@ def read_submission(folder: Path, catalog, learner: str, submitted_at: str | Non
 
 def _repairs(folder: Path, names: set, catalog, learner: str) -> list:
     """Fix rows for the repair files of a one-learner submission (as :func:`tutor.instructor.fixes.find` reads)."""
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
     import hashlib
 
     from tutor.instructor import grade as grading
@@ -136,6 +138,7 @@ def _pairs(path: Path) -> list[tuple[str, str]]:
         return [(str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in table.items()
                 if not isinstance(v, dict)]
     if path.suffix == ".csv":
+        # deferred: loaded when this step runs (the instructor's modules build on one another)
         import csv
         import io
         from tutor.instructor.columns import normal
@@ -157,6 +160,7 @@ def _pairs(path: Path) -> list[tuple[str, str]]:
 
 def grade_submission(catalog, rows: list, plan, runner, now: dt.datetime | None = None) -> dict:
     """Grade a submission's rows on one runner; return its results.json (Gradescope's format)."""
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
     from tutor.instructor import grade as grading
     from tutor.instructor import fixes, memo
     from tutor.instructor import results as class_results

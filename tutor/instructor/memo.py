@@ -32,6 +32,7 @@ KEPT = ("ok", "error")
 @lru_cache(maxsize=1)
 def source_hashes() -> tuple[str, str]:
     """(engine hash, exercises hash): the first 12 hex digits of the SHA-256 of each package's ``*.py``."""
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
     from exercises.faults import source_root
     root = source_root()
     out = []
@@ -47,6 +48,7 @@ def source_hashes() -> tuple[str, str]:
 @lru_cache(maxsize=1)
 def torch_version() -> str:
     """The installed torch's version, read from its metadata (torch is not imported)."""
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
     from importlib import metadata
     try:
         return metadata.version("torch")

@@ -50,6 +50,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from exercises import answers
 from tutor.cli.replies import UsageError
 from tutor.model.attempts import ExerciseProgress, ProgressError, confidence_of, in_time_order, is_prediction
 from tutor.model.calibration import calibrate
@@ -225,6 +226,7 @@ def _count(store: ProgressStore, catalog, files: list) -> _Part:
 def _count_all(store: ProgressStore, catalog, files: list, jobs: int | None) -> list[_Part]:
     """The files counted in order: by ``jobs`` forked processes, each counting a run of files, when
     there are many; only the counts travel back."""
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
     import os
     if jobs is None:
         try:
@@ -234,6 +236,7 @@ def _count_all(store: ProgressStore, catalog, files: list, jobs: int | None) -> 
         jobs = cores if len(files) >= PARALLEL_FROM else 1
     if jobs <= 1 or len(files) < 2:
         return [_count(store, catalog, files)]
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
     import functools
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -264,7 +267,6 @@ class _Reader:
             shown = text.strip()
             ex = self.exercises.get(ex_id)
             if ex is not None:
-                from exercises import answers
                 try:
                     shown = answers.show(ex.kind, ex.parse_answer(text))
                 except answers.AnswerError:

@@ -53,6 +53,7 @@ def merge_rows(folders: list[Path]) -> list[dict]:
     Raises:
         UsageError: a folder holds no graded rows.
     """
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
     from tutor.instructor.gradebook import ROWS, read_rows
     rows, seen = [], {}
     for folder in folders:

@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Callable, Sequence, TypeVar
 
+from exercises import answers, faults
+
 #: The mode of a prediction, the classic run.
 PREDICT = "predict"
 #: The modes an attempt can have (``Attempt.mode``).
@@ -85,7 +87,6 @@ class Attempt:
             confidence: how sure the learner said they were, in percent
                 (50-100; see :func:`check_confidence`), or None.
         """
-        from exercises import answers
         return cls(time=now(), prediction=result.prediction_text or result.prediction or "",
                    observed=answers.show(result.kind, result.observed), correct=bool(result.correct),
                    status=result.status, device=result.device, engine_hash=engine_hash(), seed=result.seed,
@@ -104,7 +105,6 @@ class Attempt:
                 break predicted in free text is never ``correct``.
             prediction: a break's prediction as kept (canonical, or free text).
         """
-        from exercises import answers
         observed = answers.show(result.kind, verdict.yours_observed) if verdict.yours_status == "ok" else \
             verdict.yours_status
         correct = bool(verdict.fixed) if mode != "break" else bool(verdict.prediction_correct)
@@ -245,9 +245,8 @@ def show_time(stamp: str) -> str:
 
 def engine_hash() -> str:
     """First 12 hex digits of the SHA-256 of the engine's source files."""
-    from exercises.faults import source_root
     digest = hashlib.sha256()
-    engine = source_root() / "engine"
+    engine = faults.source_root() / "engine"
     for path in sorted(engine.rglob("*.py")):
         digest.update(path.relative_to(engine).as_posix().encode())
         digest.update(path.read_bytes())

@@ -19,7 +19,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from exercises import answers
-from exercises.faults import Fault, FaultError, parse_fault, source_root, verify
+from exercises.faults import Fault, FaultError, add_faults, source_root
 
 FORMAT_VERSION = 1
 EXERCISES_DIR = Path(__file__).resolve().parents[2] / "exercises"
@@ -217,6 +217,7 @@ load_catalog.cache_clear = lambda: _load_catalog.cache_clear()  # forget the cat
 
 @lru_cache(maxsize=4)
 def _load_catalog(directory: Path) -> Catalog:
+    # deferred: the catalog's cache loads only when the catalog is read or checked
     from tutor import __version__
     from tutor.store import catalog_cache
     root = source_root() if directory == EXERCISES_DIR else directory.parent
@@ -234,6 +235,7 @@ def _load_catalog(directory: Path) -> Catalog:
 @lru_cache(maxsize=1)
 def _rules_digest() -> str:
     """The digest of the modules whose rules validation applies (this one, answers, faults)."""
+    # deferred: the catalog's cache loads only when the catalog is read or checked
     import exercises.faults
     from tutor.store.catalog_cache import text_digest
     modules = (__file__, answers.__file__, exercises.faults.__file__)
@@ -267,8 +269,10 @@ def build_catalog(directory: Path, root: Path, listing: list[Path], reads: dict 
 
 def _load_set(path: Path, faults: dict, seen: dict, uses: list, root: Path, reads: dict) -> ExerciseSet:
     try:  # imported here: a cached catalog is loaded without parsing any TOML
+        # deferred: the validated cache usually spares reading any TOML
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
+        # deferred: the catalog's cache loads only when the catalog is read or checked
         import tomli as tomllib
 
     from tutor.store.catalog_cache import text_digest
@@ -293,19 +297,11 @@ def _load_set(path: Path, faults: dict, seen: dict, uses: list, root: Path, read
     if not isinstance(meta, dict):
         raise CatalogError(f"{name}: missing the [set] table (id, title, order, summary)")
     _check_keys(meta, _SET_KEYS, f"{name}: [set]")
-    fault_entries = data.get("fault", [])
-    if not isinstance(fault_entries, list):
-        raise CatalogError(f"{name}: 'fault' must be an array of tables ([[fault]])")
-    for n, entry in enumerate(fault_entries, start=1):
-        where = f"{name}: fault {entry.get('id', f'#{n}')!r}" if isinstance(entry, dict) else f"{name}: fault #{n}"
-        try:
-            fault = parse_fault(entry, where)
-            reads[root / fault.file] = text_digest(verify(fault, root))
-        except FaultError as exc:
-            raise CatalogError(str(exc) if str(exc).startswith(name) else f"{where}: {exc}") from None
-        if fault.id in faults:
-            raise CatalogError(f"{where}: duplicate fault id {fault.id!r}")
-        faults[fault.id] = fault
+    try:
+        for fault, source in add_faults(data, name, root, faults):
+            reads[root / fault.file] = text_digest(source)
+    except FaultError as exc:
+        raise CatalogError(str(exc)) from None
     exercises = []
     entries = data.get("exercise", [])
     if not isinstance(entries, list):
@@ -403,6 +399,7 @@ def _answer_items(e: dict, where: str):
 def _functions_in(path: Path) -> tuple[frozenset[str], str]:
     """Names of the top-level functions a check module defines (read as text, never imported;
     once per module and build), and the digest of the text read."""
+    # deferred: the catalog's cache loads only when the catalog is read or checked
     from tutor.store.catalog_cache import text_digest
     text = path.read_text(encoding="utf-8")
     return frozenset(re.findall(r"^def ([A-Za-z_][A-Za-z0-9_]*)\(", text, re.M)), text_digest(text)

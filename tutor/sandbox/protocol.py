@@ -24,7 +24,7 @@ Child → worker (a pipe per forked child):
 A *side* (:class:`Side`) is how one private tree is built before the check
 runs on it: a copy of the subject packages, then the side's fault applied,
 then the side's files put in place. ``clean`` has neither, ``faulted`` has
-the exercise's fault, and a learner's own edited file (edit mode, issue 12)
+the exercise's fault, and a learner's own edited file (edit mode)
 is one more side whose ``files`` replace the subject file — the runner and
 worker treat every side alike.
 """

@@ -282,7 +282,7 @@ class Worker:
         # spinning thread burns the time slice its preempted sibling needs: a check with
         # two threads (one side on two cores, as the capstone's audit runs) took 29-37 s
         # beside other work where a sleeping wait took 2-3 s, the same threads and the
-        # same numbers (issue 17). A policy set by the user wins.
+        # same numbers. A policy set by the user wins.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         if self.cores is not None:
             env["TUTOR_WORKER_CORES"] = str(max(1, self.cores))

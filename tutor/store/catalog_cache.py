@@ -60,6 +60,7 @@ def cache_folder(beside: Path | None = None) -> Path | None:
         pycache = beside / "__pycache__"
         if os.access(pycache if pycache.is_dir() else beside, os.W_OK):
             return pycache
+    # deferred: needed only when a cache file is found or written
     from platformdirs import user_cache_dir
     return Path(user_cache_dir("tutor", appauthor=False)) / "catalog"
 
@@ -180,6 +181,7 @@ def _write(path: Path, entry: dict) -> None:
     many users), and an entry others may write is never unpickled; this one keeps mkstemp's 0600,
     and skips the fsync a disposable file does not need.
     """
+    # deferred: needed only when a cache file is found or written
     import tempfile
     tmp = None
     try:

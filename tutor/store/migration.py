@@ -73,7 +73,7 @@ def classify(raw: bytes | None) -> Reading:
 def migrate(data: dict) -> dict:
     """A well-formed progress document of an older format (:data:`OLDER_VERSIONS`) in this format.
 
-    Format 1 -> 2 (edit mode, issue 12): every attempt was a prediction, so
+    Format 1 -> 2 (edit mode): every attempt was a prediction, so
     each gains ``mode = "predict"``; nothing else changes. The result is
     written on the next save; a file is never rewritten just for being read.
     """

@@ -22,7 +22,7 @@ hash) and the explain-back note with the time it was written::
     mode = "predict"
     confidence = 80            # optional: how sure the learner said they were, in percent (50-100)
 
-An edit-mode attempt (issue 12) has ``mode`` ``fix``, ``break`` or ``hunt``,
+An edit-mode attempt has ``mode`` ``fix``, ``break`` or ``hunt``,
 the learner's unified ``diff`` and the measured ``verdict`` ("fixed", "not
 fixed", "changed", "unchanged"). Files of format 1 (before edit mode) load
 as they are, their attempts read as ``mode = "predict"``, and are written as
@@ -49,7 +49,6 @@ and refused.
 """
 
 from __future__ import annotations
-from __future__ import annotations
 
 import os
 import re
@@ -58,6 +57,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import platformdirs
 import tomli_w
 from filelock import FileLock, Timeout
 
@@ -103,7 +103,6 @@ def default_folder(explicit: str | os.PathLike | None = None) -> Path:
     checkout = Path(__file__).resolve().parents[2]
     if (checkout / "pyproject.toml").is_file() and (checkout / "progress").is_dir():
         return checkout / "progress"
-    import platformdirs
     return Path(platformdirs.user_data_dir("tutor", appauthor=False)) / "progress"
 
 

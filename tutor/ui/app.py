@@ -12,6 +12,8 @@ is up.
 
 from __future__ import annotations
 
+import os
+import signal
 from functools import partial
 from typing import Iterable
 
@@ -20,9 +22,10 @@ from textual.app import App
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from tutor.model.catalog import Catalog
-from tutor.store.progress import ProgressStore
 from tutor.app.session import RunnerLike, Session
+from tutor.model.catalog import Catalog
+from tutor.model.finding import UnknownExercise, resolve
+from tutor.store.progress import ProgressStore
 from tutor.ui.messages import WarmUpFinished
 from tutor.ui.screens.home import HomeScreen
 
@@ -132,7 +135,7 @@ class TutorApp(App):
 
     def open_exercise(self, exercise_id: str) -> None:
         """Push the exercise screen for this id (any case; an unknown id is said, with close ones)."""
-        from tutor.model.finding import UnknownExercise, resolve
+        # deferred: a screen loads when it first opens, so the first screen stays fast
         from tutor.ui.screens.exercise import ExerciseScreen
         try:
             exercise = resolve(self.catalog, exercise_id)
@@ -142,11 +145,13 @@ class TutorApp(App):
         self.push_screen(ExerciseScreen(exercise))
 
     def action_help(self) -> None:
+        # deferred: a screen loads when it first opens, so the first screen stays fast
         from tutor.ui.screens.help import HelpScreen
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
     def action_progress(self) -> None:
+        # deferred: a screen loads when it first opens, so the first screen stays fast
         from tutor.ui.screens.progress import ProgressScreen
         if not isinstance(self.screen, ProgressScreen):
             self.push_screen(ProgressScreen())
@@ -198,8 +203,6 @@ def run_app(session: Session, warnings: Iterable[str] = ()) -> None:
 
 def _save_notes_on_hangup(app: TutorApp, session: Session) -> None:
     """Closing the terminal (SIGHUP) or a kill (SIGTERM) still saves the notes."""
-    import os
-    import signal
 
     def handler(signum, _frame) -> None:
         try:

@@ -33,13 +33,13 @@ ROTARY = ("rotary", "rope", "freqs", "cos_cached", "sin_cached")
 #: weights N(0, 1/fan_in), inputs N(0, 1)): 0.0 for modules that call SDPA
 #: themselves, 2e-7 for a hand-written softmax (max |Δ| 6e-7); scores scaled by
 #: 1/sqrt(C) instead of 1/sqrt(D): relative 0.34-0.36 (max |Δ| 0.95-1.01); an
-#: inverted scale, sqrt(D): relative 0.70-0.95 (max |Δ| 2.0-2.7). Issue 13 saw
+#: inverted scale, sqrt(D): relative 0.70-0.95 (max |Δ| 2.0-2.7). The audit's tests saw
 #: max |Δ| 0.65 and 3.1 on its own models. Three orders of magnitude each side.
 ATTENTION_TOL = 1e-4
 #: RESIDUAL: with its output projections zeroed a block returns x + 0 + 0, which is
 #: x exactly (measured 0.0 on every clean block); RESIDUAL_TOL times max |x| only
 #: absorbs rounding. A residual built from norm(x) is off by 0.59-0.73 here (by up
-#: to 16 in issue 13's wider test), a lost residual by 3.7-4.1 (max |x|).
+#: to 16 in a wider test of the zoo), a lost residual by 3.7-4.1 (max |x|).
 RESIDUAL_TOL = 1e-6
 
 

@@ -23,7 +23,7 @@ from exercises.outcome import first_line
 #: EVAL: two eval-mode forwards on the same input must agree within EVAL_TOL times
 #: the largest finite logit. Measured: 0.0 on CPU for every clean model of the
 #: test zoo; dropout left on in eval (p = 0.1) differs by 0.10-0.16 there, and
-#: by 0.19-0.51 in issue 13's models — four orders of magnitude above the bar.
+#: by 0.19-0.51 in the zoo's models — four orders of magnitude above the bar.
 EVAL_TOL = 1e-5
 #: CACHE: cached and full logits must agree within CACHE_TOL times the largest
 #: finite logit. Measured on the test zoo (2 layers, C = 64, T = 32, prefill 8):
@@ -38,7 +38,7 @@ CACHE_TOL = 1e-4
 #: broken cache to change its argmax. Measured on the zoo's generate whose cached
 #: tokens restart at position 0 (2 x 24 tokens): 1 token differs at random init,
 #: 1 after 10 steps, 24 after 20, 31 after 40; a correct generate: 0 at every step
-#: count (issue 13 saw a few of 80 at random init).
+#: count (the zoo showed a few of 80 at random init).
 GENERATE_PROMPT, GENERATE_TOKENS, SHARPEN_STEPS, SHARPEN_LR = 8, 24, 40, 1e-2
 
 

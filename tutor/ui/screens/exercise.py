@@ -14,9 +14,10 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Markdown, ProgressBar, Static, TextArea
 
 from exercises import answers
-from tutor.model.catalog import Exercise
-from tutor.model.attempts import ProgressError, show_time, verdict_of
 from tutor.app.run import Run
+from tutor.model.attempts import ProgressError, show_time, verdict_of
+from tutor.model.catalog import Exercise
+from tutor.model.review import next_after
 from tutor.render import VERDICT_STYLE, VERDICT_TEXT
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
 from tutor.ui.widgets.confidence import CONFIDENCE_KEYS, ConfidencePicker
@@ -215,7 +216,6 @@ class ExerciseScreen(Screen):
         if not self.query_one(ResultPanel).has_class("-shown"):
             hint.update("")
             return
-        from tutor.model.review import next_after
         following = next_after(self.app.catalog, self._session.progress, self.exercise.id)
         hint.update(Text.assemble((self._next_key(), "bold"), f" opens the next exercise: {following}", style="dim")
                     if following else Text("This is the last exercise.", style="dim"))
@@ -231,7 +231,6 @@ class ExerciseScreen(Screen):
         """Open the next exercise (see :func:`tutor.model.review.next_after`) in place of this one."""
         if not self.query_one(ResultPanel).has_class("-shown"):
             return
-        from tutor.model.review import next_after
         following = next_after(self.app.catalog, self._session.progress, self.exercise.id)
         if following is None:
             self.notify("This is the last exercise.")
@@ -259,11 +258,13 @@ class ExerciseScreen(Screen):
 
     def action_fix(self) -> None:
         """Fix it (the capstone: Find and fix): the learner repairs the fault in their own copy."""
+        # deferred: a screen loads when it first opens, so the first screen stays fast
         from tutor.ui.screens.fix import EditScreen
         self.app.push_screen(EditScreen(self.exercise, "fix"))
 
     def action_break_it(self) -> None:
         """Break it: the learner writes a fault of their own into the clean subject file."""
+        # deferred: a screen loads when it first opens, so the first screen stays fast
         from tutor.ui.screens.fix import EditScreen
         self.app.push_screen(EditScreen(self.exercise, "break"))
 

@@ -31,9 +31,9 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Static
 
 from tutor.app.tasks import Task
-from tutor.model.patch import EditError
-from tutor.model.catalog import Exercise
 from tutor.model.attempts import ProgressError
+from tutor.model.catalog import Exercise
+from tutor.model.patch import EditError
 from tutor.render import render_edit
 from tutor.ui.widgets.code_editor import CodeEditor
 
@@ -191,6 +191,7 @@ class EditScreen(Screen):
             changed = sum(1 for line in task.diff(saved).splitlines()
                           if line[:1] in "+-" and not line.startswith(("+++", "---")))
             where = self._copy_path()
+            # deferred: a screen loads when it first opens, so the first screen stays fast
             from tutor.ui.screens.copy_choice import CopyChoiceScreen
             self.app.push_screen(CopyChoiceScreen(task.path, str(where or "the progress folder"), changed),
                                  lambda choice: self._begin(saved if choice != "fresh" else None))

@@ -12,8 +12,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, ListItem, ListView, Static
 from textual_plotext import PlotextPlot
 
-from tutor.model.calibration import accuracy_by_day, calibration_by_set
 from tutor.model.attempts import LearnerProgress, ProgressError, show_time
+from tutor.model.calibration import accuracy_by_day, calibration_by_set
 from tutor.render import WordTable, calibration_renderables, set_totals
 from tutor.ui.widgets.exercise_tree import MARKS, status_of
 
@@ -49,17 +49,6 @@ def exercise_renderable(exercise, progress) -> Group:
         parts.append(Text("  no attempts yet", style="dim"))
     if progress.note.strip():
         parts.append(Text.assemble(("  note: ", "bold"), progress.note))
-    return Group(*parts)
-
-
-def progress_renderable(catalog, progress: LearnerProgress, where: str) -> Group:
-    """The whole report as one renderable: the summary, then every exercise by set (untried ones too)."""
-    parts: list = [summary_renderable(catalog, progress, where)]
-    for exercise_set in catalog.sets:
-        solved = sum(progress.of(e.id).solved for e in exercise_set.exercises)
-        parts.append(Text.assemble("\n", (exercise_set.title, "bold underline"),
-                                   f"  {solved}/{len(exercise_set.exercises)} solved"))
-        parts += [exercise_renderable(e, progress.of(e.id)) for e in exercise_set.exercises]
     return Group(*parts)
 
 

@@ -6,9 +6,9 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import Tree
 
+from tutor.model.attempts import ExerciseProgress, LearnerProgress
 from tutor.model.catalog import Catalog, Exercise
 from tutor.model.finding import matches, named
-from tutor.model.attempts import ExerciseProgress, LearnerProgress
 
 #: status mark per exercise: solved, attempted, untried
 MARKS = {"solved": ("✓", "green"), "attempted": ("✗", "red"), "untried": ("·", "dim")}
@@ -126,9 +126,6 @@ class ExerciseTree(Tree[str]):
     def _leaves(self):
         for set_node in self.root.children:
             yield from set_node.children
-
-    def _restore_cursor(self, line: int) -> None:
-        self.cursor_line = min(line, max(0, self.last_line))
 
     def _fill(self, progress: LearnerProgress) -> int:
         shown = 0

@@ -11,9 +11,8 @@ from textual.message import Message
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
-from tutor.model.catalog import Exercise
-
 from exercises.answers import choice_keys  # the keys live beside the parser that accepts them
+from tutor.model.catalog import Exercise
 
 
 def _says(text: str, cid: str) -> bool:
