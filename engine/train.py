@@ -190,6 +190,36 @@ def accumulate_gradients(model: nn.Module, microbatches: list[tuple[torch.Tensor
     return mean
 
 
+def accumulated_step(model: nn.Module, optimizer: torch.optim.Optimizer,
+                     microbatches: list[tuple[torch.Tensor, torch.Tensor]], *,
+                     max_norm: float | None = None) -> float:
+    """One update from several microbatches: accumulate, optionally clip, step once.
+
+    Seed 001, "Backward and update are different operations": accumulation
+    emulates a larger batch only when every microbatch's gradient is taken
+    at the same weights and the optimizer steps once, after the last one.
+    Stepping after each microbatch is a different procedure: every later
+    gradient is evaluated at weights the earlier steps already moved.
+
+    Args:
+        model, optimizer: as for ``train_step``.
+        microbatches: (x, y) pairs, each (B_i, T_i) int64.
+        max_norm: clip the accumulated gradients' global norm to this, if given.
+
+    Returns:
+        The mean loss over every real target, at the weights the update
+        started from (``accumulate_gradients``).
+
+    Raises:
+        ValueError: if the microbatches hold no real target at all.
+    """
+    mean = accumulate_gradients(model, microbatches)  # every gradient at the same weights
+    if max_norm is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()  # one update for the whole effective batch
+    return mean
+
+
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     """Mean cross-entropy loss on (x, y) in eval mode, without gradients.
 

@@ -437,4 +437,6 @@ def clip_before_unscale(ctx: Context) -> Measurement:
               [["true gradient norm", true_norm], ["loss scale", 2.0 ** 16],
                ["1 / loss scale", 2.0 ** -16], ["update norm", update]]),
     ]
-    return Measurement(observed=update, evidence=evidence)
+    # Six significant digits: the sum over every parameter rounds differently at another thread count
+    # (about 1e-12 here), and the same check must give the same number on every machine.
+    return Measurement(observed=float(f"{update:.6g}"), evidence=evidence)

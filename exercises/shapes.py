@@ -260,6 +260,14 @@ def token_logprob(ctx: Context) -> Measurement:
     return Measurement(observed="none", evidence=evidence)
 
 
+def _keepdims_spelling() -> str:
+    """The shape ``sum(-1, keepdims=True)`` gives on (2, 3, 5), or the exception it raises."""
+    try:
+        return str(tuple(torch.ones(2, 3, 5).sum(-1, keepdims=True).shape))
+    except TypeError as exc:
+        return first_line(exc, limit=60)
+
+
 def keepdim_sum(ctx: Context) -> Measurement:
     """Normalise counts with ``normalize.counts_to_probs`` at two shapes.
 
@@ -284,11 +292,17 @@ def keepdim_sum(ctx: Context) -> Measurement:
             outcomes.append((type(exc).__name__, False))
             rows.append([str(shape), first_line(exc, limit=70), "-"])
     totals = torch.ones(2, 3, 5).sum(dim=-1)
+    spelling = _keepdims_spelling()
     evidence = [
         table("counts_to_probs(counts)", ["counts", "result shape / error", "row sums"], rows),
         table("Shapes of the row totals", ["expression", "shape"], [
             ["counts.sum(-1, keepdim=True)", str(tuple(torch.ones(2, 3, 5).sum(-1, keepdim=True).shape))],
-            ["counts.sum(-1)", str(tuple(totals.shape))]]),
+            ["counts.sum(-1)", str(tuple(totals.shape))],
+            ["counts.sum(-1, keepdims=True) (NumPy's spelling)", spelling]]),
+        note("PyTorch documents the keyword as keepdim. " + (
+            "This release also accepts NumPy's keepdims, silently and with the same result; it is not in "
+            "the documentation, so write keepdim." if spelling == "(2, 3, 1)" else
+            "NumPy's keepdims is not accepted here.")),
     ]
     if outcomes[1] == ("none", False):
         evidence.append(note("At (4, 4, 4) the (4, 4) totals broadcast against the last two axes: entry "

@@ -34,12 +34,14 @@ def _random_batch(ctx: Context, V: int, B: int = 4, T: int = 16):
 def train_step_gpt(ctx: Context) -> Measurement:
     """Seed 001, Part 6: the same ``train_step`` trains a tiny GPT.
 
-    The engine GPT with V = 3, C = 16, one layer, 2 heads, block 12, tied,
-    reads the seed's two repeating sequences (0 1 2 0 1 2 ... and
-    1 2 0 1 2 0 ...), shifted into (2, 8) inputs and targets, and takes 80
-    ``engine.train.train_step`` updates with AdamW (lr 0.01, no weight
-    decay). Observed: ``model.num_params()``, the unique parameters (seed
-    001: 3,488). Evidence: shapes, the loss before and after, how far the
+    The engine GPT in the seed's configuration (V = 3, C = 16, one layer,
+    2 heads, block 8, tied) reads the seed's two repeating sequences
+    (0 1 2 0 1 2 ... and 1 2 0 1 2 0 ...), shifted into (2, 8) inputs and
+    targets, and takes 80 ``engine.train.train_step`` updates with AdamW
+    (lr 0.01, no weight decay). Observed: ``model.num_params()``, the unique
+    parameters: 3,424 on the engine; the seed's 3,488 adds the qkv and
+    output-projection biases (3C + C = 64) its attention has and the
+    engine's lacks. Evidence: shapes, the loss before and after, how far the
     attention projection moved.
     """
     from engine.train import evaluate, make_optimizer, train_step
@@ -297,9 +299,20 @@ def checkpoint_resume(ctx: Context) -> Measurement:
     warm-up, 8 fixed corpus batches (4, 32), one per step. Straight: 8
     ``train_step`` calls. Resumed: 4 steps, ``save_checkpoint`` to memory, a
     freshly built model, optimizer and schedule, ``load_checkpoint``, then
-    the last 4 steps on the same batches. Observed: True when the final
-    weights agree within 1e-6. Seed 001, "In the real world" (resuming needs
-    the optimizer state, the schedule position and the data position).
+    the last 4 steps on the same batches. A step pre-hook on each optimizer
+    records the learning rate every update actually ran at. Observed: True
+    when the final weights agree within 1e-6. Seed 001, "In the real world"
+    (resuming needs the optimizer state, the schedule position and the data
+    position).
+
+    A weights-only load loses two things at once: AdamW's running averages
+    and step count (they restart at zero), and the learning rate the saved
+    optimizer had reached. A freshly built optimizer under a fresh LambdaLR
+    sits at lr * λ(0) (here 0.001); loading the schedule's own state moves
+    its counter but does not rewrite the optimizer's rate, so the first
+    resumed update runs at 0.001 and the next ``scheduler.step()`` sets
+    0.003: [0.001, 0.003, 0.003, 0.003] where the straight run has 0.003
+    throughout.
     """
     from engine.data import get_batch
     from engine.train import load_checkpoint, make_optimizer, save_checkpoint, train_step, warmup_schedule
@@ -308,41 +321,50 @@ def checkpoint_resume(ctx: Context) -> Measurement:
     g = torch.Generator().manual_seed(ctx.seed)
     batches = [get_batch(data, 4, 32, generator=g) for _ in range(sum(RESUME_STEPS))]
 
-    def fresh():
+    def fresh(rates: list):
         model = ctx.gpt("small", vocab_size=tokenizer.vocab_size)
         optimizer = make_optimizer(model, lr=3e-3)
+        optimizer.register_step_pre_hook(lambda opt, args, kwargs: rates.append(opt.param_groups[0]["lr"]))
         return model, optimizer, warmup_schedule(optimizer, 3)
 
-    model, optimizer, scheduler = fresh()
+    straight_rates, resumed_rates = [], []
+    model, optimizer, scheduler = fresh(straight_rates)
     straight = [train_step(model, optimizer, x, y, scheduler=scheduler) for x, y in batches]
     straight_weights = _flat(model)
     ctx.progress(0.5, "the resumed run")
 
-    model, optimizer, scheduler = fresh()
+    model, optimizer, scheduler = fresh(resumed_rates)
     first, rest = batches[:RESUME_STEPS[0]], batches[RESUME_STEPS[0]:]
     resumed = [train_step(model, optimizer, x, y, scheduler=scheduler) for x, y in first]
     buffer = io.BytesIO()
     save_checkpoint(buffer, model, optimizer, len(first), scheduler)
     size = buffer.tell()
     buffer.seek(0)
-    model, optimizer, scheduler = fresh()
+    model, optimizer, scheduler = fresh(resumed_rates)
     step = load_checkpoint(buffer, model, optimizer, scheduler)
     restored_state = sum(1 for s in optimizer.state.values() if s)
+    lr_loaded = optimizer.param_groups[0]["lr"]
     resumed += [train_step(model, optimizer, x, y, scheduler=scheduler) for x, y in rest]
     gap = (_flat(model) - straight_weights).abs().max().item()
     same = gap <= 1e-6
     evidence = [
-        table("Loss train_step returned, per update", ["update", "straight", "resumed"],
-              [[k, f"{a:.6f}", f"{b:.6f}"] for k, (a, b) in enumerate(zip(straight, resumed))]),
+        table("Each update: its learning rate and the loss train_step returned",
+              ["update", "lr straight / resumed", "loss straight", "loss resumed"],
+              [[k, f"{ra:.6g} / {rb:.6g}", f"{a:.6f}", f"{b:.6f}"]
+               for k, (ra, rb, a, b) in enumerate(zip(straight_rates, resumed_rates, straight, resumed))]),
         table("The checkpoint", ["quantity", "value"], [
             ["bytes written", f"{size:,}"], ["step read back", step],
             ["tensors with optimizer state after loading", f"{restored_state} of {len(list(model.parameters()))}"],
-            ["lr after loading", f"{optimizer.param_groups[0]['lr']:.6g}"]]),
+            ["lr just after loading (before update 4)", f"{lr_loaded:.6g}"],
+            ["lr of the resumed updates 4-7", ", ".join(f"{r:.6g}" for r in resumed_rates[RESUME_STEPS[0]:])]]),
         table("Final weights", ["quantity", "value"], [["max |Δ| resumed vs straight", gap], ["same (1e-6)", same]]),
     ]
     parted = next((k for k, (a, b) in enumerate(zip(straight, resumed)) if abs(a - b) > 1e-6), None)
     if not same:
-        evidence.append(note(f"The resumed AdamW started from empty running averages and a step count of 0, "
-                             f"so update {RESUME_STEPS[0]}, the first after the resume, was a first step; "
-                             f"the losses part from update {parted} on, the first computed at its result."))
+        evidence.append(note(f"Two things were lost with the optimizer's state. AdamW restarted from empty "
+                             f"running averages and a step count of 0, so update {RESUME_STEPS[0]}, the first "
+                             f"after the resume, was a first step; and the fresh optimizer sat at lr · λ(0) = "
+                             f"{lr_loaded:.6g}, which the schedule's load does not rewrite, so that update also "
+                             f"ran at the warm-up's first rate. The losses part from update {parted} on, the "
+                             f"first computed at its result."))
     return Measurement(observed=bool(same), evidence=evidence)

@@ -101,9 +101,12 @@ def autocast_bf16(ctx: Context) -> Measurement:
     float32/float32, b bfloat16/float32, c bfloat16/bfloat16, d
     float32/bfloat16. Evidence: the dtype each operation picks under
     autocast on this device, and how far the bfloat16 logits are from
-    float32. Measured on CPU (torch 2.13): Linear bf16, cross_entropy
-    float32, softmax/log_softmax/layer_norm bf16. Seed 000 §7 (autocast
-    selects operation dtypes; loss scaling is a separate mechanism).
+    float32. Measured on CPU (torch 2.13): Linear and matmul are cast down
+    to bf16 whatever their input, cross_entropy is cast up to float32, and
+    softmax, log_softmax and layer_norm are on neither list: they follow
+    their input's dtype (bf16 when fed the Linear's bf16 output, float32
+    when fed float32 logits). Seed 000 §7 (autocast selects operation
+    dtypes; loss scaling is a separate mechanism).
     """
     from exercises.snippets.mixed_precision import bf16_forward
 
@@ -123,16 +126,26 @@ def autocast_bf16(ctx: Context) -> Measurement:
     probe = torch.randn(4, 64, generator=g).to(ctx.device)
     lin = torch.nn.Linear(64, 37).to(ctx.device)
     target = torch.randint(0, 37, (4,), generator=g).to(ctx.device)
+    logits32 = lin(probe).detach()  # (4, 37) float32, computed outside autocast
     with torch.no_grad(), torch.autocast(device_type, dtype=torch.bfloat16):
-        z = lin(probe)
-        ops = [["Linear", z], ["matmul", probe @ probe.T], ["softmax", z.softmax(-1)],
-               ["log_softmax", F.log_softmax(z, -1)], ["layer_norm", F.layer_norm(z, (37,))],
-               ["cross_entropy", F.cross_entropy(z, target)]]
+        z = lin(probe)  # (4, 37) bfloat16
+        ops = [["Linear", probe, z], ["matmul", probe, probe @ probe.T],
+               ["softmax", z, z.softmax(-1)], ["softmax", logits32, logits32.softmax(-1)],
+               ["log_softmax", z, F.log_softmax(z, -1)], ["log_softmax", logits32, F.log_softmax(logits32, -1)],
+               ["layer_norm", z, F.layer_norm(z, (37,))], ["layer_norm", logits32, F.layer_norm(logits32, (37,))],
+               ["cross_entropy", z, F.cross_entropy(z, target)]]
+
+    def rule(a: torch.Tensor, out: torch.Tensor) -> str:
+        if out.dtype == a.dtype:
+            return "follows its input"
+        return "cast down by autocast" if out.dtype == torch.bfloat16 else "cast up by autocast"
+
     evidence = [
         table("The subject's forward", ["tensor", "dtype"], [
             ["weights", _short(next(model.parameters()).dtype)], ["logits", kinds[0]], ["loss", kinds[1]]]),
-        table(f"Under autocast({device_type!r}, bfloat16), fed a bf16 or float32 input",
-              ["operation", "output dtype"], [[name, _short(t.dtype)] for name, t in ops]),
+        table(f"Under autocast({device_type!r}, bfloat16): each operation's input and output",
+              ["operation", "input", "output", "so"],
+              [[name, _short(a.dtype), _short(out.dtype), rule(a, out)] for name, a, out in ops]),
         table("Against float32", ["quantity", "value"], [
             ["max |Δ logits|", delta], ["max |logit|", scale], ["relative", delta / scale if scale else 0.0],
             ["bfloat16 epsilon (2^-7)", torch.finfo(torch.bfloat16).eps],
@@ -142,3 +155,36 @@ def autocast_bf16(ctx: Context) -> Measurement:
         evidence.append(note("The loss itself was computed in bfloat16: with 8 bits of mantissa a loss near "
                              "3.6 is represented only to about 0.016."))
     return Measurement(observed=observed, evidence=evidence)
+
+
+def fp8_scaling(ctx: Context) -> Measurement:
+    """The snippet's float8 e4m3 round trip on gradient-sized values.
+
+    1,000 values ~ N(0, 1) · 1e-5 (a typical size for a gradient entry),
+    from a generator seeded with ``ctx.seed``, quantized and dequantized.
+    Observed: the fraction that comes back exactly 0, to 3 decimals.
+    Evidence: the scale, the median relative error of the survivors, and
+    e4m3's range. Runs on the CPU: it measures the storage half of a float8
+    recipe (the cast and its scale); the scaled float8 matrix products a GPU
+    runs on such codes are not measured here. Seed 000 §7.
+    """
+    from exercises.snippets.fp8 import dequantize, quantize
+
+    g = torch.Generator().manual_seed(ctx.seed)
+    x = torch.randn(1000, generator=g) * 1e-5
+    codes, scale = quantize(x)
+    back = dequantize(codes, scale)
+    zero = round(float((back == 0).float().mean()), 3)
+    alive = back != 0
+    rel = ((back[alive] - x[alive]).abs() / x[alive].abs()).median().item() if bool(alive.any()) else float("nan")
+    info = torch.finfo(torch.float8_e4m3fn)
+    evidence = [
+        table("1,000 values ~ N(0, 1e-5²) through float8 e4m3", ["quantity", "value"], [
+            ["max |x|", x.abs().max().item()], ["scale applied before the cast", float(scale)],
+            ["fraction read back as exactly 0", zero], ["median relative error of the rest", rel],
+            ["e4m3: largest / smallest normal", f"{info.max:g} / {info.smallest_normal:g}"],
+            ["e4m3: smallest subnormal", f"{2.0 ** -9:g}"]]),
+        note("Measured here: the cast and its scale, the storage half of a float8 recipe. The scaled float8 "
+             "matrix products a GPU runs on such codes, and their accumulation, are not measured on this CPU."),
+    ]
+    return Measurement(observed=zero, evidence=evidence)

@@ -90,8 +90,9 @@ def ce_on_probs(ctx: Context) -> Measurement:
         evidence.append(note(
             f"The true cross entropy fell to {curve[lowest]:.4f} at step {lowest} and then rose to "
             f"{curve[-1]:.4f}: the loss being minimised is not cross entropy. Fed probabilities p, it "
-            "scores a target k by -p_k + log sum_i exp(p_i), which is lowest when a row puts all its "
-            "probability on its most common successor, not when it matches the counts."))
+            "scores a target k by -p_k + log sum_i exp(p_i). Averaged over one character's targets it is "
+            "lowest when the row piles its probability onto the most common successor, short of all of "
+            "it (for 'a', about 0.971 on 't' and 0.029 on ' '), far from the counted frequencies."))
     return Measurement(observed=equal, evidence=evidence)
 
 

@@ -122,14 +122,14 @@ def _flat(tensors) -> torch.Tensor:
 def backward_no_update(ctx: Context) -> Measurement:
     """Does ``engine.train.train_step`` move the weights? Backward alone, then 20 steps.
 
-    Seed 001, Part 6's tiny GPT (V = 3, C = 16, one layer, block 12, tied)
-    on its two repeating sequences. First a lone ``loss.backward()``: .grad
+    The engine GPT in seed 001 Part 6's configuration (V = 3, C = 16, one
+    layer, block 8, tied) on its two repeating sequences. First a lone ``loss.backward()``: .grad
     fills, the weights stay bit-identical. Then 20 ``train_step`` updates
     with AdamW (lr 0.01, no weight decay), the loss evaluated before and
     after each. Observed: True when the weights differ after the 20 steps.
     The subject used to be a snippet bigram, flat at ln 8 under the fault;
-    on the GPT the flat line is its own starting loss (1.190284 on CPU,
-    seed 0), and the clean loss falls to 0.067046 in 20 updates. Seed 001,
+    on the GPT the flat line is its own starting loss (1.227703 on CPU,
+    seed 0), and the clean loss falls to 0.061102 in 20 updates. Seed 001,
     lab Part 2 ("backward does not update weights") and Part 6.
     """
     from engine.train import evaluate, make_optimizer, train_step
@@ -165,7 +165,8 @@ def backward_no_update(ctx: Context) -> Measurement:
 def set_to_none(ctx: Context) -> Measurement:
     """What ``train_step``'s reset leaves in .grad, and whether AdamW then moves a frozen tensor.
 
-    Seed 001, Part 6's tiny GPT and sequences, AdamW (lr 0.01, no weight
+    The engine GPT in seed 001 Part 6's configuration (block 8) and its
+    sequences, AdamW (lr 0.01, no weight
     decay) through ``engine.train.train_step``. Step 1 trains every
     parameter; then the block's attention is frozen
     (``requires_grad_(False)``), so step 2's loss no longer reaches it.

@@ -6,10 +6,15 @@ from helpers import fact
 
 
 def test_compile_equivalence_aot_eager_matches_eager(run, catalog):
-    r = run("compile-equivalence", "yes, yes")
+    r = run("compile-equivalence", "yes, yes, no")
     assert r.status in ("pass", "fail"), (r.status, r.error)
-    # The first item is pinned; the second is a timing, shown to the learner but not pinned here.
-    assert r.clean[0] is True and isinstance(r.clean[1], bool)
+    # The first item is pinned; the others are timings, shown to the learner. "Did it help?" over six
+    # calls: the first compiled call (about a second of tracing) against six eager calls of about a
+    # millisecond each cannot come out faster on any machine this runs on.
+    assert r.clean[0] is True and isinstance(r.clean[1], bool) and r.clean[2] is False
+    helped = fact(r, "clean", "Did it help?")
+    assert float(helped["compiled (the first call compiles)"]) > float(helped["eager"])
+    assert any("cannot show the fused-kernel speed-up" in e.get("text", "") for e in r.evidence["clean"])
     facts = fact(r, "clean", "Eager against aot_eager")
     assert float(facts["max |Δ logits|"]) <= 1e-5
     assert int(facts["graph breaks"]) >= 1  # the engine's id range check reads values into Python

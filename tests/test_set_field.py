@@ -105,3 +105,21 @@ def test_clip_before_unscale_shrinks_the_update_by_the_loss_scale(run, catalog):
     assert abs(r.clean - 1.0) < 1e-4 and abs(r.faulted - 2.0 ** -16) < 1e-9
     assert float(fact(r, "clean", "One step")["true gradient norm"]) > 1.0  # so clipping is active
     assert not graded(catalog, r, "1")
+
+
+def test_every_field_exercise_cites_its_public_report(catalog):
+    # Each exercise of the set names the public report it reduces: an owner/name repository and an
+    # issue or pull-request number (found in the public issue record, read before citing).
+    import re
+
+    cited = {}
+    for ex in catalog.get_set("field").exercises:
+        text = " ".join(ex.prompt.split())
+        found = re.findall(r"([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+) (?:issue|pull request) #(\d+)", text)
+        assert found, f"{ex.id}: the prompt cites no public report"
+        cited[ex.id] = found[0]
+    assert cited["attn-scale-c"] == ("karpathy/ng-video-lecture", "6")
+    assert cited["topp-crossing"] == ("aws-neuron/transformers-neuronx", "46")
+    assert cited["clip-before-unscale"] == ("Lightning-AI/pytorch-lightning", "9599")
+    # The evaluation helper that restores the caller's mode is seed 001's, Part 6.
+    assert catalog.get("train-mode-not-restored").source.startswith("001 · Part 6")

@@ -8,8 +8,9 @@ import ast
 import math
 
 import pytest
+import torch
 
-from helpers import facts, graded
+from helpers import facts, graded, rows
 
 SET = "training"
 
@@ -42,8 +43,15 @@ def ok(run):
 
 def test_every_training_exercise_has_a_fault(catalog):
     exercises = catalog.get_set(SET).exercises
-    assert len(exercises) == 30  # 17 CATALOG.md rows, 12 seed gaps of 000/001, first-nonfinite
-    assert all(catalog.fault_of(e) is not None for e in exercises)
+    # 17 CATALOG.md rows, 12 seed gaps of 000/001, first-nonfinite, and 9 more seed items
+    # (step-per-microbatch, clip-nonfinite, mode-not-step, steps-not-epoch, fp8-scaling,
+    # reversed-stress, teacher-forcing, evaluate-on-error, mask-times-nan; tests/test_set_training_seed.py)
+    assert len(exercises) == 39
+    # Four seed items measure the engine as shipped, with no edit to predict: what clipping does to an
+    # already non-finite forward, what a mode switch changes, how much of the data an epoch's worth of
+    # random batches scores, and which transitions a fit rewards. Every other exercise has a fault.
+    measured_only = {"clip-nonfinite", "mode-not-step", "steps-not-epoch", "reversed-stress"}
+    assert {e.id for e in exercises if catalog.fault_of(e) is None} == measured_only
 
 
 def test_skip_zero_grad(ok, run):
@@ -75,17 +83,17 @@ def test_hand_update(ok, run):
 
 
 def test_backward_no_update(ok, run):
-    # The subject is engine.train.train_step on seed 001's Part 6 GPT. Without the step
-    # the loss stays at the GPT's starting value, 1.190284 (CPU, seed 0; the bigram it replaced sat
-    # at ln 8); with it, 20 updates reach 0.067046.
+    # The subject is engine.train.train_step on the engine GPT in seed 001 Part 6's configuration
+    # (block 8). Without the step the loss stays at the GPT's starting value, 1.227703 (CPU, seed 0;
+    # the block-12 model this used to build started at 1.190284); with it, 20 updates reach 0.061102.
     r = ok("backward-no-update")
     assert r.clean is True and r.faulted is False
     for side in ("clean", "faulted"):
         assert facts(r, side, "backward() alone")["weights bit-identical afterwards"] == ["True"]
     flat = _series(r, "faulted", "loss before")
-    assert len(flat) == 21 and max(flat) == min(flat) == pytest.approx(1.190284, abs=1e-6)
+    assert len(flat) == 21 and max(flat) == min(flat) == pytest.approx(1.227703, abs=1e-6)
     falling = _series(r, "clean", "loss before")
-    assert falling[0] == flat[0] and falling[-1] == pytest.approx(0.067046, abs=1e-5)
+    assert falling[0] == flat[0] and falling[-1] == pytest.approx(0.061102, abs=1e-5)
     assert facts(r, "faulted", "train_step")["max |change|"] == ["0"]
     assert run("backward-no-update", "no").status == "pass"
 
@@ -123,6 +131,21 @@ def test_ce_on_probs(ok, run):
     assert facts(r, "faulted", "True cross entropy")["34 (lowest)"] == ["1.00999"]
     after_a = facts(r, "faulted", "After 200 steps")
     assert after_a["'t'"] == ["0.5000", "0.9711"]  # pushed toward the most common successor
+    # ...but not all the way: the faulted loss's own optimum for 'a' (successors 't' 1/2, ' ' 1/3,
+    # 'n' 1/6 of V = 8), minimised here independently over the simplex, keeps 0.029 on ' '. At the
+    # corner p_t = 1, moving mass to ' ' changes the loss by -(1/3 - 1/2) + (1 - e) / (e + 7) < 0.
+    f = torch.tensor([0.5, 1 / 3, 1 / 6, 0, 0, 0, 0, 0], dtype=torch.float64)
+    z = torch.zeros(8, dtype=torch.float64, requires_grad=True)
+    adam = torch.optim.Adam([z], lr=0.05)
+    for _ in range(4000):
+        adam.zero_grad()
+        p = z.softmax(-1)
+        (-(f * p).sum() + torch.logsumexp(p, -1)).backward()
+        adam.step()
+    optimum = z.softmax(-1).detach()
+    assert optimum[0].item() == pytest.approx(0.971, abs=2e-3) and optimum[1].item() == pytest.approx(0.029, abs=2e-3)
+    assert float(after_a["'t'"][1]) == pytest.approx(optimum[0].item(), abs=3e-3)
+    assert "short of all of it (for 'a', about 0.971" in _notes(r, "faulted")
     assert facts(r, "clean", "After 200 steps")["'t'"] == ["0.5000", "0.4976"]  # near the counts
     assert facts(r, "faulted", "The GPT's reported loss")["equal (1e-9)"] == ["False"]
     assert "not cross entropy" in _notes(r, "faulted") and not _notes(r, "clean")
@@ -293,13 +316,23 @@ def test_inference_mode(ok, run):
 
 
 def test_autocast_bf16(ok, run):
-    # CATALOG-3 (CPU, torch 2.13): Linear bf16, cross_entropy float32, softmax/log_softmax bf16.
+    # CPU, torch 2.13: Linear and matmul are cast down to bf16 from float32 inputs, cross_entropy is
+    # cast up to float32 from a bf16 input, and softmax/log_softmax/layer_norm are on neither list:
+    # they follow their input (the catalog's "softmax bf16" was true only because it was fed the
+    # Linear's bf16 output; fed float32 logits, they stay float32).
     r = ok("autocast-bf16")
     assert r.clean == "b" and r.faulted == "c"
-    ops = facts(r, "clean", "Under autocast")
-    assert {k: v[0] for k, v in ops.items()} == {
-        "Linear": "bfloat16", "matmul": "bfloat16", "softmax": "bfloat16", "log_softmax": "bfloat16",
-        "layer_norm": "bfloat16", "cross_entropy": "float32"}
+    ops = rows(r, "clean", "Under autocast")
+    assert [row[:3] for row in ops] == [
+        ["Linear", "float32", "bfloat16"], ["matmul", "float32", "bfloat16"],
+        ["softmax", "bfloat16", "bfloat16"], ["softmax", "float32", "float32"],
+        ["log_softmax", "bfloat16", "bfloat16"], ["log_softmax", "float32", "float32"],
+        ["layer_norm", "bfloat16", "bfloat16"], ["layer_norm", "float32", "float32"],
+        ["cross_entropy", "bfloat16", "float32"]]
+    assert {row[0]: row[3] for row in ops if row[0] != "softmax" and row[0] != "log_softmax"
+            and row[0] != "layer_norm"} == {"Linear": "cast down by autocast", "matmul": "cast down by autocast",
+                                            "cross_entropy": "cast up by autocast"}
+    assert {row[3] for row in ops[2:8]} == {"follows its input"}
     against = facts(r, "clean", "Against float32")
     assert float(against["relative"][0]) < float(against["bfloat16 epsilon (2^-7)"][0])  # within bf16 tolerance
     assert run("autocast-bf16", "b").status == "pass"
@@ -318,7 +351,7 @@ def test_batch_mean_gradient(ok, run):
     assert run("batch-mean-gradient", "8").status == "pass"
 
 
-def test_validation_split(ok, run):
+def test_validation_split(ok, run, catalog):
     # Seed 001, Part 4, reproduced to six decimals: train / validation after n updates.
     r = ok("validation-split")
     assert r.clean == pytest.approx(0.739163, abs=1e-6) and r.faulted == pytest.approx(0.735081, abs=1e-6)
@@ -327,20 +360,31 @@ def test_validation_split(ok, run):
     assert facts(r, "clean", "Loss after n updates") == seed
     assert facts(r, "faulted", "The validation pairs")["identical to the start of the training pairs"] == ["True"]
     assert run("validation-split", "0.739").status == "pass"
+    # A reasoned "a little above the training loss, 0.74" passes (|0.74 - 0.739163| = 0.0008); the
+    # tolerance used to be 5e-4 and refused it. The training loss itself, 0.735, does not pass
+    # (0.0042 away), nor does "much worse, like the start", 2.08.
+    assert graded(catalog, r, "0.74") and not graded(catalog, r, "0.735") and not graded(catalog, r, "2.08")
 
 
 def test_train_step_gpt(ok, run):
-    # Seed 001, Part 6: 3,488 unique parameters (V = 3, C = 16, 1 layer, block 12, tied); the shared
-    # (3, 16) table counted twice gives 3,536. The seed's run fell 1.156632 -> 0.002131 in 80 updates
-    # with its own init; this engine's init gives 1.19028 -> 0.002323 (CPU, seed 0).
+    # Seed 001, Part 6's configuration: V = 3, C = 16, 1 layer, 2 heads, block 8, tied. By hand:
+    # token table 3*16 = 48, positions 8*16 = 128, one block 2*32 (LayerNorms) + 16*48 (qkv) +
+    # 16*16 (proj) + (16*64 + 64) + (64*16 + 16) (MLP) = 3,216, final LayerNorm 32: 3,424. The seed's
+    # 3,488 is 64 more, a qkv bias (48) and a projection bias (16) the engine's attention lacks (this
+    # check used to build block 12, whose 4 extra position rows, 64 values, matched 3,488 by accident).
+    # The shared (3, 16) table counted twice gives 3,472. The seed's run fell 1.156632 -> 0.002131 in
+    # 80 updates with its own init; the engine's gives 1.227703 -> 0.002317 (CPU, seed 0).
     r = ok("train-step-gpt")
-    assert r.clean == 3488 and r.faulted == 3536
+    assert r.clean == 48 + 128 + (2 * 32 + 16 * 48 + 16 * 16 + 16 * 64 + 64 + 64 * 16 + 16) + 32 == 3424
+    assert r.faulted == 3424 + 48
+    assert r.clean + 3 * 16 + 16 == 3488  # the seed's count, with the attention biases
     run_ = facts(r, "clean", "80 updates")
-    assert float(run_["loss before"][0]) == pytest.approx(1.19028, abs=1e-4)
+    assert float(run_["loss before"][0]) == pytest.approx(1.227703, abs=1e-4)
     assert float(run_["loss after"][0]) < 0.01 < math.log(3)
     assert float(run_["max |change| of the qkv weight"][0]) > 0.1  # attention learned too
     assert facts(r, "clean", "Shapes")["logits"] == ["(2, 8, 3)"]
-    assert run("train-step-gpt", "3536").status == "pass"
+    assert run("train-step-gpt", "3472").status == "pass"
+    assert run("train-step-gpt", "3488").status == "fail"  # the seed's figure is not what the engine builds
 
 
 def test_pre_update_loss(ok, run):
@@ -396,7 +440,19 @@ def test_checkpoint_resume(ok, run):
     assert r.clean is True and r.faulted is False
     assert facts(r, "clean", "The checkpoint")["tensors with optimizer state after loading"] == ["24 of 24"]
     assert facts(r, "faulted", "The checkpoint")["tensors with optimizer state after loading"] == ["0 of 24"]
-    losses = facts(r, "faulted", "Loss train_step returned")
-    assert losses["4"][0] == losses["4"][1] and losses["5"][0] != losses["5"][1]
-    assert "the losses part from update 5 on" in _notes(r, "faulted")
+    updates = facts(r, "faulted", "Each update")
+    assert updates["4"][1] == updates["4"][2] and updates["5"][1] != updates["5"][2]
+    assert "The losses part from update 5 on" in _notes(r, "faulted")
+    # The rate of every update: warm-up of 3 steps from lr 3e-3 gives 0.001, 0.002, 0.003, then 0.003.
+    # Resumed with both states, updates 4-7 run at 0.003. Weights only: the fresh optimizer sits at
+    # lr * λ(0) = 0.001 for update 4 (loading the schedule's counter does not rewrite the rate), and
+    # the next scheduler.step() sets 0.003. (The old evidence read "lr after loading 0.003" after the
+    # four resumed updates had run, which hid the 0.001.)
+    straight = ["0.001 / 0.001", "0.002 / 0.002", "0.003 / 0.003", "0.003 / 0.003"]
+    assert [facts(r, "clean", "Each update")[str(k)][0] for k in range(8)] == straight + ["0.003 / 0.003"] * 4
+    assert [updates[str(k)][0] for k in range(8)] == straight + [
+        "0.003 / 0.001", "0.003 / 0.003", "0.003 / 0.003", "0.003 / 0.003"]
+    assert facts(r, "faulted", "The checkpoint")["lr of the resumed updates 4-7"] == ["0.001, 0.003, 0.003, 0.003"]
+    assert facts(r, "clean", "The checkpoint")["lr of the resumed updates 4-7"] == ["0.003, 0.003, 0.003, 0.003"]
+    assert facts(r, "faulted", "The checkpoint")["lr just after loading (before update 4)"] == ["0.001"]
     assert run("checkpoint-resume", "no").status == "pass"

@@ -1,0 +1,27 @@
+"""Set ``beyond``: the seed items of cancellation and ties, and of advantages
+that open a gradient path (seed 000 §8), through the real worker."""
+
+from helpers import fact, rows
+
+
+def test_cancellation_ties(run):
+    r = run("cancellation-ties", "no, yes, yes")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [False, True, True]
+    # By hand: scores 2qx - x^2 are 100,012,000 (A) and 100,012,000.2 (B). float32's spacing at 1e8
+    # is 2^(26 - 23) = 8, so both round to 100,012,000: a tie, and argmax takes the first, A.
+    table = {row[0]: row[1:] for row in rows(r, "clean", "A = (10,000, 0)")}
+    assert table["float32"][:2] == ["100012000.00 / 100012000.00", "A"]
+    assert table["float64"][1] == "B"
+    assert table["float32, centred"][0] == "-0.35 / -0.15"  # A, B at -/+0.5, q at +0.1: 2qx - x^2
+    assert rows(r, "clean", "Two identical exemplars")[0] == ["5, 5, 0", "0"]  # the first of equal maxima
+
+
+def test_advantage_path_reaches_the_value_head_without_detach(run):
+    r = run("advantage-path", "yes")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean is False and r.faulted is True
+    clean, faulted = (fact(r, side, "After policy_loss") for side in ("clean", "faulted"))
+    assert clean["value head (weight and bias)"] == "0" and float(faulted["value head (weight and bias)"]) > 0.1
+    # The policy's own gradient is the same either way: detach changes only the path into the values.
+    assert clean["policy logits (B, G)"] == faulted["policy logits (B, G)"]
