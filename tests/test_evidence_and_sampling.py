@@ -90,9 +90,12 @@ def test_a_verdicts_json_names_its_fields():
     from tutor.model.verdict import Verdict
     fixed = Verdict("fix", "fixed", "fixed: yours observes (3,)", yours_status="ok", yours_observed=[3])
     assert fixed.to_dict() == {"mode": "fix", "status": "fixed", "sentence": "fixed: yours observes (3,)",
-                               "fixed": True, "difference": None, "prediction_correct": None}
+                               "fixed": True, "difference": None, "prediction_correct": None, "seeds": [],
+                               "hidden_seeds": []}
     broke = Verdict("break", "changed", "s", difference="row 2", prediction_correct=False)
     assert broke.to_dict() == {"mode": "break", "status": "changed", "sentence": "s", "fixed": None,
-                               "difference": "row 2", "prediction_correct": False}
+                               "difference": "row 2", "prediction_correct": False, "seeds": [], "hidden_seeds": []}
+    judged = Verdict("fix", "fixed", "s", seeds=(0, 7, 11), hidden_seeds=(7, 11))
+    assert (judged.to_dict()["seeds"], judged.to_dict()["hidden_seeds"]) == ([0, 7, 11], [7, 11])
     assert Verdict("fix", "could not run", "s").to_dict()["fixed"] is None
     assert Verdict("hunt", "not fixed", "s").to_dict()["fixed"] is False
