@@ -23,7 +23,7 @@ from tutor.app.session import Session
 #: rest under ``-m slow``: data.py and the comparison set are in the sample through cheaper ones.
 SAMPLE = ("head-split", "cache-offset", "broadcast-grad", "fixed-old-logprobs", "vocab-padding",
           "alignment-contract", "attn-scale-c", "no-crop", "empty-init", "softmax-axis", "clone-detach",
-          "skip-zero-grad", "clip-order", "schedule-order")
+          "skip-zero-grad", "clip-order", "schedule-order", "gqa-repeat-tiles")
 
 FAULTED = [ex.id for ex in load_catalog().exercises if ex.fault]
 

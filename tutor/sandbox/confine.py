@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import glob
 import importlib.util
 import os
 import socket
@@ -273,6 +274,11 @@ def read_roots(forbidden: Iterable[str] = (), cut_private: bool = True) -> tuple
                                              or os.path.basename(real) in ("site-packages", "dist-packages")):
             candidates.append(real)
     candidates += [os.path.join(p, "lib") for p in prefixes] + list(SYSTEM_READ)
+    # Package metadata beside an editable checkout (importlib.metadata reads entry points there):
+    # names and versions only, no source.
+    for entry in sys.path:
+        if entry and os.path.isdir(entry):
+            candidates += glob.glob(os.path.join(entry, "*.egg-info")) + glob.glob(os.path.join(entry, "*.dist-info"))
     for path in dict.fromkeys(os.path.realpath(p) for p in candidates if p):
         if os.path.exists(path):
             _allow_except(path, banned, roots)
@@ -612,24 +618,6 @@ class Attempts:
                     self._note(f"tried to send a signal to process {args[0]}: refused")
         except Exception:
             pass
-
-
-def hide_sources(names: Iterable[str] = PRIVATE_PACKAGES) -> None:
-    """Forget where the tutor's own packages came from in this process (``__file__`` of their modules).
-
-    The child keeps the modules it runs (``tutor.sandbox.protocol`` …) but their
-    paths no longer lead a curious subject to the installed source; the
-    kernel refuses the reads anyway, this only keeps the paths out of
-    tracebacks and ``sys.modules`` browsing.
-    """
-    for name, module in list(sys.modules.items()):
-        if name.split(".")[0] in names and module is not None:
-            try:
-                module.__file__ = None
-                if getattr(module, "__spec__", None) is not None:
-                    module.__spec__.origin = None
-            except (AttributeError, TypeError):
-                pass
 
 
 __all__ = ["ConfinementError", "Policy", "Status", "Attempts", "restrict", "read_roots", "make_namespaces",

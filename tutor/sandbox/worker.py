@@ -49,7 +49,6 @@ from typing import Callable
 
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # ask CUDA without creating a context
 
-from exercises.context import Context  # noqa: E402
 from exercises.faults import SUBJECT_PACKAGES, FaultError, make_private_copy  # noqa: E402
 from tutor.sandbox import confine, protocol, speed  # noqa: E402
 from tutor.sandbox.protocol import (Answer, Attempted, Hello, Measured, Message, Progress, ProtocolError,  # noqa: E402
@@ -681,6 +680,9 @@ def _child(request: Request, folder: str, threads: int, fd: int, key: bytes, sta
         os.closerange(fd + 1, 1 << 16)
         os.chdir(folder)
         os.environ["TMPDIR"] = os.path.join(folder, "tmp")
+        # torch.compile's caches (Inductor, Triton) go inside the side's own tree, the one place it may write
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "tmp", "inductor")
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "tmp", "triton")
         tempfile.tempdir = None
         _cap_memory(request.device)
         for name in list(sys.modules):
@@ -701,7 +703,6 @@ def _child(request: Request, folder: str, threads: int, fd: int, key: bytes, sta
             policy = confine.Policy(tree=folder, read=roots, network=not status.net_namespace)
             confine.Attempts(policy, lambda what: send(Attempted(what=what))).install()
             confine.restrict(policy, status.landlock)
-            confine.hide_sources(("tutor",))
         random.seed(request.seed)
         np.random.seed(request.seed)
         torch.manual_seed(request.seed)
@@ -714,6 +715,8 @@ def _child(request: Request, folder: str, threads: int, fd: int, key: bytes, sta
         if not module.__file__.startswith(folder):
             raise RuntimeError("the check did not load from the private copy")
         check = getattr(module, function_name)
+        # the Context of the private copy: its source is readable there (torch.compile reads it)
+        from exercises.context import Context
         context = Context(device=request.device, seed=request.seed, on_progress=progress)
         measurement = check(context).to_dict()
         send(Measured(observed=measurement["observed"], evidence=measurement["evidence"]))
