@@ -285,8 +285,10 @@ def test_edit_attempts_neither_solve_an_exercise_nor_move_the_capstones_mystery(
     store.record_attempt("ada", "audit", Attempt.of_edit(result, "hunt", "", verdict))
     session = Session(cat, runner=None, store=store, learner="ada")
     session.load()
-    assert not session.progress_of("audit").solved
-    assert session.seed_for(ex) == 0
+    assert not session.progress_of("audit").solved  # a hunt's "fixed" is not a right prediction
+    # The hunt showed mystery 0 before any prediction met it, so that mystery is spent: the next
+    # prediction meets mystery 1 (the hunt does not count as a prediction, it only spoils one).
+    assert session.seed_for(ex) == 1
 
 
 def test_working_copies_live_in_the_progress_folder_and_a_fresh_start_keeps_the_old_one(tmp_path):
