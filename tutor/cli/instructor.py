@@ -59,6 +59,22 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM arrived: stop as Ctrl-C does (every worker stopped, the rows graded so far kept)."""
 
 
+def _store_to_save_in(args) -> ProgressStore | None:
+    """The progress store ``--save`` writes into, checked writable now; None without ``--save``.
+
+    Raises:
+        UsageError: the progress folder cannot be written (the sentence names it).
+    """
+    if not args.save:
+        return None
+    store = ProgressStore(default_folder(getattr(args, "progress_dir", None)))
+    try:
+        store.ensure_writable()
+    except ProgressError as exc:
+        raise UsageError(str(exc)) from None
+    return store
+
+
 def grade(args, events: Events) -> GradeReply:
     """``tutor grade``: answers (``--answers``), repairs (``--fixes``) or ``merge DIR...`` — see
     :mod:`tutor.instructor.grade`. SIGTERM ends it as Ctrl-C does: every worker stopped, the rows graded so far kept."""
@@ -98,15 +114,8 @@ def _grade(args, events: Events) -> GradeReply:
         rows = [r for r in rows if sharding.belongs(r.key if r.key is not None else (r.learner or ""), part)]
     plan = given or assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
     _ensure_folder(out)
-    saver = None
-    store = None
-    if args.save:
-        store = ProgressStore(default_folder(getattr(args, "progress_dir", None)))
-        try:
-            store.ensure_writable()
-        except ProgressError as exc:
-            raise UsageError(str(exc)) from None
-        saver = grading.Saver(catalog, store, events.notice)
+    store = _store_to_save_in(args)
+    saver = grading.Saver(catalog, store, events.notice) if store is not None else None
     earlier = gradebook.read_rows(out) if getattr(args, "resume", False) else []
     todo = grading.not_yet_graded(rows, earlier)
     readable = sum(r.problem is None for r in todo)
@@ -247,13 +256,7 @@ def _grade_fixes(args, events: Events, catalog, started: float) -> GradeReply:
     plan = plan or assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
     out = Path(args.out) if args.out else Path(str(args.fixes).rstrip("/") + "-graded")
     _ensure_folder(out)
-    store = None
-    if args.save:
-        store = ProgressStore(default_folder(getattr(args, "progress_dir", None)))
-        try:
-            store.ensure_writable()
-        except ProgressError as exc:
-            raise UsageError(str(exc)) from None
+    store = _store_to_save_in(args)
     earlier = gradebook.read_rows(out) if getattr(args, "resume", False) else []
     todo = grading.not_yet_graded(rows, earlier)
     factory = getattr(args, "runner_factory", None) or (lambda cat, dev: Runner(cat, device=dev))

@@ -325,6 +325,12 @@ def attention(s: Subject) -> Link:
                                f"relative {relative:.3e}"])
         if relative >= worst[0]:
             worst = (relative, label)
+    return _attention_verdict(checked, skipped, worst)
+
+
+def _attention_verdict(checked: list, skipped: list[str], worst: tuple[float, str]) -> Link:
+    """ATTENTION's verdict from the modules checked (label, what was compared), those skipped (why) and the
+    worst relative difference from the SDPA reference with its module's label."""
     evidence = checked + ([["not checked", "; ".join(skipped)]] if skipped else [])
     if not checked:
         return Link("ATTENTION", "skip", f"no attention module could be checked: {'; '.join(skipped)}", evidence)
@@ -369,16 +375,7 @@ def _hooked_attention(s: Subject) -> Link:
                               f"relative {relative:.3e}"])
         if relative >= worst[0]:
             worst = (relative, name)
-    evidence = checked + ([["not checked", "; ".join(skipped)]] if skipped else [])
-    if not checked:
-        return Link("ATTENTION", "skip", f"no attention module could be checked: {'; '.join(skipped)}", evidence)
-    evidence.append(["tolerance", f"{ATTENTION_TOL:.0e} of the reference's scale"])
-    if worst[0] > ATTENTION_TOL:
-        return Link("ATTENTION", "FAIL", f"{worst[1]} differs from softmax(q k^T / sqrt(D)) v by {worst[0]:.3g} "
-                                         "(relative) on unit-scale scores: check the scale (1/sqrt(D), D the head "
-                                         "size) and the mask", evidence)
-    return Link("ATTENTION", "ok", f"{len(checked)} attention modules equal the SDPA reference from their own "
-                                   f"q, k, v (max {worst[0]:.1e})", evidence)
+    return _attention_verdict(checked, skipped, worst)
 
 
 # ---------------------------------------------------------------------------
