@@ -88,7 +88,7 @@ def main() -> None:
     cores = worker_cores()
     confinement = _confinement()
     if confinement.confined:
-        _read_roots()  # computed once, before the first side forks
+        _read_roots(scratch)  # computed once, before the first side forks
     _send(out, Hello(torch=torch.__version__, cuda=_cuda_available(torch), pid=os.getpid(),
                      cores=cores, scratch=scratch, speed=measure_speed(cores), confinement=confinement.to_wire()))
     try:
@@ -565,10 +565,13 @@ def _confinement() -> confine.Status:
     return _STATUS
 
 
-def _read_roots() -> tuple[str, ...]:
+def _read_roots(scratch: str) -> tuple[str, ...]:
+    """What a side may read: the Python installation and the system's libraries, never the worker's
+    scratch folder (every side's private tree is in there). The scratch alone is cut out, not the whole
+    temporary folder: a checkout and its venv may themselves live under /tmp."""
     global _READ_ROOTS
     if _READ_ROOTS is None:
-        _READ_ROOTS = confine.read_roots(forbidden=[tempfile.gettempdir()])
+        _READ_ROOTS = confine.read_roots(forbidden=[scratch])
     return _READ_ROOTS
 
 
@@ -596,7 +599,7 @@ def _warden(request: Request, folder: str, threads: int, fd: int, key: bytes, st
             init = os.fork()
             if init == 0:  # never returns
                 _init()
-        roots = _read_roots() if status.confined else ()
+        roots = _read_roots(os.path.dirname(folder)) if status.confined else ()
         child = os.fork()
         if child == 0:  # never returns
             confine.die_with_parent()
