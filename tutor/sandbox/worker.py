@@ -566,9 +566,8 @@ def _confinement() -> confine.Status:
 
 
 def _read_roots(scratch: str) -> tuple[str, ...]:
-    """What a side may read: the Python installation and the system's libraries, never the worker's
-    scratch folder (every side's private tree is in there). The scratch alone is cut out, not the whole
-    temporary folder: a checkout and its venv may themselves live under /tmp."""
+    """What a side may read: the Python install and system libraries, less the worker's scratch (every
+    side's tree): the scratch alone, not all of /tmp, where a checkout and its venv may live."""
     global _READ_ROOTS
     if _READ_ROOTS is None:
         _READ_ROOTS = confine.read_roots(forbidden=[scratch])
