@@ -81,7 +81,7 @@ def advantage_path(ctx: Context) -> Measurement:
     evidence = [
         table("After policy_loss(...).backward()", ["parameters", "gradient norm"], [
             ["policy logits (B, G)", policy.grad.norm().item()],
-            ["value head (weight and bias)", value_grad.norm().item() if reached else 0.0]]),
+            ["value head (weight and bias)", value_grad.norm().item()]]),
     ]
     if reached:
         evidence.append(note("The policy's loss pushed on the value head. Each log-probability is negative, so "

@@ -163,10 +163,23 @@ def verify(fault: Fault, root: Path | None = None) -> str:
     return text
 
 
+def applied(fault: Fault, text: str) -> str:
+    """``text`` with ``fault`` applied: its ``before`` replaced by its ``after``, once.
+
+    Raises:
+        FaultError: the ``before`` text does not occur exactly once in ``text``.
+    """
+    count = text.count(fault.before)
+    if count != 1:
+        raise FaultError(f"fault {fault.id!r}: its before text occurs {count} times in {fault.file}, "
+                         "but must occur exactly once; update the fault to match the source")
+    return text.replace(fault.before, fault.after, 1)
+
+
 def diff(fault: Fault, root: Path | None = None) -> str:
     """The unified diff the fault makes, as the learner sees it."""
     text = verify(fault, root)
-    edited = text.replace(fault.before, fault.after, 1)
+    edited = applied(fault, text)
     lines = difflib.unified_diff(text.splitlines(keepends=True), edited.splitlines(keepends=True),
                                  fromfile=f"a/{fault.file}", tofile=f"b/{fault.file}", n=2)
     return "".join(lines)
@@ -192,5 +205,5 @@ def make_private_copy(dest: Path, fault: Fault | None = None, root: Path | None 
         shutil.copytree(root / package, dest / package, ignore=ignore, dirs_exist_ok=True)
     if fault is not None:
         text = verify(fault, root)
-        (dest / fault.file).write_text(text.replace(fault.before, fault.after, 1), encoding="utf-8")
+        (dest / fault.file).write_text(applied(fault, text), encoding="utf-8")
     return dest

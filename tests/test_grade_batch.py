@@ -224,8 +224,10 @@ def test_shards_split_learners_stably_and_merge_joins_them(tmp_path):
         outs.append(out)
     parts = [{r["learner"] for r in gradebook.read_rows(o)} for o in outs]
     assert sum(len(p) for p in parts) == 30 and not (parts[0] & parts[1]) and all(parts)
-    assert shard.number("learner1@x.org", 3) == shard.number("learner1@x.org", 3)
-    assert shard.number("ada", 4) == 1 + int.from_bytes(__import__("hashlib").sha256(b"ada").digest()[:8], "big") % 4
+    # Pinned, worked out apart from the code (1 + the first 8 bytes of SHA-256, big-endian, mod N): a learner's
+    # shard is the same on every machine and every run.
+    assert shard.number("learner1@x.org", 3) == 1
+    assert shard.number("ada", 4) == 3
     reply, _ = command(["grade", "merge", *map(str, outs), "--out", str(tmp_path / "all"), "--exercises", "head-split"])
     merged = json.loads((tmp_path / "all" / "results.json").read_text())
     assert len(merged["learners"]) == 30 and sum(e["score"] for e in merged["learners"]) == 20.0

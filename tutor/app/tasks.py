@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from exercises.faults import Fault, source_root
+from exercises.faults import Fault, applied, source_root
 from exercises.mysteries import hidden_fault
 from tutor.model.catalog import Catalog, Exercise
 from tutor.model.patch import EditError, unified_diff
@@ -145,7 +145,7 @@ def fix_task(catalog: Catalog, exercise: Exercise, seed: int | None = None) -> T
         raise EditError(f"exercise {exercise.id} has no fault to fix; try 'tutor break {exercise.id}' "
                         "to write one of your own")
     clean = subject_text(fault.file)
-    return Task("fix", exercise, fault.file, clean.replace(fault.before, fault.after, 1), clean, fault, seed)
+    return Task("fix", exercise, fault.file, applied(fault, clean), clean, fault, seed)
 
 
 def break_task(catalog: Catalog, exercise: Exercise, seed: int | None = None) -> Task:
@@ -168,12 +168,12 @@ def hunt_task(catalog: Catalog, exercise: Exercise, seed: int) -> Task:
     a seed whose mystery is the clean engine has nothing to find, so the hunt
     takes the next seed that hides a fault.
     """
-    while hidden_fault(seed) == "none":
+    while (fault_id := hidden_fault(seed)) == "none":
         seed += 1
-    fault = catalog.faults[hidden_fault(seed)]
+    fault = catalog.faults[fault_id]
     clean = subject_text(fault.file)
     run_as = replace(exercise, check=HUNT_CHECK)
-    return Task("hunt", run_as, fault.file, clean.replace(fault.before, fault.after, 1), clean, fault, seed,
+    return Task("hunt", run_as, fault.file, applied(fault, clean), clean, fault, seed,
                 hidden=True)
 
 

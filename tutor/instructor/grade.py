@@ -80,7 +80,7 @@ from tutor.instructor import columns as lms
 from tutor.instructor import gradebook, memo, results as class_results
 from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; the rest score 0 with a reason
 from tutor.sandbox.runner import RunResult
-from tutor.store.files import spreadsheet_safe, write_text_atomically  # noqa: F401  (spreadsheet_safe: importable here)
+from tutor.store.files import write_text_atomically
 
 #: Largest answers file read, in bytes.
 MAX_ANSWERS_BYTES = 256 * 1024 * 1024

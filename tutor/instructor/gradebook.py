@@ -23,10 +23,10 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 from tutor.store.files import _NUMBER  # noqa: F401  (a cell that is one number)
-from tutor.store.files import spreadsheet_safe as _safe
+from tutor.store.files import spreadsheet_safe  # the one rule for a spreadsheet cell, every CSV
 
 #: The gradebook's columns, in order; each is a key of a row's JSON (see :func:`cells`).
 COLUMNS = ("line", "learner", "exercise", "answer", "status", "score", "points", "prediction", "observed",
@@ -34,11 +34,6 @@ COLUMNS = ("line", "learner", "exercise", "answer", "status", "score", "points",
            "submission")
 GRADEBOOK = "gradebook.csv"
 ROWS = "rows.jsonl"
-
-def spreadsheet_safe(value: Any) -> Any:
-    """The gradebook's rule for a cell (:func:`tutor.store.files.spreadsheet_safe`, one rule for every CSV)."""
-    return _safe(value)
-
 
 def cells(row: dict) -> list:
     """One row's gradebook cells, in :data:`COLUMNS` order, as text, made spreadsheet-safe."""
