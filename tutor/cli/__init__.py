@@ -27,7 +27,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from tutor.cli import audit, learner
+from tutor.cli import learner
 from tutor.cli.output import JsonOutput, RichOutput
 from tutor.cli.parser import ArgumentsError, build_parser
 from tutor.cli.replies import EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, CouldNotRun, UsageError
@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             return learner.tui(args)
         if args.command == "audit":
+            from tutor.cli import audit  # the sandbox and the speed probe, only for the audit
             return audit.run(args)
         reply = COMMANDS[args.command](args, output)
         output.show(reply)

@@ -18,7 +18,7 @@ more than ``FLOOD_BYTES`` of it is an *output flood*, said in one line on
 stderr (and as ``output_flood`` in the JSON) beside the report; the file may
 not grow past ``OUTPUT_CAP_BYTES``.
 
-``tutor.cli`` adds the subcommand with ``add_parser`` and dispatches to ``run``.
+``tutor.cli`` adds the subcommand with ``add_parser`` (:mod:`tutor.cli.audit_args`) and dispatches to ``run``.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import time
 from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, FLOOD_BYTES, LINKS,
                                        OUTPUT_CAP_BYTES, STAGE_MARKER, TAIL_BYTES, memory_cap_bytes)
 from exercises.faults import source_root
+from tutor.cli.audit_args import add_parser
 from tutor.cli.output import envelope
 from tutor.sandbox import confine, speed
 from tutor.sandbox.audit_limit import AUDIT_BASE_S, PROBE_WAIT_S, SPEED_MARKER, audit_limit
@@ -42,29 +43,6 @@ from tutor.sandbox.speed import ScaleError, TimeLimit, environment_scale
 
 __all__ = ["EXIT_CRASHED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "STAGE_MARKER", "add_parser", "flood_sentence",
            "last_stage", "run", "timeout_sentence"]
-
-
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the ``audit`` subcommand to an argparse subparsers object; return its parser."""
-    p = subparsers.add_parser(
-        "audit", help=f"audit a GPT: {len(LINKS)} links in order, one verdict each, the first failure named",
-        description=f"Run the audit ({', '.join(LINKS)}) on the model FACTORY() in FILE.py builds. FACTORY takes "
-                    "no arguments and returns an nn.Module, (model, optimizer), or a dict with 'model' and any of "
-                    "'optimizer', 'tokenizer', 'pad_id', 'train_step', 'evaluate', 'scheduler', 'scaler'. "
-                    "nanoGPT-style, Hugging Face-style and engine-style models are recognised; the report "
-                    "says which.")
-    p.add_argument("target", metavar="FILE.py:FACTORY", help="a Python file and the factory function in it")
-    p.add_argument("--vocab", type=int, metavar="V", help="the vocabulary size the model claims "
-                   "(default: read from its logits)")
-    p.add_argument("--block", type=int, metavar="T", help="the longest sequence it accepts "
-                   "(default: config.block_size, else 64)")
-    p.add_argument("--device", default=argparse.SUPPRESS, metavar="D",
-                   help="cpu, cuda or auto (default: the global --device, else auto)")
-    p.add_argument("--timeout", type=float, default=None, metavar="S",
-                   help=f"stop the audit after S seconds (default: {AUDIT_BASE_S:g} s on a quiet 2-core machine, "
-                        "scaled by the speed probe the audit runs first, or by TUTOR_TIMEOUT_SCALE)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    return p
 
 
 def _fail(sentence: str) -> None:

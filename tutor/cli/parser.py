@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from tutor.cli import audit
+from tutor.cli import audit_args
 from tutor.sandbox.speed import ENV as SCALE_ENV, ScaleError, parse_scale
 
 
@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _shared(p, device=False)
 
-    audit.add_parser(sub)
+    audit_args.add_parser(sub)
     return parser
 
 
