@@ -230,7 +230,7 @@ def _yours(result) -> tuple[str, Any, str | None]:
     error = result.errors.get(YOURS)
     if error is None:
         return "missing", None, result.errors.get("run") or "your side did not run"
-    status = "timeout" if "did not finish within" in error else "error"
+    status = "timeout" if YOURS in result.timed_out else "error"
     return status, None, error
 
 

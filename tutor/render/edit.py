@@ -32,7 +32,7 @@ def side_cell(ex, result, side: str) -> Text:
         return Text(answers.show(ex.kind, result.observations[side]))
     if side in result.errors:
         first = result.errors[side]
-        return Text(("timed out: " if "did not finish within" in first else "raised: ") + first, style="yellow")
+        return Text(("timed out: " if side in result.timed_out else "raised: ") + first, style="yellow")
     return Text("-", style="dim")
 
 

@@ -101,6 +101,8 @@ class RunResult:
             refused ("tried to write ~/x: refused"); sides with none are left out.
         tampered: the sides whose result pipe carried lines the check did
             not write (their results are not taken).
+        timed_out: the sides stopped at their time limit (their sentence is
+            in ``errors``): how a side ended, as data, not read back from words.
     """
 
     id: str
@@ -127,6 +129,7 @@ class RunResult:
     confined: bool | None = None
     refused: dict = field(default_factory=dict)
     tampered: list = field(default_factory=list)
+    timed_out: list = field(default_factory=list)
 
     @property
     def retry_scale(self) -> float:
@@ -221,6 +224,8 @@ def grade(exercise: Exercise, answer: Answer, prediction: str | None = None, see
             result.output[name] = side.output
         if not side.ok:
             result.errors[name] = side.error or "unknown error"
+            if side.status == "timeout":
+                result.timed_out.append(name)
             worst = "timeout" if side.status == "timeout" else ("error" if worst == "ok" else worst)
             continue
         result.observations[name] = side.observed
