@@ -101,8 +101,7 @@ class RunResult:
             refused ("tried to write ~/x: refused"); sides with none are left out.
         tampered: the sides whose result pipe carried lines the check did
             not write (their results are not taken).
-        timed_out: the sides stopped at their time limit (their sentence is
-            in ``errors``): how a side ended, as data, not read back from words.
+        timed_out: the sides stopped at their time limit (their sentence is in ``errors``).
     """
 
     id: str
@@ -212,7 +211,6 @@ def grade(exercise: Exercise, answer: Answer, prediction: str | None = None, see
     result = RunResult(id=exercise.id, status="error", device=answer.device, torch=answer.torch,
                        fault=exercise.fault, kind=exercise.kind, prediction=prediction,
                        prediction_text=prediction_text, seed=seed, duration_s=answer.duration_s)
-    worst = "ok"
     result.confined = all(side.confined for side in answer.sides.values()) if answer.sides else None
     for name, side in answer.sides.items():
         result.side_durations_s[name] = side.duration_s
@@ -226,7 +224,6 @@ def grade(exercise: Exercise, answer: Answer, prediction: str | None = None, see
             result.errors[name] = side.error or "unknown error"
             if side.status == "timeout":
                 result.timed_out.append(name)
-            worst = "timeout" if side.status == "timeout" else ("error" if worst == "ok" else worst)
             continue
         result.observations[name] = side.observed
         result.evidence[name] = side.evidence
@@ -234,7 +231,7 @@ def grade(exercise: Exercise, answer: Answer, prediction: str | None = None, see
     result.faulted = result.observations.get("faulted")
     needed = GRADED_SIDES[exercise.observe]
     if any(name not in result.observations for name in needed):
-        result.status = worst
+        result.status = "timeout" if result.timed_out else ("error" if result.errors else "ok")
         return result
     observed = [result.observations[name] for name in needed]
     result.observed = observed if len(observed) > 1 else observed[0]
