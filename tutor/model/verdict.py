@@ -234,20 +234,36 @@ def _yours(result) -> tuple[str, Any, str | None]:
     return status, None, error
 
 
-def _clean_runs(result) -> tuple[list, list | None]:
-    """The clean code's observations in this run (clean, then repeat when it measured) and the repeat's evidence."""
+@dataclass(frozen=True)
+class _Clean:
+    """What the clean code measured in one run, read once per verdict.
+
+    Attributes:
+        runs: its observations: clean's, then repeat's when the repeat measured.
+        repeat_evidence: the repeat's evidence list, or None without a measured repeat.
+        reproduces: whether its evidence came out exactly alike on both runs
+            (True without a repeat): :func:`evidence_reproduces`.
+    """
+
+    runs: list
+    repeat_evidence: list | None
+    reproduces: bool
+
+
+def _clean(result) -> _Clean:
+    """The clean code's side of ``result`` (which holds a measured ``clean``)."""
     runs = [result.observations["clean"]]
-    if REPEAT in result.observations:
-        runs.append(result.observations[REPEAT])
-        return runs, result.evidence.get(REPEAT, [])
-    return runs, None
+    if REPEAT not in result.observations:
+        return _Clean(runs, None, True)
+    runs.append(result.observations[REPEAT])
+    repeat = result.evidence.get(REPEAT, [])
+    return _Clean(runs, repeat, repeat == result.evidence.get("clean", []))
 
 
-def _difference(exercise: Exercise, result) -> str | None:
+def _difference(exercise: Exercise, result, clean: _Clean) -> str | None:
     """The first reproducible evidence row where yours and clean differ (:func:`first_difference`)."""
-    _, repeat = _clean_runs(result)
     return first_difference(result.evidence.get(YOURS, []), result.evidence.get("clean", []),
-                            repeat=repeat, tolerance=exercise.tolerance)
+                            repeat=clean.repeat_evidence, tolerance=exercise.tolerance)
 
 
 def evidence_reproduces(result) -> bool:
@@ -257,9 +273,25 @@ def evidence_reproduces(result) -> bool:
     memory (phase-ledger, seq-sweep, ...): its evidence cannot tell a
     learner's change from the machine's jitter, so only its observation
     counts towards a verdict.
+
+    Raises:
+        KeyError: the clean side did not measure (no ``clean`` observation).
     """
-    _, repeat = _clean_runs(result)
-    return repeat is None or repeat == result.evidence.get("clean", [])
+    return _clean(result).reproduces
+
+
+def _could_not_run(mode: str, result, consequence: str = "") -> Verdict:
+    """The verdict of a run whose clean side did not measure: nothing to judge the learner's side against.
+
+    Args:
+        mode: ``fix``, ``hunt`` or ``break``.
+        result: the run's result (no ``clean`` observation).
+        consequence: what that means, put after "the clean side did not measure".
+    """
+    why = result.errors.get("clean") or result.errors.get("run") or f"the run ended {result.status}"
+    status, observed, error = _yours(result)
+    return Verdict(mode, "could not run", f"the clean side did not measure{consequence}: {why}",
+                   yours_status=status, yours_observed=observed, yours_error=error)
 
 
 def _varies(exercise: Exercise, runs: list) -> str:
@@ -296,21 +328,18 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
             ``yours`` and (optionally) ``repeat``.
         mode: ``fix`` or ``hunt``.
     """
-    status, observed, error = _yours(result)
     if "clean" not in result.observations:
-        why = result.errors.get("clean") or result.errors.get("run") or f"the run ended {result.status}"
-        return Verdict(mode, "could not run", f"the clean side did not measure, so nothing to compare with: {why}",
-                       yours_status=status, yours_observed=observed, yours_error=error)
-    runs, _ = _clean_runs(result)
-    clean = runs[0]
-    kind = exercise.kind
+        return _could_not_run(mode, result, ", so nothing to compare with")
+    status, observed, error = _yours(result)
     if status != "ok":
         return Verdict(mode, "not fixed", f"not fixed: your side did not finish — {error}",
                        yours_status=status, yours_error=error)
-    difference = _difference(exercise, result)
+    measured = _clean(result)
+    runs, kind = measured.runs, exercise.kind
+    difference = _difference(exercise, result, measured)
     varies = _varies(exercise, runs)
     matched = next((run for run in runs if same_observation(exercise, observed, run)), None)
-    if matched is not None and (difference is None or not evidence_reproduces(result)):
+    if matched is not None and (difference is None or not measured.reproduces):
         what = "every audit link holds" if mode == "hunt" else "it observes what the clean code observes"
         jitter = "" if difference is None else (
             f" (its evidence differs at {difference}, but the clean code's own evidence varies from run to run, "
@@ -322,7 +351,7 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
                        f"code does, but the evidence behind it differs — {difference}", difference, status, observed)
     where = f"; first difference: {difference}" if difference else ""
     return Verdict(mode, "not fixed", f"not fixed: yours observes {answers.show(kind, observed)}, "
-                   f"clean observes {answers.show(kind, clean)}{varies}{where}", difference, status, observed)
+                   f"clean observes {answers.show(kind, runs[0])}{varies}{where}", difference, status, observed)
 
 
 def judge_hidden(exercise: Exercise, verdict: Verdict, seed: int, hidden: list[tuple[int, Any]],
@@ -390,12 +419,9 @@ def observe_break(exercise: Exercise, result, prediction: str | None = None) -> 
     something other than clean (their fault shows), ``unchanged`` when it
     observed what clean does (the check cannot see their fault).
     """
-    status, observed, error = _yours(result)
     if "clean" not in result.observations:
-        why = result.errors.get("clean") or result.errors.get("run") or f"the run ended {result.status}"
-        return Verdict("break", "could not run", f"the clean side did not measure: {why}",
-                       yours_status=status, yours_observed=observed, yours_error=error)
-    clean = result.observations["clean"]
+        return _could_not_run("break", result)
+    status, observed, error = _yours(result)
     parsed, _ = read_break_prediction(exercise, prediction)
     correct = None
     if parsed is not None:
@@ -406,15 +432,16 @@ def observe_break(exercise: Exercise, result, prediction: str | None = None) -> 
     if status != "ok":
         return Verdict("break", "changed", f"your fault stops the check: {error}", yours_status=status,
                        yours_error=error, prediction_correct=correct)
-    difference = _difference(exercise, result)
-    runs, _ = _clean_runs(result)
+    measured = _clean(result)
+    runs = measured.runs
+    difference = _difference(exercise, result, measured)
     if any(same_observation(exercise, observed, run) for run in runs):
         where = f"; the evidence diverges at {difference}" if difference else "; the evidence is the same too"
         return Verdict("break", "unchanged", f"your fault leaves the observation as it is "
                        f"({answers.show(kind, observed)}){where}", difference, status, observed,
                        prediction_correct=correct)
     where = f"; first divergence: {difference}" if difference else ""
-    return Verdict("break", "changed", f"your fault changes the observation: {answers.show(kind, clean)} → "
+    return Verdict("break", "changed", f"your fault changes the observation: {answers.show(kind, runs[0])} → "
                    f"{answers.show(kind, observed)}{where}", difference, status, observed,
                    prediction_correct=correct)
 
