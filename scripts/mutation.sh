@@ -36,7 +36,7 @@ tests_for() {
         tutor/store/progress.py|tutor/store/names.py|tutor/store/migration.py|tutor/model/attempts.py)
             echo tests/test_progress.py tests/test_fuzz_loaders.py ;;
         tutor/model/verdict.py|tutor/model/patch.py|tutor/app/tasks.py)
-            echo tests/test_edit.py tests/test_evidence_and_sampling.py tests/test_edit_run.py ;;
+            echo tests/test_verdict.py tests/test_edit.py tests/test_evidence_and_sampling.py tests/test_edit_run.py ;;
         engine/model.py) echo tests/test_engine.py tests/test_kv_cache.py tests/test_mutants_model.py ;;
         tutor/sandbox/runner.py) echo tests/test_runner_safety.py tests/test_cli.py ;;
         *) echo "scripts/mutation.sh: no tests are chosen for $1; add a line for it to tests_for" >&2
@@ -76,7 +76,7 @@ process_isolation = "forkserver"
 use_git_change_detection = false
 EOF
     echo "== $file: mutating in $scratch, tests: $tests"
-    (cd "$scratch" && "$mutmut" run --max-children "$children" > mutmut.log 2>&1) \
+    (cd "$scratch" && nice -n 19 "$mutmut" run --max-children "$children" > mutmut.log 2>&1) \
         || { tail -20 "$scratch/mutmut.log"; echo "scripts/mutation.sh: mutmut failed on $file; see $scratch/mutmut.log" >&2; exit 1; }
     (cd "$scratch" && "$mutmut" export-cicd-stats > /dev/null && "$mutmut" results > survivors.txt)
     line=$("$python" - "$scratch/mutants/mutmut-cicd-stats.json" "$file" <<'EOF'

@@ -78,7 +78,6 @@ TOO_LONG_FOR_NOW = {
     "tutor/ui/screens/exercise.py": 575,  # the exercise screen: its run and its note panes can be widgets
     "tutor/sandbox/worker.py": 775,       # the worker and its confined children: a child's setup can be its own module
     "tutor/sandbox/confine.py": 640,      # Landlock, namespaces and cgroups: one module each would read better
-    "tutor/sandbox/runner.py": 530,       # the runner: grading its answers can join the model's rules
 }
 
 
