@@ -233,6 +233,10 @@ def test_hidden_seeds_never_change_a_verdict_that_is_not_fixed(choice):
         "fix", "not fixed", "not fixed: yours observes b, clean observes a", None, "ok", "b", seeds=(0,))
     seen = _fixed_at_seed_0(choice)
     assert judge_hidden(choice, seen, 5, []) == Verdict("fix", "fixed", seen.sentence, None, "ok", "a", seeds=(5,))
+    # judged again where it is not fixed: only its own seed is named, whatever it carried before
+    carried = Verdict("fix", "not fixed", "s", seeds=(0, 7), hidden_seeds=(7,))
+    assert (judge_hidden(choice, carried, 0, [(9, good)]).seeds, judge_hidden(choice, carried, 0, []).hidden_seeds) \
+        == ((0,), ())
 
 
 # --- break --------------------------------------------------------------------------------
@@ -252,6 +256,7 @@ def test_a_break_the_check_cannot_see_is_unchanged_against_either_clean_run(choi
     verdict = observe_break(choice, result_of(choice, clean=ok("a", FACTS), yours=ok("a", MIXED)))
     assert verdict.sentence == f"your fault leaves the observation as it is (a); the evidence diverges at " \
                                f"{MIXED_DIFFERENCE}"
+    assert verdict.difference == MIXED_DIFFERENCE
     # the repeat observed e: a learner's side observing e has not changed what the clean code can observe
     varying = result_of(choice, clean=ok("c", FACTS), repeat=ok("e", FACTS), yours=ok("e", FACTS))
     assert observe_break(choice, varying).status == "unchanged"
@@ -271,6 +276,21 @@ def test_a_break_that_stops_the_check_grades_an_exception_named_as_the_predictio
     slow = SideResult(status="timeout", error="RuntimeError: did not finish within 3 s")
     stopped = observe_break(choice, result_of(choice, clean=ok("a", FACTS), yours=slow), "RuntimeError")
     assert (stopped.status, stopped.yours_status, stopped.prediction_correct) == ("changed", "timeout", None)
+
+
+def test_a_break_is_read_and_shown_in_the_exercises_kind(cat):
+    shape = cat.get("broadcast-loss")                   # shapes are written (4, 1), not [4, 1]
+    assert shape.kind == "shape"
+    verdict = observe_break(shape, result_of(shape, clean=ok([4], FACTS), yours=ok([4, 1], FACTS)), "(4, 1)")
+    assert (verdict.sentence, verdict.prediction_correct) == ("your fault changes the observation: (4,) → (4, 1)", True)
+    verdict = observe_break(shape, result_of(shape, clean=ok([4], FACTS), yours=ok([4], FACTS)))
+    assert verdict.sentence == "your fault leaves the observation as it is ((4,)); the evidence is the same too"
+    number = cat.get("hand-update")                     # a number, tolerance 0.001
+    within = result_of(number, clean=ok(1.0, FACTS), yours=ok(1.0005, FACTS))
+    verdict = observe_break(number, within, "1.0")
+    assert (verdict.status, verdict.prediction_correct) == ("unchanged", True)   # 0.0005 off: within 0.001
+    assert observe_break(number, within, "1.003").prediction_correct is False    # 0.0025 off: outside it
+    assert observe_break(number, result_of(number, clean=ok(1.0, FACTS), yours=ok(1.002, FACTS))).status == "changed"
 
 
 def test_a_break_prediction_reads_as_the_kind_or_is_kept_as_free_text(cat):
@@ -408,6 +428,7 @@ def test_instruments_rows_come_from_the_instruments_tables_of_clean_faulted_and_
         {"link": "LOOP", "yours": "holds", "yours_verdict": "ok"},
     ]
     assert instruments_holding(Instruments({}, {"clean": "raised"})) == []
+    assert instruments_holding(Instruments({"clean": [{"type": "table", "title": "Instruments"}]})) == []
 
 
 def test_the_first_divergent_instrument_says_which_side_did_not_run():

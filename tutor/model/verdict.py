@@ -161,7 +161,7 @@ def _item_key(item: dict) -> tuple[str, str]:
 
 
 def _changed_cells(row: list, other: list, columns: list, ours_name: str, theirs_name: str,
-                   tolerance: float = 0.0) -> str:
+                   tolerance: float) -> str:
     """The cells two rows of one table differ in: ``column: yours A · clean B``, joined by "; "."""
     if len(row) != len(other):
         return f"{ours_name} {', '.join(map(str, row))} · {theirs_name} {', '.join(map(str, other))}"
@@ -375,7 +375,7 @@ def judge_hidden(exercise: Exercise, verdict: Verdict, seed: int, hidden: list[t
     seeds = tuple([seed] + [s for s, _ in hidden])
     drawn = tuple(s for s, _ in hidden)
     if not verdict.fixed or not hidden:
-        return replace(verdict, seeds=seeds if verdict.fixed else (seed,), hidden_seeds=drawn if verdict.fixed else ())
+        return replace(verdict, seeds=(seed,), hidden_seeds=())  # judged at its own seed only
     same_everywhere = True
     first_clean = None
     for hidden_seed, result in hidden:
@@ -446,7 +446,7 @@ def observe_break(exercise: Exercise, result, prediction: str | None = None) -> 
                    prediction_correct=correct)
 
 
-def _predicted_exception(prediction: str, error: str | None) -> bool | None:
+def _predicted_exception(prediction: str, error: str) -> bool | None:
     """A free-text break prediction that names an exception, graded against what the learner's side raised.
 
     None when the prediction is not an exception name.
@@ -455,7 +455,7 @@ def _predicted_exception(prediction: str, error: str | None) -> bool | None:
         name = answers.parse("error", prediction)
     except answers.AnswerError:
         return None
-    raised = (error or "").split(":", 1)[0].strip()
+    raised = error.partition(":")[0].strip()
     return name.lower() == raised.lower()
 
 
@@ -463,11 +463,11 @@ def instruments_holding(result) -> list[dict]:
     """The instruments run's rows: per link, how it ended on each side (``holds``, ``fails``, ``skip``).
 
     Reads the ``Instruments`` table the :data:`INSTRUMENTS_CHECK` check returns
-    on each side; a side that did not measure gives its error instead.
+    on each side; a side that did not measure has no evidence, so no entry
+    (its error is in ``result.errors``).
     """
-    sides = [s for s in ("clean", "faulted", YOURS) if s in result.evidence or s in result.errors]
     rows: dict[str, dict] = {}
-    for side in sides:
+    for side in ("clean", "faulted", YOURS):
         for item in result.evidence.get(side, []):
             if item.get("type") == "table" and str(item.get("title", "")).startswith("Instruments"):
                 for row in item.get("rows", []):
@@ -483,7 +483,7 @@ def first_instrument_divergence(result) -> str | None:
     for row in instruments_holding(result):
         clean, yours = row.get("clean"), row.get(YOURS)
         if clean != yours:
-            why = row.get(f"{YOURS}_verdict", "") if yours == "fails" else row.get("clean_verdict", "")
+            why = row.get(f"{YOURS}_verdict" if yours == "fails" else "clean_verdict")
             return f"{row['link']}: {clean or 'did not run'} on clean, {yours or 'did not run'} on yours" + \
                 (f" — {why}" if why else "")
     return None
