@@ -129,6 +129,41 @@ def test_the_exercises_tolerance_applies_to_its_evidence_cells(cat):
         "table 'Step', row 1 (w): value: yours 0.002 · clean 0"
 
 
+def test_a_fix_is_judged_and_shown_in_the_exercises_kind(cat):
+    shape = cat.get("broadcast-loss")                   # shapes are written (4, 1), not [4, 1]
+    verdict = judge(shape, result_of(shape, clean=ok([4, 1], FACTS), yours=ok([4, 1], FACTS)))
+    assert verdict.sentence == "fixed: it observes what the clean code observes, (4, 1)"
+    verdict = judge(shape, result_of(shape, clean=ok([4], FACTS), repeat=ok([4, 1], FACTS), yours=ok([4, 4], MIXED)))
+    assert verdict.sentence == ("not fixed: yours observes (4, 4), clean observes (4,) (the clean code itself "
+                                "observed (4,) and (4, 1) on two runs: this measurement varies from run to run); "
+                                f"first difference: {MIXED_DIFFERENCE}")
+    verdict = judge(shape, result_of(shape, clean=ok([4], FACTS), yours=ok([4], MIXED)))
+    assert verdict.sentence == ("not fixed: yours observes (4,) as the clean code does, but the evidence behind it "
+                                f"differs — {MIXED_DIFFERENCE}")
+    number = cat.get("hand-update")                     # a number, tolerance 0.001
+    verdict = judge(number, result_of(number, clean=ok(1.0, FACTS), repeat=ok(1.0005, FACTS), yours=ok(1.0005, FACTS)))
+    # 1.0 and 1.0005 are the same observation within 0.001: the clean code does not vary, yours matches it
+    assert verdict.sentence == "fixed: it observes what the clean code observes, 1"
+    assert judge(number, result_of(number, clean=ok(1.0, FACTS), yours=ok(1.002, FACTS))).status == "not fixed"
+
+
+def test_evidence_a_side_did_not_give_is_an_empty_list(choice):
+    """A RunResult made by hand may leave out a measured side's evidence: it counts as none."""
+    def made(observations, evidence):
+        return RunResult(id="x", status="ok", device="cpu", torch="t", fault=None, kind="choice",
+                         observations=observations, evidence=evidence)
+
+    t = table("T", [["x", "1"]])
+    every = {"clean": "a", "repeat": "a", "yours": "a"}
+    assert evidence_reproduces(made(every, {}))                           # nothing on either clean run: alike
+    assert not evidence_reproduces(made(every, {"clean": [t]}))
+    # the repeat gave none of clean's table, so it is not held against yours
+    assert judge(choice, made(every, {"clean": [t]})).status == "fixed"
+    alone = {"clean": "a", "yours": "a"}
+    assert judge(choice, made(alone, {"clean": [t]})).difference == "table 'T' is on the clean side only"
+    assert judge(choice, made(alone, {"yours": [t]})).difference == "table 'T' is on the yours side only"
+
+
 def test_a_side_that_did_not_finish_is_not_fixed_and_says_why(choice):
     error = "NameError: name 'q' is not defined (model.py:40)"
     verdict = judge(choice, result_of(choice, clean=ok("a", FACTS), yours=raised(error)))
@@ -313,6 +348,7 @@ def test_observations_are_equal_item_by_item_with_nan_equal_only_to_nan(choice):
     number = load_catalog().get("hand-update")
     assert same_observation(number, 1.0, 1.0005) and not same_observation(number, 1.0, 1.002)
     assert not same_observation(number, 1.0, "a word")  # not a number: no match, no exception
+    assert not same_observation(number, "a word", 1.0)  # nor when reading it as one raises
 
 
 def test_notes_and_evidence_marked_as_varying_are_never_compared():
@@ -400,6 +436,11 @@ def test_numeric_cells_agree_within_the_tolerances_and_others_must_be_equal():
     assert agree("inf", "inf") and not agree("inf", "1e308") and not agree("-inf", "inf")
     assert agree("kept", "kept") and not agree("kept", "mixed")
     assert not agree(True, "1") and agree(True, True) and not agree(True, False)
+    # a cell that is not a number agrees when it is equal (True == 1) or prints the same (True, "True")
+    assert agree(True, 1) and agree(True, "True") and not agree("2X", "2")
+    # within the exercise's tolerance a cell is not named among the changed ones
+    assert first_difference([table("T", [["0", "5"]])], [table("T", [["0.0005", "6"]])], tolerance=0.001) == \
+        "table 'T', row 1: value: yours 5 · clean 6"
 
 
 # --- the instruments run ---------------------------------------------------------------------

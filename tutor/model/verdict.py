@@ -140,7 +140,7 @@ def _number(cell: Any) -> float | None:
         return None
 
 
-def _numbers_agree(a: Any, b: Any, tolerance: float = 0.0) -> bool:
+def _numbers_agree(a: Any, b: Any, tolerance: float) -> bool:
     x, y = _number(a), _number(b)
     if x is None or y is None:
         return _equal(a, b) or str(a) == str(b)
@@ -151,7 +151,7 @@ def _numbers_agree(a: Any, b: Any, tolerance: float = 0.0) -> bool:
     return abs(x - y) <= max(tolerance, EVIDENCE_ABS_TOL, EVIDENCE_REL_TOL * max(abs(x), abs(y)))
 
 
-def _rows_agree(row: list, other: list, tolerance: float = 0.0) -> bool:
+def _rows_agree(row: list, other: list, tolerance: float) -> bool:
     return len(row) == len(other) and all(_numbers_agree(a, b, tolerance) for a, b in zip(row, other))
 
 
