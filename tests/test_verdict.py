@@ -345,6 +345,7 @@ def test_observations_are_equal_item_by_item_with_nan_equal_only_to_nan(choice):
     assert not same_observation(choice, [1.0], [1.0, 2.0]) and not same_observation(choice, [1.0, 2.0], [1.0])
     assert not same_observation(choice, [1.0, 2.0], [1.0, 3.0])
     assert not same_observation(choice, "a", "b")
+    assert not same_observation(choice, ["a"], "a") and not same_observation(choice, "a", ["a"])
     number = load_catalog().get("hand-update")
     assert same_observation(number, 1.0, 1.0005) and not same_observation(number, 1.0, 1.002)
     assert not same_observation(number, 1.0, "a word")  # not a number: no match, no exception
@@ -388,6 +389,29 @@ def test_a_differing_row_names_its_number_its_first_word_and_each_changed_cell()
     short = table("Loss", [[1, "2.5", "ok"], [2]])
     assert first_difference([short], [clean], "mine", "ref") == "table 'Loss', row 2: mine 2 · ref 2, 1.25, ok"
     assert first_difference([clean], [short]) == "table 'Loss', row 2 (1.25): yours 2, 1.25, ok · clean 2"
+
+
+def test_a_table_without_rows_or_columns_or_a_series_without_values_has_none():
+    bare = {"type": "table", "title": "T"}
+    one = {"type": "table", "title": "T", "rows": [["a", "1"]]}
+    assert first_difference([bare], [one]) == "table 'T' has 0 rows on the yours side and 1 on the clean side"
+    assert first_difference([one], [bare]) == "table 'T' has 1 rows on the yours side and 0 on the clean side"
+    assert first_difference([one], [one], repeat=[bare]) is None      # the repeat gave no row: none compared
+    other = {"type": "table", "title": "T", "rows": [["a", "2"]]}
+    assert first_difference([one], [other]) == "table 'T', row 1 (a): cell 2: yours 1 · clean 2"
+    points, none = series("s", [1.0, 2.0]), {"type": "series", "title": "s"}
+    assert first_difference([none], [points]) == "series 's' has 0 points on the yours side and 2 on the clean side"
+    assert first_difference([points], [none]) == "series 's' has 2 points on the yours side and 0 on the clean side"
+    assert first_difference([series("s", [5.0, 6.0])], [points], repeat=[none]) is None
+
+
+def test_items_skipped_on_the_way_do_not_stop_the_comparison():
+    note = {"type": "note", "text": "a remark"}
+    t, changed, extra = table("T", [["x", "1"]]), table("T", [["x", "2"]]), table("X", [["y", "1"]])
+    assert first_difference([note, changed], [t]) == "table 'T', row 1 (x): value: yours 2 · clean 1"
+    # X is on the clean code's repeat only: skipped, and T is still compared
+    assert first_difference([extra, changed], [t], repeat=[extra, t]) == \
+        "table 'T', row 1 (x): value: yours 2 · clean 1"
 
 
 def test_rows_or_points_more_or_fewer_are_a_difference_unless_the_clean_code_varies_in_count():

@@ -94,7 +94,7 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
             if repeat is not None and key in repeat_items:
                 continue  # the clean code itself gave it on one run and not the other
             return f"{kind} {title!r} is on the {ours_name} side only"
-        again = repeat_items.get(key) if repeat is not None else None
+        again = repeat_items.get(key)  # None without a repeat
         if kind == "table":
             rows, other_rows = item.get("rows", []), other.get("rows", [])
             again_rows = again.get("rows", []) if again is not None else None
@@ -156,8 +156,8 @@ def _rows_agree(row: list, other: list, tolerance: float) -> bool:
 
 
 def _item_key(item: dict) -> tuple[str, str]:
-    kind = str(item.get("type", "?"))
-    return kind, str(item.get("text" if kind == "note" else "title", ""))
+    """An evidence item's kind and title, which pair it across sides (notes are never paired)."""
+    return str(item.get("type", "?")), str(item.get("title", ""))
 
 
 def _changed_cells(row: list, other: list, columns: list, ours_name: str, theirs_name: str,
