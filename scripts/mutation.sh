@@ -39,12 +39,12 @@ tests_for() {
         tutor/model/verdict.py|tutor/model/patch.py|tutor/app/tasks.py)
             echo tests/test_verdict.py tests/test_edit.py tests/test_evidence_and_sampling.py tests/test_edit_run.py ;;
         engine/model.py) echo tests/test_engine.py tests/test_kv_cache.py tests/test_mutants_model.py ;;
-        # The runner's tests start real workers (seconds each): only those that drive the worker and the
-        # Runner's limits, retries and cancellation. Left out: the tests that run `python -m tutor.cli` on a
+        # test_runner.py drives the Runner with a stand-in worker; the others start real workers (seconds
+        # each): only those that drive the worker and the Runner's limits, retries and cancellation. Left out: the tests that run `python -m tutor.cli` on a
         # copied checkout in a subprocess. That child imports mutmut's rewritten runner.py and, outside
         # mutmut's folder, cannot read its config, so it crashes and mutmut refuses to start.
         tutor/sandbox/runner.py)
-            echo tests/test_runner_safety.py tests/test_timeouts.py \
+            echo tests/test_runner.py tests/test_runner_safety.py tests/test_timeouts.py \
                 --deselect=tests/test_runner_safety.py::test_tutor_check_leaves_the_tree_and_progress_untouched \
                 --deselect=tests/test_timeouts.py::test_run_times_out_says_how_to_retry_and_the_retry_passes \
                 --deselect=tests/test_timeouts.py::test_the_environment_variable_scales_the_limit_for_a_grader \
