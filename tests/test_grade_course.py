@@ -16,7 +16,8 @@ import pytest
 
 from test_grade import FakeRunner, command, pool
 from tutor.cli.replies import UsageError
-from tutor.instructor.grade import grade_rows, read_answers, results_json
+from tutor.instructor.answer_rows import read_answers
+from tutor.instructor.grade import grade_rows, results_json
 from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook
 from tutor.instructor.columns import parse_columns

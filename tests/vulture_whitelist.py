@@ -7,7 +7,8 @@ pyproject.toml; what is here is named one by one.
 
 from tutor.app.session import Session
 from tutor.cli import _imported_when_run
-from tutor.instructor.grade import gradebook_csv, results_json, save_results
+from tutor.instructor.grade import gradebook_csv, results_json
+from tutor.instructor.saving import save_results
 from tutor.cli.parser import _Parser
 from tutor.model.attempts import MODES, ExerciseProgress
 from tutor.sandbox import confine
