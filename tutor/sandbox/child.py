@@ -32,7 +32,7 @@ import tempfile
 import time
 import traceback
 
-from tutor.sandbox import confine, protocol, speed
+from tutor.sandbox import confine, landlock, namespaces, protocol, speed
 from tutor.sandbox.protocol import Attempted, Measured, Message, Progress, Raised, Request
 
 #: Torch threads every side's child runs with, whatever the machine: intra-op
@@ -56,7 +56,7 @@ def probe_child(threads: int, fd: int) -> None:
     figures as JSON to ``fd``, exit (never returns)."""
     code = 1
     try:
-        confine.die_with_parent()
+        landlock.die_with_parent()
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)  # the worker's stdout carries protocol lines only
         os.dup2(devnull, 2)
@@ -91,18 +91,18 @@ def warden(request: Request, folder: str, threads: int, fd: int, key: bytes, sta
     """
     code = 1
     try:
-        confine.die_with_parent()
+        landlock.die_with_parent()
         os.setpgid(0, 0)
-        confine.join_cgroup(cgroup)  # the kernel counts the warden and everything under it
+        namespaces.join_cgroup(cgroup)  # the kernel counts the warden and everything under it
         init = None
         if status.pid_namespace:
-            confine.make_namespaces()
+            namespaces.make_namespaces()
             init = os.fork()
             if init == 0:  # never returns
                 namespace_init()
         child = os.fork()
         if child == 0:  # never returns
-            confine.die_with_parent()
+            landlock.die_with_parent()
             run_check(request, folder, threads, fd, key, status, roots)
         os.close(fd)
         code = watch(child, init)
@@ -119,7 +119,7 @@ def namespace_init() -> None:
     """The init of a side's PID namespace: reap whatever is orphaned there, until killed."""
     code = 0
     try:
-        confine.die_with_parent()
+        landlock.die_with_parent()
         signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes pause() when an orphan ends
         while True:
             try:
@@ -147,7 +147,7 @@ def watch(child: int, init: int | None) -> int:
         pid, status = os.waitpid(child, os.WNOHANG)
         if pid:
             break
-        if len(confine.descendants(counted)) + (0 if init is not None else 1) > confine.MAX_PROCESSES:
+        if len(namespaces.descendants(counted)) + (0 if init is not None else 1) > namespaces.MAX_PROCESSES:
             os.kill(init if init is not None else child, signal.SIGKILL)
             os.kill(child, signal.SIGKILL)
             os.waitpid(child, 0)
@@ -205,9 +205,9 @@ def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, 
         set_threads(torch, threads)
         faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)  # where a hang is
         if status.confined:
-            policy = confine.Policy(tree=folder, read=roots, network=not status.net_namespace)
+            policy = landlock.Policy(tree=folder, read=roots, network=not status.net_namespace)
             confine.Attempts(policy, lambda what: send(Attempted(what=what))).install()
-            confine.restrict(policy, status.landlock)
+            landlock.restrict(policy, status.landlock)
         random.seed(request.seed)
         np.random.seed(request.seed)
         torch.manual_seed(request.seed)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from exercises.faults import SUBJECT_PACKAGES, FaultError, make_private_copy
-from tutor.sandbox import child, confine, protocol
+from tutor.sandbox import child, confine, namespaces, protocol
 from tutor.sandbox.protocol import Attempted, Measured, Progress, ProtocolError, Raised, Request, Side, SideResult
 
 #: The most of a side's output (its log) a result carries, in characters.
@@ -88,8 +88,8 @@ class SideRun:
         os.makedirs(os.path.join(self.folder, "tmp"), exist_ok=True)
         self._key = os.urandom(32)
         if confinement().processes == "cgroup":  # the warden, its namespace's init and the child: +2
-            self.cgroup = confine.make_pids_cgroup(f"tutor-{os.getpid()}-{os.path.basename(self.folder)}",
-                                                   confine.MAX_PROCESSES + 2)
+            self.cgroup = namespaces.make_pids_cgroup(f"tutor-{os.getpid()}-{os.path.basename(self.folder)}",
+                                                   namespaces.MAX_PROCESSES + 2)
         # what the side may read: computed once, in the worker, before its first side forks
         roots = read_roots(os.path.dirname(self.folder)) if confinement().confined else ()
         read_fd, write_fd = os.pipe()
@@ -137,7 +137,7 @@ class SideRun:
 
     def ask_where(self) -> None:
         """Ask a hung child to write its Python stack into its log (SIGUSR1: faulthandler), to name where it hung."""
-        children = confine.children(self.pid) if self.pid else []
+        children = namespaces.children(self.pid) if self.pid else []
         if children:  # the check's child is the warden's youngest (after its namespace's init)
             try:
                 os.kill(children[-1], signal.SIGUSR1)
@@ -193,10 +193,10 @@ class SideRun:
         os.close(self.fd)
         if self.pidfd is not None:
             os.close(self.pidfd)
-        self.forks_refused = confine.refused_forks(self.cgroup)
-        confine.remove_cgroup(self.cgroup)
+        self.forks_refused = namespaces.refused_forks(self.cgroup)
+        namespaces.remove_cgroup(self.cgroup)
         if self.forks_refused:
-            self.refused.append(f"tried to run more than {confine.MAX_PROCESSES} processes at once: "
+            self.refused.append(f"tried to run more than {namespaces.MAX_PROCESSES} processes at once: "
                                 f"{self.forks_refused} fork{'s' if self.forks_refused > 1 else ''} refused")
         result = self._outcome(status, timed_out)
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -243,7 +243,7 @@ class SideRun:
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         if code == child.TOO_MANY:
             return SideResult(status="error", exception="ProcessLimit",
-                              error=f"the subject started more than {confine.MAX_PROCESSES} processes at once and "
+                              error=f"the subject started more than {namespaces.MAX_PROCESSES} processes at once and "
                                     f"was stopped{refused}", **common)
         if isinstance(self._last, Measured):
             return SideResult(status="ok", observed=self._last.observed, evidence=self._last.evidence, **common)
