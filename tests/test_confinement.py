@@ -289,7 +289,7 @@ def test_a_real_repair_is_fixed_at_hidden_seeds_too(session, catalog):
 
 TUTOR_HANGS = """
 import sys
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 from tutor.sandbox.runner import Runner
 from tutor.sandbox.protocol import Request, Side
 runner = Runner(load_catalog(), device="cpu")

@@ -325,7 +325,7 @@ def test_run_and_fix_exit_4_when_the_save_fails(tmp_path, monkeypatch, argv):
     monkeypatch.setattr(ProgressStore, "record_attempt", full)
     if "SUBJECT" in argv:
         pytest.importorskip("exercises.faults")
-        from tutor.model.catalog import load_catalog
+        from tutor.store.catalog_cache import load_catalog
         cat = load_catalog()
         fault = cat.fault_of(cat.get("head-split"))
         argv = [a if a != "SUBJECT" else str(source_root() / fault.file) for a in argv]

@@ -25,7 +25,7 @@ from test_tui import (LEARNER, FakeRunner, canned_pass, drive, finish_runs, firs
                       make_app, on_page, open_exercise, pick, saved, screen_text, text_of, type_answer, walk)
 from tutor.model import calibration  # noqa: E402
 from tutor.model import review  # noqa: E402
-from tutor.model.catalog import load_catalog  # noqa: E402
+from tutor.store.catalog_cache import load_catalog  # noqa: E402
 from tutor.cli import main  # noqa: E402
 from tutor.model.attempts import Attempt  # noqa: E402
 from tutor.store.progress import ProgressStore  # noqa: E402

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from exercises import answers
-from tutor.cli.replies import UsageError
+from tutor.model.errors import UsageError
 from tutor.instructor import columns as lms
 
 #: Largest answers file read, in bytes.

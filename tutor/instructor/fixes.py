@@ -26,7 +26,7 @@ import hashlib
 from dataclasses import replace
 from pathlib import Path
 
-from tutor.cli.replies import UsageError
+from tutor.model.errors import UsageError
 
 #: The endings of a submitted file, and what they hold.
 ENDINGS = {".py": "file", ".diff": "patch", ".patch": "patch"}

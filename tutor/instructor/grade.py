@@ -69,7 +69,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from exercises import answers
-from tutor.cli.replies import CouldNotRun, UsageError
+from tutor.model.errors import CouldNotRun, UsageError
 from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook, memo, results as class_results
 from tutor.instructor.answer_rows import AnswerRow

@@ -35,7 +35,7 @@ import json
 import time
 from pathlib import Path
 
-from tutor.cli.replies import UsageError
+from tutor.model.errors import UsageError
 
 try:
     import tomllib
