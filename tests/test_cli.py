@@ -331,7 +331,7 @@ def test_a_check_line_cuts_long_values_and_keeps_the_duration():
 
     from rich.console import Console
 
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     from tutor.cli.output import check_line as _check_line
     from tutor.sandbox.runner import RunResult
 
@@ -348,7 +348,7 @@ def test_a_check_line_keeps_the_first_difference_in_view():
 
     from rich.console import Console
 
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     from tutor.cli.output import check_line as _check_line
     from tutor.sandbox.runner import RunResult
 
