@@ -14,12 +14,13 @@ those.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 
 from textual.binding import Binding
 from textual.keys import _character_to_key, format_key
 from textual.screen import Screen
-from textual.widgets import Input, TextArea
+from textual.widgets import Input
 
 #: How a key name reads in the help (Textual's names on the left).
 KEY_WORDS = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "shift+tab": "Shift+Tab", "question_mark": "?",
@@ -79,6 +80,16 @@ def key_rows(*owners, skip: frozenset[str] = frozenset()) -> list[tuple[str, str
 TYPED_KEYS = frozenset(_character_to_key(chr(code)) for code in range(32, 127))
 
 
+#: Where Textual keeps its TextArea, read from ``sys.modules`` rather than imported: no text area can
+#: have the focus before this module is loaded, and the first screen (which has none) need not load it.
+TEXT_AREA_MODULE = "textual.widgets._text_area"
+
+
+def _loaded_text_area() -> type | None:
+    """Textual's ``TextArea`` once something has loaded it, else None."""
+    return getattr(sys.modules.get(TEXT_AREA_MODULE), "TextArea", None)
+
+
 class PageScreen(Screen):
     """A screen whose footer shows only keys that do what they say here, the app's keys first.
 
@@ -94,8 +105,9 @@ class PageScreen(Screen):
     @property
     def typing(self) -> bool:
         """Whether the focus is in a box that takes printable keys as text."""
-        focused = self.focused
-        return isinstance(focused, Input) or (isinstance(focused, TextArea) and not focused.read_only)
+        focused, text_area = self.focused, _loaded_text_area()
+        return isinstance(focused, Input) or (text_area is not None and isinstance(focused, text_area)
+                                              and not focused.read_only)
 
     @property
     def active_bindings(self):
