@@ -75,6 +75,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import grading  # noqa: E402  (the class generator and the timed `tutor` process, shared)
+
 RESULTS: list[tuple[str, str, str, str]] = []  # (figure, measured, target, verdict)
 NOTES: list[str] = []  # sentences the Markdown table ends with
 
@@ -868,14 +870,10 @@ def bench_grade(args) -> None:
                 for ex_id, (right, wrong) in GRADE_ANSWERS.items():
                     writer.writerow([f"Learner {n:02d}", ex_id, (right if n % 2 == 0 else wrong).strip()])
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        if hasattr(os, "getloadavg"):  # the target is for quiet cores: say how busy they were
-            print(f"  load average before: {os.getloadavg()[0]:.1f} on {cores} cores")
+        print(f"  before: {grading.load()}")  # the target is for quiet cores: say how busy they were
         for jobs in sorted({1, min(2, cores)}):
-            t = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "tutor.cli", "grade", "--answers", str(answers), "--json",
-                                   "--device", "cpu", "-j", str(jobs), "--out", str(Path(d) / f"out{jobs}")],
-                                  capture_output=True, text=True)
-            wall = time.perf_counter() - t
+            wall, proc = grading.tutor("grade", "--answers", str(answers), "--json", "--device", "cpu",
+                                       "-j", str(jobs), "--out", str(Path(d) / f"out{jobs}"))
             try:
                 data = json.loads(proc.stdout)
             except json.JSONDecodeError:
@@ -891,49 +889,21 @@ def bench_grade(args) -> None:
             record(f"  median run of one row, -j {jobs}", f"{statistics.median(runs) * 1000:.0f} ms", "-", None)
 
 
-def make_class(folder: Path, learners: int = 1000, seed: int = 0) -> None:
-    """A class of ``learners`` progress files as tutor writes them: 8 exercises each, 1-4 attempts each,
-    with confidences and a note per exercise (about 5 KB a file)."""
-    import random
-
-    import tomli_w
-
-    from tutor.model.catalog import load_catalog
-    from tutor.store.names import file_stem
-    rng = random.Random(seed)
-    exercises = [e.id for e in load_catalog().exercises][:12]
-    for n in range(learners):
-        name = f"Learner {n:04d}"
-        data = {"format_version": 1, "learner": name, "exercises": {}}
-        for ex_id in rng.sample(exercises, 8):
-            attempts = []
-            for k in range(rng.randint(1, 4)):
-                right = rng.random() < 0.5
-                attempts.append({"time": f"2026-11-29T10:{k:02d}:00+00:00", "prediction": rng.choice("abcd"),
-                                 "observed": "b", "correct": right, "status": "pass" if right else "fail",
-                                 "device": "cpu", "engine_hash": "abc123def456", "seed": 0,
-                                 "confidence": rng.choice([50, 60, 70, 80, 90, 100])})
-            data["exercises"][ex_id] = {"note": "the reshape mixes positions across heads",
-                                        "note_time": "2026-11-29T10:00:00+00:00", "attempts": attempts}
-        (folder / f"{file_stem(name)}.toml").write_text(tomli_w.dumps(data), encoding="utf-8")
-
-
 def bench_report(args) -> None:
     import json
     import tempfile
     print("\n== tutor report over 1,000 learners' progress files")
+    from tutor.model.catalog import load_catalog
     with tempfile.TemporaryDirectory() as d:
         folder = Path(d)
-        make_class(folder)
+        exercises = [e.id for e in load_catalog().exercises][:12]
+        grading.make_class(folder, 1000, exercises, per_learner=8, attempts=4, name="Learner {n:04d}", notes=True)
         size = sum(p.stat().st_size for p in folder.iterdir())
-        if hasattr(os, "getloadavg"):
-            print(f"  load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        print(f"  before: {grading.load()}")
         walls, count = [], None
         for _ in range(3 if args.quick else 5):
-            t = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "tutor.cli", "report", str(folder), "--json"],
-                                  capture_output=True, text=True)
-            walls.append(time.perf_counter() - t)
+            wall, proc = grading.tutor("report", str(folder), "--json")
+            walls.append(wall)
             count = json.loads(proc.stdout)["learner_count"] if proc.returncode == 0 else None
         m = statistics.median(walls)
         try:
