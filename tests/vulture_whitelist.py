@@ -16,6 +16,8 @@ from tutor.sandbox.protocol import SIDE_STATUSES
 from tutor.sandbox.speed import SOURCES, Speed
 from tutor.store.names import default_learner
 from tutor.ui.screens.fix import EditScreen
+from tutor.ui.app import TutorApp
+from tutor.ui.keys import PageFooter
 from tutor.ui.widgets.exercise_tree import ExerciseTree
 
 Session.break_it  # the session's edit-mode API, driven by tests/test_fix_session.py (Break it, the hunt)
@@ -46,3 +48,6 @@ landlock.FS_MAKE_SYM
 confine.Status.signals  # whether a side may signal outside its sandbox, reported in the worker's hello
 __spec__.origin  # a dropped module's spec forgets its file (the child cannot reopen the subject's source)
 __import__("tempfile").tempdir  # reset so the child's tempfile follows its own TMPDIR
+TutorApp.get_default_screen  # Textual's hook: the screen at the bottom of the stack (the home screen)
+PageFooter.bindings_changed  # Textual's footer hook, called through the screen's bindings signal
+PageFooter._bindings_ready  # Textual's footer reactive: compose draws nothing until it is set

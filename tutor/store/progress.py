@@ -59,7 +59,6 @@ from pathlib import Path
 
 import platformdirs
 import tomli_w
-from filelock import FileLock, Timeout
 
 from tutor.model.attempts import ATTEMPT_FIELDS, Attempt, ExerciseProgress, LearnerProgress, ProgressError, now
 from tutor.store.files import write_bytes_atomically
@@ -380,9 +379,10 @@ class ProgressStore:
 
     def _update(self, learner: str, change) -> LearnerProgress:
         path = self.path(learner)
+        import filelock  # deferred: only a change takes the folder's lock; reading (the first screen) does not
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            with FileLock(str(self.folder / FOLDER_LOCK), timeout=30):
+            with filelock.FileLock(str(self.folder / FOLDER_LOCK), timeout=30):
                 reading = classify(read_bytes(path))
                 if reading.newer is not None:
                     raise ProgressError(_newer_warning(path, reading.newer))
@@ -392,7 +392,7 @@ class ProgressStore:
                 data["learner"] = display_name(data, learner)
                 change(data)
                 self._write_atomically(path, data)
-        except Timeout:
+        except filelock.Timeout:
             raise ProgressError(f"another tutor holds the lock on {path} for over 30 s; "
                                 f"close it or delete {self.folder / FOLDER_LOCK}") from None
         except OSError as exc:

@@ -13,7 +13,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, Footer, Header, Input, Markdown, Static, TextArea
+from textual.widgets import Button, Header, Input, Markdown, Static, TextArea
 
 from exercises import answers
 from tutor.app.run import Run
@@ -21,7 +21,7 @@ from tutor.model.attempts import ProgressError, show_time, verdict_of
 from tutor.model.catalog import Exercise
 from tutor.model.review import next_after
 from tutor.render import VERDICT_STYLE, VERDICT_TEXT
-from tutor.ui.keys import PageScreen
+from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.recall import recall_of
 from tutor.ui.screens.reading_keys import ReadingKeys
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
@@ -141,7 +141,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             # after a reset, only once the exercise is run again).
             note.display = bool(current or (progress.note and not progress.reset_time))
             yield note
-        yield Footer()
+        yield PageFooter()
 
     def on_mount(self) -> None:
         # Focus the scrolling body (not the answer box) so the prompt is read
