@@ -107,8 +107,9 @@ def reset_per_microbatch(ctx: Context) -> Measurement:
     accumulate_gradients(model, pieces)
     accumulated = _flat(p.grad for p in model.parameters())
     basis = torch.stack(own, dim=1)  # (P, 2): each microbatch's own mean gradient
-    used = torch.linalg.lstsq(basis.cpu(), accumulated.unsqueeze(1).cpu()).solution.flatten().tolist()
-    residual = (accumulated.cpu() - basis.cpu() @ torch.tensor(used, dtype=torch.float64)).abs().max().item()
+    solved = torch.linalg.lstsq(basis.cpu(), accumulated.unsqueeze(1).cpu()).solution.flatten().tolist()
+    used = [round(w, 4) + 0.0 for w in solved]  # + 0.0: no -0.0; the solver's last digits are not the fact
+    residual = (accumulated.cpu() - basis.cpu() @ torch.tensor(solved, dtype=torch.float64)).abs().max().item()
     total = y.numel()
     evidence = [
         table("Microbatches", ["microbatch", "share of targets", "weight used"],
@@ -116,12 +117,12 @@ def reset_per_microbatch(ctx: Context) -> Measurement:
         table("Accumulated against full batch", ["quantity", "value"], [
             ["max |Δ gradient| to the full batch", (accumulated - full).abs().max().item()],
             ["max |full gradient|", full.abs().max().item()],
-            ["least-squares residual", residual]]),
+            ["w1·g1 + w2·g2 reproduces it (1e-12)", residual < 1e-12]]),
     ]
     if used[0] < 0.5 * MICRO_SPLIT * MICRO_T / total:
         evidence.append(note("The first microbatch's contribution is gone: the second reset cleared it before "
                              "the second backward added its share."))
-    return Measurement(observed=[round(w, 4) + 0.0 for w in used], evidence=evidence)  # + 0.0: no -0.0
+    return Measurement(observed=used, evidence=evidence)
 
 
 def part6_without_attention(ctx: Context) -> Measurement:
@@ -326,3 +327,44 @@ def finite_difference(ctx: Context) -> Measurement:
              f"number of such steps and the estimate a multiple of {torch.finfo(torch.float32).eps / 2e-6:.3f}."),
     ]
     return Measurement(observed=abs(estimate - exact) < 1e-3, evidence=evidence)
+
+
+def loss_before_accuracy(ctx: Context) -> Measurement:
+    """One SGD step (lr 0.3) on logits [1, 0, 0] whose target is 1: the argmax against the loss.
+
+    Float64, through the subject's ``one_step.sgd_update``. Observed:
+    [the highest-scoring candidate changed, the loss fell]. The evidence
+    keeps stepping to find the first update after which the target is the
+    argmax. Seed 001, "Turn scores into a penalty" (raising the correct
+    candidate's probability lowers the loss even when the top-scoring token
+    does not change, so the loss shows learning before a sample does).
+    """
+    from exercises.snippets import one_step
+
+    device = torch.device(ctx.device)
+    logits = torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float64, device=device)
+    target = torch.tensor([1], device=device)
+    loss, _, updated = one_step.sgd_update(logits, target, lr=0.3)
+    after = F.cross_entropy(updated, target)
+    changed = int(updated.argmax()) != int(logits.argmax())
+    fell = after.item() < loss.item()
+    z, flipped_at = updated, None
+    for step in range(2, 51):  # keep stepping until the target leads, if it ever does
+        z = one_step.sgd_update(z, target, lr=0.3)[2]
+        if int(z.argmax()) == int(target):
+            flipped_at = step
+            break
+
+    def row(name: str, scores: torch.Tensor) -> list:
+        return [name, " ".join(f"{v:.4f}" for v in scores[0].tolist()),
+                f"{scores.softmax(-1)[0, 1].item():.4f}", int(scores.argmax())]
+
+    evidence = [
+        table("One step, lr 0.3, target 1", ["logits", "values", "p(target)", "argmax"],
+              [row("before", logits), row("after", updated)]),
+        table("Two ways to score it", ["question", "answer"], [
+            ["loss before -> after", f"{loss.item():.6f} -> {after.item():.6f}"],
+            ["argmax correct before -> after", f"{int(logits.argmax()) == 1} -> {int(updated.argmax()) == 1}"],
+            ["first update after which the target leads", flipped_at if flipped_at else "none within 50"]]),
+    ]
+    return Measurement(observed=[changed, fell], evidence=evidence)

@@ -112,3 +112,28 @@ def test_finite_difference_needs_float64(run):
     # is 11.2 steps, so the estimate is -11 * 2^-23 / 2e-6 = -0.65565 (seed 001: -0.666667).
     assert estimate == pytest.approx(-11 * 2**-23 / 2e-6, abs=1e-6)
     assert float(fact(r, "clean", "The subject's estimate")["estimate"]) == pytest.approx(-2 / 3, abs=1e-8)
+
+
+def _sgd(z: list[float], target: int, lr: float = 0.3) -> list[float]:
+    """One SGD step on the cross entropy of logits z, by hand: z - lr * (softmax(z) - onehot)."""
+    exps = [math.exp(v) for v in z]
+    p = [e / sum(exps) for e in exps]
+    return [v - lr * (pi - (i == target)) for i, (v, pi) in enumerate(zip(z, p))]
+
+
+def _ce(z: list[float], target: int) -> float:
+    return math.log(sum(math.exp(v) for v in z)) - z[target]
+
+
+def test_loss_falls_before_the_argmax_moves(run):
+    r = run("loss-before-accuracy", "no, yes")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [False, True] and r.faulted == [False, False]
+    after = _sgd([1.0, 0.0, 0.0], 1)
+    assert max(range(3), key=after.__getitem__) == 0  # candidate 0 still leads
+    facts = fact(r, "clean", "Two ways to score it")
+    assert facts["loss before -> after"] == f"{_ce([1.0, 0.0, 0.0], 1):.6f} -> {_ce(after, 1):.6f}"
+    z, step = after, 1
+    while max(range(3), key=z.__getitem__) != 1:
+        z, step = _sgd(z, 1), step + 1
+    assert facts["first update after which the target leads"] == str(step) == "3"
