@@ -49,7 +49,7 @@ def load() -> str:
 def answers_of(ids=EXERCISES) -> dict:
     """{exercise: (right, wrong)}: right is what the check observes now, wrong another answer of its kind."""
     from exercises import answers
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     from tutor.sandbox.runner import Runner
     catalog = load_catalog()
     runner = Runner(catalog, device="cpu")
@@ -167,7 +167,7 @@ def report_section(files: int = 10_000) -> None:
 
 
 def fixes_section(learners: int = 20) -> None:
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     from exercises.faults import source_root
     catalog = load_catalog()
     ex = catalog.get("head-split")

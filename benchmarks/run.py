@@ -98,7 +98,7 @@ def median_time(fn, repeats: int, warmup: int = 1) -> float:
 FIRST_SCREEN_CODE = r"""
 import asyncio, sys, time, tempfile
 t0, c0 = time.perf_counter(), time.process_time()
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 from tutor.store.progress import ProgressStore
 from tutor.ui.app import build_app
 class IdleRunner:
@@ -180,7 +180,7 @@ def bench_first_screen(args) -> dict:
     import tempfile
 
     from benchmarks.generated_catalog import generate
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     repeats = 3 if args.quick else 7
     figures = {}
     with tempfile.TemporaryDirectory(prefix="tutor-bench-") as scratch:
@@ -234,7 +234,7 @@ def bench_startup(args) -> None:
     t = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import torch"], check=True)
     record("profile: python + import torch (cold process)", f"{(time.perf_counter() - t) * 1000:.0f} ms", "-", None)
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     from tutor.sandbox.runner import Runner
     catalog = load_catalog()
     runner = Runner(catalog, device="cpu")
@@ -261,7 +261,7 @@ def bench_startup(args) -> None:
 # --- Run -> verdict ----------------------------------------------------------
 
 def bench_verdict(args) -> None:
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     from tutor.sandbox.runner import Runner
     print("\n== Run -> verdict with a warm worker (fault applied, check run, result returned)")
     catalog = load_catalog()
@@ -304,7 +304,7 @@ def bench_verdict(args) -> None:
 def bench_confine(args) -> None:
     from exercises.faults import source_root
     from tutor.app.session import Session
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     from tutor.sandbox import confine
     from tutor.sandbox.runner import Runner
     print("\n== Confinement: Run -> verdict and tutor fix, confined and not (alternated)")
@@ -371,7 +371,7 @@ def _stop(processes: list) -> None:
 
 
 def bench_loaded(args) -> None:
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     from tutor.sandbox.runner import Runner
     catalog = load_catalog()
     exercises = [catalog.get(i) for i in args.ids] if args.ids else list(catalog.exercises)
@@ -816,7 +816,7 @@ def make_class(folder: Path, learners: int = 1000, seed: int = 0) -> None:
 
     import tomli_w
 
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     from tutor.store.names import file_stem
     rng = random.Random(seed)
     exercises = [e.id for e in load_catalog().exercises][:12]

@@ -10,7 +10,8 @@ import pytest
 
 import tutor.model.catalog
 from tests.helpers import DEMO_CATALOG, demo_catalog_dir
-from tutor.model.catalog import CatalogError, load_catalog
+from tutor.model.catalog import CatalogError
+from tutor.store.catalog_cache import load_catalog
 from tutor.store import catalog_cache
 
 
@@ -151,7 +152,7 @@ def test_an_unwritable_or_switched_off_cache_still_loads(tmp_path, monkeypatch, 
 
 CONCURRENT = """
 import sys
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 cat = load_catalog(__import__('pathlib').Path(sys.argv[1]))
 print(repr([(e.id, e.title, e.fault) for e in cat.exercises]))
 """

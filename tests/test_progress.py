@@ -581,3 +581,16 @@ def test_an_attempt_of_a_run_without_a_prediction_shows_the_observation_in_its_k
     saved = Attempt.of(result)
     assert (saved.prediction, saved.observed, saved.correct, saved.device, saved.seed) == ("", "yes", False, "cuda", 0)
     assert re.fullmatch(STAMP, saved.time)
+
+
+def test_the_store_lists_the_mode_folders_that_hold_a_learners_working_copies(tmp_path):
+    store = ProgressStore(tmp_path)
+    assert store.working_copy_keys("ada", "audit") == []  # nothing saved yet: no folder at all
+    for key in ("hunt-3", "fix", "hunt-12"):
+        store.save_working_copy("ada", "audit", key, "engine/model.py", "x = 1\n")
+    store.save_working_copy("ada", "head-split", "break", "engine/model.py", "x = 2\n")
+    store.save_working_copy("bob", "audit", "hunt-7", "engine/model.py", "x = 3\n")
+    assert store.working_copy_keys("ada", "audit") == ["fix", "hunt-12", "hunt-3"]
+    assert store.working_copy_keys("ADA", "audit") == ["fix", "hunt-12", "hunt-3"]  # one learner, any case
+    with pytest.raises(ProgressError, match="cannot name a working copy folder"):
+        store.working_copy_keys("ada", "../audit")

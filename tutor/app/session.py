@@ -206,9 +206,8 @@ class Session:
             return set()
         seeds = {a.seed for a in self.progress.of(exercise.id).edits("hunt")}
         try:
-            folder = self.store.working_copy_path(self.learner, exercise.id, "hunt-0", "x.py").parent.parent
-            names = [entry.name for entry in folder.iterdir() if entry.is_dir()] if folder.is_dir() else []
-        except (OSError, ProgressError):
+            names = self.store.working_copy_keys(self.learner, exercise.id)
+        except ProgressError:
             names = []
         seeds |= {int(name[5:]) for name in names if name.startswith("hunt-") and name[5:].isdigit()}
         return seeds

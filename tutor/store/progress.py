@@ -307,6 +307,20 @@ class ProgressStore:
         # the learner's folder is named as their progress file is (file_stem): case-insensitive and safe for any script
         return self.folder / WORK_FOLDER / file_stem(validate_learner(learner)) / exercise_id / key / filename
 
+    def working_copy_keys(self, learner: str, exercise_id: str) -> list[str]:
+        """The mode folders (``fix``, ``hunt-3``...) that hold a working copy of this learner for one exercise.
+
+        Sorted; [] when there is none, or the folder cannot be listed.
+
+        Raises:
+            ProgressError: the learner or exercise id is not a safe name.
+        """
+        exercise = self.working_copy_path(learner, exercise_id, "any", "x.py").parent.parent  # <exercise_id>/
+        try:
+            return sorted(entry.name for entry in exercise.iterdir() if entry.is_dir())
+        except OSError:  # no working copy yet (no folder), or one that cannot be listed
+            return []
+
     def load_working_copy(self, learner: str, exercise_id: str, key: str, subject: str) -> str | None:
         """The learner's working copy as last saved, or None when there is none.
 
