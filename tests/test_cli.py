@@ -32,7 +32,8 @@ def test_list_json_holds_every_set_and_the_foundation_four():
     # 63 CATALOG.md rows + 45 CATALOG-3 rows (21 + 8 + 5 seed gaps, 11 field bugs) + 12 of the modern block
     # + 20 more seed items (the seeds' observable claims that had no exercise yet)
     # + 6 of seed 004's items that were only evidence (probe, round trip, record hash, modes, tie, compile)
-    assert data["count"] == 146
+    # + 9 of seed 001's claims about its own evidence (snapshot, floors, AdamW's first step, ...)
+    assert data["count"] == 155
     assert {"shapes", "attention", "training"} <= {s["id"] for s in data["sets"]}
 
 
