@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pytest
 
-from tutor.model.catalog import load_catalog
 from tutor.model.verdict import (Verdict, evidence_reproduces, first_difference, first_instrument_divergence,
                                  instruments_holding, judge, judge_hidden, observe_break, read_break_prediction,
                                  same_observation)
@@ -21,8 +20,8 @@ from tutor.sandbox.runner import RunResult, grade
 
 
 @pytest.fixture(scope="module")
-def cat():
-    return load_catalog()
+def cat(catalog):
+    return catalog
 
 
 @pytest.fixture(scope="module")
@@ -338,7 +337,7 @@ def test_a_break_prediction_reads_as_the_kind_or_is_kept_as_free_text(cat):
 
 # --- observations and evidence ------------------------------------------------------------
 
-def test_observations_are_equal_item_by_item_with_nan_equal_only_to_nan(choice):
+def test_observations_are_equal_item_by_item_with_nan_equal_only_to_nan(cat, choice):
     nan = float("nan")
     assert same_observation(choice, nan, nan) and same_observation(choice, [1.0, nan], [1.0, nan])
     assert not same_observation(choice, 1.0, nan) and not same_observation(choice, nan, 1.0)
@@ -346,7 +345,7 @@ def test_observations_are_equal_item_by_item_with_nan_equal_only_to_nan(choice):
     assert not same_observation(choice, [1.0, 2.0], [1.0, 3.0])
     assert not same_observation(choice, "a", "b")
     assert not same_observation(choice, ["a"], "a") and not same_observation(choice, "a", ["a"])
-    number = load_catalog().get("hand-update")
+    number = cat.get("hand-update")
     assert same_observation(number, 1.0, 1.0005) and not same_observation(number, 1.0, 1.002)
     assert not same_observation(number, 1.0, "a word")  # not a number: no match, no exception
     assert not same_observation(number, "a word", 1.0)  # nor when reading it as one raises
