@@ -84,7 +84,7 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
     repeat_items = {_item_key(item): item for item in (repeat or []) if isinstance(item, dict)}
     ours_keys = set()
     for item in ours:
-        if not isinstance(item, dict) or item.get("type") == "note" or VARIES_MARK in str(item.get("title", "")):
+        if not isinstance(item, dict) or item.get("type") == "note" or VARIES_MARK in str(item.get("title")):
             continue
         key = _item_key(item)
         ours_keys.add(key)
@@ -165,7 +165,7 @@ def _changed_cells(row: list, other: list, columns: list, ours_name: str, theirs
     """The cells two rows of one table differ in: ``column: yours A · clean B``, joined by "; "."""
     if len(row) != len(other):
         return f"{ours_name} {', '.join(map(str, row))} · {theirs_name} {', '.join(map(str, other))}"
-    names = list(columns) if len(columns) == len(row) else [f"cell {i}" for i in range(1, len(row) + 1)]
+    names = list(columns) if len(columns) == len(row) else [f"cell {i}" for i, _ in enumerate(row, start=1)]
     return "; ".join(f"{name}: {ours_name} {a} · {theirs_name} {b}"
                      for name, a, b in zip(names, row, other) if not _numbers_agree(a, b, tolerance))
 
@@ -469,7 +469,7 @@ def instruments_holding(result) -> list[dict]:
     rows: dict[str, dict] = {}
     for side in ("clean", "faulted", YOURS):
         for item in result.evidence.get(side, []):
-            if item.get("type") == "table" and str(item.get("title", "")).startswith("Instruments"):
+            if item.get("type") == "table" and str(item.get("title")).startswith("Instruments"):
                 for row in item.get("rows", []):
                     entry = rows.setdefault(row[0], {"link": row[0]})
                     entry[side] = row[1]
