@@ -395,8 +395,8 @@ def test_a_table_without_rows_or_columns_or_a_series_without_values_has_none():
     one = {"type": "table", "title": "T", "rows": [["a", "1"]]}
     assert first_difference([bare], [one]) == "table 'T' has 0 rows on the yours side and 1 on the clean side"
     assert first_difference([one], [bare]) == "table 'T' has 1 rows on the yours side and 0 on the clean side"
-    assert first_difference([one], [one], repeat=[bare]) is None      # the repeat gave no row: none compared
     other = {"type": "table", "title": "T", "rows": [["a", "2"]]}
+    assert first_difference([other], [one], repeat=[bare]) is None    # the repeat gave no row: none compared
     assert first_difference([one], [other]) == "table 'T', row 1 (a): cell 2: yours 1 · clean 2"
     points, none = series("s", [1.0, 2.0]), {"type": "series", "title": "s"}
     assert first_difference([none], [points]) == "series 's' has 0 points on the yours side and 2 on the clean side"
