@@ -31,7 +31,7 @@ def test_list_json_holds_every_set_and_the_foundation_four():
     assert data["count"] == len(ids)
     # 63 CATALOG.md rows + 45 CATALOG-3 rows (21 + 8 + 5 seed gaps, 11 field bugs) + 12 of the modern block
     # + 20 more seed items (the seeds' observable claims that had no exercise yet)
-    assert data["count"] == 140
+    assert data["count"] == 150
     assert {"shapes", "attention", "training"} <= {s["id"] for s in data["sets"]}
 
 
