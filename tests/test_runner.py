@@ -15,7 +15,7 @@ import pytest
 
 from exercises import answers
 from tutor.sandbox import speed
-from tutor.sandbox.protocol import Answer, Hello, Side, SideResult
+from tutor.sandbox.protocol import Answer, Hello, Progress, Side, SideResult
 from tutor.sandbox.runner import (DeviceError, Runner, UnconfinedError, WorkerError, standard_sides,
                                   unconfined_sentence)
 from tutor.sandbox.speed import ScaleError
@@ -42,6 +42,8 @@ class StandIn:
 
     def request(self, request, on_progress=None):
         self.requests.append(request)
+        if on_progress is not None:
+            on_progress(Progress(0.5, "halfway", job=request.job, side="clean"))
         if self.on_request is not None:
             self.on_request()
         if not self.answer:
@@ -85,6 +87,12 @@ def test_a_run_sends_one_request_with_its_job_seed_sides_and_limit_and_grades_th
     assert (worker.requests[1].job, worker.requests[1].seed, again.seed) == (2, 7, 7)
     assert [side.name for side in worker.requests[1].sides] == ["clean"]
     assert (again.status, again.correct) == ("ok", None)
+
+
+def test_the_workers_progress_reaches_the_caller(catalog, exercise):
+    seen = []
+    runner_with(catalog, StandIn()).run(exercise, on_progress=seen.append)
+    assert seen == [Progress(0.5, "halfway", job=1, side="clean")]
 
 
 def test_the_scale_that_wins_sets_the_limit(catalog, exercise, monkeypatch):
