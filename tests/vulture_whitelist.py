@@ -11,6 +11,7 @@ from tutor.instructor.grade import gradebook_csv, results_json
 from tutor.instructor.saving import save_results
 from tutor.cli.parser import _Parser
 from tutor.model.attempts import MODES, ExerciseProgress
+from tutor.model.verdict import evidence_reproduces
 from tutor.sandbox import confine, landlock
 from tutor.sandbox.protocol import SIDE_STATUSES
 from tutor.sandbox.speed import SOURCES, Speed
@@ -24,6 +25,7 @@ Session.break_it  # the session's edit-mode API, driven by tests/test_fix_sessio
 Session.hunt
 ExerciseProgress.edits  # the edit-mode attempts of an exercise, beside .predictions (tests/test_edit.py)
 MODES  # the attempt vocabulary's modes, as docs and the progress format name them
+evidence_reproduces  # the verdict's rule for which evidence counts, alone (tests/test_edit.py); judge reads it once
 SIDE_STATUSES  # the protocol's statuses of a side, stated once beside the messages that carry them
 SOURCES  # where a time limit's scale comes from, as TimeLimit.source names it
 Speed.cpu_s  # the probe's CPU seconds, kept in the worker's hello beside its wall time
