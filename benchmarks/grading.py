@@ -49,7 +49,7 @@ def load() -> str:
 def answers_of(ids=EXERCISES) -> dict:
     """{exercise: (right, wrong)}: right is what the check observes now, wrong another answer of its kind."""
     from exercises import answers
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     from tutor.sandbox.runner import Runner
     catalog = load_catalog()
     runner = Runner(catalog, device="cpu")
@@ -140,25 +140,42 @@ def grade_section(name: str, learners: int, pairs: dict, junk_every: int = 0, ta
               f"{data.get('checks_run')} checks run; CPU {CPU['s']:.1f} s; before: {before}; after: {after}")
 
 
-def report_section(files: int = 10_000) -> None:
+def make_class(folder: Path, learners: int, exercises, per_learner: int, attempts: int, *,
+               name: str = "learner{n:05d}@uni.edu", notes: bool = False, seed: int = 0) -> None:
+    """Write a class of ``learners`` progress files as tutor writes them (the current format), for
+    ``tutor report`` to read: ``per_learner`` of ``exercises`` each, 1 to ``attempts`` prediction
+    attempts each (half right, with confidences), and with ``notes`` an explain-back note per exercise.
+
+    ``name`` spells the n-th learner's name (``"Learner {n:04d}"``).
+    """
     import tomli_w
 
+    from tutor.store.migration import FORMAT_VERSION
     from tutor.store.names import file_stem
-    rng = random.Random(1)
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(learners):
+        learner = name.format(n=n)
+        data = {"format_version": FORMAT_VERSION, "learner": learner, "exercises": {}}
+        for ex_id in rng.sample(list(exercises), per_learner):
+            tries = []
+            for k in range(rng.randint(1, attempts)):
+                right = rng.random() < 0.5
+                tries.append({"time": f"2026-11-29T10:{k:02d}:00+00:00", "prediction": rng.choice("abcd"),
+                              "observed": "b", "correct": right, "status": "pass" if right else "fail",
+                              "device": "cpu", "engine_hash": "abc123def456", "seed": 0, "mode": "predict",
+                              "confidence": rng.choice([50, 60, 70, 80, 90, 100])})
+            entry = {"attempts": tries}
+            if notes:
+                entry.update(note="the reshape mixes positions across heads", note_time="2026-11-29T10:00:00+00:00")
+            data["exercises"][ex_id] = entry
+        (folder / f"{file_stem(learner)}.toml").write_text(tomli_w.dumps(data), encoding="utf-8")
+
+
+def report_section(files: int = 10_000) -> None:
     with tempfile.TemporaryDirectory() as d:
         folder = Path(d)
-        for n in range(files):
-            name = f"learner{n:05d}@uni.edu"
-            data = {"format_version": 2, "learner": name, "exercises": {}}
-            for ex_id in rng.sample(EXERCISES, 6):
-                attempts = []
-                for k in range(rng.randint(1, 3)):
-                    right = rng.random() < 0.5
-                    attempts.append({"time": f"2026-11-29T10:{k:02d}:00+00:00", "prediction": rng.choice("ab"),
-                                     "observed": "b", "correct": right, "status": "pass" if right else "fail",
-                                     "device": "cpu", "engine_hash": "abc123def456", "seed": 0, "mode": "predict"})
-                data["exercises"][ex_id] = {"attempts": attempts}
-            (folder / f"{file_stem(name)}.toml").write_text(tomli_w.dumps(data), encoding="utf-8")
+        make_class(folder, files, EXERCISES, per_learner=6, attempts=3, seed=1)
         before = load()
         wall, proc = tutor("report", str(folder), "--json")
         count = json.loads(proc.stdout).get("learner_count") if proc.stdout.strip() else None
@@ -167,7 +184,7 @@ def report_section(files: int = 10_000) -> None:
 
 
 def fixes_section(learners: int = 20) -> None:
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     from exercises.faults import source_root
     catalog = load_catalog()
     ex = catalog.get("head-split")

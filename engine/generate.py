@@ -221,27 +221,38 @@ def generate(model, idx: torch.Tensor, max_new_tokens: int, temperature: float =
         model.train(was_training)
 
 
-def left_pad(prompts: list[list[int]], pad_id: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+def left_pad(prompts: list[list[int]], pad_id: int, device=None,
+             multiple: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """Stack prompts of different lengths into one batch, each flush right.
 
     Seed 000, section 7 ("Masking chooses which examples count"), for
     generation: the next token of every row is predicted from the row's last
     column, so each prompt must end there; the padding goes in front.
 
+    ``multiple`` rounds the width up to a multiple of it (a *bucket*): a
+    model compiled for static shapes (``torch.compile(dynamic=False)``)
+    builds one graph per width it meets, so batches whose longest prompt
+    differs still share a width, and a graph. Seed 004, "Compilation".
+
     Args:
         prompts: B lists of token ids, each of length >= 1.
         pad_id: the id written into the padding.
+        device: where to put idx and pads.
+        multiple: >= 1; T is the longest prompt rounded up to a multiple of it.
 
     Returns:
-        (idx, pads): idx (B, T) int64 with T the longest prompt; pads (B,)
-        int64, how many padding ids open each row.
+        (idx, pads): idx (B, T) int64; pads (B,) int64, how many padding ids
+        open each row.
 
     Raises:
-        ValueError: if there is no prompt or one is empty.
+        ValueError: if there is no prompt, one is empty, or multiple < 1.
     """
     if not prompts or min(len(p) for p in prompts) < 1:
         raise ValueError("left_pad needs at least one prompt, each of one or more ids.")
+    if multiple < 1:
+        raise ValueError(f"multiple must be 1 or more, got {multiple}; 1 pads to the longest prompt.")
     T = max(len(p) for p in prompts)
+    T = -(-T // multiple) * multiple  # round up to the bucket: few widths, few compiled graphs
     idx = torch.full((len(prompts), T), pad_id, dtype=torch.long)  # (B, T)
     for b, p in enumerate(prompts):
         idx[b, T - len(p):] = torch.tensor(p, dtype=torch.long)  # flush right: the prompt ends where generation begins

@@ -48,3 +48,33 @@ def head_channels(ctx: Context) -> Measurement:
              "the token's raw embedding."),
     ]
     return Measurement(observed=counts[0], evidence=evidence)
+
+
+def heads_no_parameters(ctx: Context) -> Measurement:
+    """Parameters of the seed engine GPT at n_head = 1, 2, 4, 8 and 16 (C = 128 fixed).
+
+    Each model is built on the ``meta`` device (shapes only, no values).
+    Observed: ``[unique parameters at n_head = 8, head size D at n_head = 8]``.
+    Evidence: the count, D and the packed qkv weight's shape at every H.
+    Seed 000 §4 ("With fixed C, increasing H makes each head narrower. The
+    reshape creates no extra information").
+    """
+    from engine.config import preset
+    from engine.model import GPT
+
+    base = preset("seed")
+    rows, at_eight = [], None
+    for H in (1, 2, 4, 8, 16):
+        config = preset("seed", n_head=H)
+        with torch.device("meta"):
+            model = GPT(config)
+        count, D = model.num_params(), config.n_embd // H
+        rows.append([H, D, f"{count:,}", tuple(model.blocks[0].attn.qkv.weight.shape)])
+        if H == 8:
+            at_eight = [count, D]
+    evidence = [
+        table(f"The seed GPT (C = {base.n_embd}) at five head counts", ["n_head", "D", "parameters", "qkv weight"], rows),
+        note("split_heads is a view of the projected (B, T, C) tensor as (B, H, T, D): the projections are "
+             "C x C whatever H is, so only how the C features are grouped changes, and H x D stays C."),
+    ]
+    return Measurement(observed=at_eight, evidence=evidence)

@@ -98,3 +98,38 @@ def parallel_scan(ctx: Context) -> Measurement:
         evidence.append(note("Every stage multiplied in the wrong order: associativity lets a scan regroup "
                              "the products, never reorder them, and these matrices do not commute."))
     return Measurement(observed=[equal, stages], evidence=evidence)
+
+
+def gradcheck_kink(ctx: Context) -> Measurement:
+    """gradcheck of ``snippets/hinge.py``'s hinge loss at the subject's test margins.
+
+    ``hinge(m) = relu(1 - m)``, elementwise, float64; its derivative jumps
+    from -1 to 0 at m = 1. Observed: whether ``torch.autograd.gradcheck``
+    passes at ``test_margins()``. Evidence: for each margin, autograd's
+    derivative beside the central difference (eps = 1e-6), and the same
+    check on ``abs`` at its own kink. Seed 000 §5 ("The numerical result is
+    an approximation, not an oracle ... warn about non-differentiable
+    points ... Start with small deterministic inputs away from kinks").
+    """
+    from exercises.snippets.hinge import hinge, test_margins
+
+    margins = test_margins().to(ctx.device).requires_grad_(True)  # (N,) float64
+    passed = bool(torch.autograd.gradcheck(hinge, (margins,), raise_exception=False))
+    eps = 1e-6
+    rows = []
+    for m in margins.detach().tolist():
+        point = torch.tensor(m, dtype=torch.float64, requires_grad=True)
+        (analytical,) = torch.autograd.grad(hinge(point), point)
+        numerical = (hinge(torch.tensor(m + eps, dtype=torch.float64))
+                     - hinge(torch.tensor(m - eps, dtype=torch.float64))) / (2 * eps)
+        rows.append([f"{m:g}", f"{analytical.item():g}", f"{numerical.item():.6g}"])
+    zero = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+    abs_passes = bool(torch.autograd.gradcheck(torch.abs, (zero,), raise_exception=False))
+    evidence = [
+        table("hinge(m) = relu(1 - m): the two routes at each test margin",
+              ["margin", "autograd", "central difference"], rows),
+        table("gradcheck", ["input", "passes"], [["hinge at the test margins", passed], ["abs at 0", abs_passes]]),
+        note("At a kink the derivative does not exist: autograd returns its convention (relu'(0) = 0) and the "
+             "central difference averages the two sides. abs at 0 passes only because both give 0 there."),
+    ]
+    return Measurement(observed=passed, evidence=evidence)

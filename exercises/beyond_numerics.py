@@ -89,3 +89,36 @@ def advantage_path(ctx: Context) -> Measurement:
                              "gradient raises every value, without limit, and the values stop estimating "
                              "the expected reward."))
     return Measurement(observed=reached, evidence=evidence)
+
+
+def group_spread(ctx: Context) -> Measurement:
+    """Standardised group advantages from ``snippets/advantages.py`` when a group has no spread.
+
+    Rewards (B = 3, G = 4): prompt 0 [1, 1, 1, 0], prompt 1 [0, 0, 0, 1],
+    prompt 2 [1, 1, 1, 1] (every response equal: spread 0). Observed:
+    ``[every advantage of prompt 2 is finite, the advantage of prompt 0's
+    odd response]``. Evidence: each row under the subject, and prompt 0's
+    row under the other variance convention (``unbiased=True``). Seed 000
+    §8 ("Standardization needs an explicit convention for variance, an
+    epsilon, and a policy for degenerate groups").
+    """
+    from exercises.snippets.advantages import advantages
+
+    rewards = torch.tensor([[1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]],
+                           device=ctx.device)
+    _, adv = advantages(rewards)
+    finite = bool(torch.isfinite(adv[2]).all())
+    odd = round(adv[0, 3].item(), 6)
+    mean0 = rewards[0].mean()
+    sample = (rewards[0] - mean0) / rewards[0].std(unbiased=True)
+    evidence = [
+        table("Advantages (B = 3 prompts, G = 4 responses)", ["prompt", "rewards", "advantages"],
+              [[b, " ".join(f"{v:g}" for v in rewards[b].tolist()), " ".join(f"{v:+.4f}" for v in adv[b].tolist())]
+               for b in range(3)]),
+        table("Prompt 0 under two variance conventions", ["std", "spread", "odd response"], [
+            ["population (unbiased=False)", round(rewards[0].std(unbiased=False).item(), 4), odd],
+            ["sample (unbiased=True)", round(rewards[0].std(unbiased=True).item(), 4), round(sample[3].item(), 4)]]),
+        note("Prompt 2's rewards equal their mean, so every numerator is 0 and the spread is 0: 0 / 0 is NaN, "
+             "and one NaN advantage makes the policy loss, and every gradient, NaN."),
+    ]
+    return Measurement(observed=[finite, odd], evidence=evidence)

@@ -409,5 +409,42 @@ def vocab_padding(ctx: Context) -> Measurement:
               [["padded rows", padded_rows], ["probability on padded ids", probs[GPT2_VOCAB:].sum().item()],
                ["draws of 20,000 that were padded ids", landed]]),
         note("The padded rows get initialised and tied like every other row; only the decoder can keep them out."),
+        _head_timing(ctx),
     ]
     return Measurement(observed=[padded_rows, landed > 0], evidence=evidence)
+
+
+def _head_timing(ctx: Context, rows: int = 16, C: int = 768, repeats: int = 5) -> dict:
+    """Ungraded: the output head's matmul, (rows, C) @ (C, V), at V = 50,257 and 50,304.
+
+    GPT-2's C = 768. One (50,304, C) weight; the 50,257-row head is its
+    first rows (a contiguous view). Median of ``repeats`` calls after one
+    warm-up, CPU time on the CPU (one thread per side: the work itself), the
+    wall clock around a synchronize on CUDA. Seed 000 §8 ("the speedup
+    needs measurement on the actual hardware"); docs/determinism.md.
+    """
+    import statistics
+    import time
+
+    cuda = ctx.device.startswith("cuda")
+    clock = time.perf_counter if cuda else time.process_time
+    weight = torch.zeros(PADDED_VOCAB, C, device=ctx.device)
+    h = torch.ones(rows, C, device=ctx.device)
+    medians = {}
+    for V in (GPT2_VOCAB, PADDED_VOCAB):
+        w = weight[:V]
+        times = []
+        for i in range(repeats + 1):
+            if cuda:
+                torch.cuda.synchronize()
+            start = clock()
+            torch.nn.functional.linear(h, w)  # (rows, V)
+            if cuda:
+                torch.cuda.synchronize()
+            if i:
+                times.append(clock() - start)
+        medians[V] = statistics.median(times) * 1e3
+    return table(f"Not graded: median ms of the head matmul ({rows}, {C}) @ ({C}, V) on this {ctx.device}, "
+                 f"{'wall clock' if cuda else 'CPU time'}", ["V", "median ms", "multiple of 64"],
+                 [[f"{V:,}", round(ms, 3), V % 64 == 0] for V, ms in medians.items()]
+                 + [["50,304 / 50,257 time", round(medians[PADDED_VOCAB] / medians[GPT2_VOCAB], 3), ""]])

@@ -49,3 +49,36 @@ def targets_view(ctx: Context) -> Measurement:
                              "with a gap between them: no single stride reaches them, so view refuses. "
                              ".contiguous() copies them side by side first."))
     return Measurement(observed=outcomes, evidence=evidence)
+
+
+def narrow_ids(ctx: Context) -> Measurement:
+    """Token ids of a 100,277-id vocabulary narrowed to uint16 by ``snippets/token_ids.py``.
+
+    The ids [0, 50256, 65535, 65536, 70000, 100276] (all valid for V =
+    100,277) go through ``narrow_ids(ids, np.uint16)``. Observed: ``[the
+    exception class name it raises or "none", how many ids come back with
+    another value]`` (0 when it raises: nothing came back). Evidence: each id
+    and what was stored. Seed 000 §8 ("Validate token range before any
+    narrowing conversion").
+    """
+    import numpy as np
+
+    from exercises.snippets.token_ids import narrow_ids as narrow
+
+    V = 100_277
+    ids = np.array([0, 50_256, 65_535, 65_536, 70_000, 100_276], dtype=np.int64)
+    try:
+        stored = narrow(ids, np.uint16)
+        raised, message = "none", "returned"
+    except Exception as exc:  # the outcome to report
+        stored, raised, message = None, type(exc).__name__, first_line(exc)
+    changed = 0 if stored is None else int((stored.astype(np.int64) != ids).sum())
+    rows = [[int(i), "-" if stored is None else int(s), "-" if stored is None else int(s) < V]
+            for i, s in zip(ids, ids if stored is None else stored)]
+    evidence = [
+        table("narrow_ids(ids, uint16)", ["outcome"], [[message]]),
+        table(f"Each id (V = {V:,}) and what was stored", ["id", "stored", "stored id < V"], rows),
+        note(f"uint16 holds 0 .. {np.iinfo(np.uint16).max:,}. NumPy's astype keeps the low 16 bits of a larger "
+             "id, and every wrapped value is still a valid id, so no later range check can see it."),
+    ]
+    return Measurement(observed=[raised, changed], evidence=evidence)

@@ -82,3 +82,56 @@ def float64_default(ctx: Context) -> Measurement:
         evidence.append(note("NumPy made float64 and from_numpy kept it; the Linear's weights are float32, and "
                              "a matrix product needs one dtype."))
     return Measurement(observed=[str(x.dtype).removeprefix("torch."), outcome], evidence=evidence)
+
+
+def numpy_write_after_forward(ctx: Context) -> Measurement:
+    """A NumPy refill of the loader's buffer between forward and backward.
+
+    ``BufferedBatches(1, 3)`` hands out batch 1 (all ones); a weight w
+    (3,) of ones, requiring grad, computes ``loss = (w * batch).sum()``.
+    Before ``loss.backward()`` the loader refills its buffer with batch 2
+    (all twos), as a prefetching loader does. Observed: ``[the exception
+    class name backward raises or "none", w.grad[0]]``. Evidence: the
+    batch's version counter before and after the refill, and the same
+    change made by a PyTorch in-place op. Seed 000 §2 ("NumPy operations do
+    not become part of PyTorch's autograd graph merely because the two
+    objects share memory"; "PyTorch tracks saved tensors and their
+    versions").
+    """
+    import numpy as np
+
+    from exercises.snippets import batches
+
+    loader = batches.BufferedBatches(1, 3)
+    batch = loader.next_batch(np.ones((1, 3), dtype=np.float32))  # (1, 3)
+    w = torch.ones(3, requires_grad=True)
+    loss = (w * batch).sum()  # mul saves the batch for w's gradient
+    version = batch._version
+    loader.next_batch(np.full((1, 3), 2.0, dtype=np.float32))
+    after = batch._version
+    try:
+        loss.backward()
+        raised, grad = "none", float(w.grad[0])
+    except RuntimeError as exc:
+        raised, grad = type(exc).__name__, float("nan")
+    # The same change made by PyTorch itself, for contrast.
+    x = torch.ones(1, 3)
+    v = torch.ones(3, requires_grad=True)
+    other = (v * x).sum()
+    x.fill_(2.0)
+    try:
+        other.backward()
+        torch_side = "none"
+    except RuntimeError as exc:
+        torch_side = f"RuntimeError: {first_line(exc, with_type=False, limit=60)}"
+    evidence = [
+        table("The batch the forward saved", ["quantity", "value"], [
+            ["values at the forward", "1 1 1"], ["values at backward", " ".join(f"{t:g}" for t in batch[0].tolist())],
+            ["version counter before the refill", version], ["version counter after the refill", after]]),
+        table("backward", ["change between forward and backward", "outcome"], [
+            ["NumPy refill of the buffer", raised if raised != "none" else f"ran; w.grad = {grad:g}"],
+            ["x.fill_(2.0) in PyTorch", torch_side]]),
+        note("The version counter counts writes made through PyTorch. A NumPy write into shared memory is "
+             "invisible to it, so backward reads whatever the memory holds by then."),
+    ]
+    return Measurement(observed=[raised, grad], evidence=evidence)

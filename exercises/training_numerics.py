@@ -188,3 +188,39 @@ def fp8_scaling(ctx: Context) -> Measurement:
              "matrix products a GPU runs on such codes, and their accumulation, are not measured on this CPU."),
     ]
     return Measurement(observed=zero, evidence=evidence)
+
+
+def loss_scaling(ctx: Context) -> Measurement:
+    """Gradients of size about 1e-8 through ``snippets/loss_scaling.py``'s float16 layer.
+
+    N = 1,000 weights (float16, ones); inputs evenly spaced over [0.5, 1.5]
+    · 1e-3 (float16); an upstream gradient of 1e-5 everywhere, so the true
+    gradients are the inputs times 1e-5, between 5e-9 and 1.5e-8. Observed:
+    the fraction of the returned gradient entries that are exactly 0
+    (rounded to 1e-6). Evidence: the median relative error against the
+    float64 gradient, and float16's smallest values. On the CPU. Seed 000 §7
+    ("loss scaling is a distinct mechanism, especially relevant to FP16
+    underflow").
+    """
+    from exercises.snippets.loss_scaling import float16_grads
+
+    N = 1_000
+    inputs = (torch.linspace(0.5, 1.5, N) * 1e-3).to(torch.float16)  # (N,)
+    upstream = torch.full((N,), 1e-5)  # (N,) float32
+    weight = torch.ones(N, dtype=torch.float16, requires_grad=True)
+    grads = float16_grads(weight, inputs, upstream)  # (N,) float32
+    truth = inputs.double() * upstream.double()  # (N,)
+    zero = round(float(grads.eq(0).double().mean()), 6)
+    rel = ((grads.double() - truth).abs() / truth).median().item()
+    tiny = torch.finfo(torch.float16)
+    evidence = [
+        table("The weight's gradient, N = 1,000", ["quantity", "value"], [
+            ["true gradient range", f"{truth.min().item():.2e} .. {truth.max().item():.2e}"],
+            ["fraction exactly 0", zero], ["median relative error", round(rel, 4)]]),
+        table("float16", ["quantity", "value"], [
+            ["smallest normal", f"{tiny.tiny:.2e}"], ["smallest subnormal", f"{tiny.smallest_normal * 2 ** -10:.2e}"],
+            ["largest", f"{tiny.max:,.0f}"]]),
+        note("Backward multiplies the upstream gradient by the float16 inputs in float16: a product below half "
+             "the smallest subnormal rounds to 0, and no later division can bring it back."),
+    ]
+    return Measurement(observed=zero, evidence=evidence)

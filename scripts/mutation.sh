@@ -18,8 +18,9 @@
 #
 # Each file is mutated in a scratch copy of the checkout (under $TMPDIR), so the
 # worktree never gets a mutants/ folder. Only that file is mutated, and only its
-# own test files run (tests_for below), with the default pytest options (-m 'not
-# slow'). The last line per file reads "FILE: killed K of N (P %), survived S,
+# own test files run (tests_for below, which may add pytest options such as
+# --deselect), with the default pytest options (-m 'not slow'), at nice 19.
+# The last line per file reads "FILE: killed K of N (P %), survived S,
 # no tests T, timeout O, detected D %" (detected: killed or timed out, i.e. the
 # tests noticed); a summary of all files follows. A mutant is killed when a
 # selected test fails; "no tests" means no selected test reaches that function.
@@ -36,9 +37,20 @@ tests_for() {
         tutor/store/progress.py|tutor/store/names.py|tutor/store/migration.py|tutor/model/attempts.py)
             echo tests/test_progress.py tests/test_fuzz_loaders.py ;;
         tutor/model/verdict.py|tutor/model/patch.py|tutor/app/tasks.py)
-            echo tests/test_edit.py tests/test_evidence_and_sampling.py tests/test_edit_run.py ;;
+            echo tests/test_verdict.py tests/test_edit.py tests/test_evidence_and_sampling.py tests/test_edit_run.py ;;
         engine/model.py) echo tests/test_engine.py tests/test_kv_cache.py tests/test_mutants_model.py ;;
-        tutor/sandbox/runner.py) echo tests/test_runner_safety.py tests/test_cli.py ;;
+        # test_runner.py drives the Runner with a stand-in worker; the others start real workers (seconds
+        # each): only those that drive the worker and the Runner's limits, retries and cancellation. Left out: the tests that run `python -m tutor.cli` on a
+        # copied checkout in a subprocess. That child imports mutmut's rewritten runner.py and, outside
+        # mutmut's folder, cannot read its config, so it crashes and mutmut refuses to start.
+        tutor/sandbox/runner.py)
+            echo tests/test_runner.py tests/test_runner_safety.py tests/test_timeouts.py \
+                --deselect=tests/test_runner_safety.py::test_tutor_check_leaves_the_tree_and_progress_untouched \
+                --deselect=tests/test_timeouts.py::test_run_times_out_says_how_to_retry_and_the_retry_passes \
+                --deselect=tests/test_timeouts.py::test_the_environment_variable_scales_the_limit_for_a_grader \
+                --deselect=tests/test_timeouts.py::test_check_in_two_workers_keeps_the_order_and_reports_the_wall_time
+            ;;
+        tutor/sandbox/result.py) echo tests/test_verdict.py tests/test_edit.py tests/test_timeouts.py tests/test_session.py ;;
         *) echo "scripts/mutation.sh: no tests are chosen for $1; add a line for it to tests_for" >&2
            return 2 ;;
     esac
@@ -59,15 +71,19 @@ for file in "${files[@]}"; do
             | tar --null -T - -cf -) | tar -C "$scratch" -xf -
     fi
     selection=$(tests_for "$file") || exit 2
-    tests=""  # a TOML list of the selected test files that this copy has
+    tests=""  # a TOML list of the selected test files that this copy has, and pytest options (-...) as given
     for t in $selection; do
-        [ -f "$scratch/$t" ] && tests="${tests:+$tests, }\"$t\""
+        case "$t" in
+            -*) tests="${tests:+$tests, }\"$t\"" ;;
+            *) [ -f "$scratch/$t" ] && tests="${tests:+$tests, }\"$t\"" ;;
+        esac
     done
     cat >> "$scratch/pyproject.toml" <<EOF
 
 [tool.mutmut]
 source_paths = ["engine", "exercises", "tutor"]
-# mutmut runs the tests in its own copy (mutants/): the runner's need the checkout's progress/ folder there
+# mutmut runs the tests in its own copy (mutants/), which holds the source paths and tests/ only: data the
+# tests read from the checkout is copied too
 also_copy = ["progress"]
 only_mutate = ["$file"]
 pytest_add_cli_args_test_selection = [$tests]
@@ -76,7 +92,7 @@ process_isolation = "forkserver"
 use_git_change_detection = false
 EOF
     echo "== $file: mutating in $scratch, tests: $tests"
-    (cd "$scratch" && "$mutmut" run --max-children "$children" > mutmut.log 2>&1) \
+    (cd "$scratch" && nice -n 19 "$mutmut" run --max-children "$children" > mutmut.log 2>&1) \
         || { tail -20 "$scratch/mutmut.log"; echo "scripts/mutation.sh: mutmut failed on $file; see $scratch/mutmut.log" >&2; exit 1; }
     (cd "$scratch" && "$mutmut" export-cicd-stats > /dev/null && "$mutmut" results > survivors.txt)
     line=$("$python" - "$scratch/mutants/mutmut-cicd-stats.json" "$file" <<'EOF'

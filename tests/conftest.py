@@ -10,7 +10,7 @@ import pytest
 # the tests start shares it.
 os.environ.setdefault("TUTOR_CACHE_DIR", tempfile.mkdtemp(prefix="tutor-test-cache-"))
 
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 from tutor.sandbox.runner import Runner
 
 

@@ -3,7 +3,7 @@
 import textwrap
 
 from exercises import answers
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 
 
 def graded(catalog, result, text):

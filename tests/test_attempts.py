@@ -18,7 +18,7 @@ from tutor.cli import main
 from tutor.model import calibration, review
 from tutor.model.attempts import (GRADED, RECORDED, Attempt, ExerciseProgress, confidence_of, is_prediction,
                                   verdict_of)
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 from tutor.store.names import file_stem
 from tutor.store.progress import ProgressStore
 

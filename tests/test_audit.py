@@ -4,7 +4,9 @@ at its link, an independently written nanoGPT-style model audits cleanly, and
 
 import argparse
 import json
+import math
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -271,12 +273,17 @@ def test_a_factory_that_returns_no_model_says_what_it_returned():
 
 
 def test_cli_json_report_has_the_envelope_the_time_per_link_and_the_probed_limit(nano_file, capsys):
+    started = time.perf_counter()
     assert _cli(["audit", f"{nano_file}:build", "--json"]) == 0
+    wall_s = time.perf_counter() - started
     report = json.loads(capsys.readouterr().out)
     assert list(report)[0] == "schema_version" and report["schema_version"] == 1
     assert report["exit_code"] == 0 and report["error"] is None and report["learner"] is None
     assert [link["name"] for link in report["links"]] == list(LINKS)
-    assert all(isinstance(link["seconds"], float) and link["seconds"] >= 0 for link in report["links"])
+    seconds = [link["seconds"] for link in report["links"]]
+    assert all(isinstance(s, float) and math.isfinite(s) and s >= 0 for s in seconds), seconds
+    # the links run one after another inside the command: their times (each rounded to 1 ms) fit in its wall time
+    assert 0 < sum(seconds) <= wall_s + 0.0005 * len(seconds), (seconds, wall_s)
     limit = report["time_limit"]
     assert limit["base_s"] == 300.0 and limit["source"] in ("probe", "environment")
     assert limit["seconds"] >= 300.0  # the probe never tightens the limit below the reference machine's

@@ -53,3 +53,49 @@ def test_gemm_list_counts_three_products_per_linear():
     assert sum(f for f, _ in products) == 77_568  # 6 · 8 · (768 · 2 + 80)
     shapes = sorted(tuple(thunk().shape) for _, thunk in products[:6])  # the first Linear, twice
     assert shapes == sorted([(rows, 3 * C), (rows, C), (3 * C, C)] * 2)
+
+
+def test_the_bare_app_yardstick_has_the_home_screens_kinds_of_widgets(tmp_path):
+    """The first screen's floor is only honest if the bare app draws what the home screen draws: the
+    same Textual widgets, the tree about the shipped catalog's size, and no more."""
+    import asyncio
+    import re
+
+    from textual.containers import VerticalScroll
+
+    from tutor.store.catalog_cache import load_catalog
+    from tutor.store.progress import ProgressStore
+    from tutor.ui.app import build_app
+
+    class IdleRunner:
+        def warm_up(self):
+            return {}
+
+        def cancel(self):
+            pass
+
+        def close(self):
+            pass
+
+    def textual_kind(widget) -> str:
+        return next(c.__name__ for c in type(widget).__mro__ if c.__module__.startswith("textual."))
+
+    kinds, lines = set(), 0
+
+    async def main():
+        nonlocal kinds, lines
+        catalog = load_catalog()
+        app = build_app(catalog, ProgressStore(tmp_path), "ada", IdleRunner())
+        async with app.run_test(size=(100, 32)) as pilot:
+            await pilot.pause()
+            screen = pilot.app.screen
+            shown = [*screen.children, *(c for w in screen.children if isinstance(w, VerticalScroll)
+                                         for c in w.children)]
+            kinds = {textual_kind(w) for w in shown}
+            lines = len(catalog.sets) + len(catalog.exercises)
+    asyncio.run(main())
+    code = load_benchmark().BARE_APP_CODE
+    assert kinds == set(re.findall(r"yield (\w+)\(", code)) | {"Tree", "VerticalScroll"}
+    assert kinds == {"Header", "Static", "Input", "Tree", "VerticalScroll", "Footer"}
+    sets, leaves = map(int, re.search(r"for s in range\((\d+)\).*?for e in range\((\d+)\)", code, re.S).groups())
+    assert 0.75 * lines <= sets * (1 + leaves) <= 1.25 * lines  # 13 × 12 = 156 lines beside the catalog's

@@ -10,7 +10,8 @@ import pytest
 
 import tutor.model.catalog
 from tests.helpers import DEMO_CATALOG, demo_catalog_dir
-from tutor.model.catalog import CatalogError, load_catalog
+from tutor.model.catalog import CatalogError
+from tutor.store.catalog_cache import load_catalog
 from tutor.store import catalog_cache
 
 
@@ -48,6 +49,22 @@ def test_a_second_load_comes_from_the_cache_and_equals_the_built_catalog(tmp_pat
     cached = fresh_load(directory)
     assert builds == [1]
     assert cached == built and cached.get("demo-one").title == built.get("demo-one").title
+
+
+@pytest.mark.parametrize("change", ["tutor version", "validation rules"])
+def test_an_entry_of_another_tutor_or_other_rules_is_not_used(tmp_path, monkeypatch, cache, change):
+    """A stale entry: the same set files, but another tutor's version or changed validation rules
+    (catalog.py, answers.py, faults.py) made it; it is built again, beside the old one."""
+    folder, builds = cache
+    directory = demo_catalog_dir(tmp_path, DEMO_CATALOG)
+    fresh_load(directory)
+    if change == "tutor version":
+        monkeypatch.setattr(catalog_cache, "__version__", catalog_cache.__version__ + ".1")
+    else:
+        monkeypatch.setattr(catalog_cache, "_rules_digest", lambda: "0" * 24)
+    assert fresh_load(directory).get("demo-one") and builds == [2]
+    assert fresh_load(directory).get("demo-one") and builds == [2]  # and that entry is used from then on
+    assert len(entries(folder)) == 2
 
 
 def test_an_edited_set_file_is_read_and_validated_again(tmp_path, cache):
@@ -151,7 +168,7 @@ def test_an_unwritable_or_switched_off_cache_still_loads(tmp_path, monkeypatch, 
 
 CONCURRENT = """
 import sys
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 cat = load_catalog(__import__('pathlib').Path(sys.argv[1]))
 print(repr([(e.id, e.title, e.fault) for e in cat.exercises]))
 """

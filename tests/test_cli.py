@@ -31,7 +31,10 @@ def test_list_json_holds_every_set_and_the_foundation_four():
     assert data["count"] == len(ids)
     # 63 CATALOG.md rows + 45 CATALOG-3 rows (21 + 8 + 5 seed gaps, 11 field bugs) + 12 of the modern block
     # + 20 more seed items (the seeds' observable claims that had no exercise yet)
-    assert data["count"] == 140
+    # + 6 of seed 004's items that were only evidence (probe, round trip, record hash, modes, tie, compile)
+    # + 9 of seed 001's claims about its own evidence (snapshot, floors, AdamW's first step, ...)
+    # + 10 of seed 000's items that were only evidence (tied rows, unused wpe, in-place init, heads, ...)
+    assert data["count"] == 165
     assert {"shapes", "attention", "training"} <= {s["id"] for s in data["sets"]}
 
 
@@ -331,7 +334,7 @@ def test_a_check_line_cuts_long_values_and_keeps_the_duration():
 
     from rich.console import Console
 
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     from tutor.cli.output import check_line as _check_line
     from tutor.sandbox.runner import RunResult
 
@@ -348,7 +351,7 @@ def test_a_check_line_keeps_the_first_difference_in_view():
 
     from rich.console import Console
 
-    from tutor.model.catalog import load_catalog
+    from tutor.store.catalog_cache import load_catalog
     from tutor.cli.output import check_line as _check_line
     from tutor.sandbox.runner import RunResult
 

@@ -25,7 +25,7 @@ import pytest
 
 from exercises.faults import source_root
 from tutor.app.session import Session
-from tutor.sandbox import confine
+from tutor.sandbox import confine, namespaces
 from tutor.sandbox.protocol import Request, Side
 from tutor.sandbox.runner import Runner
 
@@ -176,7 +176,7 @@ def test_children_are_ended_with_the_side(jail):
     assert side.status == "ok" and side.observed == [3]
     time.sleep(0.2)
     assert _processes_named("sleep 1037") == []
-    assert confine.descendants(jail.worker.hello.pid) == []
+    assert namespaces.descendants(jail.worker.hello.pid) == []
 
 
 def test_fifty_children_per_call_hit_the_process_limit_and_end(jail):
@@ -289,7 +289,7 @@ def test_a_real_repair_is_fixed_at_hidden_seeds_too(session, catalog):
 
 TUTOR_HANGS = """
 import sys
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 from tutor.sandbox.runner import Runner
 from tutor.sandbox.protocol import Request, Side
 runner = Runner(load_catalog(), device="cpu")

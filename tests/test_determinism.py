@@ -1,7 +1,7 @@
 """The same check gives the same numbers whatever cores the worker is given.
 
 Every side runs torch on one intra-op and one inter-op thread
-(``tutor.sandbox.worker.SIDE_THREADS``); a worker told it has 1 core and one told it
+(``tutor.sandbox.child.SIDE_THREADS``); a worker told it has 1 core and one told it
 has 4 (``TUTOR_WORKER_CORES``, what ``tutor check -j N`` sets) must measure
 the same observation and the same evidence, digit for digit. ``lr-10x`` is
 the witness: its first loss after one AdamW step moves in the 6th digit when

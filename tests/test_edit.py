@@ -17,7 +17,7 @@ from tutor.app.tasks import DEFAULT_SUBJECT, HUNT_CHECK, break_task, fix_task, t
 from tutor.model.patch import (EditError, MAX_EDIT_BYTES, PatchError, apply_patch, check_text, syntax_problem,
                                unified_diff)
 from tutor.model.verdict import Verdict, evidence_reproduces, judge, observe_break, same_observation
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 from tutor.model.attempts import Attempt, ProgressError
 from tutor.store.migration import classify
 from tutor.store.progress import ProgressStore
@@ -341,7 +341,7 @@ def test_the_working_copy_survives_a_sigkill_mid_save(tmp_path):
 @pytest.mark.parametrize("module", ["tutor.model.verdict", "tutor.model.patch", "tutor.app.tasks", "tutor.app.run",
                                     "tutor.app.session", "tutor.cli"])
 def test_edit_mode_domain_imports_neither_torch_nor_textual(module):
-    code = (f"import sys, {module}; from tutor.model.catalog import load_catalog; from tutor.app.tasks import task_for; "
+    code = (f"import sys, {module}; from tutor.store.catalog_cache import load_catalog; from tutor.app.tasks import task_for; "
             "c = load_catalog(); task_for(c, c.get('audit'), 'hunt', 0); "
             "bad = [m for m in ('torch', 'textual') if m in sys.modules]; print(','.join(bad)); "
             "sys.exit(1 if bad else 0)")

@@ -22,7 +22,7 @@ pytest.importorskip("textual")
 
 from textual.widgets import Input, Static  # noqa: E402
 
-from tutor.model.catalog import load_catalog  # noqa: E402
+from tutor.store.catalog_cache import load_catalog  # noqa: E402
 from tutor.app.tasks import fix_task  # noqa: E402
 from tutor.store.progress import ProgressStore  # noqa: E402
 from tutor.sandbox.protocol import Answer, SideResult  # noqa: E402

@@ -4,7 +4,8 @@ import pytest
 
 from exercises.faults import Fault, FaultError, diff, make_private_copy, source_root, verify
 from helpers import DEMO_CATALOG, demo_catalog_dir
-from tutor.model.catalog import CatalogError, load_catalog
+from tutor.model.catalog import CatalogError
+from tutor.store.catalog_cache import load_catalog
 
 ROOT = source_root()
 

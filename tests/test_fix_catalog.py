@@ -15,7 +15,7 @@ import pytest
 
 from tutor.app.tasks import Task
 from tutor.model.patch import apply_patch, unified_diff
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 from tutor.app.session import Session
 
 #: One or two exercises per set, across engine/model.py, train.py, generate.py, data.py and snippets.

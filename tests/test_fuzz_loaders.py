@@ -9,7 +9,8 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from helpers import DEMO_CATALOG, demo_catalog_dir
-from tutor.model.catalog import CatalogError, load_catalog
+from tutor.model.catalog import CatalogError
+from tutor.store.catalog_cache import load_catalog
 from tutor.store.progress import ProgressStore
 
 toml_scalars = st.one_of(st.integers(-5, 5), st.text(max_size=8), st.booleans(), st.floats(allow_nan=False))

@@ -3,7 +3,7 @@
 import importlib.util
 from pathlib import Path
 
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 

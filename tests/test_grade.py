@@ -19,8 +19,9 @@ import threading
 import pytest
 
 from tutor.cli.replies import CouldNotRun, UsageError
-from tutor.instructor.grade import (AnswerRow, RunnerPool, gradebook_csv, grade_rows, read_answers, results_json,
-                                    save_results)
+from tutor.instructor.answer_rows import AnswerRow, read_answers
+from tutor.instructor.grade import RunnerPool, gradebook_csv, grade_rows, results_json
+from tutor.instructor.saving import save_results
 from tutor.store.files import spreadsheet_safe
 from tutor.cli.parser import build_parser
 from tutor.store.progress import ProgressStore

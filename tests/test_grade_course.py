@@ -16,7 +16,8 @@ import pytest
 
 from test_grade import FakeRunner, command, pool
 from tutor.cli.replies import UsageError
-from tutor.instructor.grade import grade_rows, read_answers, results_json
+from tutor.instructor.answer_rows import read_answers
+from tutor.instructor.grade import grade_rows, results_json
 from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook
 from tutor.instructor.columns import parse_columns
@@ -324,7 +325,7 @@ def test_run_and_fix_exit_4_when_the_save_fails(tmp_path, monkeypatch, argv):
     monkeypatch.setattr(ProgressStore, "record_attempt", full)
     if "SUBJECT" in argv:
         pytest.importorskip("exercises.faults")
-        from tutor.model.catalog import load_catalog
+        from tutor.store.catalog_cache import load_catalog
         cat = load_catalog()
         fault = cat.fault_of(cat.get("head-split"))
         argv = [a if a != "SUBJECT" else str(source_root() / fault.file) for a in argv]

@@ -51,3 +51,21 @@ def test_tutor_list_imports_no_runner_and_the_parser_offers_the_runners_devices(
             "print(','.join(bad)); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, f"tutor list loaded {proc.stdout.strip()} {proc.stderr[-300:]}"
+
+
+def test_the_first_screen_loads_no_run_machinery_lock_or_text_editor():
+    """The home screen needs none of a run's machinery, the folder lock or Textual's text editor;
+    the footers still find the editor where Textual keeps it, once an exercise page loads it."""
+    from textual.widgets import TextArea
+
+    from tutor.ui import keys
+    assert TextArea.__module__ == keys.TEXT_AREA_MODULE
+    code = ("import sys\n"
+            "from tutor.store.catalog_cache import load_catalog\n"
+            "from tutor.store.progress import ProgressStore\n"
+            "from tutor.ui.app import build_app\n"
+            f"bad = [m for m in ('tutor.app.run', 'tutor.sandbox.runner', 'filelock', {keys.TEXT_AREA_MODULE!r}) "
+            "if m in sys.modules]\n"
+            "print(','.join(bad)); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, f"the first screen loaded {proc.stdout.strip()} {proc.stderr[-300:]}"

@@ -25,7 +25,7 @@ from test_tui import (LEARNER, FakeRunner, canned_pass, drive, finish_runs, firs
                       make_app, on_page, open_exercise, pick, saved, screen_text, text_of, type_answer, walk)
 from tutor.model import calibration  # noqa: E402
 from tutor.model import review  # noqa: E402
-from tutor.model.catalog import load_catalog  # noqa: E402
+from tutor.store.catalog_cache import load_catalog  # noqa: E402
 from tutor.cli import main  # noqa: E402
 from tutor.model.attempts import Attempt  # noqa: E402
 from tutor.store.progress import ProgressStore  # noqa: E402
@@ -33,7 +33,7 @@ from tutor.render import SeriesGroup, SeriesPlot, plot_scale, render_result  # n
 from tutor.sandbox.runner import RunResult  # noqa: E402
 from tutor.app.session import Session  # noqa: E402
 from tutor.ui.app import build_app  # noqa: E402
-from tutor.ui.screens import exercise as exercise_screen  # noqa: E402
+from tutor.ui.screens import reading_keys  # noqa: E402
 from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
 from tutor.ui.screens.home import ConfirmReset, HomeScreen  # noqa: E402
 from tutor.ui.screens.progress import ProgressScreen  # noqa: E402
@@ -491,7 +491,7 @@ def test_reopening_keeps_the_answer_the_hints_and_the_last_result(tmp_path):
 # --- typed words on choice and yes/no pages ---------------------------------------------------
 
 def test_typed_words_on_a_yes_no_page_change_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(exercise_screen, "WORD_GAP_S", 1.0)
+    monkeypatch.setattr(reading_keys, "WORD_GAP_S", 1.0)
     app, _ = make_app(tmp_path)
     told = []
     original = app.notify
@@ -519,7 +519,7 @@ def test_typed_words_on_a_yes_no_page_change_nothing(tmp_path, monkeypatch):
 
 
 def test_typed_words_on_a_letter_choice_page_pick_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(exercise_screen, "WORD_GAP_S", 1.0)
+    monkeypatch.setattr(reading_keys, "WORD_GAP_S", 1.0)
     app, _ = make_app(tmp_path)
 
     async def script(pilot):

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from exercises.answers import kind_words
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 from tutor.cli.output import list_rows
 
 

@@ -437,9 +437,9 @@ def test_a_save_into_a_file_path_is_one_sentence(tmp_path):
 
 
 def test_a_save_locks_the_file_beside_it_for_up_to_30_s_and_writes_a_temporary_file_beside_it(tmp_path, monkeypatch):
-    import tutor.store.progress
+    import filelock
     locks, renames = [], []
-    real_lock, real_replace = tutor.store.progress.FileLock, os.replace
+    real_lock, real_replace = filelock.FileLock, os.replace
 
     def lock(path, timeout):
         locks.append((path, timeout))
@@ -448,7 +448,7 @@ def test_a_save_locks_the_file_beside_it_for_up_to_30_s_and_writes_a_temporary_f
     def replace(src, dst):
         renames.append((os.fspath(src), os.fspath(dst)))
         real_replace(src, dst)
-    monkeypatch.setattr(tutor.store.progress, "FileLock", lock)
+    monkeypatch.setattr(filelock, "FileLock", lock)
     monkeypatch.setattr(os, "replace", replace)
     ProgressStore(tmp_path).record_attempt("ada", "x", attempt())
     assert locks == [(str(tmp_path / ".tutor.lock"), 30)]  # one lock for the folder, none beside each file
@@ -459,7 +459,7 @@ def test_a_save_locks_the_file_beside_it_for_up_to_30_s_and_writes_a_temporary_f
 
 
 def test_a_lock_held_too_long_is_one_sentence(tmp_path, monkeypatch):
-    import tutor.store.progress
+    import filelock
     from filelock import Timeout
 
     class Held:
@@ -471,7 +471,7 @@ def test_a_lock_held_too_long_is_one_sentence(tmp_path, monkeypatch):
 
         def __exit__(self, *exc):
             return False
-    monkeypatch.setattr(tutor.store.progress, "FileLock", Held)
+    monkeypatch.setattr(filelock, "FileLock", Held)
     with pytest.raises(ProgressError) as caught:
         ProgressStore(tmp_path).record_attempt("ada", "x", attempt())
     assert str(caught.value) == (f"another tutor holds the lock on {tmp_path / 'ada.toml'} for over 30 s; "
@@ -581,3 +581,16 @@ def test_an_attempt_of_a_run_without_a_prediction_shows_the_observation_in_its_k
     saved = Attempt.of(result)
     assert (saved.prediction, saved.observed, saved.correct, saved.device, saved.seed) == ("", "yes", False, "cuda", 0)
     assert re.fullmatch(STAMP, saved.time)
+
+
+def test_the_store_lists_the_mode_folders_that_hold_a_learners_working_copies(tmp_path):
+    store = ProgressStore(tmp_path)
+    assert store.working_copy_keys("ada", "audit") == []  # nothing saved yet: no folder at all
+    for key in ("hunt-3", "fix", "hunt-12"):
+        store.save_working_copy("ada", "audit", key, "engine/model.py", "x = 1\n")
+    store.save_working_copy("ada", "head-split", "break", "engine/model.py", "x = 2\n")
+    store.save_working_copy("bob", "audit", "hunt-7", "engine/model.py", "x = 3\n")
+    assert store.working_copy_keys("ada", "audit") == ["fix", "hunt-12", "hunt-3"]
+    assert store.working_copy_keys("ADA", "audit") == ["fix", "hunt-12", "hunt-3"]  # one learner, any case
+    with pytest.raises(ProgressError, match="cannot name a working copy folder"):
+        store.working_copy_keys("ada", "../audit")

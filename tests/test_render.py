@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 from tutor.render import render_diff, render_result
 from tutor.sandbox.runner import RunResult
 

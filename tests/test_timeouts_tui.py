@@ -16,7 +16,7 @@ from textual.widgets import Static  # noqa: E402
 
 from test_timeouts import TimingOutRunner  # noqa: E402
 from test_tui import drive, finish_runs, make_app, open_exercise, pick, saved, text_of, type_answer  # noqa: E402
-from tutor.model.catalog import load_catalog  # noqa: E402
+from tutor.store.catalog_cache import load_catalog  # noqa: E402
 from tutor.ui.widgets.prediction import PredictionInput  # noqa: E402
 
 

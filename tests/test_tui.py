@@ -25,7 +25,7 @@ from textual.geometry import Region  # noqa: E402
 from textual.widgets import Input, OptionList, Static, TextArea  # noqa: E402
 
 from exercises import answers  # noqa: E402
-from tutor.model.catalog import load_catalog  # noqa: E402
+from tutor.store.catalog_cache import load_catalog  # noqa: E402
 from tutor.model.attempts import Attempt  # noqa: E402
 from tutor.store.progress import ProgressStore  # noqa: E402
 from tutor.sandbox.protocol import Answer, Progress, SideResult  # noqa: E402
@@ -562,7 +562,7 @@ def test_every_screen_works_at_small_sizes(tmp_path, size):
 def test_first_screen_does_not_import_torch(tmp_path):
     code = f"""
 import asyncio, json, sys
-from tutor.model.catalog import load_catalog
+from tutor.store.catalog_cache import load_catalog
 from tutor.store.progress import ProgressStore
 from tutor.ui.app import build_app
 

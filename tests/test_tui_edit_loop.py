@@ -16,7 +16,7 @@ from textual.widgets import Input  # noqa: E402
 
 from test_edit_tui import (EXERCISE, ReadingRunner, drive, make_app, open_edit, result_text,  # noqa: E402
                            saved, settle, status_text)
-from tutor.model.catalog import load_catalog  # noqa: E402
+from tutor.store.catalog_cache import load_catalog  # noqa: E402
 from tutor.ui.screens.fix import EditScreen  # noqa: E402
 from tutor.ui.widgets.code_editor import CodeEditor  # noqa: E402
 

@@ -28,7 +28,7 @@ import pytest
 pytest.importorskip("textual")
 
 from test_tui import LEARNER, FakeRunner  # noqa: E402
-from tutor.model.catalog import load_catalog  # noqa: E402
+from tutor.store.catalog_cache import load_catalog  # noqa: E402
 from tutor.model.attempts import Attempt  # noqa: E402
 from tutor.store.progress import ProgressStore  # noqa: E402
 from tutor.ui.app import build_app  # noqa: E402

@@ -18,7 +18,7 @@ pytest.importorskip("pytest_textual_snapshot")
 
 from test_edit_tui import ReadingRunner  # noqa: E402
 from tutor.model.attempts import Attempt  # noqa: E402
-from tutor.model.catalog import load_catalog  # noqa: E402
+from tutor.store.catalog_cache import load_catalog  # noqa: E402
 from tutor.store.progress import ProgressStore  # noqa: E402
 from tutor.ui.app import build_app  # noqa: E402
 

@@ -53,3 +53,30 @@ def shifted_pairs(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def make_optimizer(model: nn.Module) -> torch.optim.Optimizer:
     """AdamW at LEARNING_RATE, no weight decay (decay would pull the table toward uniform)."""
     return torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=0.0)
+
+
+def counting_floor(x: torch.Tensor, y: torch.Tensor, vocab_size: int) -> tuple[torch.Tensor, float]:
+    """The empirical bigram table of pairs x -> y and its loss, the floor no bigram goes below.
+
+    Seed 001, Part 3 of its lab: each row is normalised by the number of
+    pairs that *leave* its character, so row a holds the frequencies of what
+    follows a; the floor is the mean of -ln(frequency) over the N pairs,
+    which weights every (current, next) cell by how often it occurs. A cell
+    that never occurs contributes nothing, so only observed cells enter the
+    logarithm (0 · ln 0 would be 0 · -inf = NaN in floating point).
+
+    Args:
+        x, y: (B, T) int64 current and next ids, N = B · T pairs.
+        vocab_size: V.
+
+    Returns:
+        ``(probs, floor)``: the (V, V) float64 table, each row summing to 1
+        (or 0 for a character nothing follows), and the floor in nats per
+        target.
+    """
+    V = vocab_size
+    counts = torch.bincount((x * V + y).flatten(), minlength=V * V).reshape(V, V).double()  # (V, V)
+    probs = counts / counts.sum(1, keepdim=True).clamp_min(1)  # each row over what follows its character
+    seen = counts > 0  # only pairs that occur enter the logarithm
+    floor = -(counts[seen] * probs[seen].log()).sum() / y.numel()
+    return probs, floor.item()

@@ -50,17 +50,19 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
-from tutor.app.run import EditOutcome, EditRun, Outcome, Run
-from tutor.app.tasks import INSTRUMENTS_CHECK, INSTRUMENTS_TIMEOUT_S, Task, task_for
 from tutor.model.attempts import (GRADED, RECORDED, Attempt, ExerciseProgress, LearnerProgress, ProgressError,
                                   is_prediction)
 from tutor.model.catalog import Catalog, Exercise
 from tutor.model.patch import EditError
-from tutor.sandbox.protocol import Progress, Side
-from tutor.sandbox.runner import RunResult, standard_sides
-from tutor.store.progress import ProgressStore
+
+if TYPE_CHECKING:  # a run's machinery (runs, tasks, sides, the runner) loads with the first run, below
+    from tutor.app.run import EditOutcome, EditRun, Outcome, Run
+    from tutor.app.tasks import Task
+    from tutor.sandbox.protocol import Progress, Side
+    from tutor.sandbox.runner import RunResult
+    from tutor.store.progress import ProgressStore
 
 
 class RunnerLike(Protocol):
@@ -206,15 +208,15 @@ class Session:
             return set()
         seeds = {a.seed for a in self.progress.of(exercise.id).edits("hunt")}
         try:
-            folder = self.store.working_copy_path(self.learner, exercise.id, "hunt-0", "x.py").parent.parent
-            names = [entry.name for entry in folder.iterdir() if entry.is_dir()] if folder.is_dir() else []
-        except (OSError, ProgressError):
+            names = self.store.working_copy_keys(self.learner, exercise.id)
+        except ProgressError:
             names = []
         seeds |= {int(name[5:]) for name in names if name.startswith("hunt-") and name[5:].isdigit()}
         return seeds
 
     def sides_for(self, exercise: Exercise) -> tuple[Side, ...]:
         """The sides of a plain run: clean, and faulted when the exercise has a fault."""
+        from tutor.sandbox.runner import standard_sides  # deferred: the runner loads with the first run
         return standard_sides(self.catalog, exercise)
 
     def start(self, exercise: Exercise, prediction: str | None = None, *, seed: int | None = None,
@@ -234,6 +236,7 @@ class Session:
                 (``tutor.sandbox.speed``); None lets the runner choose.
             confidence: how sure the learner said they were (percent, 50-100), saved with the attempt.
         """
+        from tutor.app.run import Run  # deferred: a run's machinery loads with the first run, not the first screen
         return Run(self, exercise, prediction, seed=self.seed_for(exercise) if seed is None else seed,
                    sides=tuple(sides) if sides is not None else self.sides_for(exercise), note=note,
                    record=record and self.store is not None, timeout_scale=timeout_scale,
@@ -250,6 +253,7 @@ class Session:
             result: its result.
             note: the note to save with the retry's attempt (default: the run's).
         """
+        from tutor.app.run import Run  # deferred: as in start
         return Run(self, run.exercise, run.prediction, seed=run.seed, sides=run.sides,
                    note=run.note if note is None else note, record=run.record, timeout_scale=result.retry_scale,
                    confidence=run.confidence)
@@ -296,6 +300,7 @@ class Session:
                 if self.store is not None else []
             hunted = self._hunted(exercise)
             seed = predicted[-1] if predicted else min(hunted) if hunted else self.seed_for(exercise)
+        from tutor.app.tasks import task_for  # deferred: an edit task's machinery loads with the first one
         return task_for(self.catalog, exercise, mode, seed)
 
     def working_copy(self, task: "Task") -> str | None:
@@ -357,6 +362,7 @@ class Session:
             tutor.model.patch.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte; a
                 break without a prediction, or whose file is still the clean one.
         """
+        from tutor.app.run import EditRun  # deferred: as in start
         if task.mode == "break":
             if not (prediction or "").strip():
                 raise EditError("predict first: say what your fault will do (an answer of the exercise's "
@@ -396,6 +402,7 @@ class Session:
         """
         if not task.engine:
             return None
+        from tutor.app.tasks import INSTRUMENTS_CHECK, INSTRUMENTS_TIMEOUT_S  # deferred: as in edit_task
         exercise = replace(task.exercise, check=INSTRUMENTS_CHECK, timeout_s=INSTRUMENTS_TIMEOUT_S)
         return self.runner.run(exercise, None, on_progress=on_progress, seed=0, sides=task.sides(text, repeat=False))
 
@@ -457,6 +464,7 @@ class Session:
                 writes it), e.g. when the answer was submitted; None is now.
             submission: the graded submission's id; a file that holds it already is not changed.
         """
+        from tutor.app.run import Outcome  # deferred: as in start
         if self.store is None or result.status not in RECORDED:
             return Outcome(result)
         return self._record(exercise, result, note, time, submission=submission)
@@ -465,6 +473,7 @@ class Session:
                 confidence: int | None = None, submission: str = "") -> Outcome:
         """Save the attempt, then its note; ``saved_to`` says whether the attempt was saved, whatever
         became of the note (a note that fails is said in ``save_error``)."""
+        from tutor.app.run import Outcome  # deferred: as in start
         outcome = Outcome(result)
         attempt = Attempt.of(result, confidence=confidence)
         if result.status not in GRADED:

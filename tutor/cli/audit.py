@@ -37,7 +37,7 @@ from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_
 from exercises.faults import source_root
 from tutor.cli.audit_args import add_parser
 from tutor.cli.output import envelope
-from tutor.sandbox import confine, speed
+from tutor.sandbox import confine, landlock, speed
 from tutor.sandbox.audit_limit import AUDIT_BASE_S, PROBE_WAIT_S, SPEED_MARKER, audit_limit
 from tutor.sandbox.speed import ScaleError, TimeLimit, environment_scale
 
@@ -261,7 +261,7 @@ def _limits(cap_memory: bool, policy=None) -> None:
         pass
     if policy is not None:
         try:
-            confine.restrict(*policy)
+            landlock.restrict(*policy)
         except OSError:
             pass  # the audit still runs; :func:`_audit_policy` found Landlock, so this is the kernel's refusal
 
@@ -275,14 +275,14 @@ def _audit_policy(work: str, audited: str):
     """
     if not confine.enabled():
         return None
-    abi = confine.landlock_abi()
+    abi = landlock.landlock_abi()
     if abi < 1:
         return None
     executable = os.path.realpath(sys.executable)
     extra = [os.path.dirname(os.path.abspath(audited)), _source_root(), os.path.dirname(executable),
              os.path.dirname(os.path.abspath(sys.executable)), os.path.join(sys.prefix, "pyvenv.cfg")]
     roots = confine.read_roots(cut_private=False)
-    return confine.Policy(tree=os.path.realpath(work), read=roots + tuple(extra), network=True), abi
+    return landlock.Policy(tree=os.path.realpath(work), read=roots + tuple(extra), network=True), abi
 
 
 def _source_root() -> str:

@@ -23,9 +23,9 @@ def check(args, events: Events) -> CheckReply:
     from tutor.sandbox.runner import DeviceError, WorkerError
     cat = catalog()
     exercises = [exercise(cat, i) for i in args.ids] if args.ids else cat.exercises
-    if args.set_id:
-        wanted = find_set(cat, args.set_id).id
-        exercises = [e for e in exercises if e.set == wanted]
+    if args.set_ids:  # every --set given: the exercises of any of them
+        wanted = {find_set(cat, name).id for name in args.set_ids}
+        exercises = [e for e in exercises if e.set in wanted]
     asked = getattr(args, "jobs", None)
     jobs = max(1, min(asked or 1, len(exercises) or 1))
     scale = getattr(args, "timeout_scale", None)

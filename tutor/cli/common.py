@@ -10,7 +10,8 @@ import shlex
 
 from tutor.cli.replies import Events, UsageError
 from tutor.model.attempts import ProgressError, check_confidence
-from tutor.model.catalog import CatalogError, load_catalog
+from tutor.model.catalog import CatalogError
+from tutor.store.catalog_cache import load_catalog
 from tutor.model.finding import UnknownExercise, resolve
 
 

@@ -25,12 +25,14 @@ from tutor.cli.common import catalog_or_none
 from tutor.cli.replies import (EXIT_CHECK, EXIT_SAVE, EXIT_USAGE, CouldNotRun, Events, GradeReply, GradescopeReply,
                                ReportReply, UsageError)
 from tutor.instructor import assignment as assignments
+from tutor.instructor import answer_rows, saving
 from tutor.instructor import columns as lms
 from tutor.instructor import grade as grading
 from tutor.instructor import gradebook, memo
 from tutor.instructor import results as class_results
 from tutor.instructor import shard as sharding
 from tutor.model.attempts import ProgressError
+from tutor.store.files import write_text_atomically
 from tutor.store.progress import ProgressStore, default_folder
 
 
@@ -108,16 +110,16 @@ def _grade(args, events: Events) -> GradeReply:
         raise UsageError("--answers - reads standard input; say where the gradebook goes with --out DIR")
     out = Path(args.out) if args.out else _default_out(Path(args.answers))
     given = grading.chosen_assignment(getattr(args, "assignment", None), getattr(args, "exercises", None), catalog)
-    rows = grading.read_answers(args.answers, catalog, lms.parse_columns(getattr(args, "columns", None)))
+    rows = answer_rows.read_answers(args.answers, catalog, lms.parse_columns(getattr(args, "columns", None)))
     part = sharding.parse(getattr(args, "shard", None))
     if part is not None:
         rows = [r for r in rows if sharding.belongs(r.key if r.key is not None else (r.learner or ""), part)]
     plan = given or assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
     _ensure_folder(out)
     store = _store_to_save_in(args)
-    saver = grading.Saver(catalog, store, events.notice) if store is not None else None
+    saver = saving.Saver(catalog, store, events.notice) if store is not None else None
     earlier = gradebook.read_rows(out) if getattr(args, "resume", False) else []
-    todo = grading.not_yet_graded(rows, earlier)
+    todo = answer_rows.not_yet_graded(rows, earlier)
     readable = sum(r.problem is None for r in todo)
     jobs = _workers(args.jobs, readable, events.notice)
     try:
@@ -145,9 +147,9 @@ def _grade(args, events: Events) -> GradeReply:
     every = sorted(earlier + graded_now, key=lambda r: r["line"])
     gradebook_path, results_path = out / gradebook.GRADEBOOK, out / "results.json"
     try:
-        grading.write_atomically(gradebook_path, gradebook.to_csv(every))
+        write_text_atomically(gradebook_path, gradebook.to_csv(every))
         data_json = class_results.class_results(every, plan, grading._titles(catalog), str(args.answers))
-        grading.write_atomically(results_path, json.dumps(data_json, indent=2, ensure_ascii=False) + "\n")
+        write_text_atomically(results_path, json.dumps(data_json, indent=2, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
     counts: dict[str, int] = {}
@@ -195,9 +197,9 @@ def _merge(args, events: Events, catalog, folders: list[Path], started: float) -
     try:
         writer = gradebook.Writer(out, rows)
         writer.close()
-        grading.write_atomically(out / gradebook.GRADEBOOK, gradebook.to_csv(rows))
+        write_text_atomically(out / gradebook.GRADEBOOK, gradebook.to_csv(rows))
         data_json = class_results.class_results(rows, plan, grading._titles(catalog), ", ".join(str(f) for f in folders))
-        grading.write_atomically(out / "results.json", json.dumps(data_json, indent=2, ensure_ascii=False) + "\n")
+        write_text_atomically(out / "results.json", json.dumps(data_json, indent=2, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
     counts: dict[str, int] = {}
@@ -258,7 +260,7 @@ def _grade_fixes(args, events: Events, catalog, started: float) -> GradeReply:
     _ensure_folder(out)
     store = _store_to_save_in(args)
     earlier = gradebook.read_rows(out) if getattr(args, "resume", False) else []
-    todo = grading.not_yet_graded(rows, earlier)
+    todo = answer_rows.not_yet_graded(rows, earlier)
     factory = getattr(args, "runner_factory", None) or (lambda cat, dev: Runner(cat, device=dev))
     runner = factory(catalog, args.device)
     writer = gradebook.Writer(out, earlier)
@@ -280,9 +282,9 @@ def _grade_fixes(args, events: Events, catalog, started: float) -> GradeReply:
         runner.close()
         writer.close()
     every = sorted(earlier + graded, key=lambda r: r["line"])
-    grading.write_atomically(out / gradebook.GRADEBOOK, gradebook.to_csv(every))
+    write_text_atomically(out / gradebook.GRADEBOOK, gradebook.to_csv(every))
     data_json = class_results.class_results(every, plan, grading._titles(catalog), str(args.fixes))
-    grading.write_atomically(out / "results.json", json.dumps(data_json, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomically(out / "results.json", json.dumps(data_json, indent=2, ensure_ascii=False) + "\n")
     counts: dict = {}
     for r in every:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
@@ -343,7 +345,7 @@ def gradescope(args, events: Events) -> GradescopeReply:
         result = autograder.failure(error or "the autograder stopped")
     try:
         results_path.parent.mkdir(parents=True, exist_ok=True)
-        grading.write_atomically(results_path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        write_text_atomically(results_path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise UsageError(f"cannot write {results_path} ({exc.strerror or exc})") from None
     data = {"results": str(results_path), "result": result}

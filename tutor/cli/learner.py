@@ -25,11 +25,9 @@ from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_SAVE,
                                Events, EveryoneReply, ListReply, ProgressReply, Reply, ReviewReply, RunReply, ShowReply,
                                UsageError, VersionReply)
 from tutor.model.attempts import ProgressError
-from tutor.model.calibration import calibration_by_set
-from tutor.model.patch import MAX_EDIT_BYTES, EditError, apply_patch
-from tutor.model.review import INTERVALS_DAYS, SURE, review_states
-from tutor.model.verdict import YOURS, first_instrument_divergence, instruments_holding
-from tutor.store.migration import FORMAT_VERSION, classify, read_bytes
+
+# The rules only some commands use (calibration, review, patches, verdicts, the progress format) are
+# imported by those commands: 'tutor list' loads none of them.
 
 
 def list_(args, events: Events) -> ListReply:
@@ -131,6 +129,7 @@ def break_(args, events: Events) -> EditReply:
 
 def _edit(args, events: Events, mode: str) -> EditReply:
     # deferred: 'tutor list' and 'tutor show' load no store, runner or session
+    from tutor.model.patch import EditError
     from tutor.sandbox.runner import DeviceError, WorkerError
     cat = catalog()
     ex = exercise(cat, args.id)
@@ -206,6 +205,7 @@ def _learner_text(args, task) -> str:
         UsageError: the file cannot be read as UTF-8 text; a patch that does not apply (the hunk named).
         tutor.model.patch.EditError: passed on from the patch.
     """
+    from tutor.model.patch import MAX_EDIT_BYTES, apply_patch  # deferred: only an edit command reads a patch
     name = getattr(args, "patch", None) or args.file
     what = "patch" if getattr(args, "patch", None) else "file"
     try:
@@ -229,6 +229,7 @@ def _learner_text(args, task) -> str:
 
 def edit_data(ex, outcome) -> dict:
     """The JSON of an edit-mode run: ``tutor run``'s fields, then mode, diff, fixed, yours, verdict, instruments."""
+    from tutor.model.verdict import YOURS, first_instrument_divergence, instruments_holding  # deferred: edits only
     result, verdict, task = outcome.result, outcome.verdict, outcome.task
     data = result.to_dict()
     data["observed_text"] = answers.show(ex.kind, result.observed) if result.observed is not None else None
@@ -279,6 +280,7 @@ def progress(args, events: Events) -> Reply:
     usage errors (exit 2): a typo must not read as "no attempts yet". The
     learner's own default name with no file yet is empty progress.
     """
+    from tutor.model.calibration import calibration_by_set  # deferred: only a progress command counts it
     if args.all:
         return progress_of_everyone(args)
     store, learner = store_and_learner(args, events.notice)
@@ -362,7 +364,7 @@ def typed_value(ex, text: str):
 
 def review(args, events: Events) -> ReviewReply:
     """``tutor review``: the exercises due for review today (Leitner boxes after 1, 3 and 7 days); reads only."""
-
+    from tutor.model.review import INTERVALS_DAYS, SURE, review_states  # deferred: only a review uses the boxes
     store, learner = store_and_learner(args, events.notice)
     try:
         loaded = store.load(learner, move_aside=False)  # a review never moves a file
@@ -393,6 +395,7 @@ def progress_of_everyone(args) -> EveryoneReply:
     error (exit 2); damaged files moved aside earlier are counted and named.
     """
     # deferred: 'tutor list' and 'tutor show' load no store, runner or session
+    from tutor.store.migration import classify, read_bytes
     from tutor.store.progress import ProgressStore, default_folder
     if args.learner:
         raise UsageError("--all reviews every learner in the folder; drop --learner, or drop --all")
@@ -443,6 +446,7 @@ def progress_of_everyone(args) -> EveryoneReply:
 
 def version(args, events: Events) -> VersionReply:
     """``tutor --version``: this tutor's version, its JSON schema and progress format."""
+    from tutor.store.migration import FORMAT_VERSION  # deferred: as in progress_of_everyone
     return VersionReply({"version": __version__, "progress_format": FORMAT_VERSION})
 
 

@@ -35,7 +35,6 @@ from exercises import answers
 from tutor.cli.replies import (CheckReply, EditReply, EveryoneReply, GradeReply, GradescopeReply, ListReply, ProgressReply, Reply,
                                ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
 from tutor.model.attempts import show_time
-from tutor.model.review import INTERVALS_DAYS
 
 #: The version of the JSON objects the commands print (see the module docstring).
 SCHEMA_VERSION = 1
@@ -257,6 +256,7 @@ class RichOutput:
         # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
 
+        from tutor.model.review import INTERVALS_DAYS
         from tutor.render import WordTable
         console = self.console
         if not reply.due:

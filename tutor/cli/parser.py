@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="run checks without a prediction: does each fault show?")
     p.add_argument("ids", nargs="*", metavar="ID", help="exercise ids (default: all)")
-    p.add_argument("--set", dest="set_id", help="only this set")
+    p.add_argument("--set", dest="set_ids", action="append", metavar="SET",
+                   help="only this set (give --set again for more: their exercises together)")
     p.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
                    help="run checks in N workers at once and report the wall time (default: 1 worker, "
                         "safe on 2 cores; each worker gets its share of the cores)")

@@ -1,4 +1,4 @@
-"""What a command hands back, and how it fails: the leaf every command and the instructor's tools share.
+"""What a command hands back, and how it fails: what every command shares.
 
 A command takes the parsed arguments and an :class:`Events` sink and returns
 a :class:`Reply`: ``data``, the one JSON object ``--json`` prints, the exit
@@ -11,7 +11,9 @@ or input error, 3 the check itself could not run (the subject raised,
 crashed or timed out, or the check worker would not start), 4 the attempt
 could not be saved (``run``, ``fix``, ``break`` and ``grade --save`` alike).
 
-Imports nothing of the tutor: a leaf.
+The two errors are :mod:`tutor.model.errors`' (the instructor's tools raise
+them too), named here beside their exit codes. Imports nothing else of the
+tutor.
 """
 
 from __future__ import annotations
@@ -20,32 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+# re-exported beside their exit codes: the commands raise and catch them as the command line's errors
+from tutor.model.errors import CouldNotRun, UsageError  # noqa: F401
+
 EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, EXIT_CHECK = 0, 1, 2, 3
 #: The work was done but what it produced could not be saved (a full disk, a read-only progress file).
 EXIT_SAVE = 4
-
-
-class UsageError(Exception):
-    """Bad input from the user: one sentence, exit 2.
-
-    Attributes:
-        context: what the input was about, added to the JSON error object
-            (``{"id": ..., "learner": ..., "prediction": ...}`` for an answer
-            that does not read), so a refused answer is never mistaken for
-            one never given.
-    """
-
-    def __init__(self, sentence: str, context: dict | None = None) -> None:
-        super().__init__(sentence)
-        self.context = dict(context or {})
-
-
-class CouldNotRun(Exception):
-    """The check could not be run at all (e.g. the worker did not start): one sentence, exit 3."""
-
-    def __init__(self, sentence: str, context: dict | None = None) -> None:
-        super().__init__(sentence)
-        self.context = dict(context or {})
 
 
 class Events(Protocol):

@@ -33,7 +33,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from tutor.cli.replies import UsageError
+from tutor.model.errors import UsageError
 
 try:
     import tomllib

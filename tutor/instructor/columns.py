@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tutor.cli.replies import UsageError
+from tutor.model.errors import UsageError
 
 #: The fields of an answers row, in the gradebook's order.
 FIELDS = ("learner", "exercise", "answer", "note", "submitted_at", "seed")

@@ -26,7 +26,7 @@ import hashlib
 from dataclasses import replace
 from pathlib import Path
 
-from tutor.cli.replies import UsageError
+from tutor.model.errors import UsageError
 
 #: The endings of a submitted file, and what they hold.
 ENDINGS = {".py": "file", ".diff": "patch", ".patch": "patch"}
@@ -42,7 +42,7 @@ def find(folder: Path, catalog) -> list:
         UsageError: ``folder`` is not a folder, or holds no learner folders.
     """
     # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from tutor.instructor.grade import AnswerRow
+    from tutor.instructor.answer_rows import AnswerRow
     from tutor.model.attempts import ProgressError
     from tutor.store.names import learner_key, validate_learner
     folder = Path(folder)

@@ -35,7 +35,7 @@ import json
 import time
 from pathlib import Path
 
-from tutor.cli.replies import UsageError
+from tutor.model.errors import UsageError
 
 try:
     import tomllib
@@ -67,15 +67,14 @@ def read_submission(folder: Path, catalog, learner: str, submitted_at: str | Non
         UsageError: the folder is missing, holds nothing to grade, or its answers file does not read.
     """
     # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from tutor.instructor import grade as grading
-    from tutor.instructor import fixes
+    from tutor.instructor import answer_rows, fixes
     if not folder.is_dir():
         raise UsageError(f"there is no submission folder {folder}")
     pairs: list[tuple[str, str]] = []
     found = [folder / name for name in ANSWER_FILES if (folder / name).is_file()]
     for path in found:
         pairs += _pairs(path)
-    checker = grading._Checker(catalog)
+    checker = answer_rows.Checker(catalog)
     rows = []
     for n, (exercise, answer) in enumerate(pairs, 1):
         fields = {"learner": learner, "exercise": exercise, "answer": answer}
@@ -100,14 +99,14 @@ def _repairs(folder: Path, names: set, catalog, learner: str) -> list:
     # deferred: loaded when this step runs (the instructor's modules build on one another)
     import hashlib
 
-    from tutor.instructor import grade as grading
+    from tutor.instructor import answer_rows
     from tutor.instructor.fixes import ENDINGS
     from tutor.model.attempts import ProgressError
     from tutor.store.names import learner_key, validate_learner
     rows = []
     for name in sorted(names):
         path = folder / name
-        row = grading.AnswerRow(line=0, learner=learner, exercise=path.stem, mode="fix")
+        row = answer_rows.AnswerRow(line=0, learner=learner, exercise=path.stem, mode="fix")
         try:
             row.learner = validate_learner(learner)
             row.key = learner_key(row.learner)

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from exercises import answers
-from tutor.cli.replies import UsageError
+from tutor.model.errors import UsageError
 from tutor.model.attempts import ExerciseProgress, ProgressError, confidence_of, in_time_order, is_prediction
 from tutor.model.calibration import calibrate
 from tutor.store.files import spreadsheet_safe

@@ -17,7 +17,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from tutor.cli.replies import UsageError
+from tutor.model.errors import UsageError
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 

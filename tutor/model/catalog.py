@@ -7,11 +7,16 @@ unknown keys, missing fields, wrong types, duplicate ids, unknown faults or
 faults that no longer apply, and checks that do not exist. TOML is data only;
 nothing in it is executed, and this module imports neither torch nor Textual
 (a check's existence is verified by reading its module as text).
+
+Loading is :func:`tutor.store.catalog_cache.load_catalog`'s: the store keeps
+the validated catalog across processes; :func:`build_catalog` here reads and
+validates, no cache involved.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import re
 from dataclasses import MISSING, dataclass, field, fields
@@ -19,7 +24,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from exercises import answers
-from exercises.faults import Fault, FaultError, add_faults, source_root
+from exercises.faults import Fault, FaultError, add_faults
 
 FORMAT_VERSION = 1
 EXERCISES_DIR = Path(__file__).resolve().parents[2] / "exercises"
@@ -193,53 +198,15 @@ def catalog_dir() -> Path:
     """The folder of set files: ``exercises/``, or ``$TUTOR_CATALOG_DIR`` (benchmarks and tests only).
 
     Another folder's checks are looked up in its own folder, and its faults'
-    files under its parent, as for any folder passed to :func:`load_catalog`.
+    files under its parent, as for any folder passed to :func:`tutor.store.catalog_cache.load_catalog`.
     """
     chosen = os.environ.get("TUTOR_CATALOG_DIR")
     return Path(chosen).resolve() if chosen else EXERCISES_DIR
 
 
-def load_catalog(directory: Path | None = None) -> Catalog:
-    """Load and validate every set file in ``directory`` (default :func:`catalog_dir`).
-
-    Built once per process and folder; across processes the validated catalog
-    comes from a cache keyed by the digests of every file the validation read
-    (:mod:`tutor.store.catalog_cache`), so a changed file is validated again.
-
-    Raises:
-        CatalogError: one sentence naming the file, the exercise and the key.
-    """
-    return _load_catalog(catalog_dir() if directory is None else Path(directory))
-
-
-load_catalog.cache_clear = lambda: _load_catalog.cache_clear()  # forget the catalogs this process built
-
-
-@lru_cache(maxsize=4)
-def _load_catalog(directory: Path) -> Catalog:
-    # deferred: the catalog's cache loads only when the catalog is read or checked
-    from tutor import __version__
-    from tutor.store import catalog_cache
-    root = source_root() if directory == EXERCISES_DIR else directory.parent
-    listing = sorted(directory.glob("*.toml"))
-
-    def build() -> tuple[Catalog, dict[Path, str]]:
-        reads: dict[Path, str] = {}
-        return build_catalog(directory, root, listing, reads), reads
-
-    scope = (f"tutor {__version__}", f"rules {_rules_digest()}", f"catalog {directory.resolve()}",
-             f"source {root.resolve()}")
-    return catalog_cache.load_or_build(scope, listing, build, beside=directory)
-
-
-@lru_cache(maxsize=1)
-def _rules_digest() -> str:
-    """The digest of the modules whose rules validation applies (this one, answers, faults)."""
-    # deferred: the catalog's cache loads only when the catalog is read or checked
-    import exercises.faults
-    from tutor.store.catalog_cache import text_digest
-    modules = (__file__, answers.__file__, exercises.faults.__file__)
-    return text_digest("\0".join(Path(m).read_text(encoding="utf-8") for m in modules))
+def text_digest(text: str) -> str:
+    """The BLAKE2b digest (hex) of a file's text, as the build read it (the cache compares files by it)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
 
 
 def build_catalog(directory: Path, root: Path, listing: list[Path], reads: dict | None = None) -> Catalog:
@@ -272,10 +239,9 @@ def _load_set(path: Path, faults: dict, seen: dict, uses: list, root: Path, read
         # deferred: the validated cache usually spares reading any TOML
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
-        # deferred: the catalog's cache loads only when the catalog is read or checked
+        # deferred: the validated cache usually spares reading any TOML
         import tomli as tomllib
 
-    from tutor.store.catalog_cache import text_digest
     name = path.name
     try:
         if path.stat().st_size > MAX_CATALOG_BYTES:
@@ -399,8 +365,6 @@ def _answer_items(e: dict, where: str):
 def _functions_in(path: Path) -> tuple[frozenset[str], str]:
     """Names of the top-level functions a check module defines (read as text, never imported;
     once per module and build), and the digest of the text read."""
-    # deferred: the catalog's cache loads only when the catalog is read or checked
-    from tutor.store.catalog_cache import text_digest
     text = path.read_text(encoding="utf-8")
     return frozenset(re.findall(r"^def ([A-Za-z_][A-Za-z0-9_]*)\(", text, re.M)), text_digest(text)
 

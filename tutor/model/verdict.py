@@ -84,7 +84,7 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
     repeat_items = {_item_key(item): item for item in (repeat or []) if isinstance(item, dict)}
     ours_keys = set()
     for item in ours:
-        if not isinstance(item, dict) or item.get("type") == "note" or VARIES_MARK in str(item.get("title", "")):
+        if not isinstance(item, dict) or item.get("type") == "note" or VARIES_MARK in str(item.get("title")):
             continue
         key = _item_key(item)
         ours_keys.add(key)
@@ -94,7 +94,7 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
             if repeat is not None and key in repeat_items:
                 continue  # the clean code itself gave it on one run and not the other
             return f"{kind} {title!r} is on the {ours_name} side only"
-        again = repeat_items.get(key) if repeat is not None else None
+        again = repeat_items.get(key)  # None without a repeat
         if kind == "table":
             rows, other_rows = item.get("rows", []), other.get("rows", [])
             again_rows = again.get("rows", []) if again is not None else None
@@ -140,7 +140,7 @@ def _number(cell: Any) -> float | None:
         return None
 
 
-def _numbers_agree(a: Any, b: Any, tolerance: float = 0.0) -> bool:
+def _numbers_agree(a: Any, b: Any, tolerance: float) -> bool:
     x, y = _number(a), _number(b)
     if x is None or y is None:
         return _equal(a, b) or str(a) == str(b)
@@ -151,21 +151,21 @@ def _numbers_agree(a: Any, b: Any, tolerance: float = 0.0) -> bool:
     return abs(x - y) <= max(tolerance, EVIDENCE_ABS_TOL, EVIDENCE_REL_TOL * max(abs(x), abs(y)))
 
 
-def _rows_agree(row: list, other: list, tolerance: float = 0.0) -> bool:
+def _rows_agree(row: list, other: list, tolerance: float) -> bool:
     return len(row) == len(other) and all(_numbers_agree(a, b, tolerance) for a, b in zip(row, other))
 
 
 def _item_key(item: dict) -> tuple[str, str]:
-    kind = str(item.get("type", "?"))
-    return kind, str(item.get("text" if kind == "note" else "title", ""))
+    """An evidence item's kind and title, which pair it across sides (notes are never paired)."""
+    return str(item.get("type", "?")), str(item.get("title", ""))
 
 
 def _changed_cells(row: list, other: list, columns: list, ours_name: str, theirs_name: str,
-                   tolerance: float = 0.0) -> str:
+                   tolerance: float) -> str:
     """The cells two rows of one table differ in: ``column: yours A · clean B``, joined by "; "."""
     if len(row) != len(other):
         return f"{ours_name} {', '.join(map(str, row))} · {theirs_name} {', '.join(map(str, other))}"
-    names = list(columns) if len(columns) == len(row) else [f"cell {i}" for i in range(1, len(row) + 1)]
+    names = list(columns) if len(columns) == len(row) else [f"cell {i}" for i, _ in enumerate(row, start=1)]
     return "; ".join(f"{name}: {ours_name} {a} · {theirs_name} {b}"
                      for name, a, b in zip(names, row, other) if not _numbers_agree(a, b, tolerance))
 
@@ -234,20 +234,36 @@ def _yours(result) -> tuple[str, Any, str | None]:
     return status, None, error
 
 
-def _clean_runs(result) -> tuple[list, list | None]:
-    """The clean code's observations in this run (clean, then repeat when it measured) and the repeat's evidence."""
+@dataclass(frozen=True)
+class _Clean:
+    """What the clean code measured in one run, read once per verdict.
+
+    Attributes:
+        runs: its observations: clean's, then repeat's when the repeat measured.
+        repeat_evidence: the repeat's evidence list, or None without a measured repeat.
+        reproduces: whether its evidence came out exactly alike on both runs
+            (True without a repeat): :func:`evidence_reproduces`.
+    """
+
+    runs: list
+    repeat_evidence: list | None
+    reproduces: bool
+
+
+def _clean(result) -> _Clean:
+    """The clean code's side of ``result`` (which holds a measured ``clean``)."""
     runs = [result.observations["clean"]]
-    if REPEAT in result.observations:
-        runs.append(result.observations[REPEAT])
-        return runs, result.evidence.get(REPEAT, [])
-    return runs, None
+    if REPEAT not in result.observations:
+        return _Clean(runs, None, True)
+    runs.append(result.observations[REPEAT])
+    repeat = result.evidence.get(REPEAT, [])
+    return _Clean(runs, repeat, repeat == result.evidence.get("clean", []))
 
 
-def _difference(exercise: Exercise, result) -> str | None:
+def _difference(exercise: Exercise, result, clean: _Clean) -> str | None:
     """The first reproducible evidence row where yours and clean differ (:func:`first_difference`)."""
-    _, repeat = _clean_runs(result)
     return first_difference(result.evidence.get(YOURS, []), result.evidence.get("clean", []),
-                            repeat=repeat, tolerance=exercise.tolerance)
+                            repeat=clean.repeat_evidence, tolerance=exercise.tolerance)
 
 
 def evidence_reproduces(result) -> bool:
@@ -257,9 +273,25 @@ def evidence_reproduces(result) -> bool:
     memory (phase-ledger, seq-sweep, ...): its evidence cannot tell a
     learner's change from the machine's jitter, so only its observation
     counts towards a verdict.
+
+    Raises:
+        KeyError: the clean side did not measure (no ``clean`` observation).
     """
-    _, repeat = _clean_runs(result)
-    return repeat is None or repeat == result.evidence.get("clean", [])
+    return _clean(result).reproduces
+
+
+def _could_not_run(mode: str, result, consequence: str = "") -> Verdict:
+    """The verdict of a run whose clean side did not measure: nothing to judge the learner's side against.
+
+    Args:
+        mode: ``fix``, ``hunt`` or ``break``.
+        result: the run's result (no ``clean`` observation).
+        consequence: what that means, put after "the clean side did not measure".
+    """
+    why = result.errors.get("clean") or result.errors.get("run") or f"the run ended {result.status}"
+    status, observed, error = _yours(result)
+    return Verdict(mode, "could not run", f"the clean side did not measure{consequence}: {why}",
+                   yours_status=status, yours_observed=observed, yours_error=error)
 
 
 def _varies(exercise: Exercise, runs: list) -> str:
@@ -296,21 +328,18 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
             ``yours`` and (optionally) ``repeat``.
         mode: ``fix`` or ``hunt``.
     """
-    status, observed, error = _yours(result)
     if "clean" not in result.observations:
-        why = result.errors.get("clean") or result.errors.get("run") or f"the run ended {result.status}"
-        return Verdict(mode, "could not run", f"the clean side did not measure, so nothing to compare with: {why}",
-                       yours_status=status, yours_observed=observed, yours_error=error)
-    runs, _ = _clean_runs(result)
-    clean = runs[0]
-    kind = exercise.kind
+        return _could_not_run(mode, result, ", so nothing to compare with")
+    status, observed, error = _yours(result)
     if status != "ok":
         return Verdict(mode, "not fixed", f"not fixed: your side did not finish — {error}",
                        yours_status=status, yours_error=error)
-    difference = _difference(exercise, result)
+    measured = _clean(result)
+    runs, kind = measured.runs, exercise.kind
+    difference = _difference(exercise, result, measured)
     varies = _varies(exercise, runs)
     matched = next((run for run in runs if same_observation(exercise, observed, run)), None)
-    if matched is not None and (difference is None or not evidence_reproduces(result)):
+    if matched is not None and (difference is None or not measured.reproduces):
         what = "every audit link holds" if mode == "hunt" else "it observes what the clean code observes"
         jitter = "" if difference is None else (
             f" (its evidence differs at {difference}, but the clean code's own evidence varies from run to run, "
@@ -322,7 +351,7 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
                        f"code does, but the evidence behind it differs — {difference}", difference, status, observed)
     where = f"; first difference: {difference}" if difference else ""
     return Verdict(mode, "not fixed", f"not fixed: yours observes {answers.show(kind, observed)}, "
-                   f"clean observes {answers.show(kind, clean)}{varies}{where}", difference, status, observed)
+                   f"clean observes {answers.show(kind, runs[0])}{varies}{where}", difference, status, observed)
 
 
 def judge_hidden(exercise: Exercise, verdict: Verdict, seed: int, hidden: list[tuple[int, Any]],
@@ -346,7 +375,7 @@ def judge_hidden(exercise: Exercise, verdict: Verdict, seed: int, hidden: list[t
     seeds = tuple([seed] + [s for s, _ in hidden])
     drawn = tuple(s for s, _ in hidden)
     if not verdict.fixed or not hidden:
-        return replace(verdict, seeds=seeds if verdict.fixed else (seed,), hidden_seeds=drawn if verdict.fixed else ())
+        return replace(verdict, seeds=(seed,), hidden_seeds=())  # judged at its own seed only
     same_everywhere = True
     first_clean = None
     for hidden_seed, result in hidden:
@@ -390,12 +419,9 @@ def observe_break(exercise: Exercise, result, prediction: str | None = None) -> 
     something other than clean (their fault shows), ``unchanged`` when it
     observed what clean does (the check cannot see their fault).
     """
-    status, observed, error = _yours(result)
     if "clean" not in result.observations:
-        why = result.errors.get("clean") or result.errors.get("run") or f"the run ended {result.status}"
-        return Verdict("break", "could not run", f"the clean side did not measure: {why}",
-                       yours_status=status, yours_observed=observed, yours_error=error)
-    clean = result.observations["clean"]
+        return _could_not_run("break", result)
+    status, observed, error = _yours(result)
     parsed, _ = read_break_prediction(exercise, prediction)
     correct = None
     if parsed is not None:
@@ -406,20 +432,21 @@ def observe_break(exercise: Exercise, result, prediction: str | None = None) -> 
     if status != "ok":
         return Verdict("break", "changed", f"your fault stops the check: {error}", yours_status=status,
                        yours_error=error, prediction_correct=correct)
-    difference = _difference(exercise, result)
-    runs, _ = _clean_runs(result)
+    measured = _clean(result)
+    runs = measured.runs
+    difference = _difference(exercise, result, measured)
     if any(same_observation(exercise, observed, run) for run in runs):
         where = f"; the evidence diverges at {difference}" if difference else "; the evidence is the same too"
         return Verdict("break", "unchanged", f"your fault leaves the observation as it is "
                        f"({answers.show(kind, observed)}){where}", difference, status, observed,
                        prediction_correct=correct)
     where = f"; first divergence: {difference}" if difference else ""
-    return Verdict("break", "changed", f"your fault changes the observation: {answers.show(kind, clean)} → "
+    return Verdict("break", "changed", f"your fault changes the observation: {answers.show(kind, runs[0])} → "
                    f"{answers.show(kind, observed)}{where}", difference, status, observed,
                    prediction_correct=correct)
 
 
-def _predicted_exception(prediction: str, error: str | None) -> bool | None:
+def _predicted_exception(prediction: str, error: str) -> bool | None:
     """A free-text break prediction that names an exception, graded against what the learner's side raised.
 
     None when the prediction is not an exception name.
@@ -428,7 +455,7 @@ def _predicted_exception(prediction: str, error: str | None) -> bool | None:
         name = answers.parse("error", prediction)
     except answers.AnswerError:
         return None
-    raised = (error or "").split(":", 1)[0].strip()
+    raised = error.partition(":")[0].strip()
     return name.lower() == raised.lower()
 
 
@@ -436,13 +463,13 @@ def instruments_holding(result) -> list[dict]:
     """The instruments run's rows: per link, how it ended on each side (``holds``, ``fails``, ``skip``).
 
     Reads the ``Instruments`` table the :data:`INSTRUMENTS_CHECK` check returns
-    on each side; a side that did not measure gives its error instead.
+    on each side; a side that did not measure has no evidence, so no entry
+    (its error is in ``result.errors``).
     """
-    sides = [s for s in ("clean", "faulted", YOURS) if s in result.evidence or s in result.errors]
     rows: dict[str, dict] = {}
-    for side in sides:
+    for side in ("clean", "faulted", YOURS):
         for item in result.evidence.get(side, []):
-            if item.get("type") == "table" and str(item.get("title", "")).startswith("Instruments"):
+            if item.get("type") == "table" and str(item.get("title")).startswith("Instruments"):
                 for row in item.get("rows", []):
                     entry = rows.setdefault(row[0], {"link": row[0]})
                     entry[side] = row[1]
@@ -456,7 +483,7 @@ def first_instrument_divergence(result) -> str | None:
     for row in instruments_holding(result):
         clean, yours = row.get("clean"), row.get(YOURS)
         if clean != yours:
-            why = row.get(f"{YOURS}_verdict", "") if yours == "fails" else row.get("clean_verdict", "")
+            why = row.get(f"{YOURS}_verdict" if yours == "fails" else "clean_verdict")
             return f"{row['link']}: {clean or 'did not run'} on clean, {yours or 'did not run'} on yours" + \
                 (f" — {why}" if why else "")
     return None

@@ -38,175 +38,35 @@ read outside what the policy allows, a TCP connection out. The kernel
 refuses; the hook only says so, and the side's result carries the sentence
 ("tried to write ~/x: refused").
 
+This module is the policy: what a child may read (:func:`read_roots`), what
+works here (:func:`probe`) and what the child tried (:class:`Attempts`). The
+kernel's calls are :mod:`tutor.sandbox.landlock` (Landlock, ``prctl``) and
+:mod:`tutor.sandbox.namespaces` (namespaces, the process tree, the pids
+cgroup).
+
 Environment: ``TUTOR_CONFINE=off`` runs sides unconfined (to see what that
 changes, or where the kernel refuses the mechanisms); the tutor then says so.
 """
 
 from __future__ import annotations
 
-import ctypes
-import fcntl
 import glob
 import importlib.util
 import os
-import socket
-import struct
 import sys
 import sysconfig
-import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Callable, Iterable
+
+from tutor.sandbox.landlock import Policy, landlock_abi, restrict
+from tutor.sandbox.namespaces import MAX_PROCESSES, make_namespaces, make_pids_cgroup, remove_cgroup
+# the runner removes a killed worker's cgroups through this module, with the rest of what it asks of confinement
+from tutor.sandbox.namespaces import remove_cgroups  # noqa: F401
 
 #: ``TUTOR_CONFINE=off`` turns confinement off (the tutor says so).
 ENV = "TUTOR_CONFINE"
-#: The most processes one side may have at once (the child included); past it the side is stopped.
-MAX_PROCESSES = 64
 #: The packages no side may read outside its own tree (their installed copies hold the clean subject).
 PRIVATE_PACKAGES = ("engine", "exercises", "tutor")
-
-# --- Landlock: a small ctypes binding (include/uapi/linux/landlock.h) ------------------------------
-
-_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # the same on every architecture
-_CREATE_RULESET_VERSION = 1
-_RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
-_PR_SET_NO_NEW_PRIVS, _PR_SET_PDEATHSIG = 38, 1
-
-FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-FS_REMOVE_DIR, FS_REMOVE_FILE, FS_MAKE_CHAR, FS_MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
-FS_MAKE_REG, FS_MAKE_SOCK, FS_MAKE_FIFO, FS_MAKE_BLOCK = 1 << 8, 1 << 9, 1 << 10, 1 << 11
-FS_MAKE_SYM, FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV = 1 << 12, 1 << 13, 1 << 14, 1 << 15
-NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
-SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
-
-_FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
-_READ_RIGHTS = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
-
-
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
-
-
-class _PathBeneathAttr(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
-_libc = None
-
-
-def _syscall():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.syscall.restype = ctypes.c_long
-    return _libc
-
-
-def landlock_abi() -> int:
-    """The Landlock ABI version this kernel offers; 0 where there is none (not Linux, too old, disabled)."""
-    if not sys.platform.startswith("linux"):
-        return 0
-    try:
-        version = _syscall().syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0),
-                                     ctypes.c_uint32(_CREATE_RULESET_VERSION))
-    except (OSError, AttributeError):
-        return 0
-    return max(0, int(version))
-
-
-def _handled_fs(abi: int) -> int:
-    rights = (1 << 13) - 1  # EXECUTE … MAKE_SYM: ABI 1
-    if abi >= 2:
-        rights |= FS_REFER
-    if abi >= 3:
-        rights |= FS_TRUNCATE
-    if abi >= 5:
-        rights |= FS_IOCTL_DEV
-    return rights
-
-
-class ConfinementError(OSError):
-    """The kernel refused to confine the child; the message says which step."""
-
-
-@dataclass(frozen=True)
-class Policy:
-    """What one side's child may touch.
-
-    Attributes:
-        tree: the side's private tree (read and write, its own tmp inside).
-        read: folders and files the child may read (never write).
-        write_files: files it may read and write besides its tree (``/dev/null``).
-        network: refuse every TCP bind and connect with Landlock (used when
-            the warden could not give the child a network namespace).
-    """
-
-    tree: str
-    read: tuple[str, ...]
-    write_files: tuple[str, ...] = ("/dev/null",)
-    network: bool = True
-
-
-def restrict(policy: Policy, abi: int) -> None:
-    """Confine this process (a side's child, before the subject is imported) to ``policy``.
-
-    Sets ``no_new_privs`` and applies one Landlock ruleset: reads as
-    ``policy.read``, everything in ``policy.tree``, read-write on
-    ``policy.write_files``; with ABI >= 4 and ``policy.network`` no TCP bind
-    or connect; with ABI >= 6 no signal and no abstract UNIX socket outside
-    the domain. A path that does not exist is skipped.
-
-    Raises:
-        ConfinementError: a step the kernel refused (names it and errno).
-    """
-    libc = _syscall()
-    handled_fs = _handled_fs(abi)
-    attr = _RulesetAttr(handled_access_fs=handled_fs,
-                        handled_access_net=(NET_BIND_TCP | NET_CONNECT_TCP) if abi >= 4 and policy.network else 0,
-                        scoped=(SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if abi >= 6 else 0)
-    size = 24 if abi >= 6 else (16 if abi >= 4 else 8)
-    ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
-    if ruleset < 0:
-        raise ConfinementError(ctypes.get_errno(), "landlock_create_ruleset was refused")
-    try:
-        rules = [(policy.tree, handled_fs)]
-        rules += [(path, _READ_RIGHTS) for path in policy.read]
-        rules += [(path, FS_READ_FILE | FS_WRITE_FILE | (FS_IOCTL_DEV if abi >= 5 else 0))
-                  for path in policy.write_files]
-        for path, rights in rules:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue  # not on this machine
-            try:
-                if not os.path.isdir(path):
-                    rights &= _FILE_RIGHTS
-                rule = _PathBeneathAttr(allowed_access=rights & handled_fs, parent_fd=fd)
-                if libc.syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
-                    raise ConfinementError(ctypes.get_errno(), f"landlock_add_rule was refused for {path}")
-            finally:
-                os.close(fd)
-        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise ConfinementError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) was refused")
-        if libc.syscall(_SYS_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)) < 0:
-            raise ConfinementError(ctypes.get_errno(), "landlock_restrict_self was refused")
-    finally:
-        os.close(ruleset)
-
-
-def die_with_parent(sig: int = 9) -> None:
-    """Ask the kernel to send this process ``sig`` when the thread that forked it ends (PR_SET_PDEATHSIG).
-
-    Only for processes forked from a process's main thread (the worker's and
-    the warden's forks): the signal follows the forking *thread*.
-    """
-    try:
-        _syscall().prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
 
 # --- what a child may read -------------------------------------------------------------------------
 
@@ -285,163 +145,6 @@ def read_roots(forbidden: Iterable[str] = (), cut_private: bool = True) -> tuple
     # A root inside another is redundant; keep the outer one.
     roots = sorted(set(roots))
     return tuple(r for r in roots if not any(r != o and _below(r, o) for o in roots))
-
-
-# --- namespaces (the warden) -----------------------------------------------------------------------
-
-CLONE_NEWNET, CLONE_NEWUSER, CLONE_NEWPID = 0x40000000, 0x10000000, 0x20000000
-
-
-def make_namespaces() -> tuple[bool, bool]:
-    """Move this process (a side's warden, single-threaded) into fresh PID and network namespaces.
-
-    Its next child is the new PID namespace's init: when that child ends,
-    the kernel kills every process it started. The network namespace has
-    only a loopback device, brought up here. As root no user namespace is
-    needed; otherwise one is made first, mapping the user to itself.
-
-    Returns:
-        (pid namespace made, network namespace made).
-    """
-    libc = _syscall()
-    flags = CLONE_NEWPID | CLONE_NEWNET
-    if libc.unshare(flags) != 0:
-        uid, gid = os.geteuid(), os.getegid()
-        if libc.unshare(flags | CLONE_NEWUSER) != 0:
-            return False, False
-        try:
-            _write("/proc/self/setgroups", "deny")
-            _write("/proc/self/uid_map", f"{uid} {uid} 1")
-            _write("/proc/self/gid_map", f"{gid} {gid} 1")
-        except OSError:
-            return True, True  # namespaces made; ids unmapped (files still open as before)
-    _loopback_up()
-    return True, True
-
-
-def _write(path: str, text: str) -> None:
-    with open(path, "w") as fh:
-        fh.write(text)
-
-
-def _loopback_up() -> None:
-    SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            request = struct.pack("16sH14x", b"lo", 0)
-            flags = struct.unpack("16sH14x", fcntl.ioctl(s, SIOCGIFFLAGS, request))[1]
-            fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
-    except OSError:
-        pass
-
-
-def children(pid: int) -> list[int]:
-    """The living children of ``pid``, oldest first, read from /proc; [] where unreadable."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            return [int(c) for c in fh.read().split()]
-    except (OSError, ValueError):
-        return []
-
-
-def descendants(pid: int) -> list[int]:
-    """Every living descendant of ``pid`` (its children, theirs, ...), read from /proc; [] where unreadable."""
-    found, todo = [], [pid]
-    while todo and len(found) <= 4 * MAX_PROCESSES:
-        parent = todo.pop()
-        try:
-            with open(f"/proc/{parent}/task/{parent}/children") as fh:
-                children = [int(c) for c in fh.read().split()]
-        except (OSError, ValueError):
-            continue
-        found += children
-        todo += children
-    return found
-
-
-# --- a kernel limit on processes (the pids cgroup, where this process may make one) -------------------
-
-def _pids_base() -> str | None:
-    """The folder a pids cgroup can be made in (cgroup v1's pids hierarchy, or v2 with pids delegated), or None."""
-    v1 = "/sys/fs/cgroup/pids"
-    if os.path.isfile(os.path.join(v1, "cgroup.procs")) and os.access(v1, os.W_OK):
-        return v1
-    try:
-        with open("/proc/self/cgroup") as fh:
-            line = next((l for l in fh.read().splitlines() if l.startswith("0::")), "")
-        base = "/sys/fs/cgroup" + line[3:].rstrip("/")
-        with open(os.path.join(base, "cgroup.subtree_control")) as fh:
-            if "pids" in fh.read().split() and os.access(base, os.W_OK):
-                return base
-    except (OSError, StopIteration):
-        pass
-    return None
-
-
-def make_pids_cgroup(name: str, limit: int) -> str | None:
-    """A fresh pids cgroup ``name`` that lets at most ``limit`` processes in; None where none can be made."""
-    base = _pids_base()
-    if base is None:
-        return None
-    path = os.path.join(base, name)
-    try:
-        os.mkdir(path)
-        _write(os.path.join(path, "pids.max"), str(limit))
-        return path
-    except OSError:
-        remove_cgroup(path)
-        return None
-
-
-def join_cgroup(path: str | None) -> None:
-    """Move this process into the cgroup ``path`` (its children follow); nothing when ``path`` is None."""
-    if path:
-        try:
-            _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
-        except OSError:
-            pass
-
-
-def refused_forks(path: str | None) -> int:
-    """How many times the cgroup at ``path`` refused a fork (``pids.events``: ``max N``); 0 without one."""
-    if not path:
-        return 0
-    try:
-        with open(os.path.join(path, "pids.events")) as fh:
-            for line in fh:
-                key, _, value = line.partition(" ")
-                if key == "max":
-                    return int(value)
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-def remove_cgroup(path: str | None) -> None:
-    """Remove the (empty) cgroup at ``path``; a cgroup whose last process is still being reaped gets a moment."""
-    if not path:
-        return
-    for _ in range(20):
-        try:
-            os.rmdir(path)
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.01)
-
-
-def remove_cgroups(prefix: str) -> None:
-    """Remove every (empty) pids cgroup whose name starts with ``prefix`` (a killed worker's sides)."""
-    base = _pids_base()
-    if base is None:
-        return
-    try:
-        names = [n for n in os.listdir(base) if n.startswith(prefix)]
-    except OSError:
-        return
-    for name in names:
-        remove_cgroup(os.path.join(base, name))
 
 
 # --- what is available here ------------------------------------------------------------------------
@@ -620,5 +323,4 @@ class Attempts:
             pass
 
 
-__all__ = ["ConfinementError", "Policy", "Status", "Attempts", "restrict", "read_roots", "make_namespaces",
-           "descendants", "probe", "landlock_abi", "die_with_parent", "MAX_PROCESSES", "ENV", "enabled"]
+__all__ = ["Status", "Attempts", "read_roots", "probe", "enabled", "ENV", "MAX_PROCESSES", "remove_cgroups"]

@@ -1,5 +1,9 @@
 """A disposable cache of something built from text files: the parsed, validated catalog.
 
+:func:`load_catalog` is how the tutor loads its catalog: built by
+:func:`tutor.model.catalog.build_catalog` (the pure parser and validator)
+once per process and folder, and across processes kept here.
+
 Reading the catalog means parsing every set file and checking every check and
 fault against the source it names; that work grows with the catalog and sits
 on the path to the first screen and to ``tutor list``. The result is kept as a
@@ -36,8 +40,14 @@ import os
 import pickle
 import sys
 import time
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, TypeVar
+
+from exercises import answers, faults
+from tutor import __version__
+from tutor.model import catalog as rules
+from tutor.model.catalog import Catalog, text_digest
 
 T = TypeVar("T")
 
@@ -63,11 +73,6 @@ def cache_folder(beside: Path | None = None) -> Path | None:
     # deferred: needed only when a cache file is found or written
     from platformdirs import user_cache_dir
     return Path(user_cache_dir("tutor", appauthor=False)) / "catalog"
-
-
-def text_digest(text: str) -> str:
-    """The BLAKE2b digest (hex) of a file's text, as the build read it."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
 
 
 def _file_digest(path: str) -> str | None:
@@ -200,3 +205,42 @@ def _write(path: Path, entry: dict) -> None:
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+# --- the catalog -----------------------------------------------------------------------------------
+
+def load_catalog(directory: Path | None = None) -> Catalog:
+    """Load and validate every set file in ``directory`` (default :func:`tutor.model.catalog.catalog_dir`).
+
+    Built once per process and folder; across processes the validated catalog
+    comes from this cache, keyed by the digests of every file the validation
+    read, so a changed file is validated again.
+
+    Raises:
+        tutor.model.catalog.CatalogError: one sentence naming the file, the exercise and the key.
+    """
+    return _load_catalog(rules.catalog_dir() if directory is None else Path(directory))
+
+
+load_catalog.cache_clear = lambda: _load_catalog.cache_clear()  # forget the catalogs this process built
+
+
+@lru_cache(maxsize=4)
+def _load_catalog(directory: Path) -> Catalog:
+    root = faults.source_root() if directory == rules.EXERCISES_DIR else directory.parent
+    listing = sorted(directory.glob("*.toml"))
+
+    def build() -> tuple[Catalog, dict[Path, str]]:
+        reads: dict[Path, str] = {}
+        return rules.build_catalog(directory, root, listing, reads), reads
+
+    scope = (f"tutor {__version__}", f"rules {_rules_digest()}", f"catalog {directory.resolve()}",
+             f"source {root.resolve()}")
+    return load_or_build(scope, listing, build, beside=directory)
+
+
+@lru_cache(maxsize=1)
+def _rules_digest() -> str:
+    """The digest of the modules whose rules validation applies (the catalog's, the answers', the faults')."""
+    modules = (rules.__file__, answers.__file__, faults.__file__)
+    return text_digest("\0".join(Path(m).read_text(encoding="utf-8") for m in modules))

@@ -59,7 +59,6 @@ from pathlib import Path
 
 import platformdirs
 import tomli_w
-from filelock import FileLock, Timeout
 
 from tutor.model.attempts import ATTEMPT_FIELDS, Attempt, ExerciseProgress, LearnerProgress, ProgressError, now
 from tutor.store.files import write_bytes_atomically
@@ -307,6 +306,20 @@ class ProgressStore:
         # the learner's folder is named as their progress file is (file_stem): case-insensitive and safe for any script
         return self.folder / WORK_FOLDER / file_stem(validate_learner(learner)) / exercise_id / key / filename
 
+    def working_copy_keys(self, learner: str, exercise_id: str) -> list[str]:
+        """The mode folders (``fix``, ``hunt-3``...) that hold a working copy of this learner for one exercise.
+
+        Sorted; [] when there is none, or the folder cannot be listed.
+
+        Raises:
+            ProgressError: the learner or exercise id is not a safe name.
+        """
+        exercise = self.working_copy_path(learner, exercise_id, "any", "x.py").parent.parent  # <exercise_id>/
+        try:
+            return sorted(entry.name for entry in exercise.iterdir() if entry.is_dir())
+        except OSError:  # no working copy yet (no folder), or one that cannot be listed
+            return []
+
     def load_working_copy(self, learner: str, exercise_id: str, key: str, subject: str) -> str | None:
         """The learner's working copy as last saved, or None when there is none.
 
@@ -366,9 +379,10 @@ class ProgressStore:
 
     def _update(self, learner: str, change) -> LearnerProgress:
         path = self.path(learner)
+        import filelock  # deferred: only a change takes the folder's lock; reading (the first screen) does not
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            with FileLock(str(self.folder / FOLDER_LOCK), timeout=30):
+            with filelock.FileLock(str(self.folder / FOLDER_LOCK), timeout=30):
                 reading = classify(read_bytes(path))
                 if reading.newer is not None:
                     raise ProgressError(_newer_warning(path, reading.newer))
@@ -378,7 +392,7 @@ class ProgressStore:
                 data["learner"] = display_name(data, learner)
                 change(data)
                 self._write_atomically(path, data)
-        except Timeout:
+        except filelock.Timeout:
             raise ProgressError(f"another tutor holds the lock on {path} for over 30 s; "
                                 f"close it or delete {self.folder / FOLDER_LOCK}") from None
         except OSError as exc:

@@ -102,16 +102,20 @@ class TutorApp(App):
         """Set once the runner's warm-up finished (or failed)."""
         return self.session.warmed
 
-    def on_mount(self) -> None:
+    def get_default_screen(self) -> HomeScreen:
+        """The home screen, at the bottom of the stack (one screen made at start, not a blank one
+        under it), drawn from the progress read here."""
         self.about = self.sub_title = f"learner {self.learner}"
-        warnings = list(self._startup_warnings)
         if not self.session.loaded:
             try:
                 self.session.load()  # the one read of the progress file; screens read session.progress
             except Exception as exc:  # never fatal here: the screens show empty progress
-                warnings.append(str(exc))
+                self._startup_warnings.append(str(exc))
+        return HomeScreen()
+
+    def on_mount(self) -> None:
+        warnings = list(self._startup_warnings)
         warnings += [w for w in self.session.warnings if w not in warnings]
-        self.push_screen(HomeScreen())
         for warning in warnings:
             self.notify(warning, title="progress", severity="warning", timeout=15, markup=False)
         self.call_after_refresh(self._warm_up)

@@ -14,12 +14,13 @@ those.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 
 from textual.binding import Binding
 from textual.keys import _character_to_key, format_key
 from textual.screen import Screen
-from textual.widgets import Input, TextArea
+from textual.widgets import Footer, Input
 
 #: How a key name reads in the help (Textual's names on the left).
 KEY_WORDS = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "shift+tab": "Shift+Tab", "question_mark": "?",
@@ -79,6 +80,16 @@ def key_rows(*owners, skip: frozenset[str] = frozenset()) -> list[tuple[str, str
 TYPED_KEYS = frozenset(_character_to_key(chr(code)) for code in range(32, 127))
 
 
+#: Where Textual keeps its TextArea, read from ``sys.modules`` rather than imported: no text area can
+#: have the focus before this module is loaded, and the first screen (which has none) need not load it.
+TEXT_AREA_MODULE = "textual.widgets._text_area"
+
+
+def _loaded_text_area() -> type | None:
+    """Textual's ``TextArea`` once something has loaded it, else None."""
+    return getattr(sys.modules.get(TEXT_AREA_MODULE), "TextArea", None)
+
+
 class PageScreen(Screen):
     """A screen whose footer shows only keys that do what they say here, the app's keys first.
 
@@ -94,8 +105,9 @@ class PageScreen(Screen):
     @property
     def typing(self) -> bool:
         """Whether the focus is in a box that takes printable keys as text."""
-        focused = self.focused
-        return isinstance(focused, Input) or (isinstance(focused, TextArea) and not focused.read_only)
+        focused, text_area = self.focused, _loaded_text_area()
+        return isinstance(focused, Input) or (text_area is not None and isinstance(focused, text_area)
+                                              and not focused.read_only)
 
     @property
     def active_bindings(self):
@@ -115,3 +127,36 @@ class PageScreen(Screen):
         app_first = {key: active for key, active in kept.items() if active.node is self.app}
         app_first.update((key, active) for key, active in kept.items() if key not in app_first)
         return app_first
+
+
+class PageFooter(Footer):
+    """Textual's footer, redrawn only when the keys it would show change.
+
+    Textual's footer builds every key anew on each change of focus or of the
+    screen stack, and a screen opening makes several (three before the first
+    screen is idle) that mostly leave the keys as they were; this one compares
+    what it would draw with what it drew and skips an equal redraw.
+    """
+
+    _drawn: tuple | None = None
+
+    def bindings_changed(self, screen: Screen) -> None:
+        self._bindings_ready = True
+        if screen.app.app_focus and self.is_attached and screen is self.screen:
+            self.call_after_refresh(self._redraw_if_changed)
+
+    async def _redraw_if_changed(self) -> None:
+        if not self.is_attached:
+            return
+        shown = self._shown()
+        if shown != self._drawn:
+            self._drawn = shown
+            await self.recompose()
+
+    def _shown(self) -> tuple:
+        """What a redraw would draw: each shown binding (and the palette's key) with its state."""
+        palette = self.app.COMMAND_PALETTE_BINDING
+        keys = tuple((key, active.binding, active.enabled, active.tooltip)
+                     for key, active in self.screen.active_bindings.items()
+                     if active.binding.show or key == palette)
+        return keys, self.compact, self.show_command_palette, self.combine_groups

@@ -7,9 +7,12 @@ itself.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
-from tutor.app.run import Outcome
+if TYPE_CHECKING:  # a run's outcome is only named here; the run's machinery loads with the exercise screen
+    from tutor.app.run import Outcome
 
 
 class RunProgress(Message):

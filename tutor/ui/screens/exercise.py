@@ -1,15 +1,19 @@
-"""One exercise: read, predict, run, compare, explain back."""
+"""One exercise: read, predict, run, compare, explain back.
+
+The page's widgets are in ``tutor/ui/widgets`` (the running check is
+:class:`~tutor.ui.widgets.run_status.RunStatus`); how the page reads single
+keys while reading is :mod:`tutor.ui.screens.reading_keys`; this module is
+the page's layout and its actions.
+"""
 
 from __future__ import annotations
-
-import time
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Footer, Header, Input, Markdown, ProgressBar, Static, TextArea
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Button, Header, Input, Markdown, Static, TextArea
 
 from exercises import answers
 from tutor.app.run import Run
@@ -17,8 +21,9 @@ from tutor.model.attempts import ProgressError, show_time, verdict_of
 from tutor.model.catalog import Exercise
 from tutor.model.review import next_after
 from tutor.render import VERDICT_STYLE, VERDICT_TEXT
-from tutor.ui.keys import PageScreen
+from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.recall import recall_of
+from tutor.ui.screens.reading_keys import ReadingKeys
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
 from tutor.ui.widgets.confidence import CONFIDENCE_KEYS, ConfidencePicker
 from tutor.ui.widgets.fault_view import FaultView
@@ -26,15 +31,10 @@ from tutor.ui.widgets.hint_list import HintList
 from tutor.ui.widgets.note_editor import NoteEditor
 from tutor.ui.widgets.prediction import PredictionInput
 from tutor.ui.widgets.result_panel import ResultPanel
-
-#: Keys pressed closer together than this (seconds) are typing, not single key presses.
-WORD_GAP_S = 0.35
-#: On a choice or yes/no page, these single keys act only once no other letter follows
-#: within WORD_GAP_S (so typing a word never reveals a hint or leaves the page).
-_HELD_KEYS = set("heanNpq?")
+from tutor.ui.widgets.run_status import RunStatus
 
 
-class ExerciseScreen(PageScreen):
+class ExerciseScreen(ReadingKeys, PageScreen):
     """The whole loop for one exercise, in one scrolling column.
 
     Run (``r`` or the button) parses the prediction first — an unreadable one
@@ -72,10 +72,6 @@ class ExerciseScreen(PageScreen):
         ("N", "on a yes/no page, or where n picks a choice: open the next exercise"),
         ("Enter", "in the answer box or on the confidence: run the check"),
     )
-    #: single keys that keep their meaning while reading; any other printable
-    #: key starts typing the answer (when the answer box is a text box). The
-    #: action keys no choice may take, plus a (to the answer box) and ? (help).
-    _COMMAND_KEYS = set(answers.ACTION_KEYS) | set("a?") | set("fbFB")
 
     def __init__(self, exercise: Exercise) -> None:
         """Args:
@@ -86,13 +82,7 @@ class ExerciseScreen(PageScreen):
         self.running = False
         self._run: Run | None = None  # the run in progress, or the last one
         self._cancel_requested = False
-        self._side_done: dict[str, float] = {}
         self._timed_out = None  # the last result, when it ran out of time: r then retries it
-        # telling single key presses from typed words (choice and yes/no pages)
-        self._last_letter_at: float | None = None
-        self._word_until = 0.0
-        self._undo = None  # undoes what the last single key did, if a word follows
-        self._said_words = False
 
     # --- layout --------------------------------------------------------------
 
@@ -141,9 +131,7 @@ class ExerciseScreen(PageScreen):
             with Horizontal(id="exercise-buttons"):
                 yield Button("Run ▶ r", id="run-button", variant="primary")
                 yield Button("Hint h", id="hint-button")
-            with Vertical(id="running"):
-                yield Static("", id="running-status")
-                yield ProgressBar(total=None, show_eta=False, id="running-bar")
+            yield RunStatus(id="running")
             yield ResultPanel(id="result")
             yield Static("", id="next-hint")
             yield HintList(ex.hints, id="hints")
@@ -153,7 +141,7 @@ class ExerciseScreen(PageScreen):
             # after a reset, only once the exercise is run again).
             note.display = bool(current or (progress.note and not progress.reset_time))
             yield note
-        yield Footer()
+        yield PageFooter()
 
     def on_mount(self) -> None:
         # Focus the scrolling body (not the answer box) so the prompt is read
@@ -272,124 +260,6 @@ class ExerciseScreen(PageScreen):
         from tutor.ui.screens.fix import EditScreen
         self.app.push_screen(EditScreen(self.exercise, "break"))
 
-    def on_key(self, event) -> None:
-        """Keys that answer straight away while reading.
-
-        For a choice (or yes/no) exercise, the key shown beside a choice (its
-        letter, its number 1…9 / 0 when the ids are words, or y / n) picks it.
-        For a typed answer, any printable key that is not a command
-        key starts the answer in the answer box, so nothing typed is lost.
-        """
-        if event.key == "enter" and isinstance(self.focused, ConfidencePicker):
-            event.stop()
-            self.action_run()  # Enter runs from the confidence too (after Tab from a typed answer)
-            return
-        char = event.character
-        if char is None or not char.isprintable():
-            return
-        prediction = self.query_one(PredictionInput)
-        if isinstance(self.focused, TextArea):
-            return
-        if isinstance(self.focused, Input):
-            # A box consumes its own keys, so a key that reaches the screen
-            # while a box has focus was typed before the focus moved there:
-            # it belongs at the end of the answer.
-            event.stop()
-            event.prevent_default()
-            self.focused.insert_text_at_cursor(char)
-            return
-        if prediction.options:
-            if char in "FB":
-                return  # capitals open Fix it / Break it even where f or b picks a choice
-            self._choice_page_key(event, char, prediction)
-            return
-        if char.isspace():
-            return
-        if char == "n" and self.query_one(ResultPanel).has_class("-shown"):
-            return  # the binding opens the next exercise
-        if self.focused is self.query_one("#exercise-body") and char not in self._COMMAND_KEYS:
-            event.stop()
-            event.prevent_default()
-            box = prediction.query_one(Input)
-            self.set_focus(box)  # at once, so the next key already lands in the box
-            box.value = ""  # typing from the page starts a new answer (press a to edit the old one)
-            box.insert_text_at_cursor(char)
-
-    def _choice_page_key(self, event, char: str, prediction: PredictionInput) -> None:
-        """A key on a choice or yes/no page: a single key press picks or acts; typed words do nothing.
-
-        A letter that follows another letter within :data:`WORD_GAP_S` is
-        typing: what the word's first key did is undone (a pick goes back to
-        the earlier one; a held key such as h never acts), and keys do
-        nothing until typing pauses. ``r`` (run) takes no part in telling
-        words apart, so a pick then r runs at once, as does r again; inside
-        a word it does nothing like every other key.
-        """
-        now = time.monotonic()
-        letter = char.isalpha() and char != "r"
-        typing = now < self._word_until
-        follows = letter and self._last_letter_at is not None and now - self._last_letter_at < WORD_GAP_S
-        self._last_letter_at = now if letter else None
-        if typing or follows:
-            event.stop()
-            event.prevent_default()
-            if not typing:
-                if self._undo is not None:
-                    self._undo()
-                self._say_typing_picks_nothing(prediction)
-            self._undo = None
-            self._word_until = now + WORD_GAP_S
-            return
-        self._undo = None
-        if char.isspace():
-            return
-        choice = None if char == "N" and "n" in prediction.keys else prediction.choice_for_key(char)
-        if choice is not None:
-            event.stop()
-            event.prevent_default()
-            before = prediction.chosen
-            prediction.set_value(choice)
-            self._undo = lambda: prediction.restore(before)
-            return
-        if self.query_one(ConfidencePicker).set_from_key(char):
-            event.stop()
-            event.prevent_default()
-            return
-        if char in _HELD_KEYS:
-            event.stop()
-            event.prevent_default()
-            timer = self.set_timer(WORD_GAP_S, lambda: self._act_on_held_key(char))
-            self._undo = timer.stop
-
-    def _act_on_held_key(self, char: str) -> None:
-        """A held key that no other letter followed: act on it now."""
-        self._undo = None
-        if not self.is_current:
-            return
-        if char in "nN":
-            self.action_next()
-        elif char == "h":
-            self.action_hint()
-        elif char == "e":
-            self.action_explain()
-        elif char == "a":
-            self.action_answer()
-        elif char == "p":
-            self.app.action_progress()
-        elif char == "?":
-            self.app.action_help()
-        elif char == "q":
-            self.app.flush_notes()
-            self.app.exit()
-
-    def _say_typing_picks_nothing(self, prediction: PredictionInput) -> None:
-        if self._said_words:
-            return
-        self._said_words = True
-        keys = " or ".join(k for k in prediction.keys[:3] if k)
-        self.notify(f"Typed words pick nothing here: press a single key ({keys}…) beside your choice.",
-                    title="typing", timeout=6)
-
     # --- running -------------------------------------------------------------
 
     def action_run(self) -> None:
@@ -466,12 +336,7 @@ class ExerciseScreen(PageScreen):
         """The sides run at once: the bar shows their mean, the text each one."""
         sides = [side.name for side in self._run.sides] if self._run else ["clean"]
         side = message.side if message.side in sides else sides[0]
-        self._side_done[side] = max(self._side_done.get(side, 0.0), max(0.0, min(1.0, message.progress)))
-        done = sum(self._side_done.get(s, 0.0) for s in sides) / len(sides)
-        self.query_one("#running-bar", ProgressBar).update(total=1.0, progress=done)
-        each = " · ".join(f"{s} {self._side_done.get(s, 0.0):.0%}" for s in sides)
-        self.query_one("#running-status", Static).update(
-            Text(f"Running… {each} — {side}: {message.message}  (Esc cancels)"))
+        self.query_one(RunStatus).report(sides, side, message.progress, message.message)
 
     @staticmethod
     def _retry_seconds(result) -> str:
@@ -507,17 +372,15 @@ class ExerciseScreen(PageScreen):
 
     def _set_running(self, running: bool, status: str = "") -> None:
         self.running = running
+        box = self.query_one(RunStatus)
         if running:
             self.query("#retry-hint").remove()
             self._cancel_requested = False
-            self._side_done = {}
-            self.query_one("#running-bar", ProgressBar).update(total=None, progress=0)
-        self.query_one("#running-status", Static).update(Text(f"{status}  (Esc cancels)" if running else ""))
-        self.query_one("#running").set_class(running, "-shown")
+            box.start(status)
+            self.call_after_refresh(box.scroll_visible)  # after it is shown, wherever the page was
+        else:
+            box.stop()
         self.query_one("#run-button", Button).disabled = running
-        if running:
-            running_box = self.query_one("#running")
-            self.call_after_refresh(running_box.scroll_visible)  # after it is shown, wherever the page was
 
     # --- cancel, hints, note -------------------------------------------------
 
@@ -530,7 +393,7 @@ class ExerciseScreen(PageScreen):
             if not self._cancel_requested:
                 self._cancel_requested = True
                 self.app.note_cancel()
-                self.query_one("#running-status", Static).update("Cancelling…")
+                self.query_one(RunStatus).say("Cancelling…")
                 self._cancel()
             return
         self.app.pop_screen()

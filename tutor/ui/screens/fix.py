@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.timer import Timer
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from tutor.app.tasks import Task
 from tutor.model.attempts import ProgressError
@@ -31,7 +31,7 @@ from tutor.model.patch import EditError
 from tutor.render import render_edit
 from tutor.ui.external_editor import changed_lines, editor_command, run_editor
 from tutor.ui.widgets.edit_head import MODE_TITLES, edit_head
-from tutor.ui.keys import PageScreen
+from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.messages import EditCrashed, EditFinished, EditInstrumentsFinished, EditProgressed
 from tutor.ui.widgets.code_editor import CodeEditor
 
@@ -92,7 +92,7 @@ class EditScreen(PageScreen):
             yield Static("", id="edit-status")
             with VerticalScroll(id="edit-result"):
                 yield Static("", id="edit-result-text")
-        yield Footer()
+        yield PageFooter()
 
     def on_mount(self) -> None:
         try:

@@ -7,9 +7,9 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Markdown, TextArea
+from textual.widgets import Header, Markdown, TextArea
 
-from tutor.ui.keys import PageScreen, key_rows
+from tutor.ui.keys import PageFooter, PageScreen, key_rows
 
 HELP = """\
 # tutor
@@ -102,7 +102,7 @@ class HelpScreen(PageScreen):
         yield Header()
         with VerticalScroll(id="help-body"):
             yield Markdown(help_markdown(type(self.app)))
-        yield Footer()
+        yield PageFooter()
 
     def on_mount(self) -> None:
         self.query_one("#help-body").focus()

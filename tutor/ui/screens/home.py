@@ -8,12 +8,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Header, Input, Static, Tree
+from textual.widgets import Header, Input, Static, Tree
 
 from exercises.answers import kind_words
 from tutor.model.attempts import LearnerProgress, ProgressError
 from tutor.model.review import continue_point, due
-from tutor.ui.keys import PageScreen
+from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.widgets.exercise_tree import ExerciseTree, set_id_of, status_of
 
 
@@ -53,7 +53,7 @@ class HomeScreen(PageScreen):
         yield ExerciseTree(self.app.catalog, self.progress, self._due, id="exercise-tree")
         with VerticalScroll(id="home-detail"):
             yield Static("", id="home-detail-text")
-        yield Footer()
+        yield PageFooter()
 
     def on_resize(self, event) -> None:
         """On a short terminal the list gets every row: the intro and detail pane step aside."""
@@ -79,6 +79,9 @@ class HomeScreen(PageScreen):
         self._update_status()
 
     def on_screen_resume(self) -> None:
+        if not getattr(self, "_shown", False):
+            self._shown = True  # shown for the first time: compose and on_mount drew this very progress
+            return
         tree = self.query_one(ExerciseTree)
         self.progress = self._load()
         self._due = {state.exercise_id for state in due(self.app.catalog, self.progress)}

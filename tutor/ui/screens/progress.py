@@ -8,13 +8,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header, ListItem, ListView, Static
+from textual.widgets import Header, ListItem, ListView, Static
 from textual_plotext import PlotextPlot
 
 from tutor.model.attempts import LearnerProgress, ProgressError, show_time
 from tutor.model.calibration import accuracy_by_day, calibration_by_set
 from tutor.render import WordTable, attempt_row, calibration_renderables, set_totals
-from tutor.ui.keys import PageScreen
+from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.widgets.exercise_tree import MARKS, status_of
 
 
@@ -104,7 +104,7 @@ class ProgressScreen(PageScreen):
                     yield PlotextPlot(id="accuracy-plot")
                 yield Static("", id="progress-list-title")
                 yield ListView(id="progress-list")
-        yield Footer()
+        yield PageFooter()
 
     def on_mount(self) -> None:
         if self.progress is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.cells import cell_len
-from rich.text import Text
+from rich.text import Span, Text
 from textual.widgets import Tree
 
 from tutor.model.attempts import ExerciseProgress, LearnerProgress
@@ -149,8 +149,17 @@ class ExerciseTree(Tree[str]):
     def _set_label(exercise_set, progress: LearnerProgress) -> tuple[tuple, Text]:
         """A set's line, ``Shapes  3/9``, with the counts it was drawn from."""
         solved = sum(progress.of(e.id).solved for e in exercise_set.exercises)
-        label = Text.assemble((exercise_set.title, "bold"), (f"  {solved}/{len(exercise_set.exercises)}", "cyan"))
+        title, counts = exercise_set.title, f"  {solved}/{len(exercise_set.exercises)}"
+        label = Text(title + counts, spans=[Span(0, len(title), "bold"),
+                                            Span(len(title), len(title) + len(counts), "cyan")])
         return (solved, len(exercise_set.exercises)), label
+
+    def process_label(self, label) -> Text:
+        """A label as it is given when it is one line of ``Text`` (every label of this tree): Textual's
+        own copies each label's first line, twice per node added — the cost of a long catalog."""
+        if isinstance(label, Text) and "\n" not in label.plain:
+            return label
+        return super().process_label(label)
 
     def get_label_width(self, node) -> int:
         """The label's width in cells, from its text (Textual's default renders every label to
@@ -162,5 +171,9 @@ class ExerciseTree(Tree[str]):
     def exercise_label(exercise: Exercise, progress: ExerciseProgress, due: bool = False) -> Text:
         """``✓ head-split — title`` with the mark coloured by status; ``↻`` when it is due for review."""
         mark, style = MARKS[status_of(progress)]
-        return Text.assemble((mark, style), " ", ("↻ ", "bold yellow") if due else "", (exercise.id, "bold"),
-                             f" — {exercise.title}")
+        review = "↻ " if due else ""
+        start = len(mark) + 1 + len(review)  # one Text built whole, not assembled piece by piece (a long catalog)
+        spans = [Span(0, len(mark), style), Span(start, start + len(exercise.id), "bold")]
+        if due:
+            spans.insert(1, Span(start - len(review), start, "bold yellow"))
+        return Text(f"{mark} {review}{exercise.id} — {exercise.title}", spans=spans)

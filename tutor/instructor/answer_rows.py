@@ -1,0 +1,311 @@
+"""The answers file of ``tutor grade``, read into rows that are checked but not run.
+
+An instructor's answers come as CSV with a header row, or as JSON lines (one
+object per line; one JSON array of objects reads too). Which column holds
+which field is :mod:`tutor.instructor.columns`' rule. Each row becomes an
+:class:`AnswerRow`: its learner turned into an identity, its exercise looked
+up in the catalog, its answer read as the exercise's kind. A row that cannot
+be graded keeps the one sentence saying why (``problem``); a time or seed
+that does not read is a warning and the row is still graded. Only a file
+that cannot be read as answers at all raises.
+
+:func:`not_yet_graded` is what ``--resume`` still has to grade, given the
+rows a killed grading left in its gradebook.
+
+Layers: this module imports neither torch nor Textual.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from exercises import answers
+from tutor.model.errors import UsageError
+from tutor.instructor import columns as lms
+
+#: Largest answers file read, in bytes.
+MAX_ANSWERS_BYTES = 256 * 1024 * 1024
+
+
+@dataclass
+class AnswerRow:
+    """One row of the answers file, read and checked but not run.
+
+    Attributes:
+        line: where the row starts in the file (1 is the first line; a CSV header is line 1), or
+            for a JSON array the item's position (1 for the first).
+        learner: the learner's name as the row spells it, tidied (None when unusable).
+        key: the learner's identity (:func:`tutor.store.names.learner_key`), or None.
+        exercise: the exercise id when it names one in the catalog, else the text given (or None).
+        answer: the answer as text.
+        note: the explain-back note, or None.
+        submitted_at: when it was submitted, ISO 8601 in UTC, or None.
+        seed: the check's seed.
+        problem: why the row cannot be graded (one sentence), or None.
+        warnings: what was wrong with the row but did not stop its grading (a time or seed that
+            does not read), one sentence each.
+        mode: ``predict``, or ``fix`` for a repair (``--fixes``).
+        text: a fix's repaired file, as submitted.
+    """
+
+    line: int
+    learner: str | None = None
+    key: str | None = None
+    exercise: str | None = None
+    answer: str | None = None
+    note: str | None = None
+    submitted_at: str | None = None
+    seed: int = 0
+    problem: str | None = None
+    warnings: list = field(default_factory=list)
+    mode: str = "predict"
+    text: str | None = None
+
+    @property
+    def submission(self) -> str:
+        """The submission id: 16 hex digits of the SHA-256 of (learner, exercise, answer, submitted_at)."""
+        who = self.key if self.key is not None else (self.learner or "")
+        parts = [who, self.exercise or "", self.answer or "", self.submitted_at or "", self.mode]
+        return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None) -> list[AnswerRow]:
+    """Read an answers file (``-`` is standard input) into rows, each checked against ``catalog``.
+
+    Rows that cannot be graded keep their reason in ``problem``; only a file
+    that cannot be read as answers at all raises.
+
+    Args:
+        columns: ``--columns`` as :func:`tutor.instructor.columns.parse_columns` reads it.
+
+    Raises:
+        UsageError: the file is missing, too large, not UTF-8, has no rows,
+            or its header lacks a required column or has an ambiguous one.
+    """
+    text = _read_text(path)
+    stripped = text.lstrip("\ufeff \t\r\n")
+    suffix = Path(str(path)).suffix.lower()
+    as_json = suffix in (".jsonl", ".ndjson", ".json") or (suffix != ".csv" and stripped[:1] in ("{", "["))
+    source = f"the answers file {path}"
+    raw = _json_rows(text, columns, source) if as_json else _csv_rows(text, columns, source)
+    if not raw:
+        raise UsageError(f"{path} holds no answers; write one row per answer with the columns learner, exercise "
+                         "and answer")
+    checker = Checker(catalog)
+    return [checker(line, fields) for line, fields in raw]
+
+
+def _read_text(path) -> str:
+    try:
+        if str(path) == "-":
+            data = sys.stdin.buffer.read(MAX_ANSWERS_BYTES + 1)
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_ANSWERS_BYTES + 1)
+    except FileNotFoundError:
+        raise UsageError(f"there is no answers file {path}; check the path given to --answers") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read the answers file {path} ({exc.strerror or exc})") from None
+    if len(data) > MAX_ANSWERS_BYTES:
+        raise UsageError(f"the answers file {path} is larger than {MAX_ANSWERS_BYTES // 2**20} MiB; split it")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"the answers file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+
+
+def _csv_rows(text: str, columns: dict | None, source: str) -> list[tuple[int, dict]]:
+    """CSV rows as (line, {field: value}), the header mapped by :func:`tutor.instructor.columns.resolve`."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        return []
+    except csv.Error as exc:
+        raise UsageError(f"{source} is not CSV ({exc})") from None
+    mapping = lms.resolve(header, columns, source)
+    rows = []
+    line = reader.line_num + 1
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            rows.append((line, {"_problem": f"line {line} is not CSV ({exc})"}))
+            line = reader.line_num + 1
+            continue
+        if any(c.strip() for c in cells):
+            fields = mapping.fields(cells)
+            if len(cells) > len(header):
+                fields["_problem"] = f"line {line} has {len(cells)} cells but the header names {len(header)}"
+            rows.append((line, fields))
+        line = reader.line_num + 1
+    return rows
+
+
+def _json_rows(text: str, columns: dict | None, source: str) -> list[tuple[int, dict]]:
+    """JSON lines (or one JSON array) as (line, {field: value}); a line that is no object is a problem row.
+    The keys of every object together are the header (:func:`tutor.instructor.columns.resolve`)."""
+    stripped = text.lstrip("\ufeff \t\r\n")
+    items: list[tuple[int, Any]] = []
+    if stripped.startswith("["):
+        try:
+            array = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"the answers are not a JSON array of objects ({exc.msg}, line {exc.lineno})") from None
+        items = list(enumerate(array if isinstance(array, list) else [array], 1))
+    else:
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                items.append((n, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                items.append((n, _Bad(f"line {n} is not a JSON object ({exc.msg})")))
+    header: list[str] = []
+    seen = set()
+    for _, item in items:
+        if isinstance(item, dict):
+            for k in item:
+                if str(k) not in seen:
+                    seen.add(str(k))
+                    header.append(str(k))
+    mapping = lms.resolve(header, columns, source) if header else None
+    rows = []
+    for n, item in items:
+        if isinstance(item, _Bad):
+            rows.append((n, {"_problem": item.problem}))
+        elif not isinstance(item, dict) or mapping is None:
+            rows.append((n, {"_problem": f"line {n} is not a JSON object"}))
+        else:
+            values = [_json_text(item.get(h)) for h in header]
+            rows.append((n, {f: v for f, v in mapping.fields(values).items() if v is not None}))
+    return rows
+
+
+@dataclass
+class _Bad:
+    problem: str
+
+
+def _json_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)  # 0.25, -1, [2, 7]: written as a learner would type them
+
+
+class Checker:
+    """Reads each row's fields (learner names and exercise ids looked up once per spelling)."""
+
+    def __init__(self, catalog) -> None:
+        self.catalog = catalog
+        self.learners: dict = {}
+        self.exercises: dict = {}
+
+    def learner(self, text: str):
+        # deferred: loaded when this step runs (the instructor's modules build on one another)
+        from tutor.model.attempts import ProgressError
+        from tutor.store.names import learner_key, validate_learner
+        found = self.learners.get(text)
+        if found is None:
+            try:
+                name = validate_learner(text)
+                found = (name, learner_key(name), None)
+            except ProgressError as exc:
+                found = (None, None, str(exc) if text else "the row names no learner")
+            self.learners[text] = found
+        return found
+
+    def exercise(self, text: str):
+        found = self.exercises.get(text)
+        if found is None:
+            try:
+                found = (self.catalog.get(text.lower()), None)  # ids are lower case: HEAD-SPLIT is head-split
+            except KeyError as exc:
+                found = (None, exc.args[0])
+            self.exercises[text] = found
+        return found
+
+    def __call__(self, line: int, fields: dict) -> AnswerRow:
+        """A row with every field read, or its first problem named."""
+        row = AnswerRow(line=line)
+        given = {k: (v.strip() if k not in ("answer", "note") else v) for k, v in fields.items() if k != "_problem"}
+        row.learner = given.get("learner") or None
+        row.exercise = given.get("exercise") or None
+        row.answer = given.get("answer")
+        row.note = given.get("note") or None
+        if fields.get("_problem"):
+            row.problem = fields["_problem"]
+            return row
+        name, key, problem = self.learner(given.get("learner", ""))
+        if problem is None:
+            row.learner, row.key = name, key
+        ex = None
+        if problem is None:
+            if not row.exercise:
+                problem = "the row names no exercise"
+            else:
+                ex, problem = self.exercise(row.exercise)
+        if problem is None and ex is not None:
+            row.exercise = ex.id
+            try:
+                ex.parse_answer(row.answer if row.answer is not None else "")
+            except answers.AnswerError as exc:
+                problem = str(exc)
+        if given.get("seed"):
+            try:
+                row.seed = int(given["seed"])
+                if row.seed < 0:
+                    raise ValueError
+            except ValueError:
+                row.seed = 0
+                row.warnings.append(f"the seed {given['seed'][:20]!r} is not a whole number 0 or more; graded "
+                                    "with seed 0")
+        if given.get("submitted_at"):
+            row.submitted_at, warning = _time(given["submitted_at"])
+            if warning:
+                row.warnings.append(warning)
+        row.problem = problem
+        return row
+
+
+def _time(text: str) -> tuple[str | None, str | None]:
+    """``submitted_at`` in the progress file's form (UTC, seconds), or the sentence why it does not read."""
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None, (f"submitted_at {text[:40]!r} is not a date and time such as 2026-11-29T10:00:00+00:00; "
+                      "graded without a time")
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).isoformat(timespec="seconds"), None
+
+
+def not_yet_graded(rows: list[AnswerRow], earlier: list[dict]) -> list[AnswerRow]:
+    """The rows ``--resume`` still has to grade: each submission as often as the file has it, less the
+    times the gradebook holds it already."""
+    held: dict[str, int] = {}
+    for r in earlier:
+        held[r.get("submission", "")] = held.get(r.get("submission", ""), 0) + 1
+    todo = []
+    for row in rows:
+        sid = row.submission
+        if held.get(sid, 0) > 0:
+            held[sid] -= 1
+            continue
+        todo.append(row)
+    return todo

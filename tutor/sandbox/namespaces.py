@@ -1,0 +1,182 @@
+"""A side's processes, held by the kernel: PID and network namespaces, the process tree, the pids cgroup.
+
+A side's *warden* (:func:`tutor.sandbox.child.warden`) moves into fresh
+namespaces (:func:`make_namespaces`): a PID namespace, so every process the
+subject starts dies with the namespace's init, and a network namespace with
+only a loopback device. As root no user namespace is needed; otherwise one
+is made first, mapping the user to itself. Where neither works, the
+warden's process group is what is killed whole.
+
+The processes of a side are read from ``/proc`` (:func:`children`,
+:func:`descendants`) and counted against :data:`MAX_PROCESSES`; where this
+process may make a pids cgroup (cgroup v1's pids hierarchy, or v2 with pids
+delegated), the kernel itself refuses the fork past the limit
+(:func:`make_pids_cgroup`, :func:`refused_forks`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import struct
+import time
+
+from tutor.sandbox.landlock import libc
+
+#: The most processes one side may have at once (the child included); past it the side is stopped.
+MAX_PROCESSES = 64
+
+CLONE_NEWNET, CLONE_NEWUSER, CLONE_NEWPID = 0x40000000, 0x10000000, 0x20000000
+
+
+def make_namespaces() -> tuple[bool, bool]:
+    """Move this process (a side's warden, single-threaded) into fresh PID and network namespaces.
+
+    Its next child is the new PID namespace's init: when that child ends,
+    the kernel kills every process it started. The network namespace has
+    only a loopback device, brought up here. As root no user namespace is
+    needed; otherwise one is made first, mapping the user to itself.
+
+    Returns:
+        (pid namespace made, network namespace made).
+    """
+    c = libc()
+    flags = CLONE_NEWPID | CLONE_NEWNET
+    if c.unshare(flags) != 0:
+        uid, gid = os.geteuid(), os.getegid()
+        if c.unshare(flags | CLONE_NEWUSER) != 0:
+            return False, False
+        try:
+            _write("/proc/self/setgroups", "deny")
+            _write("/proc/self/uid_map", f"{uid} {uid} 1")
+            _write("/proc/self/gid_map", f"{gid} {gid} 1")
+        except OSError:
+            return True, True  # namespaces made; ids unmapped (files still open as before)
+    _loopback_up()
+    return True, True
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(text)
+
+
+def _loopback_up() -> None:
+    SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            request = struct.pack("16sH14x", b"lo", 0)
+            flags = struct.unpack("16sH14x", fcntl.ioctl(s, SIOCGIFFLAGS, request))[1]
+            fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+    except OSError:
+        pass
+
+
+def children(pid: int) -> list[int]:
+    """The living children of ``pid``, oldest first, read from /proc; [] where unreadable."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(c) for c in fh.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def descendants(pid: int) -> list[int]:
+    """Every living descendant of ``pid`` (its children, theirs, ...), read from /proc; [] where unreadable."""
+    found, todo = [], [pid]
+    while todo and len(found) <= 4 * MAX_PROCESSES:
+        parent = todo.pop()
+        try:
+            with open(f"/proc/{parent}/task/{parent}/children") as fh:
+                children = [int(c) for c in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+        found += children
+        todo += children
+    return found
+
+
+# --- a kernel limit on processes (the pids cgroup, where this process may make one) -------------------
+
+def _pids_base() -> str | None:
+    """The folder a pids cgroup can be made in (cgroup v1's pids hierarchy, or v2 with pids delegated), or None."""
+    v1 = "/sys/fs/cgroup/pids"
+    if os.path.isfile(os.path.join(v1, "cgroup.procs")) and os.access(v1, os.W_OK):
+        return v1
+    try:
+        with open("/proc/self/cgroup") as fh:
+            line = next((l for l in fh.read().splitlines() if l.startswith("0::")), "")
+        base = "/sys/fs/cgroup" + line[3:].rstrip("/")
+        with open(os.path.join(base, "cgroup.subtree_control")) as fh:
+            if "pids" in fh.read().split() and os.access(base, os.W_OK):
+                return base
+    except (OSError, StopIteration):
+        pass
+    return None
+
+
+def make_pids_cgroup(name: str, limit: int) -> str | None:
+    """A fresh pids cgroup ``name`` that lets at most ``limit`` processes in; None where none can be made."""
+    base = _pids_base()
+    if base is None:
+        return None
+    path = os.path.join(base, name)
+    try:
+        os.mkdir(path)
+        _write(os.path.join(path, "pids.max"), str(limit))
+        return path
+    except OSError:
+        remove_cgroup(path)
+        return None
+
+
+def join_cgroup(path: str | None) -> None:
+    """Move this process into the cgroup ``path`` (its children follow); nothing when ``path`` is None."""
+    if path:
+        try:
+            _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
+        except OSError:
+            pass
+
+
+def refused_forks(path: str | None) -> int:
+    """How many times the cgroup at ``path`` refused a fork (``pids.events``: ``max N``); 0 without one."""
+    if not path:
+        return 0
+    try:
+        with open(os.path.join(path, "pids.events")) as fh:
+            for line in fh:
+                key, _, value = line.partition(" ")
+                if key == "max":
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def remove_cgroup(path: str | None) -> None:
+    """Remove the (empty) cgroup at ``path``; a cgroup whose last process is still being reaped gets a moment."""
+    if not path:
+        return
+    for _ in range(20):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)
+
+
+def remove_cgroups(prefix: str) -> None:
+    """Remove every (empty) pids cgroup whose name starts with ``prefix`` (a killed worker's sides)."""
+    base = _pids_base()
+    if base is None:
+        return
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        remove_cgroup(os.path.join(base, name))

@@ -1,0 +1,334 @@
+"""One side of a request, as the worker sees it: its private tree, its warden, its signed pipe, its outcome.
+
+:class:`SideRun` builds the side's private copy of the subject
+(:func:`build_tree`: the packages copied, the side's fault applied, its
+files put in place), forks the side's warden (:mod:`tutor.sandbox.child`),
+reads the lines the child sends — only those signed with the side's key
+count, any other marks the side tampered — and, once the child is done or
+out of time, kills what is left, reaps it and turns what happened into a
+:class:`~tutor.sandbox.protocol.SideResult`: a measurement, an exception,
+a crash, a timeout (with where it hung) or a refusal are all outcomes.
+
+What confinement works here is probed once per worker (:func:`confinement`),
+and what a side may read is computed once, before the first side forks
+(:func:`read_roots`).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+from exercises.faults import SUBJECT_PACKAGES, FaultError, make_private_copy
+from tutor.sandbox import child, confine, namespaces, protocol
+from tutor.sandbox.protocol import Attempted, Measured, Progress, ProtocolError, Raised, Request, Side, SideResult
+
+#: The most of a side's output (its log) a result carries, in characters.
+OUTPUT_EXCERPT_CHARS = 2000
+
+
+class SideRun:
+    """One side of a request: its private tree, its warden and child, its pipe.
+
+    ``start`` builds the tree and forks the side's *warden*, which makes the
+    side's namespaces and forks the child that runs the check there;
+    ``feed`` reads what the child sends (signed lines only: a line without
+    this side's key marks the side tampered), ``finish`` kills whatever is
+    left of the side, reaps it and cleans up. A side whose tree cannot be
+    built never forks; ``finish`` then reports why.
+    """
+
+    def __init__(self, side: Side, request: Request, threads: int, scratch: str | None = None) -> None:
+        """Args:
+            side: how this side's tree is built.
+            request: the check, device and seed (shared by every side).
+            threads: torch threads for this side's child.
+            scratch: where the private tree is made.
+        """
+        self.side = side
+        self.request = request
+        self.threads = threads
+        self.scratch = scratch
+        self.folder: str | None = None
+        self.pid: int | None = None  # the warden's; its process group's id too
+        self.fd: int | None = None
+        self.pidfd: int | None = None
+        self.started = 0.0
+        self._buffer = b""
+        self._key = b""
+        self._last: Measured | Raised | None = None  # the child's last word
+        self._failed: SideResult | None = None  # set when the tree could not be built
+        self.refused: list[str] = []
+        self.tampered = 0
+        self.last_step = ""
+        self._finished: SideResult | None = None
+        self.cgroup: str | None = None  # the side's pids cgroup, where one can be made
+        self.forks_refused = 0
+
+    @property
+    def running(self) -> bool:
+        return self.pid is not None
+
+    def start(self) -> None:
+        """Build the side's private tree and fork the warden that runs the check there."""
+        self.folder = os.path.realpath(tempfile.mkdtemp(prefix=f"{self.side.name}-", dir=self.scratch))
+        try:
+            build_tree(Path(self.folder), self.side)
+        except (TreeError, FaultError, OSError) as exc:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            what = f"the {self.side.name} side's files could not be put in place" if isinstance(exc, TreeError) \
+                else "the fault could not be applied"
+            self._failed = SideResult(status="error", error=f"{what}: {exc}")
+            return
+        os.makedirs(os.path.join(self.folder, "tmp"), exist_ok=True)
+        self._key = os.urandom(32)
+        if confinement().processes == "cgroup":  # the warden, its namespace's init and the child: +2
+            self.cgroup = namespaces.make_pids_cgroup(f"tutor-{os.getpid()}-{os.path.basename(self.folder)}",
+                                                   namespaces.MAX_PROCESSES + 2)
+        # what the side may read: computed once, in the worker, before its first side forks
+        roots = read_roots(os.path.dirname(self.folder)) if confinement().confined else ()
+        read_fd, write_fd = os.pipe()
+        self.started = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:  # the warden: never returns
+            os.close(read_fd)
+            child.warden(self.request, self.folder, self.threads, write_fd, self._key, confinement(), roots,
+                         self.cgroup)
+        os.close(write_fd)
+        self.pid, self.fd = pid, read_fd
+        try:
+            self.pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
+
+    def feed(self, chunk: bytes) -> list[Progress]:
+        """Take bytes the child wrote; return the progress reports they complete.
+
+        Only lines signed with this side's key count: the child's
+        measurement (or the exception it raised) is kept for ``finish``,
+        what it was refused is noted; any other line marks the side tampered.
+        """
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        reports = []
+        for line in lines:
+            if not line:
+                continue
+            try:
+                message = protocol.verify(self._key, line)
+            except ProtocolError:
+                self.tampered += 1
+                continue
+            if isinstance(message, Progress):
+                self.last_step = message.message or self.last_step
+                reports.append(Progress(fraction=message.fraction, message=message.message,
+                                        job=self.request.job, side=self.side.name))
+            elif isinstance(message, Attempted):
+                if message.what not in self.refused and len(self.refused) < 20:
+                    self.refused.append(message.what)
+            elif isinstance(message, (Measured, Raised)):
+                self._last = message
+        return reports
+
+    def ask_where(self) -> None:
+        """Ask a hung child to write its Python stack into its log (SIGUSR1: faulthandler), to name where it hung."""
+        children = namespaces.children(self.pid) if self.pid else []
+        if children:  # the check's child is the warden's youngest (after its namespace's init)
+            try:
+                os.kill(children[-1], signal.SIGUSR1)
+            except OSError:
+                pass
+
+    def where_hung(self) -> str:
+        """Where the child was when it was stopped: ``exercises/snippets/losses.py line 25 (squared_errors)``, or ""."""
+        try:
+            with open(os.path.join(self.folder, "output.log"), "rb") as fh:
+                fh.seek(max(0, os.path.getsize(fh.name) - 8192))
+                tail = fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        marker = tail.rfind("most recent call first")
+        if marker < 0:
+            return ""
+        for line in tail[marker:].splitlines()[1:]:
+            line = line.strip()
+            if not line.startswith("File "):
+                break
+            try:
+                path, rest = line[6:].split('", line ', 1)
+                number, _, function = rest.partition(" in ")
+            except ValueError:
+                continue
+            if path.startswith(self.folder + os.sep):
+                return f"{os.path.relpath(path, self.folder)} line {number.strip()} ({function.strip()})"
+        return ""
+
+    def kill(self) -> None:
+        """Kill the side whole: its warden's process group (the child's namespace dies with the warden)."""
+        if self.pid is None:
+            return
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+
+    def finish(self, timed_out: bool) -> SideResult:
+        """Kill what is left of the side, reap it, say how it ended, remove its tree."""
+        if self._failed is not None:
+            return self._failed
+        if self._finished is not None:
+            return self._finished
+        if timed_out:
+            self.kill()
+        else:  # the warden may still be counting down; anything its child left behind goes now
+            self._reap_warden_soon()
+            self.kill()
+        _, status = os.waitpid(self.pid, 0)
+        self._drain()
+        os.close(self.fd)
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+        self.forks_refused = namespaces.refused_forks(self.cgroup)
+        namespaces.remove_cgroup(self.cgroup)
+        if self.forks_refused:
+            self.refused.append(f"tried to run more than {namespaces.MAX_PROCESSES} processes at once: "
+                                f"{self.forks_refused} fork{'s' if self.forks_refused > 1 else ''} refused")
+        result = self._outcome(status, timed_out)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self._finished = result
+        return result
+
+    def _reap_warden_soon(self, wait_s: float = 2.0) -> None:
+        """Give a warden whose child is done a moment to see it and exit on its own (its status says how)."""
+        if self.pidfd is None:
+            return
+        select.select([self.pidfd], [], [], wait_s)
+
+    def _drain(self) -> None:
+        """Read what is left in the pipe without waiting (a process that escaped may still hold it open)."""
+        os.set_blocking(self.fd, False)
+        try:
+            while True:
+                chunk = os.read(self.fd, 1 << 16)
+                if not chunk:
+                    break
+                self.feed(chunk)
+        except (BlockingIOError, OSError):
+            pass
+
+    def _outcome(self, status: int, timed_out: bool) -> SideResult:
+        output = excerpt(os.path.join(self.folder, "output.log"))
+        duration_s = round(time.perf_counter() - self.started, 4)
+        confined = bool(confinement().confined)
+        common = dict(output=output, duration_s=duration_s, refused=list(self.refused), tampered=self.tampered,
+                      confined=confined, last_step=self.last_step)
+        refused = f" (it {'; '.join(self.refused)})" if self.refused else ""
+        if timed_out:
+            why = f"; the limit is {self.request.limit_why}" if self.request.limit_why else ""
+            where = self.where_hung()
+            step = (f" while {self.last_step}" if self.last_step else "") + (
+                ("," if self.last_step else "") + f" at {where}" if where else "")
+            return SideResult(status="timeout", error=f"the check did not finish within {self.request.timeout_s:g} s "
+                                                      f"and was stopped{step}{why}{refused}", **common)
+        if self.tampered:
+            return SideResult(status="error", exception="Tampered",
+                              error=f"tampered: {self.tampered} line{'s' if self.tampered > 1 else ''} on the side's "
+                                    "result pipe were not written by the check, so nothing it reported is "
+                                    f"taken as measured{refused}", **common)
+        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+        if code == child.TOO_MANY:
+            return SideResult(status="error", exception="ProcessLimit",
+                              error=f"the subject started more than {namespaces.MAX_PROCESSES} processes at once and "
+                                    f"was stopped{refused}", **common)
+        if isinstance(self._last, Measured):
+            return SideResult(status="ok", observed=self._last.observed, evidence=self._last.evidence, **common)
+        if isinstance(self._last, Raised):
+            return SideResult(status="error", error=self._last.sentence + refused, exception=self._last.exception,
+                              **common)
+        sig = None
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+        elif code is not None and code > child.SIGNALLED and code != child.TOO_MANY:
+            sig = code - child.SIGNALLED
+        if sig is not None:
+            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+            error = f"the subject crashed with signal {name}"
+        else:
+            error = f"the check exited with code {code} and no result"
+        return SideResult(status="error", error=error + refused, **common)
+
+
+class TreeError(ValueError):
+    """A side's file cannot be put in its private tree; the message says why."""
+
+
+def build_tree(folder: Path, side: Side) -> Path:
+    """Copy the subject packages into ``folder``, apply the side's fault, put its files in place.
+
+    A side that carries files of its own (a learner's) gets no catalog data
+    (``exercises/*.toml``): the faults' ``before`` texts would rebuild the
+    clean subject next to the learner's file.
+
+    Raises:
+        FaultError: the fault does not apply to the current source.
+        OSError: the copy could not be made.
+        TreeError: a file of the side lies outside the subject packages,
+            replaces no file there, or cannot be written.
+    """
+    make_private_copy(folder, side.fault)
+    for path, text in side.files:
+        parts = Path(path).parts
+        if not parts or parts[0] not in SUBJECT_PACKAGES or ".." in parts or Path(path).is_absolute():
+            raise TreeError(f"{path!r} must lie inside one of {', '.join(p + '/' for p in SUBJECT_PACKAGES)}")
+        target = folder / path
+        if not target.is_file():
+            raise TreeError(f"{path!r} names no file of the subject to replace")
+        try:
+            target.write_text(text, encoding="utf-8")
+        except (OSError, UnicodeError) as exc:
+            raise TreeError(f"{path!r} could not be written ({exc})") from None
+    if side.files:
+        for data in (folder / "exercises").glob("*.toml"):
+            data.unlink()
+    return folder
+
+
+_STATUS: confine.Status | None = None
+_READ_ROOTS: tuple[str, ...] | None = None
+
+
+def confinement() -> confine.Status:
+    """What confinement works here (probed once per worker, in a forked child)."""
+    global _STATUS
+    if _STATUS is None:
+        _STATUS = confine.probe()
+    return _STATUS
+
+
+def read_roots(scratch: str) -> tuple[str, ...]:
+    """What a side may read: the Python install and system libraries, less the worker's scratch (every
+    side's tree): the scratch alone, not all of /tmp, where a checkout and its venv may live."""
+    global _READ_ROOTS
+    if _READ_ROOTS is None:
+        _READ_ROOTS = confine.read_roots(forbidden=[scratch])
+    return _READ_ROOTS
+
+
+
+def excerpt(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(OUTPUT_EXCERPT_CHARS)
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+    except OSError:
+        return ""
+    text = head.decode("utf-8", "replace")
+    if size > OUTPUT_EXCERPT_CHARS:
+        text += f"\n… ({size - OUTPUT_EXCERPT_CHARS} more bytes of output not shown)"
+    return text

@@ -1,0 +1,163 @@
+"""How an exercise page reads single keys: a choice picked by its key, a typed word told from key presses.
+
+On a choice or yes/no page the key shown beside a choice picks it, and
+single keys act (h a hint, n the next exercise); but a learner who types a
+word there should not fire one action per letter. A letter that follows
+another within :data:`WORD_GAP_S` is typing: what the word's first key did
+is undone and keys do nothing until typing pauses. On a typed-answer page,
+any printable key that is no command starts the answer in its box, so
+nothing typed is lost.
+
+:class:`ReadingKeys` is mixed into :class:`tutor.ui.screens.exercise.ExerciseScreen`,
+whose widgets (the prediction, the confidence, the result panel) and
+actions it drives.
+"""
+
+from __future__ import annotations
+
+import time
+
+from textual.widgets import Input, TextArea
+
+from exercises import answers
+from tutor.ui.widgets.confidence import ConfidencePicker
+from tutor.ui.widgets.prediction import PredictionInput
+from tutor.ui.widgets.result_panel import ResultPanel
+
+#: Keys pressed closer together than this (seconds) are typing, not single key presses.
+WORD_GAP_S = 0.35
+#: On a choice or yes/no page, these single keys act only once no other letter follows
+#: within WORD_GAP_S (so typing a word never reveals a hint or leaves the page).
+_HELD_KEYS = set("heanNpq?")
+
+
+class ReadingKeys:
+    """The exercise page's ``on_key``: keys that answer or act straight away while reading."""
+
+    #: single keys that keep their meaning while reading; any other printable
+    #: key starts typing the answer (when the answer box is a text box). The
+    #: action keys no choice may take, plus a (to the answer box) and ? (help).
+    _COMMAND_KEYS = set(answers.ACTION_KEYS) | set("a?") | set("fbFB")
+    # telling single key presses from typed words (choice and yes/no pages)
+    _last_letter_at: float | None = None
+    _word_until = 0.0
+    _undo = None  # undoes what the last single key did, if a word follows
+    _said_words = False
+
+    def on_key(self, event) -> None:
+        """Keys that answer straight away while reading.
+
+        For a choice (or yes/no) exercise, the key shown beside a choice (its
+        letter, its number 1…9 / 0 when the ids are words, or y / n) picks it.
+        For a typed answer, any printable key that is not a command
+        key starts the answer in the answer box, so nothing typed is lost.
+        """
+        if event.key == "enter" and isinstance(self.focused, ConfidencePicker):
+            event.stop()
+            self.action_run()  # Enter runs from the confidence too (after Tab from a typed answer)
+            return
+        char = event.character
+        if char is None or not char.isprintable():
+            return
+        prediction = self.query_one(PredictionInput)
+        if isinstance(self.focused, TextArea):
+            return
+        if isinstance(self.focused, Input):
+            # A box consumes its own keys, so a key that reaches the screen
+            # while a box has focus was typed before the focus moved there:
+            # it belongs at the end of the answer.
+            event.stop()
+            event.prevent_default()
+            self.focused.insert_text_at_cursor(char)
+            return
+        if prediction.options:
+            if char in "FB":
+                return  # capitals open Fix it / Break it even where f or b picks a choice
+            self._choice_page_key(event, char, prediction)
+            return
+        if char.isspace():
+            return
+        if char == "n" and self.query_one(ResultPanel).has_class("-shown"):
+            return  # the binding opens the next exercise
+        if self.focused is self.query_one("#exercise-body") and char not in self._COMMAND_KEYS:
+            event.stop()
+            event.prevent_default()
+            box = prediction.query_one(Input)
+            self.set_focus(box)  # at once, so the next key already lands in the box
+            box.value = ""  # typing from the page starts a new answer (press a to edit the old one)
+            box.insert_text_at_cursor(char)
+
+    def _choice_page_key(self, event, char: str, prediction: PredictionInput) -> None:
+        """A key on a choice or yes/no page: a single key press picks or acts; typed words do nothing.
+
+        A letter that follows another letter within :data:`WORD_GAP_S` is
+        typing: what the word's first key did is undone (a pick goes back to
+        the earlier one; a held key such as h never acts), and keys do
+        nothing until typing pauses. ``r`` (run) takes no part in telling
+        words apart, so a pick then r runs at once, as does r again; inside
+        a word it does nothing like every other key.
+        """
+        now = time.monotonic()
+        letter = char.isalpha() and char != "r"
+        typing = now < self._word_until
+        follows = letter and self._last_letter_at is not None and now - self._last_letter_at < WORD_GAP_S
+        self._last_letter_at = now if letter else None
+        if typing or follows:
+            event.stop()
+            event.prevent_default()
+            if not typing:
+                if self._undo is not None:
+                    self._undo()
+                self._say_typing_picks_nothing(prediction)
+            self._undo = None
+            self._word_until = now + WORD_GAP_S
+            return
+        self._undo = None
+        if char.isspace():
+            return
+        choice = None if char == "N" and "n" in prediction.keys else prediction.choice_for_key(char)
+        if choice is not None:
+            event.stop()
+            event.prevent_default()
+            before = prediction.chosen
+            prediction.set_value(choice)
+            self._undo = lambda: prediction.restore(before)
+            return
+        if self.query_one(ConfidencePicker).set_from_key(char):
+            event.stop()
+            event.prevent_default()
+            return
+        if char in _HELD_KEYS:
+            event.stop()
+            event.prevent_default()
+            timer = self.set_timer(WORD_GAP_S, lambda: self._act_on_held_key(char))
+            self._undo = timer.stop
+
+    def _act_on_held_key(self, char: str) -> None:
+        """A held key that no other letter followed: act on it now."""
+        self._undo = None
+        if not self.is_current:
+            return
+        if char in "nN":
+            self.action_next()
+        elif char == "h":
+            self.action_hint()
+        elif char == "e":
+            self.action_explain()
+        elif char == "a":
+            self.action_answer()
+        elif char == "p":
+            self.app.action_progress()
+        elif char == "?":
+            self.app.action_help()
+        elif char == "q":
+            self.app.flush_notes()
+            self.app.exit()
+
+    def _say_typing_picks_nothing(self, prediction: PredictionInput) -> None:
+        if self._said_words:
+            return
+        self._said_words = True
+        keys = " or ".join(k for k in prediction.keys[:3] if k)
+        self.notify(f"Typed words pick nothing here: press a single key ({keys}…) beside your choice.",
+                    title="typing", timeout=6)
