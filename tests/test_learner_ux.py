@@ -134,7 +134,7 @@ def test_tutor_progress_shows_calibration_and_brier_overall_and_per_set(tmp_path
     flat = " ".join(out.split())
     assert "Brier score 0.210 over 6 rated prediction(s)" in flat
     assert "1 without a confidence are left out" in flat
-    assert re.search(r"Shapes\s+│ 1\s+│ 1\s+│ 9\s+│ 2\s+│ 0\.410", out), out
+    assert re.search(r"Shapes\s+│ 1\s+│ 1\s+│ 10\s+│ 2\s+│ 0\.410", out), out
     assert re.search(r"80 %\s+│ 2\s+│ 2\s+│ 100 %", out), out
 
 
