@@ -17,12 +17,7 @@ import torch.nn.functional as F
 from exercises.context import Context
 from exercises.outcome import Measurement, first_line, note, series, table
 from exercises.training_common import bigram_data, counting, part6_gpt, train_bigram
-from exercises.training_updates import MICRO_B, MICRO_SPLIT, MICRO_T
-
-
-def _flat(tensors) -> torch.Tensor:
-    """Tensors (parameters or gradients) joined into one 1-D float64 vector."""
-    return torch.cat([t.detach().double().flatten() for t in tensors])
+from exercises.training_updates import MICRO_SPLIT, MICRO_T, microbatch_gradients
 
 
 def update_snapshot(ctx: Context) -> Measurement:
@@ -88,25 +83,7 @@ def reset_per_microbatch(ctx: Context) -> Measurement:
     "Backward and update are different operations" (resetting between
     intentionally accumulated microbatches changes the update).
     """
-    from engine.train import accumulate_gradients
-
-    model = ctx.gpt("small", n_layer=1, n_embd=32).double()
-    V = model.config.vocab_size
-    g = torch.Generator().manual_seed(ctx.seed)
-    data = torch.randint(0, V, (MICRO_B, MICRO_T + 1), generator=g).to(ctx.device)
-    x, y = data[:, :-1].contiguous(), data[:, 1:].contiguous()  # (7, 6) each
-    pieces = [(x[:MICRO_SPLIT], y[:MICRO_SPLIT]), (x[MICRO_SPLIT:], y[MICRO_SPLIT:])]
-
-    def gradient(xs, ys) -> torch.Tensor:
-        model.zero_grad(set_to_none=True)
-        model(xs, targets=ys)[1].backward()
-        return _flat(p.grad for p in model.parameters())
-
-    full = gradient(x, y)
-    own = [gradient(xs, ys) for xs, ys in pieces]
-    accumulate_gradients(model, pieces)
-    accumulated = _flat(p.grad for p in model.parameters())
-    basis = torch.stack(own, dim=1)  # (P, 2): each microbatch's own mean gradient
+    y, pieces, full, basis, accumulated = microbatch_gradients(ctx)
     solved = torch.linalg.lstsq(basis.cpu(), accumulated.unsqueeze(1).cpu()).solution.flatten().tolist()
     used = [round(w, 4) + 0.0 for w in solved]  # + 0.0: no -0.0; the solver's last digits are not the fact
     residual = (accumulated.cpu() - basis.cpu() @ torch.tensor(solved, dtype=torch.float64)).abs().max().item()

@@ -212,19 +212,19 @@ def set_to_none(ctx: Context) -> Measurement:
 MICRO_B, MICRO_T, MICRO_SPLIT = 7, 6, 5
 
 
-def microbatch_weighting(ctx: Context) -> Measurement:
-    """``engine.train.accumulate_gradients`` over unequal microbatches against the full batch.
+def microbatch_gradients(ctx: Context):
+    """The gradients of ``engine.train.accumulate_gradients`` over two unequal microbatches, and their parts.
 
-    A 1-layer engine GPT (C = 32, V = 37) in float64 reads 7 random windows
-    of 6 tokens (42 targets); the microbatches are the first 5 windows (30
-    targets) and the last 2 (12). The reference is the gradient of one mean
-    over all 42 targets (one forward of the whole batch; the windows do not
-    see each other). Observed: True when the accumulated gradient equals it
-    within 1e-6 (every parameter). The weights the engine effectively used
-    are recovered by least squares from each microbatch's own gradient. The
-    subject used to be a snippet bigram; the rule and the weights are the
-    same on the GPT (30/42, 12/42 against 1/2, 1/2). Seed 001, "Explain it
-    back" and "In the real world" (accumulation).
+    A 1-layer engine GPT (C = 32, V = 37) in float64 reads ``MICRO_B`` = 7
+    random windows of ``MICRO_T`` = 6 tokens (42 targets), split into the
+    first ``MICRO_SPLIT`` = 5 windows (30 targets) and the last 2 (12).
+
+    Returns:
+        ``(y, pieces, full, basis, accumulated)``: the targets (7, 6); the two
+        ``(x, y)`` microbatches; the full batch's mean gradient (P,); each
+        microbatch's own mean gradient as the columns of ``basis`` (P, 2); and
+        what ``accumulate_gradients`` left in ``.grad`` (P,), P the number of
+        parameter values. Seed 001, "Backward and update are different operations".
     """
     from engine.train import accumulate_gradients
 
@@ -244,8 +244,25 @@ def microbatch_weighting(ctx: Context) -> Measurement:
     own = [gradient(xs, ys) for xs, ys in pieces]
     accumulate_gradients(model, pieces)
     accumulated = _flat(p.grad for p in model.parameters())
+    return y, pieces, full, torch.stack(own, dim=1), accumulated
+
+
+def microbatch_weighting(ctx: Context) -> Measurement:
+    """``engine.train.accumulate_gradients`` over unequal microbatches against the full batch.
+
+    A 1-layer engine GPT (C = 32, V = 37) in float64 reads 7 random windows
+    of 6 tokens (42 targets); the microbatches are the first 5 windows (30
+    targets) and the last 2 (12). The reference is the gradient of one mean
+    over all 42 targets (one forward of the whole batch; the windows do not
+    see each other). Observed: True when the accumulated gradient equals it
+    within 1e-6 (every parameter). The weights the engine effectively used
+    are recovered by least squares from each microbatch's own gradient. The
+    subject used to be a snippet bigram; the rule and the weights are the
+    same on the GPT (30/42, 12/42 against 1/2, 1/2). Seed 001, "Explain it
+    back" and "In the real world" (accumulation).
+    """
+    y, pieces, full, basis, accumulated = microbatch_gradients(ctx)
     gap = (accumulated - full).abs().max().item()
-    basis = torch.stack(own, dim=1)  # (P, 2)
     used = torch.linalg.lstsq(basis.cpu(), accumulated.unsqueeze(1).cpu()).solution.flatten()
     total = y.numel()
     rows = [[f"{ys.numel()} targets", f"{ys.numel() / total:.4f}", f"{w:.4f}"] for (_, ys), w in zip(pieces, used.tolist())]
