@@ -13,12 +13,6 @@ import pytest
 from exercises.answers import AnswerError
 from tutor.sandbox.protocol import Answer, SideResult
 from tutor.sandbox.result import RunResult, grade, read_prediction
-from tutor.store.catalog_cache import load_catalog
-
-
-@pytest.fixture(scope="module")
-def cat():
-    return load_catalog()
 
 
 def ok(observed, evidence=None, **extra):
@@ -29,8 +23,8 @@ def answer(duration_s=0.5, **sides):
     return Answer(job=7, torch="2.13.0+cpu", device="cpu", duration_s=duration_s, sides=sides)
 
 
-def test_a_faulted_exercise_is_graded_on_its_faulted_side(cat):
-    ex = cat.get("head-split")  # observe = faulted, choice a-d
+def test_a_faulted_exercise_is_graded_on_its_faulted_side(catalog):
+    ex = catalog.get("head-split")  # observe = faulted, choice a-d
     note = [{"type": "note", "text": "first divergence: head split"}]
     result = grade(ex, answer(clean=ok("a", duration_s=0.25, confined=True),
                               faulted=ok("b", note, duration_s=0.5, confined=True)), "B", seed=3)
@@ -47,21 +41,21 @@ def test_a_faulted_exercise_is_graded_on_its_faulted_side(cat):
     assert (wrong.status, wrong.correct, wrong.prediction_text) == ("fail", False, "a")
 
 
-def test_without_a_prediction_the_run_is_ok_and_ungraded(cat):
-    ex = cat.get("head-split")
+def test_without_a_prediction_the_run_is_ok_and_ungraded(catalog):
+    ex = catalog.get("head-split")
     result = grade(ex, answer(clean=ok("a"), faulted=ok("a")))
     assert (result.status, result.correct, result.prediction, result.prediction_text) == ("ok", None, None, None)
     assert result.differs is False  # the fault changed nothing: what 'tutor check' flags
 
 
-def test_one_unconfined_side_makes_the_run_unconfined_and_no_side_leaves_it_unknown(cat):
-    ex = cat.get("head-split")
+def test_one_unconfined_side_makes_the_run_unconfined_and_no_side_leaves_it_unknown(catalog):
+    ex = catalog.get("head-split")
     assert grade(ex, answer(clean=ok("a", confined=True), faulted=ok("b", confined=False))).confined is False
     assert grade(ex, answer()).confined is None
 
 
-def test_the_clean_side_is_graded_when_the_exercise_observes_it(cat):
-    ex = cat.get("broadcast-grad")  # observe = clean, a shape
+def test_the_clean_side_is_graded_when_the_exercise_observes_it(catalog):
+    ex = catalog.get("broadcast-grad")  # observe = clean, a shape
     result = grade(ex, answer(clean=ok([3]), faulted=ok([2, 3])), "(3,)")
     assert (result.observed, result.status, result.correct) == ([3], "pass", True)
     # the graded side measured: the other side's error is kept, and does not stop the verdict
@@ -70,8 +64,8 @@ def test_the_clean_side_is_graded_when_the_exercise_observes_it(cat):
     assert result.errors == {"faulted": "boom"} and result.faulted is None
 
 
-def test_both_sides_are_graded_as_a_pair(cat):
-    ex = cat.get("numpy-sharing")  # observe = both
+def test_both_sides_are_graded_as_a_pair(catalog):
+    ex = catalog.get("numpy-sharing")  # observe = both
     result = grade(ex, answer(clean=ok([1, 2]), faulted=ok([2, 2])))
     assert result.observed == [[1, 2], [2, 2]] and result.status == "ok" and result.differs is True
 
@@ -81,8 +75,8 @@ def test_both_sides_are_graded_as_a_pair(cat):
     (SideResult(status="timeout", error="the check did not finish within 30 s and was stopped"), "timeout"),
     (SideResult(status="error"), "error"),
 ])
-def test_a_graded_side_that_did_not_measure_sets_the_status(cat, faulted, status):
-    ex = cat.get("head-split")
+def test_a_graded_side_that_did_not_measure_sets_the_status(catalog, faulted, status):
+    ex = catalog.get("head-split")
     result = grade(ex, answer(clean=ok("a"), faulted=faulted), "b")
     assert (result.status, result.observed, result.correct, result.differs) == (status, None, None, None)
     assert result.clean == "a" and result.faulted is None
@@ -91,22 +85,22 @@ def test_a_graded_side_that_did_not_measure_sets_the_status(cat, faulted, status
     assert result.prediction_text == "b"  # read before anything ran
 
 
-def test_a_timeout_outranks_an_error_on_the_other_side(cat):
-    ex = cat.get("numpy-sharing")
+def test_a_timeout_outranks_an_error_on_the_other_side(catalog):
+    ex = catalog.get("numpy-sharing")
     result = grade(ex, answer(clean=SideResult(status="error", error="e"),
                               faulted=SideResult(status="timeout", error="t")))
     assert result.status == "timeout" and result.timed_out == ["faulted"]
     assert result.error == "clean: e; faulted: t"
 
 
-def test_a_graded_side_missing_altogether_leaves_the_run_ok_but_unobserved(cat):
-    ex = cat.get("head-split")
+def test_a_graded_side_missing_altogether_leaves_the_run_ok_but_unobserved(catalog):
+    ex = catalog.get("head-split")
     result = grade(ex, answer(clean=ok("a")))
     assert (result.status, result.observed, result.differs) == ("ok", None, None)
 
 
-def test_what_a_side_printed_refused_or_forged_is_kept_under_its_name(cat):
-    ex = cat.get("head-split")
+def test_what_a_side_printed_refused_or_forged_is_kept_under_its_name(catalog):
+    ex = catalog.get("head-split")
     result = grade(ex, answer(clean=ok("a"), faulted=ok("b", output="hello\n", refused=["tried to write ~/x: refused"],
                                                         tampered=2),
                               yours=ok("b", output="")))
@@ -116,8 +110,8 @@ def test_what_a_side_printed_refused_or_forged_is_kept_under_its_name(cat):
     assert result.observations["yours"] == "b" and "yours" in result.evidence
 
 
-def test_a_number_is_matched_within_the_exercise_tolerance(cat):
-    ex = cat.get("validation-split")
+def test_a_number_is_matched_within_the_exercise_tolerance(catalog):
+    ex = catalog.get("validation-split")
     assert ex.kind == "number" and ex.tolerance == pytest.approx(3e-3)
     observed = 0.739163
     near = grade(ex, answer(clean=ok(observed), faulted=ok(observed)), "0.741")
@@ -125,15 +119,15 @@ def test_a_number_is_matched_within_the_exercise_tolerance(cat):
     assert (near.correct, far.correct) == (True, False)  # |0.741 - 0.739163| < 3e-3 < |0.735 - 0.739163|
 
 
-def test_an_unreadable_prediction_raises_before_any_result(cat):
+def test_an_unreadable_prediction_raises_before_any_result(catalog):
     with pytest.raises(AnswerError):
-        grade(cat.get("head-split"), answer(clean=ok("a"), faulted=ok("b")), "z")
-    assert read_prediction(cat.get("head-split"), " C ") == "c"
-    assert read_prediction(cat.get("head-split"), None) is None
+        grade(catalog.get("head-split"), answer(clean=ok("a"), faulted=ok("b")), "z")
+    assert read_prediction(catalog.get("head-split"), " C ") == "c"
+    assert read_prediction(catalog.get("head-split"), None) is None
 
 
-def test_a_cancelled_run_says_so_and_keeps_what_is_known(cat):
-    ex = cat.get("head-split")
+def test_a_cancelled_run_says_so_and_keeps_what_is_known(catalog):
+    ex = catalog.get("head-split")
     result = RunResult.cancelled(ex, "B", when="before it started", device="cpu", torch="2.13.0", seed=4,
                                  duration_s=1.5)
     assert (result.status, result.errors) == ("cancelled", {"run": "the run was cancelled before it started"})
@@ -146,8 +140,8 @@ def test_a_cancelled_run_says_so_and_keeps_what_is_known(cat):
     assert RunResult.cancelled(ex, "zz").prediction_text is None  # unreadable: kept as typed, not read
 
 
-def test_to_dict_keeps_the_json_fields_and_leaves_out_the_extra_sides(cat):
-    ex = cat.get("head-split")
+def test_to_dict_keeps_the_json_fields_and_leaves_out_the_extra_sides(catalog):
+    ex = catalog.get("head-split")
     data = grade(ex, answer(clean=ok("a"), faulted=SideResult(status="error", error="boom"), yours=ok("b")),
                  "b").to_dict()
     assert "observations" not in data
