@@ -117,6 +117,13 @@ def randomised_hooked(modules: list[nn.Module], generator: torch.Generator):
                 if isinstance(bias, torch.Tensor):
                     saved.append((bias, bias.detach().clone()))
                     bias.zero_()
+    with _put_back(saved):
+        yield
+
+
+@contextlib.contextmanager
+def _put_back(saved: list[tuple[torch.Tensor, torch.Tensor]]):
+    """For the block, then copy each saved ``(tensor, value)`` back into its tensor (the model's own weights)."""
     try:
         yield
     finally:
@@ -142,12 +149,8 @@ def randomised(modules: list[nn.Module], generator: torch.Generator):
                 if getattr(m, "bias", None) is not None:
                     saved.append((m.bias, m.bias.detach().clone()))
                     m.bias.zero_()
-    try:
+    with _put_back(saved):
         yield
-    finally:
-        with torch.no_grad():
-            for t, value in saved:
-                t.copy_(value)
 
 
 @contextlib.contextmanager
