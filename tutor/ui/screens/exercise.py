@@ -63,6 +63,8 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         Binding("B", "break_it", "Break it"),
         Binding("n", "next", "Next", tooltip="open the next exercise, once a result is shown (N on yes/no pages)"),
         Binding("escape", "cancel_or_back", "Back", tooltip="cancel a running check; else leave the box; else back"),
+        Binding("tab", "tab_on", "Next field", show=False,
+                tooltip="the next field; once a choice is picked where digits pick choices, the confidence line"),
     ]
     #: keys the page reads itself (``on_key``), for the help
     PAGE_KEYS = (
@@ -126,7 +128,9 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             yield Static(Text.assemble(("Your prediction", "bold"), f" — {what}  ", (f"({how})", "dim")),
                          classes="section-label")
             yield PredictionInput(ex, id="prediction")
-            yield ConfidencePicker(self._recall.confidence, page_keys=self._digits_free(ex), id="confidence")
+            elsewhere = "digits pick a choice" if ex.kind in ("choice", "bool") else "digits type the answer"
+            yield ConfidencePicker(self._recall.confidence, page_keys=self._digits_free(ex),
+                                   digits_elsewhere=elsewhere, id="confidence")
             yield Static("", id="answer-error")
             with Horizontal(id="exercise-buttons"):
                 yield Button("Run ▶ r", id="run-button", variant="primary")
@@ -231,6 +235,21 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         app = self.app
         app.pop_screen()
         app.open_exercise(following)
+
+    def action_tab_on(self) -> None:
+        """Tab: the next field, but from the page after a pick where digits pick choices, the confidence.
+
+        There the digits 5…9, 0 pick choices everywhere but on the confidence line: a Tab that landed
+        on the choice list would make the next digit change the answer instead of saying how sure.
+        """
+        prediction = self.query_one(PredictionInput)
+        if (prediction.options and prediction.chosen and not self._digits_free(self.exercise)
+                and self.focused is self.query_one("#exercise-body")):
+            picker = self.query_one(ConfidencePicker)
+            picker.focus()
+            picker.scroll_visible()
+            return
+        self.focus_next()
 
     def action_answer(self) -> None:
         """Move the focus to the prediction widget."""
