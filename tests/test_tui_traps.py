@@ -21,12 +21,13 @@ from tutor.ui.widgets.confidence import ConfidencePicker  # noqa: E402
 from tutor.ui.widgets.prediction import PredictionInput  # noqa: E402
 
 
-async def until(pilot, condition, what: str, tries: int = 200) -> None:
-    """Let the app run until ``condition()`` holds (a bounded number of its turns, not a time)."""
+async def until(pilot, condition, what: str, tries: int = 400) -> None:
+    """Let the app run until ``condition()`` holds (polled, a bounded number of times; nothing is
+    asserted on a time)."""
     for _ in range(tries):
         if condition():
             return
-        await pilot.pause()
+        await pilot.pause(0.02)
     raise AssertionError(f"never came: {what}")
 
 
@@ -64,4 +65,75 @@ def test_on_a_digit_choice_page_the_confidence_line_says_digits_pick_a_choice(tm
     async def script(pilot):
         screen = await on_page(pilot, "lr-10x")
         assert "digits pick a choice" in text_of(screen.query_one(ConfidencePicker))
+    drive(app, script)
+
+
+# --- no note lost across a change of page --------------------------------------------------------------
+
+async def _open_from_palette(pilot, exercise_id: str) -> ExerciseScreen:
+    await pilot.press("ctrl+p")
+    await until(pilot, lambda: type(pilot.app.screen).__name__ == "CommandPalette", "the command palette")
+    await pilot.press(*f"open {exercise_id}")
+    palette = pilot.app.screen
+    from textual.command import CommandList
+    hits = palette.query_one(CommandList)
+    await until(pilot, lambda: hits.option_count and exercise_id in str(hits.get_option_at_index(0).prompt),
+                "the palette's hit")
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(pilot.app.screen, ExerciseScreen)
+                and pilot.app.screen.exercise.id == exercise_id, f"the page of {exercise_id}")
+    return pilot.app.screen
+
+
+def test_a_note_typed_then_esc_then_ctrl_p_is_saved_before_the_next_page(tmp_path, monkeypatch):
+    """Under load the debounced save has not run when the learner leaves: leaving saves it."""
+    from tutor.ui.widgets import note_editor
+    monkeypatch.setattr(note_editor, "DEBOUNCE_S", 3600.0)  # the pause in typing never comes in time
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        screen.query_one("#note", TextArea).focus()
+        await pilot.press(*"rows add", "escape")
+        await until(pilot, lambda: not isinstance(screen.focused, TextArea), "the focus out of the note")
+        await _open_from_palette(pilot, "cache-offset")
+        assert saved(tmp_path)["exercises"]["broadcast-loss"]["note"] == "rows add"
+    drive(app, script)
+
+
+def test_esc_goes_back_to_the_list_from_exercises_opened_with_ctrl_p(tmp_path):
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        await open_exercise(pilot, "broadcast-loss")
+        await _open_from_palette(pilot, "cache-offset")
+        await _open_from_palette(pilot, "head-split")
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(pilot.app.screen, HomeScreen), "the list")
+        assert len(pilot.app.screen_stack) == 1
+    drive(app, script)
+
+
+def test_a_note_that_could_not_be_saved_is_offered_again_and_saved(tmp_path):
+    from tutor.model.attempts import ProgressError
+    app, store = make_app(tmp_path)
+    real, failing = store.save_note, [True]
+
+    def save_note(learner, exercise_id, text):
+        if failing[0]:
+            raise ProgressError("the progress file is locked (a test)")
+        return real(learner, exercise_id, text)
+    store.save_note = save_note
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        screen.query_one("#note", TextArea).focus()
+        await pilot.press(*"kept", "escape", "escape")
+        await until(pilot, lambda: isinstance(pilot.app.screen, HomeScreen), "the list")
+        assert "note" not in saved(tmp_path).get("exercises", {}).get("broadcast-loss", {})
+        failing[0] = False
+        screen = await open_exercise(pilot, "broadcast-loss")
+        assert screen.query_one("#note", TextArea).text == "kept"  # the draft, offered again
+        await until(pilot, lambda: saved(tmp_path).get("exercises", {}).get("broadcast-loss", {}).get("note")
+                    == "kept", "the draft saved", tries=2000)
     drive(app, script)

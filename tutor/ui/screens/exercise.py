@@ -139,11 +139,13 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             yield ResultPanel(id="result")
             yield Static("", id="next-hint")
             yield HintList(ex.hints, id="hints")
-            note = NoteEditor(ex.explain, progress.note, self._save_note, id="note-editor")
+            draft = self._recall.note  # a note that could not be saved when the page was left: offered again
+            note = NoteEditor(ex.explain, progress.note if draft is None else draft, self._save_note,
+                              saved=progress.note, id="note-editor")
             # The explain-back question can give the answer away: it appears
             # after the first run (or at once when a note or attempt exists;
             # after a reset, only once the exercise is run again).
-            note.display = bool(current or (progress.note and not progress.reset_time))
+            note.display = bool(current or draft or (progress.note and not progress.reset_time))
             yield note
         yield PageFooter()
 
@@ -232,9 +234,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             self.notify("This is the last exercise.")
             return
         self.flush_note()
-        app = self.app
-        app.pop_screen()
-        app.open_exercise(following)
+        self.app.open_exercise(following)  # in place of this page
 
     def action_tab_on(self) -> None:
         """Tab: the next field, but from the page after a pick where digits pick choices, the confidence.
@@ -440,13 +440,20 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         try:
             self._session.save_note(self.exercise.id, text)
         except ProgressError as exc:
+            self._recall.note = text  # kept while the app runs, and offered when the page opens again
             return str(exc)
+        self._recall.note = None
         return None
 
     def flush_note(self) -> None:
-        """Save unsaved note text now (used when the app quits)."""
+        """Save unsaved note text now (leaving the page, another page on top of it, the app quitting)."""
         for editor in self.query(NoteEditor):
             editor.flush()
+
+    def on_screen_suspend(self) -> None:
+        """Another screen covers this one (the command palette, help, edit mode): the note is saved
+        now, not a debounce later, so nothing typed waits on a page the learner may not come back to."""
+        self.flush_note()
 
     def on_unmount(self) -> None:
         if self.running and self._run is not None:
