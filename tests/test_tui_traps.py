@@ -137,3 +137,42 @@ def test_a_note_that_could_not_be_saved_is_offered_again_and_saved(tmp_path):
         await until(pilot, lambda: saved(tmp_path).get("exercises", {}).get("broadcast-loss", {}).get("note")
                     == "kept", "the draft saved", tries=2000)
     drive(app, script)
+
+
+# --- Ctrl+S runs the text with every key typed before it ------------------------------------------------
+
+def test_ctrl_s_runs_the_text_with_the_keys_queued_before_it(tmp_path, monkeypatch):
+    """Keys still queued for the editor when Ctrl+S arrives (a busy machine) are in the run's text."""
+    from textual import events
+    from test_edit_tui import ReadingRunner, make_app as make_edit_app, open_edit
+    from tutor.ui.screens.fix import EditScreen
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    runner = ReadingRunner()
+    texts = []
+    real = runner.run
+
+    def run(exercise, prediction=None, on_progress=None, seed=0, sides=None):
+        texts.extend(side.files[0][1] for side in sides if side.files)
+        return real(exercise, prediction, on_progress, seed, sides)
+    runner.run = run
+    app, _ = make_edit_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        await until(pilot, lambda: screen.focused is screen._editor, "the built-in editor")
+        screen._editor.move_cursor((0, 0))
+        for char in "# typed fast\n":  # all in the app's queue before the first is handled
+            key = "enter" if char == "\n" else ("number_sign" if char == "#" else
+                                               ("space" if char == " " else char))
+            app.post_message(events.Key(key, char))
+        app.post_message(events.Key("ctrl+s", None))
+        await until(pilot, lambda: texts, "the run")
+        assert isinstance(pilot.app.screen, EditScreen)
+    drive_edit(app, script)
+    assert texts[0].startswith("# typed fast\n")
+
+
+def drive_edit(app, script):
+    from test_edit_tui import drive as drive_edit_app
+    drive_edit_app(app, script)

@@ -283,8 +283,17 @@ class EditScreen(PageScreen):
     # --- running ---------------------------------------------------------------
 
     def action_save_and_run(self) -> None:
-        """Save the working copy, then run the check with it as the side ``yours``."""
-        if self.edit_task is None:
+        """Save the working copy, then run the check with it as the side ``yours`` — once the keys
+        typed before Ctrl+S have reached the editor.
+
+        Ctrl+S is a priority key: the app acts on it as it arrives, while keys typed just before it
+        may still wait in this screen's queue or the editor's (a busy machine). The save waits its
+        turn behind them in both queues, so the run takes the text as typed.
+        """
+        self.call_later(self._editor.call_later, self._save_and_run_now)
+
+    def _save_and_run_now(self) -> None:
+        if self.edit_task is None or not self.is_attached:
             return
         if self.running:
             self.notify("A check is already running; Esc cancels it.", severity="warning")
