@@ -179,6 +179,7 @@ def delegate(name: str) -> dict[str, str]:
     for controller, base in (("pids", _pids_base()), ("memory", _memory_base())):
         if base is None:
             continue
+        _sweep(base)
         path = os.path.join(base, name)
         try:
             os.mkdir(path)
@@ -188,11 +189,23 @@ def delegate(name: str) -> dict[str, str]:
     return made
 
 
+def _sweep(base: str) -> None:
+    """Remove what a tutor that was killed left in ``base``: ``tutor-worker-PID-*`` cgroups whose tutor is gone."""
+    try:
+        names = [n for n in os.listdir(base) if n.startswith("tutor-worker-")]
+    except OSError:
+        return
+    for name in names:
+        pid = name.split("-")[2]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            remove_delegated({"stale": os.path.join(base, name)}, patience_s=0.2)
+
+
 def delegation_env(made: dict[str, str]) -> str:
     return os.pathsep.join(f"{controller}={path}" for controller, path in made.items())
 
 
-def remove_delegated(made: dict[str, str]) -> list[str]:
+def remove_delegated(made: dict[str, str], patience_s: float = 5.0) -> list[str]:
     """Remove a worker's cgroups (its sides' first); return the folders that could not be removed."""
     left = []
     for path in made.values():
@@ -201,7 +214,7 @@ def remove_delegated(made: dict[str, str]) -> list[str]:
         except OSError:
             inner = []
         for folder in [*inner, path]:  # a killed sandbox's processes end a moment after its bwrap
-            if not remove_cgroup(folder, patience_s=5.0):
+            if not remove_cgroup(folder, patience_s=patience_s):
                 left.append(folder)
     return left
 
