@@ -176,3 +176,21 @@ def test_ctrl_s_runs_the_text_with_the_keys_queued_before_it(tmp_path, monkeypat
 def drive_edit(app, script):
     from test_edit_tui import drive as drive_edit_app
     drive_edit_app(app, script)
+
+
+def test_a_second_esc_meant_for_the_find_bar_stays_on_the_break_screen(tmp_path, monkeypatch):
+    from test_edit_tui import make_app as make_edit_app, open_edit
+    from tutor.ui.screens.fix import EditScreen
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app, _ = make_edit_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_edit(pilot, key="B")
+        await pilot.press(*"the wrong head", "enter")  # the prediction first, then the file
+        await until(pilot, lambda: screen.focused is screen._editor, "the built-in editor")
+        await pilot.press("ctrl+f", *"def", "enter", "escape", "escape")
+        seek = screen.query_one("#edit-seek")
+        await until(pilot, lambda: not seek.has_class("-shown"), "the find bar closed")
+        assert pilot.app.screen is screen
+    drive_edit(app, script)
