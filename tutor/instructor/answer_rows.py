@@ -55,6 +55,8 @@ class AnswerRow:
             does not read), one sentence each.
         mode: ``predict``, or ``fix`` for a repair (``--fixes``).
         text: a fix's repaired file, as submitted.
+        refused: a fix's file refused before it was read (a link, a second hard link), by name, else None.
+        same_as: a fix's other learners who handed in the same text for this exercise, else empty.
     """
 
     line: int
@@ -69,6 +71,8 @@ class AnswerRow:
     warnings: list = field(default_factory=list)
     mode: str = "predict"
     text: str | None = None
+    refused: str | None = None
+    same_as: list = field(default_factory=list)
 
     @property
     def submission(self) -> str:
@@ -78,7 +82,8 @@ class AnswerRow:
         return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None) -> list[AnswerRow]:
+def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None, layout: str | None = None,
+                 assignment=None) -> list[AnswerRow]:
     """Read an answers file (``-`` is standard input) into rows, each checked against ``catalog``.
 
     Rows that cannot be graded keep their reason in ``problem``; only a file

@@ -94,7 +94,7 @@ class RowResult:
         save_error: why an attempt that should have been saved was not, else None.
         note_saved: whether the row's note was saved with it.
         already_saved: the progress file held this submission already (``--save`` twice).
-        verdict: a fix's verdict as its sentence, else None.
+        verdict: a fix's verdict (fixed, not fixed, syntax error, could not run), else None.
         diff: a fix's unified diff against the clean file (the gradebook's answer cell), else None.
     """
 
@@ -141,7 +141,8 @@ class RowResult:
                 "observed": observed,
                 "observed_text": _shown(res), "verdict": self.verdict, "reason": self.reason,
                 "warnings": list(r.warnings), "note": r.note or "", "submitted_at": r.submitted_at, "seed": r.seed,
-                "device": res.device if res else None,
+                "device": res.device if res else None, "confined": res.confined if res else None,
+                "same_as": list(r.same_as), "refused": r.refused,
                 "duration_s": round(res.duration_s, 3) if res else None, "reused": self.reused,
                 "saved": self.saved_to is not None or self.already_saved,
                 "saved_to": str(self.saved_to) if self.saved_to else None, "save_error": self.save_error,
@@ -162,6 +163,14 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def runner_factory_for(allow_unconfined: bool = False, timeout_scale: float | None = None) -> Callable:
+    """``(catalog, device) -> Runner`` for grading: confined only unless ``allow_unconfined``, every time
+    limit scaled by ``timeout_scale`` when given (``--timeout-scale``)."""
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
+    from tutor.sandbox.runner import Runner
+    return lambda cat, dev: Runner(cat, device=dev, timeout_scale=timeout_scale, allow_unconfined=allow_unconfined)
+
+
 class RunnerPool:
     """N runners, each with its own warm worker, taking jobs from one queue: one thread per runner.
 
@@ -173,11 +182,8 @@ class RunnerPool:
         runners: the runners, made at construction (no process yet).
     """
 
-    def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None,
-                 allow_unconfined: bool = False) -> None:
-        # deferred: loaded when this step runs (the instructor's modules build on one another)
-        from tutor.sandbox.runner import Runner
-        factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev, allow_unconfined=allow_unconfined))
+    def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None) -> None:
+        factory = runner_factory or runner_factory_for()
         self.device = device
         self.runners = [factory(catalog, device) for _ in range(max(1, jobs))]
 
@@ -210,7 +216,13 @@ class RunnerPool:
                     return
                 if on_done is not None:
                     with report_lock:
-                        on_done(results[i])
+                        if failures:
+                            return  # another thread's row could not be written: stop, as it did
+                        try:
+                            on_done(results[i])
+                        except BaseException as exc:  # a full disk: handed to the calling thread, never a traceback
+                            failures.append(exc)
+                            return
 
         threads = [threading.Thread(target=serve, args=(r,), daemon=True, name=f"tutor-grade-{n}")
                    for n, r in enumerate(self.runners[:max(1, min(len(self.runners), len(jobs)))])]
@@ -251,7 +263,7 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         CouldNotRun: no check worker could start at all.
     """
     # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from tutor.sandbox.runner import DeviceError, WorkerError, standard_sides
+    from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError, standard_sides
     kept = observations if observations is not None else memo.Observations()
     device = getattr(pool, "device", "auto")
 
@@ -267,6 +279,8 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         try:
             measured, reused = kept.get(memo.key(ex.id, row.seed, sides, device),
                                         lambda: runner.run(ex, None, seed=row.seed, sides=sides))
+        except UnconfinedError as exc:
+            raise UsageError(str(exc)) from None  # grading never runs a class's code unconfined by accident
         except WorkerError as exc:
             raise CouldNotRun(str(exc)) from None  # a worker that cannot start is the machine's, for every row
         result = memo.graded(ex, measured, row.answer)
@@ -301,7 +315,7 @@ def results_json(catalog, results: list, answers_path: str, assignment=None) -> 
     rows = [r.to_dict() if isinstance(r, RowResult) else r for r in results]
     if assignment is None:
         assignment = infer_assignment(catalog, rows)
-    return class_results.class_results(rows, assignment, _titles(catalog), answers_path)
+    return class_results.class_results(rows, assignment, titles(catalog), answers_path)
 
 
 def infer_assignment(catalog, rows: list[dict]):
@@ -315,7 +329,8 @@ def assignment(catalog, results: list) -> list[str]:
     return infer_assignment(catalog, [r.to_dict() if isinstance(r, RowResult) else r for r in results]).ids
 
 
-def _titles(catalog) -> dict:
+def titles(catalog) -> dict:
+    """Each exercise's title by id (results.json names its tests with them)."""
     return {e.id: e.title for e in catalog.exercises}
 
 

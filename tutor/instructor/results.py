@@ -38,7 +38,7 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
     tests = []
     for n, assigned in enumerate(assignment.exercises, 1):
         mine = [r for r in rows if r.get("exercise") == assigned.id and r.get("status") != "not_assigned"]
-        row = counting(mine, lambda r: r.get("submitted_at"))
+        row = counted(mine)
         score = float(assigned.points) if row is not None and row.get("status") == "pass" else 0.0
         title = titles.get(assigned.id)
         tests.append({"name": f"{assigned.id} · {title}" if title else assigned.id, "number": str(n),
@@ -48,6 +48,7 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
                       "extra_data": {"exercise": assigned.id, "status": row.get("status") if row else "missing",
                                      "line": row.get("line") if row else None,
                                      "submission": row.get("submission") if row else None,
+                                     "confined": row.get("confined") if row else None,
                                      "attempts": len(mine)}})
     score = sum(t["score"] for t in tests)
     who = name or next((r.get("learner") for r in rows if r.get("learner")), "") or ""
@@ -58,7 +59,33 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
                       "observed.",
             "visibility": "visible", "stdout_visibility": "hidden",
             "extra_data": {"learner": who, "max_score": assignment.max_score, "assignment": assignment.name,
-                           "inferred_assignment": assignment.inferred}, "tests": tests}
+                           "inferred_assignment": assignment.inferred, "confined": _confined(rows)}, "tests": tests}
+
+
+def counted(rows: list[dict]) -> dict | None:
+    """Of one learner's rows for one assigned exercise, the one that counts (:func:`tutor.model.attempts.counting`:
+    the latest ``submitted_at``, the later line at a tie, an untimed row older than every timed one)."""
+    return counting(sorted(rows, key=lambda r: r.get("line") or 0), lambda r: r.get("submitted_at"))
+
+
+def mark_counting(rows: list[dict], assignment) -> None:
+    """Set each row's ``counts``: whether it is its learner's scored row for its exercise (:func:`counted`),
+    so the gradebook's rows with ``counts`` sum to results.json's scores. A row of no learner, of an
+    exercise outside the assignment, or ``not_assigned``, never counts."""
+    ids = set(assignment.ids)
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        r["counts"] = False
+        if r.get("key") and r.get("exercise") in ids and r.get("status") != "not_assigned":
+            groups.setdefault((r["key"], r["exercise"]), []).append(r)
+    for mine in groups.values():
+        counted(mine)["counts"] = True
+
+
+def _confined(rows: list[dict]) -> bool | None:
+    """Whether every check behind these rows ran confined: True, False (one did not), None (none ran)."""
+    ran = [r.get("confined") for r in rows if r.get("confined") is not None]
+    return all(ran) if ran else None
 
 
 def output_for(row: dict | None, show_observed: bool, assignment=None) -> str:
@@ -76,9 +103,11 @@ def output_for(row: dict | None, show_observed: bool, assignment=None) -> str:
         later = f" What the check observed is shown after the due time ({assignment.due.isoformat(timespec='minutes')})."
     if row.get("mode") == "fix":
         verdict = row.get("verdict") or ("fixed" if status == "pass" else "not fixed")
-        observed = f" Your version observed {row.get('observed_text')}." if show_observed and row.get("observed_text") \
-            else ""
-        return f"Your repair: {verdict}.{observed}{later}"
+        if not show_observed:  # the verdict's sentence names what clean and yours observed
+            return f"Your repair: {verdict}.{later}"
+        said = row.get("reason") if status == "fail" and row.get("reason") else verdict
+        observed = f" Your version observed {row.get('observed_text')}." if row.get("observed_text") else ""
+        return f"Your repair: {said}.{observed}"
     verdict = "matched" if status == "pass" else "did not match"
     if not show_observed:
         return f"You predicted {row.get('prediction_text')}. Your prediction {verdict}.{later}"
@@ -100,4 +129,5 @@ def class_results(rows: list[dict], assignment, titles: dict, answers: str, now:
                     if not r.get("key") or r.get("exercise") not in ids]
     return {"schema_version": 2, "answers": answers, "graded_at": now.isoformat(timespec="seconds"),
             "assignment": assignment.to_dict(), "exercises": assignment.ids, "max_score": assignment.max_score,
-            "inferred_assignment": assignment.inferred, "learners": entries, "unattributed_rows": unattributed}
+            "inferred_assignment": assignment.inferred, "confined": _confined(rows), "learners": entries,
+            "unattributed_rows": unattributed}
