@@ -128,7 +128,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             yield Static(Text.assemble(("Your prediction", "bold"), f" — {what}  ", (f"({how})", "dim")),
                          classes="section-label")
             yield PredictionInput(ex, id="prediction")
-            elsewhere = "digits pick a choice" if ex.kind in ("choice", "bool") else "digits type the answer"
+            elsewhere = "digits pick a choice" if ex.kind.options else "digits type the answer"
             yield ConfidencePicker(self._recall.confidence, page_keys=self._digits_free(ex),
                                    digits_elsewhere=elsewhere, id="confidence")
             yield Static("", id="answer-error")
