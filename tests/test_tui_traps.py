@@ -194,3 +194,38 @@ def test_a_second_esc_meant_for_the_find_bar_stays_on_the_break_screen(tmp_path,
         await until(pilot, lambda: not seek.has_class("-shown"), "the find bar closed")
         assert pilot.app.screen is screen
     drive_edit(app, script)
+
+
+# --- keys typed in a burst land in order ----------------------------------------------------------------
+
+def test_fast_typing_in_the_home_filter_keeps_every_key_in_order(tmp_path):
+    """``rotary``, six Backspaces, ``swiglu``, all queued before the first is handled (a busy machine)."""
+    from textual import events
+    from textual.widgets import Input
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        await pilot.press("slash")
+        box = pilot.app.screen.query_one("#home-find", Input)
+        await until(pilot, lambda: pilot.app.screen.focused is box, "the find box")
+        for key in list("rotary") + ["backspace"] * 6 + list("swiglu"):
+            pilot.app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await until(pilot, lambda: box.value == "swiglu", "the box reading swiglu")
+        await until(pilot, lambda: "found for swiglu" in text_of(pilot.app.screen.query_one("#home-status")),
+                    "the list filtered for swiglu")
+    drive(app, script)
+
+
+def test_keys_typed_right_after_slash_go_into_the_find_box(tmp_path):
+    """``/`` then ``head-split`` in one burst: the p of ``split`` types, it does not open the progress."""
+    from textual import events
+    from textual.widgets import Input
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        for key in ["slash", *"head", "minus", *"split"]:
+            pilot.app.post_message(events.Key(key, {"slash": "/", "minus": "-"}.get(key, key)))
+        box = pilot.app.screen.query_one("#home-find", Input)
+        await until(pilot, lambda: box.value == "head-split", "the box reading head-split")
+        assert isinstance(pilot.app.screen, HomeScreen)
+    drive(app, script)

@@ -35,6 +35,7 @@ from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.screens.seeking import Seeking
 from tutor.ui.messages import EditCrashed, EditFinished, EditInstrumentsFinished, EditProgressed
 from tutor.ui.widgets.code_editor import CodeEditor
+from tutor.ui.widgets.ordered_input import OrderedInput
 
 #: Seconds of quiet typing before the working copy is saved.
 AUTOSAVE_S = 1.0
@@ -85,9 +86,9 @@ class EditScreen(Seeking, PageScreen):
         yield Header()
         with Vertical():
             yield Static("", id="edit-head")
-            yield Input(placeholder="your prediction", id="edit-prediction")
+            yield OrderedInput(placeholder="your prediction", id="edit-prediction")
             yield self._editor
-            yield Input(id="edit-seek")
+            yield OrderedInput(id="edit-seek")
             yield Static("", id="edit-status")
             with VerticalScroll(id="edit-result"):
                 yield Static("", id="edit-result-text")

@@ -13,6 +13,7 @@ from textual.widgets.option_list import Option
 
 from exercises.answers import choice_keys  # the keys live beside the parser that accepts them
 from tutor.model.catalog import Exercise
+from tutor.ui.widgets.ordered_input import OrderedInput
 
 
 def _says(text: str, cid: str) -> bool:
@@ -70,7 +71,7 @@ class PredictionInput(Vertical):
             yield OptionList(*[Option(self._prompt(index), id=cid) for index, (cid, _) in enumerate(self.options)],
                              id="prediction-options")
         else:
-            yield Input(placeholder=self.exercise.answer_format, id="prediction-input", select_on_focus=False)
+            yield OrderedInput(placeholder=self.exercise.answer_format, id="prediction-input", select_on_focus=False)
 
     @property
     def value(self) -> str:
