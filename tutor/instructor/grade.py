@@ -73,6 +73,7 @@ from tutor.model.errors import CouldNotRun, UsageError
 from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook, memo, results as class_results
 from tutor.instructor.answer_rows import AnswerRow
+from tutor.instructor.columns import IDENTITY
 from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; the rest score 0 with a reason
 from tutor.sandbox.runner import RunResult
 
@@ -132,7 +133,8 @@ class RowResult:
         r, res = self.row, self.result
         observed = res.observed if res is not None else None
         score = self.score
-        return {"line": r.line, "learner": r.learner, "key": r.key, "exercise": r.exercise,
+        return {"line": r.line, "learner": r.learner, "key": r.key,
+                **{k: r.identity.get(k) for k in IDENTITY}, "exercise": r.exercise,
                 "answer": self.diff if self.diff is not None else r.answer,
                 "mode": r.mode, "status": self.status, "score": int(score) if float(score).is_integer() else score,
                 "points": int(self.points) if float(self.points).is_integer() else self.points,

@@ -63,8 +63,17 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
                   "scores and what the checks observed are shown after the due time.")
     return {"score": score, "execution_time": round(elapsed, 3), "output": output,
             "visibility": "visible" if show else "after_due_date", "stdout_visibility": "hidden",
-            "extra_data": {"learner": who, "max_score": assignment.max_score, "assignment": assignment.name,
+            "extra_data": {"learner": who, **_identity(rows), "max_score": assignment.max_score, "assignment": assignment.name,
                            "inferred_assignment": assignment.inferred, "confined": _confined(rows)}, "tests": tests}
+
+
+def _identity(rows: list[dict]) -> dict:
+    """The learner's LMS identity (``sis_id``, ``student_id``, ``section``): the last row's that gives each."""
+    out = {"sis_id": None, "student_id": None, "section": None}
+    for r in rows:
+        for k in out:
+            out[k] = r.get(k) or out[k]
+    return out
 
 
 def _visibility(asked: str, show: bool) -> str:
