@@ -172,7 +172,7 @@ def block_size_of(model: nn.Module, given: int | None) -> int | None:
     cfg = getattr(model, "config", None)
     for owner in (cfg, getattr(model, "cfg", None), model):
         for attr in ("block_size", "n_positions", "max_position_embeddings", "max_seq_len", "context_length",
-                     "n_ctx"):
+                     "n_ctx", "sequence_len", "seq_len", "max_len"):
             value = owner.get(attr) if isinstance(owner, Mapping) else getattr(owner, attr, None)
             if isinstance(value, int) and value > 0:
                 return value

@@ -37,8 +37,8 @@ from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_
 from exercises.faults import source_root
 from tutor.cli.audit_args import add_parser
 from tutor.cli.output import envelope
-from tutor.sandbox import confine, landlock, speed
-from tutor.sandbox.audit_limit import AUDIT_BASE_S, PROBE_WAIT_S, SPEED_MARKER, audit_limit
+from tutor.sandbox import confine, landlock
+from tutor.sandbox.audit_limit import SPEED_MARKER, audit_limit
 from tutor.sandbox.speed import ScaleError, TimeLimit, environment_scale
 
 __all__ = ["EXIT_CRASHED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "STAGE_MARKER", "add_parser", "flood_sentence",
@@ -62,10 +62,11 @@ def _wait(process: subprocess.Popen, output_path: str, timeout_s: float | None, 
           environment: float | None) -> tuple[int | None, TimeLimit]:
     """Wait for the audit process within its limit; (its exit status, or None when the limit stopped it;
     the limit). ``--timeout`` fixes the limit; else it follows the speed probe the process reports first
-    (``audit_process.audit_limit``), and until that line arrives it is the base limit at the largest scale."""
+    and how late that line came (``audit_limit``); until it arrives the limit is the base at the largest
+    scale, however long the line takes."""
     started = time.monotonic()
     fixed = TimeLimit(timeout_s, 1.0, "flag") if timeout_s is not None else None
-    limit = fixed or TimeLimit(AUDIT_BASE_S, speed.MAX_SCALE, "reference")
+    limit = fixed or audit_limit("", flag, environment)
     probed = fixed is not None
     while True:
         try:
@@ -76,9 +77,7 @@ def _wait(process: subprocess.Popen, output_path: str, timeout_s: float | None, 
         if not probed:
             head = _head(output_path, 1 << 16)
             if SPEED_MARKER in head:
-                limit, probed = audit_limit(head, flag, environment), True
-            elif elapsed > PROBE_WAIT_S:
-                limit, probed = audit_limit("", flag, environment), True
+                limit, probed = audit_limit(head, flag, environment, arrived_s=elapsed), True
         if elapsed > limit.seconds:
             process.kill()
             process.wait()
