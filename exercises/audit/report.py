@@ -95,7 +95,8 @@ def format_report(data: dict, evidence: bool = True) -> str:
     """Render ``AuditReport.to_dict()`` output as text (used by ``tutor audit``)."""
     s = data.get("setup", {})
     lines = [f"AUDIT  V={s.get('V', '?')}  batch {s.get('B', '?')}x{s.get('T', '?')}  "
-             f"device {s.get('device', '?')}  optimizer: {s.get('optimizer', '?')}"
+             f"device {s.get('device', '?')}" + (f" {s['dtype']}" if s.get("dtype") else "")
+             + f"  optimizer: {s.get('optimizer', '?')}"
              + (f"  tokenizer: {s['tokenizer']}" if s.get("tokenizer") else "")
              + (f"  factory returned {s['factory']}" if s.get("factory") else "")]
     if s.get("convention"):

@@ -8,7 +8,7 @@ import copy
 import torch
 import torch.nn as nn
 
-from exercises.audit.adapter import Forward, engine_like
+from exercises.audit.adapter import Forward, engine_like, output_head
 from exercises.audit.measure import finite_delta, finite_scale, mode, seeded
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
@@ -39,11 +39,20 @@ def causality(s: Subject) -> Link:
             after = s.forward(changed)
     prefix, prefix_kinds = finite_delta(before[:, : position + 1], after[:, : position + 1])
     suffix, suffix_kinds = finite_delta(before[:, position + 1:], after[:, position + 1:])
-    tol = 1e-5 * finite_scale(before)
+    tol = s.tol(1e-5) * finite_scale(before)
     prefix_ok, informative = prefix <= tol and prefix_kinds == 0, suffix > tol or suffix_kinds > 0
+    stream = None
+    if prefix_ok and not informative:
+        stream = _into_head(s, idx, changed, position)
+        if stream is not None:
+            head_name, before, prefix, suffix, tol = stream
+            prefix_ok, informative = prefix <= tol, suffix > tol
     ok = prefix_ok and informative
     if ok:
         verdict = f"prefix 0..{position} still (max |Δ| {prefix:.1e}); suffix moved ({suffix:.2e})"
+        if stream is not None:
+            verdict += (f", read at the stream into {stream[0]}: its logits do not depend on the input yet "
+                        f"({stream[0]}.weight starts at zero)")
     elif prefix_kinds:
         verdict = f"the past moved: {prefix_kinds} prefix logits changed between finite, −inf, +inf and NaN"
     elif not prefix_ok:
@@ -52,12 +61,39 @@ def causality(s: Subject) -> Link:
         verdict = f"uninformative: the suffix did not move ({suffix:.1e})"
     evidence = [["changed", f"tokens after position {position} (eval mode)"],
                 ["prefix max |Δ logits|", f"{prefix:.3e}"], ["suffix max |Δ logits|", f"{suffix:.3e}"],
-                ["tolerance", f"{tol:.1e}"]]
+                ["tolerance", f"{tol:.1e} ({s.precision})"]]
     banned = int((before == float("-inf")).sum())
     if banned or prefix_kinds or suffix_kinds:
         evidence.append(["non-finite logits", f"{banned} −inf before the change; kinds changed: prefix "
                                               f"{prefix_kinds}, suffix {suffix_kinds}"])
     return Link("CAUSALITY", "ok" if ok else "FAIL", verdict, evidence)
+
+
+def _into_head(s: Subject, idx: torch.Tensor, changed: torch.Tensor, position: int):
+    """CAUSALITY one layer down, for a model whose logits do not depend on its input at init (an output
+    head initialised to zero, as nanochat's is): (head name, the stream before the change, prefix max
+    |Δ|, suffix max |Δ|, tolerance) read at the stream entering the head; None when the head's weight is
+    not all zero or its input cannot be read as (B, T, C)."""
+    found = output_head(s.model, s.V)
+    if found is None or not isinstance(getattr(found[1], "weight", None), torch.Tensor) \
+            or bool(found[1].weight.detach().ne(0).any()):
+        return None
+    name, head = found
+    streams = []
+    handle = head.register_forward_pre_hook(lambda m, args: streams.append(args[0].detach()) and None)
+    try:
+        with mode(s.model, False), torch.no_grad():
+            for ids in (idx, changed):
+                with seeded(0):
+                    s.forward(ids)
+    finally:
+        handle.remove()
+    if len(streams) < 2 or streams[0].dim() != 3 or streams[0].shape[:2] != idx.shape:
+        return None
+    before, after = streams[0], streams[-1]
+    prefix = finite_delta(before[:, :position + 1], after[:, :position + 1])[0]
+    suffix = finite_delta(before[:, position + 1:], after[:, position + 1:])[0]
+    return name, before, prefix, suffix, s.tol(1e-5) * finite_scale(before)
 
 
 def shape(s: Subject) -> Link:
