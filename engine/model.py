@@ -397,6 +397,10 @@ class RMSNorm(nn.Module):
     initialised to 1). Unlike LayerNorm it neither subtracts the mean nor
     adds a shift, so a constant vector c·1 comes out as sign(c)·1 (for
     |c|² much larger than eps). Equal to ``torch.nn.RMSNorm(C, eps)``.
+
+    A bfloat16 or float16 input is normalised in float32 and rounded back
+    once, before the gain, as Llama's implementation does: the squares, their
+    mean and the division then lose nothing to the low-precision format.
     """
 
     def __init__(self, n_embd: int, eps: float = 1e-6) -> None:
@@ -405,8 +409,10 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(n_embd))  # (C,)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x = x.to(torch.promote_types(dtype, torch.float32))  # bf16 / fp16 -> float32 for the statistics
         rms = x.pow(2).mean(dim=-1, keepdim=True).add(self.eps).sqrt()  # (..., 1)
-        return x / rms * self.weight  # (..., C)
+        return (x / rms).to(dtype) * self.weight  # (..., C): one rounding back, then the gain
 
 
 def make_norm(config: GPTConfig) -> nn.Module:

@@ -328,8 +328,67 @@ def mask_times_nan(ctx: Context) -> Measurement:
             ["masked_mean", value], ["0 * NaN", (torch.tensor(0.0) * torch.tensor(float("nan"))).item()],
             ["torch.where(mask, losses, 0) at the NaN", torch.where(mask, losses, torch.zeros_like(losses))[0, 2].item()]]),
     ]
+    evidence.append(_where_backward_table(device))
     if not finite:
         evidence.append(note("Multiplying by the mask computed 0 * NaN = NaN at the padded position, and the sum "
-                             "carried it into the mean. Selecting with torch.where never reads the NaN into "
-                             "the arithmetic."))
+                             "carried it into the mean."))
+    evidence.append(note("torch.where keeps the NaN out of the forward value only. Its backward sends 0 to the "
+                         "branch it did not pick, and the chain rule multiplies that 0 by log's derivative 1/x: "
+                         "at x = 0 that is 0 * inf = NaN. Make the invalid value impossible (feed log a safe "
+                         "input) instead of masking only the output."))
     return Measurement(observed=finite, evidence=evidence)
+
+
+def _where_backward_table(device: torch.device) -> dict:
+    """x.grad of where(mask, log(x), 0).sum() against log(where(mask, x, 1)).sum() at x = [0, 2].
+
+    Seed 000 §7: prevent invalid operations rather than masking only their
+    final outputs. Both sums are log 2; the first gradient is [nan, 0.5],
+    the second [0, 0.5].
+    """
+    mask = torch.tensor([False, True], device=device)
+    grads = []
+    for masks_output in (True, False):
+        x = torch.tensor([0.0, 2.0], device=device, requires_grad=True)
+        if masks_output:
+            y = torch.where(mask, torch.log(x), torch.zeros_like(x)).sum()
+        else:
+            y = torch.log(torch.where(mask, x, torch.ones_like(x))).sum()
+        y.backward()
+        grads.append((y.item(), x.grad.tolist()))
+    return table("Backward through a mask, x = [0, 2], mask = [no, yes]", ["spelling", "sum", "x.grad"], [
+        ["where(mask, log(x), 0)", grads[0][0], str(grads[0][1])],
+        ["log(where(mask, x, 1))", grads[1][0], str(grads[1][1])]])
+
+
+def mask_the_input(ctx: Context) -> Measurement:
+    """The snippet's ``masked_nll`` where a padded position's probability is 0.
+
+    Two sequences of lengths 2 and 1 padded to 2; target probabilities
+    [[0.5, 0.25], [0.5, 0]], the 0 under the padding. The mean is
+    (ln 2 + ln 4 + ln 2) / 3 = 4 ln 2 / 3 = 0.924 nats either way; the
+    gradient at a real probability p is -1 / (3 p). Observed: [is the loss
+    finite, is every gradient entry finite]. Seed 000 §7 ("prevent invalid
+    operations where possible rather than masking only their final
+    outputs").
+    """
+    from exercises.snippets.masked_loss import masked_nll
+
+    device = torch.device(ctx.device)
+    probs = torch.tensor([[0.5, 0.25], [0.5, 0.0]], dtype=torch.float64, device=device, requires_grad=True)
+    mask = torch.tensor([[True, True], [True, False]], device=device)
+    loss = masked_nll(probs, mask)
+    loss.backward()
+    grad = probs.grad
+    observed = [math.isfinite(loss.item()), bool(torch.isfinite(grad).all())]
+    evidence = [
+        table("Mean -log p over the real positions", ["quantity", "value"], [
+            ["probs", "[[0.5, 0.25], [0.5, 0 (padding)]]"], ["loss (nats)", loss.item()],
+            ["4 ln 2 / 3", 4 * math.log(2) / 3], ["probs.grad", str([[round(g, 4) for g in row] for row in grad.tolist()])],
+            ["-1 / (3 p) at 0.5, 0.25", str([round(-1 / 1.5, 4), round(-1 / 0.75, 4)])]]),
+    ]
+    if observed[0] and not observed[1]:
+        evidence.append(note("The forward selected 0 at the padding, so the loss is right; backward sent that branch "
+                             "a gradient of 0, and the log's derivative there is 1/0 = inf: 0 * inf = NaN in the "
+                             "padded entry's gradient, and any optimizer step would spread it."))
+    return Measurement(observed=observed, evidence=evidence)

@@ -162,6 +162,19 @@ def test_rmsnorm_of_a_constant_vector_is_its_sign():
     assert sum(p.numel() for p in norm.parameters()) == 6  # a gain, no shift
 
 
+def test_rmsnorm_takes_low_precision_statistics_in_float32_and_rounds_once():
+    norm = RMSNorm(128)
+    x = (3 * torch.randn(64, 128, generator=torch.Generator().manual_seed(0), dtype=torch.float64))
+    low = x.to(torch.bfloat16)
+    exact = low.double() / (low.double().pow(2).mean(dim=-1, keepdim=True) + 1e-6).sqrt()
+    out = norm.to(torch.bfloat16)(low)
+    assert out.dtype == torch.bfloat16
+    assert torch.equal(out, exact.to(torch.bfloat16))  # the float32 result, rounded once, is the best bfloat16 value
+    wide = RMSNorm(128).double()(x)
+    assert wide.dtype == torch.float64  # float64 is not narrowed to float32
+    assert torch.allclose(wide, x / (x.pow(2).mean(dim=-1, keepdim=True) + 1e-6).sqrt(), rtol=1e-12, atol=0)
+
+
 def test_swiglu_gates_by_silu_of_the_gate():
     mlp = SwiGLU(GPTConfig(n_embd=4, n_head=1, mlp_hidden=3, bias=False))
     with torch.no_grad():

@@ -139,8 +139,28 @@ def test_hidden_seeds_check_a_repair_at_more_than_its_own_seed(tmp_path, catalog
     reply, _ = run_command(["grade", "--fixes", str(tmp_path / "fixes"), "--out", str(tmp_path / "o"),
                             "--assignment", str(plan)])
     [row] = reply.data["rows"]
-    assert row["status"] == "fail" and "not at a hidden one" in row["verdict"]
-    assert [seed for _, seed, _ in FixRunner.made[0].runs] == [0, 3, 7]
+    assert (row["status"], row["verdict"]) == ("fail", "not fixed")
+    assert row["reason"].startswith("not fixed at hidden seed 7 (fixed at seed 0")
+    runs = FixRunner.made[0].runs
+    assert [seed for _, seed, _ in runs] == [0, 3, 7]
+    assert all("yours" in names and "faulted" not in names for _, _, names in runs[1:])  # clean against yours only
+
+
+def test_grading_judges_every_repair_at_two_hidden_seeds_at_the_least(tmp_path, catalog):
+    folder = tmp_path / "fixes" / "ada"
+    folder.mkdir(parents=True)
+    (folder / "head-split.py").write_text(subject(catalog, "head-split"), encoding="utf-8")
+    plan = tmp_path / "a.toml"
+    plan.write_text('[[exercises]]\nid = "head-split"\nhidden_seeds = [7]\n')
+    reply, _ = run_command(["grade", "--fixes", str(tmp_path / "fixes"), "--out", str(tmp_path / "o")])
+    seeds = [seed for _, seed, _ in FixRunner.made[-1].runs]
+    assert seeds[0] == 0 and len(set(seeds[1:])) == 2 and 0 not in seeds[1:]  # two drawn now
+    FixRunner.made.clear()
+    run_command(["grade", "--fixes", str(tmp_path / "fixes"), "--out", str(tmp_path / "o2"), "--assignment",
+                 str(plan), "--hidden-seeds", "3"])
+    seeds = [seed for _, seed, _ in FixRunner.made[-1].runs]
+    assert seeds[:2] == [0, 7] and len(set(seeds[1:])) == 3  # the assignment's first, then drawn to three
+    assert reply.data["rows"][0]["verdict"] == "fixed"
 
 
 # --- Gradescope --------------------------------------------------------------------------------------

@@ -10,14 +10,15 @@ import math
 
 import pytest
 
-from helpers import fact, graded, rows
+from helpers import fact, facts, graded, rows
 
 MODERN = ["rope-cache-offset", "gqa-repeat-tiles", "bool-mask-added", "window-off-by-one",
           "penalty-divides-negatives", "smoothing-counts-padding", "ce-bfloat16", "warmup-starts-at-zero",
-          "cosine-floor-early", "batch-right-padding", "batch-pads-unmasked", "beam-length-with-prompt", "compile-padded-lengths"]
+          "cosine-floor-early", "batch-right-padding", "batch-pads-unmasked", "beam-length-with-prompt", "compile-padded-lengths",
+          "rmsnorm-constant", "rmsnorm-bf16-upcast", "swiglu-hidden-4c", "swiglu-gate-up-swapped"]
 
 
-def test_the_set_holds_thirteen_engine_faults(catalog):
+def test_the_set_holds_seventeen_engine_faults(catalog):
     exercises = catalog.get_set("modern").exercises
     assert [e.id for e in exercises] == MODERN
     assert all(catalog.fault_of(e).file.startswith("engine/") for e in exercises)
@@ -153,3 +154,46 @@ def test_a_prompt_counted_in_the_beam_length_favours_the_shortest_answer(run, ca
     assert fact(r, "clean", "What beam_search")["new tokens"] == "xy." and fact(r, "faulted", "What beam_search")["new tokens"] == "."
     assert float(fact(r, "clean", "What beam_search")["its score"]) == pytest.approx(math.log(0.598 * 0.7 * 0.699) / 3, abs=1e-5)
     assert float(fact(r, "faulted", "What beam_search")["its score"]) == pytest.approx(math.log(0.4) / 21, abs=1e-5)
+
+
+def test_rmsnorm_keeps_a_constant_vectors_sign_and_owns_c_parameters(run, catalog):
+    r = run("rmsnorm-constant", "-1, 0")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    # -2 / sqrt(4 + 1e-6) = -0.99999988; centred first: 0 / sqrt(1e-6) = 0
+    assert abs(r.observed[0] - (-2 / math.sqrt(4 + 1e-6))) < 1e-6 and r.observed[1] == 0.0
+    table = facts(r, "clean", "x = -2·1")
+    assert table["engine RMSNorm"][1:] == ["1", "128"] and table["nn.LayerNorm"] == ["0", "1", "256"]
+    assert not graded(catalog, r, "0, 0") and not graded(catalog, r, "1, 0")
+
+
+def test_rmsnorm_in_bfloat16_rounds_once_only_with_the_upcast(run, catalog):
+    r = run("rmsnorm-bf16-upcast", "b")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == "a" and r.faulted == "b"
+    assert fact(r, "clean", "RMSNorm in bfloat16")["outputs equal to the rounded exact value"] == "8192 of 8192"
+    matched = int(fact(r, "faulted", "RMSNorm in bfloat16")["outputs equal to the rounded exact value"].split()[0])
+    assert 5000 < matched < 6500  # measured 5684 of 8192 (69 %) at seed 0
+    # one rounding: within the unit roundoff 2^-8 (8 significant bits); several roundings: past it
+    assert float(fact(r, "clean", "RMSNorm in bfloat16")["max relative error"]) <= 2 ** -8
+    assert float(fact(r, "faulted", "RMSNorm in bfloat16")["max relative error"]) > 2 ** -8
+
+
+def test_swiglu_at_4c_costs_a_third_of_the_model(run):
+    r = run("swiglu-hidden-4c", "1068416")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    # GELU MLP: (128*512 + 512) + (512*128 + 128) = 131,712; SwiGLU: 386 F + 128 per block
+    gelu_total, per_block = 804_224, lambda F: 2 * (128 * F + F) + F * 128 + 128
+    assert r.clean == gelu_total + 4 * (per_block(352) - 131_712) == 821_376
+    assert r.faulted == gelu_total + 4 * (per_block(512) - 131_712) == 1_068_416
+    assert facts(r, "clean", "The seed's GPT")["GELU (the seed's)"] == ["512", "131712", "804224"]
+
+
+def test_swapped_gate_and_up_is_another_function_that_still_trains(run, catalog):
+    r = run("swiglu-gate-up-swapped", "no, yes")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [True, True] and r.faulted == [False, True]
+    for side in ("clean", "faulted"):
+        table = fact(r, side, "The MLP against")
+        assert abs(float(table["first loss"]) - math.log(37)) < 0.3  # untrained: about uniform over V = 37
+    assert float(fact(r, "clean", "The MLP against")["max |Δ| on 16 positions"]) <= 1e-5
+    assert not graded(catalog, r, "yes, yes")

@@ -47,8 +47,11 @@ def test_every_training_exercise_has_a_fault(catalog):
     # (step-per-microbatch, clip-nonfinite, mode-not-step, steps-not-epoch, fp8-scaling,
     # reversed-stress, teacher-forcing, evaluate-on-error, mask-times-nan; tests/test_set_training_seed.py)
     # and 9 of seed 001's claims about its own evidence (tests/test_set_training_claims.py), and seed 000's
-    # float16 gradients without a loss scale (loss-scaling, tests/test_set_seed000.py)
-    assert len(exercises) == 49
+    # float16 gradients without a loss scale (loss-scaling, tests/test_set_seed000.py), and seed 000 §7's
+    # invalid operation prevented rather than masked (mask-the-input, tests/test_set_training_seed.py), and a
+    # run's state beyond its weights (adam-coupled-decay, unfreeze-rebuilds-optimizer, resume-random-state;
+    # tests/test_set_training_state.py)
+    assert len(exercises) == 53
     # Four seed items measure the engine as shipped, with no edit to predict: what clipping does to an
     # already non-finite forward, what a mode switch changes, how much of the data an epoch's worth of
     # random batches scores, and which transitions a fit rewards. Every other exercise has a fault.

@@ -1,9 +1,12 @@
 """Set ``training``: the seed items about what one update is (seed 001; seed
 000 §7), through the real worker, pinned by hand where the setup allows."""
 
+import math
+
 import pytest
 
-from helpers import fact, rows
+from exercises.outcome import fmt
+from helpers import fact, facts, graded, rows
 
 
 def test_step_per_microbatch(run):
@@ -108,3 +111,20 @@ def test_mask_times_nan(run):
     # Selected: (1 + 3 + 3 + 3) / 4 = 2.5, the NaN never enters the sum. Multiplied: 0 * NaN = NaN.
     assert fact(r, "clean", "Losses with a NaN")["masked_mean"] == "2.5"
     assert fact(r, "faulted", "Losses with a NaN")["masked_mean"] == "nan"
+    # where() keeps the NaN out of the forward only: d/dx log x = 1/0 = inf meets the unselected branch's 0.
+    for side in ("clean", "faulted"):
+        backward = facts(r, side, "Backward through a mask")
+        assert backward["where(mask, log(x), 0)"] == [fmt(math.log(2)), "[nan, 0.5]"]
+        assert backward["log(where(mask, x, 1))"] == [fmt(math.log(2)), "[0.0, 0.5]"]
+
+
+def test_masking_the_output_of_a_log_leaves_a_nan_gradient(run, catalog):
+    r = run("mask-the-input", "yes, no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [True, True] and r.faulted == [True, False]
+    for side in ("clean", "faulted"):  # (ln 2 + ln 4 + ln 2) / 3 either way
+        assert abs(float(fact(r, side, "Mean -log p")["loss (nats)"]) - 4 * math.log(2) / 3) < 1e-5
+    # -1 / (3 p): -0.6667 at p = 0.5, -1.3333 at 0.25; 0 at the padding, or 0 * -inf = NaN
+    assert fact(r, "clean", "Mean -log p")["probs.grad"] == "[[-0.6667, -1.3333], [-0.6667, 0.0]]"
+    assert fact(r, "faulted", "Mean -log p")["probs.grad"] == "[[-0.6667, -1.3333], [-0.6667, nan]]"
+    assert not graded(catalog, r, "yes, yes")

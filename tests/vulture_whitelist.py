@@ -48,6 +48,10 @@ landlock.FS_MAKE_FIFO
 landlock.FS_MAKE_BLOCK
 landlock.FS_MAKE_SYM
 confine.Status.signals  # whether a side may signal outside its sandbox, reported in the worker's hello
+confine.Status.user_namespace  # the layers the worker's hello names, one by one (docs/security.md)
+confine.Status.capabilities
+confine.Status.memory
+confine.Status.file_cap_mb
 __spec__.origin  # a dropped module's spec forgets its file (the child cannot reopen the subject's source)
 __import__("tempfile").tempdir  # reset so the child's tempfile follows its own TMPDIR
 TutorApp.get_default_screen  # Textual's hook: the screen at the bottom of the stack (the home screen)

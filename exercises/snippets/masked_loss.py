@@ -33,3 +33,25 @@ def masked_mean(losses: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
                          "drop this batch or check the padding mask.")
     kept = torch.where(mask, losses, torch.zeros_like(losses))  # select: a masked NaN becomes 0
     return kept.sum() / count
+
+
+def masked_nll(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Token-weighted mean of -log(probs) where ``mask`` is True.
+
+    A padded position may hold any probability, 0 included, so the log must
+    never see it: the padding is replaced by 1 (log 1 = 0) *before* the log,
+    and the result is selected again. Masking only the log's output would
+    keep the forward finite but not the backward: the unselected branch's
+    gradient 0 meets log's derivative 1/0 = inf, and 0 * inf is NaN (seed
+    000 §7, prevent invalid operations rather than masking their outputs).
+
+    Args:
+        probs: (B, T) probabilities of each position's target.
+        mask: (B, T) bool, True for a real target (at least one).
+
+    Returns:
+        A 0-dim tensor in nats.
+    """
+    safe = torch.where(mask, probs, torch.ones_like(probs))  # the log never sees a padded value
+    nll = -torch.log(safe)  # (B, T)
+    return torch.where(mask, nll, torch.zeros_like(nll)).sum() / mask.sum()

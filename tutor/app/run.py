@@ -176,11 +176,13 @@ class EditRun:
         instruments: whether :meth:`execute` runs the engine's instruments after the verdict.
         hidden_seeds: fix and hunt: how many seeds, drawn at random when it
             runs, a fixed verdict is judged again at (:func:`tutor.model.verdict.judge_hidden`).
+        given_seeds: seeds of those chosen beforehand (an assignment's ``hidden_seeds``), judged first;
+            the rest are drawn.
         run: the plain run of the sides (clean, repeat, faulted, yours).
     """
 
     def __init__(self, session: "Session", task: Task, text: str, prediction: str | None, *,
-                 record: bool, instruments: bool = False, hidden_seeds: int = 0) -> None:
+                 record: bool, instruments: bool = False, hidden_seeds: int = 0, seeds: tuple = ()) -> None:
         text = check_text(task.path, text)
         diff = task.diff(text)
         if len(diff.encode("utf-8", "replace")) > MAX_EDIT_BYTES:
@@ -195,7 +197,8 @@ class EditRun:
         self.break_prediction = prediction if task.mode == "break" else None
         self.syntax = syntax_problem(task.path, text)
         self.instruments = instruments and task.engine
-        self.hidden_seeds = max(0, int(hidden_seeds))
+        self.given_seeds = tuple(int(s) for s in seeds)
+        self.hidden_seeds = max(0, int(hidden_seeds), len(self.given_seeds))
         self.run = Run(session, task.exercise, None, seed=seed, sides=task.sides(text), note=None, record=False)
 
     @property
@@ -257,7 +260,7 @@ class EditRun:
     def _judge_hidden(self, verdict: Verdict, on_progress: Callable[[Progress], None] | None) -> Verdict:
         """The verdict judged again at ``hidden_seeds`` seeds drawn now (``secrets``), which nobody saw before."""
         import secrets  # only a hidden-seed verdict draws
-        seeds: list[int] = []
+        seeds: list[int] = [s for s in dict.fromkeys(self.given_seeds) if s != self.seed]
         while len(seeds) < self.hidden_seeds:
             seed = 1 + secrets.randbelow(2**31 - 2)
             if seed != self.seed and seed not in seeds:

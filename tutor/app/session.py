@@ -344,19 +344,20 @@ class Session:
         return task.start
 
     def start_edit(self, task: "Task", text: str, prediction: str | None = None, *,
-                   record: bool = True, instruments: bool = False, hidden_seeds: int = 0) -> "EditRun":
+                   record: bool = True, instruments: bool = False, hidden_seeds: int = 0, seeds: tuple = ()
+                   ) -> "EditRun":
         """An edit-mode run of the learner's ``text`` for ``task``, asked for now; see :meth:`EditRun.execute`.
 
         Args:
             task: from :meth:`edit_task`.
             text: the learner's whole file.
-            prediction: break only: the learner's prediction, in the
-                exercise's kind or as free text.
+            prediction: break only: the learner's prediction, in the exercise's kind or as free text.
             record: whether the attempt is recorded (needs a store).
-            instruments: also run the engine's instruments on clean and
-                yours (engine files only; :data:`tutor.app.tasks.INSTRUMENTS_CHECK`).
+            instruments: also run the engine's instruments on clean and yours (engine files only;
+                :data:`tutor.app.tasks.INSTRUMENTS_CHECK`).
             hidden_seeds: fix and hunt: judge a fixed verdict again at this
                 many seeds drawn at random now (:func:`tutor.model.verdict.judge_hidden`).
+            seeds: hidden seeds chosen beforehand (an assignment's), judged first, counted in ``hidden_seeds``.
 
         Raises:
             tutor.model.patch.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte; a
@@ -371,7 +372,7 @@ class Session:
                 raise EditError(f"you have not changed anything yet: write your fault into {task.path}, "
                                 "then run it")
         return EditRun(self, task, text, prediction, record=record and self.store is not None,
-                       instruments=instruments, hidden_seeds=hidden_seeds)
+                       instruments=instruments, hidden_seeds=hidden_seeds, seeds=seeds)
 
     def fix(self, exercise: Exercise, text: str, **options) -> EditOutcome:
         """Run the learner's repair of ``exercise``'s fault (blocking); ``options`` as :meth:`start_edit`.

@@ -156,13 +156,13 @@ def no_folder(folder) -> str:
             "(or TUTOR_PROGRESS_DIR)")
 
 
-def confinement_notices(result, notice) -> None:
-    """Say on stderr, once, that the run was unconfined, and what each side tried and was refused."""
+def confinement_notices(result, notice, why: str = "") -> None:
+    """Say on stderr, once, that the run was unconfined (and which layer is missing), and what each side tried."""
     if result is None:
         return
     if result.confined is False:
-        notice("code under check ran unconfined here: it could reach files outside its private copy "
-               "(no Landlock on this machine, or TUTOR_CONFINE=off)")
+        notice("code under check ran unconfined here: it could reach files outside its private copy ("
+               + (why or "a layer of the sandbox is missing on this machine, or TUTOR_CONFINE=off") + ")")
     for side, tried in (getattr(result, "refused", None) or {}).items():
         for what in tried:
             notice(f"the {side} side {what}")

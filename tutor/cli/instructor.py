@@ -61,6 +61,33 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM arrived: stop as Ctrl-C does (every worker stopped, the rows graded so far kept)."""
 
 
+def refuse_unconfined(args) -> None:
+    """Refuse, before anything is read or written, to grade where confinement is turned off
+    (``TUTOR_CONFINE=off``) unless ``--allow-unconfined`` says so; a machine that cannot confine is
+    refused by the runner at its first run (:class:`tutor.sandbox.runner.UnconfinedError`).
+
+    Raises:
+        UsageError: confinement is off and ``--allow-unconfined`` was not given.
+    """
+    # deferred: the sandbox's policy is read only by the commands that run code
+    from tutor.sandbox.confine import ENV, enabled
+    from tutor.sandbox.runner import unconfined_sentence
+    if not getattr(args, "allow_unconfined", False) and not enabled():
+        raise UsageError(unconfined_sentence(f"{ENV}=off turned confinement off"))
+
+
+def runner_factory(args) -> Callable:
+    """How this grading makes its runners: the tests' stand-in, else a :class:`tutor.sandbox.runner.Runner`
+    that honours ``--timeout-scale`` and refuses to run unconfined without ``--allow-unconfined``."""
+    given = getattr(args, "runner_factory", None)
+    if given is not None:
+        return given
+    # deferred: each instructor command loads a runner only when it runs
+    from tutor.sandbox.runner import Runner
+    allow, scale = bool(getattr(args, "allow_unconfined", False)), getattr(args, "timeout_scale", None)
+    return lambda cat, dev: Runner(cat, device=dev, timeout_scale=scale, allow_unconfined=allow)
+
+
 def _store_to_save_in(args) -> ProgressStore | None:
     """The progress store ``--save`` writes into, checked writable now; None without ``--save``.
 
@@ -100,6 +127,7 @@ def _grade(args, events: Events) -> GradeReply:
         if words[0] != "merge" or len(words) < 2:
             raise UsageError(f"tutor grade takes 'merge DIR...' or --answers FILE, not {' '.join(words)!r}")
         return _merge(args, events, catalog, [Path(w) for w in words[1:]], started)
+    refuse_unconfined(args)
     if getattr(args, "fixes", None) and getattr(args, "answers", None):
         raise UsageError("grade one kind at a time: --answers FILE (predictions) or --fixes DIR (repairs), not both")
     if getattr(args, "fixes", None):
@@ -126,8 +154,7 @@ def _grade(args, events: Events) -> GradeReply:
         writer = gradebook.Writer(out, earlier)
     except OSError as exc:
         raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
-    pool = grading.RunnerPool(catalog, args.device, jobs, getattr(args, "runner_factory", None),
-                              allow_unconfined=getattr(args, "allow_unconfined", False))
+    pool = grading.RunnerPool(catalog, args.device, jobs, runner_factory(args))
     observations = memo.Observations()
     graded_now: list[dict] = []
 
@@ -249,7 +276,7 @@ def _grade_fixes(args, events: Events, catalog, started: float) -> GradeReply:
     """``tutor grade --fixes DIR``: every learner's repairs on one warm worker (:mod:`tutor.instructor.fixes`)."""
     # deferred: each instructor command loads its own tools and a runner only when it runs
     from tutor.instructor import fixes
-    from tutor.sandbox.runner import DeviceError, Runner, WorkerError
+    from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError
     plan = grading.chosen_assignment(getattr(args, "assignment", None), getattr(args, "exercises", None), catalog)
     rows = fixes.find(Path(args.fixes), catalog)
     part = sharding.parse(getattr(args, "shard", None))
@@ -261,15 +288,19 @@ def _grade_fixes(args, events: Events, catalog, started: float) -> GradeReply:
     store = _store_to_save_in(args)
     earlier = gradebook.read_rows(out) if getattr(args, "resume", False) else []
     todo = answer_rows.not_yet_graded(rows, earlier)
-    factory = getattr(args, "runner_factory", None) or (lambda cat, dev: Runner(cat, device=dev))
-    runner = factory(catalog, args.device)
+    for row in todo:
+        if row.refused is not None:
+            events.notice(f"{row.learner}: {row.problem}")
+    runner = runner_factory(args)(catalog, args.device)
     writer = gradebook.Writer(out, earlier)
     results, graded = [], []
+    seeds = getattr(args, "hidden_seeds", None)
     try:
         for row in todo:
             try:
-                outcome = fixes.grade_one(catalog, runner, row, plan, store, save=store is not None)
-            except DeviceError as exc:
+                outcome = fixes.grade_one(catalog, runner, row, plan, store, save=store is not None,
+                                          hidden_seeds=seeds)
+            except (DeviceError, UnconfinedError) as exc:
                 raise UsageError(str(exc)) from None
             except WorkerError as exc:
                 raise CouldNotRun(str(exc)) from None
@@ -317,13 +348,14 @@ def gradescope(args, events: Events) -> GradescopeReply:
     see :mod:`tutor.instructor.gradescope`."""
     # deferred: each instructor command loads its own tools and a runner only when it runs
     from tutor.instructor import gradescope as autograder
-    from tutor.sandbox.runner import DeviceError, Runner, WorkerError
+    from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError
     root = Path(args.root)
     submission = Path(args.submission) if args.submission else root / "submission"
     results_path = Path(args.results) if args.results else root / "results" / "results.json"
     plan_path = Path(args.assignment) if args.assignment else root / "source" / "assignment.toml"
     code, error, result = 0, None, None
     try:
+        refuse_unconfined(args)
         catalog = load_catalog()
         plan = assignments.load(plan_path, catalog)
         meta = autograder.metadata(root)
@@ -331,13 +363,13 @@ def gradescope(args, events: Events) -> GradescopeReply:
             plan = assignments.parse({**autograder.plan_data(plan), "due": meta["assignment"]["due_date"]}, catalog,
                                      str(plan_path))
         rows = autograder.read_submission(submission, catalog, autograder.submitter(meta), meta.get("created_at"))
-        factory = getattr(args, "runner_factory", None) or (lambda cat, dev: Runner(cat, device=dev))
-        runner = factory(catalog, args.device)
+        runner = runner_factory(args)(catalog, args.device)
         try:
-            result = autograder.grade_submission(catalog, rows, plan, runner)
+            result = autograder.grade_submission(catalog, rows, plan, runner,
+                                                 hidden_seeds=getattr(args, "hidden_seeds", None))
         finally:
             runner.close()
-    except UsageError as exc:
+    except (UsageError, UnconfinedError) as exc:
         code, error = EXIT_USAGE, str(exc)
     except (DeviceError, WorkerError) as exc:
         code, error = EXIT_CHECK, str(exc)

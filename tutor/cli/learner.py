@@ -85,7 +85,7 @@ def run(args, events: Events) -> RunReply:
     result = outcome.result
     if result.status == "timeout":
         events.notice(retry_notice(ex, result, args.predict, args.seed))
-    confinement_notices(result, events.notice)
+    confinement_notices(result, events.notice, getattr(session.runner, "known_confinement_why", ""))
     saved = str(outcome.saved_to) if outcome.saved_to else None
     data = result.to_dict()
     data["learner"] = learner
@@ -158,7 +158,7 @@ def _edit(args, events: Events, mode: str) -> EditReply:
             events.notice(f"your working copy was not kept: {exc}")
     if outcome.save_error:
         events.notice(f"the attempt was not saved: {outcome.save_error}")
-    confinement_notices(outcome.result, events.notice)
+    confinement_notices(outcome.result, events.notice, getattr(session.runner, "known_confinement_why", ""))
     data = edit_data(ex, outcome)
     data["saved_to"] = str(outcome.saved_to) if outcome.saved_to else None
     data["working_copy"] = working_copy

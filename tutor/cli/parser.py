@@ -111,8 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check workers to run at once (default 1; at most the number of cores)")
     p.add_argument("--save", action="store_true", help="also record each graded answer in its learner's progress "
                    "file (with its note)")
-    p.add_argument("--allow-unconfined", action="store_true",
-                   help="grade even where this machine cannot confine the checks (no Landlock)")
+    p.add_argument("--allow-unconfined", action="store_true", help=UNCONFINED_GRADE_HELP)
+    p.add_argument("--hidden-seeds", type=_hidden_seeds, default=None, metavar="N", help=HIDDEN_GRADE_HELP)
     p.add_argument("--json", action="store_true")
     _shared(p, learner=False)
     p.add_argument("--progress-dir", default=argparse.SUPPRESS)
@@ -126,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", metavar="DIR", default="/autograder", help="the autograder folder (default /autograder)")
     p.add_argument("--submission", metavar="DIR", help="the submission (default: ROOT/submission)")
     p.add_argument("--results", metavar="FILE", help="where results.json goes (default: ROOT/results/results.json)")
+    p.add_argument("--allow-unconfined", action="store_true", help=UNCONFINED_GRADE_HELP)
+    p.add_argument("--hidden-seeds", type=_hidden_seeds, default=None, metavar="N", help=HIDDEN_GRADE_HELP)
     p.add_argument("--json", action="store_true")
     _shared(p, learner=False)
 
@@ -184,6 +186,10 @@ def _add_edit_parsers(sub) -> None:
 UNCONFINED_HELP = ("run someone else's file even where this machine cannot confine it (no Landlock): "
                    "it could then change files and grades")
 MAX_HIDDEN_SEEDS = 8
+UNCONFINED_GRADE_HELP = ("grade even where the checks cannot run confined (no Landlock, or TUTOR_CONFINE=off): "
+                         "a learner's file could then change files and grades; refused without it")
+HIDDEN_GRADE_HELP = ("judge each repair again at N seeds nobody saw before, clean against the repair "
+                     "(default 2; an assignment's own hidden_seeds count among them)")
 
 
 def _hidden_seeds(text: str) -> int:

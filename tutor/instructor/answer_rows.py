@@ -55,6 +55,8 @@ class AnswerRow:
             does not read), one sentence each.
         mode: ``predict``, or ``fix`` for a repair (``--fixes``).
         text: a fix's repaired file, as submitted.
+        refused: a fix's file refused before it was read (a link, a second hard link), by name, else None.
+        same_as: a fix's other learners who handed in the same text for this exercise, else empty.
     """
 
     line: int
@@ -69,6 +71,8 @@ class AnswerRow:
     warnings: list = field(default_factory=list)
     mode: str = "predict"
     text: str | None = None
+    refused: str | None = None
+    same_as: list = field(default_factory=list)
 
     @property
     def submission(self) -> str:

@@ -23,6 +23,8 @@ Layers: imports neither torch nor Textual.
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,12 +33,20 @@ from tutor.model.errors import UsageError
 #: The endings of a submitted file, and what they hold.
 ENDINGS = {".py": "file", ".diff": "patch", ".patch": "patch"}
 
+#: Largest submitted file read, in bytes.
+MAX_SUBMISSION_BYTES = 4 * 1024 * 1024
+
 
 def find(folder: Path, catalog) -> list:
     """The submissions in ``folder``: AnswerRows of mode ``fix``, one per learner and exercise, sorted.
 
-    A file that cannot be a submission (an unknown exercise, a learner folder name that is not allowed, a
-    file that is not UTF-8) is an unreadable row with its reason.
+    Only a regular file that really lies in its learner's folder is a submission
+    (:func:`read_file`): a symbolic link (a file or a learner folder that points at a classmate's),
+    a file with a second hard link, or anything not a plain file is a refused row with the sentence
+    why, never graded as its learner's work. A file that cannot be a submission (an unknown exercise,
+    a learner folder name that is not allowed, a file that is not UTF-8) is an unreadable row with its
+    reason. Byte-identical files of different learners are graded each, and each row names the
+    others in ``same_as`` (:func:`mark_identical`).
 
     Raises:
         UsageError: ``folder`` is not a folder, or holds no learner folders.
@@ -48,13 +58,17 @@ def find(folder: Path, catalog) -> list:
     folder = Path(folder)
     if not folder.is_dir():
         raise UsageError(f"there is no folder {folder}; --fixes takes a folder with one folder per learner")
-    learners = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    learners = sorted(p for p in folder.iterdir() if not p.name.startswith(".") and (p.is_dir() or p.is_symlink()))
     if not learners:
         raise UsageError(f"{folder} holds no learner folders; put each learner's files in a folder named after them")
     rows = []
     line = 0
     for mine in learners:
-        for path in sorted(p for p in mine.iterdir() if p.is_file() and not p.name.startswith(".")):
+        linked = mine.is_symlink()
+        entries = [mine] if linked else sorted(p for p in mine.iterdir() if not p.name.startswith("."))
+        for path in entries:
+            if not linked and path.is_dir() and not path.is_symlink():
+                continue  # a folder inside a learner's folder is not a submission
             line += 1
             row = AnswerRow(line=line, learner=mine.name, exercise=path.stem, mode="fix")
             try:
@@ -62,6 +76,12 @@ def find(folder: Path, catalog) -> list:
                 row.key = learner_key(row.learner)
             except ProgressError as exc:
                 row.problem = str(exc)
+            raw, refused = read_file(path, mine if not linked else folder)
+            if refused is not None:
+                row.exercise = exercise_id(catalog, path.stem) if not linked else None
+                row.problem, row.refused, row.answer = refused, path.name, "refused"
+                rows.append(row)
+                continue
             kind = ENDINGS.get(path.suffix.lower())
             if row.problem is None and kind is None:
                 row.problem = (f"{path.name} is neither a repaired file (ID.py) nor a patch (ID.diff); "
@@ -71,7 +91,6 @@ def find(folder: Path, catalog) -> list:
                     row.exercise = catalog.get(path.stem.lower()).id
                 except KeyError as exc:
                     row.problem = exc.args[0]
-            raw = path.read_bytes()
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -85,7 +104,80 @@ def find(folder: Path, catalog) -> list:
             except OSError:
                 pass
             rows.append(row)
+    mark_identical(rows)
     return rows
+
+
+def read_file(path: Path, inside: Path) -> tuple[bytes | None, str | None]:
+    """The bytes of a submitted file, or None and the sentence why it is refused.
+
+    The file is opened without following a link (``O_NOFOLLOW``) and checked on the open descriptor:
+    a regular file, one hard link only (a second name could be a classmate's file), and its real
+    path inside ``inside``. Anything else is refused; nothing is read through a link.
+    """
+    name = f"{inside.name}/{path.name}" if path.parent == inside else path.name
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return None, f"{name} cannot be read ({exc.strerror or exc}); it is not graded"
+    if stat.S_ISLNK(st.st_mode):
+        return None, (f"{name} is a symbolic link, not a file of its own; it is not graded as this learner's work "
+                      "(hand in a copy of the file itself)")
+    if not stat.S_ISREG(st.st_mode):
+        return None, f"{name} is not a regular file; it is not graded (hand in a plain .py or .diff file)"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        return None, f"{name} cannot be read ({exc.strerror or exc}); it is not graded"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, f"{name} is not a regular file; it is not graded (hand in a plain .py or .diff file)"
+        if st.st_nlink > 1:
+            return None, (f"{name} has {st.st_nlink} hard links (it is also another file, perhaps a classmate's); "
+                          "it is not graded as this learner's work (hand in a copy of the file itself)")
+        if not _inside(Path(os.path.realpath(path)), Path(os.path.realpath(inside))):
+            return None, f"{name} does not lie inside {inside}; it is not graded"
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if sum(map(len, chunks)) > MAX_SUBMISSION_BYTES:
+                return None, (f"{name} is larger than {MAX_SUBMISSION_BYTES // (1024 * 1024)} MiB; it is not graded "
+                              "(hand in the subject file only)")
+        return b"".join(chunks), None
+    finally:
+        os.close(fd)
+
+
+def exercise_id(catalog, stem: str) -> str:
+    """The catalog id a file stem names, else the stem as given."""
+    try:
+        return catalog.get(stem.lower()).id
+    except KeyError:
+        return stem
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def mark_identical(rows: list) -> None:
+    """Give each readable fix row ``same_as``: the other learners who handed in byte-identical text for the
+    same exercise (sorted), so copies are flagged in the gradebook and never pass unnoticed."""
+    by_text: dict[tuple, list] = {}
+    for row in rows:
+        if row.mode == "fix" and row.text is not None and row.exercise and row.key:
+            digest = hashlib.sha256(row.text.encode("utf-8", "surrogatepass")).hexdigest()
+            by_text.setdefault((row.exercise, digest), []).append(row)
+    for same in by_text.values():
+        learners = sorted({r.learner for r in same})
+        if len(learners) < 2:
+            continue
+        for row in same:
+            row.same_as = [name for name in learners if name != row.learner]
 
 
 def _mtime(path: Path) -> str:
@@ -100,18 +192,18 @@ def seeds_of(assignment, ex_id: str) -> tuple:
     return assigned.hidden_seeds if assigned is not None else ()
 
 
-def at_hidden_seed(session, task, text: str, seed: int):
-    """The repair ``text`` of ``task`` run once more at a hidden ``seed``, never recorded; its outcome.
-
-    The one place hidden seeds reach the runner: through the public session API, as the task's
-    seed (``Context.seed`` of every side). Where the runner grows its own way to pass hidden
-    seeds (confined runs), this is the call to change.
-    """
-    return session.start_edit(replace(task, seed=seed), text, record=False).execute()
+#: Hidden seeds a repair is judged at when grading, at the least (``--hidden-seeds``).
+HIDDEN_SEEDS = 2
 
 
-def grade_one(catalog, runner, row, assignment=None, store=None, save: bool = False):
-    """Run one fix submission (and its hidden seeds) on ``runner``; return its RowResult.
+def grade_one(catalog, runner, row, assignment=None, store=None, save: bool = False,
+              hidden_seeds: int | None = None):
+    """Run one fix submission on ``runner``, then again at hidden seeds; return its RowResult.
+
+    A repair fixed at the check's own seed is judged again, clean against the learner's side only, at
+    the assignment's ``hidden_seeds`` for the exercise and at seeds drawn now, ``hidden_seeds`` of them
+    in all at the least (None: :data:`HIDDEN_SEEDS`; :meth:`tutor.app.session.Session.start_edit`): it
+    passes only when fixed at every one.
 
     Raises:
         tutor.sandbox.runner.WorkerError, tutor.sandbox.runner.DeviceError: the worker cannot run at all.
@@ -129,19 +221,13 @@ def grade_one(catalog, runner, row, assignment=None, store=None, save: bool = Fa
     ex = catalog.get(row.exercise)
     session = Session(catalog, runner, store if save else None, row.learner)
     points = _points(assignment, row.exercise)
+    given = seeds_of(assignment, ex.id)
+    hidden_seeds = HIDDEN_SEEDS if hidden_seeds is None else hidden_seeds
     try:
         task = session.edit_task(ex, "fix")
         text = edit.apply_patch(task.start, row.text, task.path) if row.note == "patch" else row.text
-        outcome = session.start_edit(task, text, record=save and store is not None).execute()
-        hidden = []
-        for seed in seeds_of(assignment, ex.id):
-            if not outcome.verdict.fixed:
-                break
-            again = at_hidden_seed(session, task, text, seed)
-            hidden.append(again.verdict)
-            if not again.verdict.fixed:
-                outcome = replace(outcome, verdict=replace(again.verdict, sentence=(
-                    "not fixed: your version is right at the check's own seed but not at a hidden one")))
+        outcome = session.start_edit(task, text, record=save and store is not None,
+                                     hidden_seeds=max(hidden_seeds, len(given)), seeds=given).execute()
     except edit.EditError as exc:
         return RowResult(row, "unreadable", reason=str(exc), points=points)
     verdict = outcome.verdict
@@ -151,7 +237,8 @@ def grade_one(catalog, runner, row, assignment=None, store=None, save: bool = Fa
         status = "pass" if verdict.fixed else "fail"
     result = replace(outcome.result, observed=verdict.yours_observed if verdict.yours_status == "ok" else None,
                      correct=bool(verdict.fixed))
-    done = RowResult(row, status, reason=None if status in ("pass", "fail") else verdict.sentence, result=result,
-                     points=points, verdict=verdict.sentence, diff=outcome.diff or None)
+    reason = None if status == "pass" else verdict.sentence
+    done = RowResult(row, status, reason=reason, result=result, points=points, verdict=verdict.status,
+                     diff=outcome.diff or None)
     done.saved_to, done.save_error = getattr(outcome, "saved_to", None), getattr(outcome, "save_error", None)
     return done

@@ -94,7 +94,7 @@ class RowResult:
         save_error: why an attempt that should have been saved was not, else None.
         note_saved: whether the row's note was saved with it.
         already_saved: the progress file held this submission already (``--save`` twice).
-        verdict: a fix's verdict as its sentence, else None.
+        verdict: a fix's verdict (fixed, not fixed, syntax error, could not run), else None.
         diff: a fix's unified diff against the clean file (the gradebook's answer cell), else None.
     """
 
@@ -141,7 +141,8 @@ class RowResult:
                 "observed": observed,
                 "observed_text": _shown(res), "verdict": self.verdict, "reason": self.reason,
                 "warnings": list(r.warnings), "note": r.note or "", "submitted_at": r.submitted_at, "seed": r.seed,
-                "device": res.device if res else None,
+                "device": res.device if res else None, "confined": res.confined if res else None,
+                "same_as": list(r.same_as), "refused": r.refused,
                 "duration_s": round(res.duration_s, 3) if res else None, "reused": self.reused,
                 "saved": self.saved_to is not None or self.already_saved,
                 "saved_to": str(self.saved_to) if self.saved_to else None, "save_error": self.save_error,
@@ -174,10 +175,11 @@ class RunnerPool:
     """
 
     def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None,
-                 allow_unconfined: bool = False) -> None:
+                 allow_unconfined: bool = False, timeout_scale: float | None = None) -> None:
         # deferred: loaded when this step runs (the instructor's modules build on one another)
         from tutor.sandbox.runner import Runner
-        factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev, allow_unconfined=allow_unconfined))
+        factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev, timeout_scale=timeout_scale,
+                                                             allow_unconfined=allow_unconfined))
         self.device = device
         self.runners = [factory(catalog, device) for _ in range(max(1, jobs))]
 
@@ -251,7 +253,7 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         CouldNotRun: no check worker could start at all.
     """
     # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from tutor.sandbox.runner import DeviceError, WorkerError, standard_sides
+    from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError, standard_sides
     kept = observations if observations is not None else memo.Observations()
     device = getattr(pool, "device", "auto")
 
@@ -267,6 +269,8 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         try:
             measured, reused = kept.get(memo.key(ex.id, row.seed, sides, device),
                                         lambda: runner.run(ex, None, seed=row.seed, sides=sides))
+        except UnconfinedError as exc:
+            raise UsageError(str(exc)) from None  # grading never runs a class's code unconfined by accident
         except WorkerError as exc:
             raise CouldNotRun(str(exc)) from None  # a worker that cannot start is the machine's, for every row
         result = memo.graded(ex, measured, row.answer)

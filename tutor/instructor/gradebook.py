@@ -29,9 +29,9 @@ from tutor.store.files import _NUMBER  # noqa: F401  (a cell that is one number)
 from tutor.store.files import spreadsheet_safe  # the one rule for a spreadsheet cell, every CSV
 
 #: The gradebook's columns, in order; each is a key of a row's JSON (see :func:`cells`).
-COLUMNS = ("line", "learner", "exercise", "answer", "status", "score", "points", "prediction", "observed",
-           "reason", "warnings", "submitted_at", "seed", "device", "duration_s", "reused", "saved", "note_saved",
-           "submission")
+COLUMNS = ("line", "learner", "exercise", "mode", "answer", "status", "verdict", "score", "points", "prediction",
+           "observed", "reason", "warnings", "same_as", "submitted_at", "seed", "device", "confined", "duration_s",
+           "reused", "saved", "note_saved", "submission")
 GRADEBOOK = "gradebook.csv"
 ROWS = "rows.jsonl"
 
@@ -44,8 +44,8 @@ def cells(row: dict) -> list:
             value = row.get("prediction_text")
         elif column == "observed":
             value = row.get("observed_text")
-        elif column == "warnings":
-            value = " | ".join(row.get("warnings") or [])
+        elif column in ("warnings", "same_as"):
+            value = " | ".join(row.get(column) or [])
         if value is None:
             text = ""
         elif isinstance(value, bool):

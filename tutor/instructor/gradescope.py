@@ -81,7 +81,8 @@ def read_submission(folder: Path, catalog, learner: str, submitted_at: str | Non
         if submitted_at:
             fields["submitted_at"] = submitted_at
         rows.append(checker(n, fields))
-    repairs = [p for p in sorted(folder.iterdir()) if p.is_file() and p.suffix.lower() in fixes.ENDINGS]
+    repairs = [p for p in sorted(folder.iterdir()) if p.suffix.lower() in fixes.ENDINGS
+               and (p.is_symlink() or p.is_file())]
     if repairs:
         staging = {p.name for p in repairs}
         for row in _repairs(folder, staging, catalog, learner):
@@ -100,7 +101,7 @@ def _repairs(folder: Path, names: set, catalog, learner: str) -> list:
     import hashlib
 
     from tutor.instructor import answer_rows
-    from tutor.instructor.fixes import ENDINGS
+    from tutor.instructor.fixes import ENDINGS, exercise_id, read_file
     from tutor.model.attempts import ProgressError
     from tutor.store.names import learner_key, validate_learner
     rows = []
@@ -112,7 +113,12 @@ def _repairs(folder: Path, names: set, catalog, learner: str) -> list:
             row.key = learner_key(row.learner)
         except ProgressError as exc:
             row.problem = str(exc)
-        raw = path.read_bytes()
+        raw, refused = read_file(path, folder)
+        if refused is not None:
+            row.problem, row.refused, row.answer = refused, name, "refused"
+            row.exercise = exercise_id(catalog, path.stem)
+            rows.append(row)
+            continue
         row.text = raw.decode("utf-8", "replace")
         row.answer = f"{ENDINGS[path.suffix.lower()]}:{hashlib.sha256(raw).hexdigest()[:16]}"
         row.note = ENDINGS[path.suffix.lower()]
@@ -157,8 +163,16 @@ def _pairs(path: Path) -> list[tuple[str, str]]:
     return pairs
 
 
-def grade_submission(catalog, rows: list, plan, runner, now: dt.datetime | None = None) -> dict:
-    """Grade a submission's rows on one runner; return its results.json (Gradescope's format)."""
+def grade_submission(catalog, rows: list, plan, runner, now: dt.datetime | None = None,
+                     hidden_seeds: int | None = None) -> dict:
+    """Grade a submission's rows on one runner; return its results.json (Gradescope's format).
+
+    ``hidden_seeds``: as :func:`tutor.instructor.fixes.grade_one`.
+
+    Raises:
+        tutor.sandbox.runner.UnconfinedError: the runner refuses to run unconfined here.
+        tutor.sandbox.runner.WorkerError, tutor.sandbox.runner.DeviceError: the worker cannot run at all.
+    """
     # deferred: loaded when this step runs (the instructor's modules build on one another)
     from tutor.instructor import grade as grading
     from tutor.instructor import fixes, memo
@@ -168,7 +182,7 @@ def grade_submission(catalog, rows: list, plan, runner, now: dt.datetime | None 
     repairs = [r for r in rows if r.mode == "fix"]
     pool = _OnePool(runner)
     graded = grading.grade_rows(catalog, predictions, pool, None, plan, memo.Observations()) if predictions else []
-    graded += [fixes.grade_one(catalog, runner, r, plan) for r in repairs]
+    graded += [fixes.grade_one(catalog, runner, r, plan, hidden_seeds=hidden_seeds) for r in repairs]
     dicts = [g.to_dict() for g in graded]
     result = class_results.learner_result(dicts, plan, grading._titles(catalog), now)
     result["execution_time"] = round(time.perf_counter() - started, 3)

@@ -48,6 +48,7 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
                       "extra_data": {"exercise": assigned.id, "status": row.get("status") if row else "missing",
                                      "line": row.get("line") if row else None,
                                      "submission": row.get("submission") if row else None,
+                                     "confined": row.get("confined") if row else None,
                                      "attempts": len(mine)}})
     score = sum(t["score"] for t in tests)
     who = name or next((r.get("learner") for r in rows if r.get("learner")), "") or ""
@@ -58,7 +59,13 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
                       "observed.",
             "visibility": "visible", "stdout_visibility": "hidden",
             "extra_data": {"learner": who, "max_score": assignment.max_score, "assignment": assignment.name,
-                           "inferred_assignment": assignment.inferred}, "tests": tests}
+                           "inferred_assignment": assignment.inferred, "confined": _confined(rows)}, "tests": tests}
+
+
+def _confined(rows: list[dict]) -> bool | None:
+    """Whether every check behind these rows ran confined: True, False (one did not), None (none ran)."""
+    ran = [r.get("confined") for r in rows if r.get("confined") is not None]
+    return all(ran) if ran else None
 
 
 def output_for(row: dict | None, show_observed: bool, assignment=None) -> str:
@@ -76,9 +83,11 @@ def output_for(row: dict | None, show_observed: bool, assignment=None) -> str:
         later = f" What the check observed is shown after the due time ({assignment.due.isoformat(timespec='minutes')})."
     if row.get("mode") == "fix":
         verdict = row.get("verdict") or ("fixed" if status == "pass" else "not fixed")
-        observed = f" Your version observed {row.get('observed_text')}." if show_observed and row.get("observed_text") \
-            else ""
-        return f"Your repair: {verdict}.{observed}{later}"
+        if not show_observed:  # the verdict's sentence names what clean and yours observed
+            return f"Your repair: {verdict}.{later}"
+        said = row.get("reason") if status == "fail" and row.get("reason") else verdict
+        observed = f" Your version observed {row.get('observed_text')}." if row.get("observed_text") else ""
+        return f"Your repair: {said}.{observed}"
     verdict = "matched" if status == "pass" else "did not match"
     if not show_observed:
         return f"You predicted {row.get('prediction_text')}. Your prediction {verdict}.{later}"
@@ -100,4 +109,5 @@ def class_results(rows: list[dict], assignment, titles: dict, answers: str, now:
                     if not r.get("key") or r.get("exercise") not in ids]
     return {"schema_version": 2, "answers": answers, "graded_at": now.isoformat(timespec="seconds"),
             "assignment": assignment.to_dict(), "exercises": assignment.ids, "max_score": assignment.max_score,
-            "inferred_assignment": assignment.inferred, "learners": entries, "unattributed_rows": unattributed}
+            "inferred_assignment": assignment.inferred, "confined": _confined(rows), "learners": entries,
+            "unattributed_rows": unattributed}

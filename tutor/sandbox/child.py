@@ -32,7 +32,7 @@ import tempfile
 import time
 import traceback
 
-from tutor.sandbox import confine, landlock, namespaces, protocol, speed
+from tutor.sandbox import confine, landlock, namespaces, protocol, seccomp, speed
 from tutor.sandbox.protocol import Attempted, Measured, Message, Progress, Raised, Request
 
 #: Torch threads every side's child runs with, whatever the machine: intra-op
@@ -74,7 +74,7 @@ def probe_child(threads: int, fd: int) -> None:
 
 
 def warden(request: Request, folder: str, threads: int, fd: int, key: bytes, status: confine.Status,
-           roots: tuple[str, ...], cgroup: str | None = None) -> None:
+           roots: tuple[str, ...], cgroup: str | None = None, memory_cgroup: str | None = None) -> None:
     """The side's warden: namespaces, then the child; waits for it, counts its processes, exits as it did.
 
     Runs only our own code. It dies with the worker (PR_SET_PDEATHSIG) and
@@ -94,6 +94,7 @@ def warden(request: Request, folder: str, threads: int, fd: int, key: bytes, sta
         landlock.die_with_parent()
         os.setpgid(0, 0)
         namespaces.join_cgroup(cgroup)  # the kernel counts the warden and everything under it
+        namespaces.join_cgroup(memory_cgroup)  # and caps their memory together
         init = None
         if status.pid_namespace:
             namespaces.make_namespaces()
@@ -204,10 +205,16 @@ def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, 
 
         set_threads(torch, threads)
         faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)  # where a hang is
-        if status.confined:
+        cap_files()
+        # a warden that made a user namespace holds every capability inside it; its child gives them all up
+        landlock.drop_capabilities()
+        if status.landlock:
             policy = landlock.Policy(tree=folder, read=roots, network=not status.net_namespace)
-            confine.Attempts(policy, lambda what: send(Attempted(what=what))).install()
+            confine.Attempts(policy, lambda what: send(Attempted(what=what)), seccomp=status.seccomp,
+                             signals=status.signals, network_refused=status.network != "none").install()
             landlock.restrict(policy, status.landlock)
+        if status.seccomp:
+            seccomp.apply()  # last: Landlock's own calls are done, and no subject code has run yet
         random.seed(request.seed)
         np.random.seed(request.seed)
         torch.manual_seed(request.seed)
@@ -244,6 +251,17 @@ def set_threads(torch, threads: int) -> None:
     try:
         torch.set_num_interop_threads(threads)
     except RuntimeError:  # the inter-op pool already started (not in a fresh fork of the worker)
+        pass
+
+
+def cap_files() -> None:
+    """Cap the size of any file the child writes (``RLIMIT_FSIZE``): past it a write fails (EFBIG), the disk stays."""
+    try:
+        # Unix only
+        import resource
+        cap = confine.FILE_CAP_MB * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
+    except (ImportError, ValueError, OSError):
         pass
 
 

@@ -52,19 +52,26 @@ from __future__ import annotations
 
 import glob
 import importlib.util
+import json
 import os
+import socket
 import sys
 import sysconfig
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable
 
-from tutor.sandbox.landlock import Policy, landlock_abi, restrict
-from tutor.sandbox.namespaces import MAX_PROCESSES, make_namespaces, make_pids_cgroup, remove_cgroup
+from tutor.sandbox import seccomp
+from tutor.sandbox.landlock import Policy, drop_capabilities, effective_capabilities, landlock_abi, restrict
+from tutor.sandbox.namespaces import (MAX_PROCESSES, make_memory_cgroup, make_namespaces, make_pids_cgroup,
+                                     remove_cgroup)
 # the runner removes a killed worker's cgroups through this module, with the rest of what it asks of confinement
 from tutor.sandbox.namespaces import remove_cgroups  # noqa: F401
 
 #: ``TUTOR_CONFINE=off`` turns confinement off (the tutor says so).
 ENV = "TUTOR_CONFINE"
+#: The largest file a side may write, MiB (``RLIMIT_FSIZE``; ``TUTOR_FILE_CAP_MB``).
+_FILE_CAP = os.environ.get("TUTOR_FILE_CAP_MB", "").strip()
+FILE_CAP_MB = max(1, int(_FILE_CAP)) if _FILE_CAP.isdigit() else 256
 #: The packages no side may read outside its own tree (their installed copies hold the clean subject).
 PRIVATE_PACKAGES = ("engine", "exercises", "tutor")
 
@@ -154,7 +161,16 @@ class Status:
     """What confinement this machine gives a side, as the worker found it when it started.
 
     Attributes:
-        confined: the file system is confined (Landlock) — what grading needs.
+        confined: every layer holds (bubblewrap, a user namespace, no
+            capabilities, Landlock, seccomp) — what grading needs.
+        sandbox: the worker's outer wall, ``bwrap 0.11.0``; "" where it
+            was started without one.
+        user_namespace: the worker runs in a user namespace of its own
+            (its uid is not the tutor's).
+        capabilities: a side's child's effective capabilities once it
+            dropped them (``CapEff``, hex; ``"0"``: none).
+        seccomp: a side's child runs under the seccomp filter
+            (:mod:`tutor.sandbox.seccomp`).
         landlock: the kernel's Landlock ABI (0: none).
         pid_namespace: each side gets a PID namespace (killed whole when it ends).
         net_namespace: each side gets a loopback-only network namespace.
@@ -163,6 +179,9 @@ class Status:
         processes: how the process count is limited: ``cgroup`` (the kernel
             refuses a fork past :data:`MAX_PROCESSES`) or ``counted`` (the
             warden stops a side it finds past it).
+        memory: how a side's memory is capped: ``cgroup`` (the side's
+            processes together) or ``rlimit`` (each process's address space).
+        file_cap_mb: the largest file a side may write (``RLIMIT_FSIZE``), MiB.
         why: one sentence when something is missing, else "".
     """
 
@@ -173,6 +192,12 @@ class Status:
     network: str = "none"
     signals: bool = False
     processes: str = "counted"
+    sandbox: str = ""
+    user_namespace: bool = False
+    capabilities: str = ""
+    seccomp: bool = False
+    memory: str = "rlimit"
+    file_cap_mb: int = 0
     why: str = ""
 
     def to_wire(self) -> dict:
@@ -197,44 +222,90 @@ def enabled() -> bool:
     return os.environ.get(ENV, "").strip().lower() not in ("off", "0", "no", "false")
 
 
+#: Set by the runner: the worker's outer wall (``bwrap 0.11.0``), or why it has none.
+SANDBOX_ENV, SANDBOX_WHY_ENV = "TUTOR_SANDBOX", "TUTOR_SANDBOX_WHY"
+
+
+def in_user_namespace() -> bool:
+    """Whether this process runs in a user namespace of its own (its uid map is not the whole range to itself)."""
+    try:
+        with open("/proc/self/uid_map") as fh:
+            rows = [line.split() for line in fh if line.strip()]
+    except OSError:
+        return False
+    return rows != [["0", "0", "4294967295"]]
+
+
+def _probe_child(abi: int, write_fd: int) -> None:
+    """In a fork: make the side's namespaces, drop capabilities, apply Landlock and seccomp; say what held."""
+    found = {"pid_ns": False, "net_ns": False, "landlock": False, "seccomp": False, "caps": -1}
+    try:
+        found["pid_ns"], found["net_ns"] = make_namespaces()
+        drop_capabilities()
+        found["caps"] = effective_capabilities()
+        if abi:
+            try:
+                restrict(Policy(tree=os.path.realpath(os.devnull), read=()), abi)
+                found["landlock"] = True
+            except OSError:
+                pass
+        try:
+            seccomp.apply()
+            found["seccomp"] = True
+        except OSError:
+            pass
+    finally:
+        try:
+            os.write(write_fd, json.dumps(found).encode())
+        finally:
+            os._exit(0)
+
+
 def probe() -> Status:
     """Find out, in a forked child, what confinement works here (the worker calls it once, at start)."""
     if not enabled():
         return Status(False, why=f"{ENV}=off turned confinement off")
     abi = landlock_abi()
+    seccomp.available()  # loads libseccomp here, before the probe's Landlock forbids reading it
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
-        code = 0
-        try:
-            os.close(read_fd)
-            pid_ns, net_ns = make_namespaces()
-            code |= (1 if pid_ns else 0) | (2 if net_ns else 0)
-            if abi:
-                try:
-                    restrict(Policy(tree=os.path.realpath(os.devnull), read=()), abi)
-                    code |= 4
-                except OSError:
-                    pass
-        finally:
-            os._exit(code)
+        os.close(read_fd)
+        _probe_child(abi, write_fd)
     os.close(write_fd)
-    os.close(read_fd)
-    _, wait = os.waitpid(pid, 0)
-    code = os.WEXITSTATUS(wait) if os.WIFEXITED(wait) else 0
-    pid_ns, net_ns, landlock_ok = bool(code & 1), bool(code & 2), bool(code & 4)
+    with os.fdopen(read_fd, "rb") as fh:
+        said = fh.read()
+    os.waitpid(pid, 0)
+    try:
+        found = json.loads(said)
+    except ValueError:
+        found = {}
+    pid_ns, net_ns = bool(found.get("pid_ns")), bool(found.get("net_ns"))
+    landlock_ok, seccomp_ok, caps = bool(found.get("landlock")), bool(found.get("seccomp")), found.get("caps", -1)
+    sandbox, user_ns = os.environ.get(SANDBOX_ENV, ""), in_user_namespace()
     network = "namespace" if net_ns else ("landlock" if landlock_ok and abi >= 4 else "none")
-    why = ""
-    if not landlock_ok:
-        why = ("this kernel has no Landlock (Linux 5.13 or later with Landlock enabled), so its files are "
-               "not protected from it" if not abi else "the kernel refused to apply Landlock here")
-    elif network == "none":
-        why = "no network namespace and a Landlock older than ABI 4, so it may open network connections"
+    missing = [
+        (not sandbox, os.environ.get(SANDBOX_WHY_ENV) or "the check worker was not started inside bubblewrap"),
+        (not user_ns, "the check worker has no user namespace of its own, so it keeps the tutor's user"),
+        (caps != 0, "a side's child could not drop its capabilities"
+                    + (f" (CapEff {caps:x})" if isinstance(caps, int) and caps > 0 else "")),
+        (not landlock_ok, "this kernel has no Landlock (Linux 5.13 or later with Landlock enabled), so its files "
+                          "are not protected from it" if not abi else "the kernel refused to apply Landlock here"),
+        (not seccomp_ok, "no seccomp filter could be loaded (pip install pyseccomp, with the system's libseccomp)"
+                         if not seccomp.available() else "the kernel refused the seccomp filter"),
+        (network == "none", "no network namespace and a Landlock older than ABI 4, so it may open network "
+                            "connections"),
+    ]
+    why = next((sentence for lacking, sentence in missing if lacking), "")
     group = make_pids_cgroup(f"tutor-probe-{os.getpid()}", MAX_PROCESSES)
     remove_cgroup(group)
-    return Status(confined=landlock_ok, landlock=abi if landlock_ok else 0, pid_namespace=pid_ns,
-                  net_namespace=net_ns, network=network, signals=landlock_ok and abi >= 6,
-                  processes="cgroup" if group else "counted", why=why)
+    memory = make_memory_cgroup(f"tutor-probe-{os.getpid()}", 1 << 30)
+    remove_cgroup(memory)
+    return Status(confined=not any(lacking for lacking, _ in missing[:5]), landlock=abi if landlock_ok else 0,
+                  pid_namespace=pid_ns, net_namespace=net_ns, network=network, signals=landlock_ok and abi >= 6,
+                  processes="cgroup" if group else "counted", sandbox=sandbox, user_namespace=user_ns,
+                  capabilities=f"{caps:x}" if isinstance(caps, int) and caps >= 0 else "", seccomp=seccomp_ok,
+                  memory="cgroup" if memory else "rlimit", file_cap_mb=FILE_CAP_MB, why=why)
 
 
 # --- what the child tried ----------------------------------------------------------------------------
@@ -242,14 +313,33 @@ def probe() -> Status:
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
+#: Calls that change a file's metadata: the seccomp filter refuses them wherever the file is.
+_METADATA = {"os.chmod": "chmod", "os.chown": "chown", "os.utime": "touch", "os.setxattr": "set an attribute on",
+             "os.removexattr": "remove an attribute of"}
+#: Calls Landlock refuses outside the side's tree.
+_TREE_ONLY = {"os.remove": "remove", "os.rmdir": "remove", "os.rename": "rename", "os.mkdir": "make a folder in",
+              "os.truncate": "truncate", "os.symlink": "symlink", "os.link": "link", "shutil.rmtree": "remove",
+              "shutil.move": "rename"}
+
+
 @dataclass
 class Attempts:
-    """An audit hook that notes what the subject tried and the policy refuses (the kernel does the refusing).
+    """An audit hook that notes what the subject tried; the kernel does the refusing, the hook only says so.
+
+    A sentence ends "refused" only where a layer that is active refuses the
+    call by construction (Landlock for paths outside the tree, seccomp for
+    metadata and UNIX sockets, Landlock ABI 6 for signals, the network
+    namespace or Landlock for TCP); where that layer is absent it says what
+    was tried and no more.
 
     Attributes:
         policy: the side's policy.
         report: called once with each new sentence (the child sends it to the worker).
         home: ``$HOME``, written ``~`` in sentences.
+        landlock: Landlock is applied (paths outside the tree are refused).
+        seccomp: the seccomp filter is applied.
+        signals: signals out of the side are refused (Landlock ABI 6).
+        network_refused: connections off the side's loopback are refused.
     """
 
     policy: Policy
@@ -257,16 +347,21 @@ class Attempts:
     home: str = field(default_factory=lambda: os.path.expanduser("~"))
     seen: set = field(default_factory=set)
     limit: int = 20
+    landlock: bool = True
+    seccomp: bool = False
+    signals: bool = False
+    network_refused: bool = True
 
     def install(self) -> None:
         sys.addaudithook(self)
 
     def _shown(self, path: str) -> str:
-        if self.home and self.home != "/" and _below(path, self.home):
+        if self.home and self.home not in ("/", "/tmp") and _below(path, self.home):
             return "~" + path[len(self.home.rstrip("/")):]
         return path
 
-    def _note(self, sentence: str) -> None:
+    def _note(self, sentence: str, refused: bool = True) -> None:
+        sentence += ": refused" if refused else ""
         if sentence not in self.seen and len(self.seen) < self.limit:
             self.seen.add(sentence)
             try:
@@ -298,16 +393,19 @@ class Attempts:
                 mode, flags = (args[1] if len(args) > 1 else "r") or "r", (args[2] if len(args) > 2 else 0) or 0
                 writes = any(c in str(mode) for c in "wax+") or bool(flags & _WRITE_FLAGS)
                 if writes and not self.writable(path):
-                    self._note(f"tried to write {self._shown(path)}: refused")
+                    self._note(f"tried to write {self._shown(path)}", self.landlock)
                 elif not writes and not self.readable(path) and not path.startswith("/proc/"):
-                    self._note(f"tried to read {self._shown(path)}: refused")
-            elif event in ("os.remove", "os.rmdir", "os.rename", "os.mkdir", "os.truncate", "os.chmod",
-                           "os.symlink", "os.link", "shutil.rmtree", "shutil.move", "os.utime", "os.chown"):
+                    self._note(f"tried to read {self._shown(path)}", self.landlock)
+            elif event in _METADATA:
+                path = self._path(args[0]) if args else None
+                if path is not None and (self.seccomp or not self.writable(path)):
+                    self._note(f"tried to {_METADATA[event]} {self._shown(path)}", self.seccomp)
+            elif event in _TREE_ONLY:
                 path = self._path(args[0]) if args else None
                 if path is not None and not self.writable(path):
-                    verb = {"rmtree": "remove", "rmdir": "remove", "move": "rename", "utime": "touch",
-                            "mkdir": "make a folder in"}.get(event.split(".")[1], event.split(".")[1])
-                    self._note(f"tried to {verb} {self._shown(path)}: refused")
+                    self._note(f"tried to {_TREE_ONLY[event]} {self._shown(path)}", self.landlock)
+            elif event == "socket.__new__" and len(args) > 1 and args[1] == getattr(socket, "AF_UNIX", None):
+                self._note("tried to open a UNIX socket", self.seccomp)
             elif event in ("socket.connect", "socket.bind", "socket.sendto") and len(args) > 1:
                 address = args[1]
                 host = address[0] if isinstance(address, tuple) and address else address
@@ -315,10 +413,11 @@ class Attempts:
                     return  # its own loopback, in its own network namespace
                 if isinstance(address, tuple):
                     verb = "listen on" if event == "socket.bind" else "connect to"
-                    self._note(f"tried to {verb} {host}:{address[1] if len(address) > 1 else ''}: refused")
+                    self._note(f"tried to {verb} {host}:{address[1] if len(address) > 1 else ''}",
+                               self.network_refused)
             elif event == "os.kill" and args and isinstance(args[0], int) and args[0] not in (0, os.getpid()):
                 if args[0] < 0 or args[0] > MAX_PROCESSES * 16 or args[0] == 1:
-                    self._note(f"tried to send a signal to process {args[0]}: refused")
+                    self._note(f"tried to send a signal to process {args[0]}", self.signals)
         except Exception:
             pass
 

@@ -25,6 +25,8 @@ _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # the sa
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
 _PR_SET_NO_NEW_PRIVS, _PR_SET_PDEATHSIG = 38, 1
+_PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
 
 FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 FS_REMOVE_DIR, FS_REMOVE_FILE, FS_MAKE_CHAR, FS_MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
@@ -35,6 +37,9 @@ SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 _FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
 _READ_RIGHTS = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+#: What a side may do in its own tree: everything but making device nodes, FIFOs, sockets and symlinks
+#: (a block device there read a whole disk raw; a FIFO or a link there is a trap for whoever reads it next).
+_TREE_DENIED = FS_MAKE_BLOCK | FS_MAKE_CHAR | FS_MAKE_FIFO | FS_MAKE_SOCK | FS_MAKE_SYM
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -108,7 +113,8 @@ def restrict(policy: Policy, abi: int) -> None:
     """Confine this process (a side's child, before the subject is imported) to ``policy``.
 
     Sets ``no_new_privs`` and applies one Landlock ruleset: reads as
-    ``policy.read``, everything in ``policy.tree``, read-write on
+    ``policy.read``, everything in ``policy.tree`` but making device
+    nodes, FIFOs, sockets and symlinks there, read-write on
     ``policy.write_files``; with ABI >= 4 and ``policy.network`` no TCP bind
     or connect; with ABI >= 6 no signal and no abstract UNIX socket outside
     the domain. A path that does not exist is skipped.
@@ -126,7 +132,7 @@ def restrict(policy: Policy, abi: int) -> None:
     if ruleset < 0:
         raise ConfinementError(ctypes.get_errno(), "landlock_create_ruleset was refused")
     try:
-        rules = [(policy.tree, handled_fs)]
+        rules = [(policy.tree, handled_fs & ~_TREE_DENIED)]
         rules += [(path, _READ_RIGHTS) for path in policy.read]
         rules += [(path, FS_READ_FILE | FS_WRITE_FILE | (FS_IOCTL_DEV if abi >= 5 else 0))
                   for path in policy.write_files]
@@ -161,3 +167,43 @@ def die_with_parent(sig: int = 9) -> None:
         libc().prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities() -> None:
+    """Give up every capability this process holds: ambient, bounding set, effective, permitted, inheritable.
+
+    A side's warden makes a user namespace of its own where it must (not
+    root), and a process that makes one holds every capability inside it;
+    the child drops them before the subject is imported, so it holds none
+    anywhere (``CapEff`` 0). A step the kernel refuses is skipped: the
+    capability read afterwards (:func:`effective_capabilities`) is the truth.
+    """
+    c = libc()
+    try:
+        c.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        for cap in range(64):
+            c.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+        header, data = _CapHeader(_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+        c.capset(ctypes.byref(header), data)
+    except (OSError, AttributeError):
+        pass
+
+
+def effective_capabilities() -> int:
+    """This process's effective capabilities (``CapEff`` of /proc/self/status); -1 where unreadable."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("CapEff:"):
+                    return int(line.split()[1], 16)
+    except (OSError, ValueError):
+        pass
+    return -1

@@ -99,21 +99,124 @@ def descendants(pid: int) -> list[int]:
 
 # --- a kernel limit on processes (the pids cgroup, where this process may make one) -------------------
 
-def _pids_base() -> str | None:
-    """The folder a pids cgroup can be made in (cgroup v1's pids hierarchy, or v2 with pids delegated), or None."""
-    v1 = "/sys/fs/cgroup/pids"
-    if os.path.isfile(os.path.join(v1, "cgroup.procs")) and os.access(v1, os.W_OK):
-        return v1
+#: Set by the runner for a worker in bubblewrap: ``pids=PATH:memory=PATH``, the cgroups made for that worker
+#: and bound writable into its sandbox; its sides' cgroups are made inside them.
+CGROUPS_ENV = "TUTOR_CGROUPS"
+
+
+def _delegated(controller: str) -> str | None:
+    for item in os.environ.get(CGROUPS_ENV, "").split(os.pathsep):
+        key, _, path = item.partition("=")
+        if key == controller and path and os.path.isdir(path):
+            return path
+    return None
+
+
+def _own_v2_base(controller: str) -> str | None:
     try:
         with open("/proc/self/cgroup") as fh:
             line = next((l for l in fh.read().splitlines() if l.startswith("0::")), "")
         base = "/sys/fs/cgroup" + line[3:].rstrip("/")
         with open(os.path.join(base, "cgroup.subtree_control")) as fh:
-            if "pids" in fh.read().split() and os.access(base, os.W_OK):
+            if controller in fh.read().split() and os.access(base, os.W_OK):
                 return base
     except (OSError, StopIteration):
         pass
     return None
+
+
+def _pids_base() -> str | None:
+    """The folder a pids cgroup can be made in (the worker's delegated one, cgroup v1's pids hierarchy, or v2
+    with pids delegated), or None."""
+    if CGROUPS_ENV in os.environ:
+        return _delegated("pids")
+    v1 = "/sys/fs/cgroup/pids"
+    if os.path.isfile(os.path.join(v1, "cgroup.procs")) and os.access(v1, os.W_OK):
+        return v1
+    return _own_v2_base("pids")
+
+
+def _memory_base() -> str | None:
+    """The folder a memory cgroup can be made in (delegated, this process's own in cgroup v1, or v2), or None."""
+    if CGROUPS_ENV in os.environ:
+        return _delegated("memory")
+    try:
+        with open("/proc/self/cgroup") as fh:
+            own = next((l.split(":", 2)[2] for l in fh.read().splitlines() if l.split(":")[1:2] == ["memory"]), None)
+    except (OSError, IndexError):
+        own = None
+    if own is not None:
+        base = "/sys/fs/cgroup/memory" + own.rstrip("/")
+        if os.path.isfile(os.path.join(base, "memory.limit_in_bytes")) and os.access(base, os.W_OK):
+            return base
+    return _own_v2_base("memory")
+
+
+def make_memory_cgroup(name: str, limit_bytes: int) -> str | None:
+    """A fresh memory cgroup ``name`` that lets its processes together use at most ``limit_bytes``; None where
+    none can be made (the caller caps each process's address space instead)."""
+    base = _memory_base()
+    if base is None or limit_bytes <= 0:
+        return None
+    path = os.path.join(base, name)
+    knob = "memory.limit_in_bytes" if os.path.isfile(os.path.join(base, "memory.limit_in_bytes")) else "memory.max"
+    try:
+        os.mkdir(path)
+        _write(os.path.join(path, knob), str(limit_bytes))
+        return path
+    except OSError:
+        remove_cgroup(path)
+        return None
+
+
+def delegate(name: str) -> dict[str, str]:
+    """Make a cgroup ``name`` per controller (pids, memory) for one sandboxed worker, to bind into its sandbox.
+
+    Returns:
+        controller -> folder, only those that could be made; :func:`delegation_env` writes them for the worker.
+    """
+    made = {}
+    for controller, base in (("pids", _pids_base()), ("memory", _memory_base())):
+        if base is None:
+            continue
+        _sweep(base)
+        path = os.path.join(base, name)
+        try:
+            os.mkdir(path)
+            made[controller] = path
+        except OSError:
+            pass
+    return made
+
+
+def _sweep(base: str) -> None:
+    """Remove what a tutor that was killed left in ``base``: ``tutor-worker-PID-*`` cgroups whose tutor is gone."""
+    try:
+        names = [n for n in os.listdir(base) if n.startswith("tutor-worker-")]
+    except OSError:
+        return
+    for name in names:
+        pid = name.split("-")[2]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            remove_delegated({"stale": os.path.join(base, name)}, patience_s=0.2)
+
+
+def delegation_env(made: dict[str, str]) -> str:
+    return os.pathsep.join(f"{controller}={path}" for controller, path in made.items())
+
+
+def remove_delegated(made: dict[str, str], patience_s: float = 5.0) -> list[str]:
+    """Remove a worker's cgroups (its sides' first); return the folders that could not be removed."""
+    left = []
+    for path in made.values():
+        try:
+            inner = [os.path.join(path, n) for n in os.listdir(path) if os.path.isdir(os.path.join(path, n))]
+        except OSError:
+            inner = []
+        for folder in [*inner, path]:  # a killed sandbox's processes end a moment after its bwrap
+            if not remove_cgroup(folder, patience_s=patience_s):
+                left.append(folder)
+    return left
 
 
 def make_pids_cgroup(name: str, limit: int) -> str | None:
@@ -155,18 +258,19 @@ def refused_forks(path: str | None) -> int:
     return 0
 
 
-def remove_cgroup(path: str | None) -> None:
-    """Remove the (empty) cgroup at ``path``; a cgroup whose last process is still being reaped gets a moment."""
+def remove_cgroup(path: str | None, patience_s: float = 0.5) -> bool:
+    """Remove the (empty) cgroup at ``path``, giving a last process being reaped a moment; whether it is gone."""
     if not path:
-        return
-    for _ in range(20):
+        return True
+    for _ in range(max(1, int(patience_s / 0.01))):
         try:
             os.rmdir(path)
-            return
+            return True
         except FileNotFoundError:
-            return
+            return True
         except OSError:
             time.sleep(0.01)
+    return not os.path.exists(path)
 
 
 def remove_cgroups(prefix: str) -> None:

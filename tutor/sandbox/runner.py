@@ -20,19 +20,22 @@ and why, and so does a timeout's sentence.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
+import queue
+import secrets
 import shutil
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Callable, Sequence
 
 from tutor.model.catalog import Catalog, Exercise
-from tutor.sandbox import protocol, speed
-from tutor.sandbox.confine import Status, remove_cgroups
+from tutor.sandbox import bwrap, namespaces, protocol, speed
+from tutor.sandbox.confine import Status, enabled, remove_cgroups
 from tutor.sandbox.protocol import Answer, Hello, Progress, ProtocolError, Request, Side
 from tutor.sandbox.result import RunResult, grade, read_prediction
 from tutor.sandbox.speed import Speed, TimeLimit
@@ -83,6 +86,8 @@ class Worker:
         self._lock = threading.RLock()
         self.stopped = False
         self.cores = cores
+        self.sandboxed = False  # the running worker was started inside bubblewrap
+        self.cgroups: dict[str, str] = {}  # controller -> the cgroup made for the running worker
 
     def start(self) -> Hello:
         """Start the worker unless it is running; return its hello (torch version, CUDA, pid).
@@ -97,7 +102,8 @@ class Worker:
         if self._proc is not None and self._proc.poll() is None:
             return self.hello
         self.stopped = False
-        env = dict(os.environ)
+        # the worker sees only the variables it needs (never a grader's token), inside bubblewrap where it starts
+        env = bwrap.environment(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
         # OpenMP threads that wait for each other spin by default. On a busy machine a
         # spinning thread burns the time slice its preempted sibling needs: a check with
@@ -105,12 +111,24 @@ class Worker:
         # beside other work where a sleeping wait took 2-3 s, the same threads and the
         # same numbers. A policy set by the user wins.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        env["PYTHONPATH"] = bwrap.source_path()
         if self.cores is not None:
             env["TUTOR_WORKER_CORES"] = str(max(1, self.cores))
+        python = [sys.executable, "-m", "tutor.sandbox.worker"]
+        wall = bwrap.available() if enabled() else bwrap.Bwrap(why="")
+        self.sandboxed = bool(wall.path)
+        if self.sandboxed:
+            # cgroups made here, bound writable into the sandbox: the worker makes its sides' inside them
+            self.cgroups = namespaces.delegate(f"tutor-worker-{os.getpid()}-{secrets.token_hex(4)}")
+            if self.cgroups:  # a tutor that ends without closing its runner leaves no empty cgroup behind
+                atexit.register(namespaces.remove_delegated, dict(self.cgroups))
+            env[namespaces.CGROUPS_ENV] = namespaces.delegation_env(self.cgroups)
+            argv = bwrap.command(wall, python, env, writable=list(self.cgroups.values()))
+        else:
+            argv = python
+            env[bwrap.WHY_ENV] = wall.why
         try:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "tutor.sandbox.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env, start_new_session=True)
+            self._proc = _launch(argv, env)
         except OSError as exc:
             raise WorkerError(f"could not start the check worker ({exc})") from None
         proc = self._proc
@@ -125,6 +143,8 @@ class Worker:
             self.stop()
             raise WorkerError("the check worker did not start; is torch installed? "
                               "Run: pip install torch==2.13.0") from None
+        if self.sandboxed:  # its pid inside the sandbox means nothing here: name it as this machine sees it
+            hello = replace(hello, pid=_host_pid(proc.pid, hello.pid))
         self.hello = hello
         return hello
 
@@ -167,7 +187,8 @@ class Worker:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        scratch = self.hello.scratch if self.hello else None
+        # a sandboxed worker's scratch is a tmpfs of its own, gone with it; an unsandboxed one's is a folder here
+        scratch = self.hello.scratch if self.hello and not self.sandboxed else None
         try:
             os.killpg(proc.pid, 9)
         except (ProcessLookupError, PermissionError, OSError):
@@ -183,8 +204,61 @@ class Worker:
                 pass
         if scratch and os.path.basename(scratch).startswith("tutor-worker-"):
             shutil.rmtree(scratch, ignore_errors=True)  # a killed worker cannot tidy up
-        if self.hello is not None:
+        if self.hello is not None and not self.sandboxed:
             remove_cgroups(f"tutor-{self.hello.pid}-")  # nor remove its sides' process-count cgroups
+        left, self.cgroups = namespaces.remove_delegated(self.cgroups), {}
+        if left:  # never kept silently
+            sys.stderr.write(f"tutor: {len(left)} cgroup folder{'s' if len(left) > 1 else ''} of a stopped check "
+                             f"worker could not be removed ({', '.join(left)}); remove them with rmdir\n")
+
+
+def _host_pid(outer: int, inner: int) -> int:
+    """The pid this machine gives the process that is ``inner`` in the sandbox ``outer`` (bwrap) started."""
+    for pid in namespaces.descendants(outer):
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                line = next((l for l in fh if l.startswith("NSpid:")), "")
+        except OSError:
+            continue
+        ids = line.split()[1:]
+        if len(ids) >= 2 and ids[-1] == str(inner):
+            return pid
+    return outer
+
+
+_LAUNCHES: "queue.Queue[tuple]" = queue.Queue()
+_LAUNCHER: threading.Thread | None = None
+_LAUNCHER_LOCK = threading.Lock()
+
+
+def _launch(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """Start the worker from one thread that lives as long as this process.
+
+    bwrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) follows the *thread* that
+    forked it: a worker started from a short-lived thread (a TUI task) would
+    die when that thread ends. So every start is made on one daemon thread.
+    """
+    global _LAUNCHER
+    with _LAUNCHER_LOCK:
+        if _LAUNCHER is None or not _LAUNCHER.is_alive():
+            _LAUNCHER = threading.Thread(target=_launcher, name="tutor-worker-launcher", daemon=True)
+            _LAUNCHER.start()
+    done: "queue.Queue" = queue.Queue(maxsize=1)
+    _LAUNCHES.put((argv, env, done))
+    proc = done.get()
+    if isinstance(proc, BaseException):
+        raise proc
+    return proc
+
+
+def _launcher() -> None:
+    while True:
+        argv, env, done = _LAUNCHES.get()
+        try:
+            done.put(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      text=True, bufsize=1, env=env, start_new_session=True))
+        except BaseException as exc:  # handed to the thread that asked
+            done.put(exc)
 
 
 class Runner:
@@ -249,6 +323,12 @@ class Runner:
             WorkerError: the worker could not be started.
         """
         return Status.from_wire(self.worker.start().confinement)
+
+    @property
+    def known_confinement_why(self) -> str:
+        """Why the last worker started could not confine code ("" when it could, or none started); starts nothing."""
+        hello = self.worker.hello
+        return Status.from_wire(hello.confinement).why if hello is not None else ""
 
     @property
     def speed(self) -> Speed | None:

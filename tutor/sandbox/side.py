@@ -68,6 +68,7 @@ class SideRun:
         self.last_step = ""
         self._finished: SideResult | None = None
         self.cgroup: str | None = None  # the side's pids cgroup, where one can be made
+        self.memory_cgroup: str | None = None  # the side's memory cgroup, where one can be made
         self.forks_refused = 0
 
     @property
@@ -87,18 +88,20 @@ class SideRun:
             return
         os.makedirs(os.path.join(self.folder, "tmp"), exist_ok=True)
         self._key = os.urandom(32)
+        name = f"tutor-{os.getpid()}-{os.path.basename(self.folder)}"
         if confinement().processes == "cgroup":  # the warden, its namespace's init and the child: +2
-            self.cgroup = namespaces.make_pids_cgroup(f"tutor-{os.getpid()}-{os.path.basename(self.folder)}",
-                                                   namespaces.MAX_PROCESSES + 2)
+            self.cgroup = namespaces.make_pids_cgroup(name, namespaces.MAX_PROCESSES + 2)
+        if confinement().memory == "cgroup":  # the side's processes together, whatever each one's address space
+            self.memory_cgroup = namespaces.make_memory_cgroup(name, child.MEMORY_CAP_MB * 1024 * 1024)
         # what the side may read: computed once, in the worker, before its first side forks
-        roots = read_roots(os.path.dirname(self.folder)) if confinement().confined else ()
+        roots = read_roots(os.path.dirname(self.folder)) if confinement().landlock else ()
         read_fd, write_fd = os.pipe()
         self.started = time.perf_counter()
         pid = os.fork()
         if pid == 0:  # the warden: never returns
             os.close(read_fd)
             child.warden(self.request, self.folder, self.threads, write_fd, self._key, confinement(), roots,
-                         self.cgroup)
+                         self.cgroup, self.memory_cgroup)
         os.close(write_fd)
         self.pid, self.fd = pid, read_fd
         try:
@@ -194,7 +197,9 @@ class SideRun:
         if self.pidfd is not None:
             os.close(self.pidfd)
         self.forks_refused = namespaces.refused_forks(self.cgroup)
-        namespaces.remove_cgroup(self.cgroup)
+        for group in (self.cgroup, self.memory_cgroup):
+            if not namespaces.remove_cgroup(group):  # said, never kept silently
+                self.refused.append(f"left a cgroup that could not be removed: {group}")
         if self.forks_refused:
             self.refused.append(f"tried to run more than {namespaces.MAX_PROCESSES} processes at once: "
                                 f"{self.forks_refused} fork{'s' if self.forks_refused > 1 else ''} refused")

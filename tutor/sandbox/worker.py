@@ -84,7 +84,7 @@ def main() -> None:
     scratch = tempfile.mkdtemp(prefix="tutor-worker-")  # every private copy lives in here
     cores = worker_cores()
     status = confinement()
-    if status.confined:
+    if status.landlock:
         read_roots(scratch)  # computed once, before the first side forks
     _send(out, Hello(torch=torch.__version__, cuda=_cuda_available(torch), pid=os.getpid(),
                      cores=cores, scratch=scratch, speed=measure_speed(cores), confinement=status.to_wire()))

@@ -63,6 +63,8 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         Binding("B", "break_it", "Break it"),
         Binding("n", "next", "Next", tooltip="open the next exercise, once a result is shown (N on yes/no pages)"),
         Binding("escape", "cancel_or_back", "Back", tooltip="cancel a running check; else leave the box; else back"),
+        Binding("tab", "tab_on", "Next field", show=False,
+                tooltip="the next field; once a choice is picked where digits pick choices, the confidence line"),
     ]
     #: keys the page reads itself (``on_key``), for the help
     PAGE_KEYS = (
@@ -126,7 +128,9 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             yield Static(Text.assemble(("Your prediction", "bold"), f" — {what}  ", (f"({how})", "dim")),
                          classes="section-label")
             yield PredictionInput(ex, id="prediction")
-            yield ConfidencePicker(self._recall.confidence, page_keys=self._digits_free(ex), id="confidence")
+            elsewhere = "digits pick a choice" if ex.kind in ("choice", "bool") else "digits type the answer"
+            yield ConfidencePicker(self._recall.confidence, page_keys=self._digits_free(ex),
+                                   digits_elsewhere=elsewhere, id="confidence")
             yield Static("", id="answer-error")
             with Horizontal(id="exercise-buttons"):
                 yield Button("Run ▶ r", id="run-button", variant="primary")
@@ -135,11 +139,13 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             yield ResultPanel(id="result")
             yield Static("", id="next-hint")
             yield HintList(ex.hints, id="hints")
-            note = NoteEditor(ex.explain, progress.note, self._save_note, id="note-editor")
+            draft = self._recall.note  # a note that could not be saved when the page was left: offered again
+            note = NoteEditor(ex.explain, progress.note if draft is None else draft, self._save_note,
+                              saved=progress.note, id="note-editor")
             # The explain-back question can give the answer away: it appears
             # after the first run (or at once when a note or attempt exists;
             # after a reset, only once the exercise is run again).
-            note.display = bool(current or (progress.note and not progress.reset_time))
+            note.display = bool(current or draft or (progress.note and not progress.reset_time))
             yield note
         yield PageFooter()
 
@@ -228,9 +234,22 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             self.notify("This is the last exercise.")
             return
         self.flush_note()
-        app = self.app
-        app.pop_screen()
-        app.open_exercise(following)
+        self.app.open_exercise(following)  # in place of this page
+
+    def action_tab_on(self) -> None:
+        """Tab: the next field, but from the page after a pick where digits pick choices, the confidence.
+
+        There the digits 5…9, 0 pick choices everywhere but on the confidence line: a Tab that landed
+        on the choice list would make the next digit change the answer instead of saying how sure.
+        """
+        prediction = self.query_one(PredictionInput)
+        if (prediction.options and prediction.chosen and not self._digits_free(self.exercise)
+                and self.focused is self.query_one("#exercise-body")):
+            picker = self.query_one(ConfidencePicker)
+            picker.focus()
+            picker.scroll_visible()
+            return
+        self.focus_next()
 
     def action_answer(self) -> None:
         """Move the focus to the prediction widget."""
@@ -421,13 +440,20 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         try:
             self._session.save_note(self.exercise.id, text)
         except ProgressError as exc:
+            self._recall.note = text  # kept while the app runs, and offered when the page opens again
             return str(exc)
+        self._recall.note = None
         return None
 
     def flush_note(self) -> None:
-        """Save unsaved note text now (used when the app quits)."""
+        """Save unsaved note text now (leaving the page, another page on top of it, the app quitting)."""
         for editor in self.query(NoteEditor):
             editor.flush()
+
+    def on_screen_suspend(self) -> None:
+        """Another screen covers this one (the command palette, help, edit mode): the note is saved
+        now, not a debounce later, so nothing typed waits on a page the learner may not come back to."""
+        self.flush_note()
 
     def on_unmount(self) -> None:
         if self.running and self._run is not None:

@@ -1,0 +1,177 @@
+"""What every hostile test shares: a learner's attack file run through ``tutor fix``, and the damage it must not do.
+
+An attack is a few lines put first thing in ``squared_errors`` of the
+faulted ``exercises/snippets/losses.py`` (``broadcast-loss``: the
+``squeeze(-1)`` is gone), so the file never holds the repair and a *fixed*
+verdict could only come from cheating. :func:`run_fix` runs it the way a
+learner or a grader does — ``tutor fix broadcast-loss --file F --json`` as a
+fresh process, as whoever runs the tests (root here) — with:
+
+* a progress folder holding a classmate's file (``ada.toml``) and a file
+  outside every tree (``outside/notes.txt``), each with a user xattr set,
+  watched by :class:`Witness` (sha256, mode, owner, mtime, xattrs);
+* the grader's secret in the environment (``GRADER_API_TOKEN``): it must
+  appear in no output;
+* a private ``TMPDIR`` for the tutor (the system temp folder it sees), which
+  must be empty afterwards; and a marker in an environment variable every
+  sandboxed process inherits (``PYTORCH_TUTOR_TEST_MARK``), so a process
+  left behind by this run, and only this run, can be found in ``/proc``.
+
+What the attack saw comes back in its exception's sentence (the verdict
+names it), so a test can read what the sandbox let it see: ``report(x)`` in
+an attack raises with ``x``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from exercises.faults import source_root
+
+SUBJECT = "exercises/snippets/losses.py"
+SQUEEZE = "    predictions = predictions.squeeze(-1)  # (N, 1) -> (N,): drop only the named axis\n"
+CLEAN = (source_root() / SUBJECT).read_text(encoding="utf-8")
+SECRET = "grader-secret-" + secrets.token_hex(8)
+MARK_ENV = "PYTORCH_TUTOR_TEST_MARK"
+#: Prepended to every attack: ``report(x)`` raises with ``x`` so the verdict carries what the attack saw.
+#: (The markers are joined at run time, so the file's own text, shown in its diff, never holds them.)
+#: A side's exception sentence keeps its first 300 characters: a report is kept short.
+PRELUDE = "def report(x):\n    raise RuntimeError('SA' + 'W<' + str(x) + '>S' + 'AW')\n"
+
+
+def attack_file(code: str) -> str:
+    """The faulted losses.py (no squeeze) with ``code`` run first thing in squared_errors."""
+    body = textwrap.indent(PRELUDE + textwrap.dedent(code).strip() + "\n", "    ")
+    assert SQUEEZE in CLEAN
+    return CLEAN.replace(SQUEEZE, body)
+
+
+@dataclasses.dataclass(frozen=True)
+class Facts:
+    sha256: str
+    mode: int
+    uid: int
+    gid: int
+    mtime_ns: int
+    xattrs: tuple
+
+
+def facts(path: Path) -> Facts:
+    st = os.lstat(path)
+    attrs = tuple(sorted((name, os.getxattr(path, name, follow_symlinks=False))
+                         for name in os.listxattr(path, follow_symlinks=False)))
+    return Facts(hashlib.sha256(path.read_bytes()).hexdigest(), st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns,
+                 attrs)
+
+
+class Witness:
+    """A classmate's progress file and a file outside every tree, as they were before the attack."""
+
+    def __init__(self, root: Path) -> None:
+        self.progress = root / "progress"
+        self.progress.mkdir()
+        (root / "outside").mkdir()
+        self.classmate = self.progress / "ada.toml"
+        self.classmate.write_text('format_version = 1\nlearner = "ada"\n# ada\'s own, not to be read\n')
+        self.outside = root / "outside" / "notes.txt"
+        self.outside.write_text("nothing of the tutor's\n")
+        for path in (self.classmate, self.outside):
+            os.chmod(path, 0o640)
+            try:
+                os.setxattr(path, "user.witness", b"kept")
+            except OSError:
+                pass  # a file system without user xattrs: the other facts still hold
+        self.before = {path: facts(path) for path in self.files}
+
+    @property
+    def files(self) -> tuple[Path, Path]:
+        return self.classmate, self.outside
+
+    def changed(self) -> dict:
+        """What changed about each watched file: {path: (before, after)}; {} when nothing did."""
+        out = {}
+        for path, before in self.before.items():
+            after = facts(path) if path.exists() else None
+            if after != before:
+                out[str(path)] = (before, after)
+        return out
+
+
+@dataclasses.dataclass
+class Outcome:
+    """One ``tutor fix`` of an attack: the process, its JSON, and everything it printed."""
+
+    returncode: int
+    data: dict
+    text: str  # stdout and stderr together
+    leftovers: list[str]  # processes of this run still alive after it ended
+    temp_left: list[str]  # what is left in the tutor's temp folder
+    witness: Witness
+    mark: str
+
+    @property
+    def saw(self) -> str:
+        """What the attack reported (``report(x)``), or ""."""
+        start, end = self.text.find("SAW<"), self.text.find(">SAW")
+        return self.text[start + 4:end] if start >= 0 and end > start else ""
+
+    def assert_not_fixed_and_no_damage(self) -> None:
+        assert self.data.get("fixed") is not True, self.text[-3000:]
+        assert self.data.get("confined") is True, self.text[-3000:]
+        assert self.witness.changed() == {}, self.witness.changed()
+        assert SECRET not in self.text
+        assert self.leftovers == [], self.leftovers
+        assert self.temp_left == [], self.temp_left
+
+
+def marked_processes(mark: str) -> list[str]:
+    """Processes whose environment carries ``mark`` (this run's sandbox and whatever it started)."""
+    found = []
+    needle = f"{MARK_ENV}={mark}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            if needle in Path(f"/proc/{entry}/environ").read_bytes():
+                found.append(f"{entry} {Path(f'/proc/{entry}/cmdline').read_bytes()[:200]!r}")
+        except OSError:
+            continue
+    return found
+
+
+def run_fix(root: Path, code: str, exercise: str = "broadcast-loss", extra: tuple = ()) -> Outcome:
+    """Run the attack ``code`` through ``tutor fix EXERCISE --file F --json`` as a fresh process in ``root``."""
+    witness = Witness(root)
+    mark = secrets.token_hex(8)
+    temp = root / "systmp"
+    temp.mkdir()
+    home = root / "home"
+    home.mkdir()
+    learner = root / "losses.py"
+    learner.write_text(attack_file(code), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUTOR_") or k == "TUTOR_CACHE_DIR"}
+    env.update({"GRADER_API_TOKEN": SECRET, MARK_ENV: mark, "TMPDIR": str(temp), "HOME": str(home),
+                "TUTOR_PROGRESS_DIR": str(witness.progress), "TUTOR_LEARNER": "mallory"})
+    proc = subprocess.run([sys.executable, "-m", "tutor.cli", "fix", exercise, "--file", str(learner),
+                           "--no-instruments", "--json", *extra], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, env=env, cwd=root, timeout=600)
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        data = {}
+    left = marked_processes(mark)
+    for _ in range(20):  # a sandbox being torn down ends a moment after its tutor
+        if not left:
+            break
+        time.sleep(0.1)
+        left = marked_processes(mark)
+    return Outcome(proc.returncode, data, proc.stdout + proc.stderr, left, sorted(os.listdir(temp)), witness, mark)

