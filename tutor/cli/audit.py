@@ -167,6 +167,11 @@ def run(args) -> int:
         scale = environment_scale()
     except ScaleError as exc:
         return _error(EXIT_USAGE, "usage_error", str(exc), as_json)
+    granted = [os.path.realpath(os.path.expanduser(p)) for p in getattr(args, "allow_read", None) or []]
+    missing = [p for p in granted if not os.path.exists(p)]
+    if missing:
+        return _error(EXIT_USAGE, "usage_error", f"--allow-read {missing[0]}: no such file or folder; name one that "
+                      "exists, e.g. --allow-read ~/.cache/huggingface", as_json)
     if args.timeout is not None and not args.timeout > 0:
         return _error(EXIT_USAGE, "usage_error", f"--timeout must be a number of seconds above 0, got {args.timeout:g}",
                       as_json)
@@ -181,7 +186,7 @@ def run(args) -> int:
         work, report_path, output_path = (os.path.join(root, name) for name in ("work", "report.json", "output.log"))
         os.mkdir(work)
         with open(report_path, "wb") as report_file, open(output_path, "wb") as output_file:
-            policy = _audit_policy(work, path)
+            policy = _audit_policy(work, path, granted)
             process = subprocess.Popen(command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=report_file,
                                        stderr=output_file,
                                        preexec_fn=functools.partial(_limits, _cpu_only(device), policy))
@@ -265,12 +270,15 @@ def _limits(cap_memory: bool, policy=None) -> None:
             pass  # the audit still runs; :func:`_audit_policy` found Landlock, so this is the kernel's refusal
 
 
-def _audit_policy(work: str, audited: str):
+def _audit_policy(work: str, audited: str, granted: list[str] = ()):
     """The Landlock policy of the audit process, as ``(Policy, abi)``, or None where confinement is off or absent.
 
     The audited model's own folder, the tutor's source (the audit's
-    instruments) and the Python installation are readable; only ``work`` is
-    writable; every TCP bind and connect is refused (ABI 4 and later).
+    instruments), the Python installation and the paths ``--allow-read``
+    grants (``granted``) are readable; only ``work`` is writable; every TCP
+    bind and connect is refused (ABI 4 and later). With a grant, git's
+    configuration files (``GIT_CONFIG``) are readable too: git refuses to
+    run at all when one exists that it cannot read.
     """
     if not confine.enabled():
         return None
@@ -279,9 +287,15 @@ def _audit_policy(work: str, audited: str):
         return None
     executable = os.path.realpath(sys.executable)
     extra = [os.path.dirname(os.path.abspath(audited)), _source_root(), os.path.dirname(executable),
-             os.path.dirname(os.path.abspath(sys.executable)), os.path.join(sys.prefix, "pyvenv.cfg")]
+             os.path.dirname(os.path.abspath(sys.executable)), os.path.join(sys.prefix, "pyvenv.cfg"), *granted]
+    if granted:  # a factory granted a git mirror runs git, which stops on a config file it may not read
+        extra += [p for p in GIT_CONFIG if os.path.exists(p)]
     roots = confine.read_roots(cut_private=False)
     return landlock.Policy(tree=os.path.realpath(work), read=roots + tuple(extra), network=True), abi
+
+
+#: git's configuration files, read-only to a factory granted reads outside its folder.
+GIT_CONFIG = ("/etc/gitconfig", os.path.expanduser("~/.gitconfig"), os.path.expanduser("~/.config/git"))
 
 
 def _source_root() -> str:
