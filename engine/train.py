@@ -261,31 +261,56 @@ def overfit_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
 
 
 def save_checkpoint(f, model: nn.Module, optimizer: torch.optim.Optimizer, step: int,
-                    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None) -> None:
+                    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+                    generator: torch.Generator | None = None) -> None:
     """Write what a resumed run needs to continue the same trajectory.
 
     The model's weights restore a forward pass; resuming *training* also
     needs the optimizer's state (AdamW's running averages and step counts),
-    the schedule's position and the number of updates taken. The data
-    position and random-number state are the caller's (seed 001, "In the
-    real world": a checkpoint with weights only is not a resumable run).
+    the schedule's position, the number of updates taken, the data position
+    and the random-number state (seed 001, "In the real world": a checkpoint
+    with weights only is not a resumable run). The data position of a
+    sampler that draws random windows (``engine.data.get_batch``) is its
+    generator's state; torch's own random state decides dropout's masks.
 
     Args:
         f: a path or a binary file object (``io.BytesIO`` works).
         step: updates taken so far.
+        generator: the batch sampler's generator, if the caller has one.
     """
     state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": int(step)}
     if scheduler is not None:
         state["scheduler"] = scheduler.state_dict()
+    if generator is not None:
+        state["data_rng"] = generator.get_state()  # where the sampler is: the data position
+    state["torch_rng"] = random_state()  # dropout's masks continue where they were
     torch.save(state, f)
 
 
+def random_state() -> dict:
+    """torch's random-number state: the CPU generator's, and every CUDA device's once CUDA is in use."""
+    state = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_random_state(state: dict) -> None:
+    """Restore what ``random_state`` returned (tensors may come back on any device)."""
+    torch.set_rng_state(state["cpu"].cpu())
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+
+
 def load_checkpoint(f, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None) -> int:
+                    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+                    generator: torch.Generator | None = None) -> int:
     """Restore what ``save_checkpoint`` wrote into a freshly built model (and optimizer).
 
     Tensors are mapped to the model's device. Build the optimizer over the
-    same parameters, in the same order, before loading.
+    same parameters, in the same order, before loading. The data sampler's
+    state goes back into ``generator`` when one is given, and torch's random
+    state is restored, so dropout continues with the masks it would have drawn.
 
     Args:
         f: a path or a binary file object positioned at the checkpoint.
@@ -304,6 +329,10 @@ def load_checkpoint(f, model: nn.Module, optimizer: torch.optim.Optimizer | None
         optimizer.load_state_dict(state["optimizer"])
     if scheduler is not None and "scheduler" in state:
         scheduler.load_state_dict(state["scheduler"])
+    if generator is not None and "data_rng" in state:
+        generator.set_state(state["data_rng"].cpu())
+    if "torch_rng" in state:
+        set_random_state(state["torch_rng"])
     return int(state["step"])
 
 

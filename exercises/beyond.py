@@ -340,3 +340,38 @@ def fixed_old_logprobs(ctx: Context) -> Measurement:
         evidence.append(note("The ratio exp(new - old) is 1 whatever the weights when old is the same "
                              "function of them: the two sides cancel and the policy receives no gradient."))
     return Measurement(observed=round(factor, 9), evidence=evidence)
+
+
+def response_mask(ctx: Context) -> Measurement:
+    """Which token log-probabilities a GRPO-style loss sends gradient to.
+
+    Two rows share one prompt of 4 tokens, each followed by a response of 3
+    (T = 7), advantages +1 and -1; the 14 token log-probabilities are
+    leaves. Observed: how many of them receive a nonzero gradient (an
+    int). Column 0 has no context, so at most 12 ever can; the response
+    alone is 6, each with gradient ∓1/6. Seed 000 §8 ("Does the mask
+    include prompt tokens?").
+    """
+    from exercises.snippets.response_loss import token_policy_loss
+
+    device = torch.device(ctx.device)
+    g = torch.Generator().manual_seed(ctx.seed)
+    token_logp = (-torch.rand(2, 7, generator=g, dtype=torch.float64) * 3).to(device).requires_grad_(True)
+    advantages = torch.tensor([1.0, -1.0], dtype=torch.float64, device=device)
+    prompt_lens = torch.tensor([4, 4], device=device)
+    token_policy_loss(token_logp, advantages, prompt_lens).backward()
+    grad = token_logp.grad
+    touched = int((grad != 0).sum())
+    evidence = [
+        table("Gradient on each token's log-probability (prompt = columns 0-3)",
+              ["row", "advantage", "prompt columns 1-3", "response columns 4-6"],
+              [[b, advantages[b].item(), str([round(v, 4) for v in grad[b, 1:4].tolist()]),
+                str([round(v, 4) for v in grad[b, 4:].tolist()])] for b in range(2)]),
+        table("Tokens with a gradient", ["quantity", "value"], [["nonzero entries of token_logp.grad", touched],
+                                                                 ["response tokens", 6]]),
+    ]
+    if touched > 6:
+        evidence.append(note("The mask counted the prompt: the policy is now pushed to make the prompt's own tokens "
+                             "likelier after a good response and less likely after a bad one, though it never chose "
+                             "them, and the larger denominator dilutes every response token's weight."))
+    return Measurement(observed=float(touched), evidence=evidence)

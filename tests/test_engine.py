@@ -475,3 +475,23 @@ def test_accumulate_gradients_counts_real_targets_and_resets_first():
     assert all(torch.allclose(a, p.grad, atol=1e-12) for a, p in zip(together, model.parameters()))
     with pytest.raises(ValueError, match="no target"):
         accumulate_gradients(model, [(x[1:], torch.full_like(y[1:], IGNORE_INDEX))])
+
+
+def test_a_checkpoint_restores_the_data_position_and_torchs_random_state():
+    import io
+
+    from engine.train import load_checkpoint, make_optimizer, save_checkpoint
+
+    model = GPT(GPTConfig(vocab_size=5, block_size=4, n_layer=1, n_head=1, n_embd=8))
+    optimizer = make_optimizer(model)
+    sampler = torch.Generator().manual_seed(1)
+    torch.randint(0, 100, (3,), generator=sampler)  # the sampler has moved on
+    buffer = io.BytesIO()
+    save_checkpoint(buffer, model, optimizer, 0, generator=sampler)
+    next_draws = torch.randint(0, 100, (5,), generator=sampler), torch.rand(5)
+    fresh = torch.Generator().manual_seed(1)
+    torch.manual_seed(123)  # a new process seeds torch again
+    buffer.seek(0)
+    load_checkpoint(buffer, model, optimizer, generator=fresh)
+    assert torch.equal(torch.randint(0, 100, (5,), generator=fresh), next_draws[0])
+    assert torch.equal(torch.rand(5), next_draws[1])

@@ -25,3 +25,14 @@ def test_advantage_path_reaches_the_value_head_without_detach(run):
     assert clean["value head (weight and bias)"] == "0" and float(faulted["value head (weight and bias)"]) > 0.1
     # The policy's own gradient is the same either way: detach changes only the path into the values.
     assert clean["policy logits (B, G)"] == faulted["policy logits (B, G)"]
+
+
+def test_a_policy_mask_with_the_prompt_trains_tokens_nobody_chose(run):
+    r = run("policy-mask-prompt", "12")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    # response t >= 4: 3 tokens a row, 6 in all, each -adv / 6; with the prompt every t >= 1: 12, each -adv / 12
+    assert r.clean == 6 and r.faulted == 12
+    clean, faulted = rows(r, "clean", "Gradient on each token"), rows(r, "faulted", "Gradient on each token")
+    assert clean[0][2:] == ["[0.0, 0.0, 0.0]", "[-0.1667, -0.1667, -0.1667]"]
+    assert clean[1][3] == "[0.1667, 0.1667, 0.1667]"
+    assert faulted[0][2:] == ["[-0.0833, -0.0833, -0.0833]", "[-0.0833, -0.0833, -0.0833]"]

@@ -422,7 +422,7 @@ class Runner:
             return RunResult.cancelled(exercise, prediction, device=device, torch=torch, seed=seed,
                                        duration_s=ran_s)
         return RunResult(id=exercise.id, status="error", device=device, torch=torch, fault=exercise.fault,
-                         kind=exercise.kind, prediction=prediction,
+                         kind=exercise.kind.name, prediction=prediction,
                          prediction_text=read_prediction(exercise, prediction),
                          errors={"run": "the check worker stopped unexpectedly and will be restarted"}, seed=seed,
                          duration_s=ran_s)

@@ -166,7 +166,21 @@ class TutorApp(App):
         except UnknownExercise as exc:
             self.notify(exc.args[0], severity="warning", markup=False)
             return
+        self._leave_exercise_pages()
         self.push_screen(ExerciseScreen(exercise))
+
+    def _leave_exercise_pages(self) -> None:
+        """Close the exercise pages on top of the stack (an exercise, its edit mode, their questions),
+        so an exercise opened from another (Ctrl+P, n) replaces it and Esc goes back to where the
+        learner came from, not through every exercise opened since. Each page saves its drafts as it
+        closes (its note, its working copy)."""
+        # deferred: these screens load when first opened, and only an open one is on the stack
+        from tutor.ui.screens.copy_choice import CopyChoiceScreen
+        from tutor.ui.screens.exercise import ExerciseScreen
+        from tutor.ui.screens.fix import EditScreen
+        while len(self.screen_stack) > 1 and isinstance(self.screen, (ExerciseScreen, EditScreen,
+                                                                      CopyChoiceScreen)):
+            self.pop_screen()
 
     def action_help(self) -> None:
         # deferred: a screen loads when it first opens, so the first screen stays fast

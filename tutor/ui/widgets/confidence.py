@@ -49,29 +49,37 @@ class ConfidencePicker(Static, can_focus=True):
             super().__init__()
             self.value = value
 
-    def __init__(self, value: int | None = None, page_keys: bool = True, **kwargs) -> None:
+    def __init__(self, value: int | None = None, page_keys: bool = True, digits_elsewhere: str = "",
+                 **kwargs) -> None:
         super().__init__("", **kwargs)
         self.value = value if value in LEVELS else None
         self.page_keys = page_keys
+        #: what the digits do while the focus is not here, where they do not set it ("digits pick a choice")
+        self.digits_elsewhere = digits_elsewhere
 
     def on_mount(self) -> None:
         self._redraw()
 
-    def on_focus(self) -> None:
-        self._redraw()
-
-    def on_blur(self) -> None:
+    def watch_has_focus(self, has_focus: bool) -> None:
+        """Redrawn when the focus comes or goes (``on_focus`` runs before Textual sets ``has_focus``)."""
+        super().watch_has_focus(has_focus)
         self._redraw()
 
     def _redraw(self) -> None:
-        parts: list = [("How sure are you? ", "bold")]
+        # the focus is marked in words and a pointer, not only by colour (NO_COLOR shows it too)
+        parts: list = [("▶ " if self.has_focus else "  ", "bold"), ("How sure are you? ", "bold")]
         for key, level in CONFIDENCE_KEYS.items():
             chosen = level == self.value
             parts.append((f"[{level}]" if chosen else f" {level} ", "bold reverse green" if chosen else ""))
         parts.append(" %  ")
-        how = "keys 5…9, 0" if self.page_keys or self.has_focus else "Tab here, then 5…9, 0"
-        clear = "; Backspace clears" if self.has_focus else ""
-        parts.append((f"(optional; {how}{clear})", "dim"))
+        if self.has_focus:
+            how = "keys 5…9, 0 set this; ←/→ move it; Backspace clears"
+        elif self.page_keys:
+            how = "keys 5…9, 0"
+        else:
+            elsewhere = f"{self.digits_elsewhere}; " if self.digits_elsewhere else ""
+            how = f"{elsewhere}Tab here, then 5…9, 0"
+        parts.append((f"(optional; {how})", "dim" if not self.has_focus else "bold"))
         self.update(Text.assemble(*parts))
 
     def set_value(self, value: int | None) -> None:
