@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from exercises import answers
+from tutor.model import answers
 from tutor.model.errors import UsageError
 from tutor.instructor import columns as lms
 
@@ -82,7 +82,8 @@ class AnswerRow:
         return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None) -> list[AnswerRow]:
+def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None, layout: str | None = None,
+                 assignment=None) -> list[AnswerRow]:
     """Read an answers file (``-`` is standard input) into rows, each checked against ``catalog``.
 
     Rows that cannot be graded keep their reason in ``problem``; only a file

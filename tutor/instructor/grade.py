@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from exercises import answers
+from tutor.model import answers
 from tutor.model.errors import CouldNotRun, UsageError
 from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook, memo, results as class_results
@@ -152,7 +152,7 @@ class RowResult:
 def _shown(result: RunResult | None) -> str | None:
     if result is None or result.observed is None:
         return None
-    return answers.show(result.kind, result.observed)
+    return answers.show_observed(result.kind, result.observed)
 
 
 def usable_cores() -> int:
@@ -161,6 +161,14 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def runner_factory_for(allow_unconfined: bool = False, timeout_scale: float | None = None) -> Callable:
+    """``(catalog, device) -> Runner`` for grading: confined only unless ``allow_unconfined``, every time
+    limit scaled by ``timeout_scale`` when given (``--timeout-scale``)."""
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
+    from tutor.sandbox.runner import Runner
+    return lambda cat, dev: Runner(cat, device=dev, timeout_scale=timeout_scale, allow_unconfined=allow_unconfined)
 
 
 class RunnerPool:
@@ -174,12 +182,8 @@ class RunnerPool:
         runners: the runners, made at construction (no process yet).
     """
 
-    def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None,
-                 allow_unconfined: bool = False, timeout_scale: float | None = None) -> None:
-        # deferred: loaded when this step runs (the instructor's modules build on one another)
-        from tutor.sandbox.runner import Runner
-        factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev, timeout_scale=timeout_scale,
-                                                             allow_unconfined=allow_unconfined))
+    def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None) -> None:
+        factory = runner_factory or runner_factory_for()
         self.device = device
         self.runners = [factory(catalog, device) for _ in range(max(1, jobs))]
 
@@ -212,7 +216,13 @@ class RunnerPool:
                     return
                 if on_done is not None:
                     with report_lock:
-                        on_done(results[i])
+                        if failures:
+                            return  # another thread's row could not be written: stop, as it did
+                        try:
+                            on_done(results[i])
+                        except BaseException as exc:  # a full disk: handed to the calling thread, never a traceback
+                            failures.append(exc)
+                            return
 
         threads = [threading.Thread(target=serve, args=(r,), daemon=True, name=f"tutor-grade-{n}")
                    for n, r in enumerate(self.runners[:max(1, min(len(self.runners), len(jobs)))])]
@@ -305,7 +315,7 @@ def results_json(catalog, results: list, answers_path: str, assignment=None) -> 
     rows = [r.to_dict() if isinstance(r, RowResult) else r for r in results]
     if assignment is None:
         assignment = infer_assignment(catalog, rows)
-    return class_results.class_results(rows, assignment, _titles(catalog), answers_path)
+    return class_results.class_results(rows, assignment, titles(catalog), answers_path)
 
 
 def infer_assignment(catalog, rows: list[dict]):
@@ -319,7 +329,8 @@ def assignment(catalog, results: list) -> list[str]:
     return infer_assignment(catalog, [r.to_dict() if isinstance(r, RowResult) else r for r in results]).ids
 
 
-def _titles(catalog) -> dict:
+def titles(catalog) -> dict:
+    """Each exercise's title by id (results.json names its tests with them)."""
     return {e.id: e.title for e in catalog.exercises}
 
 

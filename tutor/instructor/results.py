@@ -38,7 +38,7 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
     tests = []
     for n, assigned in enumerate(assignment.exercises, 1):
         mine = [r for r in rows if r.get("exercise") == assigned.id and r.get("status") != "not_assigned"]
-        row = counting(mine, lambda r: r.get("submitted_at"))
+        row = counted(mine)
         score = float(assigned.points) if row is not None and row.get("status") == "pass" else 0.0
         title = titles.get(assigned.id)
         tests.append({"name": f"{assigned.id} · {title}" if title else assigned.id, "number": str(n),
@@ -60,6 +60,26 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
             "visibility": "visible", "stdout_visibility": "hidden",
             "extra_data": {"learner": who, "max_score": assignment.max_score, "assignment": assignment.name,
                            "inferred_assignment": assignment.inferred, "confined": _confined(rows)}, "tests": tests}
+
+
+def counted(rows: list[dict]) -> dict | None:
+    """Of one learner's rows for one assigned exercise, the one that counts (:func:`tutor.model.attempts.counting`:
+    the latest ``submitted_at``, the later line at a tie, an untimed row older than every timed one)."""
+    return counting(sorted(rows, key=lambda r: r.get("line") or 0), lambda r: r.get("submitted_at"))
+
+
+def mark_counting(rows: list[dict], assignment) -> None:
+    """Set each row's ``counts``: whether it is its learner's scored row for its exercise (:func:`counted`),
+    so the gradebook's rows with ``counts`` sum to results.json's scores. A row of no learner, of an
+    exercise outside the assignment, or ``not_assigned``, never counts."""
+    ids = set(assignment.ids)
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        r["counts"] = False
+        if r.get("key") and r.get("exercise") in ids and r.get("status") != "not_assigned":
+            groups.setdefault((r["key"], r["exercise"]), []).append(r)
+    for mine in groups.values():
+        counted(mine)["counts"] = True
 
 
 def _confined(rows: list[dict]) -> bool | None:
