@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from exercises import answers
+from tutor.model import answers
 from tutor.model.errors import UsageError
 from tutor.instructor import columns as lms
 from tutor.instructor import wide

@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from exercises import answers
+from tutor.model import answers
 from tutor.model.errors import CouldNotRun, UsageError
 from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook, memo, results as class_results
@@ -154,7 +154,7 @@ class RowResult:
 def _shown(result: RunResult | None) -> str | None:
     if result is None or result.observed is None:
         return None
-    return answers.show(result.kind, result.observed)
+    return answers.show_observed(result.kind, result.observed)
 
 
 def usable_cores() -> int:
