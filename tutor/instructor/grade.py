@@ -145,7 +145,9 @@ class RowResult:
                 "warnings": list(r.warnings), "note": r.note or "", "submitted_at": r.submitted_at, "seed": r.seed,
                 "device": res.device if res else None, "confined": res.confined if res else None,
                 "same_as": list(r.same_as), "refused": r.refused,
-                "duration_s": round(res.duration_s, 3) if res else None, "reused": self.reused,
+                # a reused measurement took no time of its own: durations sum to the grading's checks
+                "duration_s": (0.0 if self.reused else round(res.duration_s, 3)) if res else None,
+                "reused": self.reused,
                 "saved": self.saved_to is not None or self.already_saved,
                 "saved_to": str(self.saved_to) if self.saved_to else None, "save_error": self.save_error,
                 "note_saved": self.note_saved, "submission": r.submission}
@@ -286,8 +288,12 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         except WorkerError as exc:
             raise CouldNotRun(str(exc)) from None  # a worker that cannot start is the machine's, for every row
         result = memo.graded(ex, measured, row.answer)
-        return RowResult(row, result.status, reason=None if result.status in GRADED else result.error,
-                         result=result, points=_points(assignment, row.exercise), reused=reused)
+        reason = None if result.status == "pass" else result.error
+        if result.status == "fail":
+            reason = (f"the prediction {result.prediction_text} is not what the check observed "
+                      f"({_shown(result)})")
+        return RowResult(row, result.status, reason=reason, result=result, points=_points(assignment, row.exercise),
+                         reused=reused)
 
     try:
         return pool.run(rows, work, on_result)
