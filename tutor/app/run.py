@@ -241,7 +241,7 @@ class EditRun:
         _, kept = read_break_prediction(task.exercise, self.break_prediction)
         if self.syntax is not None:
             result = RunResult(id=task.exercise.id, status="error", device="-", torch="-", fault=task.exercise.fault,
-                               kind=task.exercise.kind, errors={YOURS: self.syntax}, seed=self.seed)
+                               kind=task.exercise.kind.name, errors={YOURS: self.syntax}, seed=self.seed)
             verdict = Verdict(task.mode, "syntax error", f"not run: {self.syntax}", yours_status="error",
                               yours_error=self.syntax)
             return EditOutcome(result, task=task, text=self.text, diff=self.diff, verdict=verdict, prediction=kept)

@@ -184,7 +184,7 @@ def grade_submission(catalog, rows: list, plan, runner, now: dt.datetime | None 
     graded = grading.grade_rows(catalog, predictions, pool, None, plan, memo.Observations()) if predictions else []
     graded += [fixes.grade_one(catalog, runner, r, plan, hidden_seeds=hidden_seeds) for r in repairs]
     dicts = [g.to_dict() for g in graded]
-    result = class_results.learner_result(dicts, plan, grading._titles(catalog), now)
+    result = class_results.learner_result(dicts, plan, grading.titles(catalog), now)
     result["execution_time"] = round(time.perf_counter() - started, 3)
     unassigned = [d for d in dicts if d["status"] == "not_assigned"]
     unreadable = [d for d in dicts if d["status"] == "unreadable" and d.get("exercise") not in plan.ids]

@@ -23,7 +23,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Callable
 
-from exercises import answers
+from tutor.model.grading import graded_status, is_correct, read_prediction
 
 #: Statuses of a measurement worth reusing (ok: it observed; error: the subject raised, reproducibly).
 KEPT = ("ok", "error")
@@ -119,14 +119,13 @@ def graded(exercise, measured, prediction: str):
     """``measured`` (an ungraded RunResult) graded against ``prediction``, as :func:`tutor.sandbox.runner.grade` grades.
 
     Raises:
-        answers.AnswerError: the prediction does not read as the exercise's kind.
+        tutor.model.answers.AnswerError: the prediction does not read as the exercise's kind.
     """
-    parsed = exercise.parse_answer(prediction)
-    text = answers.show(exercise.kind, parsed)
-    result = replace(measured, prediction=prediction, prediction_text=text, evidence=dict(measured.evidence),
+    parsed = read_prediction(exercise, prediction)
+    result = replace(measured, prediction=prediction, prediction_text=parsed.text, evidence=dict(measured.evidence),
                      errors=dict(measured.errors), output=dict(measured.output),
                      observations=dict(measured.observations))
     if measured.status == "ok":
-        result.correct = answers.matches(exercise.kind, parsed, measured.observed, exercise.tolerance)
-        result.status = "pass" if result.correct else "fail"
+        result.correct = is_correct(exercise, parsed, measured.observed)
+        result.status = graded_status(result.correct)
     return result

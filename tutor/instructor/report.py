@@ -50,7 +50,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from exercises import answers
+from tutor.model import answers
 from tutor.model.errors import UsageError
 from tutor.model.attempts import ExerciseProgress, ProgressError, confidence_of, in_time_order, is_prediction
 from tutor.model.calibration import calibrate
@@ -270,7 +270,7 @@ class _Reader:
             ex = self.exercises.get(ex_id)
             if ex is not None:
                 try:
-                    shown = answers.show(ex.kind, ex.parse_answer(text))
+                    shown = ex.kind.show_prediction(ex.parse_answer(text))
                 except answers.AnswerError:
                     pass
             self.cache[key] = shown

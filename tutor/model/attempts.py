@@ -29,14 +29,17 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Callable, Sequence, TypeVar
 
-from exercises import answers, faults
+from exercises import faults
+from tutor.model import answers
 
 #: The mode of a prediction, the classic run.
 PREDICT = "predict"
 #: The modes an attempt can have (``Attempt.mode``).
 MODES = (PREDICT, "fix", "break", "hunt")
+#: The status of a run whose prediction met its observation, and of one whose prediction did not.
+PASS, FAIL = "pass", "fail"
 #: The statuses of a graded attempt: the prediction met an observation.
-GRADED = ("pass", "fail")
+GRADED = (PASS, FAIL)
 #: The statuses that are recorded as attempts; every other one is only shown. A
 #: ``timeout`` is recorded as what it is, never as a failed prediction.
 RECORDED = GRADED + ("timeout",)
@@ -88,7 +91,7 @@ class Attempt:
                 (50-100; see :func:`check_confidence`), or None.
         """
         return cls(time=now(), prediction=result.prediction_text or result.prediction or "",
-                   observed=answers.show(result.kind, result.observed), correct=bool(result.correct),
+                   observed=answers.show_observed(result.kind, result.observed), correct=bool(result.correct),
                    status=result.status, device=result.device, engine_hash=engine_hash(), seed=result.seed,
                    confidence=confidence)
 
@@ -105,7 +108,7 @@ class Attempt:
                 break predicted in free text is never ``correct``.
             prediction: a break's prediction as kept (canonical, or free text).
         """
-        observed = answers.show(result.kind, verdict.yours_observed) if verdict.yours_status == "ok" else \
+        observed = answers.show_observed(result.kind, verdict.yours_observed) if verdict.yours_status == "ok" else \
             verdict.yours_status
         correct = bool(verdict.fixed) if mode != "break" else bool(verdict.prediction_correct)
         return cls(time=now(), prediction=prediction, observed=observed,

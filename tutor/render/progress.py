@@ -81,7 +81,7 @@ def _graded(attempt, exercise) -> bool:
     """Whether a break's saved prediction reads as the exercise's kind (so it was graded), where the exercise is known."""
     if exercise is None or not attempt.prediction:
         return False
-    from exercises import answers  # deferred: only a break's saved prediction is read again
+    from tutor.model import answers  # deferred: only a break's saved prediction is read again
     try:
         exercise.parse_answer(attempt.prediction)
     except answers.AnswerError:

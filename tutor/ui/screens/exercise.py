@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Header, Input, Markdown, Static, TextArea
 
-from exercises import answers
+from tutor.model import answers
 from tutor.app.run import Run
 from tutor.model.attempts import ProgressError, show_time, verdict_of
 from tutor.model.catalog import Exercise
@@ -126,15 +126,15 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             yield Markdown(ex.prompt, id="exercise-prompt")
             yield FaultView(app.catalog.fault_of(ex), ex.observe, hidden=ex.seed_per_attempt, id="exercise-fault")
             # A list is picked from, so its ids (the typed format) are not shown here.
-            what, how = {
-                "choice": ("pick one choice", "press the key shown beside it, or Tab to the list and Enter; "
-                                              "r or Ctrl+R runs"),
-                "bool": ("yes or no", "press y or n, or Tab to the list and Enter; r or Ctrl+R runs"),
-            }.get(ex.kind, (f"answer with {ex.answer_format}", "Tab to reach it; Enter or Ctrl+R runs"))
+            if ex.kind.picking is not None:
+                what, keys = ex.kind.picking
+                how = f"{keys}, or Tab to the list and Enter; r or Ctrl+R runs"
+            else:
+                what, how = f"answer with {ex.answer_format}", "Tab to reach it; Enter or Ctrl+R runs"
             yield Static(Text.assemble(("Your prediction", "bold"), f" — {what}  ", (f"({how})", "dim")),
                          classes="section-label")
             yield PredictionInput(ex, id="prediction")
-            elsewhere = "digits pick a choice" if ex.kind in ("choice", "bool") else "digits type the answer"
+            elsewhere = "digits pick a choice" if ex.kind.options else "digits type the answer"
             yield ConfidencePicker(self._recall.confidence, page_keys=self._digits_free(ex),
                                    digits_elsewhere=elsewhere, id="confidence")
             yield Static("", id="answer-error")
@@ -168,10 +168,9 @@ class ExerciseScreen(ReadingKeys, PageScreen):
     @staticmethod
     def _digits_free(exercise: Exercise) -> bool:
         """Whether the confidence digits work from the page: no choice takes one, and no answer is typed."""
-        if exercise.kind not in ("choice", "bool"):
+        if not exercise.kind.options:
             return False
-        ids = [cid for cid, _ in exercise.choices] if exercise.kind == "choice" else ["yes", "no"]
-        return not set(answers.choice_keys(exercise.kind, ids)) & set(CONFIDENCE_KEYS)
+        return not set(exercise.kind.keys()) & set(CONFIDENCE_KEYS)
 
     def _reopen(self) -> None:
         """Show what the page had when it was last left: answer, confidence, hints, last result."""

@@ -10,7 +10,6 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Header, Input, Static, Tree
 
-from exercises.answers import kind_words
 from tutor.model.attempts import LearnerProgress, ProgressError
 from tutor.model.review import continue_point, due
 from tutor.ui.keys import PageFooter, PageScreen
@@ -258,8 +257,7 @@ class HomeScreen(PageScreen):
         progress = self.progress.of(exercise_id)
         state = {"solved": "solved", "attempted": "attempted, not yet matched", "untried": "not tried yet"}
         # A choice's options are on the exercise's page; here its kind is enough.
-        answer = (f"one of {len(exercise.choices)} choices" if exercise.kind == "choice"
-                  else kind_words(exercise.kind))
+        answer = exercise.kind.summary
         review = " · ↻ due for review" if exercise_id in getattr(self, "_due", ()) else ""
         return Text.assemble((f"{exercise.id}", "bold"), f" · {exercise.title}\n",
                              (exercise.source_label, "dim"), "\n",

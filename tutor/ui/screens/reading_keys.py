@@ -19,7 +19,7 @@ import time
 
 from textual.widgets import Input, TextArea
 
-from exercises import answers
+from tutor.model import answers
 from tutor.ui.widgets.confidence import ConfidencePicker
 from tutor.ui.widgets.prediction import PredictionInput
 from tutor.ui.widgets.result_panel import ResultPanel

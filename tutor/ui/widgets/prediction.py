@@ -11,7 +11,6 @@ from textual.message import Message
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
-from exercises.answers import choice_keys  # the keys live beside the parser that accepts them
 from tutor.model.catalog import Exercise
 from tutor.ui.widgets.ordered_input import OrderedInput
 
@@ -30,7 +29,7 @@ class PredictionInput(Vertical):
     * anything else: an input whose placeholder is the answer format;
       Enter posts :class:`PredictionInput.Submitted`.
 
-    ``value`` is always the text to hand to ``answers.parse`` (empty when
+    ``value`` is always the text to hand to the kind's ``parse`` (empty when
     nothing was picked, so parsing names the expected format). Every change
     of ``value`` posts :class:`PredictionInput.Changed`.
     """
@@ -57,13 +56,9 @@ class PredictionInput(Vertical):
         """
         super().__init__(**kwargs)
         self.exercise = exercise
-        if exercise.kind == "choice":
-            self.options = list(exercise.choices)
-        elif exercise.kind == "bool":
-            self.options = [("yes", "yes"), ("no", "no")]
-        else:
-            self.options = []
-        self.keys = choice_keys(exercise.kind, [cid for cid, _ in self.options]) if self.options else []
+        # the options and their keys live with the kind that reads them
+        self.options = list(exercise.kind.options)
+        self.keys = exercise.kind.keys() if self.options else []
         self.chosen: str | None = None
 
     def compose(self) -> ComposeResult:
