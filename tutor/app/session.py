@@ -24,8 +24,7 @@ holds the policy both faces used to spell out on their own:
   moment the run was asked for;
 * **where the work happens**: :meth:`Run.execute` runs *and saves* on the
   calling thread, so the TUI calls it from a thread worker and never holds
-  the progress file's lock on the UI thread; :meth:`Session.save_note` is
-  safe from any thread too (the newest text wins).
+  the progress file's lock on the UI thread; :meth:`Session.save_note` is safe from any thread too.
 
 Edit mode runs through here too: :meth:`Session.edit_task` says
 what the learner edits (``fix``, ``break``, ``hunt``; :mod:`tutor.model.verdict`),
@@ -34,13 +33,10 @@ runs their file as the side ``yours``, measures the verdict and records the
 attempt with its mode, diff and verdict, and the learner's working copies
 are kept in the progress folder (:meth:`Session.save_working_copy`).
 
-A run is made of *sides* (:class:`tutor.sandbox.protocol.Side`): data saying how
-each private tree is built. A plain run has ``clean`` and, for an exercise
-with a fault, ``faulted`` (:meth:`Session.sides_for`). A learner's own
-edited subject file is one more side — ``Side.replacing("yours",
-fault.file, text)`` — passed in ``sides``; the runner and the worker run it
-like any other, and its observation, evidence and errors come back in the
-result under ``"yours"`` (``RunResult.observations`` etc.).
+A run is made of *sides* (:class:`tutor.sandbox.protocol.Side`), data saying how each private tree
+is built: ``clean`` and, with a fault, ``faulted`` (:meth:`Session.sides_for`); a learner's edited
+file is one more, ``Side.replacing("yours", fault.file, text)``, run like any other, its results
+under ``"yours"`` (``RunResult.observations`` etc.).
 
 Layers: this module imports neither Textual nor torch.
 """
@@ -88,10 +84,8 @@ class Session:
         store: where progress is saved, or None to save nothing
             (``tutor run --no-save``, ``tutor check``).
         learner: a validated learner name (None without a store).
-        progress: the learner's progress as last read or saved; empty until
-            :meth:`load`.
-        warnings: sentences about the progress file for the learner (a
-            damaged file moved aside, a file from a newer tutor).
+        progress: the learner's progress as last read or saved; empty until :meth:`load`.
+        warnings: sentences about the progress file (a damaged file moved aside, one from a newer tutor).
         loaded: whether :meth:`load` has read the file.
         warmed: set once a warm-up (:meth:`warm_up`) has finished or failed.
     """
@@ -184,6 +178,13 @@ class Session:
                 with self._notes_lock:
                     self._notes_asked.setdefault(exercise_id, newest)  # still unsaved: a later call tries again
                 raise
+
+    def save_draft(self, exercise_id: str, prediction: str, confidence: int | None) -> None:
+        """Keep a prediction left unrun (quitting during its check), to offer again; ProgressError as save_note."""
+        if self.store is None:
+            raise ProgressError("nothing is saved in this session; drop --no-save to keep a prediction")
+        with self._lock:
+            self.progress = self.store.save_draft(self.learner, exercise_id, prediction, confidence)
 
     # --- running -------------------------------------------------------------
 

@@ -198,6 +198,8 @@ class ExerciseProgress:
     note: str = ""
     note_time: str = ""
     reset_time: str = ""
+    #: a prediction left unrun when the learner quit ({"prediction": text, "confidence": percent}), else empty
+    draft: dict = field(default_factory=dict)
 
     @property
     def current(self) -> list[Attempt]:
