@@ -96,7 +96,7 @@ class Attempt:
             submission: the graded submission's id, or "".
         """
         graded = result.status in GRADED
-        return cls(time=time or now(), prediction=result.prediction_text or result.prediction or "",
+        return cls(time=now() if time is None else time, prediction=result.prediction_text or result.prediction or "",
                    observed=answers.show_observed(result.kind, result.observed) if graded else "",
                    correct=graded and bool(result.correct), status=result.status, device=result.device,
                    engine_hash=engine_hash(), seed=result.seed, confidence=confidence, submission=submission)

@@ -1,0 +1,71 @@
+"""What the sandbox trusts, pinned by behaviour: a signed line, and the folders a child may read.
+
+A side's result pipe is read with :func:`tutor.sandbox.protocol.verify`: only a line signed with
+that side's own key is the check's; anything the subject writes there, however it is dressed, is
+tampering. The read policy (:func:`tutor.sandbox.confine.read_roots`) cuts a forbidden folder out of
+an allowed one, and only that folder: a sibling whose name merely starts the same stays readable.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from tutor.sandbox import confine
+from tutor.sandbox.protocol import Progress, ProtocolError, encode, sign, verify
+
+KEY = bytes(range(32))
+OTHER_KEY = bytes(range(1, 33))
+MESSAGE = Progress(fraction=0.5, message="halfway")
+
+
+def test_a_line_signed_with_the_sides_key_is_read():
+    assert verify(KEY, sign(KEY, MESSAGE).rstrip(b"\n")) == MESSAGE
+
+
+def test_a_line_signed_with_another_key_is_tampered():
+    with pytest.raises(ProtocolError, match="not signed with this side's key"):
+        verify(KEY, sign(OTHER_KEY, MESSAGE).rstrip(b"\n"))
+
+
+@pytest.mark.parametrize("mac", [b"0" * 64, b"f" * 64, sign(KEY, MESSAGE)[:64].upper()])
+def test_a_subjects_line_of_64_hex_digits_and_valid_json_is_tampered(mac):
+    line = mac + b" " + encode(MESSAGE).encode()
+    with pytest.raises(ProtocolError, match="not signed with this side's key"):
+        verify(KEY, line)
+
+
+@pytest.mark.parametrize("line", [encode(MESSAGE).encode(), b"", b" " + encode(MESSAGE).encode()])
+def test_a_line_without_a_signature_is_tampered(line):
+    with pytest.raises(ProtocolError, match="not signed with this side's key"):
+        verify(KEY, line)
+
+
+def test_a_signed_line_whose_json_was_changed_is_tampered():
+    signed = sign(KEY, MESSAGE).rstrip(b"\n")
+    with pytest.raises(ProtocolError, match="not signed"):
+        verify(KEY, signed.replace(b"0.5", b"1.0"))
+
+
+def test_a_forbidden_folder_is_cut_out_and_a_sibling_that_starts_like_it_stays(tmp_path, monkeypatch):
+    packages = tmp_path / "site-packages"
+    for name in ("tree", "tree2", "tree-other"):
+        (packages / name).mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(packages)])
+    roots = confine.read_roots(forbidden=[str(packages / "tree")], cut_private=False)
+    real = os.path.realpath(packages)
+    assert os.path.join(real, "tree2") in roots and os.path.join(real, "tree-other") in roots
+    assert os.path.join(real, "tree") not in roots and real not in roots
+    assert not any(r == os.path.join(real, "tree") or r.startswith(os.path.join(real, "tree") + os.sep)
+                   for r in roots)
+
+
+def test_a_folder_that_starts_like_a_forbidden_one_is_allowed_whole(tmp_path, monkeypatch):
+    packages = tmp_path / "site-packages"
+    (packages / "x").mkdir(parents=True)
+    (tmp_path / "site-packages-private").mkdir()
+    monkeypatch.setattr(sys, "path", [*sys.path, str(packages)])
+    roots = confine.read_roots(forbidden=[str(tmp_path / "site-packages-private")], cut_private=False)
+    assert os.path.realpath(packages) in roots  # not cut open: nothing forbidden lies inside it
