@@ -39,15 +39,16 @@ def test_cached_generation_same_tokens_until_the_window_slides(run, catalog):
     assert r.status == "pass", (r.status, r.error, r.observed)
     assert r.clean is True and r.faulted is False
     facts = dict(rows(r, "faulted", "Facts"))
-    # Both facts the explain-back asks about are measured. A 4-token prompt and
-    # block_size 32: the naive loop's window first slides for token 33; the paths part at 34
-    # (CPU, seed 0, one torch thread per side on any machine) — not before the slide, and
-    # not necessarily at it.
+    # Both facts the explain-back asks about are measured. A 4-token prompt and block_size 32: the
+    # naive loop's window first slides for token 33, which the mechanism fixes (4 + 32 - 3); where the
+    # two paths then part follows the CPU's float kernels (34 on one machine, 33 on another), so only
+    # what the mechanism fixes is pinned: not before the slide.
     assert facts["first token predicted from a slid window (measured)"] == "33"
     assert dict(rows(r, "clean", "Facts"))["first token predicted from a slid window (measured)"] == "33"
-    assert facts["first differing position"] == "34"
+    parted = int(facts["first differing position"])
+    assert parted >= 33
     around = rows(r, "faulted", "Tokens around the first difference")
-    assert [row[0] for row in around] == ["32", "33", "34", "35", "36", "37"]
+    assert [int(row[0]) for row in around] == list(range(parted - 2, parted + 4))
     assert around[0][1] == around[0][2] and around[2][1] != around[2][2]
     timing = rows(r, "clean", "ms per new token")
     assert [int(row[0]) for row in timing] == [16, 64, 128, 256, 512]

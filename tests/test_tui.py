@@ -154,17 +154,28 @@ def walk(node):
         yield from walk(child)
 
 
+async def wait_until(pilot, ready, what: str, pauses: int = 400) -> None:
+    """Let the app process its messages until ``ready()`` holds: a screen is asserted on only once it shows
+    what the test waits for (a busy machine delays a screen, never changes it). Counted in pauses, never in
+    seconds; fails naming ``what`` when it never comes."""
+    for _ in range(pauses):
+        if ready():
+            return
+        await pilot.pause(0.01)
+    assert ready(), f"the app never showed {what}"
+
+
 async def open_exercise(pilot, exercise_id: str) -> ExerciseScreen:
+    await wait_until(pilot, lambda: bool(pilot.app.screen.query(ExerciseTree)), "the exercise list")
     tree = pilot.app.screen.query_one(ExerciseTree)
     node = next(n for n in walk(tree.root) if n.data == exercise_id)
     tree.focus()
     tree.cursor_line = node.line
     await pilot.pause()
     await pilot.press("enter")
-    await pilot.pause()
-    screen = pilot.app.screen
-    assert isinstance(screen, ExerciseScreen) and screen.exercise.id == exercise_id
-    return screen
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ExerciseScreen)
+                     and pilot.app.screen.exercise.id == exercise_id, f"the page of {exercise_id}")
+    return pilot.app.screen
 
 
 async def open_note(pilot, exercise_id: str) -> ExerciseScreen:
@@ -273,17 +284,22 @@ def test_each_capstone_attempt_meets_a_new_mystery_and_other_exercises_keep_seed
     app, _ = make_app(tmp_path, runner)
 
     async def script(pilot):
-        await open_exercise(pilot, "audit")
-        for key in ("1", "2", "3"):  # three attempts: TOKENIZER, ALIGNMENT, CAUSALITY
+        screen = await open_exercise(pilot, "audit")
+        for n, key in enumerate(("1", "2", "3"), start=1):  # three attempts: TOKENIZER, ALIGNMENT, CAUSALITY
             await pilot.press(key)
             await pilot.press("r")
             await finish_runs(pilot)
+            # the next key is pressed only once this attempt is saved and its result is on the page
+            await wait_until(pilot, lambda: len(runner.calls) == n and screen.query_one("#result").has_class("-shown")
+                             and len(saved(tmp_path).get("exercises", {}).get("audit", {}).get("attempts", [])) == n,
+                             f"attempt {n}'s result")
         await pilot.press("escape")
-        await pilot.pause()
+        await wait_until(pilot, lambda: not isinstance(pilot.app.screen, ExerciseScreen), "the home screen")
         await open_exercise(pilot, "head-split")
         await pick(pilot, "a")
         await pilot.press("r")
         await finish_runs(pilot)
+        await wait_until(pilot, lambda: len(runner.calls) == 4, "the fourth run")
     drive(app, script)
     assert [c[0] for c in runner.calls] == ["audit"] * 3 + ["head-split"]
     assert runner.seeds == [0, 1, 2, 0]
