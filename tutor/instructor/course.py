@@ -94,6 +94,11 @@ class Graded:
         return sum(r.saved_to is not None for r in self.graded)
 
 
+def without_no_save(exc: Exception) -> str:
+    """A progress folder's refusal, with the fix grading has: it has no --no-save, it grades without --save."""
+    return str(exc).replace("or pass --no-save", "or grade without --save")
+
+
 def _mine(rows: list, shard: str | None) -> list:
     part = sharding.parse(shard)
     if part is None:
@@ -107,7 +112,7 @@ def _held(stack: ExitStack, req: Request, out: Path) -> None:
         try:
             req.store.ensure_writable()
         except ProgressError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(without_no_save(exc)) from None
         stack.callback(out_folder.progress_lock(req.store.folder, req.shard).release)
 
 
