@@ -185,3 +185,28 @@ def test_a_read_only_progress_folder_names_the_fix_grading_has(tmp_path, catalog
         assert "--no-save" not in str(refused.value) and "without --save" in str(refused.value)
     finally:
         os.chmod(tmp_path / "p", 0o700)
+
+
+def test_rows_stream_from_the_file_as_they_are_graded(tmp_path, catalog, monkeypatch):
+    from tutor.instructor import answer_rows
+    answers = tmp_path / "big.csv"
+    answers.write_text("learner,exercise,answer\n" + "".join(f"l{n},head-split,b\n" for n in range(60)),
+                       encoding="utf-8")
+    read, at_first_grade = [0], []
+    checked = answer_rows.Checker.__call__
+
+    def counting(self, line, fields):
+        read[0] += 1
+        return checked(self, line, fields)
+
+    monkeypatch.setattr(answer_rows.Checker, "__call__", counting)
+
+    def graded(outcome):
+        if not at_first_grade:
+            at_first_grade.append(read[0])
+
+    req = course.Request(answers=str(answers), out=tmp_path / "o", exercises="head-split",
+                         runner_factory=lambda cat, dev: FakeRunner(cat, dev))
+    done = course.grade_answers(req, catalog, graded, lambda s: None)
+    assert done.written.rows == 60 and read[0] == 60
+    assert at_first_grade[0] <= 3  # the first row was graded long before the file was read
