@@ -166,7 +166,7 @@ def test_init_gradients_ownership_and_update_each_name_their_fault():
     stale = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
     assert learning.ownership(subject(model, stale)).verdict == "owned: 0/1 (not owned: table.weight)"
     frozen = Bigram()
-    assert learning.update(subject(frozen, torch.optim.SGD(frozen.parameters(), lr=0.0))).verdict == "moved: 0/1"
+    assert learning.update(subject(frozen, torch.optim.SGD(frozen.parameters(), lr=0.0))).verdict == "moved: 0/1 (not moved: table.weight)"
 
 
 def test_capability_skips_without_a_budget_and_fails_a_model_that_cannot_overfit():

@@ -35,6 +35,7 @@ import json
 import time
 from pathlib import Path
 
+from tutor.model.attempts import PREDICT
 from tutor.model.errors import UsageError
 
 try:
@@ -178,13 +179,13 @@ def grade_submission(catalog, rows: list, plan, runner, now: dt.datetime | None 
     from tutor.instructor import fixes, memo
     from tutor.instructor import results as class_results
     started = time.perf_counter()
-    predictions = [r for r in rows if r.mode == "predict"]
+    predictions = [r for r in rows if r.mode == PREDICT]
     repairs = [r for r in rows if r.mode == "fix"]
     pool = _OnePool(runner)
     graded = grading.grade_rows(catalog, predictions, pool, None, plan, memo.Observations()) if predictions else []
     graded += [fixes.grade_one(catalog, runner, r, plan, hidden_seeds=hidden_seeds) for r in repairs]
     dicts = [g.to_dict() for g in graded]
-    result = class_results.learner_result(dicts, plan, grading._titles(catalog), now)
+    result = class_results.learner_result(dicts, plan, grading.titles(catalog), now)
     result["execution_time"] = round(time.perf_counter() - started, 3)
     unassigned = [d for d in dicts if d["status"] == "not_assigned"]
     unreadable = [d for d in dicts if d["status"] == "unreadable" and d.get("exercise") not in plan.ids]

@@ -127,10 +127,17 @@ class Worker:
         else:
             argv = python
             env[bwrap.WHY_ENV] = wall.why
+        fds: tuple[int, ...] = ()
         try:
-            self._proc = _launch(argv, env)
+            if self.sandboxed:
+                argv, fd = bwrap.through_fd(argv)
+                fds = (fd,)
+            self._proc = _launch(argv, env, fds)
         except OSError as exc:
             raise WorkerError(f"could not start the check worker ({exc})") from None
+        finally:
+            for fd in fds:
+                os.close(fd)
         proc = self._proc
         line = proc.stdout.readline()
         try:
@@ -231,7 +238,7 @@ _LAUNCHER: threading.Thread | None = None
 _LAUNCHER_LOCK = threading.Lock()
 
 
-def _launch(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+def _launch(argv: list[str], env: dict[str, str], fds: tuple[int, ...] = ()) -> subprocess.Popen:
     """Start the worker from one thread that lives as long as this process.
 
     bwrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) follows the *thread* that
@@ -244,7 +251,7 @@ def _launch(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
             _LAUNCHER = threading.Thread(target=_launcher, name="tutor-worker-launcher", daemon=True)
             _LAUNCHER.start()
     done: "queue.Queue" = queue.Queue(maxsize=1)
-    _LAUNCHES.put((argv, env, done))
+    _LAUNCHES.put((argv, env, fds, done))
     proc = done.get()
     if isinstance(proc, BaseException):
         raise proc
@@ -253,10 +260,10 @@ def _launch(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
 
 def _launcher() -> None:
     while True:
-        argv, env, done = _LAUNCHES.get()
+        argv, env, fds, done = _LAUNCHES.get()
         try:
             done.put(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      text=True, bufsize=1, env=env, start_new_session=True))
+                                      text=True, bufsize=1, env=env, start_new_session=True, pass_fds=fds))
         except BaseException as exc:  # handed to the thread that asked
             done.put(exc)
 
@@ -415,7 +422,7 @@ class Runner:
             return RunResult.cancelled(exercise, prediction, device=device, torch=torch, seed=seed,
                                        duration_s=ran_s)
         return RunResult(id=exercise.id, status="error", device=device, torch=torch, fault=exercise.fault,
-                         kind=exercise.kind, prediction=prediction,
+                         kind=exercise.kind.name, prediction=prediction,
                          prediction_text=read_prediction(exercise, prediction),
                          errors={"run": "the check worker stopped unexpectedly and will be restarted"}, seed=seed,
                          duration_s=ran_s)
