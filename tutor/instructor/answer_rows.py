@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from tutor.model import answers
+from tutor.model.attempts import PREDICT
 from tutor.model.errors import UsageError
 from tutor.instructor import columns as lms
 from tutor.instructor import wide
@@ -71,7 +72,7 @@ class AnswerRow:
     seed: int = 0
     problem: str | None = None
     warnings: list = field(default_factory=list)
-    mode: str = "predict"
+    mode: str = PREDICT
     text: str | None = None
     refused: str | None = None
     same_as: list = field(default_factory=list)

@@ -73,7 +73,7 @@ from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook, memo, results as class_results
 from tutor.instructor.answer_rows import AnswerRow
 from tutor.instructor.columns import IDENTITY
-from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; the rest score 0 with a reason
+from tutor.model.attempts import GRADED, PREDICT  # a row whose check ran to a verdict; the rest score 0 with a reason
 from tutor.sandbox.runner import RunResult
 
 
@@ -138,7 +138,7 @@ class RowResult:
                 "mode": r.mode, "status": self.status, "score": int(score) if float(score).is_integer() else score,
                 "points": int(self.points) if float(self.points).is_integer() else self.points,
                 "correct": res.correct if res else None,
-                "prediction_text": res.prediction_text if res and r.mode == "predict" else None,
+                "prediction_text": res.prediction_text if res and r.mode == PREDICT else None,
                 "observed": observed,
                 "observed_text": _shown(res), "verdict": self.verdict, "reason": self.reason,
                 "warnings": list(r.warnings), "note": r.note or "", "submitted_at": r.submitted_at, "seed": r.seed,
