@@ -6,7 +6,7 @@ import os
 import pytest
 
 from attack import run_fix
-from tutor.sandbox.side import excerpt, open_log, open_regular, read_tail
+from tutor.sandbox.side import excerpt, open_log, read_tail
 
 #: Replace the side's log by a FIFO (a worker that reopened it by path blocked forever), or failing that by a
 #: link to the classmate's file (it came back as "your output"), then print and fail.
@@ -62,16 +62,6 @@ def test_the_log_is_never_made_through_a_link_already_there(tmp_path, witness):
     with pytest.raises(FileExistsError):
         open_log(str(tmp_path))
     assert witness.changed() == {}
-
-
-def test_a_tree_file_is_read_only_when_regular(tmp_path, witness):
-    os.mkfifo(tmp_path / "fifo")
-    os.symlink(witness.classmate, tmp_path / "link")
-    for name in ("fifo", "link"):
-        with pytest.raises(OSError):
-            open_regular(str(tmp_path / name))
-    (tmp_path / "plain").write_text("x")
-    os.close(open_regular(str(tmp_path / "plain")))
 
 
 def test_the_excerpt_is_capped(tmp_path):

@@ -20,7 +20,6 @@ import os
 import select
 import shutil
 import signal
-import stat
 import tempfile
 import time
 from pathlib import Path
@@ -343,19 +342,6 @@ def open_log(folder: str) -> int:
     """
     return os.open(os.path.join(folder, "output.log"),
                    os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-
-
-def open_regular(path: str) -> int:
-    """Open a file of a side's tree for reading, never through a link, and only a regular file.
-
-    Raises:
-        OSError: a link, a FIFO, a device or anything else that is not a regular file lies there.
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(f"{path} is not a regular file")
-    return fd
 
 
 def read_tail(fd: int | None, size: int) -> str:
