@@ -66,6 +66,18 @@ def _in_features(m: nn.Module) -> int | None:
     return None
 
 
+def _projection_owners(model: nn.Module) -> str:
+    """What the model has instead, for ATTENTION's skip: the first modules holding two or more projections,
+    with their projections' names."""
+    owners = []
+    for name, m in model.named_modules():
+        parts = [n for n, c in m.named_children() if _out_features(c) is not None]
+        if len(parts) >= 2:
+            owners.append(f"{name or 'the model'} ({', '.join(parts[:4])})")
+    return f"the modules with projections are {', '.join(owners[:3])}" if owners else \
+        f"{type(model).__name__} has no module with two or more projections"
+
+
 def find_attention(model: nn.Module) -> list[tuple[str, nn.Module, str, tuple[str, ...], str]]:
     """Attention modules the audit can read: (name, module, "packed"/"separate", projection names, output name).
 
@@ -265,7 +277,8 @@ def attention(s: Subject) -> Link:
         return _hooked_attention(s)
     if not found:
         return Link("ATTENTION", "skip", "no attention module found (a packed qkv or q/k/v projections, Linear or "
-                                         "Conv1D, beside an output projection)")
+                                         "Conv1D, beside an output projection named like one: "
+                                         f"{', '.join(OUTPUT)}); {_projection_owners(s.model)}")
     seen, rotary, current, handles = {}, {}, [], []
     skipped, checked, worst = [], [], (0.0, "")
     readable = []
@@ -492,8 +505,12 @@ def residual(s: Subject) -> Link:
     """
     found = find_blocks(s.model)
     if found is None:
-        return Link("RESIDUAL", "skip", "no stack of blocks (a ModuleList of layers with Linear or Conv1D "
-                                        "projections) found")
+        lists = [f"{n} ({len(m)} {type(m[0]).__name__ if len(m) else 'items'})" for n, m in s.model.named_modules()
+                 if isinstance(m, nn.ModuleList)]
+        return Link("RESIDUAL", "skip", "no stack of blocks (a ModuleList of one class whose items hold two or more "
+                                        "Linear or Conv1D projections) found; "
+                                        + (f"the ModuleLists are {', '.join(lists[:3])}" if lists else
+                                           f"{type(s.model).__name__} holds no ModuleList"))
     stack_name, blocks = found
     if isinstance(blocks[0], (nn.ModuleList, nn.ModuleDict, nn.Sequential)):
         return _residual_of_stack(s, stack_name, blocks)
