@@ -265,12 +265,21 @@ def attention(s: Subject) -> Link:
     the blocks' normalised streams, so the scores are unit-scale and a wrong
     scale — 1/sqrt(C) for 1/sqrt(D), sqrt(D) — moves the output well past
     ``ATTENTION_TOL``. Hooks read each module's q, k, v projections and what
-    goes into its output projection; the module's rotary function, where it
-    has one, is watched for the rotated q and k (partial rotary included).
+    goes into its output projection; q and k are read again where they reach
+    the module's attention call (``attention_call``: SDPA's arguments, or the
+    operands of q @ k^T), so a rotary embedding however it is kept (a
+    function, a method, an ``nn.Module``, cos and sin applied inline) and a
+    qk-norm are judged as the module attends, a uniform pre-scale of q is
+    taken off (its scale is judged whole), and the head count comes from that
+    call where no attribute names it. Without a call to read, the module's
+    rotary function, where it has one, is watched for the rotated q and k
+    (partial rotary included).
     The reference is causal SDPA with k, v repeated to the query heads
     (grouped-query attention); a packed projection is read in each layout
-    its width allows and the closest taken. "skip" where no module can be
-    read: none found, the head count unknown, or no hook fired.
+    its width allows and the closest taken. The tolerance follows the
+    model's dtype (``Subject.tol``). "skip" where no module can be read:
+    none found, the head count neither named nor read from a call, or no
+    hook fired.
     """
     found = find_attention(s.model)
     if not found and find_hooked_attention(s.model):
