@@ -29,8 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from tutor.model import answers
+from tutor.model.attempts import PREDICT
 from tutor.model.errors import UsageError
 from tutor.instructor import columns as lms
+from tutor.instructor import wide
 
 #: Largest answers file read, in bytes.
 MAX_ANSWERS_BYTES = 256 * 1024 * 1024
@@ -57,6 +59,7 @@ class AnswerRow:
         text: a fix's repaired file, as submitted.
         refused: a fix's file refused before it was read (a link, a second hard link), by name, else None.
         same_as: a fix's other learners who handed in the same text for this exercise, else empty.
+        identity: what the LMS says of the learner (``sis_id``, ``student_id``, ``section``), as given.
     """
 
     line: int
@@ -69,10 +72,11 @@ class AnswerRow:
     seed: int = 0
     problem: str | None = None
     warnings: list = field(default_factory=list)
-    mode: str = "predict"
+    mode: str = PREDICT
     text: str | None = None
     refused: str | None = None
     same_as: list = field(default_factory=list)
+    identity: dict = field(default_factory=dict)
 
     @property
     def submission(self) -> str:
@@ -91,6 +95,9 @@ def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None, 
 
     Args:
         columns: ``--columns`` as :func:`tutor.instructor.columns.parse_columns` reads it.
+        layout: ``long`` (one row per answer), ``wide`` (one row per student: :mod:`tutor.instructor.wide`),
+            or None: wide when the header is a Canvas or Moodle wide export, else long.
+        assignment: maps a wide export's question columns to exercises (by id or title; by position).
 
     Raises:
         UsageError: the file is missing, too large, not UTF-8, has no rows,
@@ -101,7 +108,8 @@ def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None, 
     suffix = Path(str(path)).suffix.lower()
     as_json = suffix in (".jsonl", ".ndjson", ".json") or (suffix != ".csv" and stripped[:1] in ("{", "["))
     source = f"the answers file {path}"
-    raw = _json_rows(text, columns, source) if as_json else _csv_rows(text, columns, source)
+    raw = _json_rows(text, columns, source) if as_json else _csv_rows(text, columns, source, layout, catalog,
+                                                                       assignment)
     if not raw:
         raise UsageError(f"{path} holds no answers; write one row per answer with the columns learner, exercise "
                          "and answer")
@@ -128,8 +136,10 @@ def _read_text(path) -> str:
         raise UsageError(f"the answers file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
 
 
-def _csv_rows(text: str, columns: dict | None, source: str) -> list[tuple[int, dict]]:
-    """CSV rows as (line, {field: value}), the header mapped by :func:`tutor.instructor.columns.resolve`."""
+def _csv_rows(text: str, columns: dict | None, source: str, layout: str | None = None, catalog=None,
+              assignment=None) -> list[tuple[int, dict]]:
+    """CSV rows as (line, {field: value}), the header mapped by :func:`tutor.instructor.columns.resolve`, or a
+    wide export's rows each turned into one per answer (:mod:`tutor.instructor.wide`)."""
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)
@@ -137,6 +147,14 @@ def _csv_rows(text: str, columns: dict | None, source: str) -> list[tuple[int, d
         return []
     except csv.Error as exc:
         raise UsageError(f"{source} is not CSV ({exc})") from None
+    found = wide.detect(header) if layout != "long" else None
+    if layout == "wide" and found is None:
+        raise UsageError(f"{source} is not a wide export this tutor reads (Canvas's Student Analysis or Moodle's "
+                         "Responses report, their header as the LMS writes it); without --layout wide it is read as "
+                         "one row per answer")
+    if found is not None:
+        cells = ((reader.line_num, row) for row in reader if any(c.strip() for c in row))
+        return list(wide.expand(header, cells, found, catalog, assignment, source))
     mapping = lms.resolve(header, columns, source)
     rows = []
     line = reader.line_num + 1
@@ -228,7 +246,7 @@ class Checker:
         found = self.learners.get(text)
         if found is None:
             try:
-                name = validate_learner(text)
+                name = validate_learner(plain_name(text))
                 found = (name, learner_key(name), None)
             except ProgressError as exc:
                 found = (None, None, str(exc) if text else "the row names no learner")
@@ -253,11 +271,15 @@ class Checker:
         row.exercise = given.get("exercise") or None
         row.answer = given.get("answer")
         row.note = given.get("note") or None
+        row.identity = {k: given[k] for k in lms.IDENTITY if given.get(k)}
         if fields.get("_problem"):
             row.problem = fields["_problem"]
             return row
         name, key, problem = self.learner(given.get("learner", ""))
         if problem is None:
+            if name != " ".join(given.get("learner", "").split()):
+                row.warnings.append(f"the learner name {given.get('learner', '')[:40]!r} is graded as {name!r} "
+                                    "(a name keeps no quotes or invisible characters)")
             row.learner, row.key = name, key
         ex = None
         if problem is None:
@@ -288,13 +310,52 @@ class Checker:
         return row
 
 
+#: The LMS's own date forms (no offset: UTC): Canvas "2026-11-29 10:00:00 UTC", Moodle "29 November 2026  10:00 AM"
+#: (also "Sunday, 29 November 2026, 10:00 AM"), read after runs of spaces are made one.
+LMS_TIMES = ("%Y-%m-%d %H:%M:%S UTC", "%Y-%m-%d %H:%M UTC", "%d %B %Y %I:%M %p", "%A, %d %B %Y, %I:%M %p",
+             "%d %B %Y, %I:%M %p", "%d %b %Y %I:%M %p")
+
+
+#: Quotes an LMS puts around a nickname (Robert "Bob" Smith), and the spaces a name may hold besides " ".
+QUOTES = {'"': None, "\u201c": None, "\u201d": None, "\u201e": None, "\u00ab": None, "\u00bb": None}
+
+
+def plain_name(text: str) -> str:
+    """A learner's name as an LMS writes it, made a name :func:`tutor.store.names.validate_learner` takes:
+    invisible characters (a zero-width space, a byte-order mark, a soft hyphen) dropped, other spaces (a
+    no-break space) made spaces, and a quoted nickname kept in parentheses (``Robert "Bob" Smith`` is
+    ``Robert (Bob) Smith``). Anything else is left for the rule to refuse."""
+    import unicodedata  # only a name that needs it is looked at closely
+    out = []
+    for ch in text:
+        kind = unicodedata.category(ch)
+        if kind == "Cf":
+            continue
+        out.append(" " if kind == "Zs" else ch)
+    tidy = "".join(out)
+    if any(q in tidy for q in QUOTES):
+        import re  # as above
+        tidy = re.sub(r'["\u201c\u201e\u00ab]\s*([^"\u201c\u201d\u201e\u00ab\u00bb]+?)\s*["\u201d\u00bb]', r"(\1)", tidy)
+        tidy = tidy.translate(str.maketrans(QUOTES))
+    return tidy
+
+
 def _time(text: str) -> tuple[str | None, str | None]:
     """``submitted_at`` in the progress file's form (UTC, seconds), or the sentence why it does not read."""
     try:
         when = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        return None, (f"submitted_at {text[:40]!r} is not a date and time such as 2026-11-29T10:00:00+00:00; "
-                      "graded without a time")
+        when = None
+        squeezed = " ".join(text.split())
+        for form in LMS_TIMES:
+            try:
+                when = datetime.strptime(squeezed, form)
+                break
+            except ValueError:
+                continue
+        if when is None:
+            return None, (f"submitted_at {text[:40]!r} is not a date and time such as 2026-11-29T10:00:00+00:00; "
+                          "graded without a time")
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return when.astimezone(timezone.utc).isoformat(timespec="seconds"), None

@@ -35,6 +35,7 @@ import json
 import time
 from pathlib import Path
 
+from tutor.model.attempts import PREDICT
 from tutor.model.errors import UsageError
 
 try:
@@ -178,7 +179,7 @@ def grade_submission(catalog, rows: list, plan, runner, now: dt.datetime | None 
     from tutor.instructor import fixes, memo
     from tutor.instructor import results as class_results
     started = time.perf_counter()
-    predictions = [r for r in rows if r.mode == "predict"]
+    predictions = [r for r in rows if r.mode == PREDICT]
     repairs = [r for r in rows if r.mode == "fix"]
     pool = _OnePool(runner)
     graded = grading.grade_rows(catalog, predictions, pool, None, plan, memo.Observations()) if predictions else []
