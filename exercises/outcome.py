@@ -27,7 +27,8 @@ class Measurement:
 
     Attributes:
         observed: the value the learner's prediction is compared with, in the
-            canonical form of the exercise's kind (see ``exercises.answers``).
+            canonical form of the exercise's kind (``tutor.model.answers``,
+            which grades in the tutor's process; nothing here imports it).
         evidence: tables, series and notes that show why ``observed`` is what
             it is.
     """

@@ -7,7 +7,7 @@
 #
 # Usage (from anywhere; needs the mutation extra: pip install -e '.[test,mutation]'):
 #   scripts/mutation.sh                       the four files below, one after another
-#   scripts/mutation.sh exercises/answers.py  one file
+#   scripts/mutation.sh tutor/model/answers/kinds.py  one file
 # Environment:
 #   PYTHON            the interpreter with mutmut installed (default: .venv/bin/python)
 #   MUTATION_CHILDREN mutants tested at once (default 1: the machine is shared)
@@ -33,7 +33,7 @@ mutmut="$(dirname "$python")/mutmut"
 
 tests_for() {
     case "$1" in
-        exercises/answers.py) echo tests/test_answers.py ;;
+        tutor/model/answers/*.py|tutor/model/grading.py) echo tests/test_answers.py tests/test_answer_range.py tests/test_result.py ;;
         tutor/store/progress.py|tutor/store/names.py|tutor/store/migration.py|tutor/model/attempts.py)
             echo tests/test_progress.py tests/test_fuzz_loaders.py ;;
         tutor/model/verdict.py|tutor/model/patch.py|tutor/app/tasks.py)
@@ -63,7 +63,7 @@ tests_for() {
 
 [ -x "$mutmut" ] || { echo "scripts/mutation.sh: $mutmut not found; pip install -e '.[test,mutation]'" >&2; exit 2; }
 files=("$@")
-[ ${#files[@]} -gt 0 ] || files=(exercises/answers.py tutor/store/progress.py engine/model.py tutor/sandbox/runner.py)
+[ ${#files[@]} -gt 0 ] || files=(tutor/model/answers/kinds.py tutor/model/answers/lists.py tutor/store/progress.py engine/model.py tutor/sandbox/runner.py)
 summary=()
 for file in "${files[@]}"; do
     [ -f "$root/$file" ] || { echo "scripts/mutation.sh: $file is not a file of this checkout" >&2; exit 2; }

@@ -2,14 +2,13 @@
 
 import textwrap
 
-from exercises import answers
 from tutor.store.catalog_cache import load_catalog
 
 
 def graded(catalog, result, text):
     """Grade another typed answer against an observation already made (no second run)."""
     ex = catalog.get(result.id)
-    return answers.matches(ex.kind, answers.parse(ex.kind, text, list(ex.choices)), result.observed, ex.tolerance)
+    return ex.kind.agrees(ex.kind.parse(text), result.observed)
 
 
 def rows(result, side, title_start):

@@ -6,9 +6,33 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exercises.answers import KINDS, AnswerError, answer_format, choice_keys, item_kinds, matches, parse, show
+from tutor.model.answers import KINDS as REGISTERED
+from tutor.model.answers import AnswerError, KindError, make
+from tutor.model.answers.lists import item_kinds
 
 CHOICES = [("a", "first"), ("b", "second")]
+KINDS = list(REGISTERED)
+
+
+# The kinds as these tests read them: by name, configured as an exercise configures them.
+def parse(name, text, choices=None, length=None, items=None):
+    return make(name, choices=choices or (), length=length, items=items).parse(text)
+
+
+def answer_format(name, choices=None, length=None, items=None):
+    return make(name, choices=choices or (), length=length, items=items).format_hint()
+
+
+def matches(name, prediction, observation, tolerance=0.0):
+    return make(name, tolerance=tolerance).agrees(prediction, observation)
+
+
+def show(name, value):
+    return make(name).show_observation(value)
+
+
+def choice_keys(name, ids):
+    return make(name, choices=[(i, i) for i in ids]).keys()
 
 
 @pytest.mark.parametrize("text", ["(3, 3)", "3,3", "3x3", "[3, 3]", "torch.Size([3, 3])", " 3 × 3 "])
@@ -70,8 +94,12 @@ def _fuzz_one(kind, text):
         assert message and "\n" not in message and "expected" in message
         return
     # whatever parses must compare and show without raising
-    assert matches(kind, value, value, 1e-6)  # a value always matches itself
+    if kind == "range":  # a range holds its own ends
+        assert matches(kind, value, value[0]) and matches(kind, value, value[1])
+    else:
+        assert matches(kind, value, value, 1e-6)  # a value always matches itself
     assert isinstance(show(kind, value), str)
+    assert isinstance(make(kind, choices=CHOICES).show_prediction(value), str)
 
 
 @settings(max_examples=300, deadline=None)
@@ -260,8 +288,8 @@ def test_refusals_of_bad_input_name_the_exercise_format():
         parse("choice", " ", words)
     with pytest.raises(AnswerError, match=r"^the answer is too long or holds a NUL byte; " + re.escape(expected)):
         parse("choice", "task\x00", words)
-    with pytest.raises(AnswerError, match=r"^unknown answer kind 'colour'; expected one of choice, shape, number, "
-                                          r"bool, error, list, text$"):
+    with pytest.raises(KindError, match=r"^key 'kind' must be one of choice, shape, number, "
+                                        r"bool, error, text, list, range$"):
         parse("colour", "red")
 
 
@@ -387,3 +415,44 @@ def test_numbers_within_float_rounding_of_the_observation_agree():
 ])
 def test_values_are_shown_as_a_learner_would_write_them(kind, value, shown):
     assert show(kind, value) == shown
+
+
+# --- one class per kind: nothing outside tutor/model/answers switches on a kind's name ----------
+
+def test_no_module_outside_the_answer_kinds_compares_a_kind_with_its_name():
+    from pathlib import Path
+    names = "|".join(REGISTERED)
+    compared = re.compile(rf"""kind(\.name)?\s*(==|!=|\bin\b|\bnot in\b)\s*[(\[{{]?\s*["']({names})["']"""
+                          rf"""|["']({names})["']\s*(==|!=)\s*\w*\.?kind\b""")
+    root = Path(__file__).resolve().parents[1] / "tutor"
+    found = [f"{path.relative_to(root.parent)}:{n}: {line.strip()}"
+             for path in sorted(root.rglob("*.py")) if "answers" not in path.relative_to(root).parts
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+             if compared.search(line)]
+    assert found == [], "ask the kind's methods instead:\n" + "\n".join(found)
+
+
+def test_the_grep_above_sees_a_comparison():
+    names = "|".join(REGISTERED)
+    compared = re.compile(rf"""kind(\.name)?\s*(==|!=|\bin\b|\bnot in\b)\s*[(\[{{]?\s*["']({names})["']""")
+    assert compared.search('if exercise.kind == "choice":') and compared.search('ex.kind not in ("choice", "bool")')
+    assert not compared.search('if kind == "table":')  # an evidence item's kind is no answer kind
+
+
+def test_every_kind_is_registered_under_its_set_file_name_and_configured_from_an_exercise():
+    assert list(REGISTERED) == ["choice", "shape", "number", "bool", "error", "text", "list", "range"]
+    for name, cls in REGISTERED.items():
+        kind = make(name, choices=CHOICES, length=2, items="number", tolerance=0.5)
+        assert type(kind) is cls and kind.name == name and kind.tolerance == 0.5 and kind.words
+        assert isinstance(kind.format_hint(), str) and kind.format_hint()
+    assert make("choice", choices=CHOICES).options == tuple(CHOICES) and make("bool").keys() == ["y", "n"]
+    assert make("number").options == () and make("number").picking is None
+
+
+def test_two_observations_are_the_same_by_the_kind_not_by_the_prediction_rule():
+    number = make("number", tolerance=0.01)
+    nan = float("nan")
+    assert number.same(nan, nan) and not number.agrees(nan, nan)  # NaN never meets a prediction
+    assert number.same(1.0, 1.005) and not number.same(1.0, 1.02)
+    assert make("list").same([1.0, nan], [1.0, nan])
+    assert not make("shape").same([2, 3], [3, 2])

@@ -34,7 +34,7 @@ def test_list_json_holds_every_set_and_the_foundation_four():
     # + 6 of seed 004's items that were only evidence (probe, round trip, record hash, modes, tie, compile)
     # + 9 of seed 001's claims about its own evidence (snapshot, floors, AdamW's first step, ...)
     # + 10 of seed 000's items that were only evidence (tied rows, unused wpe, in-place init, heads, ...)
-    assert data["count"] == 175
+    assert data["count"] == 180
     assert {"shapes", "attention", "training"} <= {s["id"] for s in data["sets"]}
 
 
@@ -339,7 +339,7 @@ def test_a_check_line_cuts_long_values_and_keeps_the_duration():
     from tutor.sandbox.runner import RunResult
 
     ex = load_catalog().get("clone-detach")
-    result = RunResult(id=ex.id, status="ok", device="cpu", torch="t", fault=ex.fault, kind=ex.kind,
+    result = RunResult(id=ex.id, status="ok", device="cpu", torch="t", fault=ex.fault, kind=ex.kind.name,
                        clean=[True] * 10, faulted=[False] * 10, duration_s=123.456)
     out = io.StringIO()
     Console(file=out, width=80, color_system=None).print(_check_line(ex, result, ok=True))
@@ -358,7 +358,7 @@ def test_a_check_line_keeps_the_first_difference_in_view():
     ex = load_catalog().get("clone-detach")
     clean = [True, True, False, True, True, False, False, False, False, False]
     faulted = clean[:8] + [True, False]  # the ninth answer differs
-    result = RunResult(id=ex.id, status="ok", device="cpu", torch="t", fault=ex.fault, kind=ex.kind,
+    result = RunResult(id=ex.id, status="ok", device="cpu", torch="t", fault=ex.fault, kind=ex.kind.name,
                        clean=clean, faulted=faulted, duration_s=0.1)
     for width in (80, 120, 170):
         out = io.StringIO()

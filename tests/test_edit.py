@@ -208,7 +208,7 @@ def test_a_side_that_raised_timed_out_or_a_clean_side_that_did_not_measure(cat):
 
 
 def test_observations_agree_within_the_exercises_tolerance_and_nan_equals_nan(cat):
-    number = next(ex for ex in cat.exercises if ex.kind == "number" and ex.tolerance > 0)
+    number = next(ex for ex in cat.exercises if ex.kind.name == "number" and ex.tolerance > 0)
     assert same_observation(number, 1.0, 1.0 + number.tolerance / 2)
     assert not same_observation(number, 1.0, 1.0 + number.tolerance * 3)
     assert same_observation(number, float("nan"), float("nan"))

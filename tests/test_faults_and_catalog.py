@@ -125,7 +125,7 @@ def test_the_shipped_catalog_is_valid_and_ids_are_unique(catalog):
     assert catalog.get("broadcast-loss").source_label == (
         "From chapter 000, Shapes, storage, gradients and state: 1. Shape is part of the algorithm")
     # every list answer says what its items are, so a wrong kind is refused, not graded
-    assert all(e.answer_items for e in catalog.exercises if e.kind == "list")
+    assert all(e.answer_items for e in catalog.exercises if e.kind.name == "list")
     for ex in catalog.exercises:
         assert len(ex.hints) >= 2 and ex.explain.strip() and ex.prompt.strip()
 

@@ -6,10 +6,10 @@ import sys
 
 import pytest
 
-DOMAIN = ["tutor.model.catalog", "tutor.model.attempts", "tutor.model.calibration", "tutor.model.review",
+DOMAIN = ["tutor.model.answers", "tutor.model.catalog", "tutor.model.attempts", "tutor.model.calibration", "tutor.model.review",
           "tutor.store.progress", "tutor.store.files", "tutor.sandbox.runner", "tutor.app.session", "tutor.app.run",
           "tutor.instructor.grade", "tutor.instructor.report", "tutor.render", "tutor.cli",
-          "exercises.answers", "exercises.faults", "exercises.outcome", "exercises.context", "exercises.mysteries"]
+          "exercises.faults", "exercises.outcome", "exercises.context", "exercises.mysteries"]
 
 
 @pytest.mark.parametrize("module", DOMAIN)

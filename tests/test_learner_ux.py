@@ -560,7 +560,7 @@ LIMIT = "the check did not finish within 30 s and was stopped"
 
 def canned_timeout(exercise, prediction):
     return RunResult(id=exercise.id, status="timeout", device="cpu", torch="fake", fault=exercise.fault,
-                     kind=exercise.kind, prediction=prediction, errors={"clean": LIMIT, "faulted": LIMIT},
+                     kind=exercise.kind.name, prediction=prediction, errors={"clean": LIMIT, "faulted": LIMIT},
                      duration_s=30.1)
 
 
@@ -607,7 +607,7 @@ def curves(n: int = 40) -> dict[str, list[float]]:
 def series_result(exercise):
     c = curves()
     return RunResult(id=exercise.id, status="pass", device="cpu", torch="fake", fault=exercise.fault,
-                     kind=exercise.kind, prediction="b", prediction_text="b", observed="b", clean="a", faulted="b",
+                     kind=exercise.kind.name, prediction="b", prediction_text="b", observed="b", clean="a", faulted="b",
                      correct=True, duration_s=0.5,
                      evidence={side: [{"type": "series", "title": "loss per step", "label": "nats", "values": v}]
                                for side, v in c.items()})

@@ -4,7 +4,6 @@ import os
 import subprocess
 import sys
 
-from exercises.answers import kind_words
 from tutor.store.catalog_cache import load_catalog
 from tutor.cli.output import list_rows
 
@@ -19,7 +18,7 @@ def test_every_exercise_is_one_row_with_its_id_answer_and_title_in_columns():
     assert len(exercise_rows) == len(catalog.exercises)
     for row, ex in zip(exercise_rows, catalog.exercises):
         assert row[2:answer_at].rstrip() == ex.id
-        assert row[answer_at:title_at].rstrip() == kind_words(ex.kind)
+        assert row[answer_at:title_at].rstrip() == ex.kind.words
         assert row[title_at:] == ex.title
     set_rows = [r for r in rows[1:] if not r.startswith("  ")]
     assert set_rows == [f"{s.title}  ({s.id}) — {s.summary}" for s in catalog.sets]

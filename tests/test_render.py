@@ -48,7 +48,7 @@ def test_an_exercise_without_a_fault_has_no_side_labels_and_full_titles():
 
 def test_a_faulted_exercise_labels_each_side():
     ex = load_catalog().get("broadcast-loss")
-    result = _result(id=ex.id, fault=ex.fault, kind=ex.kind, observed=[3, 3], clean=[3], faulted=[3, 3],
+    result = _result(id=ex.id, fault=ex.fault, kind=ex.kind.name, observed=[3, 3], clean=[3], faulted=[3, 3],
                      evidence={"faulted": [{"type": "note", "text": "loss per row"}]})
     assert "[faulted] loss per row" in plain(render_result(ex, result))
 

@@ -24,7 +24,7 @@ pytest.importorskip("textual")
 from textual.geometry import Region  # noqa: E402
 from textual.widgets import Input, OptionList, Static, TextArea  # noqa: E402
 
-from exercises import answers  # noqa: E402
+from tutor.model import answers  # noqa: E402
 from tutor.store.catalog_cache import load_catalog  # noqa: E402
 from tutor.model.attempts import Attempt  # noqa: E402
 from tutor.store.progress import ProgressStore  # noqa: E402
@@ -36,7 +36,7 @@ from tutor.ui.screens.help import HelpScreen  # noqa: E402
 from tutor.ui.screens.home import HomeScreen  # noqa: E402
 from tutor.ui.screens.progress import ProgressScreen  # noqa: E402
 from tutor.ui.widgets.exercise_tree import ExerciseTree  # noqa: E402
-from tutor.ui.widgets.prediction import PredictionInput, choice_keys  # noqa: E402
+from tutor.ui.widgets.prediction import PredictionInput  # noqa: E402
 from tutor.ui.widgets.series_plot import SeriesPlot  # noqa: E402
 
 try:
@@ -79,7 +79,7 @@ class FakeRunner:
         if self.slow:
             self.cancelled.wait(10)
             return RunResult(id=exercise.id, status="cancelled", device="cpu", torch="fake", fault=exercise.fault,
-                             kind=exercise.kind, prediction=prediction, errors={"run": "the run was cancelled"})
+                             kind=exercise.kind.name, prediction=prediction, errors={"run": "the run was cancelled"})
         return self.make(exercise, prediction)
 
     def cancel(self) -> None:
@@ -91,10 +91,10 @@ class FakeRunner:
 
 def canned_pass(exercise, prediction):
     """A pass whose observation is whatever was predicted (kind-agnostic)."""
-    observed = answers.parse(exercise.kind, prediction, list(exercise.choices))
+    observed = exercise.kind.parse(prediction)
     return RunResult(
-        id=exercise.id, status="pass", device="cpu", torch="fake", fault=exercise.fault, kind=exercise.kind,
-        prediction=prediction, prediction_text=answers.show(exercise.kind, observed),  # as the runner reads it
+        id=exercise.id, status="pass", device="cpu", torch="fake", fault=exercise.fault, kind=exercise.kind.name,
+        prediction=prediction, prediction_text=exercise.kind.show_observation(observed),  # as the runner reads it
         observed=observed, clean=observed, faulted=observed, correct=True,
         evidence={"clean": [{"type": "series", "title": "loss", "values": [3.0, 2.0, 1.0]},
                             {"type": "table", "title": "canned rows", "columns": ["quantity", "value"],
@@ -117,7 +117,7 @@ def observing(**observed):
 
 def canned_error(exercise, prediction):
     return RunResult(id=exercise.id, status="error", device="cpu", torch="fake", fault=exercise.fault,
-                     kind=exercise.kind, prediction=prediction,
+                     kind=exercise.kind.name, prediction=prediction,
                      errors={"faulted": "RuntimeError: the subject crashed on purpose (canned)"})
 
 
@@ -207,7 +207,7 @@ def saved(tmp_path) -> dict:
 
 def first_of_kind(kind: str):
     for ex in load_catalog().exercises:
-        if ex.kind == kind:
+        if ex.kind.name == kind:
             return ex
     pytest.skip(f"the catalog has no exercise of kind {kind}")
 
@@ -238,7 +238,7 @@ def test_home_lists_every_set_and_exercise(tmp_path):
 def test_choice_prediction_runs_and_records_attempt(tmp_path):
     runner = FakeRunner()
     app, _ = make_app(tmp_path, runner)
-    ex = next(e for e in load_catalog().exercises if e.kind == "choice")
+    ex = next(e for e in load_catalog().exercises if e.kind.name == "choice")
     choice = ex.choices[1][0]
 
     async def script(pilot):
@@ -333,7 +333,7 @@ def test_unparseable_answer_shows_format_and_records_nothing(tmp_path):
         await pilot.press("enter")
         await pilot.pause()
         error = text_of(screen.query_one("#answer-error", Static))
-        assert answers.answer_format("shape") in error
+        assert answers.Shape().format_hint() in error
         assert not screen.query_one("#result").has_class("-shown")
     drive(app, script)
     assert runner.calls == []
@@ -341,7 +341,7 @@ def test_unparseable_answer_shows_format_and_records_nothing(tmp_path):
 
 
 def test_running_with_no_choice_says_to_pick_one(tmp_path):
-    ex = next(e for e in load_catalog().exercises if e.kind == "choice")
+    ex = next(e for e in load_catalog().exercises if e.kind.name == "choice")
     runner = FakeRunner()
     app, _ = make_app(tmp_path, runner)
 
@@ -533,17 +533,17 @@ def test_every_screen_works_at_small_sizes(tmp_path, size):
     async def script(pilot):
         for ex in catalog.exercises:
             # one exercise per widget shape: a choice list, yes/no, a typed answer
-            shape = ex.kind if ex.kind in ("choice", "bool") else "typed"
+            shape = ex.kind.name if ex.kind.name in ("choice", "bool") else "typed"
             if shape in kinds_seen:
                 continue
             kinds_seen.add(shape)
             screen = await open_exercise(pilot, ex.id)
-            if ex.kind in ("choice", "bool"):
+            if ex.kind.name in ("choice", "bool"):
                 await pick(pilot, screen.query_one(PredictionInput).options[0][0])
                 await pilot.press("r")
             else:
                 answer = {"shape": "3x3", "number": "2", "error": "RuntimeError", "list": "[0, 1]",
-                          "text": "words"}[ex.kind]
+                          "text": "words"}[ex.kind.name]
                 await type_answer(pilot, answer)
                 await pilot.press("enter")
             await finish_runs(pilot)
@@ -708,14 +708,14 @@ def test_a_letter_picks_a_choice_and_y_n_answer_yes_no(tmp_path):
 def word_choice_exercise(min_choices: int = 2):
     """A choice exercise whose ids are words (the capstone's links, say)."""
     for ex in load_catalog().exercises:
-        if ex.kind == "choice" and len(ex.choices) >= min_choices and any(len(c) > 1 for c, _ in ex.choices):
+        if ex.kind.name == "choice" and len(ex.choices) >= min_choices and any(len(c) > 1 for c, _ in ex.choices):
             return ex
     pytest.skip(f"the catalog has no choice exercise with {min_choices}+ word ids")
 
 
 def letter_choice_exercise():
     for ex in load_catalog().exercises:
-        if ex.kind == "choice" and all(len(c) == 1 for c, _ in ex.choices):
+        if ex.kind.name == "choice" and all(len(c) == 1 for c, _ in ex.choices):
             return ex
     pytest.skip("the catalog has no choice exercise with letter ids")
 
@@ -732,6 +732,11 @@ async def on_page(pilot, exercise_id: str) -> ExerciseScreen:
     screen.query_one("#exercise-body").focus()
     await pilot.pause()
     return screen
+
+
+def choice_keys(name, ids):
+    """The keys the prediction widget shows for choices with these ids (or yes/no)."""
+    return answers.make(name, choices=[(cid, cid) for cid in ids]).keys()
 
 
 def test_choice_keys_letters_numbers_and_yes_no():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from tutor.model.grading import Prediction
 from tutor.model.verdict import (Verdict, evidence_reproduces, first_difference, first_instrument_divergence,
                                  instruments_holding, judge, judge_hidden, observe_break, read_break_prediction,
                                  same_observation)
@@ -28,7 +29,7 @@ def cat(catalog):
 def choice(cat):
     """A choice exercise (answers shown as their key, tolerance 0)."""
     ex = cat.get("head-split")
-    assert (ex.kind, ex.tolerance) == ("choice", 0.0)
+    assert (ex.kind.name, ex.tolerance) == ("choice", 0.0)
     return ex
 
 
@@ -119,7 +120,7 @@ def test_a_repeat_that_did_not_measure_leaves_clean_the_only_run(choice):
 
 def test_the_exercises_tolerance_applies_to_its_evidence_cells(cat):
     ex = cat.get("hand-update")                         # a number, tolerance 0.001
-    assert (ex.kind, ex.tolerance) == ("number", 0.001)
+    assert (ex.kind.name, ex.tolerance) == ("number", 0.001)
     clean, yours = ok(1.5, table("Step", [["w", "0"]])), ok(1.5, table("Step", [["w", "0.0005"]]))
     # 0.0005 apart: over 1e-6 absolute and 1 % of 0.0005 relative, within the exercise's 0.001
     assert judge(ex, result_of(ex, clean=clean, yours=yours)).status == "fixed"
@@ -314,7 +315,7 @@ def test_a_break_that_stops_the_check_grades_an_exception_named_as_the_predictio
 
 def test_a_break_is_read_and_shown_in_the_exercises_kind(cat):
     shape = cat.get("broadcast-loss")                   # shapes are written (4, 1), not [4, 1]
-    assert shape.kind == "shape"
+    assert shape.kind.name == "shape"
     verdict = observe_break(shape, result_of(shape, clean=ok([4], FACTS), yours=ok([4, 1], FACTS)), "(4, 1)")
     assert (verdict.sentence, verdict.prediction_correct) == ("your fault changes the observation: (4,) → (4, 1)", True)
     verdict = observe_break(shape, result_of(shape, clean=ok([4], FACTS), yours=ok([4], FACTS)))
@@ -329,7 +330,7 @@ def test_a_break_is_read_and_shown_in_the_exercises_kind(cat):
 
 def test_a_break_prediction_reads_as_the_kind_or_is_kept_as_free_text(cat):
     shape = cat.get("broadcast-loss")
-    assert read_break_prediction(shape, "(4, 1)") == ([4, 1], "(4, 1)")
+    assert read_break_prediction(shape, "(4, 1)") == (Prediction([4, 1], "(4, 1)"), "(4, 1)")
     assert read_break_prediction(shape, "  it broadcasts  ") == (None, "it broadcasts")
     assert read_break_prediction(shape, "   ") == (None, None)
     assert read_break_prediction(shape, None) == (None, None)

@@ -149,7 +149,10 @@ def marked_processes(mark: str) -> list[str]:
 
 
 def run_fix(root: Path, code: str, exercise: str = "broadcast-loss", extra: tuple = ()) -> Outcome:
-    """Run the attack ``code`` through ``tutor fix EXERCISE --file F --json`` as a fresh process in ``root``."""
+    """Run the attack ``code`` through ``tutor fix EXERCISE --file F --json`` as a fresh process in ``root``.
+
+    ``CLASSMATE`` and ``OUTSIDE`` in ``code`` become the watched files' paths (string literals).
+    """
     witness = Witness(root)
     mark = secrets.token_hex(8)
     temp = root / "systmp"
@@ -157,6 +160,7 @@ def run_fix(root: Path, code: str, exercise: str = "broadcast-loss", extra: tupl
     home = root / "home"
     home.mkdir()
     learner = root / "losses.py"
+    code = code.replace("CLASSMATE", repr(str(witness.classmate))).replace("OUTSIDE", repr(str(witness.outside)))
     learner.write_text(attack_file(code), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("TUTOR_") or k == "TUTOR_CACHE_DIR"}
     env.update({"GRADER_API_TOKEN": SECRET, MARK_ENV: mark, "TMPDIR": str(temp), "HOME": str(home),

@@ -30,7 +30,8 @@ import sys
 from tutor.cli import learner
 from tutor.cli.output import JsonOutput, RichOutput
 from tutor.cli.parser import ArgumentsError, build_parser
-from tutor.cli.replies import EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, CouldNotRun, UsageError
+from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_SAVE, EXIT_USAGE, CouldNotRun, CouldNotSave,
+                               UsageError)
 
 __all__ = ["main", "build_parser", "EXIT_MATCH", "EXIT_MISMATCH", "EXIT_USAGE", "EXIT_CHECK"]
 
@@ -80,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         return output.error("usage_error", str(exc), EXIT_USAGE, context=exc.context)
     except CouldNotRun as exc:
         return output.error("could_not_run", str(exc), EXIT_CHECK, context=exc.context)
+    except CouldNotSave as exc:
+        return output.error("could_not_save", str(exc), EXIT_SAVE, context=exc.context)
     except KeyboardInterrupt:
         return output.error("interrupted", "interrupted; nothing half-written was saved", 130)
 

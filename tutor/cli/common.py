@@ -136,9 +136,7 @@ def shell_word(text: str) -> str:
 
 def choice_text(ex, choice_id) -> str | None:
     """The text of choice ``choice_id`` of a choice exercise; None for other kinds or no choice."""
-    if ex.kind != "choice":
-        return None
-    return dict(ex.choices).get(choice_id) if isinstance(choice_id, str) else None
+    return ex.kind.choice_text(choice_id)
 
 
 def learner_named(args) -> str | None:

@@ -1,19 +1,18 @@
 """The instructor's commands: ``tutor grade``, ``tutor gradescope`` and ``tutor report``.
 
-Each reads its arguments, hands the work to :mod:`tutor.instructor` (data in,
-data out) and returns a reply (:mod:`tutor.cli.replies`); the views are in
-:mod:`tutor.cli.output`. Exit codes: 0 done; 2 bad input (an ambiguous
-column, an assignment that does not read, an unwritable folder); 3 a check
-could not finish or no worker could start; 4 a graded answer could not be
-saved to progress.
+Each reads its arguments, hands the work to :mod:`tutor.instructor` (grading a
+class is :mod:`tutor.instructor.course`: data in, data out) and returns a reply
+(:mod:`tutor.cli.replies`); the views are in :mod:`tutor.cli.output`. Exit
+codes: 0 done; 2 bad input (an ambiguous column, an assignment that does not
+read, an unwritable or busy folder, a grading that would run unconfined); 3 a
+check could not finish or no worker could start; 4 a graded answer could not be
+saved to progress, or a file of the grading could not be written.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -22,15 +21,10 @@ from typing import Callable
 
 from tutor.cli.common import catalog as load_catalog
 from tutor.cli.common import catalog_or_none
-from tutor.cli.replies import (EXIT_CHECK, EXIT_SAVE, EXIT_USAGE, CouldNotRun, Events, GradeReply, GradescopeReply,
-                               ReportReply, UsageError)
+from tutor.cli.replies import EXIT_CHECK, EXIT_SAVE, EXIT_USAGE, Events, GradeReply, GradescopeReply, ReportReply, UsageError
 from tutor.instructor import assignment as assignments
-from tutor.instructor import answer_rows, saving
-from tutor.instructor import columns as lms
+from tutor.instructor import course, gradebook
 from tutor.instructor import grade as grading
-from tutor.instructor import gradebook, memo
-from tutor.instructor import results as class_results
-from tutor.instructor import shard as sharding
 from tutor.model.attempts import ProgressError
 from tutor.store.files import write_text_atomically
 from tutor.store.progress import ProgressStore, default_folder
@@ -82,10 +76,8 @@ def runner_factory(args) -> Callable:
     given = getattr(args, "runner_factory", None)
     if given is not None:
         return given
-    # deferred: each instructor command loads a runner only when it runs
-    from tutor.sandbox.runner import Runner
-    allow, scale = bool(getattr(args, "allow_unconfined", False)), getattr(args, "timeout_scale", None)
-    return lambda cat, dev: Runner(cat, device=dev, timeout_scale=scale, allow_unconfined=allow)
+    return grading.runner_factory_for(bool(getattr(args, "allow_unconfined", False)),
+                                      getattr(args, "timeout_scale", None))
 
 
 def _store_to_save_in(args) -> ProgressStore | None:
@@ -100,7 +92,7 @@ def _store_to_save_in(args) -> ProgressStore | None:
     try:
         store.ensure_writable()
     except ProgressError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(course.without_no_save(exc)) from None
     return store
 
 
@@ -123,222 +115,69 @@ def _grade(args, events: Events) -> GradeReply:
     started = time.perf_counter()
     catalog = load_catalog()
     words = list(getattr(args, "words", None) or [])
+    req = request(args)
     if words:
         if words[0] != "merge" or len(words) < 2:
             raise UsageError(f"tutor grade takes 'merge DIR...' or --answers FILE, not {' '.join(words)!r}")
-        return _merge(args, events, catalog, [Path(w) for w in words[1:]], started)
-    refuse_unconfined(args)
-    if getattr(args, "fixes", None) and getattr(args, "answers", None):
+        done = course.merge(req, catalog, [Path(w) for w in words[1:]])
+        data = {"merged": words[1:], **_files(done), "rows": _read_rows(done)}
+        return GradeReply(data, 0, rows=[], summary=_summary(done, started))
+    if req.fixes and req.answers:
         raise UsageError("grade one kind at a time: --answers FILE (predictions) or --fixes DIR (repairs), not both")
-    if getattr(args, "fixes", None):
-        return _grade_fixes(args, events, catalog, started)
-    if not getattr(args, "answers", None):
+    if not req.fixes and not req.answers:
         raise UsageError("say what to grade: --answers FILE (predictions) or --fixes DIR (repairs)")
-    if args.answers == "-" and not args.out:
+    if req.answers == "-" and not req.out:
         raise UsageError("--answers - reads standard input; say where the gradebook goes with --out DIR")
-    out = Path(args.out) if args.out else _default_out(Path(args.answers))
-    given = grading.chosen_assignment(getattr(args, "assignment", None), getattr(args, "exercises", None), catalog)
-    rows = answer_rows.read_answers(args.answers, catalog, lms.parse_columns(getattr(args, "columns", None)))
-    part = sharding.parse(getattr(args, "shard", None))
-    if part is not None:
-        rows = [r for r in rows if sharding.belongs(r.key if r.key is not None else (r.learner or ""), part)]
-    plan = given or assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
-    _ensure_folder(out)
-    store = _store_to_save_in(args)
-    saver = saving.Saver(catalog, store, events.notice) if store is not None else None
-    earlier = gradebook.read_rows(out) if getattr(args, "resume", False) else []
-    todo = answer_rows.not_yet_graded(rows, earlier)
-    readable = sum(r.problem is None for r in todo)
-    jobs = _workers(args.jobs, readable, events.notice)
-    try:
-        writer = gradebook.Writer(out, earlier)
-    except OSError as exc:
-        raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
-    pool = grading.RunnerPool(catalog, args.device, jobs, runner_factory(args))
-    observations = memo.Observations()
-    graded_now: list[dict] = []
-
-    def done(outcome) -> None:
-        if saver is not None:
-            saver(outcome)
-        record = outcome.to_dict()
-        writer.append(record)
-        graded_now.append(record)
-        events.graded(outcome)
-
-    try:
-        results = grading.grade_rows(catalog, todo, pool, done, plan, observations)
-    finally:
-        pool.close()
-        writer.close()
-    every = sorted(earlier + graded_now, key=lambda r: r["line"])
-    gradebook_path, results_path = out / gradebook.GRADEBOOK, out / "results.json"
-    try:
-        write_text_atomically(gradebook_path, gradebook.to_csv(every))
-        data_json = class_results.class_results(every, plan, grading._titles(catalog), str(args.answers))
-        write_text_atomically(results_path, json.dumps(data_json, indent=2, ensure_ascii=False) + "\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
-    counts: dict[str, int] = {}
-    for r in every:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
-    summary = Summary(counts=counts, rows=len(every), learners=len({r["key"] for r in every if r.get("key")}),
-                      exercises=plan.ids, inferred=plan.inferred, max_score=plan.max_score, workers=jobs,
-                      duration_s=time.perf_counter() - started, gradebook=gradebook_path, results=results_path,
-                      saved=sum(r.saved_to is not None for r in results) if store is not None else None,
-                      progress_folder=store.folder if store is not None else None, checks=observations.measured,
-                      resumed=len(earlier), warnings=sum(bool(r.get("warnings")) for r in every))
-    unfinished = [r for r in results if r.result is not None and r.status not in grading.GRADED]
-    unsaved = [r for r in results if r.save_error]
-    data = {"answers": str(args.answers), "out": str(out), "gradebook": str(gradebook_path),
-            "results": str(results_path), "rows_file": str(out / gradebook.ROWS), "workers": jobs,
-            "rows": [r.to_dict() for r in results], "counts": counts, "learners": summary.learners,
-            "exercises": summary.exercises, "assignment": plan.to_dict(), "inferred": plan.inferred,
-            "max_score": plan.max_score, "saved": summary.saved, "checks_run": observations.measured,
-            "checks_reused": observations.reused, "resumed_rows": len(earlier),
-            "shard": getattr(args, "shard", None),
-            "progress_folder": str(store.folder) if store is not None else None,
-            "duration_s": round(summary.duration_s, 3)}
+    refuse_unconfined(args)
+    req.store = _store_to_save_in(args)
+    use = course.grade_fixes if req.fixes else course.grade_answers
+    done = use(req, catalog, events.graded, events.notice)
+    data = {("fixes" if req.fixes else "answers"): str(req.fixes or req.answers), **_files(done),
+            "workers": done.workers, "rows": [r.to_dict() for r in done.graded], "saved": done.saved
+            if req.store is not None else None, "checks_run": done.checks, "checks_reused": done.reused,
+            "resumed_rows": done.resumed, "shard": req.shard,
+            "progress_folder": str(req.store.folder) if req.store is not None else None,
+            "duration_s": round(done.duration_s, 3)}
+    if req.fixes:
+        data["per_submission_s"] = round(done.duration_s / max(1, len(done.graded)), 3)
     code = 0
-    if unfinished:
-        code = EXIT_CHECK
-        data["error"] = (f"the check of {len(unfinished)} row{'s' if len(unfinished) > 1 else ''} could not finish "
-                         f"(lines {', '.join(str(r.row.line) for r in unfinished[:10])}); they score 0 in the "
-                         "gradebook: grade them again when the machine is quiet")
-    if unsaved:
-        code = EXIT_SAVE
-        data["error"] = (f"{len(unsaved)} graded answer{'s' if len(unsaved) > 1 else ''} could not be saved in full "
-                         "to progress; each row's save_error says why")
-    return GradeReply(data, code, rows=results, summary=summary)
+    if done.problem:
+        code = EXIT_SAVE if done.problem_kind == "save" else EXIT_CHECK
+        data["error"] = done.problem
+    summary = _summary(done, started, req.store)
+    return GradeReply(data, code, rows=done.graded, summary=summary)
 
 
-def _merge(args, events: Events, catalog, folders: list[Path], started: float) -> GradeReply:
-    """``tutor grade merge DIR... --out DIR``: the shards' rows as one gradebook and one results.json."""
-    if not getattr(args, "out", None):
-        raise UsageError("tutor grade merge needs --out DIR for the joined gradebook and results.json")
-    out = Path(args.out)
-    plan = grading.chosen_assignment(getattr(args, "assignment", None), getattr(args, "exercises", None), catalog)
-    rows = sharding.merge_rows(folders)
-    plan = plan or grading.infer_assignment(catalog, rows)
-    _ensure_folder(out)
-    try:
-        writer = gradebook.Writer(out, rows)
-        writer.close()
-        write_text_atomically(out / gradebook.GRADEBOOK, gradebook.to_csv(rows))
-        data_json = class_results.class_results(rows, plan, grading._titles(catalog), ", ".join(str(f) for f in folders))
-        write_text_atomically(out / "results.json", json.dumps(data_json, indent=2, ensure_ascii=False) + "\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
-    summary = Summary(counts=counts, rows=len(rows), learners=len({r["key"] for r in rows if r.get("key")}),
-                      exercises=plan.ids, inferred=plan.inferred, max_score=plan.max_score, workers=0,
-                      duration_s=time.perf_counter() - started, gradebook=out / gradebook.GRADEBOOK,
-                      results=out / "results.json")
-    data = {"merged": [str(f) for f in folders], "out": str(out), "gradebook": str(summary.gradebook),
-            "results": str(summary.results), "counts": counts, "learners": summary.learners,
-            "exercises": plan.ids, "inferred": plan.inferred, "max_score": plan.max_score, "rows": rows}
-    return GradeReply(data, 0, rows=[], summary=summary)
+def request(args) -> course.Request:
+    """The grading the arguments ask for, as data (:class:`tutor.instructor.course.Request`)."""
+    return course.Request(answers=getattr(args, "answers", None), fixes=getattr(args, "fixes", None),
+                          out=Path(args.out) if getattr(args, "out", None) else None,
+                          assignment=getattr(args, "assignment", None), exercises=getattr(args, "exercises", None),
+                          columns=getattr(args, "columns", None), layout=getattr(args, "layout", None),
+                          shard=getattr(args, "shard", None), resume=bool(getattr(args, "resume", False)),
+                          jobs=getattr(args, "jobs", 1) or 1, device=getattr(args, "device", "auto"),
+                          hidden_seeds=getattr(args, "hidden_seeds", None), runner_factory=runner_factory(args))
 
 
-def _default_out(answers_path: Path) -> Path:
-    return answers_path.with_name(f"{answers_path.stem}-graded")
+def _files(done) -> dict:
+    w = done.written
+    return {"out": str(done.out), "gradebook": str(w.gradebook), "results": str(w.results),
+            "rows_file": str(w.rows_file), "counts": w.counts, "learners": w.learners, "exercises": done.plan.ids,
+            "assignment": done.plan.to_dict(), "inferred": done.plan.inferred, "max_score": done.plan.max_score}
 
 
-def _ensure_folder(out: Path) -> None:
-    """Make the output folder and prove it writable before any check runs.
-
-    Raises:
-        UsageError: it cannot be made or written.
-    """
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".tutor-write-test-", dir=out)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UsageError(f"cannot write the gradebook to {out} ({exc.strerror or exc}); choose another --out") from None
+def _read_rows(done) -> list:
+    return gradebook.read_rows(done.out)
 
 
-def _workers(asked: int, rows: int, notice: Callable[[str], None]) -> int:
-    """The workers to start: as asked, but no more than the cores (said once) or the rows to run."""
-    cores = grading.usable_cores()
-    jobs = asked
-    if asked > cores:
-        notice(f"-j {asked} asks for more check workers than this machine's {cores} core"
-               f"{'s' if cores > 1 else ''}; using {cores}")
-        jobs = cores
-    return max(1, min(jobs, rows))
-
-
-def _grade_fixes(args, events: Events, catalog, started: float) -> GradeReply:
-    """``tutor grade --fixes DIR``: every learner's repairs on one warm worker (:mod:`tutor.instructor.fixes`)."""
-    # deferred: each instructor command loads its own tools and a runner only when it runs
-    from tutor.instructor import fixes
-    from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError
-    plan = grading.chosen_assignment(getattr(args, "assignment", None), getattr(args, "exercises", None), catalog)
-    rows = fixes.find(Path(args.fixes), catalog)
-    part = sharding.parse(getattr(args, "shard", None))
-    if part is not None:
-        rows = [r for r in rows if sharding.belongs(r.key if r.key is not None else (r.learner or ""), part)]
-    plan = plan or assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
-    out = Path(args.out) if args.out else Path(str(args.fixes).rstrip("/") + "-graded")
-    _ensure_folder(out)
-    store = _store_to_save_in(args)
-    earlier = gradebook.read_rows(out) if getattr(args, "resume", False) else []
-    todo = answer_rows.not_yet_graded(rows, earlier)
-    for row in todo:
-        if row.refused is not None:
-            events.notice(f"{row.learner}: {row.problem}")
-    runner = runner_factory(args)(catalog, args.device)
-    writer = gradebook.Writer(out, earlier)
-    results, graded = [], []
-    seeds = getattr(args, "hidden_seeds", None)
-    try:
-        for row in todo:
-            try:
-                outcome = fixes.grade_one(catalog, runner, row, plan, store, save=store is not None,
-                                          hidden_seeds=seeds)
-            except (DeviceError, UnconfinedError) as exc:
-                raise UsageError(str(exc)) from None
-            except WorkerError as exc:
-                raise CouldNotRun(str(exc)) from None
-            record = outcome.to_dict()
-            writer.append(record)
-            results.append(outcome)
-            graded.append(record)
-            events.graded(outcome)
-    finally:
-        runner.close()
-        writer.close()
-    every = sorted(earlier + graded, key=lambda r: r["line"])
-    write_text_atomically(out / gradebook.GRADEBOOK, gradebook.to_csv(every))
-    data_json = class_results.class_results(every, plan, grading._titles(catalog), str(args.fixes))
-    write_text_atomically(out / "results.json", json.dumps(data_json, indent=2, ensure_ascii=False) + "\n")
-    counts: dict = {}
-    for r in every:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
-    duration = time.perf_counter() - started
-    summary = Summary(counts=counts, rows=len(every), learners=len({r["key"] for r in every if r.get("key")}),
-                              exercises=plan.ids, inferred=plan.inferred, max_score=plan.max_score, workers=1,
-                              duration_s=duration, gradebook=out / gradebook.GRADEBOOK, results=out / "results.json",
-                              saved=sum(r.saved_to is not None for r in results) if store is not None else None,
-                              progress_folder=store.folder if store is not None else None, checks=len(results),
-                              resumed=len(earlier))
-    data = {"fixes": str(args.fixes), "out": str(out), "gradebook": str(summary.gradebook),
-            "results": str(summary.results), "rows": graded, "counts": counts, "learners": summary.learners,
-            "exercises": plan.ids, "inferred": plan.inferred, "max_score": plan.max_score, "workers": 1,
-            "saved": summary.saved, "resumed_rows": len(earlier), "duration_s": round(duration, 3),
-            "per_submission_s": round(duration / max(1, len(todo)), 3)}
-    code = 0
-    if any(r.status in ("error", "timeout") for r in results):
-        code = EXIT_CHECK
-        data["error"] = "the check of some submissions could not run; they score 0 — grade them again"
-    if any(r.save_error for r in results):
-        code = EXIT_SAVE
-        data["error"] = "some graded repairs could not be saved to progress; each row's save_error says why"
-    return GradeReply(data, code, rows=results, summary=summary)
+def _summary(done, started: float, store=None) -> Summary:
+    w = done.written
+    return Summary(counts=w.counts, rows=w.rows, learners=w.learners, exercises=done.plan.ids,
+                   inferred=done.plan.inferred, max_score=done.plan.max_score, workers=done.workers,
+                   duration_s=time.perf_counter() - started, gradebook=w.gradebook, results=w.results,
+                   saved=done.saved if store is not None else None,
+                   progress_folder=store.folder if store is not None else None, checks=done.checks,
+                   resumed=done.resumed, warnings=w.warnings)
 
 
 # --- Gradescope ------------------------------------------------------------------------------------
@@ -353,7 +192,7 @@ def gradescope(args, events: Events) -> GradescopeReply:
     submission = Path(args.submission) if args.submission else root / "submission"
     results_path = Path(args.results) if args.results else root / "results" / "results.json"
     plan_path = Path(args.assignment) if args.assignment else root / "source" / "assignment.toml"
-    code, error, result = 0, None, None
+    code, error, result, plan = 0, None, None, None
     try:
         refuse_unconfined(args)
         catalog = load_catalog()
@@ -374,7 +213,7 @@ def gradescope(args, events: Events) -> GradescopeReply:
     except (DeviceError, WorkerError) as exc:
         code, error = EXIT_CHECK, str(exc)
     if result is None:
-        result = autograder.failure(error or "the autograder stopped")
+        result = autograder.failure(error or "the autograder stopped", plan)
     try:
         results_path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomically(results_path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")

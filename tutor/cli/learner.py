@@ -14,7 +14,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from exercises import answers
+from tutor.model import answers
 from exercises.faults import diff
 from tutor import __version__
 from tutor.cli.common import (catalog, catalog_or_none, choice_text, confidence_arg, confinement_notices, exercise,
@@ -90,7 +90,7 @@ def run(args, events: Events) -> RunReply:
     data = result.to_dict()
     data["learner"] = learner
     data["saved_to"] = saved
-    data["observed_text"] = answers.show(ex.kind, result.observed) if result.observed is not None else None
+    data["observed_text"] = ex.kind.show_observation(result.observed) if result.observed is not None else None
     # Which side the prediction is graded against (the seed it ran with is result.seed).
     data["observe"] = ex.observe
     data["prediction_choice_text"] = choice_text(ex, parsed)
@@ -232,7 +232,7 @@ def edit_data(ex, outcome) -> dict:
     from tutor.model.verdict import YOURS, first_instrument_divergence, instruments_holding  # deferred: edits only
     result, verdict, task = outcome.result, outcome.verdict, outcome.task
     data = result.to_dict()
-    data["observed_text"] = answers.show(ex.kind, result.observed) if result.observed is not None else None
+    data["observed_text"] = ex.kind.show_observation(result.observed) if result.observed is not None else None
     data["observe"] = ex.observe
     data["note"] = None
     if task.hidden:
@@ -240,7 +240,7 @@ def edit_data(ex, outcome) -> dict:
     data.update(mode=task.mode, file=task.path, diff=outcome.diff, fixed=verdict.fixed, verdict=verdict.to_dict(),
                 prediction=outcome.prediction, seed=result.seed)
     data["yours"] = {"status": verdict.yours_status, "observed": verdict.yours_observed,
-                     "observed_text": answers.show(ex.kind, verdict.yours_observed)
+                     "observed_text": ex.kind.show_observation(verdict.yours_observed)
                      if verdict.yours_status == "ok" else None,
                      "evidence": result.evidence.get(YOURS, []), "error": verdict.yours_error,
                      "output": result.output.get(YOURS, "")}

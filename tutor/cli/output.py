@@ -31,7 +31,7 @@ import sys
 from functools import singledispatchmethod
 from typing import Any
 
-from exercises import answers
+from tutor.model import answers
 from tutor.cli.replies import (CheckReply, EditReply, EveryoneReply, GradeReply, GradescopeReply, ListReply, ProgressReply, Reply,
                                ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
 from tutor.model.attempts import show_time
@@ -59,7 +59,7 @@ def list_rows(sets) -> list:
     """
     # deferred: Rich loads only when something is drawn (--json draws nothing)
     from rich.text import Text
-    words = {e.kind: answers.kind_words(e.kind) for s in sets for e in s.exercises}
+    words = {e.kind: e.kind.words for s in sets for e in s.exercises}
     id_width = max((len(e.id) for s in sets for e in s.exercises), default=2)
     kind_width = max(map(len, words.values()), default=6)
     rows = [Text(f"  {'id':<{id_width}}  {'answer':<{kind_width}}  title", style="dim")] if words else []
@@ -322,7 +322,8 @@ class RichOutput:
         # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
         result = reply.data.get("result", {})
-        self.console.print(Text(f"Gradescope result: {result.get('score', 0):g} of {result.get('max_score', 0):g} "
+        self.console.print(Text(f"Gradescope result: {result.get('score', 0):g} of "
+                                f"{(result.get('extra_data') or {}).get('max_score', 0):g} "
                                 f"points over {len(result.get('tests', []))} tests, written to {reply.path}",
                                 style="bold"))
         if reply.data.get("error"):
@@ -384,8 +385,8 @@ def check_line(ex, result, ok: bool, width: int = 80):
     from rich.text import Text
     line = Text()
     line.append("ok  " if ok else "FAIL", style="green" if ok else "red")
-    clean = answers.show(ex.kind, result.clean) if result.clean is not None else "-"
-    faulted = answers.show(ex.kind, result.faulted) if result.faulted is not None else "-"
+    clean = ex.kind.show_observation(result.clean) if result.clean is not None else "-"
+    faulted = ex.kind.show_observation(result.faulted) if result.faulted is not None else "-"
     value_width = max(CHECK_VALUE_WIDTH, (width - 1 - _CHECK_FIXED) // 2)
     clean, faulted = fit_pair(clean, faulted, value_width)
     line.append(f" {result.duration_s:5.2f}s  {fit(ex.id, CHECK_ID_WIDTH):<{CHECK_ID_WIDTH}} "

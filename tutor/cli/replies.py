@@ -4,7 +4,7 @@ A command takes the parsed arguments and an :class:`Events` sink and returns
 a :class:`Reply`: ``data``, the one JSON object ``--json`` prints, the exit
 ``code``, and the domain objects the Rich view draws from. Bad input raises
 :class:`UsageError` (exit 2); a check that cannot run at all raises
-:class:`CouldNotRun` (exit 3).
+:class:`CouldNotRun` (exit 3); a result that could not be written raises :class:`CouldNotSave` (exit 4).
 
 Exit codes (``tutor run``): 0 the prediction matched, 1 it did not, 2 a usage
 or input error, 3 the check itself could not run (the subject raised,
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 # re-exported beside their exit codes: the commands raise and catch them as the command line's errors
-from tutor.model.errors import CouldNotRun, UsageError  # noqa: F401
+from tutor.model.errors import CouldNotRun, CouldNotSave, UsageError  # noqa: F401
 
 EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, EXIT_CHECK = 0, 1, 2, 3
 #: The work was done but what it produced could not be saved (a full disk, a read-only progress file).

@@ -62,18 +62,18 @@ Layers: this module imports neither torch nor Textual.
 from __future__ import annotations
 
 import os
-import queue
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from exercises import answers
+from tutor.model import answers
 from tutor.model.errors import CouldNotRun, UsageError
 from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook, memo, results as class_results
 from tutor.instructor.answer_rows import AnswerRow
-from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; the rest score 0 with a reason
+from tutor.instructor.columns import IDENTITY
+from tutor.model.attempts import GRADED, PREDICT  # a row whose check ran to a verdict; the rest score 0 with a reason
 from tutor.sandbox.runner import RunResult
 
 
@@ -132,18 +132,21 @@ class RowResult:
         r, res = self.row, self.result
         observed = res.observed if res is not None else None
         score = self.score
-        return {"line": r.line, "learner": r.learner, "key": r.key, "exercise": r.exercise,
+        return {"line": r.line, "learner": r.learner, "key": r.key,
+                **{k: r.identity.get(k) for k in IDENTITY}, "exercise": r.exercise,
                 "answer": self.diff if self.diff is not None else r.answer,
                 "mode": r.mode, "status": self.status, "score": int(score) if float(score).is_integer() else score,
                 "points": int(self.points) if float(self.points).is_integer() else self.points,
                 "correct": res.correct if res else None,
-                "prediction_text": res.prediction_text if res and r.mode == "predict" else None,
+                "prediction_text": res.prediction_text if res and r.mode == PREDICT else None,
                 "observed": observed,
                 "observed_text": _shown(res), "verdict": self.verdict, "reason": self.reason,
                 "warnings": list(r.warnings), "note": r.note or "", "submitted_at": r.submitted_at, "seed": r.seed,
                 "device": res.device if res else None, "confined": res.confined if res else None,
                 "same_as": list(r.same_as), "refused": r.refused,
-                "duration_s": round(res.duration_s, 3) if res else None, "reused": self.reused,
+                # a reused measurement took no time of its own: durations sum to the grading's checks
+                "duration_s": (0.0 if self.reused else round(res.duration_s, 3)) if res else None,
+                "reused": self.reused,
                 "saved": self.saved_to is not None or self.already_saved,
                 "saved_to": str(self.saved_to) if self.saved_to else None, "save_error": self.save_error,
                 "note_saved": self.note_saved, "submission": r.submission}
@@ -152,7 +155,7 @@ class RowResult:
 def _shown(result: RunResult | None) -> str | None:
     if result is None or result.observed is None:
         return None
-    return answers.show(result.kind, result.observed)
+    return answers.show_observed(result.kind, result.observed)
 
 
 def usable_cores() -> int:
@@ -161,6 +164,14 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def runner_factory_for(allow_unconfined: bool = False, timeout_scale: float | None = None) -> Callable:
+    """``(catalog, device) -> Runner`` for grading: confined only unless ``allow_unconfined``, every time
+    limit scaled by ``timeout_scale`` when given (``--timeout-scale``)."""
+    # deferred: loaded when this step runs (the instructor's modules build on one another)
+    from tutor.sandbox.runner import Runner
+    return lambda cat, dev: Runner(cat, device=dev, timeout_scale=timeout_scale, allow_unconfined=allow_unconfined)
 
 
 class RunnerPool:
@@ -174,12 +185,8 @@ class RunnerPool:
         runners: the runners, made at construction (no process yet).
     """
 
-    def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None,
-                 allow_unconfined: bool = False, timeout_scale: float | None = None) -> None:
-        # deferred: loaded when this step runs (the instructor's modules build on one another)
-        from tutor.sandbox.runner import Runner
-        factory = runner_factory or (lambda cat, dev: Runner(cat, device=dev, timeout_scale=timeout_scale,
-                                                             allow_unconfined=allow_unconfined))
+    def __init__(self, catalog, device: str, jobs: int, runner_factory: Callable | None = None) -> None:
+        factory = runner_factory or runner_factory_for()
         self.device = device
         self.runners = [factory(catalog, device) for _ in range(max(1, jobs))]
 
@@ -191,31 +198,50 @@ class RunnerPool:
             whatever ``work`` raised first (the other threads stop taking jobs).
             KeyboardInterrupt: Ctrl-C; every worker was stopped.
         """
-        jobs = list(jobs)
-        results: list = [None] * len(jobs)
-        todo: queue.SimpleQueue = queue.SimpleQueue()
-        for i in range(len(jobs)):
-            todo.put(i)
+        source = iter(jobs)  # taken one at a time: a large class's rows stream from the file as they are graded
+        results: dict = {}
+        taken = [0]
         failures: list[BaseException] = []
-        report_lock = threading.Lock()
+        report_lock, source_lock = threading.Lock(), threading.Lock()
+
+        def take():
+            with source_lock:
+                if failures:
+                    return None
+                try:
+                    job = next(source)
+                except StopIteration:
+                    return None
+                taken[0] += 1
+                return taken[0] - 1, job
 
         def serve(runner) -> None:
             while not failures:
                 try:
-                    i = todo.get_nowait()
-                except queue.Empty:
+                    got = take()
+                except BaseException as exc:  # the file stopped reading (not UTF-8): handed to the calling thread
+                    failures.append(exc)
                     return
+                if got is None:
+                    return
+                i, job = got
                 try:
-                    results[i] = work(runner, jobs[i])
+                    results[i] = work(runner, job)
                 except BaseException as exc:  # handed to the calling thread
                     failures.append(exc)
                     return
                 if on_done is not None:
                     with report_lock:
-                        on_done(results[i])
+                        if failures:
+                            return  # another thread's row could not be written: stop, as it did
+                        try:
+                            on_done(results[i])
+                        except BaseException as exc:  # a full disk: handed to the calling thread, never a traceback
+                            failures.append(exc)
+                            return
 
         threads = [threading.Thread(target=serve, args=(r,), daemon=True, name=f"tutor-grade-{n}")
-                   for n, r in enumerate(self.runners[:max(1, min(len(self.runners), len(jobs)))])]
+                   for n, r in enumerate(self.runners)]
         for t in threads:
             t.start()
         try:
@@ -229,7 +255,7 @@ class RunnerPool:
             raise
         if failures:
             raise failures[0]
-        return results
+        return [results[i] for i in range(taken[0])]
 
     def close(self) -> None:
         for r in self.runners:
@@ -274,8 +300,12 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         except WorkerError as exc:
             raise CouldNotRun(str(exc)) from None  # a worker that cannot start is the machine's, for every row
         result = memo.graded(ex, measured, row.answer)
-        return RowResult(row, result.status, reason=None if result.status in GRADED else result.error,
-                         result=result, points=_points(assignment, row.exercise), reused=reused)
+        reason = None if result.status == "pass" else result.error
+        if result.status == "fail":
+            reason = (f"the prediction {result.prediction_text} is not what the check observed "
+                      f"({_shown(result)})")
+        return RowResult(row, result.status, reason=reason, result=result, points=_points(assignment, row.exercise),
+                         reused=reused)
 
     try:
         return pool.run(rows, work, on_result)
@@ -305,7 +335,7 @@ def results_json(catalog, results: list, answers_path: str, assignment=None) -> 
     rows = [r.to_dict() if isinstance(r, RowResult) else r for r in results]
     if assignment is None:
         assignment = infer_assignment(catalog, rows)
-    return class_results.class_results(rows, assignment, _titles(catalog), answers_path)
+    return class_results.class_results(rows, assignment, titles(catalog), answers_path)
 
 
 def infer_assignment(catalog, rows: list[dict]):
@@ -319,7 +349,8 @@ def assignment(catalog, results: list) -> list[str]:
     return infer_assignment(catalog, [r.to_dict() if isinstance(r, RowResult) else r for r in results]).ids
 
 
-def _titles(catalog) -> dict:
+def titles(catalog) -> dict:
+    """Each exercise's title by id (results.json names its tests with them)."""
     return {e.id: e.title for e in catalog.exercises}
 
 

@@ -29,9 +29,9 @@ from tutor.store.files import _NUMBER  # noqa: F401  (a cell that is one number)
 from tutor.store.files import spreadsheet_safe  # the one rule for a spreadsheet cell, every CSV
 
 #: The gradebook's columns, in order; each is a key of a row's JSON (see :func:`cells`).
-COLUMNS = ("line", "learner", "exercise", "mode", "answer", "status", "verdict", "score", "points", "prediction",
-           "observed", "reason", "warnings", "same_as", "submitted_at", "seed", "device", "confined", "duration_s",
-           "reused", "saved", "note_saved", "submission")
+COLUMNS = ("line", "learner", "sis_id", "student_id", "section", "exercise", "mode", "answer", "status", "verdict", "counts", "score", "points",
+           "prediction", "observed", "reason", "warnings", "same_as", "submitted_at", "seed", "device", "confined",
+           "duration_s", "reused", "saved", "note_saved", "submission")
 GRADEBOOK = "gradebook.csv"
 ROWS = "rows.jsonl"
 
@@ -88,8 +88,29 @@ def read_rows(folder: Path) -> list[dict]:
     return rows
 
 
+def _line(row: dict) -> bytes:
+    out = io.StringIO(newline="")
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\r\n").writerow(cells(row))
+    return out.getvalue().encode("utf-8")
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd`` (a short write goes on where it stopped).
+
+    Raises:
+        OSError: the write failed (a full disk: ENOSPC).
+    """
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 class Writer:
-    """Appends graded rows to ``gradebook.csv`` and ``rows.jsonl`` in one folder, flushing each.
+    """Appends graded rows to ``gradebook.csv`` and ``rows.jsonl`` in one folder, each row whole or not at all.
+
+    Each row is written to each file with unbuffered writes; when one fails, both files are cut back to
+    the end of the last whole row before the error is raised, so a reader (and ``--resume``) never meets
+    half a row.
 
     Args:
         folder: the output folder (it exists and is writable).
@@ -97,40 +118,46 @@ class Writer:
             cut short by a kill is gone; without, both files start empty.
 
     Raises:
-        OSError: a file cannot be written.
+        OSError: a file cannot be written (from here and from :meth:`append`).
     """
 
     def __init__(self, folder: Path, earlier: list[dict] | None = None) -> None:
-        # deferred: loaded when this step runs (the instructor's modules build on one another)
-        from tutor.store.files import current_umask
         self.folder = Path(folder)
-        self._csv = open(self.folder / GRADEBOOK, "w", encoding="utf-8", newline="")
-        self._jsonl = open(self.folder / ROWS, "w", encoding="utf-8", newline="\n")
-        for fh in (self._csv, self._jsonl):
-            if hasattr(os, "fchmod"):
-                os.fchmod(fh.fileno(), 0o666 & ~current_umask())
-        self._writer = csv.writer(self._csv, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
-        self._writer.writerow(COLUMNS)
-        for row in earlier or []:
-            self._write(row)
-        self._flush()
+        self._fds: list[int] = []
+        self._sizes = [0, 0]
+        for name in (ROWS, GRADEBOOK):
+            self._fds.append(os.open(self.folder / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666))
+        header = io.StringIO(newline="")
+        csv.writer(header, quoting=csv.QUOTE_ALL, lineterminator="\r\n").writerow(COLUMNS)
+        self._write(b"".join(_json_line(r) for r in earlier or []),
+                    header.getvalue().encode("utf-8") + b"".join(_line(r) for r in earlier or []))
 
     def append(self, row: dict) -> None:
-        """Write one row to both files and flush them."""
-        self._write(row)
-        self._flush()
+        """Write one row to both files, whole; on failure both files are as they were, and the error is raised."""
+        self._write(_json_line(row), _line(row))
 
-    def _write(self, row: dict) -> None:
-        self._jsonl.write(json.dumps(row, ensure_ascii=False) + "\n")
-        self._writer.writerow(cells(row))
-
-    def _flush(self) -> None:
-        self._jsonl.flush()
-        self._csv.flush()
+    def _write(self, jsonl: bytes, book: bytes) -> None:
+        try:
+            for n, data in enumerate((jsonl, book)):
+                write_all(self._fds[n], data)
+        except OSError:
+            for fd, size in zip(self._fds, self._sizes):
+                try:
+                    os.ftruncate(fd, size)
+                    os.lseek(fd, size, os.SEEK_SET)
+                except OSError:
+                    pass  # the error raised below says what went wrong
+            raise
+        self._sizes = [self._sizes[0] + len(jsonl), self._sizes[1] + len(book)]
 
     def close(self) -> None:
-        for fh in (self._jsonl, self._csv):
+        for fd in self._fds:
             try:
-                fh.close()
+                os.close(fd)
             except OSError:
                 pass
+        self._fds = []
+
+
+def _json_line(row: dict) -> bytes:
+    return (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")

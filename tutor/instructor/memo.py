@@ -21,9 +21,11 @@ import hashlib
 import threading
 from dataclasses import replace
 from functools import lru_cache
+from importlib import metadata
 from typing import Callable
 
-from exercises import answers
+from exercises.faults import source_root
+from tutor.model.grading import graded_status, is_correct, read_prediction
 
 #: Statuses of a measurement worth reusing (ok: it observed; error: the subject raised, reproducibly).
 KEPT = ("ok", "error")
@@ -32,8 +34,6 @@ KEPT = ("ok", "error")
 @lru_cache(maxsize=1)
 def source_hashes() -> tuple[str, str]:
     """(engine hash, exercises hash): the first 12 hex digits of the SHA-256 of each package's ``*.py``."""
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from exercises.faults import source_root
     root = source_root()
     out = []
     for package in ("engine", "exercises"):
@@ -48,8 +48,6 @@ def source_hashes() -> tuple[str, str]:
 @lru_cache(maxsize=1)
 def torch_version() -> str:
     """The installed torch's version, read from its metadata (torch is not imported)."""
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from importlib import metadata
     try:
         return metadata.version("torch")
     except metadata.PackageNotFoundError:
@@ -119,14 +117,13 @@ def graded(exercise, measured, prediction: str):
     """``measured`` (an ungraded RunResult) graded against ``prediction``, as :func:`tutor.sandbox.runner.grade` grades.
 
     Raises:
-        answers.AnswerError: the prediction does not read as the exercise's kind.
+        tutor.model.answers.AnswerError: the prediction does not read as the exercise's kind.
     """
-    parsed = exercise.parse_answer(prediction)
-    text = answers.show(exercise.kind, parsed)
-    result = replace(measured, prediction=prediction, prediction_text=text, evidence=dict(measured.evidence),
+    parsed = read_prediction(exercise, prediction)
+    result = replace(measured, prediction=prediction, prediction_text=parsed.text, evidence=dict(measured.evidence),
                      errors=dict(measured.errors), output=dict(measured.output),
                      observations=dict(measured.observations))
     if measured.status == "ok":
-        result.correct = answers.matches(exercise.kind, parsed, measured.observed, exercise.tolerance)
-        result.status = "pass" if result.correct else "fail"
+        result.correct = is_correct(exercise, parsed, measured.observed)
+        result.status = graded_status(result.correct)
     return result

@@ -50,9 +50,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from exercises import answers
+from tutor.model import answers
 from tutor.model.errors import UsageError
-from tutor.model.attempts import ExerciseProgress, ProgressError, confidence_of, in_time_order, is_prediction
+from tutor.model.attempts import PREDICT, ExerciseProgress, ProgressError, confidence_of, in_time_order, is_prediction
 from tutor.model.calibration import calibrate
 from tutor.store.files import spreadsheet_safe
 from tutor.store.progress import DamagedProgressError, ProgressStore
@@ -270,7 +270,7 @@ class _Reader:
             ex = self.exercises.get(ex_id)
             if ex is not None:
                 try:
-                    shown = answers.show(ex.kind, ex.parse_answer(text))
+                    shown = ex.kind.show_prediction(ex.parse_answer(text))
                 except answers.AnswerError:
                     pass
             self.cache[key] = shown
@@ -316,7 +316,7 @@ class _Tally:
             self.fix_tried += 1
             self.fix_fixed += bool(fixes[-1].correct)
         for a in ordered:
-            if a.mode != "predict":  # fix, break, hunt: counted by verdict
+            if a.mode != PREDICT:  # fix, break, hunt: counted by verdict
                 verdicts = self.edits.setdefault(a.mode, {})
                 verdict = a.verdict or a.status or "?"
                 verdicts[verdict] = verdicts.get(verdict, 0) + 1

@@ -23,8 +23,9 @@ from dataclasses import MISSING, dataclass, field, fields
 from functools import cached_property, lru_cache
 from pathlib import Path
 
-from exercises import answers
 from exercises.faults import Fault, FaultError, add_faults
+from tutor.model import answers
+from tutor.model.answers import AnswerKind
 
 FORMAT_VERSION = 1
 EXERCISES_DIR = Path(__file__).resolve().parents[2] / "exercises"
@@ -64,6 +65,11 @@ class Exercise:
 
     Each field is a key of an ``[[exercise]]`` table, with the TOML type given
     to ``_key``; the loader's key check and ``to_dict`` both read this list.
+    ``kind`` is read as the kind's name and held as its
+    :class:`~tutor.model.answers.AnswerKind`, configured with the exercise's
+    ``choices``, ``answer_length``, ``answer_items`` and ``tolerance`` (built
+    again from them whenever the exercise is, so ``dataclasses.replace``
+    keeps the two in step).
     """
 
     id: str = _key(str)
@@ -71,7 +77,7 @@ class Exercise:
     title: str = _key(str)
     source: str = _key(str)
     prompt: str = _key(str, listed=False)
-    kind: str = _key(str)
+    kind: AnswerKind = _key(str)
     check: str = _key(str)
     explain: str = _key(str, listed=False)
     hints: tuple[str, ...] = _key(list, listed=False)
@@ -85,17 +91,23 @@ class Exercise:
     answer_items: str | tuple[str, ...] | None = _key((str, list), default=None)
     seed_per_attempt: bool = _key(bool, default=False)
 
+    def __post_init__(self) -> None:
+        name = self.kind if isinstance(self.kind, str) else self.kind.name
+        object.__setattr__(self, "kind", answers.make(name, choices=self.choices, length=self.answer_length,
+                                                      items=self.answer_items, tolerance=self.tolerance))
+
     @property
     def answer_format(self) -> str:
-        return answers.answer_format(self.kind, list(self.choices), self.answer_length, self.answer_items)
+        """How to type an answer to this exercise, in one phrase (its kind's :meth:`~AnswerKind.format_hint`)."""
+        return self.kind.format_hint()
 
     def parse_answer(self, text: str):
         """Read a learner's answer for this exercise (kind, choices, list length).
 
         Raises:
-            answers.AnswerError: one sentence naming the expected format.
+            tutor.model.answers.AnswerError: one sentence naming the expected format.
         """
-        return answers.parse(self.kind, text, list(self.choices), self.answer_length, self.answer_items)
+        return self.kind.parse(text)
 
     @property
     def source_label(self) -> str:
@@ -137,7 +149,9 @@ class Exercise:
 
 
 def _plain(value):
-    """Tuples (nested too) as lists, the form JSON and TOML write."""
+    """Tuples (nested too) as lists, and an answer kind as its name: the form JSON and TOML write."""
+    if isinstance(value, AnswerKind):
+        return value.name
     return [_plain(v) for v in value] if isinstance(value, tuple) else value
 
 
@@ -306,15 +320,15 @@ def _exercise(e: dict, set_id: str, uses: list, seen: dict, where: str, director
         raise CatalogError(f"{where}: duplicate id, already defined in {seen[e['id']]}")
     if e["set"] != set_id:
         raise CatalogError(f"{where}: key 'set' is {e['set']!r} but the file's [set] id is {set_id!r}")
-    if e["kind"] not in answers.KINDS:
-        raise CatalogError(f"{where}: key 'kind' must be one of {', '.join(answers.KINDS)}")
     choices = []
     for c in e.get("choices", []):
         if not (isinstance(c, dict) and set(c) == {"id", "text"} and all(isinstance(v, str) and v for v in c.values())):
             raise CatalogError(f"{where}: key 'choices' must hold tables with exactly id and text strings")
         choices.append((c["id"], c["text"]))
-    if e["kind"] == "choice" and len(choices) < 2:
-        raise CatalogError(f"{where}: key 'choices' needs at least two choices for kind choice")
+    try:
+        answers.validate(e)
+    except answers.KindError as exc:
+        raise CatalogError(f"{where}: {exc}") from None
     if len({c for c, _ in choices}) != len(choices):
         raise CatalogError(f"{where}: key 'choices' has a duplicate choice id")
     if not (len(e["hints"]) >= 2 and all(isinstance(h, str) and h.strip() for h in e["hints"])):
@@ -332,33 +346,12 @@ def _exercise(e: dict, set_id: str, uses: list, seen: dict, where: str, director
     _check_exists(e["check"], where, directory)
     if e["budget_s"] <= 0:
         raise CatalogError(f"{where}: key 'budget_s' must be positive")
-    if "answer_length" in e and (e["kind"] != "list" or e["answer_length"] < 1):
-        raise CatalogError(f"{where}: key 'answer_length' is for kind list only and must be at least 1")
-    items = _answer_items(e, where)
+    items = e.get("answer_items")
     # the table as read (its keys are Exercise's fields), with values in the dataclass's types
     return Exercise(**{**e, "hints": tuple(e["hints"]), "budget_s": float(e["budget_s"]), "fault": fault,
                        "choices": tuple(choices), "tolerance": float(e.get("tolerance", 0.0)),
-                       "observe": observe, "timeout_s": float(e.get("timeout_s", 0.0)), "answer_items": items})
-
-
-def _answer_items(e: dict, where: str):
-    """Validate ``answer_items``: one item kind, or one per position (a tuple)."""
-    if "answer_items" not in e:
-        return None
-    items = e["answer_items"]
-    kinds = [items] if isinstance(items, str) else items
-    if e["kind"] != "list" or not kinds:
-        raise CatalogError(f"{where}: key 'answer_items' is for kind list only and cannot be empty")
-    for kind in kinds:
-        if not isinstance(kind, str) or not (kind in ("number", "bool", "error") or "|" in kind):
-            raise CatalogError(f"{where}: answer_items entry {kind!r} must be number, bool, error "
-                               "or words written like 'both|saved|neither'")
-    if isinstance(items, list):
-        if "answer_length" in e and e["answer_length"] != len(items):
-            raise CatalogError(f"{where}: answer_items lists {len(items)} kinds but answer_length "
-                               f"is {e['answer_length']}")
-        return tuple(items)
-    return items
+                       "observe": observe, "timeout_s": float(e.get("timeout_s", 0.0)),
+                       "answer_items": tuple(items) if isinstance(items, list) else items})
 
 
 @lru_cache(maxsize=None)

@@ -15,8 +15,10 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from exercises import answers
+from tutor.model import answers
+from tutor.model.answers import same_values
 from tutor.model.catalog import Exercise
+from tutor.model.grading import Prediction, is_correct, read_prediction
 
 #: The learner's side is called this in every run, result and JSON object.
 YOURS = "yours"
@@ -27,22 +29,13 @@ REPEAT = "repeat"
 # --- verdicts -----------------------------------------------------------------
 
 def same_observation(exercise: Exercise, a: Any, b: Any) -> bool:
-    """Whether two sides' observations agree, within the exercise's tolerance (NaN equals NaN)."""
-    if _equal(a, b):
-        return True
-    try:
-        return answers.matches(exercise.kind, a, b, exercise.tolerance)
-    except (TypeError, ValueError, AttributeError):
-        return False
+    """Whether two sides' observations agree, within the exercise's tolerance (NaN equals NaN).
 
+    Two observations, not a prediction and an observation: the kind's
+    :meth:`~tutor.model.answers.AnswerKind.same`.
+    """
+    return exercise.kind.same(a, b)
 
-def _equal(a: Any, b: Any) -> bool:
-    """Equal values, NaN counted equal to NaN (lists compared item by item)."""
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
-    return a == b
 
 
 #: A check marks evidence it knows is not reproducible by saying so in its title (modules_containers:
@@ -113,7 +106,7 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
             values, other_values = item.get("values", []), other.get("values", [])
             again_values = again.get("values", []) if again is not None else None
             for n, (v, w) in enumerate(zip(values, other_values), start=1):
-                if again_values is not None and (n > len(again_values) or not _equal(w, again_values[n - 1])):
+                if again_values is not None and (n > len(again_values) or not same_values(w, again_values[n - 1])):
                     continue
                 if not _numbers_agree(v, w, tolerance):
                     return f"series {title!r}, point {n}: {ours_name} {v:.6g} · {theirs_name} {w:.6g}"
@@ -143,7 +136,7 @@ def _number(cell: Any) -> float | None:
 def _numbers_agree(a: Any, b: Any, tolerance: float) -> bool:
     x, y = _number(a), _number(b)
     if x is None or y is None:
-        return _equal(a, b) or str(a) == str(b)
+        return same_values(a, b) or str(a) == str(b)
     if math.isnan(x) or math.isnan(y):
         return math.isnan(x) and math.isnan(y)
     if math.isinf(x) or math.isinf(y):
@@ -297,8 +290,9 @@ def _could_not_run(mode: str, result, consequence: str = "") -> Verdict:
 def _varies(exercise: Exercise, runs: list) -> str:
     """A clause naming a clean observation that differed between its two runs, else ""."""
     if len(runs) > 1 and not same_observation(exercise, runs[0], runs[1]):
-        return (f" (the clean code itself observed {answers.show(exercise.kind, runs[0])} and "
-                f"{answers.show(exercise.kind, runs[1])} on two runs: this measurement varies from run to run)")
+        show = exercise.kind.show_observation
+        return (f" (the clean code itself observed {show(runs[0])} and "
+                f"{show(runs[1])} on two runs: this measurement varies from run to run)")
     return ""
 
 
@@ -335,7 +329,7 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
         return Verdict(mode, "not fixed", f"not fixed: your side did not finish — {error}",
                        yours_status=status, yours_error=error)
     measured = _clean(result)
-    runs, kind = measured.runs, exercise.kind
+    runs, show = measured.runs, exercise.kind.show_observation
     difference = _difference(exercise, result, measured)
     varies = _varies(exercise, runs)
     matched = next((run for run in runs if same_observation(exercise, observed, run)), None)
@@ -344,14 +338,14 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
         jitter = "" if difference is None else (
             f" (its evidence differs at {difference}, but the clean code's own evidence varies from run to run, "
             "so only the observation counts)")
-        return Verdict(mode, "fixed", f"fixed: {what}, {answers.show(kind, matched)}{varies}{jitter}", difference,
+        return Verdict(mode, "fixed", f"fixed: {what}, {show(matched)}{varies}{jitter}", difference,
                        status, observed)
     if matched is not None:
-        return Verdict(mode, "not fixed", f"not fixed: yours observes {answers.show(kind, observed)} as the clean "
+        return Verdict(mode, "not fixed", f"not fixed: yours observes {show(observed)} as the clean "
                        f"code does, but the evidence behind it differs — {difference}", difference, status, observed)
     where = f"; first difference: {difference}" if difference else ""
-    return Verdict(mode, "not fixed", f"not fixed: yours observes {answers.show(kind, observed)}, "
-                   f"clean observes {answers.show(kind, runs[0])}{varies}{where}", difference, status, observed)
+    return Verdict(mode, "not fixed", f"not fixed: yours observes {show(observed)}, "
+                   f"clean observes {show(runs[0])}{varies}{where}", difference, status, observed)
 
 
 def judge_hidden(exercise: Exercise, verdict: Verdict, seed: int, hidden: list[tuple[int, Any]],
@@ -397,8 +391,8 @@ def judge_hidden(exercise: Exercise, verdict: Verdict, seed: int, hidden: list[t
                    f"{listed} too{caveat}", seeds=seeds, hidden_seeds=drawn)
 
 
-def read_break_prediction(exercise: Exercise, prediction: str | None) -> tuple[Any, str | None]:
-    """A break prediction: (the parsed value, or None for free text; the text as kept).
+def read_break_prediction(exercise: Exercise, prediction: str | None) -> tuple[Prediction | None, str | None]:
+    """A break prediction: (the prediction read as the exercise's kind, or None for free text; the text as kept).
 
     A prediction that reads as the exercise's kind is graded against the
     learner's side; anything else is kept as free text and not graded.
@@ -406,10 +400,10 @@ def read_break_prediction(exercise: Exercise, prediction: str | None) -> tuple[A
     if prediction is None or not prediction.strip():
         return None, None
     try:
-        parsed = exercise.parse_answer(prediction)
+        read = read_prediction(exercise, prediction)
     except answers.AnswerError:
         return None, prediction.strip()
-    return parsed, answers.show(exercise.kind, parsed)
+    return read, read.text
 
 
 def observe_break(exercise: Exercise, result, prediction: str | None = None) -> Verdict:
@@ -425,10 +419,10 @@ def observe_break(exercise: Exercise, result, prediction: str | None = None) -> 
     parsed, _ = read_break_prediction(exercise, prediction)
     correct = None
     if parsed is not None:
-        correct = status == "ok" and answers.matches(exercise.kind, parsed, observed, exercise.tolerance)
-    elif prediction and status == "error" and exercise.kind != "text":
+        correct = status == "ok" and is_correct(exercise, parsed, observed)
+    elif prediction and status == "error" and not exercise.kind.free_text:
         correct = _predicted_exception(prediction, error)
-    kind = exercise.kind
+    show = exercise.kind.show_observation
     if status != "ok":
         return Verdict("break", "changed", f"your fault stops the check: {error}", yours_status=status,
                        yours_error=error, prediction_correct=correct)
@@ -438,11 +432,11 @@ def observe_break(exercise: Exercise, result, prediction: str | None = None) -> 
     if any(same_observation(exercise, observed, run) for run in runs):
         where = f"; the evidence diverges at {difference}" if difference else "; the evidence is the same too"
         return Verdict("break", "unchanged", f"your fault leaves the observation as it is "
-                       f"({answers.show(kind, observed)}){where}", difference, status, observed,
+                       f"({show(observed)}){where}", difference, status, observed,
                        prediction_correct=correct)
     where = f"; first divergence: {difference}" if difference else ""
-    return Verdict("break", "changed", f"your fault changes the observation: {answers.show(kind, runs[0])} → "
-                   f"{answers.show(kind, observed)}{where}", difference, status, observed,
+    return Verdict("break", "changed", f"your fault changes the observation: {show(runs[0])} → "
+                   f"{show(observed)}{where}", difference, status, observed,
                    prediction_correct=correct)
 
 
@@ -452,7 +446,7 @@ def _predicted_exception(prediction: str, error: str) -> bool | None:
     None when the prediction is not an exception name.
     """
     try:
-        name = answers.parse("error", prediction)
+        name = answers.ErrorName().parse(prediction)
     except answers.AnswerError:
         return None
     raised = error.partition(":")[0].strip()

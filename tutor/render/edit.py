@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from exercises import answers
+from tutor.model import answers
 from tutor.model.verdict import first_instrument_divergence, instruments_holding
 from tutor.render.result import evidence_renderables, render_diff
 
@@ -29,7 +29,7 @@ EDIT_COLUMNS = (("clean", "clean"), ("faulted", "faulted"), ("yours", "yours"))
 def side_cell(ex, result, side: str) -> Text:
     """One side's cell of the three columns: its observation, or how it ended."""
     if side in result.observations:
-        return Text(answers.show(ex.kind, result.observations[side]))
+        return Text(ex.kind.show_observation(result.observations[side]))
     if side in result.errors:
         first = result.errors[side]
         return Text(("timed out: " if side in result.timed_out else "raised: ") + first, style="yellow")

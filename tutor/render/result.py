@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from exercises import answers
+from tutor.model import answers
 from tutor.render.series import SeriesPlot, series_groups
 from tutor.render.tables import WordTable
 
@@ -57,11 +57,11 @@ def comparison_table(ex, result) -> "WordTable":
         # As it was read and graded, which is also how it is saved ("capability" for the key 6).
         table.add_row("your prediction", Text(result.prediction_text or result.prediction))
     if result.observed is not None:
-        table.add_row("observed", Text(answers.show(ex.kind, result.observed)))
+        table.add_row("observed", Text(ex.kind.show_observation(result.observed)))
     if ex.fault and result.clean is not None and ex.observe != "clean":
-        table.add_row("clean subject", Text(answers.show(ex.kind, result.clean)))
+        table.add_row("clean subject", Text(ex.kind.show_observation(result.clean)))
     if ex.fault and result.faulted is not None and ex.observe == "clean":
-        table.add_row("faulted subject", Text(answers.show(ex.kind, result.faulted)))
+        table.add_row("faulted subject", Text(ex.kind.show_observation(result.faulted)))
     if ex.seed_per_attempt:
         table.add_row("mystery", Text(f"seed {result.seed} (tutor run {ex.id} --seed {result.seed} rebuilds it)"))
     ran = f" · {result.duration_s:.2f} s" if result.duration_s or result.status != "cancelled" else ""

@@ -226,3 +226,18 @@ def command(wall: Bwrap, python: list[str], env: dict[str, str], writable: list[
 def source_path() -> str:
     """``PYTHONPATH`` for the worker: the folders that hold ``tutor``, ``engine`` and ``exercises``."""
     return os.pathsep.join(dict.fromkeys(os.path.dirname(p) for p in source_folders()))
+
+
+def through_fd(argv: list[str]) -> tuple[list[str], int]:
+    """``argv`` as ``bwrap --args FD``: the options travel in a memory file, not on the command line.
+
+    Whatever the sandbox's processes read from ``/proc/1/cmdline`` (bwrap's
+    own, inside its PID namespace) is then ``bwrap --args 3 -- python -m
+    tutor.sandbox.worker``: no path bound, no variable set. The caller passes the descriptor to the child
+    (``pass_fds``) and closes it after the start.
+    """
+    split = argv.index("--")  # bwrap reads options from the descriptor; the command stays on the line
+    fd = os.memfd_create("bwrap-args", 0)
+    os.write(fd, b"".join(a.encode() + b"\0" for a in argv[1:split]))
+    os.lseek(fd, 0, os.SEEK_SET)
+    return [argv[0], "--args", str(fd), *argv[split:]], fd

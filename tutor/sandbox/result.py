@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from exercises import answers
+from tutor.model import answers
 from tutor.model.catalog import Exercise
+from tutor.model import grading
 from tutor.sandbox.protocol import Answer
 
 #: The sides a graded observation is read from, by ``Exercise.observe``.
@@ -131,7 +132,7 @@ class RunResult:
             prediction_text = None
         sentence = f"the run was cancelled {when}".rstrip()
         return cls(id=exercise.id, status="cancelled", device=device, torch=torch, fault=exercise.fault,
-                   kind=exercise.kind, prediction=prediction, prediction_text=prediction_text,
+                   kind=exercise.kind.name, prediction=prediction, prediction_text=prediction_text,
                    errors={"run": sentence}, seed=seed, duration_s=duration_s)
 
 
@@ -143,7 +144,7 @@ def read_prediction(exercise: Exercise, prediction: str | None) -> str | None:
     """
     if prediction is None:
         return None
-    return answers.show(exercise.kind, exercise.parse_answer(prediction))
+    return grading.read_prediction(exercise, prediction).text
 
 
 
@@ -166,11 +167,10 @@ def grade(exercise: Exercise, answer: Answer, prediction: str | None = None, see
     Raises:
         answers.AnswerError: the prediction does not read as the exercise's kind.
     """
-    parsed = exercise.parse_answer(prediction) if prediction is not None else None
-    prediction_text = answers.show(exercise.kind, parsed) if prediction is not None else None
+    parsed = grading.read_prediction(exercise, prediction) if prediction is not None else None
     result = RunResult(id=exercise.id, status="error", device=answer.device, torch=answer.torch,
-                       fault=exercise.fault, kind=exercise.kind, prediction=prediction,
-                       prediction_text=prediction_text, seed=seed, duration_s=answer.duration_s)
+                       fault=exercise.fault, kind=exercise.kind.name, prediction=prediction,
+                       prediction_text=parsed.text if parsed is not None else None, seed=seed, duration_s=answer.duration_s)
     result.confined = all(side.confined for side in answer.sides.values()) if answer.sides else None
     for name, side in answer.sides.items():
         result.side_durations_s[name] = side.duration_s
@@ -200,6 +200,6 @@ def grade(exercise: Exercise, answer: Answer, prediction: str | None = None, see
     if parsed is None:
         result.status = "ok"
     else:
-        result.correct = answers.matches(exercise.kind, parsed, result.observed, exercise.tolerance)
-        result.status = "pass" if result.correct else "fail"
+        result.correct = grading.is_correct(exercise, parsed, result.observed)
+        result.status = grading.graded_status(result.correct)
     return result

@@ -128,10 +128,17 @@ class Worker:
         else:
             argv = python
             env[bwrap.WHY_ENV] = wall.why
+        fds: tuple[int, ...] = ()
         try:
-            self._proc = _launch(argv, env)
+            if self.sandboxed:
+                argv, fd = bwrap.through_fd(argv)
+                fds = (fd,)
+            self._proc = _launch(argv, env, fds)
         except OSError as exc:
             raise WorkerError(f"could not start the check worker ({exc})") from None
+        finally:
+            for fd in fds:
+                os.close(fd)
         proc = self._proc
         line = proc.stdout.readline()
         try:
@@ -261,7 +268,7 @@ _LAUNCHER: threading.Thread | None = None
 _LAUNCHER_LOCK = threading.Lock()
 
 
-def _launch(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+def _launch(argv: list[str], env: dict[str, str], fds: tuple[int, ...] = ()) -> subprocess.Popen:
     """Start the worker from one thread that lives as long as this process.
 
     bwrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) follows the *thread* that
@@ -274,7 +281,7 @@ def _launch(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
             _LAUNCHER = threading.Thread(target=_launcher, name="tutor-worker-launcher", daemon=True)
             _LAUNCHER.start()
     done: "queue.Queue" = queue.Queue(maxsize=1)
-    _LAUNCHES.put((argv, env, done))
+    _LAUNCHES.put((argv, env, fds, done))
     proc = done.get()
     if isinstance(proc, BaseException):
         raise proc
@@ -283,10 +290,10 @@ def _launch(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
 
 def _launcher() -> None:
     while True:
-        argv, env, done = _LAUNCHES.get()
+        argv, env, fds, done = _LAUNCHES.get()
         try:
             done.put(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      text=True, bufsize=1, env=env, start_new_session=True))
+                                      text=True, bufsize=1, env=env, start_new_session=True, pass_fds=fds))
         except BaseException as exc:  # handed to the thread that asked
             done.put(exc)
 
@@ -449,7 +456,7 @@ class Runner:
                "a grace) and was stopped; a fresh one starts for the next run") if missed else \
             "the check worker stopped unexpectedly and will be restarted"
         return RunResult(id=exercise.id, status="error", device=device, torch=torch, fault=exercise.fault,
-                         kind=exercise.kind, prediction=prediction,
+                         kind=exercise.kind.name, prediction=prediction,
                          prediction_text=read_prediction(exercise, prediction),
                          errors={"run": why}, seed=seed, duration_s=ran_s, time_limit=limit.to_dict())
 

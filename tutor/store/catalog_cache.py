@@ -44,8 +44,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, TypeVar
 
-from exercises import answers, faults
+from exercises import faults
 from tutor import __version__
+from tutor.model import answers
 from tutor.model import catalog as rules
 from tutor.model.catalog import Catalog, text_digest
 
@@ -241,6 +242,7 @@ def _load_catalog(directory: Path) -> Catalog:
 
 @lru_cache(maxsize=1)
 def _rules_digest() -> str:
-    """The digest of the modules whose rules validation applies (the catalog's, the answers', the faults')."""
-    modules = (rules.__file__, answers.__file__, faults.__file__)
+    """The digest of the modules whose rules validation applies (the catalog's, the answer kinds', the faults')."""
+    kinds = sorted(Path(answers.__file__).parent.glob("*.py"))
+    modules = (rules.__file__, *kinds, faults.__file__)
     return text_digest("\0".join(Path(m).read_text(encoding="utf-8") for m in modules))

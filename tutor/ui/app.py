@@ -166,7 +166,21 @@ class TutorApp(App):
         except UnknownExercise as exc:
             self.notify(exc.args[0], severity="warning", markup=False)
             return
+        self._leave_exercise_pages()
         self.push_screen(ExerciseScreen(exercise))
+
+    def _leave_exercise_pages(self) -> None:
+        """Close the exercise pages on top of the stack (an exercise, its edit mode, their questions),
+        so an exercise opened from another (Ctrl+P, n) replaces it and Esc goes back to where the
+        learner came from, not through every exercise opened since. Each page saves its drafts as it
+        closes (its note, its working copy)."""
+        # deferred: these screens load when first opened, and only an open one is on the stack
+        from tutor.ui.screens.copy_choice import CopyChoiceScreen
+        from tutor.ui.screens.exercise import ExerciseScreen
+        from tutor.ui.screens.fix import EditScreen
+        while len(self.screen_stack) > 1 and isinstance(self.screen, (ExerciseScreen, EditScreen,
+                                                                      CopyChoiceScreen)):
+            self.pop_screen()
 
     def action_help(self) -> None:
         # deferred: a screen loads when it first opens, so the first screen stays fast
@@ -186,9 +200,14 @@ class TutorApp(App):
             if hasattr(screen, "flush_note"):  # an exercise screen
                 screen.flush_note()
 
-    async def action_quit(self) -> None:
+    def action_quit(self) -> None:
+        """Quit: every note and working copy saved first; a check still running is cancelled (at
+        once, so the tutor ends promptly) and its prediction kept to be offered again, and what
+        became of it is said as the tutor ends."""
         self.flush_notes()
-        self.exit()
+        said = [screen.leave_running() for screen in self.screen_stack
+                if getattr(screen, "running", False) and hasattr(screen, "leave_running")]
+        self.exit(message="\n".join(f"tutor: {s}" for s in said if s) or None)
 
 
 def build_app(catalog: Catalog, store: ProgressStore, learner: str, runner: RunnerLike,

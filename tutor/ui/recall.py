@@ -14,12 +14,15 @@ class Recall:
         confidence: the confidence set, in percent, or None.
         hints: how many hints were revealed.
         result: the last run's full result, or None.
+        note: explain-back text that could not be saved when the page was left (None: nothing unsaved);
+            the page offers it again and saves it.
     """
 
     answer: str = ""
     confidence: int | None = None
     hints: int = 0
     result: object = None
+    note: str | None = None
 
 
 def recall_of(app, exercise_id: str) -> Recall:

@@ -8,6 +8,8 @@ the page's layout and its actions.
 
 from __future__ import annotations
 
+import threading
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -15,9 +17,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Header, Input, Markdown, Static, TextArea
 
-from exercises import answers
+from tutor.model import answers
 from tutor.app.run import Run
-from tutor.model.attempts import ProgressError, show_time, verdict_of
+from tutor.model.attempts import PREDICT, ProgressError, show_time, verdict_of
 from tutor.model.catalog import Exercise
 from tutor.model.review import next_after
 from tutor.render import VERDICT_STYLE, VERDICT_TEXT
@@ -63,6 +65,8 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         Binding("B", "break_it", "Break it"),
         Binding("n", "next", "Next", tooltip="open the next exercise, once a result is shown (N on yes/no pages)"),
         Binding("escape", "cancel_or_back", "Back", tooltip="cancel a running check; else leave the box; else back"),
+        Binding("tab", "tab_on", "Next field", show=False,
+                tooltip="the next field; once a choice is picked where digits pick choices, the confidence line"),
     ]
     #: keys the page reads itself (``on_key``), for the help
     PAGE_KEYS = (
@@ -93,9 +97,13 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         self._session = app.session
         progress = self._session.progress_of(ex.id)
         current = progress.current  # since the last reset: a reset exercise shows as fresh
-        said = [a for a in current if a.mode == "predict"]  # fix, break and hunt attempts are no answers
+        said = [a for a in current if a.mode == PREDICT]  # fix, break and hunt attempts are no answers
         self._recall = recall_of(app, ex.id)
-        if not self._recall.answer and said:  # reopened after a relaunch: the last saved answer
+        if not self._recall.answer and progress.draft:  # left unrun when the learner quit: offered again
+            self._recall.answer = progress.draft["prediction"]
+            self._recall.confidence = progress.draft.get("confidence")
+            self._offer_draft = True
+        elif not self._recall.answer and said:  # reopened after a relaunch: the last saved answer
             self._recall.answer = said[-1].prediction
             self._recall.confidence = said[-1].confidence
         yield Header()
@@ -118,15 +126,17 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             yield Markdown(ex.prompt, id="exercise-prompt")
             yield FaultView(app.catalog.fault_of(ex), ex.observe, hidden=ex.seed_per_attempt, id="exercise-fault")
             # A list is picked from, so its ids (the typed format) are not shown here.
-            what, how = {
-                "choice": ("pick one choice", "press the key shown beside it, or Tab to the list and Enter; "
-                                              "r or Ctrl+R runs"),
-                "bool": ("yes or no", "press y or n, or Tab to the list and Enter; r or Ctrl+R runs"),
-            }.get(ex.kind, (f"answer with {ex.answer_format}", "Tab to reach it; Enter or Ctrl+R runs"))
+            if ex.kind.picking is not None:
+                what, keys = ex.kind.picking
+                how = f"{keys}, or Tab to the list and Enter; r or Ctrl+R runs"
+            else:
+                what, how = f"answer with {ex.answer_format}", "Tab to reach it; Enter or Ctrl+R runs"
             yield Static(Text.assemble(("Your prediction", "bold"), f" — {what}  ", (f"({how})", "dim")),
                          classes="section-label")
             yield PredictionInput(ex, id="prediction")
-            yield ConfidencePicker(self._recall.confidence, page_keys=self._digits_free(ex), id="confidence")
+            elsewhere = "digits pick a choice" if ex.kind.options else "digits type the answer"
+            yield ConfidencePicker(self._recall.confidence, page_keys=self._digits_free(ex),
+                                   digits_elsewhere=elsewhere, id="confidence")
             yield Static("", id="answer-error")
             with Horizontal(id="exercise-buttons"):
                 yield Button("Run ▶ r", id="run-button", variant="primary")
@@ -135,11 +145,13 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             yield ResultPanel(id="result")
             yield Static("", id="next-hint")
             yield HintList(ex.hints, id="hints")
-            note = NoteEditor(ex.explain, progress.note, self._save_note, id="note-editor")
+            draft = self._recall.note  # a note that could not be saved when the page was left: offered again
+            note = NoteEditor(ex.explain, progress.note if draft is None else draft, self._save_note,
+                              saved=progress.note, id="note-editor")
             # The explain-back question can give the answer away: it appears
             # after the first run (or at once when a note or attempt exists;
             # after a reset, only once the exercise is run again).
-            note.display = bool(current or (progress.note and not progress.reset_time))
+            note.display = bool(current or draft or (progress.note and not progress.reset_time))
             yield note
         yield PageFooter()
 
@@ -149,14 +161,16 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         self.query_one("#exercise-body").focus()
         self.sub_title = self.exercise.id
         self._reopen()
+        if getattr(self, "_offer_draft", False):
+            self.notify("Your prediction from last time, left unrun when you quit, is back: r runs it.",
+                        title="kept", timeout=10)
 
     @staticmethod
     def _digits_free(exercise: Exercise) -> bool:
         """Whether the confidence digits work from the page: no choice takes one, and no answer is typed."""
-        if exercise.kind not in ("choice", "bool"):
+        if not exercise.kind.options:
             return False
-        ids = [cid for cid, _ in exercise.choices] if exercise.kind == "choice" else ["yes", "no"]
-        return not set(answers.choice_keys(exercise.kind, ids)) & set(CONFIDENCE_KEYS)
+        return not set(exercise.kind.keys()) & set(CONFIDENCE_KEYS)
 
     def _reopen(self) -> None:
         """Show what the page had when it was last left: answer, confidence, hints, last result."""
@@ -170,7 +184,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         if recall.result is not None:
             panel.show(self.exercise, recall.result, title="last result")
         else:
-            said = [a for a in self._session.progress_of(self.exercise.id).current if a.mode == "predict"]
+            said = [a for a in self._session.progress_of(self.exercise.id).current if a.mode == PREDICT]
             if said:
                 panel.show_text(self._saved_result(said[-1]), title="last result (saved)")
         self._update_next_hint()
@@ -228,9 +242,22 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             self.notify("This is the last exercise.")
             return
         self.flush_note()
-        app = self.app
-        app.pop_screen()
-        app.open_exercise(following)
+        self.app.open_exercise(following)  # in place of this page
+
+    def action_tab_on(self) -> None:
+        """Tab: the next field, but from the page after a pick where digits pick choices, the confidence.
+
+        There the digits 5…9, 0 pick choices everywhere but on the confidence line: a Tab that landed
+        on the choice list would make the next digit change the answer instead of saying how sure.
+        """
+        prediction = self.query_one(PredictionInput)
+        if (prediction.options and prediction.chosen and not self._digits_free(self.exercise)
+                and self.focused is self.query_one("#exercise-body")):
+            picker = self.query_one(ConfidencePicker)
+            picker.focus()
+            picker.scroll_visible()
+            return
+        self.focus_next()
 
     def action_answer(self) -> None:
         """Move the focus to the prediction widget."""
@@ -421,13 +448,33 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         try:
             self._session.save_note(self.exercise.id, text)
         except ProgressError as exc:
+            self._recall.note = text  # kept while the app runs, and offered when the page opens again
             return str(exc)
+        self._recall.note = None
         return None
 
     def flush_note(self) -> None:
-        """Save unsaved note text now (used when the app quits)."""
+        """Save unsaved note text now (leaving the page, another page on top of it, the app quitting)."""
         for editor in self.query(NoteEditor):
             editor.flush()
+
+    def on_screen_suspend(self) -> None:
+        """Another screen covers this one (the command palette, help, edit mode): the note is saved
+        now, not a debounce later, so nothing typed waits on a page the learner may not come back to."""
+        self.flush_note()
+
+    def leave_running(self) -> str:
+        """The app quits during this page's check: cancel it (in a thread: the tutor ends at once) and
+        keep the prediction to offer again; returns the sentence saying so."""
+        run, self._cancel_requested = self._run, True
+        threading.Thread(target=run.cancel, name="cancel-on-quit", daemon=True).start()
+        sure = f" ({run.confidence} % sure)" if getattr(run, "confidence", None) is not None else ""
+        try:
+            self._session.save_draft(self.exercise.id, run.prediction or "", getattr(run, "confidence", None))
+        except ProgressError as exc:
+            return f"the check of {self.exercise.id} was cancelled and your prediction was not kept: {exc}"
+        return (f"the check of {self.exercise.id} was cancelled as you quit; your prediction "
+                f"{run.prediction!r}{sure} is kept and offered when you open it again.")
 
     def on_unmount(self) -> None:
         if self.running and self._run is not None:

@@ -13,6 +13,7 @@ second after typing stops and when the screen closes.
 
 from __future__ import annotations
 
+import threading
 import time
 
 from rich.console import Group
@@ -32,14 +33,16 @@ from tutor.render import render_edit
 from tutor.ui.external_editor import changed_lines, editor_command, run_editor
 from tutor.ui.widgets.edit_head import MODE_TITLES, edit_head
 from tutor.ui.keys import PageFooter, PageScreen
+from tutor.ui.screens.seeking import Seeking
 from tutor.ui.messages import EditCrashed, EditFinished, EditInstrumentsFinished, EditProgressed
 from tutor.ui.widgets.code_editor import CodeEditor
+from tutor.ui.widgets.ordered_input import OrderedInput
 
 #: Seconds of quiet typing before the working copy is saved.
 AUTOSAVE_S = 1.0
 
 
-class EditScreen(PageScreen):
+class EditScreen(Seeking, PageScreen):
     """One exercise in one edit mode (``fix``, ``break``; ``fix`` on the capstone is its hunt).
 
     Attributes:
@@ -60,7 +63,6 @@ class EditScreen(PageScreen):
         Binding("escape", "leave", "Back", tooltip="cancel a running check; else go back (your text is kept)"),
     ]
 
-
     def __init__(self, exercise: Exercise, mode: str = "fix") -> None:
         """Args:
             exercise: the exercise.
@@ -76,7 +78,6 @@ class EditScreen(PageScreen):
         self._saved_text: str | None = None
         self._timer: Timer | None = None
         self._run = None
-        self._seeking: str | None = None  # what the find box does: "find" or "line"
         self._editor = CodeEditor("", id="edit-code")
 
     # --- layout --------------------------------------------------------------
@@ -86,9 +87,9 @@ class EditScreen(PageScreen):
         yield Header()
         with Vertical():
             yield Static("", id="edit-head")
-            yield Input(placeholder="your prediction", id="edit-prediction")
+            yield OrderedInput(placeholder="your prediction", id="edit-prediction")
             yield self._editor
-            yield Input(id="edit-seek")
+            yield OrderedInput(id="edit-seek")
             yield Static("", id="edit-status")
             with VerticalScroll(id="edit-result"):
                 yield Static("", id="edit-result-text")
@@ -283,8 +284,13 @@ class EditScreen(PageScreen):
     # --- running ---------------------------------------------------------------
 
     def action_save_and_run(self) -> None:
-        """Save the working copy, then run the check with it as the side ``yours``."""
-        if self.edit_task is None:
+        """Save the working copy and run it as the side ``yours``, after the keys typed before Ctrl+S
+        (a priority key, acted on as it arrives, while those may still wait in this screen's queue or
+        the editor's on a busy machine): the save waits its turn behind them in both queues."""
+        self.call_later(self._editor.call_later, self._save_and_run_now)
+
+    def _save_and_run_now(self) -> None:
+        if self.edit_task is None or not self.is_attached:
             return
         if self.running:
             self.notify("A check is already running; Esc cancels it.", severity="warning")
@@ -398,7 +404,7 @@ class EditScreen(PageScreen):
     def _status(self, sentence: str, error: bool = False) -> None:
         self.query_one("#edit-status", Static).update(Text(sentence, style="bold red" if error else ""))
 
-    # --- moving about: the result panel, find, go to line ------------------------------
+    # --- moving about: the result panel (find and go to line: Seeking) --------------------
 
     def action_toggle_result(self) -> None:
         """Move the focus to the result panel, or back to the file."""
@@ -412,63 +418,11 @@ class EditScreen(PageScreen):
         else:
             panel.focus()
 
-    def action_find(self) -> None:
-        """Ctrl+F: a box to find text in the file (Enter finds the next match from the cursor)."""
-        self._open_seek("find", "find in your file: type, then Enter (Enter again: the next match; Esc closes)")
-
-    def action_goto_line(self) -> None:
-        """Ctrl+G: a box to go to a line by its number."""
-        lines = self._editor.document.line_count
-        self._open_seek("line", f"go to line (1-{lines}): type its number, then Enter; Esc closes")
-
-    def _open_seek(self, what: str, placeholder: str) -> None:
-        box = self.query_one("#edit-seek", Input)
-        if self._seeking != what:
-            box.value = ""
-        self._seeking = what
-        box.placeholder = placeholder
-        box.add_class("-shown")
-        box.focus()
-
-    def _close_seek(self) -> None:
-        self.query_one("#edit-seek", Input).remove_class("-shown")
-        self._editor.focus()
-        self._editor.scroll_cursor_visible()
-
-    def _seek_submitted(self, value: str) -> None:
-        if self._seeking == "line":
-            self._goto(value)
-        else:
-            self._find_next(value)
-
-    def _find_next(self, needle: str) -> None:
-        """Select the next match of ``needle`` (:meth:`CodeEditor.find_next`); say where, or that there is none."""
-        found = self._editor.find_next(needle) if needle else None
-        if found is None:
-            if needle:
-                self._status(f"{needle!r} is not in your file.", error=True)
-            return
-        line, wrapped = found
-        self._status(f"{needle!r} on line {line}" + (" (from the top again)" if wrapped else "") +
-                     " · Enter: the next match · Esc: back to your file")
-
-    def _goto(self, value: str) -> None:
-        """Move the cursor to the start of the line numbered ``value``."""
-        lines = self._editor.document.line_count
-        try:
-            line = self._editor.go_to_line(int(value.strip()))
-        except ValueError:
-            self._status(f"A line number, 1 to {lines}, goes here (not {value.strip()!r}).", error=True)
-            return
-        self._close_seek()
-        self._status(f"Line {line} of {lines}.")
-
     # --- leaving -----------------------------------------------------------------
 
     def action_leave(self) -> None:
         """Close the find box; else cancel a running check; else keep the text and go back."""
-        if self.focused is self.query_one("#edit-seek", Input):
-            self._close_seek()
+        if self.seek_takes_escape():
             return
         if self.running:
             self._status("Cancelling…")
@@ -477,6 +431,15 @@ class EditScreen(PageScreen):
             return
         self.flush_copy()
         self.app.pop_screen()
+
+    def leave_running(self) -> str:
+        """The app quits during this screen's check: cancel it at once (so the tutor ends promptly,
+        its worker stopped) and say so; the working copy was saved as the app began quitting."""
+        stop = self._run.cancel if self._run is not None else self._session.cancel
+        threading.Thread(target=stop, name="cancel-on-quit", daemon=True).start()
+        where = self._copy_path()
+        return (f"the check of your file for {self.exercise.id} was cancelled as you quit; your file is kept"
+                + (f" in {where}." if where else "."))
 
     @work(thread=True, group="edit-cancel", exit_on_error=False)
     def _cancel(self) -> None:

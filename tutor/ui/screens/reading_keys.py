@@ -19,7 +19,7 @@ import time
 
 from textual.widgets import Input, TextArea
 
-from exercises import answers
+from tutor.model import answers
 from tutor.ui.widgets.confidence import ConfidencePicker
 from tutor.ui.widgets.prediction import PredictionInput
 from tutor.ui.widgets.result_panel import ResultPanel
@@ -151,8 +151,7 @@ class ReadingKeys:
         elif char == "?":
             self.app.action_help()
         elif char == "q":
-            self.app.flush_notes()
-            self.app.exit()
+            self.app.action_quit()
 
     def _say_typing_picks_nothing(self, prediction: PredictionInput) -> None:
         if self._said_words:

@@ -36,11 +36,14 @@ class ConfidencePicker(Static, can_focus=True):
     """
 
     BINDINGS = [
-        Binding("left", "move(-1)", "Less sure", show=False),
-        Binding("right", "move(1)", "More sure", show=False),
-        Binding("backspace", "clear", "No confidence", show=False),
-        Binding("delete", "clear", "No confidence", show=False),
+        Binding("left", "move(-1)", "Less sure", show=False, tooltip="less sure (one step down)"),
+        Binding("right", "move(1)", "More sure", show=False, tooltip="more sure (one step up)"),
+        Binding("backspace", "clear", "No confidence", show=False, tooltip="no confidence (clear it)"),
+        Binding("delete", "clear", "No confidence", show=False, tooltip="no confidence (clear it)"),
     ]
+    #: keys it reads itself (``on_key``), for the help
+    PAGE_KEYS = (("5 6 7 8 9 0", "50, 60, 70, 80, 90 or 100 % sure (here they never pick a choice)"),
+                 ("Enter", "run the check"))
 
     class Changed(Message):
         """The confidence was set or cleared."""
@@ -49,29 +52,37 @@ class ConfidencePicker(Static, can_focus=True):
             super().__init__()
             self.value = value
 
-    def __init__(self, value: int | None = None, page_keys: bool = True, **kwargs) -> None:
+    def __init__(self, value: int | None = None, page_keys: bool = True, digits_elsewhere: str = "",
+                 **kwargs) -> None:
         super().__init__("", **kwargs)
         self.value = value if value in LEVELS else None
         self.page_keys = page_keys
+        #: what the digits do while the focus is not here, where they do not set it ("digits pick a choice")
+        self.digits_elsewhere = digits_elsewhere
 
     def on_mount(self) -> None:
         self._redraw()
 
-    def on_focus(self) -> None:
-        self._redraw()
-
-    def on_blur(self) -> None:
+    def watch_has_focus(self, has_focus: bool) -> None:
+        """Redrawn when the focus comes or goes (``on_focus`` runs before Textual sets ``has_focus``)."""
+        super().watch_has_focus(has_focus)
         self._redraw()
 
     def _redraw(self) -> None:
-        parts: list = [("How sure are you? ", "bold")]
+        # the focus is marked in words and a pointer, not only by colour (NO_COLOR shows it too)
+        parts: list = [("▶ " if self.has_focus else "  ", "bold"), ("How sure are you? ", "bold")]
         for key, level in CONFIDENCE_KEYS.items():
             chosen = level == self.value
             parts.append((f"[{level}]" if chosen else f" {level} ", "bold reverse green" if chosen else ""))
         parts.append(" %  ")
-        how = "keys 5…9, 0" if self.page_keys or self.has_focus else "Tab here, then 5…9, 0"
-        clear = "; Backspace clears" if self.has_focus else ""
-        parts.append((f"(optional; {how}{clear})", "dim"))
+        if self.has_focus:
+            how = "keys 5…9, 0 set this; ←/→ move it; Backspace clears"
+        elif self.page_keys:
+            how = "keys 5…9, 0"
+        else:
+            elsewhere = f"{self.digits_elsewhere}; " if self.digits_elsewhere else ""
+            how = f"{elsewhere}Tab here, then 5…9, 0"
+        parts.append((f"(optional; {how})", "dim" if not self.has_focus else "bold"))
         self.update(Text.assemble(*parts))
 
     def set_value(self, value: int | None) -> None:

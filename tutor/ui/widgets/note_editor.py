@@ -48,15 +48,17 @@ class NoteEditor(Vertical):
 
     BORDER_TITLE = "explain back"
 
-    def __init__(self, question: str, text: str, on_save: Callable[[str], str | None], **kwargs) -> None:
+    def __init__(self, question: str, text: str, on_save: Callable[[str], str | None],
+                 saved: str | None = None, **kwargs) -> None:
         """Args:
             question: the exercise's explain-back question.
-            text: the note saved so far.
+            text: the note to show (the saved one, or a draft kept from before).
             on_save: stores a note; returns None or a one-sentence error.
+            saved: the note as saved, when ``text`` is a draft that differs from it (saved soon).
         """
         super().__init__(**kwargs)
         self.question = question
-        self._saved_text = text
+        self._saved_text = text if saved is None else saved
         self._on_save = on_save
         self._timer: Timer | None = None
         # Held directly: its document outlives unmounting, so a flush on the
@@ -70,6 +72,11 @@ class NoteEditor(Vertical):
         yield Static("\n\n".join(paragraphs), classes="note-question", markup=False)
         yield self._area
         yield Static("Saved as you type.", classes="note-status")
+
+    def on_mount(self) -> None:
+        if self.dirty:  # a draft kept from before: say so, and save it
+            self.query_one(".note-status", Static).update("Your unsaved note from before is back; saving it.")
+            self._timer = self.set_timer(DEBOUNCE_S, self._save_in_background)
 
     @property
     def text(self) -> str:

@@ -11,8 +11,8 @@ from textual.message import Message
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
-from exercises.answers import choice_keys  # the keys live beside the parser that accepts them
 from tutor.model.catalog import Exercise
+from tutor.ui.widgets.ordered_input import OrderedInput
 
 
 def _says(text: str, cid: str) -> bool:
@@ -29,7 +29,7 @@ class PredictionInput(Vertical):
     * anything else: an input whose placeholder is the answer format;
       Enter posts :class:`PredictionInput.Submitted`.
 
-    ``value`` is always the text to hand to ``answers.parse`` (empty when
+    ``value`` is always the text to hand to the kind's ``parse`` (empty when
     nothing was picked, so parsing names the expected format). Every change
     of ``value`` posts :class:`PredictionInput.Changed`.
     """
@@ -56,13 +56,9 @@ class PredictionInput(Vertical):
         """
         super().__init__(**kwargs)
         self.exercise = exercise
-        if exercise.kind == "choice":
-            self.options = list(exercise.choices)
-        elif exercise.kind == "bool":
-            self.options = [("yes", "yes"), ("no", "no")]
-        else:
-            self.options = []
-        self.keys = choice_keys(exercise.kind, [cid for cid, _ in self.options]) if self.options else []
+        # the options and their keys live with the kind that reads them
+        self.options = list(exercise.kind.options)
+        self.keys = exercise.kind.keys() if self.options else []
         self.chosen: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -70,7 +66,7 @@ class PredictionInput(Vertical):
             yield OptionList(*[Option(self._prompt(index), id=cid) for index, (cid, _) in enumerate(self.options)],
                              id="prediction-options")
         else:
-            yield Input(placeholder=self.exercise.answer_format, id="prediction-input", select_on_focus=False)
+            yield OrderedInput(placeholder=self.exercise.answer_format, id="prediction-input", select_on_focus=False)
 
     @property
     def value(self) -> str:

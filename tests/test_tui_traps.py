@@ -1,0 +1,310 @@
+"""The learner's loop without traps: no answer changed by a confidence key, no draft or keystroke lost,
+Esc that goes back one page, and keys that show where they go.
+
+Driven through ``App.run_test()`` with the fake runner of ``test_tui``; each test waits for the screen
+or the state it asserts on, never for a fixed time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("textual")
+
+from textual.widgets import TextArea  # noqa: E402
+
+from test_tui import (FakeRunner, drive, finish_runs, make_app, on_page, open_exercise, saved,  # noqa: E402
+                      text_of)
+from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
+from tutor.ui.screens.home import HomeScreen  # noqa: E402
+from tutor.ui.widgets.confidence import ConfidencePicker  # noqa: E402
+from tutor.ui.widgets.prediction import PredictionInput  # noqa: E402
+
+
+async def until(pilot, condition, what: str, tries: int = 400) -> None:
+    """Let the app run until ``condition()`` holds (polled, a bounded number of times; nothing is
+    asserted on a time)."""
+    for _ in range(tries):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError(f"never came: {what}")
+
+
+# --- a confidence key never changes the answer ------------------------------------------------------
+
+@pytest.mark.parametrize("exercise_id", ["lr-10x", "audit"])
+def test_on_a_digit_choice_page_tab_after_a_pick_reaches_the_confidence(tmp_path, exercise_id):
+    """Pick 3, Tab, 5: the answer stays choice 3 and the confidence is 50 %, as the screen says."""
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await on_page(pilot, exercise_id)
+        prediction, picker = screen.query_one(PredictionInput), screen.query_one(ConfidencePicker)
+        third = prediction.options[2][0]
+        await pilot.press("3")
+        assert prediction.value == third
+        await pilot.press("tab")
+        # where the digits go is on the screen
+        await until(pilot, lambda: screen.focused is picker and "▶ How sure" in text_of(picker),
+                    "the focus on the confidence line, marked")
+        assert "5…9, 0 set this" in text_of(picker)
+        await pilot.press("5")
+        assert prediction.value == third and picker.value == 50
+        await pilot.press("r")
+        await finish_runs(pilot)
+    drive(app, script)
+    attempt = saved(tmp_path)["exercises"][exercise_id]["attempts"][0]
+    assert attempt["prediction"] == app.catalog.get(exercise_id).choices[2][0]
+    assert attempt["confidence"] == 50
+
+
+def test_on_a_digit_choice_page_the_confidence_line_says_digits_pick_a_choice(tmp_path):
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await on_page(pilot, "lr-10x")
+        assert "digits pick a choice" in text_of(screen.query_one(ConfidencePicker))
+    drive(app, script)
+
+
+# --- no note lost across a change of page --------------------------------------------------------------
+
+async def _open_from_palette(pilot, exercise_id: str) -> ExerciseScreen:
+    await pilot.press("ctrl+p")
+    await until(pilot, lambda: type(pilot.app.screen).__name__ == "CommandPalette", "the command palette")
+    await pilot.press(*f"open {exercise_id}")
+    palette = pilot.app.screen
+    from textual.command import CommandList
+    hits = palette.query_one(CommandList)
+    await until(pilot, lambda: hits.option_count and exercise_id in str(hits.get_option_at_index(0).prompt),
+                "the palette's hit")
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(pilot.app.screen, ExerciseScreen)
+                and pilot.app.screen.exercise.id == exercise_id, f"the page of {exercise_id}")
+    return pilot.app.screen
+
+
+def test_a_note_typed_then_esc_then_ctrl_p_is_saved_before_the_next_page(tmp_path, monkeypatch):
+    """Under load the debounced save has not run when the learner leaves: leaving saves it."""
+    from tutor.ui.widgets import note_editor
+    monkeypatch.setattr(note_editor, "DEBOUNCE_S", 3600.0)  # the pause in typing never comes in time
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        screen.query_one("#note", TextArea).focus()
+        await pilot.press(*"rows add", "escape")
+        await until(pilot, lambda: not isinstance(screen.focused, TextArea), "the focus out of the note")
+        await _open_from_palette(pilot, "cache-offset")
+        assert saved(tmp_path)["exercises"]["broadcast-loss"]["note"] == "rows add"
+    drive(app, script)
+
+
+def test_esc_goes_back_to_the_list_from_exercises_opened_with_ctrl_p(tmp_path):
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        await open_exercise(pilot, "broadcast-loss")
+        await _open_from_palette(pilot, "cache-offset")
+        await _open_from_palette(pilot, "head-split")
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(pilot.app.screen, HomeScreen), "the list")
+        assert len(pilot.app.screen_stack) == 1
+    drive(app, script)
+
+
+def test_a_note_that_could_not_be_saved_is_offered_again_and_saved(tmp_path):
+    from tutor.model.attempts import ProgressError
+    app, store = make_app(tmp_path)
+    real, failing = store.save_note, [True]
+
+    def save_note(learner, exercise_id, text):
+        if failing[0]:
+            raise ProgressError("the progress file is locked (a test)")
+        return real(learner, exercise_id, text)
+    store.save_note = save_note
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        screen.query_one("#note", TextArea).focus()
+        await pilot.press(*"kept", "escape", "escape")
+        await until(pilot, lambda: isinstance(pilot.app.screen, HomeScreen), "the list")
+        assert "note" not in saved(tmp_path).get("exercises", {}).get("broadcast-loss", {})
+        failing[0] = False
+        screen = await open_exercise(pilot, "broadcast-loss")
+        assert screen.query_one("#note", TextArea).text == "kept"  # the draft, offered again
+        await until(pilot, lambda: saved(tmp_path).get("exercises", {}).get("broadcast-loss", {}).get("note")
+                    == "kept", "the draft saved", tries=2000)
+    drive(app, script)
+
+
+# --- Ctrl+S runs the text with every key typed before it ------------------------------------------------
+
+def test_ctrl_s_runs_the_text_with_the_keys_queued_before_it(tmp_path, monkeypatch):
+    """Keys still queued for the editor when Ctrl+S arrives (a busy machine) are in the run's text."""
+    from textual import events
+    from test_edit_tui import ReadingRunner, make_app as make_edit_app, open_edit
+    from tutor.ui.screens.fix import EditScreen
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    runner = ReadingRunner()
+    texts = []
+    real = runner.run
+
+    def run(exercise, prediction=None, on_progress=None, seed=0, sides=None):
+        texts.extend(side.files[0][1] for side in sides if side.files)
+        return real(exercise, prediction, on_progress, seed, sides)
+    runner.run = run
+    app, _ = make_edit_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        await until(pilot, lambda: screen.focused is screen._editor, "the built-in editor")
+        screen._editor.move_cursor((0, 0))
+        for char in "# typed fast\n":  # all in the app's queue before the first is handled
+            key = "enter" if char == "\n" else ("number_sign" if char == "#" else
+                                               ("space" if char == " " else char))
+            app.post_message(events.Key(key, char))
+        app.post_message(events.Key("ctrl+s", None))
+        await until(pilot, lambda: texts, "the run")
+        assert isinstance(pilot.app.screen, EditScreen)
+    drive_edit(app, script)
+    assert texts[0].startswith("# typed fast\n")
+
+
+def drive_edit(app, script):
+    from test_edit_tui import drive as drive_edit_app
+    drive_edit_app(app, script)
+
+
+def test_a_second_esc_meant_for_the_find_bar_stays_on_the_break_screen(tmp_path, monkeypatch):
+    from test_edit_tui import make_app as make_edit_app, open_edit
+    from tutor.ui.screens.fix import EditScreen
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app, _ = make_edit_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_edit(pilot, key="B")
+        await pilot.press(*"the wrong head", "enter")  # the prediction first, then the file
+        await until(pilot, lambda: screen.focused is screen._editor, "the built-in editor")
+        await pilot.press("ctrl+f", *"def", "enter", "escape", "escape")
+        seek = screen.query_one("#edit-seek")
+        await until(pilot, lambda: not seek.has_class("-shown"), "the find bar closed")
+        assert pilot.app.screen is screen
+    drive_edit(app, script)
+
+
+# --- keys typed in a burst land in order ----------------------------------------------------------------
+
+def test_fast_typing_in_the_home_filter_keeps_every_key_in_order(tmp_path):
+    """``rotary``, six Backspaces, ``swiglu``, all queued before the first is handled (a busy machine)."""
+    from textual import events
+    from textual.widgets import Input
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        await pilot.press("slash")
+        box = pilot.app.screen.query_one("#home-find", Input)
+        await until(pilot, lambda: pilot.app.screen.focused is box, "the find box")
+        for key in list("rotary") + ["backspace"] * 6 + list("swiglu"):
+            pilot.app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await until(pilot, lambda: box.value == "swiglu", "the box reading swiglu")
+        await until(pilot, lambda: "found for swiglu" in text_of(pilot.app.screen.query_one("#home-status")),
+                    "the list filtered for swiglu")
+    drive(app, script)
+
+
+def test_keys_typed_right_after_slash_go_into_the_find_box(tmp_path):
+    """``/`` then ``head-split`` in one burst: the p of ``split`` types, it does not open the progress."""
+    from textual import events
+    from textual.widgets import Input
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        for key in ["slash", *"head", "minus", *"split"]:
+            pilot.app.post_message(events.Key(key, {"slash": "/", "minus": "-"}.get(key, key)))
+        box = pilot.app.screen.query_one("#home-find", Input)
+        await until(pilot, lambda: box.value == "head-split", "the box reading head-split")
+        assert isinstance(pilot.app.screen, HomeScreen)
+    drive(app, script)
+
+
+# --- the help lists every key the learner can press -----------------------------------------------------
+
+def test_the_help_lists_the_confidence_keys_and_the_working_copy_question():
+    from tutor.ui.app import TutorApp
+    from tutor.ui.screens.help import keys_markdown
+    text = keys_markdown(TutorApp)
+    confidence = text[text.index("### How sure you are"):].split("\n### ")[0]
+    for row in ("| ←", "| →", "| Backspace, Delete", "| 5 6 7 8 9 0", "| Enter"):
+        assert row in confidence, row
+    question = text[text.index("### Continue your working copy"):].split("\n### ")[0]
+    for row in ("| Esc, c |", "| n |"):
+        assert row in question, row
+
+
+# --- quitting during a run keeps the prediction, and says so -------------------------------------------
+
+def test_q_during_a_run_keeps_the_prediction_and_confidence_and_says_so(tmp_path, capsys):
+    runner = FakeRunner(slow=True)
+    app, store = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await on_page(pilot, "cache-offset")  # yes/no: y picks, the digits set the confidence
+        await pilot.press("y", "7")
+        await until(pilot, lambda: screen.query_one(PredictionInput).value == "yes", "the pick")
+        await pilot.press("r")
+        await until(pilot, lambda: runner.started.is_set() and screen.running, "the run")
+        await pilot.press("q")
+        await until(pilot, lambda: runner.cancelled.is_set(), "the run cancelled")
+    drive(app, script)
+    assert runner.cancelled.is_set()
+    message = " ".join(capsys.readouterr().err.split())  # said as the tutor ends
+    assert "cancelled" in message and "'yes' (70 % sure) is kept" in message
+    draft = saved(tmp_path)["exercises"]["cache-offset"]["draft"]
+    assert draft["prediction"] == "yes" and draft["confidence"] == 70
+
+    app2, _ = make_app(tmp_path)  # the next launch offers it again
+
+    async def again(pilot):
+        screen = await open_exercise(pilot, "cache-offset")
+        assert screen.query_one(PredictionInput).value == "yes"
+        assert screen.query_one(ConfidencePicker).value == 70
+    drive(app2, again)
+
+
+def test_ctrl_c_during_a_fix_run_cancels_it_and_says_so(tmp_path, monkeypatch, capsys):
+    import threading
+    from test_edit_tui import ReadingRunner, make_app as make_edit_app, open_edit
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+
+    class SlowRunner(ReadingRunner):
+        def __init__(self):
+            super().__init__()
+            self.started, self.cancelled = threading.Event(), threading.Event()
+
+        def run(self, *args, **kwargs):
+            self.started.set()
+            self.cancelled.wait(30)
+            return super().run(*args, **kwargs)
+
+        def cancel(self):
+            self.cancelled.set()
+    runner = SlowRunner()
+    app, _ = make_edit_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        await until(pilot, lambda: screen.focused is screen._editor, "the built-in editor")
+        screen._editor.move_cursor((0, 0))
+        await pilot.press("enter", "ctrl+s")  # a blank first line: the file still compiles
+        from test_edit_tui import status_text
+        await until(pilot, lambda: runner.started.is_set(), f"the run ({status_text(screen)})")
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: runner.cancelled.is_set(), "the run cancelled")
+    drive_edit(app, script)
+    message = " ".join(capsys.readouterr().err.split())
+    assert "cancelled as you quit; your file is kept" in message

@@ -1,0 +1,245 @@
+"""Grading a class, as a use case: a request in, what was graded and written out.
+
+The command line (:mod:`tutor.cli.instructor`) only turns its arguments into
+a :class:`Request` and draws the :class:`Graded` that comes back; tests drive
+these functions directly. Three gradings share one shape:
+
+* :func:`grade_answers` — an answers file (:mod:`tutor.instructor.grade`);
+* :func:`grade_fixes` — a folder of repairs (:mod:`tutor.instructor.fixes`);
+* :func:`merge` — the shards' folders joined (:mod:`tutor.instructor.shard`);
+
+and one tail (:func:`tutor.instructor.out_folder.finish`): which row counts,
+then gradebook.csv, rows.jsonl and results.json written whole. The output
+folder (and, with ``save``, the progress folder for this shard) is held for
+the whole grading (:mod:`tutor.instructor.out_folder`).
+
+Raises, in every function: :class:`tutor.model.errors.UsageError` (bad input,
+a busy or unwritable folder, a grading that would run unconfined),
+:class:`tutor.model.errors.CouldNotRun` (no worker could start) and
+:class:`tutor.model.errors.CouldNotSave` (a file could not be written; what
+was graded is kept for ``--resume``).
+
+Layers: imports neither torch nor Textual.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from tutor.instructor import answer_rows, gradebook, memo, out_folder, saving
+from tutor.instructor import assignment as assignments
+from tutor.instructor import columns as lms
+from tutor.instructor import grade as grading
+from tutor.instructor import shard as sharding
+from tutor.model.attempts import GRADED, ProgressError
+from tutor.model.errors import CouldNotRun, UsageError
+
+
+@dataclass
+class Request:
+    """What to grade and how (the command line's options, as data).
+
+    Attributes:
+        answers: the answers file (``-``: standard input), or None.
+        fixes: the folder of repairs, or None.
+        out: the output folder (None: beside the answers or the repairs).
+        assignment: an assignment file; exercises: ``ID,...`` instead.
+        columns: ``--columns`` as text; layout: ``long``, ``wide`` or None (detected).
+        shard: ``K/N`` or None; resume: carry on a grading that stopped.
+        jobs: check workers; device: ``auto``, ``cpu`` or ``cuda``.
+        store: the progress store to save into (``--save``), or None.
+        hidden_seeds: the least number of hidden seeds a repair is judged at (None: the default).
+        runner_factory: ``(catalog, device) -> runner``.
+        titles: exercise id -> title, for results.json (from the catalog when empty).
+    """
+
+    answers: str | None = None
+    fixes: str | None = None
+    out: Path | None = None
+    assignment: str | None = None
+    exercises: str | None = None
+    columns: str | None = None
+    layout: str | None = None
+    shard: str | None = None
+    resume: bool = False
+    jobs: int = 1
+    device: str = "auto"
+    store: object = None
+    hidden_seeds: int | None = None
+    runner_factory: Callable | None = None
+
+
+@dataclass
+class Graded:
+    """What a grading did: the rows graded now, the files written, the counts a summary shows."""
+
+    out: Path
+    plan: object
+    written: out_folder.Written
+    graded: list = field(default_factory=list)
+    resumed: int = 0
+    workers: int = 1
+    checks: int = 0
+    reused: int = 0
+    duration_s: float = 0.0
+    problem: str | None = None
+    problem_kind: str | None = None  # "check" (exit 3) or "save" (exit 4)
+
+    @property
+    def saved(self) -> int:
+        return sum(r.saved_to is not None for r in self.graded)
+
+
+def without_no_save(exc: Exception) -> str:
+    """A progress folder's refusal, with the fix grading has: it has no --no-save, it grades without --save."""
+    return str(exc).replace("or pass --no-save", "or grade without --save")
+
+
+def _mine(rows, shard: str | None):
+    """The rows of this shard (all without one), as lazily as ``rows`` comes."""
+    part = sharding.parse(shard)
+    if part is None:
+        return rows
+    return (r for r in rows if sharding.belongs(r.key if r.key is not None else (r.learner or ""), part))
+
+
+def _held(stack: ExitStack, req: Request, out: Path) -> None:
+    stack.callback(out_folder.hold(out).release)
+    if req.store is not None:
+        try:
+            req.store.ensure_writable()
+        except ProgressError as exc:
+            raise UsageError(without_no_save(exc)) from None
+        stack.callback(out_folder.progress_lock(req.store.folder, req.shard).release)
+
+
+def grade_answers(req: Request, catalog, on_graded: Callable, notice: Callable[[str], None]) -> Graded:
+    """Grade every row of ``req.answers`` on warm workers; each row is written (and saved) as it is graded."""
+    started = time.perf_counter()
+    out = Path(req.out) if req.out else Path(req.answers).with_name(f"{Path(req.answers).stem}-graded")
+    given = grading.chosen_assignment(req.assignment, req.exercises, catalog)
+    columns = lms.parse_columns(req.columns)
+    if given is None:  # the assignment is inferred from every readable row: the file is read whole first
+        rows = _mine(answer_rows.read_answers(req.answers, catalog, columns, req.layout), req.shard)
+        plan = assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
+        jobs = workers(req.jobs, sum(r.problem is None for r in rows), notice)
+    else:  # rows stream from the file as they are graded
+        plan = given
+        reading = answer_rows.iter_answers(req.answers, catalog, columns, req.layout, given)
+        first = next(reading)  # the header (and the first row) read now: a bad one refuses before anything is written
+        rows = _mine(itertools.chain([first], reading), req.shard)
+        jobs = workers(req.jobs, req.jobs, notice)
+    with ExitStack() as stack:
+        _held(stack, req, out)
+        earlier = gradebook.read_rows(out) if req.resume else []
+        todo = answer_rows.still_to_grade(rows, earlier)
+        saver = saving.Saver(catalog, req.store, notice) if req.store is not None else None
+        writer = out_folder.Rows(out, earlier)
+        stack.callback(writer.close)
+        pool = grading.RunnerPool(catalog, req.device, jobs, req.runner_factory)
+        observations = memo.Observations()
+
+        def done(outcome) -> None:
+            if saver is not None:
+                saver(outcome)
+            writer.append(outcome.to_dict())
+            on_graded(outcome)
+
+        try:
+            graded = grading.grade_rows(catalog, todo, pool, done, plan, observations)
+        finally:
+            pool.close()
+        every = earlier + [g.to_dict() for g in graded]
+        written = out_folder.finish(out, every, plan, grading.titles(catalog), str(req.answers))
+    result = Graded(out, plan, written, graded, len(earlier), jobs, observations.measured, observations.reused,
+                    time.perf_counter() - started)
+    _problems(result)
+    return result
+
+
+def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[str], None]) -> Graded:
+    """Grade every repair in ``req.fixes`` on one warm worker, at hidden seeds too (:mod:`tutor.instructor.fixes`)."""
+    # deferred: each grading loads its own tools and a runner only when it runs
+    from tutor.instructor import fixes
+    from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError
+    started = time.perf_counter()
+    plan = grading.chosen_assignment(req.assignment, req.exercises, catalog)
+    rows = list(_mine(fixes.find(Path(req.fixes), catalog), req.shard))
+    plan = plan or assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
+    out = Path(req.out) if req.out else Path(str(req.fixes).rstrip("/") + "-graded")
+    with ExitStack() as stack:
+        _held(stack, req, out)
+        earlier = gradebook.read_rows(out) if req.resume else []
+        todo = answer_rows.not_yet_graded(rows, earlier)
+        for row in todo:
+            if row.refused is not None:
+                notice(f"{row.learner}: {row.problem}")
+        runner = (req.runner_factory or grading.runner_factory_for())(catalog, req.device)
+        stack.callback(runner.close)
+        writer = out_folder.Rows(out, earlier)
+        stack.callback(writer.close)
+        graded = []
+        for row in todo:
+            try:
+                outcome = fixes.grade_one(catalog, runner, row, plan, req.store, save=req.store is not None,
+                                          hidden_seeds=req.hidden_seeds)
+            except (DeviceError, UnconfinedError) as exc:
+                raise UsageError(str(exc)) from None
+            except WorkerError as exc:
+                raise CouldNotRun(str(exc)) from None
+            writer.append(outcome.to_dict())
+            graded.append(outcome)
+            on_graded(outcome)
+        every = earlier + [g.to_dict() for g in graded]
+        written = out_folder.finish(out, every, plan, grading.titles(catalog), str(req.fixes))
+    result = Graded(out, plan, written, graded, len(earlier), 1, len(graded), 0, time.perf_counter() - started)
+    _problems(result)
+    return result
+
+
+def merge(req: Request, catalog, folders: list[Path]) -> Graded:
+    """The shards' folders joined into one gradebook and results.json in ``req.out``."""
+    started = time.perf_counter()
+    if not req.out:
+        raise UsageError("tutor grade merge needs --out DIR for the joined gradebook and results.json")
+    out = Path(req.out)
+    plan = grading.chosen_assignment(req.assignment, req.exercises, catalog)
+    rows = sharding.merge_rows(folders)
+    plan = plan or grading.infer_assignment(catalog, rows)
+    with ExitStack() as stack:
+        stack.callback(out_folder.hold(out).release)
+        written = out_folder.finish(out, rows, plan, grading.titles(catalog), ", ".join(str(f) for f in folders))
+    return Graded(out, plan, written, [], 0, 0, 0, 0, time.perf_counter() - started)
+
+
+def _problems(result: Graded) -> None:
+    """What the exit status says beyond bad input: a check that could not finish (3), a failed save (4)."""
+    unfinished = [r for r in result.graded if r.result is not None and r.status not in GRADED]
+    if unfinished:
+        n = len(unfinished)
+        result.problem_kind = "check"
+        result.problem = (f"the check of {n} row{'s' if n > 1 else ''} could not finish (lines "
+                          f"{', '.join(str(r.row.line) for r in unfinished[:10])}); they score 0 in the gradebook: "
+                          "grade them again when the machine is quiet")
+    unsaved = [r for r in result.graded if r.save_error]
+    if unsaved:
+        n = len(unsaved)
+        result.problem_kind = "save"
+        result.problem = (f"{n} graded answer{'s' if n > 1 else ''} could not be saved in full to progress; each "
+                          "row's save_error says why")
+
+
+def workers(asked: int, rows: int, notice: Callable[[str], None]) -> int:
+    """The workers to start: as asked, but no more than the cores (said once) or the rows to run."""
+    cores = grading.usable_cores()
+    jobs = asked
+    if asked > cores:
+        notice(f"-j {asked} asks for more check workers than this machine's {cores} core"
+               f"{'s' if cores > 1 else ''}; using {cores}")
+        jobs = cores
+    return max(1, min(jobs, rows))
