@@ -31,9 +31,7 @@ report(made)
 
 @pytest.fixture(scope="module")
 def outcome(tmp_path_factory):
-    root = tmp_path_factory.mktemp("log")
-    classmate = root / "progress" / "ada.toml"
-    return run_fix(root, f"CLASSMATE = {str(classmate)!r}\n" + ATTACK)
+    return run_fix(tmp_path_factory.mktemp("log"), ATTACK)
 
 
 def test_the_run_ends_and_reads_the_log_it_opened(outcome):
