@@ -297,7 +297,13 @@ def test_the_audit_limit_follows_the_probe_line_and_an_explicit_scale_wins():
     assert audit_limit(line).seconds == 900.0 and audit_limit(line).source == "probe"
     assert audit_limit(line, environment=1.5).seconds == 450.0
     assert audit_limit(line, flag=2.0, environment=1.5).source == "flag"
-    assert audit_limit("no probe line").seconds == 300.0 and audit_limit(f"{SPEED_MARKER}null\n").source == "reference"
+    # no line yet, or a probe that failed: the largest scale, never the base limit as written
+    assert audit_limit("no probe line").seconds == 6000.0 and audit_limit(f"{SPEED_MARKER}null\n").seconds == 6000.0
+    # a line that came late is a measurement of its own: 4 s on the reference machine, here 30 s, so 7.5x
+    late = audit_limit(line.replace("0.21", "0.07").replace("0.186", "0.062"), arrived_s=30.0)
+    assert (late.seconds, late.source, late.factor) == (2250.0, "probe", 7.5)
+    assert audit_limit(line, arrived_s=2.0).seconds == 900.0  # on time: the probe's own factor
+    assert audit_limit(f"{SPEED_MARKER}null\n", arrived_s=40.0).seconds == 3000.0
     slow = audit_cmd.timeout_sentence(900, "", audit_limit(line))
     assert slow.startswith("the audit did not finish within 900 s (the audit's 300 s × 3, because the speed probe "
                            "before the audit ran 3.0× slower than on the quiet 2-core reference machine)")

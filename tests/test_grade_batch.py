@@ -210,9 +210,18 @@ def test_observations_stay_hidden_until_the_due_date(tmp_path, catalog):
     before = learner_result([row], plan, {}, dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
     after = learner_result([row], plan, {}, dt.datetime(2026, 12, 6, tzinfo=dt.timezone.utc))
     validate(before)
-    assert before["tests"][0]["output"] == ("You predicted a. Your prediction did not match. What the check observed "
-                                            "is shown after the due time (2026-12-05T23:59+00:00).")
-    assert "The check observed b." in after["tests"][0]["output"]
+    assert before["tests"][0]["output"] == ("Your prediction a was recorded. Whether it is right, and what the check "
+                                            "observed, are shown after the due time (2026-12-05T23:59+00:00).")
+    assert "did not match" not in json.dumps(before) and "observed b" not in json.dumps(before)
+    assert before["tests"][0]["extra_data"]["status"] == "recorded"
+    assert (before["visibility"], before["tests"][0]["visibility"]) == ("after_due_date", "after_due_date")
+    assert "0 of 1 exercises matched" not in before["output"] and "1 of 1 exercises answered" in before["output"]
+    assert "The check observed b." in after["tests"][0]["output"] and after["visibility"] == "visible"
+    fix = {**row, "mode": "fix", "verdict": "not fixed", "reason": "not fixed: clean observes 1, yours observes 2",
+           "observed_text": "2"}
+    hidden = learner_result([fix], plan, {}, dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
+    assert "observes" not in json.dumps(hidden) and "not fixed" not in json.dumps(hidden)
+    assert hidden["tests"][0]["output"].startswith("Your repair was recorded.")
 
 
 def test_a_submission_that_cannot_be_graded_still_writes_results_json(tmp_path):
@@ -221,6 +230,9 @@ def test_a_submission_that_cannot_be_graded_still_writes_results_json(tmp_path):
     result = json.loads((root / "results" / "results.json").read_text())
     validate(result)
     assert reply.code == 2 and result["score"] == 0.0 and "nothing to grade" in result["output"]
+    [test] = result["tests"]  # the assignment's exercises are listed, each at 0 with the reason
+    assert (test["name"], test["score"], test["max_score"]) == ("head-split", 0.0, 1.0)
+    assert "nothing to grade" in test["output"]
 
 
 def test_the_autograder_scripts_call_tutor_gradescope():

@@ -90,7 +90,8 @@ def test_exercises_on_the_command_line_are_the_assignment(tmp_path, catalog):
 
 @pytest.mark.parametrize("text, sentence", [
     ('exercises = []\n', "lists no exercises"),
-    ('[[exercises]]\nid = "head-split"\npoints = 0\n', "must be a number above 0"),
+    ('[[exercises]]\nid = "head-split"\npoints = -1\n', r"must be a number, 0 \(practice\) or more"),
+    ('exercises = ["head-splt"]\n', "did you mean head-split"),
     ('[[exercises]]\nid = "head-split"\nhidden_seeds = [-1]\n', "hidden_seeds"),
     ('observations = "after_due_date"\nexercises = ["head-split"]\n', "sets no due"),
     ('colour = 1\nexercises = ["head-split"]\n', "unknown key 'colour'"),
@@ -99,6 +100,12 @@ def test_exercises_on_the_command_line_are_the_assignment(tmp_path, catalog):
 def test_an_assignment_that_does_not_read_is_one_sentence(tmp_path, catalog, text, sentence):
     with pytest.raises(UsageError, match=sentence):
         assignments.load(write(tmp_path, "a.toml", text), catalog)
+
+
+def test_a_practice_exercise_of_0_points_is_graded_and_never_scored(tmp_path, catalog):
+    plan = assignments.load(write(tmp_path, "a.toml", '[[exercises]]\nid = "head-split"\npoints = 0\n'
+                                                      '[[exercises]]\nid = "cache-offset"\n'), catalog)
+    assert plan.max_score == 1.0 and plan.get("head-split").points == 0
 
 
 def test_an_assignment_reads_its_due_time_points_and_hidden_seeds(tmp_path, catalog):

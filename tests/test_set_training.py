@@ -51,8 +51,9 @@ def test_every_training_exercise_has_a_fault(catalog):
     # float16 gradients without a loss scale (loss-scaling, tests/test_set_seed000.py), and seed 000 §7's
     # invalid operation prevented rather than masked (mask-the-input, tests/test_set_training_seed.py), and a
     # run's state beyond its weights (adam-coupled-decay, unfreeze-rebuilds-optimizer, resume-random-state;
-    # tests/test_set_training_state.py)
-    assert len(exercises) == 53
+    # tests/test_set_training_state.py), an evaluate that resets the gradients and copying with no attention
+    # (evaluate-zero-grad, copy-needs-no-attention; tests/test_set_training_state.py)
+    assert len(exercises) == 55
     # Four seed items measure the engine as shipped, with no edit to predict: what clipping does to an
     # already non-finite forward, what a mode switch changes, how much of the data an epoch's worth of
     # random batches scores, and which transitions a fit rewards. Every other exercise has a fault.

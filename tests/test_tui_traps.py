@@ -194,3 +194,117 @@ def test_a_second_esc_meant_for_the_find_bar_stays_on_the_break_screen(tmp_path,
         await until(pilot, lambda: not seek.has_class("-shown"), "the find bar closed")
         assert pilot.app.screen is screen
     drive_edit(app, script)
+
+
+# --- keys typed in a burst land in order ----------------------------------------------------------------
+
+def test_fast_typing_in_the_home_filter_keeps_every_key_in_order(tmp_path):
+    """``rotary``, six Backspaces, ``swiglu``, all queued before the first is handled (a busy machine)."""
+    from textual import events
+    from textual.widgets import Input
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        await pilot.press("slash")
+        box = pilot.app.screen.query_one("#home-find", Input)
+        await until(pilot, lambda: pilot.app.screen.focused is box, "the find box")
+        for key in list("rotary") + ["backspace"] * 6 + list("swiglu"):
+            pilot.app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await until(pilot, lambda: box.value == "swiglu", "the box reading swiglu")
+        await until(pilot, lambda: "found for swiglu" in text_of(pilot.app.screen.query_one("#home-status")),
+                    "the list filtered for swiglu")
+    drive(app, script)
+
+
+def test_keys_typed_right_after_slash_go_into_the_find_box(tmp_path):
+    """``/`` then ``head-split`` in one burst: the p of ``split`` types, it does not open the progress."""
+    from textual import events
+    from textual.widgets import Input
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        for key in ["slash", *"head", "minus", *"split"]:
+            pilot.app.post_message(events.Key(key, {"slash": "/", "minus": "-"}.get(key, key)))
+        box = pilot.app.screen.query_one("#home-find", Input)
+        await until(pilot, lambda: box.value == "head-split", "the box reading head-split")
+        assert isinstance(pilot.app.screen, HomeScreen)
+    drive(app, script)
+
+
+# --- the help lists every key the learner can press -----------------------------------------------------
+
+def test_the_help_lists_the_confidence_keys_and_the_working_copy_question():
+    from tutor.ui.app import TutorApp
+    from tutor.ui.screens.help import keys_markdown
+    text = keys_markdown(TutorApp)
+    confidence = text[text.index("### How sure you are"):].split("\n### ")[0]
+    for row in ("| ←", "| →", "| Backspace, Delete", "| 5 6 7 8 9 0", "| Enter"):
+        assert row in confidence, row
+    question = text[text.index("### Continue your working copy"):].split("\n### ")[0]
+    for row in ("| Esc, c |", "| n |"):
+        assert row in question, row
+
+
+# --- quitting during a run keeps the prediction, and says so -------------------------------------------
+
+def test_q_during_a_run_keeps_the_prediction_and_confidence_and_says_so(tmp_path, capsys):
+    runner = FakeRunner(slow=True)
+    app, store = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await on_page(pilot, "cache-offset")  # yes/no: y picks, the digits set the confidence
+        await pilot.press("y", "7")
+        await until(pilot, lambda: screen.query_one(PredictionInput).value == "yes", "the pick")
+        await pilot.press("r")
+        await until(pilot, lambda: runner.started.is_set() and screen.running, "the run")
+        await pilot.press("q")
+        await until(pilot, lambda: runner.cancelled.is_set(), "the run cancelled")
+    drive(app, script)
+    assert runner.cancelled.is_set()
+    message = " ".join(capsys.readouterr().err.split())  # said as the tutor ends
+    assert "cancelled" in message and "'yes' (70 % sure) is kept" in message
+    draft = saved(tmp_path)["exercises"]["cache-offset"]["draft"]
+    assert draft["prediction"] == "yes" and draft["confidence"] == 70
+
+    app2, _ = make_app(tmp_path)  # the next launch offers it again
+
+    async def again(pilot):
+        screen = await open_exercise(pilot, "cache-offset")
+        assert screen.query_one(PredictionInput).value == "yes"
+        assert screen.query_one(ConfidencePicker).value == 70
+    drive(app2, again)
+
+
+def test_ctrl_c_during_a_fix_run_cancels_it_and_says_so(tmp_path, monkeypatch, capsys):
+    import threading
+    from test_edit_tui import ReadingRunner, make_app as make_edit_app, open_edit
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+
+    class SlowRunner(ReadingRunner):
+        def __init__(self):
+            super().__init__()
+            self.started, self.cancelled = threading.Event(), threading.Event()
+
+        def run(self, *args, **kwargs):
+            self.started.set()
+            self.cancelled.wait(30)
+            return super().run(*args, **kwargs)
+
+        def cancel(self):
+            self.cancelled.set()
+    runner = SlowRunner()
+    app, _ = make_edit_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        await until(pilot, lambda: screen.focused is screen._editor, "the built-in editor")
+        screen._editor.move_cursor((0, 0))
+        await pilot.press("enter", "ctrl+s")  # a blank first line: the file still compiles
+        from test_edit_tui import status_text
+        await until(pilot, lambda: runner.started.is_set(), f"the run ({status_text(screen)})")
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: runner.cancelled.is_set(), "the run cancelled")
+    drive_edit(app, script)
+    message = " ".join(capsys.readouterr().err.split())
+    assert "cancelled as you quit; your file is kept" in message

@@ -48,8 +48,11 @@ def main(argv: list[str] | None = None, report_to=None) -> int:
             pass
 
     from exercises.audit.loading import load_factory
+    from exercises.audit.reads import ReadWatch, sentence
     from exercises.audit.report import AuditReport
 
+    watch = ReadWatch().install()
+    watch.on = True
     stage(0.0, f"the import of {os.path.basename(args.file)}")
     try:
         factory = load_factory(args.file, args.factory)
@@ -67,6 +70,12 @@ def main(argv: list[str] | None = None, report_to=None) -> int:
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         report = audit(factory, vocab_size=args.vocab, block_size=args.block, device=device, progress=stage)
+    watch.on = False
+    refused = watch.refused()
+    if refused:  # a read the confinement refused explains the failure better than the audited code's own words
+        report.setup["refused_reads"] = refused
+        if report.status == "crashed":
+            report.error = f"{report.error}; {sentence(refused)}"
     stage(1.0, "the end of the audit, after every link ran (something the model's file started may keep "
                "the process alive)")
     data = report.to_dict()

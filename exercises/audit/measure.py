@@ -40,6 +40,35 @@ def finite_scale(t: torch.Tensor) -> float:
     return max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
 
 
+#: Unit roundoff of each floating dtype: half the gap between 1 and the next number.
+ROUNDOFF = {torch.float64: 2.0 ** -53, torch.float32: 2.0 ** -24, torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}
+#: A comparison of two computations that should agree up to rounding allows ROUNDING_UNITS unit roundoffs of
+#: the model's dtype (relative), or the link's own float32 tolerance when that is larger. Measured on the
+#: zoo's modern-style GPT: a correct attention module is 0.6 units from the float32 reference in bfloat16
+#: (2.4e-3) and 0.7 in float16 (3.6e-4), so 8 units keeps a margin of ten; the scale bugs sit at 0.10-0.87,
+#: three times past 8 units of bfloat16 (3.1e-2) and 25 times past float16's (3.9e-3).
+ROUNDING_UNITS = 8.0
+
+
+def dtype_of(model: nn.Module) -> torch.dtype:
+    """The model's compute dtype: the floating dtype holding most of its parameter values (float32 if none)."""
+    counts: dict[torch.dtype, int] = {}
+    for p in model.parameters():
+        if p.is_floating_point():
+            counts[p.dtype] = counts.get(p.dtype, 0) + p.numel()
+    return max(counts, key=counts.get) if counts else torch.float32
+
+
+def rounding_tol(base: float, dtype: torch.dtype) -> float:
+    """A relative tolerance for a comparison bounded by rounding: ``base`` (the link's float32 figure) or
+    ``ROUNDING_UNITS`` unit roundoffs of ``dtype``, whichever is larger."""
+    return max(base, ROUNDING_UNITS * ROUNDOFF.get(dtype, ROUNDOFF[torch.float32]))
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
 def cross_entropy_by_hand(z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """Per-row cross entropy, logsumexp(z) − z[t], in float64: z (N, V) logits, t (N,) ids -> (N,) nats.
 

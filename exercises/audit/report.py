@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from exercises.audit.constants import EXIT_CRASHED, EXIT_FAILED, EXIT_OK
+from exercises.audit.reads import sentence
 
 #: A link's status and the mark the text report prints for it.
 MARKS = {"ok": "ok  ", "FAIL": "FAIL", "skip": "skip"}
@@ -95,11 +96,14 @@ def format_report(data: dict, evidence: bool = True) -> str:
     """Render ``AuditReport.to_dict()`` output as text (used by ``tutor audit``)."""
     s = data.get("setup", {})
     lines = [f"AUDIT  V={s.get('V', '?')}  batch {s.get('B', '?')}x{s.get('T', '?')}  "
-             f"device {s.get('device', '?')}  optimizer: {s.get('optimizer', '?')}"
+             f"device {s.get('device', '?')}" + (f" {s['dtype']}" if s.get("dtype") else "")
+             + f"  optimizer: {s.get('optimizer', '?')}"
              + (f"  tokenizer: {s['tokenizer']}" if s.get("tokenizer") else "")
              + (f"  factory returned {s['factory']}" if s.get("factory") else "")]
     if s.get("convention"):
         lines.append(f"forward: {s['convention']}")
+    if s.get("refused_reads"):
+        lines.append(f"refused: {sentence(s['refused_reads'])}")
     if data.get("status") == "crashed":
         lines.append(f"could not audit: {data.get('error', '')}")
         return "\n".join(lines)

@@ -20,6 +20,7 @@ import torch.nn as nn
 from exercises.audit.adapter import (Built, ContractError, Forward, declared_tie, detect, output_head,
                                      plain_attributes, token_table, unpack)
 from exercises.audit.constants import B_AUDIT, CORPUS_CHARS, T_MAX
+from exercises.audit.measure import dtype_name, dtype_of, rounding_tol
 
 
 class Crash(Exception):
@@ -110,6 +111,17 @@ class Subject:
     span: tuple = (0.0, 1.0)
     fresh: dict | None = None
     untrainable: str | None = None
+    dtype: torch.dtype = torch.float32
+
+    def tol(self, base: float) -> float:
+        """A rounding-bounded relative tolerance for this model: ``base`` in float32, wider in a
+        low-precision dtype (``measure.rounding_tol``)."""
+        return rounding_tol(base, self.dtype)
+
+    @property
+    def precision(self) -> str:
+        """The model's dtype as a word for verdicts: "float32", "bfloat16"."""
+        return dtype_name(self.dtype)
 
     def restore_fresh(self) -> bool:
         """Put the parameters and buffers back to their values as built (in place: the optimizer keeps
@@ -172,7 +184,7 @@ def block_size_of(model: nn.Module, given: int | None) -> int | None:
     cfg = getattr(model, "config", None)
     for owner in (cfg, getattr(model, "cfg", None), model):
         for attr in ("block_size", "n_positions", "max_position_embeddings", "max_seq_len", "context_length",
-                     "n_ctx"):
+                     "n_ctx", "sequence_len", "seq_len", "max_len"):
             value = owner.get(attr) if isinstance(owner, Mapping) else getattr(owner, attr, None)
             if isinstance(value, int) and value > 0:
                 return value
@@ -268,7 +280,8 @@ def prepare(factory: Callable[[], Any], vocab_size: int | None, block_size: int 
         opt_text = "AdamW lr 3e-3 built by the audit"
     else:
         opt_text = f"{type(optimizer).__name__} from the factory"
-    setup = {"V": V, "T": T, "B": B_AUDIT, "device": str(dev), "convention": described,
+    dtype = dtype_of(model)
+    setup = {"V": V, "T": T, "B": B_AUDIT, "device": str(dev), "dtype": dtype_name(dtype), "convention": described,
              "interface": forward.interface.style, "optimizer": opt_text, "model": type(model).__name__,
              "tokenizer": tokenizer.source}
     schedule_start = None
@@ -282,4 +295,5 @@ def prepare(factory: Callable[[], Any], vocab_size: int | None, block_size: int 
     return Subject(model=model, optimizer=optimizer, forward=forward, text=text, tokenizer=tokenizer, x=x, y=y,
                    V=V, generator=generator, overfit_steps=overfit_steps, say=say, rows=rows, block_size=block,
                    extras=dict(built.extras or {}), attributes=attributes, tie=tie_snapshot(model, V),
-                   schedule_start=schedule_start, setup=setup, fresh=fresh, untrainable=untrainable)
+                   schedule_start=schedule_start, setup=setup, fresh=fresh, untrainable=untrainable,
+                   dtype=dtype)

@@ -24,8 +24,7 @@ holds the policy both faces used to spell out on their own:
   moment the run was asked for;
 * **where the work happens**: :meth:`Run.execute` runs *and saves* on the
   calling thread, so the TUI calls it from a thread worker and never holds
-  the progress file's lock on the UI thread; :meth:`Session.save_note` is
-  safe from any thread too (the newest text wins).
+  the progress file's lock on the UI thread; :meth:`Session.save_note` is safe from any thread too.
 
 Edit mode runs through here too: :meth:`Session.edit_task` says
 what the learner edits (``fix``, ``break``, ``hunt``; :mod:`tutor.model.verdict`),
@@ -34,13 +33,10 @@ runs their file as the side ``yours``, measures the verdict and records the
 attempt with its mode, diff and verdict, and the learner's working copies
 are kept in the progress folder (:meth:`Session.save_working_copy`).
 
-A run is made of *sides* (:class:`tutor.sandbox.protocol.Side`): data saying how
-each private tree is built. A plain run has ``clean`` and, for an exercise
-with a fault, ``faulted`` (:meth:`Session.sides_for`). A learner's own
-edited subject file is one more side — ``Side.replacing("yours",
-fault.file, text)`` — passed in ``sides``; the runner and the worker run it
-like any other, and its observation, evidence and errors come back in the
-result under ``"yours"`` (``RunResult.observations`` etc.).
+A run is made of *sides* (:class:`tutor.sandbox.protocol.Side`), data saying how each private tree
+is built: ``clean`` and, with a fault, ``faulted`` (:meth:`Session.sides_for`); a learner's edited
+file is one more, ``Side.replacing("yours", fault.file, text)``, run like any other, its results
+under ``"yours"`` (``RunResult.observations`` etc.).
 
 Layers: this module imports neither Textual nor torch.
 """
@@ -52,13 +48,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
-from tutor.model.attempts import (GRADED, RECORDED, Attempt, ExerciseProgress, LearnerProgress, ProgressError,
-                                  is_prediction)
+from tutor.app.seeds import next_seed
+from tutor.model.attempts import GRADED, RECORDED, Attempt, ExerciseProgress, LearnerProgress, ProgressError
 from tutor.model.catalog import Catalog, Exercise
 from tutor.model.patch import EditError
 
 if TYPE_CHECKING:  # a run's machinery (runs, tasks, sides, the runner) loads with the first run, below
-    from tutor.app.run import EditOutcome, EditRun, Outcome, Run
+    from tutor.app.run import EditOutcome, EditRun, Outcome, Run, RunPorts
     from tutor.app.tasks import Task
     from tutor.sandbox.protocol import Progress, Side
     from tutor.sandbox.runner import RunResult
@@ -88,10 +84,8 @@ class Session:
         store: where progress is saved, or None to save nothing
             (``tutor run --no-save``, ``tutor check``).
         learner: a validated learner name (None without a store).
-        progress: the learner's progress as last read or saved; empty until
-            :meth:`load`.
-        warnings: sentences about the progress file for the learner (a
-            damaged file moved aside, a file from a newer tutor).
+        progress: the learner's progress as last read or saved; empty until :meth:`load`.
+        warnings: sentences about the progress file (a damaged file moved aside, one from a newer tutor).
         loaded: whether :meth:`load` has read the file.
         warmed: set once a warm-up (:meth:`warm_up`) has finished or failed.
     """
@@ -185,22 +179,21 @@ class Session:
                     self._notes_asked.setdefault(exercise_id, newest)  # still unsaved: a later call tries again
                 raise
 
+    def save_draft(self, exercise_id: str, prediction: str, confidence: int | None) -> None:
+        """Keep a prediction left unrun (quitting during its check), to offer again; ProgressError as save_note."""
+        if self.store is None:
+            raise ProgressError("nothing is saved in this session; drop --no-save to keep a prediction")
+        with self._lock:
+            self.progress = self.store.save_draft(self.learner, exercise_id, prediction, confidence)
+
     # --- running -------------------------------------------------------------
 
     def seed_for(self, exercise: Exercise) -> int:
         """The seed of the learner's next attempt (module docstring): edit-mode attempts and timeouts
-        do not count."""
+        do not count (:func:`tutor.app.seeds.next_seed`)."""
         predictions = self.progress.of(exercise.id).predictions if self.store is not None else []
-        earlier = sum(is_prediction(a) for a in predictions)
-        if not exercise.seed_per_attempt:
-            return exercise.seed_for(earlier)
-        # A mystery a hunt revealed before any prediction met it is skipped: predictions meet it no more.
-        spoiled = self._hunted(exercise) - {a.seed for a in predictions if is_prediction(a)}
-        seed, met = exercise.seed_for(0), 0
-        while seed in spoiled or met < earlier:
-            met += seed not in spoiled
-            seed += 1
-        return seed
+        hunted = self._hunted(exercise) if exercise.seed_per_attempt else set()
+        return next_seed(exercise, predictions, hunted)
 
     def _hunted(self, exercise: Exercise) -> set[int]:
         """The capstone mysteries a hunt showed this learner: a hunt attempt's seed, or a hunt's working copy."""
@@ -237,7 +230,7 @@ class Session:
             confidence: how sure the learner said they were (percent, 50-100), saved with the attempt.
         """
         from tutor.app.run import Run  # deferred: a run's machinery loads with the first run, not the first screen
-        return Run(self, exercise, prediction, seed=self.seed_for(exercise) if seed is None else seed,
+        return Run(self._ports(), exercise, prediction, seed=self.seed_for(exercise) if seed is None else seed,
                    sides=tuple(sides) if sides is not None else self.sides_for(exercise), note=note,
                    record=record and self.store is not None, timeout_scale=timeout_scale,
                    confidence=confidence)
@@ -254,7 +247,7 @@ class Session:
             note: the note to save with the retry's attempt (default: the run's).
         """
         from tutor.app.run import Run  # deferred: as in start
-        return Run(self, run.exercise, run.prediction, seed=run.seed, sides=run.sides,
+        return Run(self._ports(), run.exercise, run.prediction, seed=run.seed, sides=run.sides,
                    note=run.note if note is None else note, record=run.record, timeout_scale=result.retry_scale,
                    confidence=run.confidence)
 
@@ -371,7 +364,8 @@ class Session:
             if text.replace("\r\n", "\n") == task.start:
                 raise EditError(f"you have not changed anything yet: write your fault into {task.path}, "
                                 "then run it")
-        return EditRun(self, task, text, prediction, record=record and self.store is not None,
+        seed = task.seed if task.seed is not None else self.seed_for(task.exercise)
+        return EditRun(self._ports(), task, text, prediction, seed=seed, record=record and self.store is not None,
                        instruments=instruments, hidden_seeds=hidden_seeds, seeds=seeds)
 
     def fix(self, exercise: Exercise, text: str, **options) -> EditOutcome:
@@ -406,6 +400,17 @@ class Session:
         from tutor.app.tasks import INSTRUMENTS_CHECK, INSTRUMENTS_TIMEOUT_S  # deferred: as in edit_task
         exercise = replace(task.exercise, check=INSTRUMENTS_CHECK, timeout_s=INSTRUMENTS_TIMEOUT_S)
         return self.runner.run(exercise, None, on_progress=on_progress, seed=0, sides=task.sides(text, repeat=False))
+
+    def _ports(self) -> RunPorts:
+        """What a run of this session uses of it: the runner, the warm-up's wait, the two savers, the instruments."""
+        from tutor.app.run import RunPorts  # deferred: as in start
+        return RunPorts(self.runner, self._wait_for_warm_up, self._record, self._record_edit, self.instruments)
+
+    def _wait_for_warm_up(self) -> None:
+        """Return once a warm-up in progress has finished, or ``WARM_UP_WAIT_S`` passed; at once when none is."""
+        if self._warming.is_set():
+            from tutor.app.run import WARM_UP_WAIT_S  # deferred: as in start (a run is being made)
+            self.warmed.wait(WARM_UP_WAIT_S)
 
     def _record_edit(self, outcome: EditOutcome) -> EditOutcome:
         task, verdict = outcome.task, outcome.verdict
@@ -468,21 +473,15 @@ class Session:
         from tutor.app.run import Outcome  # deferred: as in start
         if self.store is None or result.status not in RECORDED:
             return Outcome(result)
-        return self._record(exercise, result, note, time, submission=submission)
+        return self._record(exercise, result, note, time=time, submission=submission)
 
-    def _record(self, exercise: Exercise, result: RunResult, note: str | None, time: str | None = None,
+    def _record(self, exercise: Exercise, result: RunResult, note: str | None, *, time: str | None = None,
                 confidence: int | None = None, submission: str = "") -> Outcome:
         """Save the attempt, then its note; ``saved_to`` says whether the attempt was saved, whatever
         became of the note (a note that fails is said in ``save_error``)."""
         from tutor.app.run import Outcome  # deferred: as in start
         outcome = Outcome(result)
-        attempt = Attempt.of(result, confidence=confidence)
-        if result.status not in GRADED:
-            attempt = replace(attempt, observed="", correct=False)  # nothing was observed, nothing graded
-        if time is not None:
-            attempt = replace(attempt, time=time)
-        if submission:
-            attempt = replace(attempt, submission=submission)
+        attempt = Attempt.of(result, confidence=confidence, time=time, submission=submission)
         with self._lock:
             try:
                 self.progress = self.store.record_attempt(self.learner, exercise.id, attempt)

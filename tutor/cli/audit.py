@@ -37,8 +37,8 @@ from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_
 from exercises.faults import source_root
 from tutor.cli.audit_args import add_parser
 from tutor.cli.output import envelope
-from tutor.sandbox import confine, landlock, speed
-from tutor.sandbox.audit_limit import AUDIT_BASE_S, PROBE_WAIT_S, SPEED_MARKER, audit_limit
+from tutor.sandbox import confine, landlock
+from tutor.sandbox.audit_limit import SPEED_MARKER, audit_limit
 from tutor.sandbox.speed import ScaleError, TimeLimit, environment_scale
 
 __all__ = ["EXIT_CRASHED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "STAGE_MARKER", "add_parser", "flood_sentence",
@@ -62,10 +62,11 @@ def _wait(process: subprocess.Popen, output_path: str, timeout_s: float | None, 
           environment: float | None) -> tuple[int | None, TimeLimit]:
     """Wait for the audit process within its limit; (its exit status, or None when the limit stopped it;
     the limit). ``--timeout`` fixes the limit; else it follows the speed probe the process reports first
-    (``audit_process.audit_limit``), and until that line arrives it is the base limit at the largest scale."""
+    and how late that line came (``audit_limit``); until it arrives the limit is the base at the largest
+    scale, however long the line takes."""
     started = time.monotonic()
     fixed = TimeLimit(timeout_s, 1.0, "flag") if timeout_s is not None else None
-    limit = fixed or TimeLimit(AUDIT_BASE_S, speed.MAX_SCALE, "reference")
+    limit = fixed or audit_limit("", flag, environment)
     probed = fixed is not None
     while True:
         try:
@@ -76,9 +77,7 @@ def _wait(process: subprocess.Popen, output_path: str, timeout_s: float | None, 
         if not probed:
             head = _head(output_path, 1 << 16)
             if SPEED_MARKER in head:
-                limit, probed = audit_limit(head, flag, environment), True
-            elif elapsed > PROBE_WAIT_S:
-                limit, probed = audit_limit("", flag, environment), True
+                limit, probed = audit_limit(head, flag, environment, arrived_s=elapsed), True
         if elapsed > limit.seconds:
             process.kill()
             process.wait()
@@ -168,6 +167,11 @@ def run(args) -> int:
         scale = environment_scale()
     except ScaleError as exc:
         return _error(EXIT_USAGE, "usage_error", str(exc), as_json)
+    granted = [os.path.realpath(os.path.expanduser(p)) for p in getattr(args, "allow_read", None) or []]
+    missing = [p for p in granted if not os.path.exists(p)]
+    if missing:
+        return _error(EXIT_USAGE, "usage_error", f"--allow-read {missing[0]}: no such file or folder; name one that "
+                      "exists, e.g. --allow-read ~/.cache/huggingface", as_json)
     if args.timeout is not None and not args.timeout > 0:
         return _error(EXIT_USAGE, "usage_error", f"--timeout must be a number of seconds above 0, got {args.timeout:g}",
                       as_json)
@@ -182,7 +186,7 @@ def run(args) -> int:
         work, report_path, output_path = (os.path.join(root, name) for name in ("work", "report.json", "output.log"))
         os.mkdir(work)
         with open(report_path, "wb") as report_file, open(output_path, "wb") as output_file:
-            policy = _audit_policy(work, path)
+            policy = _audit_policy(work, path, granted)
             process = subprocess.Popen(command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=report_file,
                                        stderr=output_file,
                                        preexec_fn=functools.partial(_limits, _cpu_only(device), policy))
@@ -266,12 +270,15 @@ def _limits(cap_memory: bool, policy=None) -> None:
             pass  # the audit still runs; :func:`_audit_policy` found Landlock, so this is the kernel's refusal
 
 
-def _audit_policy(work: str, audited: str):
+def _audit_policy(work: str, audited: str, granted: list[str] = ()):
     """The Landlock policy of the audit process, as ``(Policy, abi)``, or None where confinement is off or absent.
 
     The audited model's own folder, the tutor's source (the audit's
-    instruments) and the Python installation are readable; only ``work`` is
-    writable; every TCP bind and connect is refused (ABI 4 and later).
+    instruments), the Python installation and the paths ``--allow-read``
+    grants (``granted``) are readable; only ``work`` is writable; every TCP
+    bind and connect is refused (ABI 4 and later). With a grant, git's
+    configuration files (``GIT_CONFIG``) are readable too: git refuses to
+    run at all when one exists that it cannot read.
     """
     if not confine.enabled():
         return None
@@ -280,9 +287,15 @@ def _audit_policy(work: str, audited: str):
         return None
     executable = os.path.realpath(sys.executable)
     extra = [os.path.dirname(os.path.abspath(audited)), _source_root(), os.path.dirname(executable),
-             os.path.dirname(os.path.abspath(sys.executable)), os.path.join(sys.prefix, "pyvenv.cfg")]
+             os.path.dirname(os.path.abspath(sys.executable)), os.path.join(sys.prefix, "pyvenv.cfg"), *granted]
+    if granted:  # a factory granted a git mirror runs git, which stops on a config file it may not read
+        extra += [p for p in GIT_CONFIG if os.path.exists(p)]
     roots = confine.read_roots(cut_private=False)
     return landlock.Policy(tree=os.path.realpath(work), read=roots + tuple(extra), network=True), abi
+
+
+#: git's configuration files, read-only to a factory granted reads outside its folder.
+GIT_CONFIG = ("/etc/gitconfig", os.path.expanduser("~/.gitconfig"), os.path.expanduser("~/.config/git"))
 
 
 def _source_root() -> str:

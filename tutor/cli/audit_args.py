@@ -32,5 +32,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help=f"stop the audit after S seconds (default: {AUDIT_BASE_S:g} s on a quiet 2-core machine, "
                         "scaled by the speed probe the audit runs first, or by TUTOR_TIMEOUT_SCALE)")
+    p.add_argument("--allow-read", action="append", default=[], metavar="PATH", dest="allow_read",
+                   help="let the factory read PATH (a file or folder) outside its own folder: its model code, a "
+                        "checkpoint, a git mirror; repeatable. A read the audit refused is named in its report")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p

@@ -322,7 +322,8 @@ class RichOutput:
         # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
         result = reply.data.get("result", {})
-        self.console.print(Text(f"Gradescope result: {result.get('score', 0):g} of {result.get('max_score', 0):g} "
+        self.console.print(Text(f"Gradescope result: {result.get('score', 0):g} of "
+                                f"{(result.get('extra_data') or {}).get('max_score', 0):g} "
                                 f"points over {len(result.get('tests', []))} tests, written to {reply.path}",
                                 style="bold"))
         if reply.data.get("error"):

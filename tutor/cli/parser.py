@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exercises", metavar="ID,...", help="the assignment as exercise ids, one point each")
     p.add_argument("--columns", metavar="FIELD=COLUMN,...", help="which column is which field, such as "
                    "learner=Email,exercise=Question,answer=Response")
+    p.add_argument("--layout", choices=("long", "wide"), default=None, help="long: one row per answer; wide: one "
+                   "row per student, one column per question (Canvas Student Analysis, Moodle Responses); default: "
+                   "wide when the header is one of those")
     p.add_argument("--resume", action="store_true", help="carry on a grading that stopped: rows already in "
                    "--out's gradebook are not graded again")
     p.add_argument("--shard", metavar="K/N", help="grade only shard K of N (learners split by a stable hash)")

@@ -26,11 +26,13 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from tutor.model import answers
+from tutor.model.attempts import PREDICT
 from tutor.model.errors import UsageError
 from tutor.instructor import columns as lms
+from tutor.instructor import wide
 
 #: Largest answers file read, in bytes.
 MAX_ANSWERS_BYTES = 256 * 1024 * 1024
@@ -57,6 +59,7 @@ class AnswerRow:
         text: a fix's repaired file, as submitted.
         refused: a fix's file refused before it was read (a link, a second hard link), by name, else None.
         same_as: a fix's other learners who handed in the same text for this exercise, else empty.
+        identity: what the LMS says of the learner (``sis_id``, ``student_id``, ``section``), as given.
     """
 
     line: int
@@ -69,10 +72,11 @@ class AnswerRow:
     seed: int = 0
     problem: str | None = None
     warnings: list = field(default_factory=list)
-    mode: str = "predict"
+    mode: str = PREDICT
     text: str | None = None
     refused: str | None = None
     same_as: list = field(default_factory=list)
+    identity: dict = field(default_factory=dict)
 
     @property
     def submission(self) -> str:
@@ -91,6 +95,9 @@ def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None, 
 
     Args:
         columns: ``--columns`` as :func:`tutor.instructor.columns.parse_columns` reads it.
+        layout: ``long`` (one row per answer), ``wide`` (one row per student: :mod:`tutor.instructor.wide`),
+            or None: wide when the header is a Canvas or Moodle wide export, else long.
+        assignment: maps a wide export's question columns to exercises (by id or title; by position).
 
     Raises:
         UsageError: the file is missing, too large, not UTF-8, has no rows,
@@ -101,12 +108,45 @@ def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None, 
     suffix = Path(str(path)).suffix.lower()
     as_json = suffix in (".jsonl", ".ndjson", ".json") or (suffix != ".csv" and stripped[:1] in ("{", "["))
     source = f"the answers file {path}"
-    raw = _json_rows(text, columns, source) if as_json else _csv_rows(text, columns, source)
+    raw = _json_rows(text, columns, source) if as_json else list(_csv_rows(text, columns, source, layout, catalog,
+                                                                            assignment))
     if not raw:
         raise UsageError(f"{path} holds no answers; write one row per answer with the columns learner, exercise "
                          "and answer")
     checker = Checker(catalog)
     return [checker(line, fields) for line, fields in raw]
+
+
+def iter_answers(path: str | os.PathLike, catalog, columns: dict | None = None, layout: str | None = None,
+                 assignment=None) -> Iterator[AnswerRow]:
+    """The rows of an answers file one at a time, as :func:`read_answers` reads them, a CSV file read as its
+    rows are taken (a class's export of any size is never held whole); standard input and JSON are read
+    whole first.
+
+    Raises:
+        UsageError: as :func:`read_answers` (a CSV file that turns out not to be UTF-8 raises where it does).
+    """
+    if str(path) == "-" or Path(str(path)).suffix.lower() != ".csv":
+        yield from read_answers(path, catalog, columns, layout, assignment)
+        return
+    try:
+        fh = open(path, encoding="utf-8-sig", newline="")
+    except FileNotFoundError:
+        raise UsageError(f"there is no answers file {path}; check the path given to --answers") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read the answers file {path} ({exc.strerror or exc})") from None
+    checker, n = Checker(catalog), 0
+    with fh:
+        try:
+            for line, fields in _csv_rows(fh, columns, f"the answers file {path}", layout, catalog, assignment):
+                n += 1
+                yield checker(line, fields)
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"the answers file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8, "
+                             "then grade again with --resume") from None
+    if n == 0:
+        raise UsageError(f"{path} holds no answers; write one row per answer with the columns learner, exercise "
+                         "and answer")
 
 
 def _read_text(path) -> str:
@@ -128,17 +168,28 @@ def _read_text(path) -> str:
         raise UsageError(f"the answers file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
 
 
-def _csv_rows(text: str, columns: dict | None, source: str) -> list[tuple[int, dict]]:
-    """CSV rows as (line, {field: value}), the header mapped by :func:`tutor.instructor.columns.resolve`."""
-    reader = csv.reader(io.StringIO(text, newline=""))
+def _csv_rows(text, columns: dict | None, source: str, layout: str | None = None, catalog=None,
+              assignment=None) -> Iterator[tuple[int, dict]]:
+    """CSV rows as (line, {field: value}), the header mapped by :func:`tutor.instructor.columns.resolve`, or a
+    wide export's rows each turned into one per answer (:mod:`tutor.instructor.wide`), one at a time: ``text``
+    is the whole text, or an open file read as the rows are taken."""
+    reader = csv.reader(io.StringIO(text, newline="") if isinstance(text, str) else text)
     try:
         header = next(reader)
     except StopIteration:
-        return []
+        return
     except csv.Error as exc:
         raise UsageError(f"{source} is not CSV ({exc})") from None
+    found = wide.detect(header) if layout != "long" else None
+    if layout == "wide" and found is None:
+        raise UsageError(f"{source} is not a wide export this tutor reads (Canvas's Student Analysis or Moodle's "
+                         "Responses report, their header as the LMS writes it); without --layout wide it is read as "
+                         "one row per answer")
+    if found is not None:
+        cells = ((reader.line_num, row) for row in reader if any(c.strip() for c in row))
+        yield from wide.expand(header, cells, found, catalog, assignment, source)
+        return
     mapping = lms.resolve(header, columns, source)
-    rows = []
     line = reader.line_num + 1
     while True:
         try:
@@ -146,16 +197,15 @@ def _csv_rows(text: str, columns: dict | None, source: str) -> list[tuple[int, d
         except StopIteration:
             break
         except csv.Error as exc:
-            rows.append((line, {"_problem": f"line {line} is not CSV ({exc})"}))
+            yield line, {"_problem": f"line {line} is not CSV ({exc})"}
             line = reader.line_num + 1
             continue
         if any(c.strip() for c in cells):
             fields = mapping.fields(cells)
             if len(cells) > len(header):
                 fields["_problem"] = f"line {line} has {len(cells)} cells but the header names {len(header)}"
-            rows.append((line, fields))
+            yield line, fields
         line = reader.line_num + 1
-    return rows
 
 
 def _json_rows(text: str, columns: dict | None, source: str) -> list[tuple[int, dict]]:
@@ -228,7 +278,7 @@ class Checker:
         found = self.learners.get(text)
         if found is None:
             try:
-                name = validate_learner(text)
+                name = validate_learner(plain_name(text))
                 found = (name, learner_key(name), None)
             except ProgressError as exc:
                 found = (None, None, str(exc) if text else "the row names no learner")
@@ -253,11 +303,15 @@ class Checker:
         row.exercise = given.get("exercise") or None
         row.answer = given.get("answer")
         row.note = given.get("note") or None
+        row.identity = {k: given[k] for k in lms.IDENTITY if given.get(k)}
         if fields.get("_problem"):
             row.problem = fields["_problem"]
             return row
         name, key, problem = self.learner(given.get("learner", ""))
         if problem is None:
+            if name != " ".join(given.get("learner", "").split()):
+                row.warnings.append(f"the learner name {given.get('learner', '')[:40]!r} is graded as {name!r} "
+                                    "(a name keeps no quotes or invisible characters)")
             row.learner, row.key = name, key
         ex = None
         if problem is None:
@@ -288,13 +342,52 @@ class Checker:
         return row
 
 
+#: The LMS's own date forms (no offset: UTC): Canvas "2026-11-29 10:00:00 UTC", Moodle "29 November 2026  10:00 AM"
+#: (also "Sunday, 29 November 2026, 10:00 AM"), read after runs of spaces are made one.
+LMS_TIMES = ("%Y-%m-%d %H:%M:%S UTC", "%Y-%m-%d %H:%M UTC", "%d %B %Y %I:%M %p", "%A, %d %B %Y, %I:%M %p",
+             "%d %B %Y, %I:%M %p", "%d %b %Y %I:%M %p")
+
+
+#: Quotes an LMS puts around a nickname (Robert "Bob" Smith), and the spaces a name may hold besides " ".
+QUOTES = {'"': None, "\u201c": None, "\u201d": None, "\u201e": None, "\u00ab": None, "\u00bb": None}
+
+
+def plain_name(text: str) -> str:
+    """A learner's name as an LMS writes it, made a name :func:`tutor.store.names.validate_learner` takes:
+    invisible characters (a zero-width space, a byte-order mark, a soft hyphen) dropped, other spaces (a
+    no-break space) made spaces, and a quoted nickname kept in parentheses (``Robert "Bob" Smith`` is
+    ``Robert (Bob) Smith``). Anything else is left for the rule to refuse."""
+    import unicodedata  # only a name that needs it is looked at closely
+    out = []
+    for ch in text:
+        kind = unicodedata.category(ch)
+        if kind == "Cf":
+            continue
+        out.append(" " if kind == "Zs" else ch)
+    tidy = "".join(out)
+    if any(q in tidy for q in QUOTES):
+        import re  # as above
+        tidy = re.sub(r'["\u201c\u201e\u00ab]\s*([^"\u201c\u201d\u201e\u00ab\u00bb]+?)\s*["\u201d\u00bb]', r"(\1)", tidy)
+        tidy = tidy.translate(str.maketrans(QUOTES))
+    return tidy
+
+
 def _time(text: str) -> tuple[str | None, str | None]:
     """``submitted_at`` in the progress file's form (UTC, seconds), or the sentence why it does not read."""
     try:
         when = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        return None, (f"submitted_at {text[:40]!r} is not a date and time such as 2026-11-29T10:00:00+00:00; "
-                      "graded without a time")
+        when = None
+        squeezed = " ".join(text.split())
+        for form in LMS_TIMES:
+            try:
+                when = datetime.strptime(squeezed, form)
+                break
+            except ValueError:
+                continue
+        if when is None:
+            return None, (f"submitted_at {text[:40]!r} is not a date and time such as 2026-11-29T10:00:00+00:00; "
+                          "graded without a time")
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return when.astimezone(timezone.utc).isoformat(timespec="seconds"), None
@@ -303,14 +396,17 @@ def _time(text: str) -> tuple[str | None, str | None]:
 def not_yet_graded(rows: list[AnswerRow], earlier: list[dict]) -> list[AnswerRow]:
     """The rows ``--resume`` still has to grade: each submission as often as the file has it, less the
     times the gradebook holds it already."""
+    return list(still_to_grade(rows, earlier))
+
+
+def still_to_grade(rows, earlier: list[dict]) -> Iterator[AnswerRow]:
+    """:func:`not_yet_graded`, one row at a time as ``rows`` gives them."""
     held: dict[str, int] = {}
     for r in earlier:
         held[r.get("submission", "")] = held.get(r.get("submission", ""), 0) + 1
-    todo = []
     for row in rows:
         sid = row.submission
         if held.get(sid, 0) > 0:
             held[sid] -= 1
             continue
-        todo.append(row)
-    return todo
+        yield row

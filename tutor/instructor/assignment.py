@@ -52,7 +52,7 @@ class Assigned:
 
     Attributes:
         id: the exercise id (in the catalog).
-        points: its score when the answer matches (> 0).
+        points: its score when the answer matches (0 for practice: graded and reported, never scored).
         hidden_seeds: seeds a fix is also checked at, never shown to learners.
         visibility: the Gradescope visibility of its test.
     """
@@ -174,8 +174,8 @@ def parse(data: dict, catalog, where: str = "the assignment") -> Assignment:
             raise UsageError(f"exercise {item['id']!r} of {where} has the unknown key {extra[0]!r}; its keys are "
                              "id, points, hidden_seeds, visibility")
         points = item.get("points", 1)
-        if isinstance(points, bool) or not isinstance(points, (int, float)) or not points > 0:
-            raise UsageError(f"the points of {item['id']!r} in {where} must be a number above 0")
+        if isinstance(points, bool) or not isinstance(points, (int, float)) or not points >= 0:
+            raise UsageError(f"the points of {item['id']!r} in {where} must be a number, 0 (practice) or more")
         seeds = item.get("hidden_seeds", [])
         if not isinstance(seeds, list) or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
             raise UsageError(f"the hidden_seeds of {item['id']!r} in {where} must be a list of whole numbers 0 or more")

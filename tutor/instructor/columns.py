@@ -15,6 +15,9 @@ spent. Guessing there silently grades the wrong thing, so the rule is:
   is never guessed: it is a usage error naming the column and the
   ``--columns`` mapping that settles it;
 * two columns for one field are a usage error naming both;
+* the learner's identity in the LMS is read when its column is there:
+  ``sis_id`` (``SIS User ID``), ``student_id`` (``Student Number``, Moodle's
+  ``ID number``) and ``section``;
 * ``--columns learner=Email,exercise=Question,answer=Response`` names the
   columns of any fields outright (``FIELD=-`` says the file has none);
   every other field is still read by the rules above.
@@ -29,11 +32,14 @@ from dataclasses import dataclass
 from tutor.model.errors import UsageError
 
 #: The fields of an answers row, in the gradebook's order.
-FIELDS = ("learner", "exercise", "answer", "note", "submitted_at", "seed")
+FIELDS = ("learner", "exercise", "answer", "note", "submitted_at", "seed", "sis_id", "student_id", "section")
 REQUIRED = ("learner", "exercise", "answer")
+#: The fields that say who a learner is in the LMS, carried into the gradebook and results as given.
+IDENTITY = ("sis_id", "student_id", "section")
 #: Spellings that can only mean one field, read as it when the field has no exact column.
 SYNONYMS = {"student": "learner", "exercise_id": "exercise", "prediction": "answer", "predict": "answer",
-            "explain": "note", "submitted": "submitted_at"}
+            "explain": "note", "submitted": "submitted_at", "sis_user_id": "sis_id", "student_number": "student_id",
+            "id_number": "student_id"}
 #: Spellings that may mean a field or something else: never guessed.
 AMBIGUOUS = {"id": ("exercise", "a student number"), "name": ("learner", "an exercise's name"),
              "time": ("submitted_at", "the time spent")}

@@ -62,7 +62,6 @@ Layers: this module imports neither torch nor Textual.
 from __future__ import annotations
 
 import os
-import queue
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,7 +72,8 @@ from tutor.model.errors import CouldNotRun, UsageError
 from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook, memo, results as class_results
 from tutor.instructor.answer_rows import AnswerRow
-from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; the rest score 0 with a reason
+from tutor.instructor.columns import IDENTITY
+from tutor.model.attempts import GRADED, PREDICT  # a row whose check ran to a verdict; the rest score 0 with a reason
 from tutor.sandbox.runner import RunResult
 
 
@@ -132,18 +132,21 @@ class RowResult:
         r, res = self.row, self.result
         observed = res.observed if res is not None else None
         score = self.score
-        return {"line": r.line, "learner": r.learner, "key": r.key, "exercise": r.exercise,
+        return {"line": r.line, "learner": r.learner, "key": r.key,
+                **{k: r.identity.get(k) for k in IDENTITY}, "exercise": r.exercise,
                 "answer": self.diff if self.diff is not None else r.answer,
                 "mode": r.mode, "status": self.status, "score": int(score) if float(score).is_integer() else score,
                 "points": int(self.points) if float(self.points).is_integer() else self.points,
                 "correct": res.correct if res else None,
-                "prediction_text": res.prediction_text if res and r.mode == "predict" else None,
+                "prediction_text": res.prediction_text if res and r.mode == PREDICT else None,
                 "observed": observed,
                 "observed_text": _shown(res), "verdict": self.verdict, "reason": self.reason,
                 "warnings": list(r.warnings), "note": r.note or "", "submitted_at": r.submitted_at, "seed": r.seed,
                 "device": res.device if res else None, "confined": res.confined if res else None,
                 "same_as": list(r.same_as), "refused": r.refused,
-                "duration_s": round(res.duration_s, 3) if res else None, "reused": self.reused,
+                # a reused measurement took no time of its own: durations sum to the grading's checks
+                "duration_s": (0.0 if self.reused else round(res.duration_s, 3)) if res else None,
+                "reused": self.reused,
                 "saved": self.saved_to is not None or self.already_saved,
                 "saved_to": str(self.saved_to) if self.saved_to else None, "save_error": self.save_error,
                 "note_saved": self.note_saved, "submission": r.submission}
@@ -195,22 +198,35 @@ class RunnerPool:
             whatever ``work`` raised first (the other threads stop taking jobs).
             KeyboardInterrupt: Ctrl-C; every worker was stopped.
         """
-        jobs = list(jobs)
-        results: list = [None] * len(jobs)
-        todo: queue.SimpleQueue = queue.SimpleQueue()
-        for i in range(len(jobs)):
-            todo.put(i)
+        source = iter(jobs)  # taken one at a time: a large class's rows stream from the file as they are graded
+        results: dict = {}
+        taken = [0]
         failures: list[BaseException] = []
-        report_lock = threading.Lock()
+        report_lock, source_lock = threading.Lock(), threading.Lock()
+
+        def take():
+            with source_lock:
+                if failures:
+                    return None
+                try:
+                    job = next(source)
+                except StopIteration:
+                    return None
+                taken[0] += 1
+                return taken[0] - 1, job
 
         def serve(runner) -> None:
             while not failures:
                 try:
-                    i = todo.get_nowait()
-                except queue.Empty:
+                    got = take()
+                except BaseException as exc:  # the file stopped reading (not UTF-8): handed to the calling thread
+                    failures.append(exc)
                     return
+                if got is None:
+                    return
+                i, job = got
                 try:
-                    results[i] = work(runner, jobs[i])
+                    results[i] = work(runner, job)
                 except BaseException as exc:  # handed to the calling thread
                     failures.append(exc)
                     return
@@ -225,7 +241,7 @@ class RunnerPool:
                             return
 
         threads = [threading.Thread(target=serve, args=(r,), daemon=True, name=f"tutor-grade-{n}")
-                   for n, r in enumerate(self.runners[:max(1, min(len(self.runners), len(jobs)))])]
+                   for n, r in enumerate(self.runners)]
         for t in threads:
             t.start()
         try:
@@ -239,7 +255,7 @@ class RunnerPool:
             raise
         if failures:
             raise failures[0]
-        return results
+        return [results[i] for i in range(taken[0])]
 
     def close(self) -> None:
         for r in self.runners:
@@ -284,8 +300,12 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         except WorkerError as exc:
             raise CouldNotRun(str(exc)) from None  # a worker that cannot start is the machine's, for every row
         result = memo.graded(ex, measured, row.answer)
-        return RowResult(row, result.status, reason=None if result.status in GRADED else result.error,
-                         result=result, points=_points(assignment, row.exercise), reused=reused)
+        reason = None if result.status == "pass" else result.error
+        if result.status == "fail":
+            reason = (f"the prediction {result.prediction_text} is not what the check observed "
+                      f"({_shown(result)})")
+        return RowResult(row, result.status, reason=reason, result=result, points=_points(assignment, row.exercise),
+                         reused=reused)
 
     try:
         return pool.run(rows, work, on_result)

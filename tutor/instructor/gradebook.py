@@ -29,7 +29,7 @@ from tutor.store.files import _NUMBER  # noqa: F401  (a cell that is one number)
 from tutor.store.files import spreadsheet_safe  # the one rule for a spreadsheet cell, every CSV
 
 #: The gradebook's columns, in order; each is a key of a row's JSON (see :func:`cells`).
-COLUMNS = ("line", "learner", "exercise", "mode", "answer", "status", "verdict", "counts", "score", "points",
+COLUMNS = ("line", "learner", "sis_id", "student_id", "section", "exercise", "mode", "answer", "status", "verdict", "counts", "score", "points",
            "prediction", "observed", "reason", "warnings", "same_as", "submitted_at", "seed", "device", "confined",
            "duration_s", "reused", "saved", "note_saved", "submission")
 GRADEBOOK = "gradebook.csv"

@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tutor.model.attempts import counting
-
-#: Row statuses whose check ran to a verdict.
-GRADED = ("pass", "fail")
+from tutor.model.attempts import GRADED, counting  # GRADED: row statuses whose check ran to a verdict
 
 
 def _now() -> dt.datetime:
@@ -41,11 +38,13 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
         row = counted(mine)
         score = float(assigned.points) if row is not None and row.get("status") == "pass" else 0.0
         title = titles.get(assigned.id)
+        status = row.get("status") if row else "missing"
         tests.append({"name": f"{assigned.id} · {title}" if title else assigned.id, "number": str(n),
                       "score": score, "max_score": float(assigned.points),
                       "status": "passed" if score > 0 else "failed",
-                      "output": output_for(row, show, assignment), "visibility": assigned.visibility,
-                      "extra_data": {"exercise": assigned.id, "status": row.get("status") if row else "missing",
+                      "output": output_for(row, show, assignment), "visibility": _visibility(assigned.visibility, show),
+                      "extra_data": {"exercise": assigned.id,
+                                     "status": status if show or status not in GRADED else "recorded",
                                      "line": row.get("line") if row else None,
                                      "submission": row.get("submission") if row else None,
                                      "confined": row.get("confined") if row else None,
@@ -53,13 +52,30 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
     score = sum(t["score"] for t in tests)
     who = name or next((r.get("learner") for r in rows if r.get("learner")), "") or ""
     elapsed = sum(r.get("duration_s") or 0.0 for r in rows if not r.get("reused"))
-    return {"score": score, "execution_time": round(elapsed, 3),
-            "output": f"{who + ': ' if who else ''}{score:g} of {assignment.max_score:g} points: "
-                      f"{sum(t['score'] > 0 for t in tests)} of {len(tests)} exercises matched what their checks "
-                      "observed.",
-            "visibility": "visible", "stdout_visibility": "hidden",
-            "extra_data": {"learner": who, "max_score": assignment.max_score, "assignment": assignment.name,
+    answered = sum(t["extra_data"]["status"] != "missing" for t in tests)
+    output = (f"{who + ': ' if who else ''}{score:g} of {assignment.max_score:g} points: "
+              f"{sum(t['score'] > 0 for t in tests)} of {len(tests)} exercises matched what their checks observed.")
+    if not show:
+        output = (f"{who + ': ' if who else ''}{answered} of {len(tests)} exercises answered and recorded; the "
+                  "scores and what the checks observed are shown after the due time.")
+    return {"score": score, "execution_time": round(elapsed, 3), "output": output,
+            "visibility": "visible" if show else "after_due_date", "stdout_visibility": "hidden",
+            "extra_data": {"learner": who, **_identity(rows), "max_score": assignment.max_score, "assignment": assignment.name,
                            "inferred_assignment": assignment.inferred, "confined": _confined(rows)}, "tests": tests}
+
+
+def _identity(rows: list[dict]) -> dict:
+    """The learner's LMS identity (``sis_id``, ``student_id``, ``section``): the last row's that gives each."""
+    out = {"sis_id": None, "student_id": None, "section": None}
+    for r in rows:
+        for k in out:
+            out[k] = r.get(k) or out[k]
+    return out
+
+
+def _visibility(asked: str, show: bool) -> str:
+    """A test's Gradescope visibility: the assignment's, held back to the due date while observations are."""
+    return asked if show or asked != "visible" else "after_due_date"
 
 
 def counted(rows: list[dict]) -> dict | None:
@@ -98,19 +114,17 @@ def output_for(row: dict | None, show_observed: bool, assignment=None) -> str:
         return f"Your answer {shown!r} could not be graded: {row.get('reason')}."
     if status not in GRADED:
         return f"The check could not finish ({status}): {row.get('reason')}. This is not your mistake."
-    later = ""
-    if not show_observed and assignment is not None and assignment.due is not None:
-        later = f" What the check observed is shown after the due time ({assignment.due.isoformat(timespec='minutes')})."
+    if not show_observed:  # before the due time: only that it was recorded, nothing that tells the answer
+        due = f" ({assignment.due.isoformat(timespec='minutes')})" if assignment is not None and assignment.due else ""
+        what = "Your repair was" if row.get("mode") == "fix" else f"Your prediction {row.get('prediction_text')} was"
+        return (f"{what} recorded. Whether it is right, and what the check observed, are shown after the due "
+                f"time{due}.")
     if row.get("mode") == "fix":
         verdict = row.get("verdict") or ("fixed" if status == "pass" else "not fixed")
-        if not show_observed:  # the verdict's sentence names what clean and yours observed
-            return f"Your repair: {verdict}.{later}"
         said = row.get("reason") if status == "fail" and row.get("reason") else verdict
         observed = f" Your version observed {row.get('observed_text')}." if row.get("observed_text") else ""
         return f"Your repair: {said}.{observed}"
     verdict = "matched" if status == "pass" else "did not match"
-    if not show_observed:
-        return f"You predicted {row.get('prediction_text')}. Your prediction {verdict}.{later}"
     return (f"You predicted {row.get('prediction_text')}. The check observed {row.get('observed_text')}. "
             f"Your prediction {verdict}.")
 

@@ -21,15 +21,22 @@ SPEED_MARKER = "tutor-audit-speed: "
 #: a lull of a busy machine (0.13 s of work can miss a burst: an audit beside a full test
 #: suite took over 120 s after a probe that found the machine 0.8x the reference).
 AUDIT_BASE_S = 300.0
-#: Seconds ``tutor audit`` waits for the probe's line (torch's import and the probe) before the limit
-#: is the base limit as written.
-PROBE_WAIT_S = speed.PROBE_TIMEOUT_S + 60.0
+#: Seconds from the audit process's start to its probe line on the quiet reference machine: Python, the
+#: import of torch and the probe (measured 2.4-4.1 s on 2 quiet cores). A line that comes later than this
+#: is itself a measurement: the machine is that many times slower, whatever the probe's own 0.13 s found.
+PROBE_LINE_S = 4.0
 
 
-def audit_limit(stderr: str, flag: float | None = None, environment: float | None = None) -> speed.TimeLimit:
-    """The audit's limit from the probe's line in its stderr so far (``AUDIT_BASE_S`` × the probe's
-    scale), or from an explicit scale (``--timeout-scale``, then ``TUTOR_TIMEOUT_SCALE``), which wins;
-    the base limit as written when none is known."""
+def audit_limit(stderr: str, flag: float | None = None, environment: float | None = None,
+                arrived_s: float | None = None) -> speed.TimeLimit:
+    """The audit's limit from the probe's line in its stderr so far, or from an explicit scale
+    (``--timeout-scale``, then ``TUTOR_TIMEOUT_SCALE``), which wins.
+
+    The probe's scale is the larger of its own factor and the line's lateness (``arrived_s`` over
+    ``PROBE_LINE_S``): a busy machine that answers the probe late gets a limit scaled by how late, not
+    the limit as written. With no line at all the limit is the base at the largest scale
+    (``speed.MAX_SCALE``): a hang still ends, a slow machine is not cut short.
+    """
     figure = None
     at = stderr.find(SPEED_MARKER)
     if at >= 0:
@@ -37,4 +44,13 @@ def audit_limit(stderr: str, flag: float | None = None, environment: float | Non
             figure = speed.Speed.from_wire(json.loads(stderr[at + len(SPEED_MARKER):].split("\n", 1)[0]))
         except ValueError:
             figure = None
-    return speed.time_limit(AUDIT_BASE_S, flag=flag, environment=environment, speed=figure)
+    limit = speed.time_limit(AUDIT_BASE_S, flag=flag, environment=environment, speed=figure)
+    if limit.source in ("flag", "environment"):
+        return limit
+    late = (arrived_s or 0.0) / PROBE_LINE_S
+    if at < 0 and arrived_s is None:
+        return speed.TimeLimit(AUDIT_BASE_S, speed.MAX_SCALE, "probe", None)
+    factor = max(figure.factor if figure is not None else 0.0, late)
+    if factor <= 0:
+        return speed.TimeLimit(AUDIT_BASE_S, speed.MAX_SCALE, "probe", None)
+    return speed.TimeLimit(AUDIT_BASE_S, speed.probe_scale(factor), "probe", factor)

@@ -252,6 +252,22 @@ class ProgressStore:
             if attempt.submission and any(a.get("submission") == attempt.submission for a in attempts):
                 return
             attempts.append(attempt.to_dict())
+            entry.pop("draft", None)  # the prediction it kept has now been run
+        return self._update(learner, change)
+
+    def save_draft(self, learner: str, exercise_id: str, prediction: str, confidence: int | None) -> LearnerProgress:
+        """Keep a prediction the learner left unrun (quitting during a check), to offer it again.
+
+        Raises:
+            ProgressError: the file cannot be changed (as :meth:`save_note`).
+        """
+        if len(prediction) > MAX_NOTE_CHARS:
+            raise ProgressError(f"the prediction is {len(prediction)} characters long; keep it under {MAX_NOTE_CHARS}")
+
+        def change(data: dict) -> None:
+            entry = data.setdefault("exercises", {}).setdefault(exercise_id, {})
+            entry["draft"] = {"prediction": prediction.replace("\x00", ""), "time": now(),
+                              **({"confidence": confidence} if confidence is not None else {})}
         return self._update(learner, change)
 
     def reset(self, learner: str, exercise_id: str) -> LearnerProgress:
@@ -451,5 +467,17 @@ def _progress(learner: str, data: dict | None, warnings: list[str], read_only: b
         attempts = [Attempt(**{k: a[k] for k in ATTEMPT_FIELDS if k in a}) for a in entry.get("attempts", [])]
         progress.exercises[ex_id] = ExerciseProgress(attempts=attempts, note=entry.get("note", ""),
                                                      note_time=entry.get("note_time", ""),
-                                                     reset_time=entry.get("reset_time", ""))
+                                                     reset_time=entry.get("reset_time", ""),
+                                                     draft=_draft(entry.get("draft")))
     return progress
+
+
+def _draft(value) -> dict:
+    """A saved draft as {"prediction": text, "confidence": percent or None}; {} when there is none or
+    it is not one (a draft is a convenience: a damaged one is dropped, never an error)."""
+    if not isinstance(value, dict) or not isinstance(value.get("prediction"), str):
+        return {}
+    confidence = value.get("confidence")
+    return {"prediction": value["prediction"],
+            "confidence": confidence if isinstance(confidence, int) and not isinstance(confidence, bool) else None}
+

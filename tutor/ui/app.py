@@ -200,9 +200,14 @@ class TutorApp(App):
             if hasattr(screen, "flush_note"):  # an exercise screen
                 screen.flush_note()
 
-    async def action_quit(self) -> None:
+    def action_quit(self) -> None:
+        """Quit: every note and working copy saved first; a check still running is cancelled (at
+        once, so the tutor ends promptly) and its prediction kept to be offered again, and what
+        became of it is said as the tutor ends."""
         self.flush_notes()
-        self.exit()
+        said = [screen.leave_running() for screen in self.screen_stack
+                if getattr(screen, "running", False) and hasattr(screen, "leave_running")]
+        self.exit(message="\n".join(f"tutor: {s}" for s in said if s) or None)
 
 
 def build_app(catalog: Catalog, store: ProgressStore, learner: str, runner: RunnerLike,

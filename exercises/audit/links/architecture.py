@@ -22,6 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from exercises.audit.adapter import n_head_of
+from exercises.audit.links.attention_call import AttentionCalls, unscaled
 from exercises.audit.measure import mode, seeded
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
@@ -29,7 +30,7 @@ from exercises.audit.subject import Subject
 #: Names of a packed q, k, v projection; of separate ones; of the output projection.
 PACKED = ("c_attn", "qkv", "in_proj", "query_key_value", "Wqkv", "qkv_proj", "att_proj")
 SEPARATE = (("q_proj", "k_proj", "v_proj"), ("wq", "wk", "wv"), ("query", "key", "value"), ("q", "k", "v"),
-            ("to_q", "to_k", "to_v"))
+            ("to_q", "to_k", "to_v"), ("c_q", "c_k", "c_v"))
 OUTPUT = ("c_proj", "proj", "o_proj", "out_proj", "wo", "dense", "to_out", "out")
 #: ATTENTION: what enters a module's output projection must equal the SDPA reference
 #: within ATTENTION_TOL times the reference's largest entry. Measured inside the
@@ -63,6 +64,18 @@ def _in_features(m: nn.Module) -> int | None:
     if type(m).__name__ == "Conv1D" and isinstance(getattr(m, "weight", None), torch.Tensor):
         return int(m.weight.shape[0])
     return None
+
+
+def _projection_owners(model: nn.Module) -> str:
+    """What the model has instead, for ATTENTION's skip: the first modules holding two or more projections,
+    with their projections' names."""
+    owners = []
+    for name, m in model.named_modules():
+        parts = [n for n, c in m.named_children() if _out_features(c) is not None]
+        if len(parts) >= 2:
+            owners.append(f"{name or 'the model'} ({', '.join(parts[:4])})")
+    return f"the modules with projections are {', '.join(owners[:3])}" if owners else \
+        f"{type(model).__name__} has no module with two or more projections"
 
 
 def find_attention(model: nn.Module) -> list[tuple[str, nn.Module, str, tuple[str, ...], str]]:
@@ -237,8 +250,8 @@ def _with_rotary(proj: torch.Tensor, rotated: torch.Tensor | None) -> torch.Tens
 def attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Causal SDPA from heads q (B, H, T, D), k and v (B, Hkv, T, D), kv repeated to H (grouped-query
     attention), merged to (B, T, H·D): what goes into the output projection."""
-    H, kv = q.size(1), k.size(1)
-    k, v = (t.repeat_interleave(H // kv, dim=1) for t in (k, v))
+    H = q.size(1)
+    k, v = (t.repeat_interleave(H // t.size(1), dim=1) for t in (k, v))
     y = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)  # (B, H, T, D)
     return y.transpose(1, 2).reshape(q.size(0), q.size(2), -1)
 
@@ -252,28 +265,34 @@ def attention(s: Subject) -> Link:
     the blocks' normalised streams, so the scores are unit-scale and a wrong
     scale — 1/sqrt(C) for 1/sqrt(D), sqrt(D) — moves the output well past
     ``ATTENTION_TOL``. Hooks read each module's q, k, v projections and what
-    goes into its output projection; the module's rotary function, where it
-    has one, is watched for the rotated q and k (partial rotary included).
+    goes into its output projection; q and k are read again where they reach
+    the module's attention call (``attention_call``: SDPA's arguments, or the
+    operands of q @ k^T), so a rotary embedding however it is kept (a
+    function, a method, an ``nn.Module``, cos and sin applied inline) and a
+    qk-norm are judged as the module attends, a uniform pre-scale of q is
+    taken off (its scale is judged whole), and the head count comes from that
+    call where no attribute names it. Without a call to read, the module's
+    rotary function, where it has one, is watched for the rotated q and k
+    (partial rotary included).
     The reference is causal SDPA with k, v repeated to the query heads
     (grouped-query attention); a packed projection is read in each layout
-    its width allows and the closest taken. "skip" where no module can be
-    read: none found, the head count unknown, or no hook fired.
+    its width allows and the closest taken. The tolerance follows the
+    model's dtype (``Subject.tol``). "skip" where no module can be read:
+    none found, the head count neither named nor read from a call, or no
+    hook fired.
     """
     found = find_attention(s.model)
     if not found and find_hooked_attention(s.model):
         return _hooked_attention(s)
     if not found:
         return Link("ATTENTION", "skip", "no attention module found (a packed qkv or q/k/v projections, Linear or "
-                                         "Conv1D, beside an output projection)")
+                                         "Conv1D, beside an output projection named like one: "
+                                         f"{', '.join(OUTPUT)}); {_projection_owners(s.model)}")
     seen, rotary, current, handles = {}, {}, [], []
     skipped, checked, worst = [], [], (0.0, "")
     readable = []
     for name, module, kind, projections, output in found:
-        H = n_head_of(module, s.model)
-        if H is None:
-            skipped.append(f"{name or 'model'} (head count unknown)")
-            continue
-        readable.append((name, module, kind, projections, output, H))
+        readable.append((name, module, kind, projections, output, n_head_of(module, s.model)))
         parts = dict(module.named_children())
         for proj in projections:
             handles.append(parts[proj].register_forward_hook(_keep(seen, (name, proj), "output")))
@@ -284,10 +303,11 @@ def attention(s: Subject) -> Link:
     generator = torch.Generator().manual_seed(0)
     idx = s.xs[:2, :8]
     T = idx.size(1)
+    calls = AttentionCalls(current)
     try:
         with randomised([r[1] for r in readable], generator), watching_rotary([(r[0], r[1]) for r in readable],
                                                                                current, rotary), \
-                mode(s.model, False), torch.no_grad(), seeded(0):
+                mode(s.model, False), torch.no_grad(), seeded(0), calls:
             s.forward(idx)
     finally:
         for h in handles:
@@ -298,6 +318,15 @@ def attention(s: Subject) -> Link:
         if got is None or any((name, p) not in seen for p in projections):
             skipped.append(f"{label} (its projections did not run in the forward)")
             continue
+        call = calls.calls.get(name)
+        at_call = call is not None and call[1].dim() == 4 and call[1].size(2) == T
+        heads_from = "attribute"
+        if at_call and (H is None or call[1].size(1) != H):
+            H, heads_from = int(call[1].size(1)), f"from its {'SDPA call' if call[0] == 'sdpa' else 'q @ k^T'}"
+        if H is None:
+            skipped.append(f"{label} (no attribute names its head count, and no SDPA call or q @ k^T ran in it to "
+                           "read the heads from)")
+            continue
         got = got.float()
         D = got.size(-1) // H
         if kind == "separate":
@@ -306,9 +335,12 @@ def attention(s: Subject) -> Link:
             candidates = _layouts(seen[(name, projections[0])].float(), H, T, D)
         rotated = [_heads(t.float(), T, D) for t in rotary.get(name, []) if isinstance(t, torch.Tensor)]
         rotated = [t for t in rotated if t is not None]
-        best = None
+        best, how = None, ""
         for layout, (q, k, v) in candidates:
-            if rotated:
+            if at_call and q is not None and k is not None and call[1].size(-1) == q.size(-1):
+                (q, q_how), (k, k_how) = unscaled(call[1], q), unscaled(call[2], k)
+                how = f", q {q_how} and k {k_how} at the attention call"
+            elif rotated:
                 rq = next((t for t in rotated if t.size(1) == q.size(1)), None)
                 rk = next((t for t in rotated if t is not rq and t.size(1) == k.size(1)), None)
                 q, k = _with_rotary(q, rq), _with_rotary(k, rk)
@@ -323,24 +355,26 @@ def attention(s: Subject) -> Link:
             skipped.append(f"{label} (no layout of its projections gives q, k, v for H={H})")
             continue
         relative, absolute, layout, kv = best
-        extras = (", rotary applied" if rotated else "") + (f", {kv} kv heads" if kv != H else "")
+        extras = (how or (", rotary applied" if rotated else "")) + (f", {kv} kv heads" if kv != H else "") + \
+            ("" if heads_from == "attribute" else f", H read {heads_from}")
         checked.append([label, f"{kind} {layout}, H={H}, D={D}{extras}: max |Δ| {absolute:.3e}, "
                                f"relative {relative:.3e}"])
         if relative >= worst[0]:
             worst = (relative, label)
-    return _attention_verdict(checked, skipped, worst)
+    return _attention_verdict(checked, skipped, worst, s)
 
 
-def _attention_verdict(checked: list, skipped: list[str], worst: tuple[float, str]) -> Link:
+def _attention_verdict(checked: list, skipped: list[str], worst: tuple[float, str], s: Subject) -> Link:
     """ATTENTION's verdict from the modules checked (label, what was compared), those skipped (why) and the
     worst relative difference from the SDPA reference with its module's label."""
     evidence = checked + ([["not checked", "; ".join(skipped)]] if skipped else [])
     if not checked:
         return Link("ATTENTION", "skip", f"no attention module could be checked: {'; '.join(skipped)}", evidence)
-    evidence.append(["tolerance", f"{ATTENTION_TOL:.0e} of the reference's scale"])
-    if worst[0] > ATTENTION_TOL:
+    tol = s.tol(ATTENTION_TOL)
+    evidence.append(["tolerance", f"{tol:.1e} of the reference's scale ({s.precision})"])
+    if worst[0] > tol:
         return Link("ATTENTION", "FAIL", f"{worst[1]} differs from softmax(q k^T / sqrt(D)) v by {worst[0]:.3g} "
-                                         "(relative) on unit-scale scores: check the scale (1/sqrt(D), D the head "
+                                         f"(relative, tolerance {tol:.1e} for {s.precision}) on unit-scale scores: check the scale (1/sqrt(D), D the head "
                                          "size) and the mask", evidence)
     return Link("ATTENTION", "ok", f"{len(checked)} attention modules equal the SDPA reference from their own "
                                    f"q, k, v (max {worst[0]:.1e})", evidence)
@@ -378,7 +412,7 @@ def _hooked_attention(s: Subject) -> Link:
                               f"relative {relative:.3e}"])
         if relative >= worst[0]:
             worst = (relative, name)
-    return _attention_verdict(checked, skipped, worst)
+    return _attention_verdict(checked, skipped, worst, s)
 
 
 # ---------------------------------------------------------------------------
@@ -480,8 +514,12 @@ def residual(s: Subject) -> Link:
     """
     found = find_blocks(s.model)
     if found is None:
-        return Link("RESIDUAL", "skip", "no stack of blocks (a ModuleList of layers with Linear or Conv1D "
-                                        "projections) found")
+        lists = [f"{n} ({len(m)} {type(m[0]).__name__ if len(m) else 'items'})" for n, m in s.model.named_modules()
+                 if isinstance(m, nn.ModuleList)]
+        return Link("RESIDUAL", "skip", "no stack of blocks (a ModuleList of one class whose items hold two or more "
+                                        "Linear or Conv1D projections) found; "
+                                        + (f"the ModuleLists are {', '.join(lists[:3])}" if lists else
+                                           f"{type(s.model).__name__} holds no ModuleList"))
     stack_name, blocks = found
     if isinstance(blocks[0], (nn.ModuleList, nn.ModuleDict, nn.Sequential)):
         return _residual_of_stack(s, stack_name, blocks)

@@ -74,7 +74,10 @@ def init(s: Subject) -> Link:
     rows.append(("one-example CE", f"by hand {one:.5f} vs F {library:.5f}", close(one, library, 1e-6, 1e-6)))
     link_warnings = []
     if reported is not None:
-        rows.append(("reported loss", f"model {initial:.5f} vs mean by hand {by_hand:.5f}", close(initial, by_hand)))
+        rel = s.tol(1e-4)
+        rows.append(("reported loss", f"model {initial:.5f} vs mean by hand {by_hand:.5f}"
+                     + ("" if s.dtype == torch.float32 else f" (rel. tolerance {rel:.1e}, {s.precision})"),
+                     close(initial, by_hand, rel=rel)))
         padded, warning = _padded(s, x, y)
         if padded is not None:
             rows.append(padded)
@@ -106,7 +109,7 @@ def _padded(s: Subject, x: torch.Tensor, y: torch.Tensor) -> tuple[tuple[str, st
     z, t = s.forward.aligned(logits, labels)
     want, got = float(cross_entropy_by_hand(z, t).mean()), float(loss)
     return (("padded loss", f"model {got:.5f} vs mean over the {t.numel()} real tokens {want:.5f} "
-                            f"({labels.eq(-100).sum()} targets -100)", close(got, want)), None)
+                            f"({labels.eq(-100).sum()} targets -100)", close(got, want, rel=s.tol(1e-4))), None)
 
 
 def gradients(s: Subject) -> Link:
@@ -127,6 +130,9 @@ def gradients(s: Subject) -> Link:
     value = float(loss.detach())
     present = {id(p) for p in params if p.grad is not None and bool(p.grad.ne(0).any())}
     missing = [names.get(id(p), "?") for p in params if id(p) not in present]
+    late = _reached_a_step_later(s, missing) if missing and math.isfinite(value) else []
+    s.memo["gradient a step later"] = set(late)
+    missing = [n for n in missing if n not in late]
     grads = [(names.get(id(p), "?"), p.grad) for p in params if p.grad is not None]
     broken = [name for name, g in grads if not bool(torch.isfinite(g).all())]
     # A NaN flows backwards from where it starts into everything before it: the last
@@ -136,8 +142,45 @@ def gradients(s: Subject) -> Link:
     rows = [("loss", f"{value:.4g} in train mode", math.isfinite(value)),
             ("present", f"{len(present)}/{len(params)}" + (f" (no gradient: {some(missing)})" if missing else ""),
              not missing),
+            *([("a step later", f"{len(late)} start with a zero gradient and get one within a few steps, as a "
+                                f"zero-initialised projection feeds them ({some(late)})", True)] if late else []),
             ("finite", f"{len(grads) - len(broken)}/{len(grads)} gradients{where}", not broken)]
     return _link("GRADIENTS", rows, quiet=("loss",))
+
+
+#: How many steps a zero-initialised chain may take to pass gradients to all it feeds: a zero head, then
+#: zero output projections, then the q, k, v and MLP input projections behind them (nanochat: 2 steps).
+LATE_STEPS = 3
+
+
+def _reached_a_step_later(s: Subject, missing: list[str]) -> list[str]:
+    """Which of the parameters with no gradient at init get one within ``LATE_STEPS`` AdamW steps (lr 3e-3)
+    on a copy.
+
+    A projection initialised to zero on purpose (nanochat zeroes its output projections and its head)
+    passes no gradient back to what feeds it until it has moved once; a parameter cut off from the loss
+    (a detached path, an unused module) gets none ever. The step is taken on a copy: the model under
+    audit is not changed. Empty when the model cannot be copied.
+    """
+    import copy
+
+    try:
+        twin = copy.deepcopy(s.model)
+    except Exception:
+        return []
+    forward = type(s.forward)(twin, s.forward.interface)
+    optimizer = torch.optim.AdamW([p for p in twin.parameters() if p.requires_grad], lr=3e-3, weight_decay=0.0)
+    got: set[str] = set()
+    with mode(twin, True), seeded(0):
+        forward.loss(s.xs, s.ys).backward()
+        for _ in range(LATE_STEPS):
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            forward.loss(s.xs, s.ys).backward()
+            got |= {name for name, p in twin.named_parameters() if p.grad is not None and bool(p.grad.ne(0).any())}
+            if all(n in got for n in missing):
+                break
+    return [n for n in missing if n in got]
 
 
 def ownership(s: Subject) -> Link:
@@ -222,8 +265,13 @@ def update(s: Subject) -> Link:
         s.memo["step raised"] = first_line(exc)[:160]
         rows.append(("step", f"optimizer.step() raised {s.memo['step raised']}", False))
         return _link("UPDATE", rows)
-    moved = sum(not torch.equal(b, p.detach()) for b, p in zip(before, params))
-    rows.append(("moved", f"{moved}/{len(params)}", moved == len(params)))
+    unmoved = [names.get(id(p), "?") for b, p in zip(before, params) if torch.equal(b, p.detach())]
+    later = [n for n in unmoved if n in s.memo.get("gradient a step later", ())]
+    moved = len(params) - len(unmoved)
+    rows.append(("moved", f"{moved}/{len(params)}" + (f" ({len(later)} more have no gradient yet and get one a "
+                                                      f"step later: {some(later)})" if later else "")
+                 + (f" (not moved: {some([n for n in unmoved if n not in later])})" if len(unmoved) > len(later)
+                    else ""), len(unmoved) == len(later)))
     return _link("UPDATE", rows, quiet=("state",))
 
 

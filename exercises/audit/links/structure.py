@@ -3,10 +3,12 @@ a generated language model", links 3, 4 and 6)."""
 
 from __future__ import annotations
 
+import copy
+
 import torch
 import torch.nn as nn
 
-from exercises.audit.adapter import engine_like
+from exercises.audit.adapter import Forward, engine_like, output_head
 from exercises.audit.measure import finite_delta, finite_scale, mode, seeded
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
@@ -37,11 +39,20 @@ def causality(s: Subject) -> Link:
             after = s.forward(changed)
     prefix, prefix_kinds = finite_delta(before[:, : position + 1], after[:, : position + 1])
     suffix, suffix_kinds = finite_delta(before[:, position + 1:], after[:, position + 1:])
-    tol = 1e-5 * finite_scale(before)
+    tol = s.tol(1e-5) * finite_scale(before)
     prefix_ok, informative = prefix <= tol and prefix_kinds == 0, suffix > tol or suffix_kinds > 0
+    stream = None
+    if prefix_ok and not informative:
+        stream = _into_head(s, idx, changed, position)
+        if stream is not None:
+            head_name, before, prefix, suffix, tol = stream
+            prefix_ok, informative = prefix <= tol, suffix > tol
     ok = prefix_ok and informative
     if ok:
         verdict = f"prefix 0..{position} still (max |Δ| {prefix:.1e}); suffix moved ({suffix:.2e})"
+        if stream is not None:
+            verdict += (f", read at the stream into {stream[0]}: its logits do not depend on the input yet "
+                        f"({stream[0]}.weight starts at zero)")
     elif prefix_kinds:
         verdict = f"the past moved: {prefix_kinds} prefix logits changed between finite, −inf, +inf and NaN"
     elif not prefix_ok:
@@ -50,12 +61,39 @@ def causality(s: Subject) -> Link:
         verdict = f"uninformative: the suffix did not move ({suffix:.1e})"
     evidence = [["changed", f"tokens after position {position} (eval mode)"],
                 ["prefix max |Δ logits|", f"{prefix:.3e}"], ["suffix max |Δ logits|", f"{suffix:.3e}"],
-                ["tolerance", f"{tol:.1e}"]]
+                ["tolerance", f"{tol:.1e} ({s.precision})"]]
     banned = int((before == float("-inf")).sum())
     if banned or prefix_kinds or suffix_kinds:
         evidence.append(["non-finite logits", f"{banned} −inf before the change; kinds changed: prefix "
                                               f"{prefix_kinds}, suffix {suffix_kinds}"])
     return Link("CAUSALITY", "ok" if ok else "FAIL", verdict, evidence)
+
+
+def _into_head(s: Subject, idx: torch.Tensor, changed: torch.Tensor, position: int):
+    """CAUSALITY one layer down, for a model whose logits do not depend on its input at init (an output
+    head initialised to zero, as nanochat's is): (head name, the stream before the change, prefix max
+    |Δ|, suffix max |Δ|, tolerance) read at the stream entering the head; None when the head's weight is
+    not all zero or its input cannot be read as (B, T, C)."""
+    found = output_head(s.model, s.V)
+    if found is None or not isinstance(getattr(found[1], "weight", None), torch.Tensor) \
+            or bool(found[1].weight.detach().ne(0).any()):
+        return None
+    name, head = found
+    streams = []
+    handle = head.register_forward_pre_hook(lambda m, args: streams.append(args[0].detach()) and None)
+    try:
+        with mode(s.model, False), torch.no_grad():
+            for ids in (idx, changed):
+                with seeded(0):
+                    s.forward(ids)
+    finally:
+        handle.remove()
+    if len(streams) < 2 or streams[0].dim() != 3 or streams[0].shape[:2] != idx.shape:
+        return None
+    before, after = streams[0], streams[-1]
+    prefix = finite_delta(before[:, :position + 1], after[:, :position + 1])[0]
+    suffix = finite_delta(before[:, position + 1:], after[:, position + 1:])[0]
+    return name, before, prefix, suffix, s.tol(1e-5) * finite_scale(before)
 
 
 def shape(s: Subject) -> Link:
@@ -134,7 +172,7 @@ def registration(s: Subject) -> Link:
             hidden.append(f"{where} (tensor wanting grad, not a Parameter)")
         elif container and any(isinstance(t, nn.Parameter) for t in tensors):
             hidden.append(f"{where} (Parameters in a plain {type(value).__name__})")
-        elif tensors and _moved_by_forward(model, where):
+        elif tensors and where in _moved_by_forward(s):
             accepted.append(f"{where} (kept out of state_dict() on purpose: the forward moves it itself)")
         elif tensors:
             plain.append(f"{where} ({_kind(tensors[0])} kept as a plain attribute, not a buffer)")
@@ -163,19 +201,46 @@ def registration(s: Subject) -> Link:
     return Link("REGISTRATION", "ok" if ok else "FAIL", verdict, rows)
 
 
-def _moved_by_forward(model: nn.Module, where: str) -> bool:
-    """Whether the module holding attribute ``where`` moves it itself in its forward
-    (``self.NAME = self.NAME.to(...)``, as Meta's Llama does for ``freqs_cis`` and its KV cache)."""
-    import inspect
-    import re
+def _moved_by_forward(s: Subject) -> set[str]:
+    """The plain tensor attributes the model's own forward moves to where its parameters are (as Meta's
+    Llama does with ``self.freqs_cis = self.freqs_cis.to(h.device)`` and its KV cache), measured, not read.
 
-    owner_name, _, attr = where.rpartition(".")
+    A copy of the model goes to the ``meta`` device, where plain attributes are left behind on the CPU,
+    and runs one forward on meta ids; an attribute found on ``meta`` afterwards was moved by the forward
+    itself, by whichever method of whichever class (a subclass whose forward calls its parent's, a class
+    with no readable source). Whether that forward finishes does not matter: what it moved is what
+    counts. Memoised on the subject; empty when the model cannot be copied.
+    """
+    if "moved by forward" in s.memo:
+        return s.memo["moved by forward"]
+    moved: set[str] = set()
+    s.memo["moved by forward"] = moved
+    candidates = [where for where, value in s.attributes if isinstance(value, torch.Tensor)
+                  or isinstance(value, (list, tuple, dict)) and any(isinstance(v, torch.Tensor) for v in
+                                                                    (value.values() if isinstance(value, dict) else value))]
+    if not candidates:
+        return moved
     try:
-        owner = model.get_submodule(owner_name) if owner_name else model
-        source = inspect.getsource(type(owner).forward)
-    except (AttributeError, OSError, TypeError):
-        return False
-    return re.search(rf"self\.{re.escape(attr)}\s*=\s*self\.{re.escape(attr)}\.to\(", source) is not None
+        twin = copy.deepcopy(s.model).to("meta")
+    except Exception:
+        return moved
+    try:
+        with mode(twin, False), torch.no_grad():
+            Forward(twin, s.forward.interface)(s.xs[:1, :4].to("meta"))
+    except Exception:
+        pass  # a forward that cannot finish on meta (a .item(), a data-dependent shape) moved what it moved
+    for where in candidates:
+        owner_name, _, attr = where.rpartition(".")
+        try:
+            value = getattr(twin.get_submodule(owner_name) if owner_name else twin, attr)
+        except AttributeError:
+            continue
+        items = list(value.values()) if isinstance(value, dict) else list(value) if isinstance(value, (list, tuple)) \
+            else [value]
+        tensors = [t for t in items if isinstance(t, torch.Tensor)]
+        if tensors and all(t.device.type == "meta" for t in tensors):
+            moved.add(where)
+    return moved
 
 
 def _kind(t: torch.Tensor) -> str:
@@ -184,8 +249,6 @@ def _kind(t: torch.Tensor) -> str:
 
 def _left_behind(model: nn.Module, where: str) -> str:
     """What ``.to(torch.float64)`` does to a plain tensor attribute, measured on a copy of the model."""
-    import copy
-
     try:
         twin = copy.deepcopy(model).to(torch.float64)
         owner_name, _, attr = where.rpartition(".")
@@ -215,7 +278,11 @@ def tie(s: Subject) -> Link:
     t = s.tie
     if t["table"] is None or t["head"] is None:
         missing = "token table" if t["table"] is None else "output head (a Linear to V)"
-        return Link("TIE", "skip", f"no {missing} found to compare")
+        tables = [n for n, m in s.model.named_modules() if isinstance(m, nn.Embedding)]
+        found = (f"; the nn.Embedding modules are {', '.join(tables[:3])}" if t["table"] is None and tables else
+                 f"; {type(s.model).__name__} holds no nn.Embedding" if t["table"] is None else
+                 f"; no nn.Linear in {type(s.model).__name__} has {s.V} outputs")
+        return Link("TIE", "skip", f"no {missing} found to compare{found}")
     pair = f"{t['head']}.weight is {t['table']}.weight"
     evidence = [["head / table", f"{t['head']} / {t['table']}"], ["same Parameter", str(t["same"])],
                 ["equal values at build", str(t["equal"])], ["same storage", str(t["shared"])],

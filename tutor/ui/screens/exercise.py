@@ -8,6 +8,8 @@ the page's layout and its actions.
 
 from __future__ import annotations
 
+import threading
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -17,7 +19,7 @@ from textual.widgets import Button, Header, Input, Markdown, Static, TextArea
 
 from tutor.model import answers
 from tutor.app.run import Run
-from tutor.model.attempts import ProgressError, show_time, verdict_of
+from tutor.model.attempts import PREDICT, ProgressError, show_time, verdict_of
 from tutor.model.catalog import Exercise
 from tutor.model.review import next_after
 from tutor.render import VERDICT_STYLE, VERDICT_TEXT
@@ -95,9 +97,13 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         self._session = app.session
         progress = self._session.progress_of(ex.id)
         current = progress.current  # since the last reset: a reset exercise shows as fresh
-        said = [a for a in current if a.mode == "predict"]  # fix, break and hunt attempts are no answers
+        said = [a for a in current if a.mode == PREDICT]  # fix, break and hunt attempts are no answers
         self._recall = recall_of(app, ex.id)
-        if not self._recall.answer and said:  # reopened after a relaunch: the last saved answer
+        if not self._recall.answer and progress.draft:  # left unrun when the learner quit: offered again
+            self._recall.answer = progress.draft["prediction"]
+            self._recall.confidence = progress.draft.get("confidence")
+            self._offer_draft = True
+        elif not self._recall.answer and said:  # reopened after a relaunch: the last saved answer
             self._recall.answer = said[-1].prediction
             self._recall.confidence = said[-1].confidence
         yield Header()
@@ -155,6 +161,9 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         self.query_one("#exercise-body").focus()
         self.sub_title = self.exercise.id
         self._reopen()
+        if getattr(self, "_offer_draft", False):
+            self.notify("Your prediction from last time, left unrun when you quit, is back: r runs it.",
+                        title="kept", timeout=10)
 
     @staticmethod
     def _digits_free(exercise: Exercise) -> bool:
@@ -175,7 +184,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         if recall.result is not None:
             panel.show(self.exercise, recall.result, title="last result")
         else:
-            said = [a for a in self._session.progress_of(self.exercise.id).current if a.mode == "predict"]
+            said = [a for a in self._session.progress_of(self.exercise.id).current if a.mode == PREDICT]
             if said:
                 panel.show_text(self._saved_result(said[-1]), title="last result (saved)")
         self._update_next_hint()
@@ -453,6 +462,19 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         """Another screen covers this one (the command palette, help, edit mode): the note is saved
         now, not a debounce later, so nothing typed waits on a page the learner may not come back to."""
         self.flush_note()
+
+    def leave_running(self) -> str:
+        """The app quits during this page's check: cancel it (in a thread: the tutor ends at once) and
+        keep the prediction to offer again; returns the sentence saying so."""
+        run, self._cancel_requested = self._run, True
+        threading.Thread(target=run.cancel, name="cancel-on-quit", daemon=True).start()
+        sure = f" ({run.confidence} % sure)" if getattr(run, "confidence", None) is not None else ""
+        try:
+            self._session.save_draft(self.exercise.id, run.prediction or "", getattr(run, "confidence", None))
+        except ProgressError as exc:
+            return f"the check of {self.exercise.id} was cancelled and your prediction was not kept: {exc}"
+        return (f"the check of {self.exercise.id} was cancelled as you quit; your prediction "
+                f"{run.prediction!r}{sure} is kept and offered when you open it again.")
 
     def on_unmount(self) -> None:
         if self.running and self._run is not None:

@@ -13,6 +13,7 @@ second after typing stops and when the screen closes.
 
 from __future__ import annotations
 
+import threading
 import time
 
 from rich.console import Group
@@ -35,6 +36,7 @@ from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.screens.seeking import Seeking
 from tutor.ui.messages import EditCrashed, EditFinished, EditInstrumentsFinished, EditProgressed
 from tutor.ui.widgets.code_editor import CodeEditor
+from tutor.ui.widgets.ordered_input import OrderedInput
 
 #: Seconds of quiet typing before the working copy is saved.
 AUTOSAVE_S = 1.0
@@ -85,9 +87,9 @@ class EditScreen(Seeking, PageScreen):
         yield Header()
         with Vertical():
             yield Static("", id="edit-head")
-            yield Input(placeholder="your prediction", id="edit-prediction")
+            yield OrderedInput(placeholder="your prediction", id="edit-prediction")
             yield self._editor
-            yield Input(id="edit-seek")
+            yield OrderedInput(id="edit-seek")
             yield Static("", id="edit-status")
             with VerticalScroll(id="edit-result"):
                 yield Static("", id="edit-result-text")
@@ -429,6 +431,15 @@ class EditScreen(Seeking, PageScreen):
             return
         self.flush_copy()
         self.app.pop_screen()
+
+    def leave_running(self) -> str:
+        """The app quits during this screen's check: cancel it at once (so the tutor ends promptly,
+        its worker stopped) and say so; the working copy was saved as the app began quitting."""
+        stop = self._run.cancel if self._run is not None else self._session.cancel
+        threading.Thread(target=stop, name="cancel-on-quit", daemon=True).start()
+        where = self._copy_path()
+        return (f"the check of your file for {self.exercise.id} was cancelled as you quit; your file is kept"
+                + (f" in {where}." if where else "."))
 
     @work(thread=True, group="edit-cancel", exit_on_error=False)
     def _cancel(self) -> None:

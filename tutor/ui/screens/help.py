@@ -61,6 +61,7 @@ def keys_markdown(app_class) -> str:
     from tutor.ui.screens.home import ConfirmReset, HomeScreen
     from tutor.ui.screens.progress import ProgressScreen
     from tutor.ui.widgets.code_editor import CodeEditor
+    from tutor.ui.widgets.confidence import ConfidencePicker
 
     app_first = frozenset(b.key for b in app_class.BINDINGS if b.priority)  # ctrl+c quits, wherever you are
     sections = [
@@ -68,6 +69,7 @@ def keys_markdown(app_class) -> str:
         ("The list of exercises (home)", key_rows(HomeScreen)),
         ("Resetting an exercise (the question)", key_rows(ConfirmReset)),
         ("An exercise", key_rows(ExerciseScreen)),
+        ("How sure you are (the confidence line of an exercise; Tab to it)", key_rows(ConfidencePicker)),
         ("Fix it, Break it, Find and fix (edit mode)", key_rows(EditScreen)),
         ("The built-in code editor", key_rows(CodeEditor)),
         ("Editing in the built-in code editor (Textual's text area)", key_rows(TextArea, skip=app_first)),

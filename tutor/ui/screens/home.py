@@ -10,10 +10,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Header, Input, Static, Tree
 
-from tutor.model.attempts import LearnerProgress, ProgressError
+from tutor.model.attempts import PREDICT, LearnerProgress, ProgressError
 from tutor.model.review import continue_point, due
 from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.widgets.exercise_tree import ExerciseTree, set_id_of, status_of
+from tutor.ui.widgets.ordered_input import OrderedInput
 
 
 class HomeScreen(PageScreen):
@@ -43,7 +44,7 @@ class HomeScreen(PageScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(self._intro(), id="home-intro")
-        yield Input(placeholder="find: id, title, set or words of the prompt (Esc clears)", id="home-find")
+        yield OrderedInput(placeholder="find: id, title, set or words of the prompt (Esc clears)", id="home-find")
         yield Static("", id="home-status")
         # Taken from the session here and again on returning to this screen;
         # moving the cursor only describes what was taken.
@@ -138,7 +139,8 @@ class HomeScreen(PageScreen):
         """Show the search box (``/``)."""
         box = self.query_one("#home-find", Input)
         box.display = True
-        box.focus()
+        self._finding = True  # until Enter, ↓ or Esc: keys typed on the way to the box belong in it
+        self.set_focus(box)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id != "home-find":
@@ -157,14 +159,29 @@ class HomeScreen(PageScreen):
         if event.input.id != "home-find":
             return
         event.stop()
+        self._finding = False
         tree = self.query_one(ExerciseTree)
         tree.focus()
         tree.move_to_first_exercise()
 
     def on_key(self, event) -> None:
-        """In the search box, ↓ goes to the list and Esc clears the search."""
+        """In the search box, ↓ goes to the list and Esc clears the search; a key typed after ``/``
+        that reached the list before the box had the focus is typed into the box (the box keeps what it
+        is typed, so a printable key that reaches the screen while finding was typed before)."""
         box = self.query_one("#home-find", Input)
+        if event.key == "slash" and self.focused is not box:
+            # here, not only by the binding: a binding acts after the keys typed behind it reached the screen
+            event.stop()
+            event.prevent_default()
+            self.action_find()
+            return
+        if getattr(self, "_finding", False) and event.is_printable:  # the box takes its own: not typed there
+            event.stop()
+            event.prevent_default()
+            box.insert_text_at_cursor(event.character)
+            return
         if self.focused is box and event.key == "down":
+            self._finding = False
             event.stop()
             tree = self.query_one(ExerciseTree)
             tree.focus()
@@ -174,6 +191,7 @@ class HomeScreen(PageScreen):
             self.action_clear_find()
 
     def action_clear_find(self) -> None:
+        self._finding = False
         box = self.query_one("#home-find", Input)
         if not box.display and not box.value:
             return
@@ -250,7 +268,7 @@ class HomeScreen(PageScreen):
     def _tries(progress) -> str:
         """``2 prediction(s)``, and the edit attempts apart (``· 1 edit(s)``): an edit is no answer."""
         current = progress.current
-        said = sum(a.mode == "predict" for a in current)
+        said = sum(a.mode == PREDICT for a in current)
         edits = len(current) - said
         return f"{said} prediction(s)" + (f" · {edits} edit(s)" if edits else "")
 

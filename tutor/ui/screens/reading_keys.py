@@ -151,8 +151,7 @@ class ReadingKeys:
         elif char == "?":
             self.app.action_help()
         elif char == "q":
-            self.app.flush_notes()
-            self.app.exit()
+            self.app.action_quit()
 
     def _say_typing_picks_nothing(self, prediction: PredictionInput) -> None:
         if self._said_words:

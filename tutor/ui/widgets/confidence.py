@@ -36,11 +36,14 @@ class ConfidencePicker(Static, can_focus=True):
     """
 
     BINDINGS = [
-        Binding("left", "move(-1)", "Less sure", show=False),
-        Binding("right", "move(1)", "More sure", show=False),
-        Binding("backspace", "clear", "No confidence", show=False),
-        Binding("delete", "clear", "No confidence", show=False),
+        Binding("left", "move(-1)", "Less sure", show=False, tooltip="less sure (one step down)"),
+        Binding("right", "move(1)", "More sure", show=False, tooltip="more sure (one step up)"),
+        Binding("backspace", "clear", "No confidence", show=False, tooltip="no confidence (clear it)"),
+        Binding("delete", "clear", "No confidence", show=False, tooltip="no confidence (clear it)"),
     ]
+    #: keys it reads itself (``on_key``), for the help
+    PAGE_KEYS = (("5 6 7 8 9 0", "50, 60, 70, 80, 90 or 100 % sure (here they never pick a choice)"),
+                 ("Enter", "run the check"))
 
     class Changed(Message):
         """The confidence was set or cleared."""

@@ -12,6 +12,7 @@ from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
 from tutor.model.catalog import Exercise
+from tutor.ui.widgets.ordered_input import OrderedInput
 
 
 def _says(text: str, cid: str) -> bool:
@@ -65,7 +66,7 @@ class PredictionInput(Vertical):
             yield OptionList(*[Option(self._prompt(index), id=cid) for index, (cid, _) in enumerate(self.options)],
                              id="prediction-options")
         else:
-            yield Input(placeholder=self.exercise.answer_format, id="prediction-input", select_on_focus=False)
+            yield OrderedInput(placeholder=self.exercise.answer_format, id="prediction-input", select_on_focus=False)
 
     @property
     def value(self) -> str:

@@ -1,0 +1,31 @@
+"""A one-line text box that applies every key in the order it was typed."""
+
+from __future__ import annotations
+
+from textual import events
+from textual.widgets import Input
+
+
+class OrderedInput(Input):
+    """Textual's ``Input``, with its own editing keys (Backspace, Delete, the arrows, Enter…) applied
+    as they arrive, like the characters.
+
+    Textual's ``Input`` types a character at once but acts on a key of its
+    ``BINDINGS`` only once the key has bubbled up to the app and come back,
+    so in a fast burst (a busy machine, a screen re-filtering its list) the
+    characters typed after a Backspace land before it: ``rotary``, six
+    Backspaces and ``swiglu`` read ``rotary``. Here a bound key runs its
+    action straight away, in order.
+    """
+
+    async def _on_key(self, event: events.Key) -> None:
+        bound = self._bindings.key_to_bindings.get(event.key)
+        if bound and not event.is_printable:
+            binding = bound[0]
+            if not binding.priority and self.check_action(binding.action.split("(")[0], ()) is not False:
+                event.stop()
+                event.prevent_default()
+                self._restart_blink()
+                await self.run_action(binding.action)
+                return
+        await super()._on_key(event)
