@@ -92,7 +92,7 @@ def _store_to_save_in(args) -> ProgressStore | None:
     try:
         store.ensure_writable()
     except ProgressError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(course.without_no_save(exc)) from None
     return store
 
 
@@ -192,7 +192,7 @@ def gradescope(args, events: Events) -> GradescopeReply:
     submission = Path(args.submission) if args.submission else root / "submission"
     results_path = Path(args.results) if args.results else root / "results" / "results.json"
     plan_path = Path(args.assignment) if args.assignment else root / "source" / "assignment.toml"
-    code, error, result = 0, None, None
+    code, error, result, plan = 0, None, None, None
     try:
         refuse_unconfined(args)
         catalog = load_catalog()
@@ -213,7 +213,7 @@ def gradescope(args, events: Events) -> GradescopeReply:
     except (DeviceError, WorkerError) as exc:
         code, error = EXIT_CHECK, str(exc)
     if result is None:
-        result = autograder.failure(error or "the autograder stopped")
+        result = autograder.failure(error or "the autograder stopped", plan)
     try:
         results_path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomically(results_path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")

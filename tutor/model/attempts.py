@@ -92,11 +92,11 @@ class Attempt:
             result: the run, of a status in :data:`RECORDED`.
             confidence: how sure the learner said they were, in percent
                 (50-100; see :func:`check_confidence`), or None.
-            time: when (ISO 8601, as :func:`now` writes it); None is now.
+            time: when (ISO 8601, as :func:`now` writes it); None is now, "" untimed (older than every time).
             submission: the graded submission's id, or "".
         """
         graded = result.status in GRADED
-        return cls(time=time or now(), prediction=result.prediction_text or result.prediction or "",
+        return cls(time=now() if time is None else time, prediction=result.prediction_text or result.prediction or "",
                    observed=answers.show_observed(result.kind, result.observed) if graded else "",
                    correct=graded and bool(result.correct), status=result.status, device=result.device,
                    engine_hash=engine_hash(), seed=result.seed, confidence=confidence, submission=submission)

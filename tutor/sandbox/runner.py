@@ -87,6 +87,7 @@ class Worker:
         self.stopped = False
         self.cores = cores
         self.sandboxed = False  # the running worker was started inside bubblewrap
+        self.missed_deadline: float | None = None  # the deadline (s) the last request's answer missed, if it did
         self.cgroups: dict[str, str] = {}  # controller -> the cgroup made for the running worker
 
     def start(self) -> Hello:
@@ -169,6 +170,13 @@ class Worker:
         with self._lock:
             self.start()
             proc = self._proc
+            self.missed_deadline = None
+            deadline_s = answer_deadline(request.timeout_s)
+            # the worker's answer is awaited no longer than this: past it the worker (its whole
+            # process group, every side with it) is killed, and the next request starts a fresh one
+            timer = threading.Timer(deadline_s, self._missed, (proc, deadline_s))
+            timer.daemon = True
+            timer.start()
             try:
                 proc.stdin.write(protocol.encode(request) + "\n")
                 proc.stdin.flush()
@@ -184,6 +192,17 @@ class Worker:
                     return message if isinstance(message, Answer) else None
             except (BrokenPipeError, OSError, ValueError, AttributeError):
                 return None
+            finally:
+                timer.cancel()
+
+    def _missed(self, proc: subprocess.Popen, deadline_s: float) -> None:
+        """The worker gave no answer within ``deadline_s``: kill its process group (the reading thread then
+        reads end-of-file)."""
+        self.missed_deadline = deadline_s
+        try:
+            os.killpg(proc.pid, 9)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
 
     def stop(self) -> None:
         """Kill the worker and everything it started (its process group).
@@ -217,6 +236,17 @@ class Worker:
         if left:  # never kept silently
             sys.stderr.write(f"tutor: {len(left)} cgroup folder{'s' if len(left) > 1 else ''} of a stopped check "
                              f"worker could not be removed ({', '.join(left)}); remove them with rmdir\n")
+
+
+#: How long past a request's own limit the runner waits for the worker's answer: a fixed part (the worker
+#: asks a hung side where it is, reaps every side, removes their trees) and a part that grows with the limit.
+ANSWER_GRACE_S = 10.0
+ANSWER_GRACE_SHARE = 0.5
+
+
+def answer_deadline(timeout_s: float) -> float:
+    """Seconds the runner waits for the answer to a request whose limit is ``timeout_s``: the limit plus a grace."""
+    return timeout_s + ANSWER_GRACE_S + ANSWER_GRACE_SHARE * timeout_s
 
 
 def _host_pid(outer: int, inner: int) -> int:
@@ -421,11 +451,14 @@ class Runner:
         if self._cancelled.is_set():
             return RunResult.cancelled(exercise, prediction, device=device, torch=torch, seed=seed,
                                        duration_s=ran_s)
+        missed = getattr(self.worker, "missed_deadline", None)
+        why = (f"the check worker gave no answer within {missed:g} s (the run's limit of {limit.seconds:g} s and "
+               "a grace) and was stopped; a fresh one starts for the next run") if missed else \
+            "the check worker stopped unexpectedly and will be restarted"
         return RunResult(id=exercise.id, status="error", device=device, torch=torch, fault=exercise.fault,
                          kind=exercise.kind.name, prediction=prediction,
                          prediction_text=read_prediction(exercise, prediction),
-                         errors={"run": "the check worker stopped unexpectedly and will be restarted"}, seed=seed,
-                         duration_s=ran_s)
+                         errors={"run": why}, seed=seed, duration_s=ran_s, time_limit=limit.to_dict())
 
     def cancel(self) -> None:
         """Stop a run in progress (from another thread); the worker is replaced."""
