@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import os
 import shutil
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -185,6 +186,18 @@ def diff(fault: Fault, root: Path | None = None) -> str:
     return "".join(lines)
 
 
+def _copy_contents(source: Path, dest: Path) -> None:
+    """Copy the files under ``source`` (no caches) to ``dest``, contents only: no mode, owner or time is
+    copied, so a confined side, whose sandbox refuses chmod and utime, can make a copy too."""
+    for folder, folders, files in os.walk(source):
+        folders[:] = [name for name in folders if name != "__pycache__"]
+        out = dest / Path(folder).relative_to(source)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if not name.endswith(".pyc"):
+                shutil.copyfile(Path(folder) / name, out / name)
+
+
 def make_private_copy(dest: Path, fault: Fault | None = None, root: Path | None = None) -> Path:
     """Copy the subject packages into ``dest`` and apply ``fault`` there.
 
@@ -200,9 +213,8 @@ def make_private_copy(dest: Path, fault: Fault | None = None, root: Path | None 
         FaultError: the fault does not apply to the current source.
     """
     root = root or source_root()
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for package in SUBJECT_PACKAGES:
-        shutil.copytree(root / package, dest / package, ignore=ignore, dirs_exist_ok=True)
+        _copy_contents(root / package, dest / package)
     if fault is not None:
         text = verify(fault, root)
         (dest / fault.file).write_text(applied(fault, text), encoding="utf-8")
