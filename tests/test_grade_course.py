@@ -417,6 +417,9 @@ def test_sigterm_ends_the_grading_and_its_worker_within_the_deadline(tmp_path, r
     import subprocess
     import sys
     import time
+    from tutor.sandbox import speed
+    runner.warm_up()
+    limit_s = 1.0 * speed.probe_scale(runner.speed.factor if runner.speed is not None else 1.0)
     answers = write(tmp_path, "a.csv", "learner,exercise,answer\nada,head-split,b\n")
     proc = subprocess.Popen([sys.executable, "-m", "tutor.cli", "grade", "--answers", str(answers), "--out",
                              str(tmp_path / "o"), "--device", "cpu"], stdin=subprocess.DEVNULL,
@@ -431,9 +434,6 @@ def test_sigterm_ends_the_grading_and_its_worker_within_the_deadline(tmp_path, r
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=10)
-        from tutor.sandbox import speed
-        runner.warm_up()
-        limit_s = 1.0 * speed.probe_scale(runner.speed.factor if runner.speed is not None else 1.0)
         while any(_alive(w) for w in workers) and time.monotonic() - sent < 10 * limit_s:
             time.sleep(0.05)
         took = time.monotonic() - sent

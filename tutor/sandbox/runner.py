@@ -199,9 +199,8 @@ class Worker:
     def _read_line(self, proc: subprocess.Popen, deadline: float) -> bytes | None:
         """The worker's next line (b"" at its end), or None once ``deadline`` (``time.monotonic``) has passed.
 
-        Waits in slices of :data:`WAIT_SLICE_S`, never in one blocking read: a signal the tutor gets
-        (Ctrl-C) is handled within one slice, whichever thread the kernel gave it to, so the tutor
-        ends, and with it the worker, instead of waiting on a check that may never finish.
+        Waits in slices of :data:`WAIT_SLICE_S`, never in one blocking read: a signal the tutor gets (Ctrl-C)
+        is handled within one slice, so the tutor ends, and its worker with it.
         """
         fd = proc.stdout.fileno()
         while b"\n" not in self._pending:
@@ -251,8 +250,7 @@ class Worker:
                              f"worker could not be removed ({', '.join(left)}); remove them with rmdir\n")
 
 
-#: How long past a request's own limit the runner waits for the worker's answer: a fixed part (the worker
-#: asks a hung side where it is, reaps every side, removes their trees) and a part that grows with the limit.
+#: How long past a request's limit the runner waits for the answer: a fixed part and a part of the limit.
 ANSWER_GRACE_S = 10.0
 ANSWER_GRACE_SHARE = 0.5
 #: Seconds the tutor waits on its worker at a stretch: a signal (Ctrl-C) is handled within one of these.
