@@ -186,16 +186,20 @@ def diff(fault: Fault, root: Path | None = None) -> str:
     return "".join(lines)
 
 
-def _copy_contents(source: Path, dest: Path) -> None:
-    """Copy the files under ``source`` (no caches) to ``dest``, contents only: no mode, owner or time is
-    copied, so a confined side, whose sandbox refuses chmod and utime, can make a copy too."""
-    for folder, folders, files in os.walk(source):
-        folders[:] = [name for name in folders if name != "__pycache__"]
-        out = dest / Path(folder).relative_to(source)
-        out.mkdir(parents=True, exist_ok=True)
+def _copy_sources(src: Path, dst: Path) -> None:
+    """Copy a package's files, without caches and without their metadata (modes, times).
+
+    A confined side copies the subject too (the capstone's mystery), and its
+    seccomp filter refuses every chmod and utime, which ``shutil.copytree``'s
+    ``copy2`` and ``copystat`` make: the contents are all a copy needs.
+    """
+    for folder, dirs, files in os.walk(src):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        target = dst / os.path.relpath(folder, src)
+        target.mkdir(parents=True, exist_ok=True)
         for name in files:
             if not name.endswith(".pyc"):
-                shutil.copyfile(Path(folder) / name, out / name)
+                shutil.copyfile(os.path.join(folder, name), target / name)
 
 
 def make_private_copy(dest: Path, fault: Fault | None = None, root: Path | None = None) -> Path:
@@ -214,7 +218,7 @@ def make_private_copy(dest: Path, fault: Fault | None = None, root: Path | None 
     """
     root = root or source_root()
     for package in SUBJECT_PACKAGES:
-        _copy_contents(root / package, dest / package)
+        _copy_sources(root / package, dest / package)
     if fault is not None:
         text = verify(fault, root)
         (dest / fault.file).write_text(applied(fault, text), encoding="utf-8")

@@ -335,8 +335,9 @@ def attention(s: Subject) -> Link:
             candidates = _layouts(seen[(name, projections[0])].float(), H, T, D)
         rotated = [_heads(t.float(), T, D) for t in rotary.get(name, []) if isinstance(t, torch.Tensor)]
         rotated = [t for t in rotated if t is not None]
-        best, how = None, ""
+        best = None
         for layout, (q, k, v) in candidates:
+            how = ""
             if at_call and q is not None and k is not None and call[1].size(-1) == q.size(-1):
                 (q, q_how), (k, k_how) = unscaled(call[1], q), unscaled(call[2], k)
                 how = f", q {q_how} and k {k_how} at the attention call"
@@ -350,11 +351,11 @@ def attention(s: Subject) -> Link:
             absolute = float((got - ref).abs().max())
             relative = absolute / max(1.0, float(ref.abs().max()))
             if best is None or relative < best[0]:
-                best = (relative, absolute, layout, k.size(1))
+                best = (relative, absolute, layout, k.size(1), how)
         if best is None:
             skipped.append(f"{label} (no layout of its projections gives q, k, v for H={H})")
             continue
-        relative, absolute, layout, kv = best
+        relative, absolute, layout, kv, how = best
         extras = (how or (", rotary applied" if rotated else "")) + (f", {kv} kv heads" if kv != H else "") + \
             ("" if heads_from == "attribute" else f", H read {heads_from}")
         checked.append([label, f"{kind} {layout}, H={H}, D={D}{extras}: max |Δ| {absolute:.3e}, "
