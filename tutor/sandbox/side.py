@@ -20,13 +20,15 @@ import os
 import select
 import shutil
 import signal
+import socket
 import tempfile
 import time
 from pathlib import Path
 
 from exercises.faults import SUBJECT_PACKAGES, FaultError, make_private_copy
-from tutor.sandbox import child, confine, namespaces, protocol
-from tutor.sandbox.protocol import Attempted, Measured, Progress, ProtocolError, Raised, Request, Side, SideResult
+from tutor.sandbox import child, confine, forkserver, namespaces, protocol
+from tutor.sandbox.protocol import (Attempted, Measured, Progress, ProtocolError, Raised, Request, Side, SideResult,
+                                   SideSpec)
 
 #: The most of a side's output (its log) a result carries, in characters.
 OUTPUT_EXCERPT_CHARS = 2000
@@ -105,13 +107,31 @@ class SideRun:
         # whatever the subject later puts at output.log (a FIFO, a link to someone's file) is never read
         self.log_fd = open_log(self.folder)
         read_fd, write_fd = os.pipe()
+        spec = SideSpec(check=self.request.check, device=self.request.device, seed=self.request.seed,
+                        folder=self.folder, threads=self.threads, key=self._key.hex(),
+                        status=confinement().to_wire(), roots=tuple(roots), cgroup=self.cgroup,
+                        memory_cgroup=self.memory_cgroup, worker_pid=os.getpid())
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.started = time.perf_counter()
-        pid = os.fork()
-        if pid == 0:  # the warden: never returns
-            os.close(read_fd)
-            child.warden(self.request, self.folder, self.threads, write_fd, self._key, confinement(), roots,
-                         self.cgroup, self.memory_cgroup, log_fd=self.log_fd)
+        try:
+            # a blank warden, forked by a process that never read a request: it learns only this side's spec
+            pid = forkserver.server().spawn(theirs.fileno(), write_fd, self.log_fd)
+        except forkserver.ForkServerError as exc:
+            for fd in (read_fd, write_fd):
+                os.close(fd)
+            ours.close()
+            theirs.close()
+            self._failed = SideResult(status="error", error=f"the {self.side.name} side could not start: {exc}")
+            self._close_log()
+            shutil.rmtree(self.folder, ignore_errors=True)
+            return
+        theirs.close()
         os.close(write_fd)
+        try:
+            ours.sendall(spec.encode())
+        except OSError:
+            pass  # the warden is gone already: its exit status says so
+        ours.close()
         self.pid, self.fd = pid, read_fd
         try:
             self.pidfd = os.pidfd_open(pid)
@@ -190,12 +210,14 @@ class SideRun:
             return self._failed
         if self._finished is not None:
             return self._finished
-        if timed_out:
-            self.kill()
-        else:  # the warden may still be counting down; anything its child left behind goes now
+        if not timed_out:  # the warden may still be counting down; anything its child left behind goes now
             self._reap_warden_soon()
-            self.kill()
+        # the warden's own children (its namespace's init, the check's child) are the worker's to reap once
+        # the warden is gone: the worker adopts them (a child subreaper, tutor.sandbox.forkserver)
+        orphans = namespaces.children(self.pid)
+        self.kill()
         _, status = os.waitpid(self.pid, 0)
+        reap(orphans)
         self._drain()
         os.close(self.fd)
         if self.pidfd is not None:
@@ -328,6 +350,23 @@ def read_roots(scratch: str) -> tuple[str, ...]:
         _READ_ROOTS = confine.read_roots(forbidden=[scratch])
     return _READ_ROOTS
 
+
+
+def reap(pids: list[int], polls: int = 20) -> None:
+    """Reap ``pids`` (killed with their side, adopted by this worker), looking ``polls`` times 10 ms apart
+    for those not yet ended (one that escaped its group is left to the next request's reaping)."""
+    waiting = set(pids)
+    for _ in range(polls):
+        for pid in list(waiting):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid  # not ours, or reaped already
+            if done:
+                waiting.discard(pid)
+        if not waiting:
+            return
+        time.sleep(0.01)
 
 
 def open_log(folder: str) -> int:
