@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from helpers import facts, graded, rows
+from helpers import fact, facts, graded, rows
 from tutor.model.answers import AnswerError
 
 SET = "training"
@@ -347,6 +347,9 @@ def test_autocast_bf16(ok, run):
     assert {row[3] for row in ops[2:8]} == {"follows its input"}
     against = facts(r, "clean", "Against float32")
     assert float(against["relative"][0]) < float(against["bfloat16 epsilon (2^-7)"][0])  # within bf16 tolerance
+    # the weights row reads the subject's own model: float32 under autocast, bfloat16 once the fault casts it
+    assert fact(r, "clean", "The subject's forward")["weights (the subject's model)"] == "float32"
+    assert fact(r, "faulted", "The subject's forward")["weights (the subject's model)"] == "bfloat16"
     assert run("autocast-bf16", "b").status == "pass"
 
 
