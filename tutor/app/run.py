@@ -9,16 +9,21 @@ verdict — so no status of the plain run's policy (a timed-out clean side)
 can be saved as a prediction the learner never made. The engine's
 instruments follow a measured verdict (:meth:`EditRun.add_instruments`).
 
+A run gets what it needs passed in (:class:`RunPorts`: the runner, the
+wait for a warm-up, and the savers of the session that asks for it), never
+its session itself: the session builds runs, a run knows nothing of it.
+
 Layers: imports neither Textual nor torch.
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable
 
 from tutor.app.tasks import Task
 from tutor.model.attempts import RECORDED
@@ -28,11 +33,30 @@ from tutor.model.verdict import YOURS, Verdict, judge, judge_hidden, observe_bre
 from tutor.sandbox.protocol import Progress, Side
 from tutor.sandbox.runner import RunResult
 
-if TYPE_CHECKING:  # for annotations only: the session creates its runs
-    from tutor.app.session import Session
-
 #: Seconds a run waits for a warm-up in progress before it runs anyway.
 WARM_UP_WAIT_S = 120.0
+
+
+@dataclass(frozen=True)
+class RunPorts:
+    """What a run uses of the session that asks for it, passed in when the run is made.
+
+    Attributes:
+        runner: runs the sides (a :class:`tutor.app.session.RunnerLike`).
+        wait_for_warm_up: returns once a warm-up in progress has finished (or
+            :data:`WARM_UP_WAIT_S` passed); at once when none is.
+        record: saves a result whose status is recorded as an attempt,
+            ``record(exercise, result, note, confidence=…)``, and returns its :class:`Outcome`.
+        record_edit: saves an edit-mode outcome's attempt and returns the outcome, ``saved_to`` set.
+        instruments: the engine's instruments on a task's sides,
+            ``instruments(task, text, on_progress)`` (:meth:`tutor.app.session.Session.instruments`).
+    """
+
+    runner: Any
+    wait_for_warm_up: Callable[[], None]
+    record: Callable[..., "Outcome"]
+    record_edit: Callable[["EditOutcome"], "EditOutcome"]
+    instruments: Callable[..., RunResult | None]
 
 
 @dataclass
@@ -95,10 +119,10 @@ class Run:
         confidence: the learner's stated confidence (percent), saved with a recorded attempt, or None.
     """
 
-    def __init__(self, session: "Session", exercise: Exercise, prediction: str | None, *, seed: int,
+    def __init__(self, ports: RunPorts, exercise: Exercise, prediction: str | None, *, seed: int,
                  sides: tuple[Side, ...], note: str | None, record: bool,
                  timeout_scale: float | None = None, confidence: int | None = None) -> None:
-        self.session = session
+        self.ports = ports
         self.exercise = exercise
         self.prediction = prediction
         self.seed = seed
@@ -119,7 +143,7 @@ class Run:
         """Stop this run (from any thread): before it starts it never starts; while it runs, the
         runner's worker is stopped and replaced. Killing a process may take a moment."""
         self._cancel.set()
-        self.session.runner.cancel()
+        self.ports.runner.cancel()
 
     def execute(self, on_progress: Callable[[Progress], None] | None = None) -> Outcome:
         """Run, grade and (for a pass, fail or timeout) record; blocking, on the calling thread.
@@ -134,14 +158,13 @@ class Run:
                 (unless the run was cancelled meanwhile: then the outcome is
                 a cancelled result).
         """
-        session, ex = self.session, self.exercise
-        if session._warming.is_set():
-            session.warmed.wait(WARM_UP_WAIT_S)
+        ex = self.exercise
+        self.ports.wait_for_warm_up()
         if self.cancelled:
             return self._finish(RunResult.cancelled(ex, self.prediction, when="before it started", seed=self.seed))
         scale = {} if self.timeout_scale is None else {"timeout_scale": self.timeout_scale}
         try:
-            result = session.runner.run(ex, self.prediction, on_progress=on_progress, seed=self.seed,
+            result = self.ports.runner.run(ex, self.prediction, on_progress=on_progress, seed=self.seed,
                                         sides=self.sides, **scale)
         except Exception:
             if not self.cancelled:
@@ -155,7 +178,7 @@ class Run:
             # Stopped before the runner timed anything: time it from when it was asked for.
             result = replace(result, duration_s=time.monotonic() - self._asked_at)
         if self.record and result.status in RECORDED:
-            return self.session._record(self.exercise, result, self.note, confidence=self.confidence)
+            return self.ports.record(self.exercise, result, self.note, confidence=self.confidence)
         return Outcome(result)
 
 
@@ -167,7 +190,7 @@ class EditRun:
     through a Run that records nothing (:attr:`run`).
 
     Attributes:
-        session: the session it belongs to.
+        ports: what it uses of the session that asked for it.
         task: what the learner edited.
         text: the learner's file (line ends made ``\\n``).
         diff: the learner's unified diff.
@@ -181,15 +204,14 @@ class EditRun:
         run: the plain run of the sides (clean, repeat, faulted, yours).
     """
 
-    def __init__(self, session: "Session", task: Task, text: str, prediction: str | None, *,
+    def __init__(self, ports: RunPorts, task: Task, text: str, prediction: str | None, *, seed: int,
                  record: bool, instruments: bool = False, hidden_seeds: int = 0, seeds: tuple = ()) -> None:
         text = check_text(task.path, text)
         diff = task.diff(text)
         if len(diff.encode("utf-8", "replace")) > MAX_EDIT_BYTES:
             raise EditError(f"your edit of {task.path} is a diff of more than {MAX_EDIT_BYTES // 1024} KiB; "
                             "edits that large are refused — change only what the exercise needs")
-        seed = task.seed if task.seed is not None else session.seed_for(task.exercise)
-        self.session = session
+        self.ports = ports
         self.task = task
         self.text = text
         self.diff = diff
@@ -199,7 +221,7 @@ class EditRun:
         self.instruments = instruments and task.engine
         self.given_seeds = tuple(int(s) for s in seeds)
         self.hidden_seeds = max(0, int(hidden_seeds), len(self.given_seeds))
-        self.run = Run(session, task.exercise, None, seed=seed, sides=task.sides(text), note=None, record=False)
+        self.run = Run(ports, task.exercise, None, seed=seed, sides=task.sides(text), note=None, record=False)
 
     @property
     def seed(self) -> int:
@@ -254,12 +276,11 @@ class EditRun:
                 verdict = self._judge_hidden(verdict, on_progress)
         outcome = EditOutcome(result, task=task, text=self.text, diff=self.diff, verdict=verdict, prediction=kept)
         if self.record and verdict.ran and not self.cancelled:
-            outcome = self.session._record_edit(outcome)
+            outcome = self.ports.record_edit(outcome)
         return outcome
 
     def _judge_hidden(self, verdict: Verdict, on_progress: Callable[[Progress], None] | None) -> Verdict:
         """The verdict judged again at ``hidden_seeds`` seeds drawn now (``secrets``), which nobody saw before."""
-        import secrets  # only a hidden-seed verdict draws
         seeds: list[int] = [s for s in dict.fromkeys(self.given_seeds) if s != self.seed]
         while len(seeds) < self.hidden_seeds:
             seed = 1 + secrets.randbelow(2**31 - 2)
@@ -270,8 +291,8 @@ class EditRun:
         for seed in seeds:
             if self.cancelled:
                 break
-            hidden.append((seed, self.session.runner.run(self.task.exercise, None, on_progress=on_progress,
-                                                           seed=seed, sides=sides)))
+            hidden.append((seed, self.ports.runner.run(self.task.exercise, None, on_progress=on_progress,
+                                                         seed=seed, sides=sides)))
         return judge_hidden(self.task.exercise, verdict, self.seed, hidden, self.task.mode)
 
     def instruments_follow(self, outcome: EditOutcome) -> bool:
@@ -290,5 +311,5 @@ class EditRun:
         """
         if not self.instruments_follow(outcome):
             return False
-        outcome.instruments = self.session.instruments(outcome.task, outcome.text, on_progress)
+        outcome.instruments = self.ports.instruments(outcome.task, outcome.text, on_progress)
         return True

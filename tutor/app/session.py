@@ -48,13 +48,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
-from tutor.model.attempts import (GRADED, RECORDED, Attempt, ExerciseProgress, LearnerProgress, ProgressError,
-                                  is_prediction)
+from tutor.app.seeds import next_seed
+from tutor.model.attempts import GRADED, RECORDED, Attempt, ExerciseProgress, LearnerProgress, ProgressError
 from tutor.model.catalog import Catalog, Exercise
 from tutor.model.patch import EditError
 
 if TYPE_CHECKING:  # a run's machinery (runs, tasks, sides, the runner) loads with the first run, below
-    from tutor.app.run import EditOutcome, EditRun, Outcome, Run
+    from tutor.app.run import EditOutcome, EditRun, Outcome, Run, RunPorts
     from tutor.app.tasks import Task
     from tutor.sandbox.protocol import Progress, Side
     from tutor.sandbox.runner import RunResult
@@ -189,18 +189,11 @@ class Session:
     # --- running -------------------------------------------------------------
 
     def seed_for(self, exercise: Exercise) -> int:
-        """The seed of the learner's next attempt (module docstring): edits and timeouts do not count."""
+        """The seed of the learner's next attempt (module docstring): edit-mode attempts and timeouts
+        do not count (:func:`tutor.app.seeds.next_seed`)."""
         predictions = self.progress.of(exercise.id).predictions if self.store is not None else []
-        earlier = sum(is_prediction(a) for a in predictions)
-        if not exercise.seed_per_attempt:
-            return exercise.seed_for(earlier)
-        # A mystery a hunt revealed before any prediction met it is skipped: predictions meet it no more.
-        spoiled = self._hunted(exercise) - {a.seed for a in predictions if is_prediction(a)}
-        seed, met = exercise.seed_for(0), 0
-        while seed in spoiled or met < earlier:
-            met += seed not in spoiled
-            seed += 1
-        return seed
+        hunted = self._hunted(exercise) if exercise.seed_per_attempt else set()
+        return next_seed(exercise, predictions, hunted)
 
     def _hunted(self, exercise: Exercise) -> set[int]:
         """The capstone mysteries a hunt showed this learner: a hunt attempt's seed, or a hunt's working copy."""
@@ -237,7 +230,7 @@ class Session:
             confidence: how sure the learner said they were (percent, 50-100), saved with the attempt.
         """
         from tutor.app.run import Run  # deferred: a run's machinery loads with the first run, not the first screen
-        return Run(self, exercise, prediction, seed=self.seed_for(exercise) if seed is None else seed,
+        return Run(self._ports(), exercise, prediction, seed=self.seed_for(exercise) if seed is None else seed,
                    sides=tuple(sides) if sides is not None else self.sides_for(exercise), note=note,
                    record=record and self.store is not None, timeout_scale=timeout_scale,
                    confidence=confidence)
@@ -254,7 +247,7 @@ class Session:
             note: the note to save with the retry's attempt (default: the run's).
         """
         from tutor.app.run import Run  # deferred: as in start
-        return Run(self, run.exercise, run.prediction, seed=run.seed, sides=run.sides,
+        return Run(self._ports(), run.exercise, run.prediction, seed=run.seed, sides=run.sides,
                    note=run.note if note is None else note, record=run.record, timeout_scale=result.retry_scale,
                    confidence=run.confidence)
 
@@ -371,7 +364,8 @@ class Session:
             if text.replace("\r\n", "\n") == task.start:
                 raise EditError(f"you have not changed anything yet: write your fault into {task.path}, "
                                 "then run it")
-        return EditRun(self, task, text, prediction, record=record and self.store is not None,
+        seed = task.seed if task.seed is not None else self.seed_for(task.exercise)
+        return EditRun(self._ports(), task, text, prediction, seed=seed, record=record and self.store is not None,
                        instruments=instruments, hidden_seeds=hidden_seeds, seeds=seeds)
 
     def fix(self, exercise: Exercise, text: str, **options) -> EditOutcome:
@@ -406,6 +400,17 @@ class Session:
         from tutor.app.tasks import INSTRUMENTS_CHECK, INSTRUMENTS_TIMEOUT_S  # deferred: as in edit_task
         exercise = replace(task.exercise, check=INSTRUMENTS_CHECK, timeout_s=INSTRUMENTS_TIMEOUT_S)
         return self.runner.run(exercise, None, on_progress=on_progress, seed=0, sides=task.sides(text, repeat=False))
+
+    def _ports(self) -> RunPorts:
+        """What a run of this session uses of it: the runner, the warm-up's wait, the two savers, the instruments."""
+        from tutor.app.run import RunPorts  # deferred: as in start
+        return RunPorts(self.runner, self._wait_for_warm_up, self._record, self._record_edit, self.instruments)
+
+    def _wait_for_warm_up(self) -> None:
+        """Return once a warm-up in progress has finished, or ``WARM_UP_WAIT_S`` passed; at once when none is."""
+        if self._warming.is_set():
+            from tutor.app.run import WARM_UP_WAIT_S  # deferred: as in start (a run is being made)
+            self.warmed.wait(WARM_UP_WAIT_S)
 
     def _record_edit(self, outcome: EditOutcome) -> EditOutcome:
         task, verdict = outcome.task, outcome.verdict
@@ -468,21 +473,15 @@ class Session:
         from tutor.app.run import Outcome  # deferred: as in start
         if self.store is None or result.status not in RECORDED:
             return Outcome(result)
-        return self._record(exercise, result, note, time, submission=submission)
+        return self._record(exercise, result, note, time=time, submission=submission)
 
-    def _record(self, exercise: Exercise, result: RunResult, note: str | None, time: str | None = None,
+    def _record(self, exercise: Exercise, result: RunResult, note: str | None, *, time: str | None = None,
                 confidence: int | None = None, submission: str = "") -> Outcome:
         """Save the attempt, then its note; ``saved_to`` says whether the attempt was saved, whatever
         became of the note (a note that fails is said in ``save_error``)."""
         from tutor.app.run import Outcome  # deferred: as in start
         outcome = Outcome(result)
-        attempt = Attempt.of(result, confidence=confidence)
-        if result.status not in GRADED:
-            attempt = replace(attempt, observed="", correct=False)  # nothing was observed, nothing graded
-        if time is not None:
-            attempt = replace(attempt, time=time)
-        if submission:
-            attempt = replace(attempt, submission=submission)
+        attempt = Attempt.of(result, confidence=confidence, time=time, submission=submission)
         with self._lock:
             try:
                 self.progress = self.store.record_attempt(self.learner, exercise.id, attempt)

@@ -21,8 +21,10 @@ import hashlib
 import threading
 from dataclasses import replace
 from functools import lru_cache
+from importlib import metadata
 from typing import Callable
 
+from exercises.faults import source_root
 from tutor.model.grading import graded_status, is_correct, read_prediction
 
 #: Statuses of a measurement worth reusing (ok: it observed; error: the subject raised, reproducibly).
@@ -32,8 +34,6 @@ KEPT = ("ok", "error")
 @lru_cache(maxsize=1)
 def source_hashes() -> tuple[str, str]:
     """(engine hash, exercises hash): the first 12 hex digits of the SHA-256 of each package's ``*.py``."""
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from exercises.faults import source_root
     root = source_root()
     out = []
     for package in ("engine", "exercises"):
@@ -48,8 +48,6 @@ def source_hashes() -> tuple[str, str]:
 @lru_cache(maxsize=1)
 def torch_version() -> str:
     """The installed torch's version, read from its metadata (torch is not imported)."""
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from importlib import metadata
     try:
         return metadata.version("torch")
     except metadata.PackageNotFoundError:

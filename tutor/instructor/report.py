@@ -52,7 +52,7 @@ from pathlib import Path
 
 from tutor.model import answers
 from tutor.model.errors import UsageError
-from tutor.model.attempts import ExerciseProgress, ProgressError, confidence_of, in_time_order, is_prediction
+from tutor.model.attempts import PREDICT, ExerciseProgress, ProgressError, confidence_of, in_time_order, is_prediction
 from tutor.model.calibration import calibrate
 from tutor.store.files import spreadsheet_safe
 from tutor.store.progress import DamagedProgressError, ProgressStore
@@ -316,7 +316,7 @@ class _Tally:
             self.fix_tried += 1
             self.fix_fixed += bool(fixes[-1].correct)
         for a in ordered:
-            if a.mode != "predict":  # fix, break, hunt: counted by verdict
+            if a.mode != PREDICT:  # fix, break, hunt: counted by verdict
                 verdicts = self.edits.setdefault(a.mode, {})
                 verdict = a.verdict or a.status or "?"
                 verdicts[verdict] = verdicts.get(verdict, 0) + 1

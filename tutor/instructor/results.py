@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tutor.model.attempts import counting
-
-#: Row statuses whose check ran to a verdict.
-GRADED = ("pass", "fail")
+from tutor.model.attempts import GRADED, counting  # GRADED: row statuses whose check ran to a verdict
 
 
 def _now() -> dt.datetime:

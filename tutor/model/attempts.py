@@ -78,22 +78,28 @@ class Attempt:
     submission: str = ""
 
     @classmethod
-    def of(cls, result, confidence: int | None = None) -> "Attempt":
-        """The attempt a graded run (a ``tutor.sandbox.runner.RunResult``) leaves, timed now.
+    def of(cls, result, confidence: int | None = None, *, time: str | None = None,
+           submission: str = "") -> "Attempt":
+        """The attempt a recorded run (a ``tutor.sandbox.runner.RunResult``) leaves.
 
         The prediction is saved as it was read and graded, so ``6`` for a
-        choice's key is saved as the choice's id; ``tutor run`` and the TUI
-        both save through here.
+        choice's key is saved as the choice's id; ``tutor run``, the TUI and
+        ``tutor grade --save`` all save through here. A run that is not
+        graded (a ``timeout``) observed nothing and graded nothing: its
+        ``observed`` is empty and ``correct`` false.
 
         Args:
-            result: the graded run.
+            result: the run, of a status in :data:`RECORDED`.
             confidence: how sure the learner said they were, in percent
                 (50-100; see :func:`check_confidence`), or None.
+            time: when (ISO 8601, as :func:`now` writes it); None is now, "" untimed (older than every time).
+            submission: the graded submission's id, or "".
         """
-        return cls(time=now(), prediction=result.prediction_text or result.prediction or "",
-                   observed=answers.show_observed(result.kind, result.observed), correct=bool(result.correct),
-                   status=result.status, device=result.device, engine_hash=engine_hash(), seed=result.seed,
-                   confidence=confidence)
+        graded = result.status in GRADED
+        return cls(time=now() if time is None else time, prediction=result.prediction_text or result.prediction or "",
+                   observed=answers.show_observed(result.kind, result.observed) if graded else "",
+                   correct=graded and bool(result.correct), status=result.status, device=result.device,
+                   engine_hash=engine_hash(), seed=result.seed, confidence=confidence, submission=submission)
 
     @classmethod
     def of_edit(cls, result, mode: str, diff: str, verdict, prediction: str = "") -> "Attempt":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from tutor.model.attempts import counting
+from tutor.model.attempts import PREDICT, counting
 from tutor.render.tables import WordTable
 
 
@@ -53,7 +53,7 @@ def calibration_renderables(overall) -> list:
 # --- attempts by mode (the progress screen, `tutor progress`) ----------------------------
 
 #: How each attempt mode is named in a progress table.
-MODE_WORDS = {"predict": "predict", "fix": "fix", "break": "break", "hunt": "hunt"}
+MODE_WORDS = {PREDICT: "predict", "fix": "fix", "break": "break", "hunt": "hunt"}
 _SHORT_STYLE = {"fixed": "green", "not fixed": "red", "changed": "cyan", "unchanged": "yellow"}
 
 
@@ -65,7 +65,7 @@ def attempt_result(attempt, exercise=None) -> Text:
     prediction matched (``free text`` when it does not read as ``exercise``'s
     kind, so it was not graded).
     """
-    if attempt.mode == "predict":
+    if attempt.mode == PREDICT:
         if attempt.status == "timeout":
             return Text("timed out", style="yellow")
         return Text("yes", style="green") if attempt.correct else Text("no", style="red")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass
 from pathlib import Path
 
-from tutor.model.attempts import ATTEMPT_FIELDS, ProgressError
+from tutor.model.attempts import ATTEMPT_FIELDS, PREDICT, ProgressError
 
 try:
     # tomli's compiled wheels read about twice as fast as the standard library's tomllib (the same
@@ -81,7 +81,7 @@ def migrate(data: dict) -> dict:
     if data.get("format_version") == 1:
         for entry in data.get("exercises", {}).values():
             for attempt in entry.get("attempts", []):
-                attempt.setdefault("mode", "predict")
+                attempt.setdefault("mode", PREDICT)
         data["format_version"] = 2
     return data
 

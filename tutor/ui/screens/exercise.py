@@ -19,7 +19,7 @@ from textual.widgets import Button, Header, Input, Markdown, Static, TextArea
 
 from tutor.model import answers
 from tutor.app.run import Run
-from tutor.model.attempts import ProgressError, show_time, verdict_of
+from tutor.model.attempts import PREDICT, ProgressError, show_time, verdict_of
 from tutor.model.catalog import Exercise
 from tutor.model.review import next_after
 from tutor.render import VERDICT_STYLE, VERDICT_TEXT
@@ -100,7 +100,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         self._session = app.session
         progress = self._session.progress_of(ex.id)
         current = progress.current  # since the last reset: a reset exercise shows as fresh
-        said = [a for a in current if a.mode == "predict"]  # fix, break and hunt attempts are no answers
+        said = [a for a in current if a.mode == PREDICT]  # fix, break and hunt attempts are no answers
         self._recall = recall_of(app, ex.id)
         if not self._recall.answer and progress.draft:  # left unrun when the learner quit: offered again
             self._recall.answer = progress.draft["prediction"]
@@ -187,7 +187,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         if recall.result is not None:
             panel.show(self.exercise, recall.result, title="last result")
         else:
-            said = [a for a in self._session.progress_of(self.exercise.id).current if a.mode == "predict"]
+            said = [a for a in self._session.progress_of(self.exercise.id).current if a.mode == PREDICT]
             if said:
                 panel.show_text(self._saved_result(said[-1]), title="last result (saved)")
         self._update_next_hint()

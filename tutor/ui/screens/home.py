@@ -10,7 +10,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Header, Input, Static, Tree
 
-from tutor.model.attempts import LearnerProgress, ProgressError
+from tutor.model.attempts import PREDICT, LearnerProgress, ProgressError
 from tutor.model.review import continue_point, due
 from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.widgets.exercise_tree import ExerciseTree, set_id_of, status_of
@@ -268,7 +268,7 @@ class HomeScreen(PageScreen):
     def _tries(progress) -> str:
         """``2 prediction(s)``, and the edit attempts apart (``· 1 edit(s)``): an edit is no answer."""
         current = progress.current
-        said = sum(a.mode == "predict" for a in current)
+        said = sum(a.mode == PREDICT for a in current)
         edits = len(current) - said
         return f"{said} prediction(s)" + (f" · {edits} edit(s)" if edits else "")
 
