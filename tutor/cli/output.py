@@ -27,7 +27,6 @@ it is written; ``note`` is text ("" when there is none); counts are integers.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from functools import singledispatchmethod
 from typing import Any
@@ -35,6 +34,7 @@ from typing import Any
 from tutor.model import answers
 from tutor.cli.replies import (CheckReply, EditReply, EveryoneReply, GradeReply, GradescopeReply, ListReply, ProgressReply, Reply,
                                ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
+from tutor.cli.width import output_width
 from tutor.model.attempts import show_time
 
 #: The version of the JSON objects the commands print (see the module docstring).
@@ -44,25 +44,6 @@ SCHEMA_VERSION = 1
 CHECK_ID_WIDTH, CHECK_VALUE_WIDTH = 23, 13
 #: Width of a check line without its two values: mark, duration, id and the labels.
 _CHECK_FIXED = 4 + 10 + CHECK_ID_WIDTH + 1 + len("clean=") + 1 + len("faulted=")
-
-
-#: The width drawn at when no terminal says one (output into a file): wide enough that no line wraps.
-UNWRAPPED_WIDTH = 1000
-
-
-def output_width() -> int | None:
-    """The width to draw at: None (Rich's own: the terminal's, or ``COLUMNS``) when stdout is a
-    terminal; else the width of the terminal the command was typed in (``tutor progress | less``),
-    else :data:`UNWRAPPED_WIDTH` (no line wrapped, no word split: into a file or another program)."""
-    if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit():
-        return None
-    for stream in (sys.stderr, sys.stdin):
-        try:
-            if stream is not None and stream.isatty():
-                return os.get_terminal_size(stream.fileno()).columns
-        except (OSError, ValueError, AttributeError):
-            continue
-    return UNWRAPPED_WIDTH
 
 
 def fail(sentence: str) -> None:
