@@ -343,3 +343,16 @@ def test_at_80_by_24_the_exercise_footer_shows_fix_break_next_and_back(tmp_path)
         await pilot.pause()
         assert _footer_cut(pilot) == []
     drive(app, script, size=(80, 24))
+
+
+def test_fix_it_without_a_fault_points_at_b(tmp_path):
+    app, _ = make_app(tmp_path)
+    exercise = next(e for e in app.catalog.exercises if app.catalog.fault_of(e) is None and e.id != "audit")
+
+    async def script(pilot):
+        screen = await on_page(pilot, exercise.id)
+        screen.action_fix()
+        await until(pilot, lambda: pilot.app.screen is screen and any(
+            "press b (Break it)" in str(n.message) for n in pilot.app._notifications), "the notice naming b")
+        assert not any("tutor break" in str(n.message) for n in pilot.app._notifications)
+    drive(app, script)
