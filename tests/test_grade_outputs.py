@@ -210,3 +210,16 @@ def test_rows_stream_from_the_file_as_they_are_graded(tmp_path, catalog, monkeyp
     done = course.grade_answers(req, catalog, graded, lambda s: None)
     assert done.written.rows == 60 and read[0] == 60
     assert at_first_grade[0] <= 3  # the first row was graded long before the file was read
+
+
+def test_progress_on_a_pipe_is_a_line_of_counts_now_and_then_and_at_the_end(monkeypatch):
+    import io
+    from types import SimpleNamespace
+    from tutor.cli.instructor import Progress
+    monkeypatch.setattr(Progress, "EVERY", 2)
+    err = io.StringIO()
+    with Progress(err) as progress:
+        for status in ("pass", "fail", "pass", "unreadable", "pass"):
+            progress.graded(SimpleNamespace(status=status))
+    assert err.getvalue().splitlines() == ["graded 2 rows: 1 fail, 1 pass", "graded 4 rows: 1 fail, 2 pass, 1 unreadable",
+                                           "graded 5 rows: 1 fail, 3 pass, 1 unreadable"]
