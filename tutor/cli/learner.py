@@ -144,7 +144,7 @@ def _edit(args, events: Events, mode: str) -> EditReply:
         if task.mode == "hunt":
             _say_hunted_file(args, events, task, text)
         run = session.start_edit(task, text, getattr(args, "predict", None), instruments=not args.no_instruments,
-                                 hidden_seeds=getattr(args, "hidden_seeds", 0) or 0)
+                                 hidden_seeds=getattr(args, "hidden_seeds", None))
         outcome = run.execute()
     except EditError as exc:
         raise UsageError(str(exc)) from None
