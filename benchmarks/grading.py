@@ -14,6 +14,11 @@ average beside it; run it on a quiet machine for the targets:
 * ``report10k`` — ``tutor report DIR --json`` over 10,000 progress files; ≤ 5 s.
 * ``fixes``     — ``tutor grade --fixes DIR`` over 20 learners' repairs on
   one warm worker; ≤ 3 s per submission.
+* ``save``      — ``rows100`` again with ``--save`` beside one without, in one
+  run: the ratio of the two walls; ≤ 1.5×.
+* ``gradescope``— one ``tutor gradescope`` submission (two predictions and a
+  repair, judged at its hidden seeds) from a cold start; ≤ 5 s on a warm
+  machine.
 
 The right answers are measured first (one ungraded run per exercise), never
 written down: the class's answers are what those checks observe, and a
@@ -48,7 +53,7 @@ def load() -> str:
 
 def answers_of(ids=EXERCISES) -> dict:
     """{exercise: (right, wrong)}: right is what the check observes now, wrong another answer of its kind."""
-    from exercises import answers
+    from tutor.model import answers
     from tutor.store.catalog_cache import load_catalog
     from tutor.sandbox.runner import Runner
     catalog = load_catalog()
@@ -58,7 +63,7 @@ def answers_of(ids=EXERCISES) -> dict:
         for ex_id in ids:
             ex = catalog.get(ex_id)
             result = runner.run(ex, None)
-            right = answers.show(ex.kind, result.observed)
+            right = ex.kind.show_observation(result.observed)
             wrong = next((w for w in _wrong(ex, result.observed) if _reads(ex, w) and w != right), right)
             out[ex_id] = (right, wrong)
     finally:
@@ -67,21 +72,22 @@ def answers_of(ids=EXERCISES) -> dict:
 
 
 def _wrong(ex, observed):
-    if ex.kind == "bool":
+    kind = getattr(ex.kind, "name", ex.kind)
+    if kind == "bool":
         return ["no" if observed else "yes"]
-    if ex.kind == "choice":
+    if kind == "choice":
         return [c for c in getattr(ex, "choices", {}) or []] + ["a", "b", "c", "d"]
-    if ex.kind == "shape":
+    if kind == "shape":
         return ["(1,)", "(2, 2)"]
-    if ex.kind == "number":
+    if kind == "number":
         return ["12345", "-1"]
-    if ex.kind == "list":
+    if kind == "list":
         return ["[0]", "0"]
     return ["ValueError", "RuntimeError"]
 
 
 def _reads(ex, text) -> bool:
-    from exercises import answers
+    from tutor.model import answers
     try:
         ex.parse_answer(text)
         return True
@@ -209,13 +215,56 @@ def fixes_section(learners: int = 20) -> None:
               f"(target ≤ 3 s), CPU {CPU['s']:.1f} s — {data.get('counts')}; before: {before}; after: {load()}")
 
 
+def save_section(pairs: dict, learners: int = 10) -> None:
+    walls = {}
+    with tempfile.TemporaryDirectory() as d:
+        answers = Path(d) / "class.csv"
+        rows = write_class(answers, learners, pairs)
+        before = load()
+        for label, extra in (("no save", ()), ("--save", ("--save", "--progress-dir", str(Path(d) / "progress")))):
+            wall, proc = tutor("grade", "--answers", str(answers), "--out", str(Path(d) / label.strip("-")),
+                               "--device", "cpu", "--exercises", ",".join(pairs), "--json", *extra)
+            if proc.returncode not in (0,):
+                print(f"save: {label} did not run ({proc.returncode}): {proc.stderr.strip()[-300:]}")
+                return
+            walls[label] = wall
+    print(f"save: {rows} rows in {walls['no save']:.1f} s without --save, {walls['--save']:.1f} s with "
+          f"({walls['--save'] / walls['no save']:.2f}×, target ≤ 1.5×); before: {before}; after: {load()}")
+
+
+def gradescope_section() -> None:
+    from tutor.store.catalog_cache import load_catalog
+    from exercises.faults import source_root
+    catalog = load_catalog()
+    fault = catalog.fault_of(catalog.get("head-split"))
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d) / "autograder"
+        (root / "submission").mkdir(parents=True)
+        (root / "source").mkdir()
+        (root / "submission" / "answers.toml").write_text('broadcast-loss = "(3, 3)"\ncache-offset = "no"\n')
+        (root / "submission" / "head-split.py").write_text((source_root() / fault.file).read_text(encoding="utf-8"))
+        (root / "source" / "assignment.toml").write_text('exercises = ["head-split", "broadcast-loss", "cache-offset"]\n')
+        (root / "submission_metadata.json").write_text(json.dumps({"users": [{"email": "ada@uni.edu"}]}))
+        before = load()
+        wall, proc = tutor("gradescope", "--root", str(root), "--device", "cpu", "--json")
+        try:
+            result = json.loads(proc.stdout)["result"]
+        except (json.JSONDecodeError, KeyError):
+            print(f"gradescope: did not run: {proc.stderr.strip()[-400:]}")
+            return
+        print(f"gradescope: one submission (2 predictions, 1 repair at 2 hidden seeds) in {wall:.1f} s, worker start "
+              f"included (target ≤ 5 s warm), CPU {CPU['s']:.1f} s, score {result.get('score')}, in-tutor execution "
+              f"{result.get('execution_time')} s; before: {before}; after: {load()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="+", choices=["rows100", "rows100k", "report10k", "fixes"])
+    parser.add_argument("--only", nargs="+", choices=["rows100", "rows100k", "report10k", "fixes", "save",
+                                                      "gradescope"])
     parser.add_argument("--rows", type=int, default=100_000, help="rows of the large class (default 100,000)")
     args = parser.parse_args()
-    sections = args.only or ["rows100", "rows100k", "report10k", "fixes"]
-    pairs = answers_of() if {"rows100", "rows100k"} & set(sections) else {}
+    sections = args.only or ["rows100", "rows100k", "report10k", "fixes", "save", "gradescope"]
+    pairs = answers_of() if {"rows100", "rows100k", "save"} & set(sections) else {}
     if "rows100" in sections:
         grade_section("rows100", 10, pairs, target_s=5.0)
     if "rows100k" in sections:
@@ -224,6 +273,10 @@ def main() -> None:
         report_section()
     if "fixes" in sections:
         fixes_section()
+    if "save" in sections:
+        save_section(pairs)
+    if "gradescope" in sections:
+        gradescope_section()
 
 
 if __name__ == "__main__":

@@ -157,3 +157,43 @@ def prefix_grad(ctx: Context) -> Measurement:
         evidence.append(note("The last position still agrees: nothing comes after it, so its total gradient "
                              "is its direct one."))
     return Measurement(observed=bool(equal), evidence=evidence)
+
+
+def gradcheck_alias(ctx: Context) -> Measurement:
+    """gradcheck, and one hand-made finite difference, on the snippet's ``repeated(1.5, 3)``.
+
+    f(a) = sum(a²). Each partial derivative is 2 · 1.5 = 3. Nudging entry
+    0's memory by h moves f by 2 · 1.5 · h when the entry owns its memory,
+    and by 3 · 2 · 1.5 · h = 9h when all three entries are one number
+    (``expand``). Observed: [gradcheck's exception class or "none", the
+    slope (f(a + h) − f(a)) / h of that nudge, h = 1e-6]. Seed 000 §5 (the
+    API notes warn about overlapping-memory inputs).
+    """
+    from exercises.snippets.gradcheck_input import repeated
+
+    x = torch.tensor(1.5, dtype=torch.float64, device=ctx.device)
+    a = repeated(x, 3)
+    try:
+        torch.autograd.gradcheck(lambda t: (t ** 2).sum(), (a,))
+        outcome, message = "none", "passed"
+    except RuntimeError as exc:  # GradcheckError is a RuntimeError too
+        outcome, message = type(exc).__name__, str(exc).splitlines()[0][:90]
+    h = 1e-6
+    with torch.no_grad():
+        f0 = (a ** 2).sum().item()
+        first = a.as_strided((1,), (1,))  # entry 0's place in memory
+        first += h
+        slope = ((a ** 2).sum().item() - f0) / h
+        first -= h
+        entries = a.tolist()
+    evidence = [
+        table("The input and one nudge", ["quantity", "value"], [
+            ["stride", str(a.stride())], ["gradcheck", f"{outcome}: {message}"],
+            ["slope of a nudge of entry 0's memory", slope], ["analytical ∂f/∂a₀ = 2 · 1.5", 3.0],
+            ["entries after undoing the nudge", str(entries)]]),
+    ]
+    if a.stride() == (0,):
+        evidence.append(note("Stride 0: the three entries are one number in memory, so nudging entry 0 nudged all "
+                             "three and the finite difference measured 3 · 3 = 9, the derivative along a direction "
+                             "gradcheck never meant. gradcheck refuses such inputs rather than report it."))
+    return Measurement(observed=[outcome, round(slope, 3)], evidence=evidence)

@@ -86,7 +86,7 @@ def advantage_path(ctx: Context) -> Measurement:
     if reached:
         evidence.append(note("The policy's loss pushed on the value head. Each log-probability is negative, so "
                              "-(reward - value) · logp falls whenever a value rises: a step along this "
-                             "gradient raises every value, without limit, and the values stop estimating "
+                             "gradient pushes every value upward, biased high by the policy's loss, and the values stop estimating "
                              "the expected reward."))
     return Measurement(observed=reached, evidence=evidence)
 

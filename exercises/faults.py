@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import os
 import shutil
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -185,6 +186,22 @@ def diff(fault: Fault, root: Path | None = None) -> str:
     return "".join(lines)
 
 
+def _copy_sources(src: Path, dst: Path) -> None:
+    """Copy a package's files, without caches and without their metadata (modes, times).
+
+    A confined side copies the subject too (the capstone's mystery), and its
+    seccomp filter refuses every chmod and utime, which ``shutil.copytree``'s
+    ``copy2`` and ``copystat`` make: the contents are all a copy needs.
+    """
+    for folder, dirs, files in os.walk(src):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        target = dst / os.path.relpath(folder, src)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if not name.endswith(".pyc"):
+                shutil.copyfile(os.path.join(folder, name), target / name)
+
+
 def make_private_copy(dest: Path, fault: Fault | None = None, root: Path | None = None) -> Path:
     """Copy the subject packages into ``dest`` and apply ``fault`` there.
 
@@ -200,9 +217,8 @@ def make_private_copy(dest: Path, fault: Fault | None = None, root: Path | None 
         FaultError: the fault does not apply to the current source.
     """
     root = root or source_root()
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for package in SUBJECT_PACKAGES:
-        shutil.copytree(root / package, dest / package, ignore=ignore, dirs_exist_ok=True)
+        _copy_sources(root / package, dest / package)
     if fault is not None:
         text = verify(fault, root)
         (dest / fault.file).write_text(applied(fault, text), encoding="utf-8")

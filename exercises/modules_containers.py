@@ -192,3 +192,31 @@ def empty_init(ctx: Context) -> Measurement:
             ["all zeros", bool((raw == 0).all())], ["values", spread]]),
     ]
     return Measurement(observed=observed, evidence=evidence)
+
+
+def empty_unfilled(ctx: Context) -> Measurement:
+    """Build ``positions.PositionTable(block_size=64, C=128)`` and test whether it was initialised.
+
+    Observed: whether the table's standard deviation lies in [0.015,
+    0.025], as ``nn.init.normal_(std=0.02)`` gives for 8,192 draws (within
+    a few tenths of a percent). An unfilled ``torch.empty`` holds whatever
+    the memory held: zeros (std 0), old values or non-finite garbage, none
+    of them in that range; its values vary from run to run and are never
+    shown. Seed 000 §7 ("a positional parameter created with torch.empty has
+    allocated storage but no meaningful initialization. Fill it before use").
+    """
+    from exercises.snippets.positions import PositionTable
+
+    torch.manual_seed(ctx.seed)
+    w = PositionTable(64, 128).to(ctx.device).weight.detach()
+    std = w.std().item()
+    initialised = bool(torch.isfinite(w).all()) and 0.015 <= std <= 0.025
+    evidence = [
+        table("PositionTable(64, 128)", ["quantity", "value"], [
+            ["std in [0.015, 0.025]", initialised],
+            ["what normal_(std=0.02) gives", torch.empty(64, 128).normal_(0.0, 0.02, generator=torch.Generator().manual_seed(ctx.seed)).std().item()]]),
+    ]
+    if not initialised:
+        evidence.append(note("The table holds whatever memory held when it was allocated (its values are not shown: "
+                             "they differ from run to run). Nothing raised: training would start from it silently."))
+    return Measurement(observed=initialised, evidence=evidence)

@@ -116,7 +116,8 @@ def autocast_bf16(ctx: Context) -> Measurement:
     x, y = data[:, :-1], data[:, 1:]
     with torch.no_grad():
         reference, ref_loss = model(x, targets=y)  # float32
-        logits, loss = bf16_forward(copy.deepcopy(model), x, y)
+        subject = copy.deepcopy(model)  # the subject may cast its model; the reference stays float32
+        logits, loss = bf16_forward(subject, x, y)
     kinds = (_short(logits.dtype), _short(loss.dtype))
     observed = DTYPE_CHOICE.get(kinds, "e")
     delta = (logits.float() - reference).abs().max().item()
@@ -142,7 +143,7 @@ def autocast_bf16(ctx: Context) -> Measurement:
 
     evidence = [
         table("The subject's forward", ["tensor", "dtype"], [
-            ["weights", _short(next(model.parameters()).dtype)], ["logits", kinds[0]], ["loss", kinds[1]]]),
+            ["weights (the subject's model)", _short(next(subject.parameters()).dtype)], ["logits", kinds[0]], ["loss", kinds[1]]]),
         table(f"Under autocast({device_type!r}, bfloat16): each operation's input and output",
               ["operation", "input", "output", "so"],
               [[name, _short(a.dtype), _short(out.dtype), rule(a, out)] for name, a, out in ops]),
@@ -152,7 +153,7 @@ def autocast_bf16(ctx: Context) -> Measurement:
             ["loss, float32 / subject", f"{ref_loss.item():.5f} / {loss.float().item():.5f}"]]),
     ]
     if kinds[1] == "bfloat16":
-        evidence.append(note("The loss itself was computed in bfloat16: with 8 bits of mantissa a loss near "
+        evidence.append(note("The loss itself was computed in bfloat16: with 8 significant bits (7 stored) a loss near "
                              "3.6 is represented only to about 0.016."))
     return Measurement(observed=observed, evidence=evidence)
 

@@ -326,12 +326,17 @@ def test_tokenizer_fails_when_the_factorys_tokenizer_cannot_encode_the_corpus():
 
 def test_the_links_after_capability_skip_what_a_model_does_not_have():
     s = subject(Bigram())
-    assert inference.cache(s).verdict.startswith("no cache interface")
-    assert inference.generate(s).verdict == "the model has no generate method"
-    assert structure.tie(s).verdict == "no output head (a Linear to V) found to compare"
+    # each skip says what the audit looked for and what it found, in the model's own names
+    assert inference.cache(s).verdict == ("no cache interface: the forward takes no cache, past_key_values or "
+                                          "start_pos (it takes idx, targets), and Bigram has no generate")
+    assert inference.generate(s).verdict == "Bigram has no generate method"
+    assert structure.tie(s).verdict == ("no output head (a Linear to V) found to compare; no nn.Linear in Bigram "
+                                        f"has {V} outputs")
     assert architecture.attention(s).verdict.startswith("no attention module found")
-    assert architecture.residual(s).verdict == ("no stack of blocks (a ModuleList of layers with Linear or Conv1D "
-                                                "projections) found")
+    assert architecture.attention(s).verdict.endswith("Bigram has no module with two or more projections")
+    assert architecture.residual(s).verdict == ("no stack of blocks (a ModuleList of one class whose items hold two "
+                                                "or more Linear or Conv1D projections) found; Bigram holds no "
+                                                "ModuleList")
     assert loop.loop(s).verdict.startswith("no train_step: return {'model': ...")
 
 

@@ -206,3 +206,51 @@ def test_the_first_failing_link_is_the_same_at_each_dtype_and_thread_count(threa
     for style, first in cases.items():
         report = audit(lambda: zoo_modern.build(dtype, **dict(style)), overfit_steps=0)
         assert report.first_failure == first, (style, report.text())
+
+
+# ---------------------------------------------------------------------------
+# Attention written by hand, q scaled in advance; a generator that yields tensors
+
+
+def _prescaled(divide_by):
+    sys.path.insert(0, str(ZOO))
+    import zoo_nano
+
+    class PreScaled(zoo_nano.SelfAttention):
+        def attend(self, q, k, v):
+            T, width = q.size(2), {"D": q.size(-1), "C": q.size(1) * q.size(-1)}[divide_by]
+            att = (q * width ** -0.5) @ k.transpose(-2, -1)
+            att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+            return torch.softmax(att, dim=-1) @ v
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            q, k, v = (t.view(B, T, 4, C // 4).transpose(1, 2) for t in (q, k, v))
+            return self.c_proj(self.attend(q, k, v).transpose(1, 2).contiguous().view(B, T, C))
+
+    class Block(zoo_nano.Block):
+        attention_class = PreScaled
+
+    class GPT(zoo_nano.GPT):
+        block_class = Block
+
+    return audit(lambda: zoo_nano.build(model_class=GPT), overfit_steps=0, links=["ATTENTION"]).links[0]
+
+
+def test_a_q_scaled_in_advance_is_judged_whole_at_q_at_k_transposed():
+    right, wrong = _prescaled("D"), _prescaled("C")
+    assert right.status == "ok", right.evidence
+    assert "q pre-scaled by 0.25, taken off and k norm-preserving at the attention call" in right.evidence[0][1]
+    assert wrong.status == "FAIL" and "differs from softmax(q k^T / sqrt(D)) v" in wrong.verdict, wrong.verdict
+
+
+def test_a_generator_generate_that_yields_a_tensor_per_step_is_drained_batched():
+    from exercises.audit.links.inference import call_generate
+
+    def generate(idx, max_new_tokens, top_k=None):
+        for step in range(max_new_tokens):
+            yield torch.full((idx.size(0), 1), step)
+
+    out = call_generate(generate, torch.zeros(2, 3, dtype=torch.long), 4, {"top_k": 1})
+    assert out.tolist() == [[0, 0, 0, 0, 1, 2, 3]] * 2

@@ -25,7 +25,7 @@ import pytest
 
 from exercises.faults import source_root
 from tutor.app.session import Session
-from tutor.sandbox import bwrap, confine, namespaces
+from tutor.sandbox import bwrap, confine, namespaces, speed
 from tutor.sandbox.protocol import Request, Side
 from tutor.sandbox.runner import Runner
 
@@ -191,7 +191,21 @@ def test_children_are_ended_with_the_side(jail):
     assert side.status == "ok" and side.observed == [3]
     time.sleep(0.2)
     assert _processes_named("sleep 1037") == []
-    assert namespaces.descendants(jail.worker.hello.pid) == []
+    assert _left_behind(jail.worker.hello.pid) == []
+
+
+def _left_behind(worker):
+    """The worker's descendants but its fork server (tutor.sandbox.forkserver: its first child, which
+    lives as long as the worker, forks each side's warden and holds nothing of any side)."""
+    def started(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                return int(fh.read().rsplit(")", 1)[1].split()[19])
+        except (OSError, ValueError, IndexError):
+            return 0
+    children = namespaces.children(worker)
+    server = min(children, key=started) if children else None
+    return [pid for pid in namespaces.descendants(worker) if pid != server]
 
 
 def test_fifty_children_per_call_hit_the_process_limit_and_end(jail):
@@ -308,34 +322,41 @@ from tutor.store.catalog_cache import load_catalog
 from tutor.sandbox.runner import Runner
 from tutor.sandbox.protocol import Request, Side
 runner = Runner(load_catalog(), device="cpu")
-print(runner.warm_up()["pid"], flush=True)
+hello = runner.warm_up()
+print(hello["pid"], (hello["speed"] or {}).get("factor", 1.0), flush=True)
 runner.worker.request(Request(job=1, check="shapes.broadcast_loss", device="cpu", seed=0, timeout_s=600,
                               sides=(Side.replacing("yours", "exercises/snippets/losses.py", sys.argv[1]),)))
 """
 
 
-# SIGINT is in the slow set: in 2 of 6 whole-suite runs on a busy 2-core machine its worker outlived
-# the tutor by more than 10 s, while alone it passed 19 times of 19, under load too. The cause is not
-# yet found (docs/security.md, "Open"); SIGTERM, the signal a grader's job control sends, stays here.
-@pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)])
-def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_2_s(sig):
+#: Seconds an orphaned worker and its sides may outlive their tutor on a machine of the reference speed;
+#: scaled, like every check's limit, by the speed the worker measured (tutor.sandbox.speed).
+ORPHAN_S = 1.0
+
+
+# SIGINT once left a worker running >10 s: the tutor, unwinding its Ctrl-C, waited in its exit handler
+# for the worker's cgroups to empty while the worker ran on; it now kills the worker first.
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(sig):
     code = with_code("import os\nif os.fork() == 0:\n    os.execv('/bin/sleep', ['sleep', '1040'])\n"
                      "import time\ntime.sleep(10 ** 6)")
     proc = subprocess.Popen([sys.executable, "-c", TUTOR_HANGS, code], stdout=subprocess.PIPE, text=True)
     try:
-        worker = int(proc.stdout.readline())
+        pid, factor = proc.stdout.readline().split()
+        worker, limit_s = int(pid), ORPHAN_S * speed.probe_scale(float(factor))
         deadline = time.monotonic() + 60
         while not _processes_named("sleep 1040") and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _processes_named("sleep 1040")
         proc.send_signal(sig)
         sent = time.monotonic()
-        while (_running(worker) or _processes_named("sleep 1040")) and time.monotonic() - sent < 10:
+        while (_running(worker) or _processes_named("sleep 1040")) and time.monotonic() - sent < 10 * limit_s:
             time.sleep(0.05)
-        # Seconds, not the minutes a worker behind a hanging check used to take: 2 s on a quiet machine,
-        # with room here for a busy CI machine.
+        # within a second on a machine of the reference speed (the limit scaled as the checks' are), not the
+        # minutes a worker behind a hanging check used to take
         survivor = "the worker" if _running(worker) else "the side's child"
-        assert time.monotonic() - sent < 5.0, f"{survivor} outlived the tutor"
+        took = time.monotonic() - sent
+        assert took < limit_s, f"{survivor} outlived the tutor by {took:.1f} s (the deadline here: {limit_s:.1f} s)"
         assert not _processes_named("sleep 1040")
     finally:
         proc.kill()

@@ -230,6 +230,9 @@ def test_a_submission_that_cannot_be_graded_still_writes_results_json(tmp_path):
     result = json.loads((root / "results" / "results.json").read_text())
     validate(result)
     assert reply.code == 2 and result["score"] == 0.0 and "nothing to grade" in result["output"]
+    [test] = result["tests"]  # the assignment's exercises are listed, each at 0 with the reason
+    assert (test["name"], test["score"], test["max_score"]) == ("head-split", 0.0, 1.0)
+    assert "nothing to grade" in test["output"]
 
 
 def test_the_autograder_scripts_call_tutor_gradescope():

@@ -409,12 +409,17 @@ def _alive(pid):
 
 
 @pytest.mark.skipif(not __import__("os").path.isdir("/proc"), reason="reads /proc to find the worker")
-def test_sigterm_ends_the_grading_and_its_worker_within_2_s(tmp_path):
+def test_sigterm_ends_the_grading_and_its_worker_within_the_deadline(tmp_path, runner):
+    """Within a second of the grader's SIGTERM on a machine of the reference speed, scaled by the speed this
+    machine's worker measured, as every check's limit is."""
     import os
     import signal
     import subprocess
     import sys
     import time
+    from tutor.sandbox import speed
+    runner.warm_up()
+    limit_s = 1.0 * speed.probe_scale(runner.speed.factor if runner.speed is not None else 1.0)
     answers = write(tmp_path, "a.csv", "learner,exercise,answer\nada,head-split,b\n")
     proc = subprocess.Popen([sys.executable, "-m", "tutor.cli", "grade", "--answers", str(answers), "--out",
                              str(tmp_path / "o"), "--device", "cpu"], stdin=subprocess.DEVNULL,
@@ -429,10 +434,11 @@ def test_sigterm_ends_the_grading_and_its_worker_within_2_s(tmp_path):
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=10)
-        while any(_alive(w) for w in workers) and time.monotonic() - sent < 5:
+        while any(_alive(w) for w in workers) and time.monotonic() - sent < 10 * limit_s:
             time.sleep(0.05)
         took = time.monotonic() - sent
-        assert not any(_alive(w) for w in workers) and took <= 2.0, f"the worker outlived SIGTERM by {took:.1f} s"
+        assert not any(_alive(w) for w in workers) and took <= limit_s, \
+            f"the worker outlived SIGTERM by {took:.1f} s (the deadline here: {limit_s:.1f} s)"
         assert proc.returncode != 0
     finally:
         if proc.poll() is None:

@@ -158,3 +158,68 @@ def test_a_failed_write_of_the_last_files_is_exit_4_and_keeps_every_row(tmp_path
     import tutor.cli as cli
     monkeypatch.setitem(cli.COMMANDS, "grade", lambda args, events: (_ for _ in ()).throw(refused.value))
     assert cli.main(["grade", "--answers", str(answers), "--json"]) == 4
+
+
+def test_a_note_too_long_to_save_is_a_warning_and_the_grading_still_exits_0(tmp_path, catalog):
+    answers = tmp_path / "a.csv"
+    answers.write_text("learner,exercise,answer,note\nada,head-split,b," + "x" * 20001 + "\n", encoding="utf-8")
+    reply, _ = command(["grade", "--answers", str(answers), "--exercises", "head-split", "--out", str(tmp_path / "o"),
+                        "--save", "--progress-dir", str(tmp_path / "p")])
+    [row] = reply.data["rows"]
+    assert reply.code == 0 and row["saved"] and row["save_error"] is None and not row["note_saved"]
+    assert any("note" in w for w in row["warnings"])
+
+
+def test_a_read_only_progress_folder_names_the_fix_grading_has(tmp_path, catalog):
+    import os
+    answers = tmp_path / "a.csv"
+    answers.write_text("learner,exercise,answer\nada,head-split,b\n", encoding="utf-8")
+    (tmp_path / "p").mkdir()
+    os.chmod(tmp_path / "p", 0o500)
+    try:
+        if os.access(tmp_path / "p", os.W_OK):
+            pytest.skip("this user writes anywhere (root): a read-only folder cannot be made")
+        with pytest.raises(UsageError) as refused:
+            command(["grade", "--answers", str(answers), "--exercises", "head-split", "--out", str(tmp_path / "o"),
+                     "--save", "--progress-dir", str(tmp_path / "p")])
+        assert "--no-save" not in str(refused.value) and "without --save" in str(refused.value)
+    finally:
+        os.chmod(tmp_path / "p", 0o700)
+
+
+def test_rows_stream_from_the_file_as_they_are_graded(tmp_path, catalog, monkeypatch):
+    from tutor.instructor import answer_rows
+    answers = tmp_path / "big.csv"
+    answers.write_text("learner,exercise,answer\n" + "".join(f"l{n},head-split,b\n" for n in range(60)),
+                       encoding="utf-8")
+    read, at_first_grade = [0], []
+    checked = answer_rows.Checker.__call__
+
+    def counting(self, line, fields):
+        read[0] += 1
+        return checked(self, line, fields)
+
+    monkeypatch.setattr(answer_rows.Checker, "__call__", counting)
+
+    def graded(outcome):
+        if not at_first_grade:
+            at_first_grade.append(read[0])
+
+    req = course.Request(answers=str(answers), out=tmp_path / "o", exercises="head-split",
+                         runner_factory=lambda cat, dev: FakeRunner(cat, dev))
+    done = course.grade_answers(req, catalog, graded, lambda s: None)
+    assert done.written.rows == 60 and read[0] == 60
+    assert at_first_grade[0] <= 3  # the first row was graded long before the file was read
+
+
+def test_progress_on_a_pipe_is_a_line_of_counts_now_and_then_and_at_the_end(monkeypatch):
+    import io
+    from types import SimpleNamespace
+    from tutor.cli.instructor import Progress
+    monkeypatch.setattr(Progress, "EVERY", 2)
+    err = io.StringIO()
+    with Progress(err) as progress:
+        for status in ("pass", "fail", "pass", "unreadable", "pass"):
+            progress.graded(SimpleNamespace(status=status))
+    assert err.getvalue().splitlines() == ["graded 2 rows: 1 fail, 1 pass", "graded 4 rows: 1 fail, 2 pass, 1 unreadable",
+                                           "graded 5 rows: 1 fail, 3 pass, 1 unreadable"]

@@ -71,3 +71,33 @@ def test_without_bwrap_the_tutor_says_so_and_grading_refuses(tmp_path):
     assert own.returncode == 0, own.stdout + own.stderr
     assert json.loads(own.stdout)["confined"] is False
     assert "ran unconfined here" in own.stderr and "no bubblewrap (bwrap) was found" in own.stderr
+
+
+def test_without_seccomp_the_probe_says_so_and_is_not_confined(monkeypatch):
+    def refuse():
+        raise OSError(38, "pyseccomp or libseccomp is missing")
+    monkeypatch.setattr(confine.seccomp, "apply", refuse)
+    monkeypatch.setattr(confine.seccomp, "available", lambda: False)
+    monkeypatch.setattr(confine, "in_user_namespace", lambda: True)
+    monkeypatch.setenv(confine.SANDBOX_ENV, "bwrap 0.11.0")
+    status = confine.probe()
+    if not status.landlock:
+        pytest.skip("no Landlock here: the probe names that first")
+    assert not status.confined and not status.seccomp
+    assert status.why.startswith("no seccomp filter could be loaded")
+
+
+def test_without_a_user_namespace_the_probe_names_it(monkeypatch):
+    monkeypatch.setattr(confine, "in_user_namespace", lambda: False)
+    monkeypatch.setenv(confine.SANDBOX_ENV, "bwrap 0.11.0")
+    status = confine.probe()
+    assert not status.confined and "no user namespace of its own" in status.why
+
+
+def test_a_bwrap_that_cannot_start_is_named(tmp_path, monkeypatch):
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv(bwrap.BWRAP_ENV, str(fake))
+    wall = bwrap.available()
+    assert wall.path == "" and "No permissions to create new namespace" in wall.why

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from helpers import fact, rows
+from helpers import fact, graded, rows
 
 
 def test_gradcheck_composite(run):
@@ -34,3 +34,13 @@ def test_parallel_scan(run):
     # Composition of affine maps is associative too: the same scan reproduces X_i = X_{i-1} R_i + S_i.
     assert fact(r, "clean", "The same scan on affine maps")["agree (1e-10)"] == "True"
     assert fact(r, "faulted", "The same scan on affine maps")["agree (1e-10)"] == "False"
+
+
+def test_gradcheck_refuses_aliased_entries_whose_nudge_moves_all_three(run, catalog):
+    r = run("gradcheck-overlap", "RuntimeError, 9")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    # ∂/∂a₀ sum(a²) = 2 · 1.5 = 3; with stride 0 a nudge of entry 0 moves all three: 3 · 3 = 9
+    assert r.clean == ["none", 3.0] and r.faulted == ["RuntimeError", 9.0]
+    assert fact(r, "faulted", "The input and one nudge")["stride"] == "(0,)"
+    assert fact(r, "clean", "The input and one nudge")["stride"] == "(1,)"
+    assert not graded(catalog, r, "RuntimeError, 3")

@@ -36,3 +36,23 @@ def test_a_policy_mask_with_the_prompt_trains_tokens_nobody_chose(run):
     assert clean[0][2:] == ["[0.0, 0.0, 0.0]", "[-0.1667, -0.1667, -0.1667]"]
     assert clean[1][3] == "[0.1667, 0.1667, 0.1667]"
     assert faulted[0][2:] == ["[-0.0833, -0.0833, -0.0833]", "[-0.0833, -0.0833, -0.0833]"]
+
+
+def test_byte_level_ids_need_no_table_of_characters(run, catalog):
+    r = run("byte-level-ids", "3, no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    # UTF-8: é = C3 A9 (195, 169), € = E2 82 AC (226, 130, 172), a = 97; code points 233, 8364, 97
+    assert r.clean == [6, True] and r.faulted == [3, False]
+    assert fact(r, "clean", "The whole text")["ids"] == "[195, 169, 226, 130, 172, 97]"
+    assert fact(r, "clean", "The whole text")["decoded"] == "é€a"
+    assert fact(r, "faulted", "The whole text")["ids"] == "[233, 8364, 97]"
+    assert [row[2] for row in rows(r, "clean", "Each character")] == ["2", "3", "1"]
+
+
+def test_numpy_refuses_the_meta_device_as_it_refuses_cuda(run):
+    r = run("numpy-off-host", "TypeError")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == "NotImplementedError" and r.faulted == "TypeError"
+    meta = {row[0]: row[1:] for row in rows(r, "faulted", "to_numpy on each device")}
+    assert meta["meta"][1].startswith("can't convert meta device type tensor to numpy. Use Tensor.cpu()")
+    assert meta["cpu"] == ["none", "an array of shape (3,)"]

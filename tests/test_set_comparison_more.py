@@ -2,7 +2,7 @@
 
 import pytest
 
-from helpers import fact
+from helpers import fact, rows
 
 
 def test_compile_equivalence_aot_eager_matches_eager(run, catalog):
@@ -43,3 +43,12 @@ def test_vocab_padding_47_rows_sampled_only_without_the_mask(run, catalog):
     assert float(clean["probability on padded ids"]) == 0.0
     assert 47 / 50_304 / 2 < float(faulted["probability on padded ids"]) < 2 * 47 / 50_304  # near uniform
     assert int(faulted["draws of 20,000 that were padded ids"]) > 0
+
+
+def test_the_profiler_puts_the_matrix_products_ahead_of_attention(run):
+    r = run("operator-attribution", "a")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    # per token 12 C² ≈ 196,608 multiply-adds in a block's Linear layers against 2 T C = 16,384 in attention
+    shares = {row[0]: float(row[1].rstrip("%")) for row in rows(r, "clean", "Self CPU time by family")}
+    assert shares["matrix products"] >= 1.25 * shares["attention kernel"]
+    assert abs(sum(shares.values()) - 100) <= 2  # three rounded shares of one whole

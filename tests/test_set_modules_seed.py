@@ -19,3 +19,11 @@ def test_late_parameter_needs_add_param_group(run):
     clean = fact(r, "clean", "The gain added after the optimizer")
     assert float(clean["its .grad at each of the 3 steps"].split(", ")[0]) == pytest.approx(g1)  # same first step
     assert fact(r, "faulted", "Counting tensors") == {"model.parameters()": "3", "optimizer.param_groups": "2"}
+
+
+def test_an_unfilled_table_is_not_initialised(run):
+    r = run("empty-unfilled", "no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean is True and r.faulted is False
+    # 8,192 draws of N(0, 0.02): the sample std is 0.02 within a few tenths of a percent
+    assert abs(float(fact(r, "clean", "PositionTable(64, 128)")["what normal_(std=0.02) gives"]) - 0.02) < 5e-4

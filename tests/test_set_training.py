@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from helpers import facts, graded, rows
+from helpers import fact, facts, graded, rows
 from tutor.model.answers import AnswerError
 
 SET = "training"
@@ -51,8 +51,9 @@ def test_every_training_exercise_has_a_fault(catalog):
     # float16 gradients without a loss scale (loss-scaling, tests/test_set_seed000.py), and seed 000 §7's
     # invalid operation prevented rather than masked (mask-the-input, tests/test_set_training_seed.py), and a
     # run's state beyond its weights (adam-coupled-decay, unfreeze-rebuilds-optimizer, resume-random-state;
-    # tests/test_set_training_state.py)
-    assert len(exercises) == 53
+    # tests/test_set_training_state.py), an evaluate that resets the gradients and copying with no attention
+    # (evaluate-zero-grad, copy-needs-no-attention; tests/test_set_training_state.py)
+    assert len(exercises) == 55
     # Four seed items measure the engine as shipped, with no edit to predict: what clipping does to an
     # already non-finite forward, what a mode switch changes, how much of the data an epoch's worth of
     # random batches scores, and which transitions a fit rewards. Every other exercise has a fault.
@@ -346,6 +347,9 @@ def test_autocast_bf16(ok, run):
     assert {row[3] for row in ops[2:8]} == {"follows its input"}
     against = facts(r, "clean", "Against float32")
     assert float(against["relative"][0]) < float(against["bfloat16 epsilon (2^-7)"][0])  # within bf16 tolerance
+    # the weights row reads the subject's own model: float32 under autocast, bfloat16 once the fault casts it
+    assert fact(r, "clean", "The subject's forward")["weights (the subject's model)"] == "float32"
+    assert fact(r, "faulted", "The subject's forward")["weights (the subject's model)"] == "bfloat16"
     assert run("autocast-bf16", "b").status == "pass"
 
 

@@ -38,3 +38,24 @@ def test_a_resume_without_the_random_state_matters_only_with_dropout(run, catalo
         assert starts["straight"] == starts["resumed"] != starts["a fresh sampler (no data position)"]
     assert facts(r, "clean", "Resumed against straight")["0.1"][0] == "0"
     assert float(facts(r, "faulted", "Resumed against straight")["0.1"][0]) > 1e-4
+
+
+def test_an_evaluate_that_zeroes_gradients_leaves_half_a_batch(run, catalog):
+    r = run("evaluate-zero-grad", "no, yes")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [True, False] and r.faulted == [False, True]
+    clean, faulted = fact(r, "clean", "The gradient around"), fact(r, "faulted", "The gradient around")
+    assert clean["|grad| after evaluate()"] == clean["|grad| after microbatch 1"]
+    assert float(faulted["|grad| after evaluate()"]) == 0.0
+    assert faulted["|grad| after microbatch 2"] == faulted["|microbatch 2's half alone|"]
+
+
+def test_copying_token_t_needs_no_attention(run, catalog):
+    r = run("copy-needs-no-attention", "yes, no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [True, True] and r.faulted == [True, False]
+    # with one layer and no attention, nothing but token t itself reaches position t
+    assert float(fact(r, "faulted", "Trained on y = x")["max |Δ last logits| over earlier tokens changed"]) == 0.0
+    for side in ("clean", "faulted"):
+        assert float(fact(r, side, "Trained on y = x")["loss after 60 updates"]) < 0.1
+    assert not graded(catalog, r, "no, no")

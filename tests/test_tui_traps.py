@@ -308,3 +308,51 @@ def test_ctrl_c_during_a_fix_run_cancels_it_and_says_so(tmp_path, monkeypatch, c
     drive_edit(app, script)
     message = " ".join(capsys.readouterr().err.split())
     assert "cancelled as you quit; your file is kept" in message
+
+
+# --- 80 × 24: every footer key is on the screen ----------------------------------------------------------
+
+def _footer_cut(pilot) -> list[str]:
+    """The footer keys of the current screen that do not fit the terminal's width (whole)."""
+    from textual.widgets._footer import FooterKey
+    width = pilot.app.size.width
+    keys = list(pilot.app.screen.query(FooterKey))
+    assert keys, "a footer with keys"
+    palette = [k for k in keys if k.action == "command_palette"]
+    right = min((k.region.x for k in palette), default=width)
+    return [f"{k.key_display} {k.description}" for k in keys if k not in palette
+            and (k.region.width == 0 or k.region.right > right)]
+
+
+def test_at_80_by_24_the_exercise_footer_shows_fix_break_next_and_back(tmp_path):
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await on_page(pilot, "broadcast-loss")
+        await until(pilot, lambda: {"f", "b", "escape"} <= {k.key for k in screen.query("FooterKey")},
+                    "the footer's page keys")
+        assert _footer_cut(pilot) == []
+        await pilot.press("a", *"3x3", "enter")
+        await finish_runs(pilot)
+        await until(pilot, lambda: "n" in {k.key for k in screen.query("FooterKey")}, "n Next in the footer")
+        assert _footer_cut(pilot) == []
+        await pilot.press("F")
+        from tutor.ui.screens.fix import EditScreen
+        await until(pilot, lambda: isinstance(pilot.app.screen, EditScreen)
+                    and pilot.app.screen.query("FooterKey"), "edit mode's footer")
+        await pilot.pause()
+        assert _footer_cut(pilot) == []
+    drive(app, script, size=(80, 24))
+
+
+def test_fix_it_without_a_fault_points_at_b(tmp_path):
+    app, _ = make_app(tmp_path)
+    exercise = next(e for e in app.catalog.exercises if app.catalog.fault_of(e) is None and e.id != "audit")
+
+    async def script(pilot):
+        screen = await on_page(pilot, exercise.id)
+        screen.action_fix()
+        await until(pilot, lambda: pilot.app.screen is screen and any(
+            "press b (Break it)" in str(n.message) for n in pilot.app._notifications), "the notice naming b")
+        assert not any("tutor break" in str(n.message) for n in pilot.app._notifications)
+    drive(app, script)

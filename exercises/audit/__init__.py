@@ -26,19 +26,24 @@ wrong past them, each failing where its bug first shows:
                  registered modules accepted)
  7 TIE           a head that starts equal to the token table is that table
  8 EVAL          eval() reaches every module; two eval forwards agree
- 9 ATTENTION     each attention module equals SDPA from its own q, k, v,
-                 after its own rotary embedding, read by hooks in the model's
-                 own forward (packed, Conv1D, grouped kv heads)
+ 9 ATTENTION     each attention module equals SDPA from its own q, k, v as
+                 they reach its attention call (after its rotary embedding,
+                 however kept, and any qk-norm), read by hooks and a torch
+                 function mode in the model's own forward (packed, Conv1D,
+                 grouped kv heads; the head count from the call when no
+                 attribute names it)
 10 RESIDUAL      with its output projections zeroed in place, each block
                  returns its input inside the model's own forward
 11 CACHE         KV-cached decoding (prefill, then one token at a time and
                  chunks of 3) equals the full forward: the engine's cache,
                  past_key_values or transformers 5's Cache, Meta's start_pos,
                  litgpt's input_pos; through greedy generate when that is the
-                 only cached path
+                 only cached path (a forward whose cache keyword hands back no
+                 cache included)
 12 GENERATE      generate runs past block_size (up to it for a library's
                  generate that never crops) and returns ids in [0, V)
-13 GRADIENTS     every trainable parameter gets a finite, nonzero gradient
+13 GRADIENTS     every trainable parameter gets a finite, nonzero gradient (or,
+                 behind a projection initialised to zero, one a few steps later)
 14 OWNERSHIP     the optimizer holds exactly the model's trainable parameters
                  (weight decay on 1-D tensors or embeddings: a warning)
 15 UPDATE        the optimizer's state matches its parameters' dtype and
@@ -57,7 +62,10 @@ so a fault that also cripples training (a dropped residual) is named where
 it is. Each link's wall time is in the report.
 
 A link that cannot apply says "skip" with the reason (no cache interface, no
-generate, no train_step, no attention module it can read).
+generate, no train_step, no attention module it can read), naming what it
+looked for and what it found. Comparisons bounded by rounding allow the
+link's float32 tolerance or 8 unit roundoffs of the model's dtype, whichever
+is larger (``measure.rounding_tol``); the verdicts say which.
 
 The model comes from a *factory*: a callable with no arguments returning an
 ``nn.Module``; a ``(model, optimizer)`` pair, when the code under audit

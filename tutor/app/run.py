@@ -29,7 +29,8 @@ from tutor.app.tasks import Task
 from tutor.model.attempts import RECORDED
 from tutor.model.catalog import Exercise
 from tutor.model.patch import MAX_EDIT_BYTES, EditError, check_text, syntax_problem
-from tutor.model.verdict import YOURS, Verdict, judge, judge_hidden, observe_break, read_break_prediction
+from tutor.model.verdict import (DEFAULT_HIDDEN_SEEDS, YOURS, Verdict, judge, judge_hidden, observe_break,
+                                 read_break_prediction)
 from tutor.sandbox.protocol import Progress, Side
 from tutor.sandbox.runner import RunResult
 
@@ -205,7 +206,7 @@ class EditRun:
     """
 
     def __init__(self, ports: RunPorts, task: Task, text: str, prediction: str | None, *, seed: int,
-                 record: bool, instruments: bool = False, hidden_seeds: int = 0, seeds: tuple = ()) -> None:
+                 record: bool, instruments: bool = False, hidden_seeds: int | None = None, seeds: tuple = ()) -> None:
         text = check_text(task.path, text)
         diff = task.diff(text)
         if len(diff.encode("utf-8", "replace")) > MAX_EDIT_BYTES:
@@ -220,7 +221,8 @@ class EditRun:
         self.syntax = syntax_problem(task.path, text)
         self.instruments = instruments and task.engine
         self.given_seeds = tuple(int(s) for s in seeds)
-        self.hidden_seeds = max(0, int(hidden_seeds), len(self.given_seeds))
+        self.hidden_seeds = max(0, int(DEFAULT_HIDDEN_SEEDS if hidden_seeds is None else hidden_seeds),
+                                len(self.given_seeds))
         self.run = Run(ports, task.exercise, None, seed=seed, sides=task.sides(text), note=None, record=False)
 
     @property
@@ -286,7 +288,7 @@ class EditRun:
             seed = 1 + secrets.randbelow(2**31 - 2)
             if seed != self.seed and seed not in seeds:
                 seeds.append(seed)
-        sides = tuple(side for side in self.task.sides(self.text) if side.name != "faulted")  # yours against clean
+        sides = self.task.hidden_sides(self.text)  # yours against clean only
         hidden = []
         for seed in seeds:
             if self.cancelled:

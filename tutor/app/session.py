@@ -337,7 +337,7 @@ class Session:
         return task.start
 
     def start_edit(self, task: "Task", text: str, prediction: str | None = None, *,
-                   record: bool = True, instruments: bool = False, hidden_seeds: int = 0, seeds: tuple = ()
+                   record: bool = True, instruments: bool = False, hidden_seeds: int | None = None, seeds: tuple = ()
                    ) -> "EditRun":
         """An edit-mode run of the learner's ``text`` for ``task``, asked for now; see :meth:`EditRun.execute`.
 
@@ -349,7 +349,7 @@ class Session:
             instruments: also run the engine's instruments on clean and yours (engine files only;
                 :data:`tutor.app.tasks.INSTRUMENTS_CHECK`).
             hidden_seeds: fix and hunt: judge a fixed verdict again at this
-                many seeds drawn at random now (:func:`tutor.model.verdict.judge_hidden`).
+                many seeds drawn at random now (None: :data:`tutor.model.verdict.DEFAULT_HIDDEN_SEEDS`).
             seeds: hidden seeds chosen beforehand (an assignment's), judged first, counted in ``hidden_seeds``.
 
         Raises:

@@ -118,6 +118,12 @@ class Task:
         sides.append(Side.replacing(YOURS, self.path, text))
         return tuple(sides)
 
+    def hidden_sides(self, text: str) -> tuple[Side, ...]:
+        """The sides a hidden-seed run of the learner's ``text`` needs, in every path that judges one
+        (``tutor fix``, ``grade --fixes``, ``gradescope``, the TUI): clean, its repeat and yours —
+        never the faulted side, whose fault a hidden-seed verdict does not compare against."""
+        return tuple(side for side in self.sides(text) if side.fault is None)
+
 
 def subject_text(path: str) -> str:
     """The clean text of a subject file (``engine/model.py``), read from the source tree.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -92,7 +93,7 @@ def _store_to_save_in(args) -> ProgressStore | None:
     try:
         store.ensure_writable()
     except ProgressError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(course.without_no_save(exc)) from None
     return store
 
 
@@ -131,7 +132,11 @@ def _grade(args, events: Events) -> GradeReply:
     refuse_unconfined(args)
     req.store = _store_to_save_in(args)
     use = course.grade_fixes if req.fixes else course.grade_answers
-    done = use(req, catalog, events.graded, events.notice)
+    with Progress(sys.stderr) as progress:
+        def graded(outcome) -> None:
+            events.graded(outcome)
+            progress.graded(outcome)
+        done = use(req, catalog, graded, events.notice)
     data = {("fixes" if req.fixes else "answers"): str(req.fixes or req.answers), **_files(done),
             "workers": done.workers, "rows": [r.to_dict() for r in done.graded], "saved": done.saved
             if req.store is not None else None, "checks_run": done.checks, "checks_reused": done.reused,
@@ -146,6 +151,49 @@ def _grade(args, events: Events) -> GradeReply:
         data["error"] = done.problem
     summary = _summary(done, started, req.store)
     return GradeReply(data, code, rows=done.graded, summary=summary)
+
+
+class Progress:
+    """How far a grading is, on stderr: a Rich progress bar on a terminal, else a line of counts every
+    :attr:`EVERY` rows and one at the end (a log keeps them; nothing is redrawn)."""
+
+    EVERY = 1000
+
+    def __init__(self, stream) -> None:
+        self.stream, self.counts, self.rows, self.bar = stream, {}, 0, None
+        self.terminal = bool(getattr(stream, "isatty", lambda: False)())
+
+    def __enter__(self) -> "Progress":
+        if self.terminal:
+            # deferred: Rich loads only when something is drawn
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress as Bar, SpinnerColumn, TextColumn
+            self.bar = Bar(SpinnerColumn(), TextColumn("graded {task.completed} rows"), BarColumn(),
+                           TextColumn("{task.description}"), console=Console(file=self.stream), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=None)
+        return self
+
+    def graded(self, outcome) -> None:
+        self.rows += 1
+        self.counts[outcome.status] = self.counts.get(outcome.status, 0) + 1
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.rows, description=self._counts())
+        elif self.rows % self.EVERY == 0:
+            self._line()
+
+    def _counts(self) -> str:
+        return ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in sorted(self.counts.items()))
+
+    def _line(self) -> None:
+        self.stream.write(f"graded {self.rows} rows: {self._counts()}\n")
+        self.stream.flush()
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+        elif self.rows and self.rows % self.EVERY:
+            self._line()
 
 
 def request(args) -> course.Request:
@@ -192,7 +240,7 @@ def gradescope(args, events: Events) -> GradescopeReply:
     submission = Path(args.submission) if args.submission else root / "submission"
     results_path = Path(args.results) if args.results else root / "results" / "results.json"
     plan_path = Path(args.assignment) if args.assignment else root / "source" / "assignment.toml"
-    code, error, result = 0, None, None
+    code, error, result, plan = 0, None, None, None
     try:
         refuse_unconfined(args)
         catalog = load_catalog()
@@ -213,7 +261,7 @@ def gradescope(args, events: Events) -> GradescopeReply:
     except (DeviceError, WorkerError) as exc:
         code, error = EXIT_CHECK, str(exc)
     if result is None:
-        result = autograder.failure(error or "the autograder stopped")
+        result = autograder.failure(error or "the autograder stopped", plan)
     try:
         results_path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomically(results_path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")

@@ -55,8 +55,12 @@ def run(args, events: Events) -> RunReply:
     from tutor.sandbox.runner import DeviceError, WorkerError
     from tutor.store.progress import MAX_NOTE_CHARS
     cat = catalog()
-    ex = exercise(cat, args.id)
-    context = {"id": ex.id, "learner": None if args.no_save else learner_named(args), "prediction": args.predict}
+    context = {"id": args.id, "learner": None if args.no_save else learner_named(args), "prediction": args.predict}
+    try:
+        ex = exercise(cat, args.id)
+    except UsageError as exc:  # an unknown id still says whose run it was
+        raise UsageError(str(exc), context) from None
+    context["id"] = ex.id
     try:
         parsed = ex.parse_answer(args.predict)
     except answers.AnswerError as exc:
@@ -140,7 +144,7 @@ def _edit(args, events: Events, mode: str) -> EditReply:
         if task.mode == "hunt":
             _say_hunted_file(args, events, task, text)
         run = session.start_edit(task, text, getattr(args, "predict", None), instruments=not args.no_instruments,
-                                 hidden_seeds=getattr(args, "hidden_seeds", 0) or 0)
+                                 hidden_seeds=getattr(args, "hidden_seeds", None))
         outcome = run.execute()
     except EditError as exc:
         raise UsageError(str(exc)) from None

@@ -34,6 +34,7 @@ from typing import Any
 from tutor.model import answers
 from tutor.cli.replies import (CheckReply, EditReply, EveryoneReply, GradeReply, GradescopeReply, ListReply, ProgressReply, Reply,
                                ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
+from tutor.cli.width import output_width
 from tutor.model.attempts import show_time
 
 #: The version of the JSON objects the commands print (see the module docstring).
@@ -127,7 +128,7 @@ class RichOutput:
         if self._console is None:
             # deferred: Rich loads only when something is drawn (--json draws nothing)
             from rich.console import Console
-            self._console = Console(highlight=False)
+            self._console = Console(highlight=False, width=output_width())
         return self._console
 
     def notice(self, sentence: str) -> None:

@@ -167,9 +167,9 @@ def _add_edit_parsers(sub) -> None:
                    help="skip the engine's instruments (shape ledger, causality, cache, learning ledger)")
     p.add_argument("--seed", type=_seed, metavar="N", help="the capstone's mystery to hunt (default: the one "
                    "your last prediction met)")
-    p.add_argument("--hidden-seeds", type=_hidden_seeds, default=0, metavar="N",
+    p.add_argument("--hidden-seeds", type=_hidden_seeds, default=None, metavar="N",
                    help="also judge the repair at N seeds drawn at random now, which nobody saw before "
-                   "(0-8, default 0): a file that hard-codes the clean output is not fixed at them")
+                   "(0-8, default 1): a file that hard-codes or forges the clean output is not fixed at them")
     p.add_argument("--allow-unconfined", action="store_true", help=UNCONFINED_HELP)
     p.add_argument("--json", action="store_true")
     _shared(p)

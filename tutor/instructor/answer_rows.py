@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from tutor.model import answers
 from tutor.model.attempts import PREDICT
@@ -108,13 +108,45 @@ def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None, 
     suffix = Path(str(path)).suffix.lower()
     as_json = suffix in (".jsonl", ".ndjson", ".json") or (suffix != ".csv" and stripped[:1] in ("{", "["))
     source = f"the answers file {path}"
-    raw = _json_rows(text, columns, source) if as_json else _csv_rows(text, columns, source, layout, catalog,
-                                                                       assignment)
+    raw = _json_rows(text, columns, source) if as_json else list(_csv_rows(text, columns, source, layout, catalog,
+                                                                            assignment))
     if not raw:
         raise UsageError(f"{path} holds no answers; write one row per answer with the columns learner, exercise "
                          "and answer")
     checker = Checker(catalog)
     return [checker(line, fields) for line, fields in raw]
+
+
+def iter_answers(path: str | os.PathLike, catalog, columns: dict | None = None, layout: str | None = None,
+                 assignment=None) -> Iterator[AnswerRow]:
+    """The rows of an answers file one at a time, as :func:`read_answers` reads them, a CSV file read as its
+    rows are taken (a class's export of any size is never held whole); standard input and JSON are read
+    whole first.
+
+    Raises:
+        UsageError: as :func:`read_answers` (a CSV file that turns out not to be UTF-8 raises where it does).
+    """
+    if str(path) == "-" or Path(str(path)).suffix.lower() != ".csv":
+        yield from read_answers(path, catalog, columns, layout, assignment)
+        return
+    try:
+        fh = open(path, encoding="utf-8-sig", newline="")
+    except FileNotFoundError:
+        raise UsageError(f"there is no answers file {path}; check the path given to --answers") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read the answers file {path} ({exc.strerror or exc})") from None
+    checker, n = Checker(catalog), 0
+    with fh:
+        try:
+            for line, fields in _csv_rows(fh, columns, f"the answers file {path}", layout, catalog, assignment):
+                n += 1
+                yield checker(line, fields)
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"the answers file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8, "
+                             "then grade again with --resume") from None
+    if n == 0:
+        raise UsageError(f"{path} holds no answers; write one row per answer with the columns learner, exercise "
+                         "and answer")
 
 
 def _read_text(path) -> str:
@@ -136,15 +168,16 @@ def _read_text(path) -> str:
         raise UsageError(f"the answers file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
 
 
-def _csv_rows(text: str, columns: dict | None, source: str, layout: str | None = None, catalog=None,
-              assignment=None) -> list[tuple[int, dict]]:
+def _csv_rows(text, columns: dict | None, source: str, layout: str | None = None, catalog=None,
+              assignment=None) -> Iterator[tuple[int, dict]]:
     """CSV rows as (line, {field: value}), the header mapped by :func:`tutor.instructor.columns.resolve`, or a
-    wide export's rows each turned into one per answer (:mod:`tutor.instructor.wide`)."""
-    reader = csv.reader(io.StringIO(text, newline=""))
+    wide export's rows each turned into one per answer (:mod:`tutor.instructor.wide`), one at a time: ``text``
+    is the whole text, or an open file read as the rows are taken."""
+    reader = csv.reader(io.StringIO(text, newline="") if isinstance(text, str) else text)
     try:
         header = next(reader)
     except StopIteration:
-        return []
+        return
     except csv.Error as exc:
         raise UsageError(f"{source} is not CSV ({exc})") from None
     found = wide.detect(header) if layout != "long" else None
@@ -154,9 +187,9 @@ def _csv_rows(text: str, columns: dict | None, source: str, layout: str | None =
                          "one row per answer")
     if found is not None:
         cells = ((reader.line_num, row) for row in reader if any(c.strip() for c in row))
-        return list(wide.expand(header, cells, found, catalog, assignment, source))
+        yield from wide.expand(header, cells, found, catalog, assignment, source)
+        return
     mapping = lms.resolve(header, columns, source)
-    rows = []
     line = reader.line_num + 1
     while True:
         try:
@@ -164,16 +197,15 @@ def _csv_rows(text: str, columns: dict | None, source: str, layout: str | None =
         except StopIteration:
             break
         except csv.Error as exc:
-            rows.append((line, {"_problem": f"line {line} is not CSV ({exc})"}))
+            yield line, {"_problem": f"line {line} is not CSV ({exc})"}
             line = reader.line_num + 1
             continue
         if any(c.strip() for c in cells):
             fields = mapping.fields(cells)
             if len(cells) > len(header):
                 fields["_problem"] = f"line {line} has {len(cells)} cells but the header names {len(header)}"
-            rows.append((line, fields))
+            yield line, fields
         line = reader.line_num + 1
-    return rows
 
 
 def _json_rows(text: str, columns: dict | None, source: str) -> list[tuple[int, dict]]:
@@ -364,14 +396,17 @@ def _time(text: str) -> tuple[str | None, str | None]:
 def not_yet_graded(rows: list[AnswerRow], earlier: list[dict]) -> list[AnswerRow]:
     """The rows ``--resume`` still has to grade: each submission as often as the file has it, less the
     times the gradebook holds it already."""
+    return list(still_to_grade(rows, earlier))
+
+
+def still_to_grade(rows, earlier: list[dict]) -> Iterator[AnswerRow]:
+    """:func:`not_yet_graded`, one row at a time as ``rows`` gives them."""
     held: dict[str, int] = {}
     for r in earlier:
         held[r.get("submission", "")] = held.get(r.get("submission", ""), 0) + 1
-    todo = []
     for row in rows:
         sid = row.submission
         if held.get(sid, 0) > 0:
             held[sid] -= 1
             continue
-        todo.append(row)
-    return todo
+        yield row

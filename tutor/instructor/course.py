@@ -24,6 +24,7 @@ Layers: imports neither torch nor Textual.
 
 from __future__ import annotations
 
+import itertools
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -94,11 +95,17 @@ class Graded:
         return sum(r.saved_to is not None for r in self.graded)
 
 
-def _mine(rows: list, shard: str | None) -> list:
+def without_no_save(exc: Exception) -> str:
+    """A progress folder's refusal, with the fix grading has: it has no --no-save, it grades without --save."""
+    return str(exc).replace("or pass --no-save", "or grade without --save")
+
+
+def _mine(rows, shard: str | None):
+    """The rows of this shard (all without one), as lazily as ``rows`` comes."""
     part = sharding.parse(shard)
     if part is None:
         return rows
-    return [r for r in rows if sharding.belongs(r.key if r.key is not None else (r.learner or ""), part)]
+    return (r for r in rows if sharding.belongs(r.key if r.key is not None else (r.learner or ""), part))
 
 
 def _held(stack: ExitStack, req: Request, out: Path) -> None:
@@ -107,7 +114,7 @@ def _held(stack: ExitStack, req: Request, out: Path) -> None:
         try:
             req.store.ensure_writable()
         except ProgressError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(without_no_save(exc)) from None
         stack.callback(out_folder.progress_lock(req.store.folder, req.shard).release)
 
 
@@ -116,15 +123,21 @@ def grade_answers(req: Request, catalog, on_graded: Callable, notice: Callable[[
     started = time.perf_counter()
     out = Path(req.out) if req.out else Path(req.answers).with_name(f"{Path(req.answers).stem}-graded")
     given = grading.chosen_assignment(req.assignment, req.exercises, catalog)
-    rows = answer_rows.read_answers(req.answers, catalog, lms.parse_columns(req.columns), layout=req.layout,
-                                    assignment=given)
-    rows = _mine(rows, req.shard)
-    plan = given or assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
+    columns = lms.parse_columns(req.columns)
+    if given is None:  # the assignment is inferred from every readable row: the file is read whole first
+        rows = _mine(answer_rows.read_answers(req.answers, catalog, columns, req.layout), req.shard)
+        plan = assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
+        jobs = workers(req.jobs, sum(r.problem is None for r in rows), notice)
+    else:  # rows stream from the file as they are graded
+        plan = given
+        reading = answer_rows.iter_answers(req.answers, catalog, columns, req.layout, given)
+        first = next(reading)  # the header (and the first row) read now: a bad one refuses before anything is written
+        rows = _mine(itertools.chain([first], reading), req.shard)
+        jobs = workers(req.jobs, req.jobs, notice)
     with ExitStack() as stack:
         _held(stack, req, out)
         earlier = gradebook.read_rows(out) if req.resume else []
-        todo = answer_rows.not_yet_graded(rows, earlier)
-        jobs = workers(req.jobs, sum(r.problem is None for r in todo), notice)
+        todo = answer_rows.still_to_grade(rows, earlier)
         saver = saving.Saver(catalog, req.store, notice) if req.store is not None else None
         writer = out_folder.Rows(out, earlier)
         stack.callback(writer.close)
@@ -156,7 +169,7 @@ def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[st
     from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError
     started = time.perf_counter()
     plan = grading.chosen_assignment(req.assignment, req.exercises, catalog)
-    rows = _mine(fixes.find(Path(req.fixes), catalog), req.shard)
+    rows = list(_mine(fixes.find(Path(req.fixes), catalog), req.shard))
     plan = plan or assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
     out = Path(req.out) if req.out else Path(str(req.fixes).rstrip("/") + "-graded")
     with ExitStack() as stack:

@@ -62,7 +62,6 @@ Layers: this module imports neither torch nor Textual.
 from __future__ import annotations
 
 import os
-import queue
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,22 +198,35 @@ class RunnerPool:
             whatever ``work`` raised first (the other threads stop taking jobs).
             KeyboardInterrupt: Ctrl-C; every worker was stopped.
         """
-        jobs = list(jobs)
-        results: list = [None] * len(jobs)
-        todo: queue.SimpleQueue = queue.SimpleQueue()
-        for i in range(len(jobs)):
-            todo.put(i)
+        source = iter(jobs)  # taken one at a time: a large class's rows stream from the file as they are graded
+        results: dict = {}
+        taken = [0]
         failures: list[BaseException] = []
-        report_lock = threading.Lock()
+        report_lock, source_lock = threading.Lock(), threading.Lock()
+
+        def take():
+            with source_lock:
+                if failures:
+                    return None
+                try:
+                    job = next(source)
+                except StopIteration:
+                    return None
+                taken[0] += 1
+                return taken[0] - 1, job
 
         def serve(runner) -> None:
             while not failures:
                 try:
-                    i = todo.get_nowait()
-                except queue.Empty:
+                    got = take()
+                except BaseException as exc:  # the file stopped reading (not UTF-8): handed to the calling thread
+                    failures.append(exc)
                     return
+                if got is None:
+                    return
+                i, job = got
                 try:
-                    results[i] = work(runner, jobs[i])
+                    results[i] = work(runner, job)
                 except BaseException as exc:  # handed to the calling thread
                     failures.append(exc)
                     return
@@ -229,7 +241,7 @@ class RunnerPool:
                             return
 
         threads = [threading.Thread(target=serve, args=(r,), daemon=True, name=f"tutor-grade-{n}")
-                   for n, r in enumerate(self.runners[:max(1, min(len(self.runners), len(jobs)))])]
+                   for n, r in enumerate(self.runners)]
         for t in threads:
             t.start()
         try:
@@ -243,7 +255,7 @@ class RunnerPool:
             raise
         if failures:
             raise failures[0]
-        return results
+        return [results[i] for i in range(taken[0])]
 
     def close(self) -> None:
         for r in self.runners:

@@ -216,10 +216,14 @@ class _OnePool:
         return out
 
 
-def failure(sentence: str) -> dict:
-    """The results.json of a submission that could not be graded: score 0 and the one sentence why."""
+def failure(sentence: str, plan=None) -> dict:
+    """The results.json of a submission that could not be graded: score 0 and the one sentence why, and,
+    when the assignment read, each of its exercises as a test of 0 points saying the same."""
+    tests = [{"name": a.id, "number": str(n), "score": 0.0, "max_score": float(a.points), "status": "failed",
+              "output": f"Not graded: {sentence}", "visibility": a.visibility}
+             for n, a in enumerate(plan.exercises if plan is not None else (), 1)]
     return {"score": 0.0, "execution_time": 0.0, "output": f"This submission could not be graded: {sentence}",
-            "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+            "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
 
 
 def plan_data(plan) -> dict:

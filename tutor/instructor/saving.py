@@ -56,6 +56,10 @@ class Saver:
         saved = session.record(self.catalog.get(row.exercise), outcome.result, row.note,
                                time=row.submitted_at or "", submission=row.submission)
         outcome.saved_to, outcome.save_error, outcome.note_saved = saved.saved_to, saved.save_error, saved.note_saved
+        if saved.saved_to is not None and saved.save_error:
+            # the attempt is saved; only its note is not (one too long): a warning on the row, not a failed save
+            row.warnings.append(saved.save_error)
+            outcome.save_error = None
         if saved.saved_to is not None:
             done.add(row.submission)
         for warning in saved.warnings:

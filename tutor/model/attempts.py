@@ -92,7 +92,7 @@ class Attempt:
             result: the run, of a status in :data:`RECORDED`.
             confidence: how sure the learner said they were, in percent
                 (50-100; see :func:`check_confidence`), or None.
-            time: when (ISO 8601, as :func:`now` writes it); None is now.
+            time: when (ISO 8601, as :func:`now` writes it); None is now, "" untimed (older than every time).
             submission: the graded submission's id, or "".
         """
         graded = result.status in GRADED

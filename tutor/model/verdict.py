@@ -348,6 +348,12 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
                    f"clean observes {show(runs[0])}{varies}{where}", difference, status, observed)
 
 
+#: Hidden seeds every fix and hunt verdict is judged at unless told otherwise. A file that patches the
+#: harness in its own side's process (a forged measurement, a line signed with its own side's key) can
+#: only copy what it was shown, seed 0's clean output; at a seed drawn now it has nothing to copy.
+DEFAULT_HIDDEN_SEEDS = 1
+
+
 def judge_hidden(exercise: Exercise, verdict: Verdict, seed: int, hidden: list[tuple[int, Any]],
                  mode: str = "fix") -> Verdict:
     """A fixed verdict judged again at hidden seeds: still fixed only if it is fixed at every one.

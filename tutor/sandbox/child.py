@@ -74,7 +74,8 @@ def probe_child(threads: int, fd: int) -> None:
 
 
 def warden(request: Request, folder: str, threads: int, fd: int, key: bytes, status: confine.Status,
-           roots: tuple[str, ...], cgroup: str | None = None, memory_cgroup: str | None = None) -> None:
+           roots: tuple[str, ...], cgroup: str | None = None, memory_cgroup: str | None = None, *,
+           log_fd: int) -> None:
     """The side's warden: namespaces, then the child; waits for it, counts its processes, exits as it did.
 
     Runs only our own code. It dies with the worker (PR_SET_PDEATHSIG) and
@@ -104,8 +105,9 @@ def warden(request: Request, folder: str, threads: int, fd: int, key: bytes, sta
         child = os.fork()
         if child == 0:  # never returns
             landlock.die_with_parent()
-            run_check(request, folder, threads, fd, key, status, roots)
+            run_check(request, folder, threads, fd, key, status, roots, log_fd)
         os.close(fd)
+        os.close(log_fd)
         code = watch(child, init)
         if init is not None:
             os.kill(init, signal.SIGKILL)  # and with it every process left in the namespace
@@ -163,9 +165,11 @@ def watch(child: int, init: int | None) -> int:
 
 
 def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, status: confine.Status,
-              roots: tuple[str, ...]) -> None:
+              roots: tuple[str, ...], log_fd: int) -> None:
     """The check's child: set up and confine this process in the side's tree, run the check, send its
-    measurement (or the exception it raised) on ``fd`` signed with ``key``, exit (never returns)."""
+    measurement (or the exception it raised) on ``fd`` signed with ``key``, exit (never returns).
+
+    Its stdout and stderr are ``log_fd``, the side's ``output.log`` that the worker opened before the fork."""
     code = 1
 
     def send(message: Message) -> None:
@@ -174,9 +178,8 @@ def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, 
             data = data[os.write(fd, data):]
 
     try:
-        log = os.open(os.path.join(folder, "output.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)  # not the worker's stdin, where the next request would arrive
         sys.stdin = open(os.devnull)

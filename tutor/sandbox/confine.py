@@ -1,48 +1,37 @@
 """Confinement of a side's child: what code we did not write may read, write, reach and start.
 
 A side of a run (clean, faulted, a learner's file, the audit's factory) runs
-in a forked child of the check worker. Before any of the subject's code is
-imported, the child is confined with mechanisms the kernel enforces, not
-checks of our own:
+in a forked child of the check worker, and the worker itself runs inside
+bubblewrap (:mod:`tutor.sandbox.bwrap`: its own user, PID, network, UTS, IPC
+and cgroup namespaces, no capabilities, a clean environment, the Python
+installation and the subject's packages read-only, a tmpfs scratch). Before
+any of the subject's code is imported, the child is confined further, by
+mechanisms the kernel enforces:
 
-* **Landlock** (Linux 5.13+, unprivileged, applied after ``fork`` so the
-  warm worker keeps its speed): the child may *read* its private tree, the
-  Python installation (less any installed copy of the subject packages and
-  of ``tutor``), the system's libraries and ``/proc``/``/sys``, and may
-  *write* only its private tree and ``/dev/null``. Nothing else: not
-  ``$HOME``, not the progress folder, not the project's source, not another
-  side's tree. ABI 4 and later also refuse TCP ``bind``/``connect`` (used
-  when no network namespace could be made); ABI 6 and later refuse signals
-  to processes outside the child's domain (the worker, other sides) and
-  abstract UNIX sockets. Landlock also refuses ``ptrace`` (and so
-  ``/proc/<pid>/mem``) of any process outside the domain, from ABI 1.
-* **Namespaces**, made by the side's *warden* (the worker's fork that
-  forks the child and waits for it): a PID namespace, so the child is its
-  init and every process it starts dies with it; a network namespace with
-  only a loopback device, so nothing outside is reachable (two processes of
-  one check can still talk over 127.0.0.1, as ``rank-offset``'s do). As
-  root these need no user namespace; otherwise one is made first, mapping
-  the user to itself. Where neither works, the warden's process group is
-  what is killed whole.
-* **Limits**: ``no_new_privs``; the address space (``RLIMIT_AS``, as
-  before); a counted limit on processes (the warden counts the child's
-  descendants and stops the side at :data:`MAX_PROCESSES`).
+* **capabilities** dropped, all of them (the warden's user namespace gave
+  it a full set), and the size of any file it writes capped
+  (``RLIMIT_FSIZE``, :data:`FILE_CAP_MB`);
+* **Landlock** (:mod:`tutor.sandbox.landlock`): *read* its private tree,
+  the Python installation (less any installed copy of the subject packages
+  and of ``tutor``), the system's libraries and ``/proc``/``/sys``; *write*
+  only its private tree (where it may not make device nodes, FIFOs, sockets
+  or symlinks) and ``/dev/null``. ABI 4 and later also refuse TCP where no
+  network namespace could be made; ABI 6 and later signals and abstract
+  UNIX sockets outside the child's domain; every ABI ``ptrace`` outside it;
+* **seccomp** (:mod:`tutor.sandbox.seccomp`): no ``mknod``, no metadata
+  change, no UNIX socket, no mount, no ``ptrace``, and the rest of its list;
+* **namespaces and cgroups**, made by the side's *warden*
+  (:mod:`tutor.sandbox.namespaces`): PID and network namespaces, a pids
+  and a memory cgroup where they can be made.
 
-:func:`status` says, once per worker, what is available here; the runner
-reports it (``"confined"`` in JSON) and commands that grade someone else's
-code refuse to run without it unless told ``--allow-unconfined``.
+:func:`probe` says, once per worker, what holds here (``Hello.confinement``);
+``confined`` needs bubblewrap, a user namespace, no capabilities, Landlock
+and seccomp together, and commands that grade someone else's code refuse to
+run without it unless told ``--allow-unconfined``.
 
-What the child *tried* and was refused is noted by a Python audit hook
-(:class:`Attempts`) installed before the subject is imported: a write or a
-read outside what the policy allows, a TCP connection out. The kernel
-refuses; the hook only says so, and the side's result carries the sentence
-("tried to write ~/x: refused").
-
-This module is the policy: what a child may read (:func:`read_roots`), what
-works here (:func:`probe`) and what the child tried (:class:`Attempts`). The
-kernel's calls are :mod:`tutor.sandbox.landlock` (Landlock, ``prctl``) and
-:mod:`tutor.sandbox.namespaces` (namespaces, the process tree, the pids
-cgroup).
+What the child *tried* is noted by a Python audit hook (:class:`Attempts`)
+installed before the subject is imported; the kernel refuses, the hook only
+says so, and says "refused" only where an active layer refuses that call.
 
 Environment: ``TUTOR_CONFINE=off`` runs sides unconfined (to see what that
 changes, or where the kernel refuses the mechanisms); the tutor then says so.

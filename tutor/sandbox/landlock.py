@@ -1,4 +1,4 @@
-"""Landlock and the two ``prctl`` options confinement needs: a small ctypes binding of the kernel's calls.
+"""Landlock, the ``prctl`` options and the capability drop confinement needs: a small ctypes binding.
 
 Landlock (Linux 5.13+, unprivileged; ``include/uapi/linux/landlock.h``)
 confines a process to the files it may read or write, and from ABI 4 the
@@ -7,7 +7,8 @@ TCP ports it may bind or connect to, from ABI 6 the processes it may signal.
 side's child, after ``fork``, so the warm worker keeps its speed);
 :func:`landlock_abi` says which ABI this kernel offers. ``prctl`` sets
 ``no_new_privs`` (which Landlock needs) and, in :func:`die_with_parent`, the
-signal a forked process gets when its parent ends.
+signal a forked process gets when its parent ends; :func:`drop_capabilities`
+gives up every capability (``prctl`` and ``capset``).
 
 What a child may read, and what works on this machine, are
 :mod:`tutor.sandbox.confine`'s; namespaces and cgroups are

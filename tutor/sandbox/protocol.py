@@ -174,6 +174,61 @@ class Request(Message):
 
 
 @dataclass(frozen=True)
+class SideSpec:
+    """All one side's processes know of the run: the worker sends it to the side's blank warden
+    (:mod:`tutor.sandbox.forkserver`), and nothing of any other side travels with it.
+
+    Attributes:
+        check: ``module.function`` in ``exercises/``.
+        device: ``cpu`` or ``cuda``.
+        seed: the seed every generator is set to.
+        folder: the side's own private tree.
+        threads: torch threads for the side's child.
+        key: the side's signing key, hex (:func:`sign`).
+        status: how the worker confines sides (``tutor.sandbox.confine.Status.to_wire``).
+        roots: what the side's child may read when confined.
+        cgroup, memory_cgroup: the side's pids and memory cgroups, or None.
+        worker_pid: the worker's pid, as the warden sees it (its parent once adopted).
+    """
+
+    check: str
+    device: str
+    seed: int
+    folder: str
+    threads: int
+    key: str
+    status: dict
+    roots: tuple[str, ...] = ()
+    cgroup: str | None = None
+    memory_cgroup: str | None = None
+    worker_pid: int = 0
+
+    @property
+    def key_bytes(self) -> bytes:
+        return bytes.fromhex(self.key)
+
+    def request(self) -> "Request":
+        """The side's check as a request with no sides: what the warden and child read (check, device, seed)."""
+        return Request(job=0, check=self.check, device=self.device, seed=self.seed, timeout_s=0.0, sides=())
+
+    def encode(self) -> bytes:
+        """One line of JSON, newline included."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["roots"] = list(self.roots)
+        return json.dumps(data).encode() + b"\n"
+
+    @classmethod
+    def decode(cls, line: bytes) -> "SideSpec":
+        """Raises:
+            ProtocolError: the line is not a side's spec."""
+        try:
+            data = json.loads(line)
+            return cls(**{**data, "roots": tuple(data.get("roots", ()))})
+        except (ValueError, TypeError) as exc:
+            raise ProtocolError(f"the line is not a side's spec ({exc})") from None
+
+
+@dataclass(frozen=True)
 class Progress(Message):
     """How far one side's check has got.
 

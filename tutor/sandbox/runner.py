@@ -25,6 +25,7 @@ import itertools
 import os
 import queue
 import secrets
+import select
 import shutil
 import subprocess
 import sys
@@ -34,7 +35,7 @@ from dataclasses import asdict, replace
 from typing import Callable, Sequence
 
 from tutor.model.catalog import Catalog, Exercise
-from tutor.sandbox import bwrap, namespaces, protocol, speed
+from tutor.sandbox import bwrap, landlock, namespaces, protocol, speed
 from tutor.sandbox.confine import Status, enabled, remove_cgroups
 from tutor.sandbox.protocol import Answer, Hello, Progress, ProtocolError, Request, Side
 from tutor.sandbox.result import RunResult, grade, read_prediction
@@ -87,6 +88,8 @@ class Worker:
         self.stopped = False
         self.cores = cores
         self.sandboxed = False  # the running worker was started inside bubblewrap
+        self.missed_deadline: float | None = None  # the deadline (s) the last request's answer missed, if it did
+        self._pending = b""  # what the worker wrote after its last whole line
         self.cgroups: dict[str, str] = {}  # controller -> the cgroup made for the running worker
 
     def start(self) -> Hello:
@@ -121,7 +124,7 @@ class Worker:
             # cgroups made here, bound writable into the sandbox: the worker makes its sides' inside them
             self.cgroups = namespaces.delegate(f"tutor-worker-{os.getpid()}-{secrets.token_hex(4)}")
             if self.cgroups:  # a tutor that ends without closing its runner leaves no empty cgroup behind
-                atexit.register(namespaces.remove_delegated, dict(self.cgroups))
+                atexit.register(_end_at_exit, self, dict(self.cgroups))
             env[namespaces.CGROUPS_ENV] = namespaces.delegation_env(self.cgroups)
             argv = bwrap.command(wall, python, env, writable=list(self.cgroups.values()))
         else:
@@ -153,6 +156,7 @@ class Worker:
         if self.sandboxed:  # its pid inside the sandbox means nothing here: name it as this machine sees it
             hello = replace(hello, pid=_host_pid(proc.pid, hello.pid))
         self.hello = hello
+        self._pending = b""  # the worker writes nothing after its hello until it gets a request
         return hello
 
     def request(self, request: Request, on_progress: Callable[[Progress], None] | None = None) -> Answer | None:
@@ -169,11 +173,18 @@ class Worker:
         with self._lock:
             self.start()
             proc = self._proc
+            self.missed_deadline = None
+            deadline_s = answer_deadline(request.timeout_s)
+            deadline = time.monotonic() + deadline_s
             try:
                 proc.stdin.write(protocol.encode(request) + "\n")
                 proc.stdin.flush()
                 while True:
-                    line = proc.stdout.readline()
+                    line = self._read_line(proc, deadline)
+                    if line is None:  # past the deadline: the worker, every side with it, is killed
+                        self.missed_deadline = deadline_s
+                        os.killpg(proc.pid, 9)
+                        return None
                     if not line:
                         return None
                     message = protocol.decode(line)
@@ -184,6 +195,26 @@ class Worker:
                     return message if isinstance(message, Answer) else None
             except (BrokenPipeError, OSError, ValueError, AttributeError):
                 return None
+
+    def _read_line(self, proc: subprocess.Popen, deadline: float) -> bytes | None:
+        """The worker's next line (b"" at its end), or None once ``deadline`` (``time.monotonic``) has passed.
+
+        Waits in slices of :data:`WAIT_SLICE_S`, never in one blocking read: a signal the tutor gets (Ctrl-C)
+        is handled within one slice, so the tutor ends, and its worker with it.
+        """
+        fd = proc.stdout.fileno()
+        while b"\n" not in self._pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], min(remaining, WAIT_SLICE_S))
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return b""
+                self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line
 
     def stop(self) -> None:
         """Kill the worker and everything it started (its process group).
@@ -217,6 +248,33 @@ class Worker:
         if left:  # never kept silently
             sys.stderr.write(f"tutor: {len(left)} cgroup folder{'s' if len(left) > 1 else ''} of a stopped check "
                              f"worker could not be removed ({', '.join(left)}); remove them with rmdir\n")
+
+
+#: How long past a request's limit the runner waits for the answer: a fixed part and a part of the limit.
+ANSWER_GRACE_S = 10.0
+ANSWER_GRACE_SHARE = 0.5
+#: Seconds the tutor waits on its worker at a stretch: a signal (Ctrl-C) is handled within one of these.
+WAIT_SLICE_S = 0.25
+
+
+def answer_deadline(timeout_s: float) -> float:
+    """Seconds the runner waits for the answer to a request whose limit is ``timeout_s``: the limit plus a grace."""
+    return timeout_s + ANSWER_GRACE_S + ANSWER_GRACE_SHARE * timeout_s
+
+
+def _end_at_exit(worker: "Worker", cgroups: dict[str, str]) -> None:
+    """At the tutor's exit (a Ctrl-C included): kill the worker first, then remove its cgroups.
+
+    Removing them waits for their processes to leave; a tutor that waited so with its worker still
+    running kept that worker, and whatever check it ran, alive for as long (more than 10 s seen).
+    """
+    proc = worker._proc
+    if proc is not None:
+        try:
+            os.killpg(proc.pid, 9)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+    namespaces.remove_delegated(cgroups)
 
 
 def _host_pid(outer: int, inner: int) -> int:
@@ -262,8 +320,10 @@ def _launcher() -> None:
     while True:
         argv, env, fds, done = _LAUNCHES.get()
         try:
+            landlock.libc().prctl  # looked up here: the forked child only calls it (no loader lock after a fork)
             done.put(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      text=True, bufsize=1, env=env, start_new_session=True, pass_fds=fds))
+                                      text=True, bufsize=1, env=env, start_new_session=True, pass_fds=fds,
+                                      preexec_fn=landlock.die_with_parent))
         except BaseException as exc:  # handed to the thread that asked
             done.put(exc)
 
@@ -421,11 +481,14 @@ class Runner:
         if self._cancelled.is_set():
             return RunResult.cancelled(exercise, prediction, device=device, torch=torch, seed=seed,
                                        duration_s=ran_s)
+        missed = getattr(self.worker, "missed_deadline", None)
+        why = (f"the check worker gave no answer within {missed:g} s (the run's limit of {limit.seconds:g} s and "
+               "a grace) and was stopped; a fresh one starts for the next run") if missed else \
+            "the check worker stopped unexpectedly and will be restarted"
         return RunResult(id=exercise.id, status="error", device=device, torch=torch, fault=exercise.fault,
                          kind=exercise.kind.name, prediction=prediction,
                          prediction_text=read_prediction(exercise, prediction),
-                         errors={"run": "the check worker stopped unexpectedly and will be restarted"}, seed=seed,
-                         duration_s=ran_s)
+                         errors={"run": why}, seed=seed, duration_s=ran_s, time_limit=limit.to_dict())
 
     def cancel(self) -> None:
         """Stop a run in progress (from another thread); the worker is replaced."""

@@ -13,7 +13,9 @@ Every call is allowed but these, which fail with ``EPERM``:
   agent, bus or daemon socket is reachable; ``socketpair`` stays, and TCP on
   the side's own loopback too);
 * mounting and namespaces (``mount``, ``umount2``, ``pivot_root``, the new
-  mount API, ``chroot``, ``unshare``, ``setns``), host names
+  mount API, ``chroot``, ``unshare``, ``setns``, ``clone`` with a namespace
+  flag; ``clone3``, whose flags a filter cannot read, says ``ENOSYS`` and
+  the C library falls back to ``clone``), host names
   (``sethostname``, ``setdomainname``);
 * reaching other processes' memory (``ptrace``, ``process_vm_readv``,
   ``process_vm_writev``), ``bpf``, ``perf_event_open``, ``userfaultfd``,
@@ -45,6 +47,9 @@ DENIED = (
     "clock_settime", "settimeofday", "adjtimex", "clock_adjtime", "reboot", "kexec_load", "kexec_file_load",
     "swapon", "swapoff",
 )
+#: ``clone`` flags that make a namespace (a user namespace would hand the child a full set of capabilities
+#: again): user, mount, PID, network, UTS, IPC, cgroup.
+NAMESPACE_FLAGS = (0x10000000, 0x00020000, 0x20000000, 0x40000000, 0x04000000, 0x08000000, 0x02000000)
 #: ``chattr``'s ioctls: FS_IOC_SETFLAGS (64- and 32-bit) and FS_IOC_FSSETXATTR.
 SET_FLAGS_IOCTLS = (0x40086602, 0x40046602, 0x401C5820)
 
@@ -84,4 +89,11 @@ def apply() -> None:
     flt.add_rule(refuse, "socket", sc.Arg(0, sc.EQ, socket.AF_UNIX))
     for request in SET_FLAGS_IOCTLS:
         flt.add_rule(refuse, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, request))
+    for flag in NAMESPACE_FLAGS:
+        flt.add_rule(refuse, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    try:
+        # clone3's flags lie in a structure a filter cannot read: "not here", and the C library falls back to clone
+        flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    except (OSError, ValueError, RuntimeError):
+        pass
     flt.load()

@@ -20,13 +20,15 @@ import os
 import select
 import shutil
 import signal
+import socket
 import tempfile
 import time
 from pathlib import Path
 
 from exercises.faults import SUBJECT_PACKAGES, FaultError, make_private_copy
-from tutor.sandbox import child, confine, namespaces, protocol
-from tutor.sandbox.protocol import Attempted, Measured, Progress, ProtocolError, Raised, Request, Side, SideResult
+from tutor.sandbox import child, confine, forkserver, namespaces, protocol
+from tutor.sandbox.protocol import (Attempted, Measured, Progress, ProtocolError, Raised, Request, Side, SideResult,
+                                   SideSpec)
 
 #: The most of a side's output (its log) a result carries, in characters.
 OUTPUT_EXCERPT_CHARS = 2000
@@ -70,6 +72,12 @@ class SideRun:
         self.cgroup: str | None = None  # the side's pids cgroup, where one can be made
         self.memory_cgroup: str | None = None  # the side's memory cgroup, where one can be made
         self.forks_refused = 0
+        self.log_fd: int | None = None  # the side's output.log, opened before the fork (O_NOFOLLOW)
+
+    def _close_log(self) -> None:
+        if self.log_fd is not None:
+            os.close(self.log_fd)
+            self.log_fd = None
 
     @property
     def running(self) -> bool:
@@ -95,14 +103,35 @@ class SideRun:
             self.memory_cgroup = namespaces.make_memory_cgroup(name, child.MEMORY_CAP_MB * 1024 * 1024)
         # what the side may read: computed once, in the worker, before its first side forks
         roots = read_roots(os.path.dirname(self.folder)) if confinement().landlock else ()
+        # the side's output is read back through this descriptor, opened here before any subject code runs:
+        # whatever the subject later puts at output.log (a FIFO, a link to someone's file) is never read
+        self.log_fd = open_log(self.folder)
         read_fd, write_fd = os.pipe()
+        spec = SideSpec(check=self.request.check, device=self.request.device, seed=self.request.seed,
+                        folder=self.folder, threads=self.threads, key=self._key.hex(),
+                        status=confinement().to_wire(), roots=tuple(roots), cgroup=self.cgroup,
+                        memory_cgroup=self.memory_cgroup, worker_pid=os.getpid())
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.started = time.perf_counter()
-        pid = os.fork()
-        if pid == 0:  # the warden: never returns
-            os.close(read_fd)
-            child.warden(self.request, self.folder, self.threads, write_fd, self._key, confinement(), roots,
-                         self.cgroup, self.memory_cgroup)
+        try:
+            # a blank warden, forked by a process that never read a request: it learns only this side's spec
+            pid = forkserver.server().spawn(theirs.fileno(), write_fd, self.log_fd)
+        except forkserver.ForkServerError as exc:
+            for fd in (read_fd, write_fd):
+                os.close(fd)
+            ours.close()
+            theirs.close()
+            self._failed = SideResult(status="error", error=f"the {self.side.name} side could not start: {exc}")
+            self._close_log()
+            shutil.rmtree(self.folder, ignore_errors=True)
+            return
+        theirs.close()
         os.close(write_fd)
+        try:
+            ours.sendall(spec.encode())
+        except OSError:
+            pass  # the warden is gone already: its exit status says so
+        ours.close()
         self.pid, self.fd = pid, read_fd
         try:
             self.pidfd = os.pidfd_open(pid)
@@ -149,12 +178,7 @@ class SideRun:
 
     def where_hung(self) -> str:
         """Where the child was when it was stopped: ``exercises/snippets/losses.py line 25 (squared_errors)``, or ""."""
-        try:
-            with open(os.path.join(self.folder, "output.log"), "rb") as fh:
-                fh.seek(max(0, os.path.getsize(fh.name) - 8192))
-                tail = fh.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        tail = read_tail(self.log_fd, 8192)
         marker = tail.rfind("most recent call first")
         if marker < 0:
             return ""
@@ -186,12 +210,14 @@ class SideRun:
             return self._failed
         if self._finished is not None:
             return self._finished
-        if timed_out:
-            self.kill()
-        else:  # the warden may still be counting down; anything its child left behind goes now
+        if not timed_out:  # the warden may still be counting down; anything its child left behind goes now
             self._reap_warden_soon()
-            self.kill()
+        # the warden's own children (its namespace's init, the check's child) are the worker's to reap once
+        # the warden is gone: the worker adopts them (a child subreaper, tutor.sandbox.forkserver)
+        orphans = namespaces.children(self.pid)
+        self.kill()
         _, status = os.waitpid(self.pid, 0)
+        reap(orphans)
         self._drain()
         os.close(self.fd)
         if self.pidfd is not None:
@@ -204,6 +230,7 @@ class SideRun:
             self.refused.append(f"tried to run more than {namespaces.MAX_PROCESSES} processes at once: "
                                 f"{self.forks_refused} fork{'s' if self.forks_refused > 1 else ''} refused")
         result = self._outcome(status, timed_out)
+        self._close_log()
         shutil.rmtree(self.folder, ignore_errors=True)
         self._finished = result
         return result
@@ -227,7 +254,7 @@ class SideRun:
             pass
 
     def _outcome(self, status: int, timed_out: bool) -> SideResult:
-        output = excerpt(os.path.join(self.folder, "output.log"))
+        output = excerpt(self.log_fd)
         duration_s = round(time.perf_counter() - self.started, 4)
         confined = bool(confinement().confined)
         common = dict(output=output, duration_s=duration_s, refused=list(self.refused), tampered=self.tampered,
@@ -325,12 +352,55 @@ def read_roots(scratch: str) -> tuple[str, ...]:
 
 
 
-def excerpt(path: str) -> str:
+def reap(pids: list[int], polls: int = 20) -> None:
+    """Reap ``pids`` (killed with their side, adopted by this worker), looking ``polls`` times 10 ms apart
+    for those not yet ended (one that escaped its group is left to the next request's reaping)."""
+    waiting = set(pids)
+    for _ in range(polls):
+        for pid in list(waiting):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid  # not ours, or reaped already
+            if done:
+                waiting.discard(pid)
+        if not waiting:
+            return
+        time.sleep(0.01)
+
+
+def open_log(folder: str) -> int:
+    """Create the side's ``output.log`` in its fresh tree and return a descriptor open for reading and writing.
+
+    Made with O_EXCL and O_NOFOLLOW before the side forks: the child writes to
+    this very file (its stdout and stderr), and the worker reads it back
+    through the same descriptor, never by its path again.
+
+    Raises:
+        OSError: the tree already holds something at that path.
+    """
+    return os.open(os.path.join(folder, "output.log"),
+                   os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
+def read_tail(fd: int | None, size: int) -> str:
+    """The last ``size`` bytes of the file open at ``fd`` as text ("" when there is none)."""
+    if fd is None:
+        return ""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(OUTPUT_EXCERPT_CHARS)
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
+        end = os.fstat(fd).st_size
+        return os.pread(fd, size, max(0, end - size)).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def excerpt(fd: int | None) -> str:
+    """The first :data:`OUTPUT_EXCERPT_CHARS` bytes of a side's output (open at ``fd``), and how much more there was."""
+    if fd is None:
+        return ""
+    try:
+        head = os.pread(fd, OUTPUT_EXCERPT_CHARS, 0)
+        size = os.fstat(fd).st_size
     except OSError:
         return ""
     text = head.decode("utf-8", "replace")

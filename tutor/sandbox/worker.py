@@ -52,7 +52,7 @@ from typing import Callable
 
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # ask CUDA without creating a context
 
-from tutor.sandbox import child, protocol, side, speed  # noqa: E402
+from tutor.sandbox import child, forkserver, protocol, side, speed  # noqa: E402
 from tutor.sandbox.child import SIDE_THREADS, probe_child  # noqa: E402
 from tutor.sandbox.protocol import Answer, Hello, Message, Progress, ProtocolError, Refusal, Request  # noqa: E402
 from tutor.sandbox.side import SideRun, confinement, read_roots  # noqa: E402
@@ -76,8 +76,10 @@ def main() -> None:
     _preload(torch)
     # torch formats the stack inside a side's child (torch.manual_seed queues a lazy CUDA call with it), which
     # reads the source of every frame; a confined child may not read the tutor's, so it is read here, once
-    for module in (sys.modules[__name__], side, child):
+    for module in (sys.modules[__name__], side, child, forkserver):
         linecache.getlines(module.__file__)
+    # every side's processes are forked from this moment's copy of the worker, which never reads a request
+    forkserver.start()
 
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but protocol lines may reach the real stdout
@@ -199,6 +201,7 @@ def handle(request: Request, torch_version: str, send: Callable[[Progress], None
     """
     threads = SIDE_THREADS
     started = time.perf_counter()
+    _reap_strays()  # what the last request's killed sides left
     runs = [SideRun(side, request, threads, scratch) for side in request.sides]
     for run in runs:
         run.start()
@@ -233,8 +236,21 @@ def handle(request: Request, torch_version: str, send: Callable[[Progress], None
     if hung:
         time.sleep(WHERE_WAIT_S)
     sides = {run.side.name: run.finish(timed_out=run.fd in reading) for run in runs}
+    _reap_strays()
     return Answer(job=request.job, torch=torch_version, device=request.device,
                   duration_s=round(time.perf_counter() - started, 4), sides=sides)
+
+
+def _reap_strays() -> None:
+    """Reap what this worker adopted (a child subreaper: :mod:`tutor.sandbox.forkserver`) and nobody waits for,
+    such as a killed warden's namespace init; every side of the request is reaped already."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _orphaned(runs: list["SideRun"]) -> None:

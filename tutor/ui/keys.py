@@ -140,6 +140,11 @@ class PageFooter(Footer):
 
     _drawn: tuple | None = None
 
+    def __init__(self, *children, compact: bool = True, **kwargs) -> None:
+        """Compact (one space between keys) unless told otherwise, so an 80-column terminal shows
+        every key a page lists."""
+        super().__init__(*children, compact=compact, **kwargs)
+
     def bindings_changed(self, screen: Screen) -> None:
         self._bindings_ready = True
         if screen.app.app_focus and self.is_attached and screen is self.screen:

@@ -66,6 +66,18 @@ def _in_features(m: nn.Module) -> int | None:
     return None
 
 
+def _projection_owners(model: nn.Module) -> str:
+    """What the model has instead, for ATTENTION's skip: the first modules holding two or more projections,
+    with their projections' names."""
+    owners = []
+    for name, m in model.named_modules():
+        parts = [n for n, c in m.named_children() if _out_features(c) is not None]
+        if len(parts) >= 2:
+            owners.append(f"{name or 'the model'} ({', '.join(parts[:4])})")
+    return f"the modules with projections are {', '.join(owners[:3])}" if owners else \
+        f"{type(model).__name__} has no module with two or more projections"
+
+
 def find_attention(model: nn.Module) -> list[tuple[str, nn.Module, str, tuple[str, ...], str]]:
     """Attention modules the audit can read: (name, module, "packed"/"separate", projection names, output name).
 
@@ -253,19 +265,29 @@ def attention(s: Subject) -> Link:
     the blocks' normalised streams, so the scores are unit-scale and a wrong
     scale — 1/sqrt(C) for 1/sqrt(D), sqrt(D) — moves the output well past
     ``ATTENTION_TOL``. Hooks read each module's q, k, v projections and what
-    goes into its output projection; the module's rotary function, where it
-    has one, is watched for the rotated q and k (partial rotary included).
+    goes into its output projection; q and k are read again where they reach
+    the module's attention call (``attention_call``: SDPA's arguments, or the
+    operands of q @ k^T), so a rotary embedding however it is kept (a
+    function, a method, an ``nn.Module``, cos and sin applied inline) and a
+    qk-norm are judged as the module attends, a uniform pre-scale of q is
+    taken off (its scale is judged whole), and the head count comes from that
+    call where no attribute names it. Without a call to read, the module's
+    rotary function, where it has one, is watched for the rotated q and k
+    (partial rotary included).
     The reference is causal SDPA with k, v repeated to the query heads
     (grouped-query attention); a packed projection is read in each layout
-    its width allows and the closest taken. "skip" where no module can be
-    read: none found, the head count unknown, or no hook fired.
+    its width allows and the closest taken. The tolerance follows the
+    model's dtype (``Subject.tol``). "skip" where no module can be read:
+    none found, the head count neither named nor read from a call, or no
+    hook fired.
     """
     found = find_attention(s.model)
     if not found and find_hooked_attention(s.model):
         return _hooked_attention(s)
     if not found:
         return Link("ATTENTION", "skip", "no attention module found (a packed qkv or q/k/v projections, Linear or "
-                                         "Conv1D, beside an output projection)")
+                                         "Conv1D, beside an output projection named like one: "
+                                         f"{', '.join(OUTPUT)}); {_projection_owners(s.model)}")
     seen, rotary, current, handles = {}, {}, [], []
     skipped, checked, worst = [], [], (0.0, "")
     readable = []
@@ -313,8 +335,9 @@ def attention(s: Subject) -> Link:
             candidates = _layouts(seen[(name, projections[0])].float(), H, T, D)
         rotated = [_heads(t.float(), T, D) for t in rotary.get(name, []) if isinstance(t, torch.Tensor)]
         rotated = [t for t in rotated if t is not None]
-        best, how = None, ""
+        best = None
         for layout, (q, k, v) in candidates:
+            how = ""
             if at_call and q is not None and k is not None and call[1].size(-1) == q.size(-1):
                 (q, q_how), (k, k_how) = unscaled(call[1], q), unscaled(call[2], k)
                 how = f", q {q_how} and k {k_how} at the attention call"
@@ -328,11 +351,11 @@ def attention(s: Subject) -> Link:
             absolute = float((got - ref).abs().max())
             relative = absolute / max(1.0, float(ref.abs().max()))
             if best is None or relative < best[0]:
-                best = (relative, absolute, layout, k.size(1))
+                best = (relative, absolute, layout, k.size(1), how)
         if best is None:
             skipped.append(f"{label} (no layout of its projections gives q, k, v for H={H})")
             continue
-        relative, absolute, layout, kv = best
+        relative, absolute, layout, kv, how = best
         extras = (how or (", rotary applied" if rotated else "")) + (f", {kv} kv heads" if kv != H else "") + \
             ("" if heads_from == "attribute" else f", H read {heads_from}")
         checked.append([label, f"{kind} {layout}, H={H}, D={D}{extras}: max |Δ| {absolute:.3e}, "
@@ -492,8 +515,12 @@ def residual(s: Subject) -> Link:
     """
     found = find_blocks(s.model)
     if found is None:
-        return Link("RESIDUAL", "skip", "no stack of blocks (a ModuleList of layers with Linear or Conv1D "
-                                        "projections) found")
+        lists = [f"{n} ({len(m)} {type(m[0]).__name__ if len(m) else 'items'})" for n, m in s.model.named_modules()
+                 if isinstance(m, nn.ModuleList)]
+        return Link("RESIDUAL", "skip", "no stack of blocks (a ModuleList of one class whose items hold two or more "
+                                        "Linear or Conv1D projections) found; "
+                                        + (f"the ModuleLists are {', '.join(lists[:3])}" if lists else
+                                           f"{type(s.model).__name__} holds no ModuleList"))
     stack_name, blocks = found
     if isinstance(blocks[0], (nn.ModuleList, nn.ModuleDict, nn.Sequential)):
         return _residual_of_stack(s, stack_name, blocks)

@@ -160,8 +160,9 @@ def cache(s: Subject) -> Link:
     """
     kind = s.forward.interface.cache
     if kind is None:
-        return Link("CACHE", "skip", "no cache interface: the forward takes no cache, past_key_values or start_pos, "
-                                     "and the model has no generate")
+        names = ", ".join(s.forward.interface.forward_params) or "nothing the signature shows"
+        return Link("CACHE", "skip", "no cache interface: the forward takes no cache, past_key_values or start_pos "
+                                     f"(it takes {names}), and {type(s.model).__name__} has no generate")
     if kind == "generate":
         return _cache_through_generate(s)
     try:
@@ -367,12 +368,14 @@ def generate(s: Subject) -> Link:
     """
     gen = getattr(s.model, "generate", None)
     if not callable(gen):
-        return Link("GENERATE", "skip", "the model has no generate method")
+        return Link("GENERATE", "skip", f"{type(s.model).__name__} has no generate method")
     if needs_tokenizer(s.model):
         return Link("GENERATE", "skip", f"{type(s.model).__name__}.generate needs model.tokenizer, which is None")
     block = s.block_size
     if block is None:
-        return Link("GENERATE", "skip", "block_size unknown (pass --block)")
+        return Link("GENERATE", "skip", "block_size unknown: no config.block_size, n_positions, "
+                                        "max_position_embeddings, max_seq_len, context_length, n_ctx or sequence_len, "
+                                        f"and no position table in {type(s.model).__name__} (pass --block)")
     P = 4
     crops = not library_generate(s.model)  # transformers' generate never crops: its position table is a hard limit
     n = block + 6 - P if crops else block - P

@@ -278,7 +278,11 @@ def tie(s: Subject) -> Link:
     t = s.tie
     if t["table"] is None or t["head"] is None:
         missing = "token table" if t["table"] is None else "output head (a Linear to V)"
-        return Link("TIE", "skip", f"no {missing} found to compare")
+        tables = [n for n, m in s.model.named_modules() if isinstance(m, nn.Embedding)]
+        found = (f"; the nn.Embedding modules are {', '.join(tables[:3])}" if t["table"] is None and tables else
+                 f"; {type(s.model).__name__} holds no nn.Embedding" if t["table"] is None else
+                 f"; no nn.Linear in {type(s.model).__name__} has {s.V} outputs")
+        return Link("TIE", "skip", f"no {missing} found to compare{found}")
     pair = f"{t['head']}.weight is {t['table']}.weight"
     evidence = [["head / table", f"{t['head']} / {t['table']}"], ["same Parameter", str(t["same"])],
                 ["equal values at build", str(t["equal"])], ["same storage", str(t["shared"])],

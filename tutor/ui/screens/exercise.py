@@ -53,11 +53,14 @@ class ExerciseScreen(ReadingKeys, PageScreen):
     """
 
     BINDINGS = [
+        # the footer fits 80 columns: Hint is on its button, a and e in the help and the page's own words
         Binding("r", "run", "Run", tooltip="run the check (Enter in the answer box too)"),
         Binding("ctrl+r", "run", "Run", show=False),
-        Binding("h", "hint", "Hint", tooltip="reveal the next hint"),
-        Binding("a", "answer", "Answer", tooltip="move to the answer box (typing a digit or bracket starts it too)"),
-        Binding("e", "explain", "Explain", tooltip="move to the explain-back note (it appears after the first run)"),
+        Binding("h", "hint", "Hint", show=False, tooltip="reveal the next hint (the Hint button too)"),
+        Binding("a", "answer", "Answer", show=False,
+                tooltip="move to the answer box (typing a digit or bracket starts it too)"),
+        Binding("e", "explain", "Explain", show=False,
+                tooltip="move to the explain-back note (it appears after the first run)"),
         # edit mode (tutor.ui.screens.fix); F and B work, and show, where f or b pick a choice
         Binding("f", "fix", "Fix it", tooltip="Fix it: repair the fault in your own copy (capstone: Find and fix)"),
         Binding("b", "break_it", "Break it", tooltip="Break it: predict, then write a fault of your own"),

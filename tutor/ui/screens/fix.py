@@ -99,7 +99,10 @@ class EditScreen(Seeking, PageScreen):
         try:
             self.edit_task = self._session.edit_task(self.exercise, self.mode)
         except EditError as exc:
-            self.app.notify(str(exc), severity="warning", markup=False)
+            no_fault = self.mode == "fix" and self.app.catalog.fault_of(self.exercise) is None
+            # the session's sentence names the command line; here the key is the way on
+            self.app.notify(f"{self.exercise.id} has no fault to fix: press b (Break it) to write one of "
+                            "your own." if no_fault else str(exc), severity="warning", markup=False)
             self.app.pop_screen()
             return
         task = self.edit_task

@@ -46,7 +46,7 @@ class NoteEditor(Vertical):
     }
     """
 
-    BORDER_TITLE = "explain back"
+    BORDER_TITLE = "explain back (e)"
 
     def __init__(self, question: str, text: str, on_save: Callable[[str], str | None],
                  saved: str | None = None, **kwargs) -> None:
