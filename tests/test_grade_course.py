@@ -21,6 +21,7 @@ from tutor.instructor.grade import grade_rows, results_json
 from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook
 from tutor.instructor.columns import parse_columns
+from tutor.store.files import NUMBER
 from tutor.model.attempts import Attempt, ProgressError
 from tutor.store.names import file_stem, validate_learner
 from tutor.store.progress import ProgressStore
@@ -142,7 +143,7 @@ def test_every_cell_round_trips_through_csv_reader_and_the_rows_json(tmp_path):
         assert cells == gradebook.cells(row)
         for column, cell in zip(gradebook.COLUMNS, cells):
             if cell and cell[0] in "=+-@\t\r":
-                assert column in ("score", "points", "seed", "duration_s") or gradebook._NUMBER.fullmatch(cell), cell
+                assert column in ("score", "points", "seed", "duration_s") or NUMBER.fullmatch(cell), cell
         answer = cells[gradebook.COLUMNS.index("answer")]
         assert answer == gradebook.spreadsheet_safe(row["answer"])
     answers_out = [c[gradebook.COLUMNS.index("answer")] for c in records[1:]]

@@ -25,7 +25,6 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from tutor.store.files import _NUMBER  # noqa: F401  (a cell that is one number)
 from tutor.store.files import spreadsheet_safe  # the one rule for a spreadsheet cell, every CSV
 
 #: The gradebook's columns, in order; each is a key of a row's JSON (see :func:`cells`).

@@ -55,7 +55,7 @@ def write_text_atomically(path: Path, text: str) -> None:
 
 
 #: A cell that is one number and nothing else (``-0.25``, ``+5``, ``-1e-3``): a spreadsheet reads it as that number.
-_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
 
 def spreadsheet_safe(value: Any) -> Any:
@@ -65,7 +65,7 @@ def spreadsheet_safe(value: Any) -> Any:
     values pass as they are."""
     if not isinstance(value, str) or not value or value[0] not in "=+-@\t\r":
         return value
-    if value[0] in "+-" and _NUMBER.fullmatch(value):
+    if value[0] in "+-" and NUMBER.fullmatch(value):
         return value
     return "'" + value
 
