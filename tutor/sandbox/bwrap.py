@@ -64,7 +64,8 @@ _KEEP = frozenset({"TUTOR_CGROUPS",
     "TUTOR_FILE_CAP_MB", "TUTOR_SCRATCH_MB", "TUTOR_TIMEOUT_SCALE", "TORCH_LOGS",
 })
 #: ... and by prefix: locale, thread pools, CUDA and torch's allocator settings.
-_KEEP_PREFIXES = ("LC_", "OMP_", "MKL_", "OPENBLAS_", "KMP_", "GOMP_", "CUDA_", "CUBLAS_", "NVIDIA_", "PYTORCH_")
+_KEEP_PREFIXES = ("LC_", "OMP_", "MKL_", "OPENBLAS_", "KMP_", "GOMP_", "CUDA_", "CUBLAS_", "NVIDIA_", "PYTORCH_",
+                  "ATEN_")  # ATEN_CPU_CAPABILITY: the CPU kernels torch picks (scripts/determinism.py compares them)
 
 #: Files of /etc a Python process and its libraries read.
 _ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd", "/etc/group",
