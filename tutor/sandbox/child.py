@@ -182,11 +182,15 @@ def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, 
         os.dup2(log_fd, 2)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)  # not the worker's stdin, where the next request would arrive
-        sys.stdin = open(os.devnull)
         # Only the log (1, 2), /dev/null (0) and the side's own pipe stay open: no other side's
         # pipe, no descriptor of the worker's, reaches the subject.
         os.closerange(3, fd)
         os.closerange(fd + 1, 1 << 16)
+        # sys.stdin reads descriptor 0 and never owns it. A file opened before the closerange would
+        # hold a number closed under it that the subject's next descriptor reuses: closing that
+        # sys.stdin (multiprocessing does in every child it starts, util._close_stdin) would close
+        # the subject's descriptor, a Pipe's write end, and the write failed with EBADF.
+        sys.stdin = open(0, closefd=False)
         os.chdir(folder)
         os.environ["TMPDIR"] = os.path.join(folder, "tmp")
         # torch.compile's caches (Inductor, Triton) go inside the side's own tree, the one place it may write
