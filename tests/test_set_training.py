@@ -267,7 +267,8 @@ def test_lr_10x(ok, catalog):
     assert _series(r, "faulted", "CAPABILITY")[-1] > 0.5
     # The loss before any update is measured, and told apart from CAPABILITY's first
     # point, which comes after the UPDATE link's step (CPU, seed 0, one torch thread per side:
-    # with two the reductions add in another order and the first loss reads 3.14726).
+    # with two the reductions add in another order and the first loss reads 3.14726, as it does
+    # with AVX-512's kernels, which the runner replaces with AVX2's: docs/determinism.md).
     clean, faulted = facts(r, "clean", "The run"), facts(r, "faulted", "The run")
     assert clean["loss before any update"] == faulted["loss before any update"] == ["3.62959"]
     assert clean["CAPABILITY's first loss (after UPDATE's step)"] == ["3.26089"]
