@@ -308,10 +308,13 @@ def test_the_llama_tiny_preset_passes_the_capstone_audit():
     report = audit(lambda: GPT(preset("llama-tiny")), overfit_steps=0)  # CAPABILITY skipped to save time
     statuses = {link.name: link.status for link in report.links}
     assert report.status == "ok" and report.first_failure is None, report.text()
-    # ATTENTION reads q and k after the engine's own rotary embedding, k and v with their 2 kv heads
+    # ATTENTION reads q and k where they reach the attention call, after the engine's own rotary embedding
+    # (a rotation: norm-preserving), and finds them equal to SDPA there in every block
     assert statuses["ATTENTION"] == statuses["CACHE"] == statuses["SHAPE"] == "ok"
     attention = next(link for link in report.links if link.name == "ATTENTION")
-    assert all("rotary applied, 2 kv heads" in value for name, value in attention.evidence[:4])
+    blocks = attention.evidence[:4]
+    assert [name for name, _ in blocks] == [f"blocks.{i}.attn" for i in range(4)]
+    assert all("q norm-preserving and k norm-preserving at the attention call" in value for _, value in blocks)
 
 
 

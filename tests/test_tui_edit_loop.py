@@ -299,7 +299,8 @@ def test_footers_show_only_working_keys_and_keep_quit_help_progress_visible(tmp_
     assert "a" not in choice and "b" not in choice  # they pick choices here
     assert choice["B"][0] == "Break it" and choice["f"][0] == "Fix it"  # (f picks nothing: four choices)
     assert "F" not in choice  # one key per action
-    assert seen["typed"]["a"][0] == "Answer" and seen["typed"]["b"][0] == "Break it"
+    # the compact footer leaves h, a and e to the help (Hint has its button, the note's title names e)
+    assert "a" not in seen["typed"] and seen["typed"]["b"][0] == "Break it"
     typing = seen["typing"]
     assert not {"q", "p", "question_mark", "r", "a"} & set(typing)  # they type into the box
     quit_key = "ctrl+c" if "ctrl+c" in typing else "ctrl+q"  # the keys that still work in a box show instead
