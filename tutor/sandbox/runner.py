@@ -39,21 +39,9 @@ from tutor.sandbox import bwrap, landlock, namespaces, protocol, speed
 from tutor.sandbox.confine import Status, enabled, remove_cgroups
 from tutor.sandbox.protocol import Answer, Hello, Progress, ProtocolError, Request, Side
 from tutor.sandbox.result import RunResult, grade, read_prediction
-from tutor.sandbox.speed import Speed, TimeLimit
+from tutor.sandbox.speed import Speed, TimeLimit, pin_cpu_kernels
 
 DEVICES = ("auto", "cpu", "cuda")
-
-
-def _cpu_has(flag: str) -> bool:
-    """Whether /proc/cpuinfo lists ``flag`` among this CPU's flags (False where it cannot be read)."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return flag in line.split(":", 1)[1].split()
-    except OSError:
-        pass
-    return False
 
 
 class DeviceError(ValueError):
@@ -126,13 +114,7 @@ class Worker:
         # beside other work where a sleeping wait took 2-3 s, the same threads and the
         # same numbers. A policy set by the user wins.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        # torch picks its CPU kernels by the instructions the CPU has: AVX-512's kernels add in
-        # another order than AVX2's, and lr-10x's first CAPABILITY loss read 3.14726 on an AVX-512
-        # machine where an AVX2 machine reads 3.14727 (on one core or four). Every x86-64 CPU with
-        # AVX2 runs AVX2's kernels, so the numbers are the same on all of them. A value set by the
-        # user wins (scripts/determinism.py run under another ATEN_CPU_CAPABILITY compares kernels).
-        if "ATEN_CPU_CAPABILITY" not in env and _cpu_has("avx2"):
-            env["ATEN_CPU_CAPABILITY"] = "avx2"
+        pin_cpu_kernels(env)  # one set of torch CPU kernels on every AVX2 machine (speed.py says why)
         env["PYTHONPATH"] = bwrap.source_path()
         if self.cores is not None:
             env["TUTOR_WORKER_CORES"] = str(max(1, self.cores))

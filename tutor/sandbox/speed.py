@@ -270,3 +270,28 @@ def time_limit(base_s: float, *, retry: float | None = None, flag: float | None 
     if factor is not None:
         return TimeLimit(base_s, probe_scale(factor), "probe", factor)
     return TimeLimit(base_s)
+
+
+def pin_cpu_kernels(env: dict[str, str]) -> None:
+    """Set ``ATEN_CPU_CAPABILITY=avx2`` in ``env`` (a worker's environment) where the CPU has AVX2.
+
+    torch picks its CPU kernels by the instructions the CPU has, and AVX-512's kernels add in another
+    order than AVX2's: lr-10x's first CAPABILITY loss read 3.14726 on an AVX-512 machine where an AVX2
+    machine reads 3.14727, on one core or four. With AVX2's kernels on every CPU that has them, a check
+    gives the same numbers on all of them (docs/determinism.md). A value the user set wins
+    (scripts/determinism.py compares kernels that way); a CPU without AVX2 keeps torch's own choice.
+    """
+    if "ATEN_CPU_CAPABILITY" not in env and _cpu_has("avx2"):
+        env["ATEN_CPU_CAPABILITY"] = "avx2"
+
+
+def _cpu_has(flag: str) -> bool:
+    """Whether /proc/cpuinfo lists ``flag`` among this CPU's flags (False where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return flag in line.split(":", 1)[1].split()
+    except OSError:
+        pass
+    return False
