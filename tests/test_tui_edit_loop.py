@@ -495,8 +495,20 @@ def test_the_copy_dialog_counts_changes_against_the_file_you_started_from(tmp_pa
         assert isinstance(pilot.app.screen, CopyChoiceScreen)
         seen["changed"] = pilot.app.screen.changed_lines
     drive(app, script)
-    repair = len(FAULT.after.splitlines()) + len(FAULT.before.splitlines())  # the faulted lines out, the clean in
-    assert working_copy(tmp_path).exists() and seen["changed"] == repair == 2  # not "0 changed lines"
+    # the fault edits one line; its repair edits it back: one changed line (not 0, not 2 for "out and in")
+    assert working_copy(tmp_path).exists() and seen["changed"] == 1
+
+
+@pytest.mark.parametrize("start, text, changed", [
+    ("a\nb\nc\nd\n", "A\nB\nC\nd\n", 3),   # three lines edited in place: 3, not 6
+    ("a\nb\nc\n", "a\nx\nb\nc\n", 1),       # one line added
+    ("a\nb\nc\n", "a\nc\n", 1),             # one line removed
+    ("a\nb\nc\n", "a\nX\nY\nZ\nc\n", 3),    # one line replaced by three
+    ("a\nb\n", "a\nb\n", 0),
+])
+def test_changed_lines_counts_an_edited_line_once(start, text, changed):
+    from tutor.ui.external_editor import changed_lines
+    assert changed_lines(start, text) == changed
 
 
 # --- words that do not mislead ----------------------------------------------------------------

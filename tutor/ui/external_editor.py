@@ -33,9 +33,14 @@ def editor_command() -> list[str] | None:
 
 
 def changed_lines(start: str, text: str) -> int:
-    """How many lines ``text`` adds or removes against ``start`` (the file the learner was given)."""
-    return sum(1 for line in difflib.unified_diff(start.splitlines(), text.splitlines(), lineterm="", n=0)
-               if line[:1] in "+-" and not line.startswith(("+++", "---")))
+    """How many lines ``text`` changes against ``start`` (the file the learner was given).
+
+    A line edited in place is one changed line, not a line removed and one
+    added: a block of ``a`` lines replaced by ``b`` counts ``max(a, b)``; lines
+    only added or only removed count one each.
+    """
+    opcodes = difflib.SequenceMatcher(None, start.splitlines(), text.splitlines(), autojunk=False).get_opcodes()
+    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in opcodes if tag != "equal")
 
 
 def _call(argv: list[str], **options) -> tuple[int | None, str | None]:
