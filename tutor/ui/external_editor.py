@@ -32,6 +32,30 @@ def editor_command() -> list[str] | None:
     return None
 
 
+#: Editors that open a file at line N when ``+N`` comes before it (vi's convention, which these share).
+_PLUS_LINE = frozenset({"vi", "vim", "nvim", "gvim", "mvim", "view", "nano", "pico", "emacs", "emacsclient",
+                        "micro", "joe", "jstar", "mg", "ne", "kak", "mcedit"})
+#: Editors that open ``FILE:N`` at line N.
+_COLON_LINE = frozenset({"subl", "hx", "helix", "zed"})
+#: Editors that open ``--goto FILE:N`` at line N (VS Code and its builds).
+_GOTO_LINE = frozenset({"code", "code-insiders", "codium", "cursor"})
+
+
+def at_line(command: list[str], path: str, line: int) -> list[str]:
+    """The editor's command line that opens ``path`` at ``line`` (1-based) where the editor is one
+    known to take a line (``vim +12 FILE``, ``code --goto FILE:12``); else ``command`` and ``path``,
+    opened where the editor opens files (no argument an unknown editor could misread)."""
+    name = os.path.basename(command[0]) if command else ""
+    if line > 1:
+        if name in _PLUS_LINE:
+            return [*command, f"+{line}", path]
+        if name in _COLON_LINE:
+            return [*command, f"{path}:{line}"]
+        if name in _GOTO_LINE:
+            return [*command, "--goto", f"{path}:{line}"]
+    return [*command, path]
+
+
 def changed_lines(start: str, text: str) -> int:
     """How many lines ``text`` changes against ``start`` (the file the learner was given).
 
