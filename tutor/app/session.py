@@ -249,7 +249,7 @@ class Session:
         from tutor.app.run import Run  # deferred: as in start
         return Run(self._ports(), run.exercise, run.prediction, seed=run.seed, sides=run.sides,
                    note=run.note if note is None else note, record=run.record, timeout_scale=result.retry_scale,
-                   confidence=run.confidence)
+                   confidence=run.confidence, hints=run.hints)
 
     def attempt(self, exercise: Exercise, prediction: str, *, seed: int | None = None,
                 sides: Sequence[Side] | None = None, note: str | None = None,
@@ -476,12 +476,12 @@ class Session:
         return self._record(exercise, result, note, time=time, submission=submission)
 
     def _record(self, exercise: Exercise, result: RunResult, note: str | None, *, time: str | None = None,
-                confidence: int | None = None, submission: str = "") -> Outcome:
+                confidence: int | None = None, submission: str = "", hints: int = 0) -> Outcome:
         """Save the attempt, then its note; ``saved_to`` says whether the attempt was saved, whatever
         became of the note (a note that fails is said in ``save_error``)."""
         from tutor.app.run import Outcome  # deferred: as in start
         outcome = Outcome(result)
-        attempt = Attempt.of(result, confidence=confidence, time=time, submission=submission)
+        attempt = Attempt.of(result, confidence=confidence, time=time, submission=submission, hints=hints)
         with self._lock:
             try:
                 self.progress = self.store.record_attempt(self.learner, exercise.id, attempt)
