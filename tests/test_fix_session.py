@@ -20,7 +20,7 @@ from tutor.app.tasks import break_task, fix_task
 from tutor.model.patch import unified_diff
 from tutor.model.verdict import Verdict, first_instrument_divergence, instruments_holding
 from tutor.cli.learner import edit_exit_code
-from tutor.app.run import EditOutcome
+from tutor.app.outcome import EditOutcome
 from tutor.app.session import Session
 
 

@@ -45,9 +45,13 @@ files (1,000 learners in well under 2 s; see the benchmark).
 from __future__ import annotations
 
 import csv
+import functools
 import io
+import multiprocessing
+import os
 import statistics
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -230,8 +234,6 @@ def _count(store: ProgressStore, catalog, files: list) -> _Part:
 def _count_all(store: ProgressStore, catalog, files: list, jobs: int | None) -> list[_Part]:
     """The files counted in order: by ``jobs`` forked processes, each counting a run of files, when
     there are many; only the counts travel back."""
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    import os
     if jobs is None:
         try:
             cores = len(os.sched_getaffinity(0))
@@ -240,10 +242,6 @@ def _count_all(store: ProgressStore, catalog, files: list, jobs: int | None) -> 
         jobs = cores if len(files) >= PARALLEL_FROM else 1
     if jobs <= 1 or len(files) < 2:
         return [_count(store, catalog, files)]
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    import functools
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
     try:
         context = multiprocessing.get_context("fork")  # the catalog and the modules are imported already
     except ValueError:
