@@ -101,3 +101,48 @@ SCREENS = {
 @pytest.mark.parametrize("screen", list(SCREENS))
 def test_screen_snapshot(snap_compare, tmp_path, monkeypatch, screen, size):
     assert snap_compare(_app(tmp_path, monkeypatch), terminal_size=size, run_before=SCREENS[screen])
+
+
+#: Screens drawn under NO_COLOR, where focus must show without colour: the Break page, its prediction
+#: box focused (predict first), and the exercise page after Tab put the focus in the answer box.
+NO_COLOR_SCREENS = {
+    "break": _opening("head-split", "B"),
+    "exercise-answer": _opening("broadcast-loss", "tab"),
+}
+
+
+@pytest.mark.parametrize("screen", list(NO_COLOR_SCREENS))
+def test_no_color_snapshot_shows_the_focused_widget(snap_compare, tmp_path, monkeypatch, screen):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = _app(tmp_path, monkeypatch)
+    assert app.no_color
+    assert snap_compare(app, terminal_size=(80, 24), run_before=NO_COLOR_SCREENS[screen])
+
+
+def test_under_no_color_focus_is_a_shape_not_only_a_colour(tmp_path, monkeypatch):
+    """The focused box you type into has a double border and a focused page a bar at its left, under
+    NO_COLOR; nothing else has either (they were told apart by colour alone)."""
+    import asyncio
+
+    from textual.widgets import Input, TextArea
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = _app(tmp_path, monkeypatch)
+    seen = {}
+
+    async def main():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _opening("head-split", "B")(pilot)
+            screen = pilot.app.screen
+            box, code = screen.query_one("#edit-prediction", Input), screen.query_one(TextArea)
+            for _ in range(100):  # wait for the Break page's focus to land in the prediction box
+                if pilot.app.focused is box:
+                    break
+                await pilot.pause(0.02)
+            seen["box"], seen["code"] = box.styles.border_top[0], code.styles.border_top[0]
+            box.value = "b"
+            code.focus()
+            await pilot.pause()
+            seen["box after"], seen["code after"] = box.styles.border_top[0], code.styles.border_top[0]
+    asyncio.run(main())
+    assert seen == {"box": "double", "code": seen["code"], "box after": seen["box after"], "code after": "double"}
+    assert seen["code"] != "double" and seen["box after"] != "double", seen
