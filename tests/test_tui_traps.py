@@ -401,3 +401,27 @@ def test_an_attempt_without_hints_writes_no_key_and_the_report_counts_hinted_pre
     assert row.hinted == 1 and row.to_dict()["hinted"] == 1
     header, line = to_csv(build_report(tmp_path)).splitlines()[:2]
     assert dict(zip(header.split(","), line.split(",")))["hinted"] == "1"
+
+
+def test_the_detail_pane_follows_the_highlighted_result_of_each_new_filter(tmp_path):
+    from textual.widgets import Input
+    from tutor.ui.widgets.exercise_tree import ExerciseTree
+    app, _ = make_app(tmp_path)
+    seen = {}
+
+    async def script(pilot):
+        screen = pilot.app.screen
+        await pilot.press("slash")
+        box = screen.query_one("#home-find", Input)
+        await until(pilot, lambda: screen.focused is box, "the find box")
+        tree = screen.query_one(ExerciseTree)
+        for query in ("rotary", "swiglu"):
+            box.value = query
+            await until(pilot, lambda: f"found for {query}" in text_of(screen.query_one("#home-status")),
+                        f"the list filtered for {query}")
+            await until(pilot, lambda: tree.cursor_node is not None and tree.cursor_node.data in tree.shown_ids()
+                        and tree.cursor_node.data in text_of(screen.query_one("#home-detail-text")),
+                        f"the detail pane on the exercise highlighted for {query}")
+            seen[query] = tree.cursor_node.data
+    drive(app, script, size=(120, 40))
+    assert seen["rotary"] != seen["swiglu"], seen

@@ -115,7 +115,12 @@ class ExerciseTree(Tree[str]):
         self._tree_lines  # noqa: B018 -- lays the lines out now, so every node knows its line
         for node in self._leaves():
             if node.data == exercise_id:
+                before = self.cursor_line
                 self.move_cursor(node)
+                if self.cursor_line == before:
+                    # the same line holds another exercise now (a new filter): say so as a move would,
+                    # or what follows the highlight (the detail pane) stays on the one before
+                    self.post_message(Tree.NodeHighlighted(node))
                 return node.line >= 0
         return False
 
