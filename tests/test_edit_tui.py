@@ -316,3 +316,25 @@ def test_the_capstone_f_is_find_and_fix_and_keeps_the_fault_hidden(tmp_path, no_
         head = str(screen.query_one("#edit-head", Static).content)
         assert "Find and fix" in head and screen.edit_task.fault.id not in head
     drive(app, script)
+
+
+def test_a_break_that_does_not_compile_does_not_call_a_valid_answer_free_text(tmp_path):
+    from tutor.app.session import Session
+    from tutor.render import render_edit
+    from rich.console import Console
+    catalog = load_catalog()
+    runner = ReadingRunner()
+    session = Session(catalog, runner, ProgressStore(tmp_path), LEARNER)
+    exercise = catalog.get(EXERCISE)
+
+    def shown(prediction):
+        outcome = session.break_it(exercise, "def split_heads(x:\n    pass\n", prediction)
+        assert outcome.verdict.status == "syntax error"
+        console = Console(width=300, record=True, color_system=None, file=open(os.devnull, "w"))
+        for part in render_edit(exercise, outcome):
+            console.print(part)
+        return console.export_text()
+    valid = shown("b")  # one of head-split's choices: an answer of the exercise's kind
+    assert "free text" not in valid and "does not compile" in valid and "not graded" in valid
+    assert "(free text, not graded)" in shown("the heads get mixed up")
+    assert runner.requests == []  # nothing ran

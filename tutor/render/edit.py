@@ -98,6 +98,19 @@ def instruments_table(outcome) -> Table | None:
     return table
 
 
+def _ungraded(ex, prediction: str, status: str) -> str:
+    """Why a break's prediction was not graded: free text, or (an answer of the exercise's kind) a file
+    that never ran, so nothing was observed to grade it against."""
+    from tutor.model import answers  # deferred: only an ungraded break reads its prediction again
+    try:
+        ex.parse_answer(prediction)
+    except answers.AnswerError:
+        return "(free text, not graded)"
+    if status == "syntax error":
+        return "(not graded: your file does not compile, so nothing was observed)"
+    return "(not graded: your file observed nothing to compare it with)"
+
+
 def render_edit(ex, outcome, series: bool = True, diff: bool = True) -> list:
     """An edit-mode run: the verdict, the three columns, the first difference, your diff, your evidence.
 
@@ -116,7 +129,7 @@ def render_edit(ex, outcome, series: bool = True, diff: bool = True) -> list:
     parts.append(Text(verdict.sentence))
     if task.mode == "break" and outcome.prediction:
         graded = {True: ("✓ your prediction matched", "green"), False: ("✗ your prediction did not match", "red"),
-                  None: ("(free text, not graded)", "dim")}[verdict.prediction_correct]
+                  None: (_ungraded(ex, outcome.prediction, verdict.status), "dim")}[verdict.prediction_correct]
         parts.append(Text.assemble(("your prediction: ", "bold"), outcome.prediction, "  ", graded))
     if "run" in result.errors and result.errors["run"] not in verdict.sentence:
         parts.append(Text(result.errors["run"], style="yellow"))
