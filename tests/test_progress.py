@@ -594,3 +594,18 @@ def test_the_store_lists_the_mode_folders_that_hold_a_learners_working_copies(tm
     assert store.working_copy_keys("ADA", "audit") == ["fix", "hunt-12", "hunt-3"]  # one learner, any case
     with pytest.raises(ProgressError, match="cannot name a working copy folder"):
         store.working_copy_keys("ada", "../audit")
+
+
+def test_a_diff_is_written_as_a_multi_line_string_and_reads_back_the_same(tmp_path):
+    from dataclasses import replace
+    store = ProgressStore(tmp_path)
+    diff = "--- a/engine/model.py\n+++ b/engine/model.py\n@@ -1 +1 @@\n-    a = 1\n+    a = 2 \\\\ \"\"\"\n"
+    edit = replace(attempt(), mode="fix", diff=diff, verdict="fixed")
+    store.record_attempt("ada", "head-split", edit)
+    text = (tmp_path / "ada.toml").read_text()
+    assert 'diff = """\n--- a/engine/model.py\n+++ b/engine/model.py\n' in text  # one line of the file a line
+    assert store.load("ada").of("head-split").attempts[0].diff == diff
+    # a carriage return would not come back from a multi-line string: such a file keeps one-line strings
+    store.save_note("ada", "head-split", "line one\r\nline two")
+    assert store.load("ada").of("head-split").note == "line one\r\nline two"
+    assert store.load("ada").of("head-split").attempts[0].diff == diff

@@ -417,8 +417,21 @@ class ProgressStore:
         return _progress(learner, data, warnings)
 
     def _write_atomically(self, path: Path, data: dict) -> None:
-        payload = tomli_w.dumps(data).encode("utf-8")
+        # a diff or note of several lines reads as those lines ("""…"""), unless some string holds a
+        # carriage return, which a multi-line TOML string would not give back
+        payload = tomli_w.dumps(data, multiline_strings=not _holds_cr(data)).encode("utf-8")
         write_bytes_atomically(path, payload)
+
+
+def _holds_cr(value) -> bool:
+    """Whether any string in ``value`` (nested tables and arrays) holds a carriage return."""
+    if isinstance(value, str):
+        return "\r" in value
+    if isinstance(value, dict):
+        return any(_holds_cr(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_cr(v) for v in value)
+    return False
 
 
 
