@@ -292,3 +292,14 @@ def test_every_name_has_one_safe_stem_that_reads_back_as_its_key(head, middle, t
         return  # upper case made it another kind of text (rare ligatures): nothing to compare
     if learner_key(shouted) == learner_key(tidy):
         assert file_stem(shouted) == stem  # the same learner, the same file, whatever the case
+
+
+def test_a_failed_tutor_run_names_its_learner_and_list_names_none(tmp_path, capsys):
+    from tutor.cli import main
+    code = main(["run", "broadcast-loss", "--predict", "not a shape", "--learner", "ada",
+                 "--progress-dir", str(tmp_path), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 2 and data["exit_code"] == 2 and data["status"] == "usage_error"
+    assert data["learner"] == "ada"  # the README: every object carries the learner, a failed run included
+    assert main(["list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["learner"] is None  # a command about no learner
