@@ -55,6 +55,10 @@ class Learner:
             self.name = row["learner"]
         for k in self.identity:
             self.identity[k] = row.get(k) or self.identity[k]
+        self.count(row)
+
+    def count(self, row: dict) -> None:
+        """Add one row's check seconds and whether it ran confined."""
         if not row.get("reused"):
             self.elapsed += row.get("duration_s") or 0.0
         if row.get("confined") is not None:

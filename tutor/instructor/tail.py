@@ -25,10 +25,7 @@ Layers: imports neither torch nor Textual.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from array import array
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -36,7 +33,7 @@ from typing import Iterator
 from tutor.instructor import gradebook
 from tutor.instructor import results as class_results
 from tutor.model.attempts import time_key
-from tutor.store.files import mode_for
+from tutor.store.files import open_atomically
 
 
 @dataclass
@@ -124,31 +121,10 @@ class _Learner(class_results.Learner):
         for k in self.identity:
             if row.get(k) and (k not in places or place > places[k]):
                 self.identity[k], places[k] = row[k], place
-        if not row.get("reused"):
-            self.elapsed += row.get("duration_s") or 0.0
-        if row.get("confined") is not None:
-            self.ran += 1
-            self.confined += bool(row["confined"])
+        self.count(row)
 
 
-@contextmanager
-def atomically(path: Path):
-    """A binary file that becomes ``path`` (renamed over it, fsynced) only when the block ends without error."""
-    mode = mode_for(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+atomically = open_atomically  # the three files, each renamed over the old one when whole
 
 
 def _order(found: Scan) -> Iterator[int]:
