@@ -21,8 +21,8 @@ def _uids(pid: int) -> list[int]:
 
 def test_the_sandbox_runs_as_nobody_outside(runner):
     wall = bwrap.available()
-    if wall.user is None:
-        pytest.skip(wall.note or wall.why)
+    if wall.user is None and (wall.note or not wall.path):
+        pytest.skip(wall.note or wall.why)  # the probe said why this machine keeps root outside
     runner.worker.start()
     outer = runner.worker._proc.pid  # bwrap, as the runner started it
     pids = [outer, *namespaces.descendants(outer)]  # bwrap's init, the worker, its fork server

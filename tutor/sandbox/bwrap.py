@@ -7,6 +7,10 @@ module binds into the worker's world, and nothing else:
 * new **user, PID, network, UTS, IPC and cgroup namespaces**; inside, the
   worker is uid/gid :data:`SANDBOX_ID` (``nobody``) with **no capabilities**
   (``--cap-drop ALL``) and ``no_new_privs``, even when the tutor runs as root;
+* **not root outside**: a root tutor starts ``bwrap`` as :data:`SANDBOX_ID`
+  (:func:`as_user`), so the sandbox's processes are nobody's on the machine
+  too (where nobody cannot be made to reach the Python installation,
+  :attr:`Bwrap.note` says so and the sandbox stays root outside);
 * a **clean environment** (``--clearenv``): only the variables
   :func:`environment` lets through (the tutor's own ``TUTOR_*`` settings the
   worker reads, locale, thread and CUDA settings); never the grader's
@@ -251,7 +255,7 @@ def _closed_above(path: str) -> str | None:
 def _demote(user: int, needed: list[str]) -> None:
     """In the forked ``bwrap`` process, as root: reach ``needed`` as ``user``, become ``user``, die with the
     parent. Raises OSError where a step fails (the start then fails, and the probe says so)."""
-    from tutor.sandbox.landlock import die_with_parent, libc
+    from tutor.sandbox.landlock import die_with_parent, libc  # only where a root tutor starts bwrap
     c = libc()
     covers: dict[str, list[str]] = {}
     for path in needed:

@@ -16,6 +16,7 @@ delegated), the kernel itself refuses the fork past the limit
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import os
 import socket
@@ -88,7 +89,6 @@ def rename_process(name: str) -> None:
     it in its ``/proc``. Python keeps its own copies of its arguments (``sys.argv``), so the area the
     kernel reads is free to overwrite. Nothing is changed where ``/proc/self/stat`` cannot be read.
     """
-    import ctypes
     try:
         with open("/proc/self/stat") as fh:
             fields = fh.read().rsplit(")", 1)[1].split()
