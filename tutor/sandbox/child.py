@@ -45,6 +45,8 @@ from tutor.sandbox.protocol import Attempted, Measured, Message, Progress, Raise
 SIDE_THREADS = 1
 #: The address space a CPU side's child may use, MiB (``TUTOR_MEMORY_CAP_MB``; 0: no cap).
 MEMORY_CAP_MB = int(os.environ.get("TUTOR_MEMORY_CAP_MB", "8192"))
+#: The most frames of the side's own tree a raised exception names (the innermost ones).
+MAX_FRAMES = 16
 #: The warden's exit status when its child started more than MAX_PROCESSES processes.
 TOO_MANY = 127
 #: The warden exits with this plus the signal number when its child was killed by a signal.
@@ -248,9 +250,13 @@ def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, 
     except BaseException as exc:  # everything the subject does wrong is an outcome
         tb = traceback.extract_tb(exc.__traceback__)
         where = f"{os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
+        # the frames in the side's own tree, by their path in it: the runner names a learner's line
+        # (the deepest frame in their file), not only torch's innermost one
+        mine = tuple(f"{os.path.relpath(f.filename, folder)}:{f.lineno}" for f in tb
+                     if f.filename.startswith(folder.rstrip(os.sep) + os.sep))[-MAX_FRAMES:]
         first = (str(exc).splitlines() or [""])[0][:300]
         try:
-            send(Raised(exception=type(exc).__name__, message=first, where=where))
+            send(Raised(exception=type(exc).__name__, message=first, where=where, frames=mine))
         except BaseException:
             pass
     finally:

@@ -280,7 +280,8 @@ class SideRun:
         if isinstance(self._last, Measured):
             return SideResult(status="ok", observed=self._last.observed, evidence=self._last.evidence, **common)
         if isinstance(self._last, Raised):
-            return SideResult(status="error", error=self._last.sentence + refused, exception=self._last.exception,
+            raised = self._last.in_files(path for path, _ in self.side.files)  # the learner's line, where theirs
+            return SideResult(status="error", error=raised.sentence + refused, exception=raised.exception,
                               **common)
         sig = None
         if os.WIFSIGNALED(status):
