@@ -217,11 +217,11 @@ class LearnerRecord:
         return self._record(exercise, result, note, time=time, submission=submission)
 
     def _record(self, exercise: Exercise, result: RunResult, note: str | None, *, time: str | None = None,
-                confidence: int | None = None, submission: str = "") -> Outcome:
+                confidence: int | None = None, submission: str = "", hints: int = 0) -> Outcome:
         """Save the attempt, then its note; ``saved_to`` says whether the attempt was saved, whatever
         became of the note (a note that fails is said in ``save_error``)."""
         outcome = Outcome(result)
-        attempt = Attempt.of(result, confidence=confidence, time=time, submission=submission)
+        attempt = Attempt.of(result, confidence=confidence, time=time, submission=submission, hints=hints)
         with self._lock:
             try:
                 self.progress = self.store.record_attempt(self.learner, exercise.id, attempt)

@@ -72,11 +72,12 @@ class Run:
         record: whether a pass, fail or timeout is recorded.
         timeout_scale: the run's own time-limit scale (a retry's), or None.
         confidence: the learner's stated confidence (percent), saved with a recorded attempt, or None.
+        hints: the hints the learner revealed before predicting, saved with a recorded attempt.
     """
 
     def __init__(self, ports: RunPorts, exercise: Exercise, prediction: str | None, *, seed: int,
                  sides: tuple[Side, ...], note: str | None, record: bool,
-                 timeout_scale: float | None = None, confidence: int | None = None) -> None:
+                 timeout_scale: float | None = None, confidence: int | None = None, hints: int = 0) -> None:
         self.ports = ports
         self.exercise = exercise
         self.prediction = prediction
@@ -86,6 +87,7 @@ class Run:
         self.record = record
         self.timeout_scale = timeout_scale
         self.confidence = confidence
+        self.hints = hints
         self._asked_at = time.monotonic()
         self._cancel = threading.Event()
 
@@ -133,7 +135,7 @@ class Run:
             # Stopped before the runner timed anything: time it from when it was asked for.
             result = replace(result, duration_s=time.monotonic() - self._asked_at)
         if self.record and result.status in RECORDED:
-            return self.ports.record(self.exercise, result, self.note, confidence=self.confidence)
+            return self.ports.record(self.exercise, result, self.note, confidence=self.confidence, hints=self.hints)
         return Outcome(result)
 
 

@@ -148,7 +148,7 @@ class Session(LearnerRecord):
         from tutor.app.run import Run  # deferred: the first screen loads no run machinery
         return Run(self._ports(), run.exercise, run.prediction, seed=run.seed, sides=run.sides,
                    note=run.note if note is None else note, record=run.record, timeout_scale=result.retry_scale,
-                   confidence=run.confidence)
+                   confidence=run.confidence, hints=run.hints)
 
     def attempt(self, exercise: Exercise, prediction: str, *, seed: int | None = None,
                 sides: Sequence[Side] | None = None, note: str | None = None,
