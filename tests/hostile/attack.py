@@ -124,6 +124,11 @@ class Outcome:
         start, end = self.text.find("SAW<"), self.text.find(">SAW")
         return self.text[start + 4:end] if start >= 0 and end > start else ""
 
+    @property
+    def reported(self):
+        """The value the attack reported, read back from its ``repr`` (the attack's own dict or list)."""
+        return eval(self.saw)
+
     def assert_not_fixed_and_no_damage(self) -> None:
         assert self.data.get("fixed") is not True, self.text[-3000:]
         assert self.data.get("confined") is True, self.text[-3000:]
