@@ -17,6 +17,7 @@ import hashlib
 import re
 from pathlib import Path
 
+from tutor.instructor.gradebook import ROWS, read_rows
 from tutor.model.errors import UsageError
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -53,8 +54,6 @@ def merge_rows(folders: list[Path]) -> list[dict]:
     Raises:
         UsageError: a folder holds no graded rows.
     """
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from tutor.instructor.gradebook import ROWS, read_rows
     rows, seen = [], {}
     for folder in folders:
         found = read_rows(Path(folder))
