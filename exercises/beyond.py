@@ -84,17 +84,16 @@ def group_baseline(ctx: Context) -> Measurement:
     return Measurement(observed=centred, evidence=evidence)
 
 
-def _free_port() -> int:
-    import socket
+def _rank_main(rank: int, world: int, store: str, n_tokens: int, B: int, T: int, steps: int, conn) -> None:
+    """One process: join the gloo group, read ``steps`` spans, gather every rank's token positions.
 
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _rank_main(rank: int, world: int, port: int, n_tokens: int, B: int, T: int, steps: int, conn) -> None:
-    """One process: join the gloo group, read ``steps`` spans, gather every rank's token positions."""
+    The ranks meet through a file (``store``, a FileStore) and gloo talks over
+    the loopback interface (``GLOO_SOCKET_IFNAME=lo``): neither asks for the
+    machine's hostname, which a side's network namespace cannot resolve and
+    which c10d and gloo would otherwise warn about on stderr before the evidence.
+    """
     import datetime
+    import os
 
     import torch.distributed as dist
 
@@ -102,7 +101,8 @@ def _rank_main(rank: int, world: int, port: int, n_tokens: int, B: int, T: int, 
 
     try:
         torch.set_num_threads(1)
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+        os.environ["GLOO_SOCKET_IFNAME"] = "lo"
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=30))
         loader = ShardedLoader(n_tokens, B, T, rank, world)
         spans = [loader.next_span() for _ in range(steps)]
@@ -123,18 +123,21 @@ def rank_offset(ctx: Context) -> Measurement:
     """Two processes read one token stream through ``snippets/shards.py``.
 
     The check starts 2 processes (fork) that form a torch.distributed group
-    on the gloo backend over loopback 127.0.0.1 on a free port. Each reads 4
+    on the gloo backend over loopback 127.0.0.1, meeting through a file in the
+    side's own temporary folder. Each reads 4
     batches (B=2, T=8) from a 1,000-token stream and all-gathers a count of
     how often it read each position. Observed: True when no position is read
     by both ranks (the windows are disjoint). Seed 000, §8, "Distributed data".
     """
     import multiprocessing
+    import os
+    import tempfile
 
     world, n_tokens, B, T, steps = 2, 1000, 2, 8, 4
     mp = multiprocessing.get_context("fork")
-    port = _free_port()
+    store = os.path.join(tempfile.mkdtemp(prefix="rank-store-"), "store")
     pipes = [mp.Pipe(duplex=False) for _ in range(world)]
-    procs = [mp.Process(target=_rank_main, args=(r, world, port, n_tokens, B, T, steps, pipes[r][1]))
+    procs = [mp.Process(target=_rank_main, args=(r, world, store, n_tokens, B, T, steps, pipes[r][1]))
              for r in range(world)]
     for p in procs:
         p.start()

@@ -6,14 +6,15 @@ import dataclasses
 import subprocess
 import sys
 
+import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from audit_support import subject_of
 from exercises.audit import LINKS, PIPELINE, SEED_LINKS
 from exercises.audit.links import architecture, data, inference, learning, loop, structure
 from exercises.audit.pipeline import run_link
-from exercises.audit.subject import prepare
 
 V = 37
 
@@ -49,7 +50,7 @@ class Deaf(Bigram):
 
 def subject(model, optimizer=None, overfit_steps=0):
     built = model if optimizer is None else (model, optimizer)
-    return prepare(lambda: built, None, None, "cpu", 0, None, overfit_steps, lambda f, m: None)
+    return subject_of(lambda: built, overfit_steps)
 
 
 def test_the_pipeline_lists_every_link_once_in_order():
@@ -220,6 +221,39 @@ class DropoutInEval(Bigram):
         return F.dropout(logits, 0.5, training=True), loss
 
 
+class CacheTurnsNonFinite(Bigram):
+    """A stateless model with Meta's cache interface (``start_pos``) whose cached steps, past the
+    prefill, turn logits −inf or NaN that the full forward (``start_pos=0``) keeps finite: the
+    finite entries still agree to the last bit, so only their kind tells the bug."""
+
+    def __init__(self, value, cached_only=True):
+        super().__init__()
+        self.value, self.cached_only = value, cached_only
+
+    def forward(self, idx, start_pos):
+        logits = self.table(idx)
+        turned = start_pos > 0 or not self.cached_only
+        return logits.masked_fill(torch.arange(V) == 0, self.value) if turned else logits
+
+
+@pytest.mark.parametrize("value", [float("-inf"), float("nan")], ids=["-inf", "NaN"])
+def test_cache_fails_a_model_whose_cached_logits_turn_non_finite(value):
+    s = subject(CacheTurnsNonFinite(value))
+    assert s.forward.interface.cache == "start_pos"
+    link = inference.cache(s)
+    assert link.status == "FAIL", link.verdict
+    T = s.xs.size(1)
+    k = T // 4
+    assert link.verdict.startswith(f"cached logits differ from the full forward by 0 (prefill {k}, then ")
+    # each position past the prefill changed kind at one token id, in each of the 2 rows the link feeds
+    changed = f"max |Δ logits| 0.000e+00, {2 * (T - k)} changed kind"
+    assert link.evidence[:2] == [[f"prefill {k}, then one token at a time", changed], [f"prefill {k}, then chunks of 3", changed]]
+
+
+def test_cache_passes_a_stateless_model_that_banned_tokens_keep_banned_in_both_paths():
+    assert inference.cache(subject(CacheTurnsNonFinite(float("-inf"), cached_only=False))).status == "ok"
+
+
 def test_finite_delta_compares_finite_entries_by_value_and_the_rest_by_kind():
     from exercises.audit.measure import finite_delta
 
@@ -318,8 +352,7 @@ def test_tokenizer_fails_when_the_factorys_tokenizer_cannot_encode_the_corpus():
         def decode(self, ids):
             return "".join(chr(i + 97) for i in ids)
 
-    s = prepare(lambda: {"model": Bigram(), "tokenizer": Letters()}, None, None, "cpu", 0, None, 0,
-                lambda f, m: None)
+    s = subject_of(lambda: {"model": Bigram(), "tokenizer": Letters()})
     link = data.tokenizer(s)
     assert link.status == "FAIL" and link.verdict.startswith("the factory's tokenizer cannot round-trip the corpus")
 

@@ -20,7 +20,7 @@ from tutor.app.tasks import break_task, fix_task
 from tutor.model.patch import unified_diff
 from tutor.model.verdict import Verdict, first_instrument_divergence, instruments_holding
 from tutor.cli.learner import edit_exit_code
-from tutor.app.run import EditOutcome
+from tutor.app.outcome import EditOutcome
 from tutor.app.session import Session
 
 
@@ -93,6 +93,19 @@ def test_a_file_with_a_syntax_error_names_the_line_and_runs_nothing(session, cat
     assert outcome.verdict.status == "syntax error" and outcome.verdict.fixed is False
     assert outcome.result.status == "error" and "at line 1" in outcome.result.errors["yours"]
     assert edit_exit_code(outcome) == 1
+
+
+def test_a_wrong_repair_that_raises_in_torch_names_the_learners_line(session, catalog):
+    old = "    return F.softmax(logits, dim=1)  # normalise"
+    text = edited(session, "softmax-axis", old, "    return F.softmax(logits, dim=5)  # normalise")
+    task = session.edit_task(catalog.get("softmax-axis"), "fix")
+    line = text.splitlines().index("    return F.softmax(logits, dim=5)  # normalise") + 1
+    outcome = session.fix(catalog.get("softmax-axis"), text)
+    assert outcome.verdict.status == "not fixed"
+    error = outcome.result.errors["yours"]
+    # the learner's file and line first; torch's frame (functional.py) only as where it was raised
+    assert f"({task.path}:{line} in your file; raised in functional.py:" in error, error
+    assert "in your file" not in outcome.result.errors.get("clean", "")
 
 
 def test_a_file_that_hangs_times_out_and_is_not_fixed(session, catalog):

@@ -26,20 +26,20 @@ def test_a_line_signed_with_the_sides_key_is_read():
 
 
 def test_a_line_signed_with_another_key_is_tampered():
-    with pytest.raises(ProtocolError, match="not signed with this side's key"):
+    with pytest.raises(ProtocolError, match="^the line is not signed with this side's key$"):
         verify(KEY, sign(OTHER_KEY, MESSAGE).rstrip(b"\n"))
 
 
 @pytest.mark.parametrize("mac", [b"0" * 64, b"f" * 64, sign(KEY, MESSAGE)[:64].upper()])
 def test_a_subjects_line_of_64_hex_digits_and_valid_json_is_tampered(mac):
     line = mac + b" " + encode(MESSAGE).encode()
-    with pytest.raises(ProtocolError, match="not signed with this side's key"):
+    with pytest.raises(ProtocolError, match="^the line is not signed with this side's key$"):
         verify(KEY, line)
 
 
 @pytest.mark.parametrize("line", [encode(MESSAGE).encode(), b"", b" " + encode(MESSAGE).encode()])
 def test_a_line_without_a_signature_is_tampered(line):
-    with pytest.raises(ProtocolError, match="not signed with this side's key"):
+    with pytest.raises(ProtocolError, match="^the line is not signed with this side's key$"):
         verify(KEY, line)
 
 

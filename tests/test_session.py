@@ -97,6 +97,8 @@ def test_every_message_survives_the_wire(catalog):
         Progress(fraction=0.5, message="halfway", job=3, side="faulted"),
         Measured(observed=[3, 3], evidence=[{"type": "note", "text": "n"}]),
         Raised(exception="ValueError", message="broke", where="losses.py:23"),
+        Raised(exception="IndexError", message="out of range", where="functional.py:2615",
+               frames=("exercises/shapes.py:40", "engine/model.py:57")),
         answer(clean=ok([3]), faulted=failed()),
         Refusal(error="not a request"),
     ]
@@ -105,6 +107,16 @@ def test_every_message_survives_the_wire(catalog):
         assert "\n" not in line
         assert decode(line) == message
     assert Raised(exception="E", message="m", where="f.py:1").sentence == "E: m (f.py:1)"
+
+
+def test_a_raised_exception_is_told_at_the_learners_deepest_line():
+    raised = Raised(exception="IndexError", message="out of range", where="functional.py:2615",
+                    frames=("exercises/shapes.py:40", "engine/model.py:57", "engine/model.py:91"))
+    assert raised.in_files(["engine/model.py"]).sentence == \
+        "IndexError: out of range (engine/model.py:91 in your file; raised in functional.py:2615)"
+    inner = Raised(exception="E", message="m", where="model.py:91", frames=("engine/model.py:91",))
+    assert inner.in_files(["engine/model.py"]).sentence == "E: m (engine/model.py:91 in your file)"
+    assert raised.in_files(["engine/data.py"]) == raised  # no frame in the learner's file: as it was
 
 
 @pytest.mark.parametrize("line", ["not json", '{"type": "telegram"}', "[1, 2]", '{"type": "hello", "torch": "t"}'])

@@ -45,6 +45,13 @@ def test_tiled_kv_heads_read_h_mod_2_instead_of_h_div_2(run, catalog):
     assert float(fact(r, "faulted", "The checkpoint converted")[converted]) > 0.1
 
 
+def test_the_tiling_prompt_does_not_state_its_own_answer(catalog):
+    prompt = " ".join(catalog.get("gqa-repeat-tiles").prompt.split())
+    # the faulted order, in the words a prompt could give it (it said "[kv0, kv1, kv0, kv1]")
+    for answer in ("kv0, kv1, kv0, kv1", "0, 1, 0, 1", "h % 2", "h mod 2"):
+        assert answer not in prompt, answer
+
+
 def test_a_bool_mask_added_leaves_fifteen_sixteenths_unblocked(run, catalog):
     r = run("bool-mask-added", "0.85")
     assert r.status == "pass", (r.status, r.error, r.observed)

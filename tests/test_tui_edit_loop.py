@@ -495,8 +495,20 @@ def test_the_copy_dialog_counts_changes_against_the_file_you_started_from(tmp_pa
         assert isinstance(pilot.app.screen, CopyChoiceScreen)
         seen["changed"] = pilot.app.screen.changed_lines
     drive(app, script)
-    repair = len(FAULT.after.splitlines()) + len(FAULT.before.splitlines())  # the faulted lines out, the clean in
-    assert working_copy(tmp_path).exists() and seen["changed"] == repair == 2  # not "0 changed lines"
+    # the fault edits one line; its repair edits it back: one changed line (not 0, not 2 for "out and in")
+    assert working_copy(tmp_path).exists() and seen["changed"] == 1
+
+
+@pytest.mark.parametrize("start, text, changed", [
+    ("a\nb\nc\nd\n", "A\nB\nC\nd\n", 3),   # three lines edited in place: 3, not 6
+    ("a\nb\nc\n", "a\nx\nb\nc\n", 1),       # one line added
+    ("a\nb\nc\n", "a\nc\n", 1),             # one line removed
+    ("a\nb\nc\n", "a\nX\nY\nZ\nc\n", 3),    # one line replaced by three
+    ("a\nb\n", "a\nb\n", 0),
+])
+def test_changed_lines_counts_an_edited_line_once(start, text, changed):
+    from tutor.ui.external_editor import changed_lines
+    assert changed_lines(start, text) == changed
 
 
 # --- words that do not mislead ----------------------------------------------------------------
@@ -615,3 +627,67 @@ def test_ctrl_o_shows_only_where_there_is_an_editor_to_open(tmp_path, monkeypatc
         seen["set"] = set(_footer(screen))
     drive(app, script, size=(120, 40))
     assert "ctrl+o" not in seen["none"] and "ctrl+o" in seen["set"]
+
+
+# --- editors open at the fault --------------------------------------------------------------------
+
+def test_a_task_opens_at_the_line_its_fault_changes_and_a_hunt_at_line_1():
+    from tutor.app.tasks import break_task, fault_line, fix_task, hunt_task
+    catalog = load_catalog()
+    exercise = catalog.get(EXERCISE)
+    clean_lines = fix_task(catalog, exercise).clean.splitlines()
+    line = fault_line(FAULT, "\n".join(clean_lines) + "\n")
+    assert line > 1 and FAULT.before.splitlines()[0] in clean_lines[line - 1]  # the line the fault edits
+    assert fix_task(catalog, exercise).line == break_task(catalog, exercise).line == line
+    capstone = next(e for e in catalog.exercises if e.seed_per_attempt)
+    assert hunt_task(catalog, capstone, 1).line == 1  # the place would give the hidden fault away
+
+
+def test_the_built_in_editor_opens_at_the_faults_line(tmp_path, monkeypatch):
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app, _ = make_app(tmp_path)
+    seen = {}
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        await pilot.pause()
+        editor = screen.query_one(CodeEditor)
+        seen["row"], seen["line"] = editor.cursor_location[0], screen.edit_task.line
+        seen["top"], seen["rows"] = editor.scroll_offset.y, editor.scrollable_content_region.height
+    drive(app, script, size=(80, 24))
+    assert seen["line"] > 1 and seen["row"] == seen["line"] - 1, seen
+    assert seen["top"] <= seen["row"] < seen["top"] + seen["rows"], seen  # and on screen
+
+
+def test_a_known_editor_is_given_the_faults_line(tmp_path, monkeypatch, suspending_driver):
+    import stat
+    import sys
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    vim = folder / "vim"  # an editor by vim's name, which takes +N before the file: it records its arguments
+    vim.write_text(f"#!{sys.executable}\nimport sys, json\nopen({str(tmp_path / 'argv')!r}, 'w')"
+                   ".write(json.dumps(sys.argv[1:]))\n")
+    vim.chmod(vim.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", str(vim))
+    app, _ = make_app(tmp_path)
+    seen = {}
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        await pilot.pause()
+        seen["line"] = screen.edit_task.line
+    drive(app, script)
+    import json
+    argv = json.loads((tmp_path / "argv").read_text())
+    assert argv[0] == f"+{seen['line']}" and seen["line"] > 1 and argv[1].endswith(".py"), argv
+
+
+def test_an_editor_is_given_a_line_only_in_a_form_it_reads():
+    from tutor.ui.external_editor import at_line
+    assert at_line(["nano"], "f.py", 12) == ["nano", "+12", "f.py"]
+    assert at_line(["/usr/bin/code", "-w"], "f.py", 12) == ["/usr/bin/code", "-w", "--goto", "f.py:12"]
+    assert at_line(["subl", "-w"], "f.py", 12) == ["subl", "-w", "f.py:12"]
+    assert at_line(["my-editor"], "f.py", 12) == ["my-editor", "f.py"]  # unknown: nothing it could misread
+    assert at_line(["vim"], "f.py", 1) == ["vim", "f.py"]

@@ -356,3 +356,48 @@ def test_fix_it_without_a_fault_points_at_b(tmp_path):
             "press b (Break it)" in str(n.message) for n in pilot.app._notifications), "the notice naming b")
         assert not any("tutor break" in str(n.message) for n in pilot.app._notifications)
     drive(app, script)
+
+
+# --- a hint seen before predicting is part of the attempt -------------------------------------------
+
+def test_a_hint_revealed_before_the_prediction_is_saved_with_the_attempt_and_shown(tmp_path, capsys):
+    from tutor.cli import main
+    from tutor.ui.widgets.hint_list import HintList
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await on_page(pilot, "cache-offset")  # yes/no
+        await pilot.press("h")
+        await until(pilot, lambda: screen.query_one(HintList).shown == 1, "the first hint shown")
+        await pilot.press("y")
+        await until(pilot, lambda: screen.query_one(PredictionInput).value == "yes", "the answer picked")
+        await pilot.press("r")
+        await finish_runs(pilot)
+        await until(pilot, lambda: "cache-offset" in saved(tmp_path).get("exercises", {}), "the attempt saved")
+        await pilot.press("n", "r")  # a second prediction, the hint still shown
+        await finish_runs(pilot)
+    drive(app, script)
+    attempts = saved(tmp_path)["exercises"]["cache-offset"]["attempts"]
+    assert [a.get("hints") for a in attempts] == [1, 1]
+    capsys.readouterr()
+    assert main(["progress", "--learner", "ada", "--progress-dir", str(tmp_path)]) == 0
+    assert "(after 1 hint)" in capsys.readouterr().out
+
+
+def test_an_attempt_without_hints_writes_no_key_and_the_report_counts_hinted_predictions(tmp_path):
+    from tutor.instructor.report import build_report, to_csv
+    from tutor.model.attempts import Attempt
+    from tutor.store.progress import ProgressStore
+    store = ProgressStore(tmp_path)
+    plain = Attempt(time="2026-01-01T00:00:00Z", prediction="yes", observed="no", correct=False, status="fail",
+                    device="cpu", engine_hash="x")
+    assert "hints" not in plain.to_dict()  # old files and new ones without hints read alike
+    from dataclasses import replace
+    store.record_attempt("ada", "cache-offset", plain)
+    store.record_attempt("ada", "cache-offset", replace(plain, time="2026-01-02T00:00:00Z", hints=2))
+    store.record_attempt("bob", "cache-offset", plain)
+    assert [a.hints for a in store.load("ada").of("cache-offset").attempts] == [0, 2]
+    [row] = build_report(tmp_path).exercises
+    assert row.hinted == 1 and row.to_dict()["hinted"] == 1
+    header, line = to_csv(build_report(tmp_path)).splitlines()[:2]
+    assert dict(zip(header.split(","), line.split(",")))["hinted"] == "1"

@@ -21,10 +21,10 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from tutor.app.outcome import EditOutcome, Outcome
 from tutor.app.tasks import Task
 from tutor.model.attempts import RECORDED
 from tutor.model.catalog import Exercise
@@ -60,52 +60,6 @@ class RunPorts:
     instruments: Callable[..., RunResult | None]
 
 
-@dataclass
-class Outcome:
-    """What one run came to.
-
-    Attributes:
-        result: the graded result (any status).
-        saved_to: the progress file the attempt was recorded in, or None
-            when it was not recorded.
-        save_error: why an attempt that should have been recorded was not
-            (one sentence), else None; also why its note was not saved when
-            the attempt was (``saved_to`` then names the file).
-        note_saved: whether the note given with the attempt was saved.
-        warnings: sentences about the progress file from the save (a
-            damaged file moved aside).
-    """
-
-    result: RunResult
-    saved_to: Path | None = None
-    save_error: str | None = None
-    note_saved: bool = False
-    warnings: list[str] = field(default_factory=list)
-
-
-@dataclass
-class EditOutcome(Outcome):
-    """What one edit-mode run came to (:meth:`Session.start_edit`).
-
-    Attributes:
-        task: what the learner edited (mode, file, exercise).
-        text: the learner's file as it ran.
-        diff: the learner's unified diff (:meth:`tutor.app.tasks.Task.diff`).
-        verdict: the measured verdict (:func:`tutor.model.verdict.judge` or
-            :func:`tutor.model.verdict.observe_break`).
-        prediction: a break's prediction as kept (canonical or free text), else None.
-        instruments: the engine instruments' run on the same sides, when
-            asked for and the file is part of the engine, else None.
-    """
-
-    task: "Task | None" = None
-    text: str = ""
-    diff: str = ""
-    verdict: "Verdict | None" = None
-    prediction: str | None = None
-    instruments: RunResult | None = None
-
-
 class Run:
     """One run asked for by a learner: cancellable from any thread, executed on one.
 
@@ -118,11 +72,12 @@ class Run:
         record: whether a pass, fail or timeout is recorded.
         timeout_scale: the run's own time-limit scale (a retry's), or None.
         confidence: the learner's stated confidence (percent), saved with a recorded attempt, or None.
+        hints: the hints the learner revealed before predicting, saved with a recorded attempt.
     """
 
     def __init__(self, ports: RunPorts, exercise: Exercise, prediction: str | None, *, seed: int,
                  sides: tuple[Side, ...], note: str | None, record: bool,
-                 timeout_scale: float | None = None, confidence: int | None = None) -> None:
+                 timeout_scale: float | None = None, confidence: int | None = None, hints: int = 0) -> None:
         self.ports = ports
         self.exercise = exercise
         self.prediction = prediction
@@ -132,6 +87,7 @@ class Run:
         self.record = record
         self.timeout_scale = timeout_scale
         self.confidence = confidence
+        self.hints = hints
         self._asked_at = time.monotonic()
         self._cancel = threading.Event()
 
@@ -179,7 +135,7 @@ class Run:
             # Stopped before the runner timed anything: time it from when it was asked for.
             result = replace(result, duration_s=time.monotonic() - self._asked_at)
         if self.record and result.status in RECORDED:
-            return self.ports.record(self.exercise, result, self.note, confidence=self.confidence)
+            return self.ports.record(self.exercise, result, self.note, confidence=self.confidence, hints=self.hints)
         return Outcome(result)
 
 

@@ -1,21 +1,14 @@
 """The use-case layer: run an exercise, grade it, record it — once, for the CLI and the TUI.
 
-A :class:`Session` is one learner at one progress store with one runner. It
-holds the policy both faces used to spell out on their own:
+A :class:`Session` is one learner at one progress store with one runner. What
+it keeps and saves of the learner — progress read once, what is recorded,
+notes, working copies — is :class:`tutor.app.learner.LearnerRecord`'s, which a
+session is; this module is what it runs, with which seed and sides:
 
-* **progress is read once** (:meth:`Session.load`) and kept up to date by
-  every save, so the first screen, the exercise screen and the seed of the
-  next attempt all read :attr:`Session.progress` instead of the file;
 * **the seed**: an explicit seed wins; else the exercise's
   ``seed_for(earlier graded attempts)`` (the capstone meets a new mystery on
   each graded attempt, every other exercise runs at seed 0, the seed its
   values are pinned at); without a store there are no earlier attempts;
-* **what is saved**: a ``pass`` or ``fail`` is recorded as a graded attempt
-  (and the explain-back note given with it); a ``timeout`` is recorded too,
-  with its own status, ``correct = false`` and nothing observed — a fact
-  about the run, never a wrong prediction (:data:`tutor.model.attempts.GRADED` tells them apart);
-  ``ok``, ``error`` and ``cancelled`` are outcomes to show, never attempts
-  (:data:`tutor.model.attempts.RECORDED`);
 * **retrying a timeout**: :meth:`Session.retry` runs the same prediction,
   seed and sides again with twice the limit that ran out (a busy machine,
   not the learner: ``tutor.sandbox.speed``);
@@ -30,31 +23,38 @@ Edit mode runs through here too: :meth:`Session.edit_task` says
 what the learner edits (``fix``, ``break``, ``hunt``; :mod:`tutor.model.verdict`),
 :meth:`Session.start_edit` (or :meth:`fix`, :meth:`break_it`, :meth:`hunt`)
 runs their file as the side ``yours``, measures the verdict and records the
-attempt with its mode, diff and verdict, and the learner's working copies
-are kept in the progress folder (:meth:`Session.save_working_copy`).
+attempt with its mode, diff and verdict (:meth:`LearnerRecord.record_edit`).
 
 A run is made of *sides* (:class:`tutor.sandbox.protocol.Side`), data saying how each private tree
 is built: ``clean`` and, with a fault, ``faulted`` (:meth:`Session.sides_for`); a learner's edited
 file is one more, ``Side.replacing("yours", fault.file, text)``, run like any other, its results
 under ``"yours"`` (``RunResult.observations`` etc.).
 
-Layers: this module imports neither Textual nor torch.
+Layers: this module imports neither Textual nor torch. The first screen loads
+it (``tutor.ui.app``) but none of a run's machinery — ``tutor.app.run``, and
+with it ``tutor.sandbox.runner`` (``tests/test_import_hygiene.py`` checks
+both), and no edit task (``tutor.app.tasks``, which loads the sandbox's
+protocol and the verdict rules): on this project's 2-core test machine each
+adds about 60 ms to the first screen (``python -X importtime``). So they are
+imported in the methods that make a run or a task, each marked "deferred:
+the first screen loads no run machinery" or "… edits nothing".
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
+from tutor.app.learner import LearnerRecord
+from tutor.app.outcome import EditOutcome, Outcome
 from tutor.app.seeds import next_seed
-from tutor.model.attempts import GRADED, RECORDED, Attempt, ExerciseProgress, LearnerProgress, ProgressError
+from tutor.model.attempts import GRADED
 from tutor.model.catalog import Catalog, Exercise
 from tutor.model.patch import EditError
 
-if TYPE_CHECKING:  # a run's machinery (runs, tasks, sides, the runner) loads with the first run, below
-    from tutor.app.run import EditOutcome, EditRun, Outcome, Run, RunPorts
+if TYPE_CHECKING:  # named in annotations only; a run's machinery loads with the first run (module docstring)
+    from tutor.app.run import EditRun, Run, RunPorts
     from tutor.app.tasks import Task
     from tutor.sandbox.protocol import Progress, Side
     from tutor.sandbox.runner import RunResult
@@ -74,117 +74,28 @@ class RunnerLike(Protocol):
     def close(self) -> None: ...
 
 
-
-class Session:
+class Session(LearnerRecord):
     """One learner's runs and progress, the same for the CLI and the TUI.
+
+    What is kept and saved of the learner (progress, notes, drafts, attempts,
+    working copies) is :class:`tutor.app.learner.LearnerRecord`'s; a session
+    adds the exercises and the runner that runs them.
 
     Attributes:
         catalog: every exercise.
         runner: runs checks (blocking).
-        store: where progress is saved, or None to save nothing
-            (``tutor run --no-save``, ``tutor check``).
-        learner: a validated learner name (None without a store).
-        progress: the learner's progress as last read or saved; empty until :meth:`load`.
-        warnings: sentences about the progress file (a damaged file moved aside, one from a newer tutor).
-        loaded: whether :meth:`load` has read the file.
         warmed: set once a warm-up (:meth:`warm_up`) has finished or failed.
+        store, learner, progress, warnings, loaded: as :class:`tutor.app.learner.LearnerRecord`.
     """
 
     def __init__(self, catalog: Catalog, runner: RunnerLike, store: ProgressStore | None = None,
                  learner: str | None = None) -> None:
         """Nothing is read or started here: see :meth:`load` and :meth:`warm_up`."""
+        super().__init__(store, learner)
         self.catalog = catalog
         self.runner = runner
-        self.store = store
-        self.learner = learner
-        self.progress = LearnerProgress(learner=learner or "")
-        self.warnings: list[str] = []
-        self.loaded = False
         self.warmed = threading.Event()
         self._warming = threading.Event()
-        self._lock = threading.RLock()  # one change of the progress file at a time
-        self._notes_lock = threading.Lock()
-        self._notes_asked: dict[str, str] = {}  # note texts asked for and not yet written
-
-    # --- progress ------------------------------------------------------------
-
-    def load(self, move_aside: bool = True) -> LearnerProgress:
-        """Read the learner's progress file, once; later reads use :attr:`progress`.
-
-        A damaged file is moved aside (``move_aside``) and said in
-        :attr:`warnings`. Without a store, progress stays empty.
-
-        Raises:
-            ProgressError: the file cannot be read (or, with
-                ``move_aside=False``, is damaged: ``DamagedProgressError``).
-        """
-        if self.store is None:
-            return self.progress
-        progress = self.store.load(self.learner, move_aside=move_aside)
-        with self._lock:
-            self.progress = progress
-            self.warnings += [w for w in progress.warnings if w not in self.warnings]
-            self.loaded = True
-        return progress
-
-    def review(self) -> LearnerProgress:
-        """The progress file as it is now, read without moving anything (a review screen).
-
-        Raises:
-            ProgressError: no store, or the file cannot be read as progress.
-        """
-        if self.store is None:
-            raise ProgressError("there is no progress store to review")
-        return self.store.load(self.learner, move_aside=False)
-
-    def progress_of(self, exercise_id: str) -> ExerciseProgress:
-        """One exercise's attempts and note, from :attr:`progress`."""
-        return self.progress.of(exercise_id)
-
-    def reset(self, exercise_id: str) -> None:
-        """Start an exercise afresh (its attempts are kept, marked before the reset); safe from any thread.
-
-        Raises:
-            ProgressError: no store, or the file cannot be changed.
-        """
-        if self.store is None:
-            raise ProgressError("nothing is saved in this session, so there is nothing to reset")
-        with self._lock:
-            self.progress = self.store.reset(self.learner, exercise_id)
-
-    def save_note(self, exercise_id: str, text: str) -> None:
-        """Store the explain-back note (replacing the previous one); safe from any thread.
-
-        Calls may overlap (a debounced save in a thread, the last one on the
-        UI thread as the app quits): the newest text asked for is the one
-        written, whichever call gets to write.
-
-        Raises:
-            ProgressError: no store, or the note cannot be saved (too long,
-                the file is locked or read-only, the folder is not writable).
-        """
-        if self.store is None:
-            raise ProgressError("notes are not saved in this session; drop --no-save to keep them")
-        with self._notes_lock:
-            self._notes_asked[exercise_id] = text
-        with self._lock:
-            with self._notes_lock:
-                newest = self._notes_asked.pop(exercise_id, None)
-            if newest is None:
-                return  # a call that came later already wrote the newest text
-            try:
-                self.progress = self.store.save_note(self.learner, exercise_id, newest)
-            except ProgressError:
-                with self._notes_lock:
-                    self._notes_asked.setdefault(exercise_id, newest)  # still unsaved: a later call tries again
-                raise
-
-    def save_draft(self, exercise_id: str, prediction: str, confidence: int | None) -> None:
-        """Keep a prediction left unrun (quitting during its check), to offer again; ProgressError as save_note."""
-        if self.store is None:
-            raise ProgressError("nothing is saved in this session; drop --no-save to keep a prediction")
-        with self._lock:
-            self.progress = self.store.save_draft(self.learner, exercise_id, prediction, confidence)
 
     # --- running -------------------------------------------------------------
 
@@ -192,24 +103,12 @@ class Session:
         """The seed of the learner's next attempt (module docstring): edit-mode attempts and timeouts
         do not count (:func:`tutor.app.seeds.next_seed`)."""
         predictions = self.progress.of(exercise.id).predictions if self.store is not None else []
-        hunted = self._hunted(exercise) if exercise.seed_per_attempt else set()
+        hunted = self.hunted(exercise) if exercise.seed_per_attempt else set()
         return next_seed(exercise, predictions, hunted)
-
-    def _hunted(self, exercise: Exercise) -> set[int]:
-        """The capstone mysteries a hunt showed this learner: a hunt attempt's seed, or a hunt's working copy."""
-        if self.store is None:
-            return set()
-        seeds = {a.seed for a in self.progress.of(exercise.id).edits("hunt")}
-        try:
-            names = self.store.working_copy_keys(self.learner, exercise.id)
-        except ProgressError:
-            names = []
-        seeds |= {int(name[5:]) for name in names if name.startswith("hunt-") and name[5:].isdigit()}
-        return seeds
 
     def sides_for(self, exercise: Exercise) -> tuple[Side, ...]:
         """The sides of a plain run: clean, and faulted when the exercise has a fault."""
-        from tutor.sandbox.runner import standard_sides  # deferred: the runner loads with the first run
+        from tutor.sandbox.runner import standard_sides  # deferred: the first screen loads no run machinery
         return standard_sides(self.catalog, exercise)
 
     def start(self, exercise: Exercise, prediction: str | None = None, *, seed: int | None = None,
@@ -229,7 +128,7 @@ class Session:
                 (``tutor.sandbox.speed``); None lets the runner choose.
             confidence: how sure the learner said they were (percent, 50-100), saved with the attempt.
         """
-        from tutor.app.run import Run  # deferred: a run's machinery loads with the first run, not the first screen
+        from tutor.app.run import Run  # deferred: the first screen loads no run machinery
         return Run(self._ports(), exercise, prediction, seed=self.seed_for(exercise) if seed is None else seed,
                    sides=tuple(sides) if sides is not None else self.sides_for(exercise), note=note,
                    record=record and self.store is not None, timeout_scale=timeout_scale,
@@ -246,10 +145,10 @@ class Session:
             result: its result.
             note: the note to save with the retry's attempt (default: the run's).
         """
-        from tutor.app.run import Run  # deferred: as in start
+        from tutor.app.run import Run  # deferred: the first screen loads no run machinery
         return Run(self._ports(), run.exercise, run.prediction, seed=run.seed, sides=run.sides,
                    note=run.note if note is None else note, record=run.record, timeout_scale=result.retry_scale,
-                   confidence=run.confidence)
+                   confidence=run.confidence, hints=run.hints)
 
     def attempt(self, exercise: Exercise, prediction: str, *, seed: int | None = None,
                 sides: Sequence[Side] | None = None, note: str | None = None,
@@ -291,50 +190,10 @@ class Session:
         if mode in ("fix", "hunt") and exercise.seed_per_attempt and seed is None:
             predicted = [a.seed for a in self.progress.of(exercise.id).predictions if a.status in GRADED] \
                 if self.store is not None else []
-            hunted = self._hunted(exercise)
+            hunted = self.hunted(exercise)
             seed = predicted[-1] if predicted else min(hunted) if hunted else self.seed_for(exercise)
-        from tutor.app.tasks import task_for  # deferred: an edit task's machinery loads with the first one
+        from tutor.app.tasks import task_for  # deferred: the first screen edits nothing (module docstring)
         return task_for(self.catalog, exercise, mode, seed)
-
-    def working_copy(self, task: "Task") -> str | None:
-        """The learner's saved working copy for ``task``, or None (no store, or none saved).
-
-        Raises:
-            ProgressError: the copy exists but cannot be read.
-        """
-        if self.store is None:
-            return None
-        return self.store.load_working_copy(self.learner, task.exercise.id, task.key, task.path)
-
-    def working_copy_path(self, task: "Task") -> Path | None:
-        """Where the learner's working copy for ``task`` is kept, or None (no store, or a name that
-        cannot name a folder)."""
-        if self.store is None:
-            return None
-        try:
-            return self.store.working_copy_path(self.learner, task.exercise.id, task.key, task.path)
-        except ProgressError:
-            return None
-
-    def save_working_copy(self, task: "Task", text: str) -> Path | None:
-        """Save the learner's working copy for ``task`` atomically (safe from any thread); None without a store.
-
-        Raises:
-            ProgressError: it could not be saved.
-        """
-        if self.store is None:
-            return None
-        return self.store.save_working_copy(self.learner, task.exercise.id, task.key, task.path, text)
-
-    def fresh_copy(self, task: "Task") -> str:
-        """Start ``task`` afresh: the saved copy is kept as ``<file>.previous``; return the starting text.
-
-        Raises:
-            ProgressError: the old copy could not be set aside.
-        """
-        if self.store is not None:
-            self.store.discard_working_copy(self.learner, task.exercise.id, task.key, task.path)
-        return task.start
 
     def start_edit(self, task: "Task", text: str, prediction: str | None = None, *,
                    record: bool = True, instruments: bool = False, hidden_seeds: int | None = None, seeds: tuple = ()
@@ -356,7 +215,7 @@ class Session:
             tutor.model.patch.EditError: the text (or its diff) is larger than 64 KiB or holds a NUL byte; a
                 break without a prediction, or whose file is still the clean one.
         """
-        from tutor.app.run import EditRun  # deferred: as in start
+        from tutor.app.run import EditRun  # deferred: the first screen loads no run machinery
         if task.mode == "break":
             if not (prediction or "").strip():
                 raise EditError("predict first: say what your fault will do (an answer of the exercise's "
@@ -397,32 +256,20 @@ class Session:
         """
         if not task.engine:
             return None
-        from tutor.app.tasks import INSTRUMENTS_CHECK, INSTRUMENTS_TIMEOUT_S  # deferred: as in edit_task
+        from tutor.app.tasks import INSTRUMENTS_CHECK, INSTRUMENTS_TIMEOUT_S  # deferred: the first screen edits nothing (module docstring)
         exercise = replace(task.exercise, check=INSTRUMENTS_CHECK, timeout_s=INSTRUMENTS_TIMEOUT_S)
         return self.runner.run(exercise, None, on_progress=on_progress, seed=0, sides=task.sides(text, repeat=False))
 
     def _ports(self) -> RunPorts:
         """What a run of this session uses of it: the runner, the warm-up's wait, the two savers, the instruments."""
-        from tutor.app.run import RunPorts  # deferred: as in start
-        return RunPorts(self.runner, self._wait_for_warm_up, self._record, self._record_edit, self.instruments)
+        from tutor.app.run import RunPorts  # deferred: the first screen loads no run machinery
+        return RunPorts(self.runner, self._wait_for_warm_up, self._record, self.record_edit, self.instruments)
 
     def _wait_for_warm_up(self) -> None:
         """Return once a warm-up in progress has finished, or ``WARM_UP_WAIT_S`` passed; at once when none is."""
         if self._warming.is_set():
-            from tutor.app.run import WARM_UP_WAIT_S  # deferred: as in start (a run is being made)
+            from tutor.app.run import WARM_UP_WAIT_S  # deferred: the first screen loads no run machinery
             self.warmed.wait(WARM_UP_WAIT_S)
-
-    def _record_edit(self, outcome: EditOutcome) -> EditOutcome:
-        task, verdict = outcome.task, outcome.verdict
-        attempt = Attempt.of_edit(outcome.result, task.mode, outcome.diff, verdict, outcome.prediction or "")
-        try:
-            with self._lock:
-                self.progress = self.store.record_attempt(self.learner, task.exercise.id, attempt)
-        except ProgressError as exc:
-            outcome.save_error = str(exc)
-            return outcome
-        outcome.saved_to = self.store.path(self.learner)
-        return outcome
 
     def warm_up(self) -> dict:
         """Start the runner's worker now (blocking; it imports torch); return its hello.
@@ -447,53 +294,3 @@ class Session:
     def close(self) -> None:
         """Stop the runner's worker."""
         self.runner.close()
-
-    @property
-    def progress_file(self) -> Path | None:
-        """The learner's progress file, or None without a store."""
-        return self.store.path(self.learner) if self.store is not None else None
-
-    # --- recording (called by Run) -------------------------------------------
-
-    def record(self, exercise: Exercise, result: RunResult, note: str | None = None, *,
-               time: str | None = None, submission: str = "") -> Outcome:
-        """Record a result graded elsewhere (``tutor grade`` grades first, then saves in the answers' order).
-
-        The same policy as a run: only a status in :data:`RECORDED` becomes an
-        attempt, with ``note`` saved beside it.
-
-        Args:
-            exercise: the exercise the result is for.
-            result: a graded result.
-            note: the explain-back note to save with it, or None.
-            time: the attempt's time (ISO 8601, as :func:`tutor.model.attempts.now`
-                writes it), e.g. when the answer was submitted; None is now.
-            submission: the graded submission's id; a file that holds it already is not changed.
-        """
-        from tutor.app.run import Outcome  # deferred: as in start
-        if self.store is None or result.status not in RECORDED:
-            return Outcome(result)
-        return self._record(exercise, result, note, time=time, submission=submission)
-
-    def _record(self, exercise: Exercise, result: RunResult, note: str | None, *, time: str | None = None,
-                confidence: int | None = None, submission: str = "") -> Outcome:
-        """Save the attempt, then its note; ``saved_to`` says whether the attempt was saved, whatever
-        became of the note (a note that fails is said in ``save_error``)."""
-        from tutor.app.run import Outcome  # deferred: as in start
-        outcome = Outcome(result)
-        attempt = Attempt.of(result, confidence=confidence, time=time, submission=submission)
-        with self._lock:
-            try:
-                self.progress = self.store.record_attempt(self.learner, exercise.id, attempt)
-            except ProgressError as exc:
-                outcome.save_error = str(exc)
-                return outcome
-            outcome.saved_to = self.store.path(self.learner)
-            outcome.warnings = list(self.progress.warnings)
-            if note:
-                try:
-                    self.progress = self.store.save_note(self.learner, exercise.id, note)
-                    outcome.note_saved = True
-                except ProgressError as exc:
-                    outcome.save_error = f"the attempt was saved but its note was not: {exc}"
-        return outcome

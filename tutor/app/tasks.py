@@ -72,6 +72,10 @@ class Task:
         seed: the check's seed (the capstone's mystery), or None for the
             session's choice.
         hidden: the fault must not be shown (a hunt).
+        line: the line (1-based) an editor opens the file at: the first line
+            the exercise's fault changes (fix, and break on an exercise with a
+            fault, where the learner's own fault belongs), else 1. A hunt opens
+            at line 1, so the place does not give the hidden fault away.
     """
 
     mode: str
@@ -82,6 +86,7 @@ class Task:
     fault: Fault | None = None
     seed: int | None = None
     hidden: bool = False
+    line: int = 1
 
     @property
     def engine(self) -> bool:
@@ -125,6 +130,18 @@ class Task:
         return tuple(side for side in self.sides(text) if side.fault is None)
 
 
+def fault_line(fault: Fault, clean: str) -> int:
+    """The first line (1-based) of ``clean`` that ``fault`` changes; 1 when it changes none.
+
+    Raises:
+        FaultError: the fault does not apply to ``clean``.
+    """
+    for number, (was, now) in enumerate(zip(clean.splitlines(), applied(fault, clean).splitlines()), start=1):
+        if was != now:
+            return number
+    return 1
+
+
 def subject_text(path: str) -> str:
     """The clean text of a subject file (``engine/model.py``), read from the source tree.
 
@@ -151,7 +168,8 @@ def fix_task(catalog: Catalog, exercise: Exercise, seed: int | None = None) -> T
         raise EditError(f"exercise {exercise.id} has no fault to fix; try 'tutor break {exercise.id}' "
                         "to write one of your own")
     clean = subject_text(fault.file)
-    return Task("fix", exercise, fault.file, applied(fault, clean), clean, fault, seed)
+    return Task("fix", exercise, fault.file, applied(fault, clean), clean, fault, seed,
+                line=fault_line(fault, clean))
 
 
 def break_task(catalog: Catalog, exercise: Exercise, seed: int | None = None) -> Task:
@@ -164,7 +182,7 @@ def break_task(catalog: Catalog, exercise: Exercise, seed: int | None = None) ->
     path = fault.file if fault else DEFAULT_SUBJECT
     clean = subject_text(path)
     run_as = replace(exercise, check=HUNT_CHECK) if exercise.seed_per_attempt else exercise
-    return Task("break", run_as, path, clean, clean, None, seed)
+    return Task("break", run_as, path, clean, clean, None, seed, line=fault_line(fault, clean) if fault else 1)
 
 
 def hunt_task(catalog: Catalog, exercise: Exercise, seed: int) -> Task:

@@ -459,7 +459,9 @@ def show_report(console, report) -> None:
         table = Table()
         table.add_column("exercise", no_wrap=True)
         fixes = any(e.fix_tried for e in report.exercises)
-        for column in ("tried", "1st try", "solved", "median tries", "notes") + (("fixed",) if fixes else ()):
+        hinted = any(e.hinted for e in report.exercises)  # predictions made after a hint, where there are any
+        for column in ("tried", "1st try", "solved", "median tries", "notes") + (("fixed",) if fixes else ()) \
+                + (("after a hint",) if hinted else ()):
             table.add_column(column, justify="right", overflow="fold")
         table.add_column("wrong predictions (learners)", overflow="fold", ratio=1)
         if edited := any(e.edits for e in report.exercises):  # fix, break and hunt attempts by verdict
@@ -467,7 +469,8 @@ def show_report(console, report) -> None:
         for e in report.exercises:
             wrong = " · ".join(f"{w.prediction} ×{w.learners}" for w in e.wrong_predictions) or "-"
             cells = [str(e.tried), str(e.solved_first), str(e.ever_solved), _number(e.median_attempts) or "-",
-                     str(len(e.notes))] + ([f"{e.fix_fixed}/{e.fix_tried}"] if fixes else [])
+                     str(len(e.notes))] + ([f"{e.fix_fixed}/{e.fix_tried}"] if fixes else []) \
+                + ([str(e.hinted)] if hinted else [])
             table.add_row(e.id if e.in_catalog else f"{e.id} (not in the catalog)", *cells, Text(wrong),
                           *([Text(edits_words(e.edits) or "-")] if edited else []))
         console.print(table)

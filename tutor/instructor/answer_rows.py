@@ -22,17 +22,20 @@ import hashlib
 import io
 import json
 import os
+import re
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
 from tutor.model import answers
-from tutor.model.attempts import PREDICT
+from tutor.model.attempts import PREDICT, ProgressError
 from tutor.model.errors import UsageError
 from tutor.instructor import columns as lms
 from tutor.instructor import wide
+from tutor.store.names import learner_key, validate_learner
 
 #: Largest answers file read, in bytes.
 MAX_ANSWERS_BYTES = 256 * 1024 * 1024
@@ -272,9 +275,6 @@ class Checker:
         self.exercises: dict = {}
 
     def learner(self, text: str):
-        # deferred: loaded when this step runs (the instructor's modules build on one another)
-        from tutor.model.attempts import ProgressError
-        from tutor.store.names import learner_key, validate_learner
         found = self.learners.get(text)
         if found is None:
             try:
@@ -357,7 +357,6 @@ def plain_name(text: str) -> str:
     invisible characters (a zero-width space, a byte-order mark, a soft hyphen) dropped, other spaces (a
     no-break space) made spaces, and a quoted nickname kept in parentheses (``Robert "Bob" Smith`` is
     ``Robert (Bob) Smith``). Anything else is left for the rule to refuse."""
-    import unicodedata  # only a name that needs it is looked at closely
     out = []
     for ch in text:
         kind = unicodedata.category(ch)
@@ -366,7 +365,6 @@ def plain_name(text: str) -> str:
         out.append(" " if kind == "Zs" else ch)
     tidy = "".join(out)
     if any(q in tidy for q in QUOTES):
-        import re  # as above
         tidy = re.sub(r'["\u201c\u201e\u00ab]\s*([^"\u201c\u201d\u201e\u00ab\u00bb]+?)\s*["\u201d\u00bb]', r"(\1)", tidy)
         tidy = tidy.translate(str.maketrans(QUOTES))
     return tidy

@@ -37,7 +37,9 @@ from tutor.instructor import columns as lms
 from tutor.instructor import grade as grading
 from tutor.instructor import shard as sharding
 from tutor.model.attempts import GRADED, ProgressError
+from tutor.instructor import fixes
 from tutor.model.errors import CouldNotRun, UsageError
+from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError
 
 
 @dataclass
@@ -220,9 +222,6 @@ def grade_answers(req: Request, catalog, on_graded: Callable, notice: Callable[[
 
 def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[str], None]) -> Graded:
     """Grade every repair in ``req.fixes`` on one warm worker, at hidden seeds too (:mod:`tutor.instructor.fixes`)."""
-    # deferred: each grading loads its own tools and a runner only when it runs
-    from tutor.instructor import fixes
-    from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError
     started = time.perf_counter()
     plan = grading.chosen_assignment(req.assignment, req.exercises, catalog)
     rows = list(_mine(fixes.find(Path(req.fixes), catalog), req.shard))

@@ -26,9 +26,16 @@ import hashlib
 import os
 import stat
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
+from tutor.app.session import Session
+from tutor.instructor.answer_rows import AnswerRow
+from tutor.instructor.grade import RowResult, points_for
+from tutor.model import patch as edit
+from tutor.model.attempts import ProgressError
 from tutor.model.errors import UsageError
+from tutor.store.names import learner_key, validate_learner
 
 #: The endings of a submitted file, and what they hold.
 ENDINGS = {".py": "file", ".diff": "patch", ".patch": "patch"}
@@ -51,10 +58,6 @@ def find(folder: Path, catalog) -> list:
     Raises:
         UsageError: ``folder`` is not a folder, or holds no learner folders.
     """
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from tutor.instructor.answer_rows import AnswerRow
-    from tutor.model.attempts import ProgressError
-    from tutor.store.names import learner_key, validate_learner
     folder = Path(folder)
     if not folder.is_dir():
         raise UsageError(f"there is no folder {folder}; --fixes takes a folder with one folder per learner")
@@ -181,8 +184,6 @@ def mark_identical(rows: list) -> None:
 
 
 def _mtime(path: Path) -> str:
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from datetime import datetime, timezone
     return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
 
 
@@ -208,19 +209,14 @@ def grade_one(catalog, runner, row, assignment=None, store=None, save: bool = Fa
     Raises:
         tutor.sandbox.runner.WorkerError, tutor.sandbox.runner.DeviceError: the worker cannot run at all.
     """
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from tutor.model import patch as edit
-    from tutor.instructor.grade import RowResult
-    from tutor.app.session import Session
-    from tutor.instructor.grade import _points
     if row.problem is not None:
-        return RowResult(row, "unreadable", reason=row.problem, points=_points(assignment, row.exercise))
+        return RowResult(row, "unreadable", reason=row.problem, points=points_for(assignment, row.exercise))
     if assignment is not None and assignment.get(row.exercise) is None:
         return RowResult(row, "not_assigned", points=0, reason=f"{row.exercise} is not in the assignment; "
                                                               "reported, not scored")
     ex = catalog.get(row.exercise)
     session = Session(catalog, runner, store if save else None, row.learner)
-    points = _points(assignment, row.exercise)
+    points = points_for(assignment, row.exercise)
     given = seeds_of(assignment, ex.id)
     hidden_seeds = HIDDEN_SEEDS if hidden_seeds is None else hidden_seeds
     try:

@@ -74,7 +74,7 @@ from tutor.instructor import gradebook, memo, results as class_results
 from tutor.instructor.answer_rows import AnswerRow
 from tutor.instructor.columns import IDENTITY
 from tutor.model.attempts import GRADED, PREDICT  # a row whose check ran to a verdict; the rest score 0 with a reason
-from tutor.sandbox.runner import RunResult
+from tutor.sandbox.runner import DeviceError, Runner, RunResult, UnconfinedError, WorkerError, standard_sides
 
 
 # --- running every row on warm workers ---------------------------------------------------------
@@ -169,8 +169,6 @@ def usable_cores() -> int:
 def runner_factory_for(allow_unconfined: bool = False, timeout_scale: float | None = None) -> Callable:
     """``(catalog, device) -> Runner`` for grading: confined only unless ``allow_unconfined``, every time
     limit scaled by ``timeout_scale`` when given (``--timeout-scale``)."""
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from tutor.sandbox.runner import Runner
     return lambda cat, dev: Runner(cat, device=dev, timeout_scale=timeout_scale, allow_unconfined=allow_unconfined)
 
 
@@ -282,14 +280,12 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         UsageError: the device asked for is missing (a missing CUDA).
         CouldNotRun: no check worker could start at all.
     """
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError, standard_sides
     kept = observations if observations is not None else memo.Observations()
     device = getattr(pool, "device", "auto")
 
     def work(runner, row: AnswerRow) -> RowResult:
         if row.problem is not None:
-            return RowResult(row, "unreadable", reason=row.problem, points=_points(assignment, row.exercise))
+            return RowResult(row, "unreadable", reason=row.problem, points=points_for(assignment, row.exercise))
         if assignment is not None and assignment.get(row.exercise) is None:
             return RowResult(row, "not_assigned", points=0,
                              reason=f"{row.exercise} is not in the assignment"
@@ -308,7 +304,7 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         if result.status == "fail":
             reason = (f"the prediction {result.prediction_text} is not what the check observed "
                       f"({_shown(result)})")
-        return RowResult(row, result.status, reason=reason, result=result, points=_points(assignment, row.exercise),
+        return RowResult(row, result.status, reason=reason, result=result, points=points_for(assignment, row.exercise),
                          reused=reused)
 
     try:
@@ -317,7 +313,8 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         raise UsageError(str(exc)) from None
 
 
-def _points(assignment, ex_id: str | None) -> float:
+def points_for(assignment, ex_id: str | None) -> float:
+    """An exercise's points: 1 without an assignment, the assignment's for it, 0 for one it leaves out."""
     if assignment is None:
         return 1.0
     assigned = assignment.get(ex_id) if ex_id else None

@@ -30,13 +30,22 @@ Layers: imports neither torch nor Textual.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import hashlib
+import io
 import json
 import time
 from pathlib import Path
 
-from tutor.model.attempts import PREDICT
+from tutor.instructor import answer_rows, fixes, memo
+from tutor.instructor import grade as grading
+from tutor.instructor import results as class_results
+from tutor.instructor.columns import normal
+from tutor.instructor.fixes import ENDINGS, exercise_id, read_file
+from tutor.model.attempts import PREDICT, ProgressError
 from tutor.model.errors import UsageError
+from tutor.store.names import learner_key, validate_learner
 
 try:
     import tomllib
@@ -67,8 +76,6 @@ def read_submission(folder: Path, catalog, learner: str, submitted_at: str | Non
     Raises:
         UsageError: the folder is missing, holds nothing to grade, or its answers file does not read.
     """
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from tutor.instructor import answer_rows, fixes
     if not folder.is_dir():
         raise UsageError(f"there is no submission folder {folder}")
     pairs: list[tuple[str, str]] = []
@@ -98,13 +105,6 @@ def read_submission(folder: Path, catalog, learner: str, submitted_at: str | Non
 
 def _repairs(folder: Path, names: set, catalog, learner: str) -> list:
     """Fix rows for the repair files of a one-learner submission (as :func:`tutor.instructor.fixes.find` reads)."""
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    import hashlib
-
-    from tutor.instructor import answer_rows
-    from tutor.instructor.fixes import ENDINGS, exercise_id, read_file
-    from tutor.model.attempts import ProgressError
-    from tutor.store.names import learner_key, validate_learner
     rows = []
     for name in sorted(names):
         path = folder / name
@@ -144,10 +144,6 @@ def _pairs(path: Path) -> list[tuple[str, str]]:
         return [(str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in table.items()
                 if not isinstance(v, dict)]
     if path.suffix == ".csv":
-        # deferred: loaded when this step runs (the instructor's modules build on one another)
-        import csv
-        import io
-        from tutor.instructor.columns import normal
         reader = csv.reader(io.StringIO(text, newline=""))
         header = [normal(h) for h in next(reader, [])]
         if "exercise" not in header or "answer" not in header:
@@ -174,10 +170,6 @@ def grade_submission(catalog, rows: list, plan, runner, now: dt.datetime | None 
         tutor.sandbox.runner.UnconfinedError: the runner refuses to run unconfined here.
         tutor.sandbox.runner.WorkerError, tutor.sandbox.runner.DeviceError: the worker cannot run at all.
     """
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from tutor.instructor import grade as grading
-    from tutor.instructor import fixes, memo
-    from tutor.instructor import results as class_results
     started = time.perf_counter()
     predictions = [r for r in rows if r.mode == PREDICT]
     repairs = [r for r in rows if r.mode == "fix"]

@@ -21,6 +21,7 @@ Per exercise, over the learners whose files hold attempts at it:
 * ``fix_tried`` / ``fix_fixed`` — learners with a fix-mode attempt (``tutor
   fix``, ``tutor grade --fixes``), and those whose attempt that counts (the
   latest) fixed it;
+* ``hinted`` — graded predictions made after the learner revealed a hint;
 * ``notes`` — the learners' explain-back notes.
 
 Per learner whose predictions carry a ``confidence`` (a whole percent,
@@ -44,9 +45,13 @@ files (1,000 learners in well under 2 s; see the benchmark).
 from __future__ import annotations
 
 import csv
+import functools
 import io
+import multiprocessing
+import os
 import statistics
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,6 +90,7 @@ class ExerciseReport:
     median_attempts: float | None = None
     median_attempts_to_solve: float | None = None
     other_attempts: int = 0
+    hinted: int = 0
     fix_tried: int = 0
     fix_fixed: int = 0
     wrong_predictions: list[WrongPrediction] = field(default_factory=list)
@@ -97,7 +103,7 @@ class ExerciseReport:
                 "tried": self.tried, "solved_first": self.solved_first, "solved_latest": self.solved_latest,
                 "ever_solved": self.ever_solved,
                 "median_attempts": self.median_attempts, "median_attempts_to_solve": self.median_attempts_to_solve,
-                "other_attempts": self.other_attempts, "fix_tried": self.fix_tried, "fix_fixed": self.fix_fixed,
+                "other_attempts": self.other_attempts, "hinted": self.hinted, "fix_tried": self.fix_tried, "fix_fixed": self.fix_fixed,
                 "wrong_predictions": [w.to_dict() for w in self.wrong_predictions],
                 "note_count": len(self.notes), "notes": self.notes, "edits": self.edits}
 
@@ -228,8 +234,6 @@ def _count(store: ProgressStore, catalog, files: list) -> _Part:
 def _count_all(store: ProgressStore, catalog, files: list, jobs: int | None) -> list[_Part]:
     """The files counted in order: by ``jobs`` forked processes, each counting a run of files, when
     there are many; only the counts travel back."""
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    import os
     if jobs is None:
         try:
             cores = len(os.sched_getaffinity(0))
@@ -238,10 +242,6 @@ def _count_all(store: ProgressStore, catalog, files: list, jobs: int | None) -> 
         jobs = cores if len(files) >= PARALLEL_FROM else 1
     if jobs <= 1 or len(files) < 2:
         return [_count(store, catalog, files)]
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    import functools
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
     try:
         context = multiprocessing.get_context("fork")  # the catalog and the modules are imported already
     except ValueError:
@@ -281,7 +281,7 @@ class _Tally:
     """One exercise's counts while the files are read."""
 
     def __init__(self) -> None:
-        self.tried = self.solved_first = self.solved_latest = self.ever_solved = self.other = 0
+        self.tried = self.solved_first = self.solved_latest = self.ever_solved = self.other = self.hinted = 0
         self.fix_tried = self.fix_fixed = 0
         self.attempts: list[int] = []
         self.to_solve: list[int] = []
@@ -292,7 +292,8 @@ class _Tally:
 
     def merge(self, other: "_Tally") -> None:
         """Add another run of files' counts of the same exercise to these."""
-        for name in ("tried", "solved_first", "solved_latest", "ever_solved", "other", "fix_tried", "fix_fixed"):
+        for name in ("tried", "solved_first", "solved_latest", "ever_solved", "other", "hinted", "fix_tried",
+                     "fix_fixed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.attempts += other.attempts
         self.to_solve += other.to_solve
@@ -326,6 +327,7 @@ class _Tally:
         if not graded:
             return
         self.tried += 1
+        self.hinted += sum(1 for a in graded if a.hints)
         self.attempts.append(len(graded))
         self.solved_first += bool(graded[0].correct)
         self.solved_latest += bool(graded[-1].correct)
@@ -347,7 +349,7 @@ class _Tally:
             id=ex_id, title=ex.title if ex else None, set=ex.set if ex else None, in_catalog=ex is not None,
             tried=self.tried, solved_first=self.solved_first, solved_latest=self.solved_latest, ever_solved=self.ever_solved,
             median_attempts=_median(self.attempts), median_attempts_to_solve=_median(self.to_solve),
-            other_attempts=self.other, fix_tried=self.fix_tried, fix_fixed=self.fix_fixed, wrong_predictions=wrong[:top],
+            other_attempts=self.other, hinted=self.hinted, fix_tried=self.fix_tried, fix_fixed=self.fix_fixed, wrong_predictions=wrong[:top],
             notes=sorted(self.notes, key=lambda n: n["learner"].casefold()),
             edits={mode: dict(sorted(v.items())) for mode, v in sorted(self.edits.items())})
 
@@ -384,7 +386,7 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
     for n in range(1, top + 1):
         header += [f"wrong_prediction_{n}", f"wrong_prediction_{n}_learners"]
     header += ["solved_latest", "fix_tried", "fix_fixed"]
-    header.append("edits")
+    header += ["edits", "hinted"]
     writer.writerow(header)
     for e in report.exercises:
         row = [e.id, e.set or "", e.title or "", e.tried, e.solved_first, e.ever_solved, _number(e.median_attempts),
@@ -393,7 +395,7 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
             w = e.wrong_predictions[n] if n < len(e.wrong_predictions) else None
             row += [w.prediction, w.learners] if w else ["", ""]
         row += [e.solved_latest, e.fix_tried, e.fix_fixed]
-        row.append(edits_words(e.edits))
+        row += [edits_words(e.edits), e.hinted]
         writer.writerow([spreadsheet_safe(c) for c in row])
     return out.getvalue()
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Callable
 
 from tutor.instructor.grade import RowResult
-from tutor.model.attempts import GRADED  # a row whose check ran to a verdict; only those are saved
+from tutor.app.session import Session
+from tutor.model.attempts import GRADED, ProgressError  # GRADED: a row whose check ran to a verdict; only those are saved
 
 
 class Saver:
@@ -32,9 +33,6 @@ class Saver:
         self.submitted: dict[str, set] = {}
 
     def __call__(self, outcome: RowResult) -> None:
-        # deferred: loaded when this step runs (the instructor's modules build on one another)
-        from tutor.model.attempts import ProgressError
-        from tutor.app.session import Session
         row = outcome.row
         if outcome.result is None or outcome.status not in GRADED:
             return

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from tutor.instructor.gradebook import ROWS, iter_rows
 from tutor.model.errors import UsageError
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -56,8 +57,6 @@ def merge_rows(folders: list[Path]) -> Iterator[dict]:
     Raises:
         UsageError: a folder holds no graded rows (raised before any row of it is given).
     """
-    # deferred: loaded when this step runs (the instructor's modules build on one another)
-    from tutor.instructor.gradebook import ROWS, iter_rows
     seen: set = set()
     for folder in folders:
         found = iter_rows(Path(folder))

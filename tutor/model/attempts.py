@@ -76,10 +76,12 @@ class Attempt:
     before_reset: bool = False
     #: the graded submission's id (``tutor grade``: learner, exercise, answer, submitted_at), or ""
     submission: str = ""
+    #: how many of the exercise's hints the learner had revealed when they made this prediction
+    hints: int = 0
 
     @classmethod
     def of(cls, result, confidence: int | None = None, *, time: str | None = None,
-           submission: str = "") -> "Attempt":
+           submission: str = "", hints: int = 0) -> "Attempt":
         """The attempt a recorded run (a ``tutor.sandbox.runner.RunResult``) leaves.
 
         The prediction is saved as it was read and graded, so ``6`` for a
@@ -94,12 +96,14 @@ class Attempt:
                 (50-100; see :func:`check_confidence`), or None.
             time: when (ISO 8601, as :func:`now` writes it); None is now, "" untimed (older than every time).
             submission: the graded submission's id, or "".
+            hints: the hints revealed before the prediction was made (0 for none).
         """
         graded = result.status in GRADED
         return cls(time=now() if time is None else time, prediction=result.prediction_text or result.prediction or "",
                    observed=answers.show_observed(result.kind, result.observed) if graded else "",
                    correct=graded and bool(result.correct), status=result.status, device=result.device,
-                   engine_hash=engine_hash(), seed=result.seed, confidence=confidence, submission=submission)
+                   engine_hash=engine_hash(), seed=result.seed, confidence=confidence, submission=submission,
+                   hints=hints)
 
     @classmethod
     def of_edit(cls, result, mode: str, diff: str, verdict, prediction: str = "") -> "Attempt":
@@ -135,7 +139,7 @@ class Attempt:
 
 
 #: Optional attempt keys and the value that means "not given": written only when they differ from it.
-_UNSET_KEYS = {"confidence": None, "before_reset": False, "submission": ""}
+_UNSET_KEYS = {"confidence": None, "before_reset": False, "submission": "", "hints": 0}
 
 
 def check_confidence(value) -> int | None:

@@ -110,7 +110,7 @@ def progress_table(progress, catalog, seeded: set, preview) -> WordTable:
     """``tutor progress``: one row per exercise tried, predictions and edit attempts apart.
 
     The last answer is the prediction that counts (the latest), never an
-    edit; the ``edits`` column (fix, break, hunt: each with its last
+    edit, with the hints revealed before it was made; the ``edits`` column (fix, break, hunt: each with its last
     verdict) is there only when some exercise has one.
 
     Args:
@@ -129,7 +129,8 @@ def progress_table(progress, catalog, seeded: set, preview) -> WordTable:
         if last and ex_id in seeded:
             observed += f" (seed {last.seed})"  # which mystery the last attempt met
         reset = " (reset)" if p.reset_time and not p.current else ""
-        table.add_row(ex_id, f"{len(p.predictions)}{reset}", Text(last.prediction if last else "-"),
+        hinted = f" (after {last.hints} hint{'s' if last.hints != 1 else ''})" if last and last.hints else ""
+        table.add_row(ex_id, f"{len(p.predictions)}{reset}", Text((last.prediction if last else "-") + hinted),
                       Text(observed), "yes" if p.solved else "no",
                       *([edits_summary(p, known.get(ex_id))] if edited else []), Text(preview(p.note)))
     return table

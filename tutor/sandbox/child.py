@@ -45,6 +45,8 @@ from tutor.sandbox.protocol import Attempted, Measured, Message, Progress, Raise
 SIDE_THREADS = 1
 #: The address space a CPU side's child may use, MiB (``TUTOR_MEMORY_CAP_MB``; 0: no cap).
 MEMORY_CAP_MB = int(os.environ.get("TUTOR_MEMORY_CAP_MB", "8192"))
+#: The most frames of the side's own tree a raised exception names (the innermost ones).
+MAX_FRAMES = 16
 #: The warden's exit status when its child started more than MAX_PROCESSES processes.
 TOO_MANY = 127
 #: The warden exits with this plus the signal number when its child was killed by a signal.
@@ -123,6 +125,9 @@ def namespace_init() -> None:
     code = 0
     try:
         landlock.die_with_parent()
+        # the side lists this process in its /proc: a name, not the worker's command line, and no capability
+        namespaces.rename_process("tutor-side-init")
+        landlock.drop_capabilities()
         signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes pause() when an orphan ends
         while True:
             try:
@@ -191,6 +196,8 @@ def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, 
         # sys.stdin (multiprocessing does in every child it starts, util._close_stdin) would close
         # the subject's descriptor, a Pipe's write end, and the write failed with EBADF.
         sys.stdin = open(0, closefd=False)
+        if status.pid_namespace:  # a /proc of the side's own PID namespace: no worker, no other side listed
+            namespaces.own_proc()
         os.chdir(folder)
         os.environ["TMPDIR"] = os.path.join(folder, "tmp")
         # torch.compile's caches (Inductor, Triton) go inside the side's own tree, the one place it may write
@@ -243,9 +250,13 @@ def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, 
     except BaseException as exc:  # everything the subject does wrong is an outcome
         tb = traceback.extract_tb(exc.__traceback__)
         where = f"{os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
+        # the frames in the side's own tree, by their path in it: the runner names a learner's line
+        # (the deepest frame in their file), not only torch's innermost one
+        mine = tuple(f"{os.path.relpath(f.filename, folder)}:{f.lineno}" for f in tb
+                     if f.filename.startswith(folder.rstrip(os.sep) + os.sep))[-MAX_FRAMES:]
         first = (str(exc).splitlines() or [""])[0][:300]
         try:
-            send(Raised(exception=type(exc).__name__, message=first, where=where))
+            send(Raised(exception=type(exc).__name__, message=first, where=where, frames=mine))
         except BaseException:
             pass
     finally:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from exercises.faults import Fault
@@ -271,12 +271,33 @@ class Raised(Message):
         exception: the exception's class name.
         message: the first line of its message.
         where: ``file.py:line`` of the innermost frame, or "".
+        frames: ``path:line`` of each frame in the side's own tree (the path
+            relative to it: ``engine/model.py:57``), outermost first; the
+            runner names the deepest one in a learner's file (:meth:`in_files`).
     """
 
     TYPE: ClassVar[str] = "raised"
     exception: str
     message: str
     where: str = ""
+    frames: tuple[str, ...] = ()
+
+    @classmethod
+    def from_wire(cls, data: dict) -> "Raised":
+        return cls(exception=data["exception"], message=data["message"], where=data.get("where", ""),
+                   frames=tuple(str(frame) for frame in data.get("frames", ())))
+
+    def in_files(self, paths) -> "Raised":
+        """This exception told at the deepest frame in one of ``paths`` (a learner's own files), the
+        innermost frame (torch's, say) kept only as context: ``engine/model.py:57 in your file; raised
+        in functional.py:2615``. Unchanged when no frame is in those files."""
+        wanted = set(paths)
+        for frame in reversed(list(self.frames or ())):
+            path, _, line = str(frame).rpartition(":")
+            if path in wanted:
+                innermost = self.where in ("", f"{path.rsplit('/', 1)[-1]}:{line}")
+                return replace(self, where=f"{frame} in your file" + ("" if innermost else f"; raised in {self.where}"))
+        return self
 
     @property
     def sentence(self) -> str:

@@ -32,10 +32,39 @@ def editor_command() -> list[str] | None:
     return None
 
 
+#: Editors that open a file at line N when ``+N`` comes before it (vi's convention, which these share).
+_PLUS_LINE = frozenset({"vi", "vim", "nvim", "gvim", "mvim", "view", "nano", "pico", "emacs", "emacsclient",
+                        "micro", "joe", "jstar", "mg", "ne", "kak", "mcedit"})
+#: Editors that open ``FILE:N`` at line N.
+_COLON_LINE = frozenset({"subl", "hx", "helix", "zed"})
+#: Editors that open ``--goto FILE:N`` at line N (VS Code and its builds).
+_GOTO_LINE = frozenset({"code", "code-insiders", "codium", "cursor"})
+
+
+def at_line(command: list[str], path: str, line: int) -> list[str]:
+    """The editor's command line that opens ``path`` at ``line`` (1-based) where the editor is one
+    known to take a line (``vim +12 FILE``, ``code --goto FILE:12``); else ``command`` and ``path``,
+    opened where the editor opens files (no argument an unknown editor could misread)."""
+    name = os.path.basename(command[0]) if command else ""
+    if line > 1:
+        if name in _PLUS_LINE:
+            return [*command, f"+{line}", path]
+        if name in _COLON_LINE:
+            return [*command, f"{path}:{line}"]
+        if name in _GOTO_LINE:
+            return [*command, "--goto", f"{path}:{line}"]
+    return [*command, path]
+
+
 def changed_lines(start: str, text: str) -> int:
-    """How many lines ``text`` adds or removes against ``start`` (the file the learner was given)."""
-    return sum(1 for line in difflib.unified_diff(start.splitlines(), text.splitlines(), lineterm="", n=0)
-               if line[:1] in "+-" and not line.startswith(("+++", "---")))
+    """How many lines ``text`` changes against ``start`` (the file the learner was given).
+
+    A line edited in place is one changed line, not a line removed and one
+    added: a block of ``a`` lines replaced by ``b`` counts ``max(a, b)``; lines
+    only added or only removed count one each.
+    """
+    opcodes = difflib.SequenceMatcher(None, start.splitlines(), text.splitlines(), autojunk=False).get_opcodes()
+    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in opcodes if tag != "equal")
 
 
 def _call(argv: list[str], **options) -> tuple[int | None, str | None]:

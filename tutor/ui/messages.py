@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-if TYPE_CHECKING:  # a run's outcome is only named here; the run's machinery loads with the exercise screen
-    from tutor.app.run import Outcome
+if TYPE_CHECKING:  # a run's outcome is only named here
+    from tutor.app.outcome import Outcome
 
 
 class RunProgress(Message):
@@ -80,7 +80,7 @@ class EditFinished(Message):
         self.outcome = outcome
         self.seconds = seconds
 
-    # ``outcome`` is a tutor.app.run.EditOutcome
+    # ``outcome`` is a tutor.app.outcome.EditOutcome
 
 
 class EditInstrumentsFinished(Message):

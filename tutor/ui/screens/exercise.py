@@ -321,6 +321,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         confidence = self.query_one(ConfidencePicker).value
         # the seed and sides are the session's to choose
         self._run = self._session.start(ex, text, confidence=confidence)
+        self._run.hints = self.query_one(HintList).shown  # the hints seen before predicting go with the attempt
         self._recall.answer, self._recall.confidence = text, confidence
         self.query_one(ResultPanel).clear()  # a new run: the old result (a timeout, say) goes
         self._update_next_hint()

@@ -30,7 +30,7 @@ from tutor.model.attempts import ProgressError
 from tutor.model.catalog import Exercise
 from tutor.model.patch import EditError
 from tutor.render import render_edit
-from tutor.ui.external_editor import changed_lines, editor_command, run_editor
+from tutor.ui.external_editor import at_line, changed_lines, editor_command, run_editor
 from tutor.ui.widgets.edit_head import MODE_TITLES, edit_head
 from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.screens.seeking import Seeking
@@ -140,7 +140,7 @@ class EditScreen(Seeking, PageScreen):
                 text = self.edit_task.start
         else:
             text = saved
-        self._editor.load_text(text)
+        self._load(text)
         self._save_copy()  # the copy exists on disk from the start, for the external editor too
         if self.edit_task.mode == "break" and not self._prediction():
             # Predict first: the prediction box comes before any editor, so no fault is run unpredicted.
@@ -155,6 +155,11 @@ class EditScreen(Seeking, PageScreen):
             self._editor.focus()
 
     # --- the working copy ------------------------------------------------------
+
+    def _load(self, text: str) -> None:
+        """Put ``text`` in the built-in editor, its cursor at the task's line (the fault's, where there is one)."""
+        self._editor.load_text(text)
+        self.call_after_refresh(self._editor.go_to_line, self.edit_task.line)
 
     @property
     def text(self) -> str:
@@ -208,7 +213,7 @@ class EditScreen(Seeking, PageScreen):
             self.notify(str(exc), severity="error", markup=False)
             return
         self._saved_text = None
-        self._editor.load_text(text)
+        self._load(text)
         self._save_copy()
         self._status("A fresh copy; your previous one is kept beside it as .previous.")
 
@@ -235,7 +240,7 @@ class EditScreen(Seeking, PageScreen):
             self._editor.focus()
             return
         before = self.text
-        problem = self._run_editor(command + [str(path)])
+        problem = self._run_editor(at_line(command, str(path), self.edit_task.line))
         after = self._read_back(path)
         if after is None:
             return

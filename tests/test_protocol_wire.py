@@ -1,0 +1,107 @@
+"""The worker's wire, pinned in this process: every message survives encode and decode (and sign and
+verify) with every field set away from its default, the wire names of a side and a request are the
+ones the worker reads, and a line that is not a message says why in one sentence.
+
+The runner and the worker speak this protocol across a process boundary, where a field lost or
+renamed on one side shows up only as a check that runs the wrong thing; here each message is
+checked on its own.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from exercises.faults import Fault
+from tutor.sandbox.protocol import (Answer, Attempted, Hello, Measured, Progress, ProtocolError, Raised, Refusal,
+                                    Request, Side, SideResult, SideSpec, decode, encode, sign, verify)
+
+FAULT = Fault(id="no-scale", file="engine/model.py", before="* self.scale", after="", summary="drops the scale")
+KEY = bytes(range(32))
+
+SIDES = (Side.clean(), Side.faulted(FAULT), Side.replacing("yours", "engine/model.py", "x = 1\n"))
+RESULT = SideResult(status="error", observed=[1, 2], evidence=[["row", "value"]], error="it raised",
+                    exception="ValueError", output="printed", duration_s=1.5, refused=["tried to write /x: refused"],
+                    tampered=2, confined=True, last_step="step 3")
+MESSAGES = [
+    Hello(torch="2.13.0", cuda=True, pid=41, cores=3, scratch="/tmp/s", speed={"factor": 1.5},
+          confinement={"landlock": 4}),
+    Request(job=7, check="edit_mode.hunt", device="cuda", seed=3, timeout_s=12.5, sides=SIDES,
+            limit_why="the exercise's 10 s, scaled"),
+    Progress(fraction=0.25, message="training", job=7, side="faulted"),
+    Attempted(what="tried to write ~/x: refused"),
+    Measured(observed={"shape": [2, 3]}, evidence=[["loss", 1.25]]),
+    Raised(exception="RuntimeError", message="boom", where="model.py:12", frames=("engine/model.py:57", "x.py:3")),
+    RESULT,
+    Answer(job=7, torch="2.13.0", device="cpu", duration_s=2.5, sides={"clean": SideResult(status="ok"),
+                                                                      "faulted": RESULT}),
+    Refusal(error="the line is not a request"),
+]
+
+
+@pytest.mark.parametrize("message", MESSAGES, ids=lambda m: m.TYPE)
+def test_every_message_comes_back_as_it_went(message):
+    line = encode(message)
+    assert "\n" not in line and json.loads(line)["type"] == message.TYPE
+    assert decode(line) == message
+    assert decode(line.encode()) == message
+    assert verify(KEY, sign(KEY, message).rstrip(b"\n")) == message
+
+
+def test_the_sides_are_built_as_named():
+    assert SIDES[0] == Side("clean", None, ())
+    assert SIDES[1] == Side("faulted", FAULT, ()) and SIDES[1].fault is FAULT
+    assert SIDES[2] == Side("yours", None, (("engine/model.py", "x = 1\n"),))
+
+
+def test_a_requests_sides_travel_under_the_names_the_worker_reads():
+    wire = json.loads(encode(MESSAGES[1]))
+    assert wire == {"type": "request", "job": 7, "check": "edit_mode.hunt", "device": "cuda", "seed": 3,
+                    "timeout_s": 12.5, "limit_why": "the exercise's 10 s, scaled",
+                    "sides": [{"name": "clean", "fault": None, "files": []},
+                              {"name": "faulted", "fault": FAULT.to_dict(), "files": []},
+                              {"name": "yours", "fault": None, "files": [["engine/model.py", "x = 1\n"]]}]}
+
+
+def test_a_request_reads_numbers_sent_as_text_and_the_fields_an_older_runner_leaves_out():
+    wire = {"type": "request", "job": 1, "check": "c.f", "device": "cpu", "seed": "4", "timeout_s": "2",
+            "sides": [{"name": "clean"}]}
+    request = decode(json.dumps(wire))
+    assert request == Request(job=1, check="c.f", device="cpu", seed=4, timeout_s=2.0, sides=(Side("clean"),))
+    assert type(request.seed) is int and type(request.timeout_s) is float and request.limit_why == ""
+
+
+def test_a_sides_spec_comes_back_as_it_went_and_asks_for_its_check_alone():
+    spec = SideSpec(check="c.f", device="cuda", seed=5, folder="/tmp/side", threads=2, key=KEY.hex(),
+                    status={"landlock": 4}, roots=("/usr", "/lib"), cgroup="/sys/fs/cgroup/a",
+                    memory_cgroup="/sys/fs/cgroup/b", worker_pid=99)
+    line = spec.encode()
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert json.loads(line)["roots"] == ["/usr", "/lib"]
+    assert SideSpec.decode(line) == spec and spec.key_bytes == KEY
+    assert spec.request() == Request(job=0, check="c.f", device="cuda", seed=5, timeout_s=0.0, sides=())
+    bare = SideSpec.decode(json.dumps({"check": "c.f", "device": "cpu", "seed": 0, "folder": "/f", "threads": 1,
+                                       "key": "00", "status": {}}).encode())
+    assert bare.roots == () and bare.cgroup is None and bare.memory_cgroup is None and bare.worker_pid == 0
+
+
+@pytest.mark.parametrize("line", [b"not json", b'{"check": 1}', b"[1]"])
+def test_a_line_that_is_no_sides_spec_says_so(line):
+    with pytest.raises(ProtocolError, match=r"^the line is not a side's spec \(.+\)$"):
+        SideSpec.decode(line)
+
+
+@pytest.mark.parametrize("line, sentence", [
+    ("{", r"^the line is not JSON \(Expecting property name enclosed in double quotes: .+\)$"),
+    (b"\xff", r"^the line is not JSON \(.+\)$"),
+    ("[1, 2]", r"^the line names no known message type \(None\)$"),
+    ('"hello"', r"^the line names no known message type \(None\)$"),
+    ('{"type": "shout"}', r"^the line names no known message type \('shout'\)$"),
+    ('{"type": "request", "job": 1}', r"^a request message is missing or mistypes a field \(KeyError\('check'\)\)$"),
+    ('{"type": "raised", "exception": "E"}', r"^a raised message is missing or mistypes a field \(KeyError\('message'\)\)$"),
+    ('{"type": "attempted"}', r"^a attempted message is missing or mistypes a field \(TypeError\(.+\)\)$"),
+])
+def test_a_line_that_is_no_message_says_why(line, sentence):
+    with pytest.raises(ProtocolError, match=sentence):
+        decode(line)
