@@ -22,7 +22,6 @@ from typing import Any
 
 from exercises.context import Context
 from exercises.faults import load_faults, make_private_copy
-from exercises.mysteries import hidden_fault
 from exercises.outcome import Measurement, note, table
 
 
@@ -119,6 +118,9 @@ def audit(ctx: Context) -> Measurement:
     Observed: the first failing link in lower case (``tokenizer`` …
     ``capability``), or ``none``. Seed 004, the final exercise.
     """
+    # here, not at the top: a side that carries a learner's file (a hunt) has no mysteries.py in its tree
+    from exercises.mysteries import hidden_fault
+
     report, fault, evidence = audit_mystery(ctx, hidden_fault(ctx.seed), "the mystery GPT")
     first = report.first_failure
     evidence.append(note(f"First failure: {first or 'none'}. The hidden fault was "

@@ -33,3 +33,14 @@ def run(runner, catalog):
     def _run(exercise_id, prediction=None):
         return runner.run(catalog.get(exercise_id), prediction)
     return _run
+
+
+@pytest.fixture
+def one_torch_thread():
+    """torch on one thread for the test, as before it afterwards: the audit's tests train and compare
+    models on a shared machine, and one thread keeps their float sums in one order."""
+    import torch  # only the tests that ask for this fixture load torch in the test process
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

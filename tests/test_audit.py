@@ -95,13 +95,8 @@ NANO = textwrap.dedent('''
 STEPS = 75
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    import torch
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+#: Each test on one torch thread (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _statuses(report):

@@ -11,10 +11,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from audit_support import subject_of
 from exercises.audit import LINKS, PIPELINE, SEED_LINKS
 from exercises.audit.links import architecture, data, inference, learning, loop, structure
 from exercises.audit.pipeline import run_link
-from exercises.audit.subject import prepare
 
 V = 37
 
@@ -50,7 +50,7 @@ class Deaf(Bigram):
 
 def subject(model, optimizer=None, overfit_steps=0):
     built = model if optimizer is None else (model, optimizer)
-    return prepare(lambda: built, None, None, "cpu", 0, None, overfit_steps, lambda f, m: None)
+    return subject_of(lambda: built, overfit_steps)
 
 
 def test_the_pipeline_lists_every_link_once_in_order():
@@ -352,8 +352,7 @@ def test_tokenizer_fails_when_the_factorys_tokenizer_cannot_encode_the_corpus():
         def decode(self, ids):
             return "".join(chr(i + 97) for i in ids)
 
-    s = prepare(lambda: {"model": Bigram(), "tokenizer": Letters()}, None, None, "cpu", 0, None, 0,
-                lambda f, m: None)
+    s = subject_of(lambda: {"model": Bigram(), "tokenizer": Letters()})
     link = data.tokenizer(s)
     assert link.status == "FAIL" and link.verdict.startswith("the factory's tokenizer cannot round-trip the corpus")
 

@@ -12,14 +12,13 @@ import functools
 import json
 import os
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-from exercises.audit import LINKS, audit, load_factory
+from audit_support import ZOO, factory
+from exercises.audit import LINKS, audit
 
-ZOO = Path(__file__).parent / "audit_models"
 
 #: Each correct control and the links that do not apply to it (CAPABILITY: no budget here), with the
 #: words their skip must say.
@@ -42,17 +41,8 @@ CLEAN = {
 BUGS = {"bug_rope_cache_offset": "CACHE", "bug_no_heads_scale": "ATTENTION", "bug_no_heads_scale:build_bf16": "ATTENTION"}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def factory(name):
-    file, _, function = name.partition(":")
-    return load_factory(str(ZOO / f"{file}.py"), function or "build")
+#: Each test on one torch thread (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @functools.lru_cache(maxsize=None)

@@ -18,14 +18,10 @@ import re
 import pytest
 import torch
 
-from exercises.audit import LINKS, OVERFIT_STEPS, audit, load_factory
+from audit_support import factory, subject_of
+from exercises.audit import LINKS, OVERFIT_STEPS, audit
 from exercises.audit.adapter import detect
 from exercises.audit.links import architecture, inference
-from exercises.audit.subject import prepare
-
-from pathlib import Path
-
-ZOO = Path(__file__).parent / "audit_models"
 
 #: Each bug, the link it must fail first, and what that link's verdict must say.
 BUGS = [
@@ -75,18 +71,8 @@ CLEAN = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def factory(name):
-    """The factory ``name`` names: a zoo file, and after a colon its factory when that is not ``build``."""
-    file, _, function = name.partition(":")
-    return load_factory(str(ZOO / f"{file}.py"), function or "build")
+#: Each test on one torch thread (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @functools.lru_cache(maxsize=None)
@@ -157,7 +143,7 @@ def test_the_report_names_the_interface_and_what_the_factory_returned():
 
 
 def _subject(name):
-    return prepare(factory(name), None, None, "cpu", 0, None, 0, lambda f, m: None)
+    return subject_of(factory(name))
 
 
 def _deltas(link):

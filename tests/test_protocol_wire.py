@@ -32,7 +32,7 @@ MESSAGES = [
     Progress(fraction=0.25, message="training", job=7, side="faulted"),
     Attempted(what="tried to write ~/x: refused"),
     Measured(observed={"shape": [2, 3]}, evidence=[["loss", 1.25]]),
-    Raised(exception="RuntimeError", message="boom", where="model.py:12"),
+    Raised(exception="RuntimeError", message="boom", where="model.py:12", frames=("engine/model.py:57", "x.py:3")),
     RESULT,
     Answer(job=7, torch="2.13.0", device="cpu", duration_s=2.5, sides={"clean": SideResult(status="ok"),
                                                                       "faulted": RESULT}),
@@ -99,7 +99,8 @@ def test_a_line_that_is_no_sides_spec_says_so(line):
     ('"hello"', r"^the line names no known message type \(None\)$"),
     ('{"type": "shout"}', r"^the line names no known message type \('shout'\)$"),
     ('{"type": "request", "job": 1}', r"^a request message is missing or mistypes a field \(KeyError\('check'\)\)$"),
-    ('{"type": "raised", "exception": "E"}', r"^a raised message is missing or mistypes a field \(TypeError\(.+\)\)$"),
+    ('{"type": "raised", "exception": "E"}', r"^a raised message is missing or mistypes a field \(KeyError\('message'\)\)$"),
+    ('{"type": "attempted"}', r"^a attempted message is missing or mistypes a field \(TypeError\(.+\)\)$"),
 ])
 def test_a_line_that_is_no_message_says_why(line, sentence):
     with pytest.raises(ProtocolError, match=sentence):

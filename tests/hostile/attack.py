@@ -124,6 +124,11 @@ class Outcome:
         start, end = self.text.find("SAW<"), self.text.find(">SAW")
         return self.text[start + 4:end] if start >= 0 and end > start else ""
 
+    @property
+    def reported(self):
+        """The value the attack reported, read back from its ``repr`` (the attack's own dict or list)."""
+        return eval(self.saw)
+
     def assert_not_fixed_and_no_damage(self) -> None:
         assert self.data.get("fixed") is not True, self.text[-3000:]
         assert self.data.get("confined") is True, self.text[-3000:]
@@ -148,10 +153,13 @@ def marked_processes(mark: str) -> list[str]:
     return found
 
 
-def run_fix(root: Path, code: str, exercise: str = "broadcast-loss", extra: tuple = ()) -> Outcome:
+def run_fix(root: Path, code: str, exercise: str = "broadcast-loss", extra: tuple = (), user: int | None = None,
+            text: str | None = None) -> Outcome:
     """Run the attack ``code`` through ``tutor fix EXERCISE --file F --json`` as a fresh process in ``root``.
 
-    ``CLASSMATE`` and ``OUTSIDE`` in ``code`` become the watched files' paths (string literals).
+    ``CLASSMATE`` and ``OUTSIDE`` in ``code`` become the watched files' paths (string literals). ``user``:
+    the uid (and gid) the tutor runs as, started by root (``root`` must be reachable by it; the learner's
+    own folders are given to it); ``text``: the learner's whole file instead of the attack.
     """
     witness = Witness(root)
     mark = secrets.token_hex(8)
@@ -161,13 +169,19 @@ def run_fix(root: Path, code: str, exercise: str = "broadcast-loss", extra: tupl
     home.mkdir()
     learner = root / "losses.py"
     code = code.replace("CLASSMATE", repr(str(witness.classmate))).replace("OUTSIDE", repr(str(witness.outside)))
-    learner.write_text(attack_file(code), encoding="utf-8")
+    learner.write_text(attack_file(code) if text is None else text, encoding="utf-8")
+    start = {}
+    if user is not None:
+        from tutor.sandbox import bwrap
+        for folder in (root, witness.progress, temp, home):
+            os.chown(folder, user, user)
+        start = bwrap.as_user(user)  # the Python installation reachable by ``user``, then ``user``
     env = {k: v for k, v in os.environ.items() if not k.startswith("TUTOR_") or k == "TUTOR_CACHE_DIR"}
     env.update({"GRADER_API_TOKEN": SECRET, MARK_ENV: mark, "TMPDIR": str(temp), "HOME": str(home),
                 "TUTOR_PROGRESS_DIR": str(witness.progress), "TUTOR_LEARNER": "mallory"})
     proc = subprocess.run([sys.executable, "-m", "tutor.cli", "fix", exercise, "--file", str(learner),
                            "--no-instruments", "--json", *extra], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, env=env, cwd=root, timeout=600)
+                          stdin=subprocess.DEVNULL, env=env, cwd=root, timeout=600, **start)
     try:
         data = json.loads(proc.stdout)
     except ValueError:

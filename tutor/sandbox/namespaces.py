@@ -16,6 +16,7 @@ delegated), the kernel itself refuses the fork past the limit
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import os
 import socket
@@ -27,7 +28,8 @@ from tutor.sandbox.landlock import libc
 #: The most processes one side may have at once (the child included); past it the side is stopped.
 MAX_PROCESSES = 64
 
-CLONE_NEWNET, CLONE_NEWUSER, CLONE_NEWPID = 0x40000000, 0x10000000, 0x20000000
+CLONE_NEWNET, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNS = 0x40000000, 0x10000000, 0x20000000, 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 1 << 14, 1 << 18
 
 
 def make_namespaces() -> tuple[bool, bool]:
@@ -55,6 +57,49 @@ def make_namespaces() -> tuple[bool, bool]:
             return True, True  # namespaces made; ids unmapped (files still open as before)
     _loopback_up()
     return True, True
+
+
+def own_proc() -> bool:
+    """Give this process (a side's child, the second process of its fresh PID namespace) a ``/proc`` of
+    that namespace alone: a mount namespace of its own, and a fresh procfs mounted on ``/proc`` there.
+
+    Without it the child reads the sandbox's ``/proc``, where the worker, bwrap's init and every other
+    side's warden are listed with their command lines. With it, ``/proc`` lists only the namespace's init
+    and the side's own processes. Call it while the process still holds the capabilities of its user
+    namespace (before :func:`tutor.sandbox.landlock.drop_capabilities`) and before seccomp, which refuses
+    ``mount`` and ``unshare``. The kernel refuses the fresh procfs where the ``/proc`` it already shows has
+    a part hidden by a mount (bwrap covers ``/proc/irq`` and ``/proc/bus`` when its uid outside is root):
+    the side then keeps the sandbox's ``/proc``.
+
+    Returns:
+        Whether ``/proc`` is now the side's own.
+    """
+    c = libc()
+    if c.unshare(CLONE_NEWNS) != 0:
+        return False
+    # nothing mounted here reaches the sandbox's mount namespace
+    c.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None)
+    return c.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0
+
+
+def rename_process(name: str) -> None:
+    """Make this process's ``/proc/PID/cmdline`` read ``name``: its argument area, overwritten in place.
+
+    A side's namespace init is a fork of the worker, so its command line was the worker's; the side lists
+    it in its ``/proc``. Python keeps its own copies of its arguments (``sys.argv``), so the area the
+    kernel reads is free to overwrite. Nothing is changed where ``/proc/self/stat`` cannot be read.
+    """
+    try:
+        with open("/proc/self/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end: stat's 48th and 49th fields
+    except (OSError, IndexError, ValueError):
+        return
+    if end <= start:
+        return
+    data = name.encode()[:end - start - 1]
+    ctypes.memset(start, 0, end - start)
+    ctypes.memmove(start, data, len(data))
 
 
 def _write(path: str, text: str) -> None:
@@ -169,8 +214,10 @@ def make_memory_cgroup(name: str, limit_bytes: int) -> str | None:
         return None
 
 
-def delegate(name: str) -> dict[str, str]:
-    """Make a cgroup ``name`` per controller (pids, memory) for one sandboxed worker, to bind into its sandbox.
+def delegate(name: str, owner: int | None = None) -> dict[str, str]:
+    """Make a cgroup ``name`` per controller (pids, memory) for one sandboxed worker, to bind into its sandbox,
+    owned by uid and gid ``owner`` where given (the uid the sandbox runs as outside), so it can make its
+    sides' cgroups inside.
 
     Returns:
         controller -> folder, only those that could be made; :func:`delegation_env` writes them for the worker.
@@ -184,6 +231,10 @@ def delegate(name: str) -> dict[str, str]:
         try:
             os.mkdir(path)
             made[controller] = path
+            if owner is not None:
+                for entry in [path, *(os.path.join(path, n) for n in ("cgroup.procs", "tasks"))]:
+                    if os.path.exists(entry):
+                        os.chown(entry, owner, owner)
         except OSError:
             pass
     return made

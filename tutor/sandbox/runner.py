@@ -123,7 +123,7 @@ class Worker:
         self.sandboxed = bool(wall.path)
         if self.sandboxed:
             # cgroups made here, bound writable into the sandbox: the worker makes its sides' inside them
-            self.cgroups = namespaces.delegate(f"tutor-worker-{os.getpid()}-{secrets.token_hex(4)}")
+            self.cgroups = namespaces.delegate(f"tutor-worker-{os.getpid()}-{secrets.token_hex(4)}", owner=wall.user)
             if self.cgroups:  # a tutor that ends without closing its runner leaves no empty cgroup behind
                 atexit.register(_end_at_exit, self, dict(self.cgroups))
             env[namespaces.CGROUPS_ENV] = namespaces.delegation_env(self.cgroups)
@@ -136,7 +136,7 @@ class Worker:
             if self.sandboxed:
                 argv, fd = bwrap.through_fd(argv)
                 fds = (fd,)
-            self._proc = _launch(argv, env, fds)
+            self._proc = _launch(argv, env, fds, bwrap.as_user(wall.user if self.sandboxed else None))
         except OSError as exc:
             raise WorkerError(f"could not start the check worker ({exc})") from None
         finally:
@@ -297,12 +297,12 @@ _LAUNCHER: threading.Thread | None = None
 _LAUNCHER_LOCK = threading.Lock()
 
 
-def _launch(argv: list[str], env: dict[str, str], fds: tuple[int, ...] = ()) -> subprocess.Popen:
+def _launch(argv: list[str], env: dict[str, str], fds: tuple[int, ...] = (), user: dict | None = None) -> subprocess.Popen:
     """Start the worker from one thread that lives as long as this process.
 
     bwrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) follows the *thread* that
     forked it: a worker started from a short-lived thread (a TUI task) would
-    die when that thread ends. So every start is made on one daemon thread.
+    die when that thread ends. So every start is made on one daemon thread (as ``user``: ``bwrap.as_user``).
     """
     global _LAUNCHER
     with _LAUNCHER_LOCK:
@@ -310,7 +310,7 @@ def _launch(argv: list[str], env: dict[str, str], fds: tuple[int, ...] = ()) -> 
             _LAUNCHER = threading.Thread(target=_launcher, name="tutor-worker-launcher", daemon=True)
             _LAUNCHER.start()
     done: "queue.Queue" = queue.Queue(maxsize=1)
-    _LAUNCHES.put((argv, env, fds, done))
+    _LAUNCHES.put((argv, env, fds, user, done))
     proc = done.get()
     if isinstance(proc, BaseException):
         raise proc
@@ -319,12 +319,12 @@ def _launch(argv: list[str], env: dict[str, str], fds: tuple[int, ...] = ()) -> 
 
 def _launcher() -> None:
     while True:
-        argv, env, fds, done = _LAUNCHES.get()
+        argv, env, fds, user, done = _LAUNCHES.get()
         try:
             landlock.libc().prctl  # looked up here: the forked child only calls it (no loader lock after a fork)
             done.put(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                       text=True, bufsize=1, env=env, start_new_session=True, pass_fds=fds,
-                                      preexec_fn=landlock.die_with_parent))
+                                      **(user or {"preexec_fn": landlock.die_with_parent})))
         except BaseException as exc:  # handed to the thread that asked
             done.put(exc)
 

@@ -300,12 +300,18 @@ class TreeError(ValueError):
     """A side's file cannot be put in its private tree; the message says why."""
 
 
+#: The capstone's table of hidden faults by seed, kept out of a learner's tree.
+MYSTERIES = "exercises/mysteries.py"
+
+
 def build_tree(folder: Path, side: Side) -> Path:
     """Copy the subject packages into ``folder``, apply the side's fault, put its files in place.
 
     A side that carries files of its own (a learner's) gets no catalog data
     (``exercises/*.toml``): the faults' ``before`` texts would rebuild the
-    clean subject next to the learner's file.
+    clean subject next to the learner's file. Nor does it get
+    ``exercises/mysteries.py``, which names the capstone's hidden fault for
+    every seed: a hunt's file would read its own mystery there.
 
     Raises:
         FaultError: the fault does not apply to the current source.
@@ -326,8 +332,8 @@ def build_tree(folder: Path, side: Side) -> Path:
         except (OSError, UnicodeError) as exc:
             raise TreeError(f"{path!r} could not be written ({exc})") from None
     if side.files:
-        for data in (folder / "exercises").glob("*.toml"):
-            data.unlink()
+        for data in [*(folder / "exercises").glob("*.toml"), folder / MYSTERIES]:
+            data.unlink(missing_ok=True)
     return folder
 
 

@@ -1,0 +1,194 @@
+"""What a side's child says its subject tried, and how the worker says it confines: pinned in this process.
+
+:class:`tutor.sandbox.confine.Attempts` is the audit hook a side's child installs: it refuses nothing
+(the kernel does), it only says what was tried, ending "refused" only where an active layer refuses
+that call. :class:`tutor.sandbox.confine.Status` travels from the worker to the runner. Both run
+inside the worker's children in real runs, where no test of this process reaches them; here each
+sentence is called for directly.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tutor.sandbox import confine
+from tutor.sandbox.landlock import Policy
+from tutor.sandbox.namespaces import MAX_PROCESSES
+
+TREE = "/work/side"
+HOME = "/home/ada"
+
+
+def said(event, args, **layers):
+    """The sentences one call makes an Attempts hook say, in a side whose tree is TREE and may read /usr."""
+    notes = []
+    policy = Policy(tree=TREE, read=("/usr",), network=layers.pop("network", True))
+    hook = confine.Attempts(policy, notes.append, home=HOME, **layers)
+    hook(event, args)
+    return notes
+
+
+@pytest.mark.parametrize("args, sentence", [
+    (("/home/ada/x", "w", 0), "tried to write ~/x: refused"),
+    (("/home/ada/x", "a", 0), "tried to write ~/x: refused"),
+    (("/home/ada/x", "r+", 0), "tried to write ~/x: refused"),
+    (("/home/ada/x", "r", os.O_WRONLY), "tried to write ~/x: refused"),
+    (("/home/ada/x", None, os.O_CREAT), "tried to write ~/x: refused"),
+    (("/home/ada/x", "r", 0), "tried to read ~/x: refused"),
+    (("/home/ada/x",), "tried to read ~/x: refused"),
+    (("/srv/class/bob.toml", "rb", 0), "tried to read /srv/class/bob.toml: refused"),
+    ((b"/srv/x", "r", 0), "tried to read /srv/x: refused"),
+])
+def test_an_open_outside_the_tree_is_said_refused(args, sentence):
+    assert said("open", args) == [sentence]
+
+
+@pytest.mark.parametrize("args", [(f"{TREE}/a.py", "w", 0), (f"{TREE}/../side/b", "w", 0), ("/dev/null", "w", 0),
+                                  ("/usr/lib/x.so", "r", 0), ("/proc/self/status", "r", 0), (3, "r", 0),
+                                  (None, "r", 0), (object(), "r", 0)])
+def test_an_open_the_side_may_make_says_nothing(args):
+    assert said("open", args) == []
+
+
+def test_a_relative_path_is_read_from_the_working_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert said("open", ("x.txt", "r", 0)) == [f"tried to read {tmp_path / 'x.txt'}: refused"]
+
+
+def test_a_write_to_a_read_only_folder_is_said_refused():
+    assert said("open", ("/usr/lib/x.so", "w", 0)) == ["tried to write /usr/lib/x.so: refused"]
+
+
+def test_without_landlock_an_open_is_said_but_not_refused():
+    assert said("open", ("/home/ada/x", "w", 0), landlock=False) == ["tried to write ~/x"]
+
+
+@pytest.mark.parametrize("event, verb", [("os.chmod", "chmod"), ("os.chown", "chown"), ("os.utime", "touch"),
+                                         ("os.setxattr", "set an attribute on"),
+                                         ("os.removexattr", "remove an attribute of")])
+def test_metadata_changes_are_refused_by_seccomp_even_inside_the_tree(event, verb):
+    assert said(event, (f"{TREE}/a.py",), seccomp=True) == [f"tried to {verb} {TREE}/a.py: refused"]
+    assert said(event, (f"{TREE}/a.py",)) == []  # no filter: inside the tree it is the side's own file
+    assert said(event, ("/srv/x",)) == [f"tried to {verb} /srv/x"]  # no filter: said, never claimed refused
+    assert said(event, ()) == []
+
+
+@pytest.mark.parametrize("event, verb", [("os.remove", "remove"), ("os.rename", "rename"),
+                                         ("os.mkdir", "make a folder in"), ("os.symlink", "symlink"),
+                                         ("shutil.rmtree", "remove"), ("shutil.move", "rename")])
+def test_tree_only_calls_outside_the_tree_are_refused_by_landlock(event, verb):
+    assert said(event, ("/home/ada/notes",)) == [f"tried to {verb} ~/notes: refused"]
+    assert said(event, ("/home/ada/notes",), landlock=False) == [f"tried to {verb} ~/notes"]
+    assert said(event, (f"{TREE}/tmp/x",)) == []
+    assert said(event, ()) == []
+
+
+def test_a_unix_socket_is_refused_only_under_seccomp():
+    import socket
+    assert said("socket.__new__", (None, socket.AF_UNIX, 1, 0), seccomp=True) == ["tried to open a UNIX socket: refused"]
+    assert said("socket.__new__", (None, socket.AF_UNIX, 1, 0)) == ["tried to open a UNIX socket"]
+    assert said("socket.__new__", (None, socket.AF_INET, 1, 0), seccomp=True) == []
+
+
+@pytest.mark.parametrize("event, address, sentence", [
+    ("socket.connect", ("10.0.0.1", 443), "tried to connect to 10.0.0.1:443: refused"),
+    ("socket.sendto", ("8.8.8.8", 53), "tried to connect to 8.8.8.8:53: refused"),
+    ("socket.bind", ("0.0.0.0", 8080), "tried to listen on 0.0.0.0:8080: refused"),
+    ("socket.connect", ("10.0.0.1",), "tried to connect to 10.0.0.1:: refused"),
+])
+def test_a_connection_off_the_loopback_is_refused(event, address, sentence):
+    assert said(event, (None, address)) == [sentence]
+    assert said(event, (None, address), network_refused=False) == [sentence.removesuffix(": refused")]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost"])
+def test_its_own_loopback_is_no_attempt_unless_the_policy_refuses_all_network(host):
+    assert said("socket.connect", (None, (host, 80)), network=False) == []
+    assert said("socket.connect", (None, (host, 80))) == [f"tried to connect to {host}:80: refused"]
+
+
+def test_a_socket_address_that_is_no_tuple_is_no_connection():
+    assert said("socket.connect", (None, "/run/x.sock")) == []
+    assert said("socket.connect", (None,)) == []
+
+
+@pytest.mark.parametrize("pid", [-1, 1, MAX_PROCESSES * 16 + 1])
+def test_a_signal_out_of_the_side_is_said(pid):
+    assert said("os.kill", (pid, 9), signals=True) == [f"tried to send a signal to process {pid}: refused"]
+    assert said("os.kill", (pid, 9)) == [f"tried to send a signal to process {pid}"]
+
+
+@pytest.mark.parametrize("pid", [0, 2, MAX_PROCESSES * 16, os.getpid()])
+def test_a_signal_inside_the_side_is_no_attempt(pid):
+    assert said("os.kill", (pid, 0), signals=True) == []
+
+
+def test_each_sentence_is_said_once_and_at_most_limit_sentences_in_all():
+    notes = []
+    hook = confine.Attempts(Policy(tree=TREE, read=()), notes.append, home=HOME, limit=3)
+    for i in (1, 1, 2, 3, 4):
+        hook("open", (f"/srv/{i}", "r", 0))
+    assert notes == ["tried to read /srv/1: refused", "tried to read /srv/2: refused", "tried to read /srv/3: refused"]
+
+
+def test_a_report_that_raises_or_an_odd_event_never_reaches_the_subject():
+    def broken(sentence):
+        raise OSError("the pipe is gone")
+
+    hook = confine.Attempts(Policy(tree=TREE, read=()), broken, home=HOME)
+    hook("open", ("/srv/x", "r", 0))  # the report raised: the subject's call goes on
+    hook("open", ("/srv/x", "r", "not flags"))  # flags of the wrong type: ignored
+    hook("os.kill", ("1", 9))
+    assert hook.seen == {"tried to read /srv/x: refused"}
+
+
+@pytest.mark.parametrize("home, shown", [(HOME, "~/x"), ("/", "/home/ada/x"), ("/tmp", "/home/ada/x"),
+                                         ("", "/home/ada/x"), ("/home/ad", "/home/ada/x"), ("/home/ada/", "~/x")])
+def test_only_a_real_home_is_written_as_a_tilde(home, shown):
+    notes = []
+    confine.Attempts(Policy(tree=TREE, read=()), notes.append, home=home)("open", ("/home/ada/x", "r", 0))
+    assert notes == [f"tried to read {shown}: refused"]
+
+
+def test_install_adds_the_hook_to_this_process(monkeypatch):
+    added = []
+    monkeypatch.setattr(confine.sys, "addaudithook", added.append)
+    hook = confine.Attempts(Policy(tree=TREE, read=()), print)
+    hook.install()
+    assert added == [hook]
+
+
+# --- how the worker confines, on the wire -----------------------------------------------------------
+
+def test_a_status_comes_back_as_it_went_and_ignores_fields_it_does_not_know():
+    status = confine.Status(True, landlock=6, pid_namespace=True, net_namespace=True, network="namespace",
+                            signals=True, processes="cgroup", sandbox="bwrap 0.11.0", user_namespace=True,
+                            capabilities="0", seccomp=True, memory="cgroup", file_cap_mb=64, why="")
+    assert confine.Status.from_wire(status.to_wire()) == status
+    assert confine.Status.from_wire({**status.to_wire(), "from_a_newer_worker": 1}) == status
+    assert confine.Status.from_wire({"confined": False, "why": "no Landlock"}) == confine.Status(False, why="no Landlock")
+
+
+@pytest.mark.parametrize("data", [None, [], "confined"])
+def test_a_worker_that_does_not_say_is_taken_as_unconfined(data):
+    status = confine.Status.from_wire(data)
+    assert status == confine.Status(False, why="the check worker did not say how it confines code")
+    assert status.sentence == "Code under check runs unconfined here: the check worker did not say how it confines code"
+
+
+def test_a_confined_status_says_nothing():
+    assert confine.Status(True).sentence == ""
+
+
+@pytest.mark.parametrize("value, on", [("", True), ("on", True), ("1", True), ("off", False), (" OFF ", False),
+                                       ("0", False), ("no", False), ("False", False)])
+def test_tutor_confine_turns_confinement_off_only_by_a_word_for_off(value, on, monkeypatch):
+    monkeypatch.setenv(confine.ENV, value)
+    assert confine.enabled() is on
+
+
+def test_confinement_is_on_when_tutor_confine_is_unset(monkeypatch):
+    monkeypatch.delenv(confine.ENV, raising=False)
+    assert confine.enabled() is True
