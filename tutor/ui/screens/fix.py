@@ -159,7 +159,7 @@ class EditScreen(Seeking, PageScreen):
     def _load(self, text: str) -> None:
         """Put ``text`` in the built-in editor, its cursor at the task's line (the fault's, where there is one)."""
         self._editor.load_text(text)
-        self.call_after_refresh(self._editor.go_to_line, self.edit_task.line)
+        self._editor.go_to_line(self.edit_task.line)
 
     @property
     def text(self) -> str:
