@@ -20,7 +20,9 @@ from tutor.sandbox.protocol import (Answer, Attempted, Hello, Measured, Progress
 FAULT = Fault(id="no-scale", file="engine/model.py", before="* self.scale", after="", summary="drops the scale")
 KEY = bytes(range(32))
 
-SIDES = (Side.clean(), Side.faulted(FAULT), Side.replacing("yours", "engine/model.py", "x = 1\n"))
+#: Written out, not built with Side.clean() and the like: a module-level value is made once, at import,
+#: before a mutation test swaps the code it calls; test_the_sides_are_built_as_named builds them.
+SIDES = (Side("clean"), Side("faulted", FAULT), Side("yours", None, (("engine/model.py", "x = 1\n"),)))
 RESULT = SideResult(status="error", observed=[1, 2], evidence=[["row", "value"]], error="it raised",
                     exception="ValueError", output="printed", duration_s=1.5, refused=["tried to write /x: refused"],
                     tampered=2, confined=True, last_step="step 3")
@@ -50,9 +52,11 @@ def test_every_message_comes_back_as_it_went(message):
 
 
 def test_the_sides_are_built_as_named():
-    assert SIDES[0] == Side("clean", None, ())
-    assert SIDES[1] == Side("faulted", FAULT, ()) and SIDES[1].fault is FAULT
-    assert SIDES[2] == Side("yours", None, (("engine/model.py", "x = 1\n"),))
+    assert Side.clean() == Side("clean", None, ())
+    faulted = Side.faulted(FAULT)
+    assert faulted == Side("faulted", FAULT, ()) and faulted.fault is FAULT
+    assert Side.replacing("yours", "engine/model.py", "x = 1\n") == Side("yours", None, (("engine/model.py", "x = 1\n"),))
+    assert (Side.clean(), faulted, Side.replacing("yours", "engine/model.py", "x = 1\n")) == SIDES
 
 
 def test_a_requests_sides_travel_under_the_names_the_worker_reads():
