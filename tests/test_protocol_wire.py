@@ -109,3 +109,11 @@ def test_a_line_that_is_no_sides_spec_says_so(line):
 def test_a_line_that_is_no_message_says_why(line, sentence):
     with pytest.raises(ProtocolError, match=sentence):
         decode(line)
+
+
+def test_a_raised_message_from_a_worker_that_sends_no_frames_or_place_reads_as_none():
+    bare = decode('{"type": "raised", "exception": "E", "message": "m"}')
+    assert bare == Raised(exception="E", message="m", where="", frames=())
+    assert bare.sentence == "E: m"
+    framed = decode('{"type": "raised", "exception": "E", "message": "m", "frames": ["a.py:1", 7]}')
+    assert framed.frames == ("a.py:1", "7")
