@@ -21,8 +21,9 @@ configuration to compare, for example::
   A cell that is the same within every configuration but differs between
   configurations is a determinism failure.
 
-The configuration of a record is its ``TUTOR_WORKER_CORES`` and CPU
-affinity, written into the record. ``compare`` exits 1 when any graded fact
+The configuration of a record is its ``TUTOR_WORKER_CORES``, its
+``ATEN_CPU_CAPABILITY`` (the CPU kernels) and CPU affinity, written into
+the record. ``compare`` exits 1 when any graded fact
 or any configuration-stable cell differs. See ``docs/determinism.md``.
 """
 
@@ -56,7 +57,9 @@ def record(out: str, ids: list[str], set_id: str | None) -> int:
             print(f"{ex.id:32} {result.status:8} {result.duration_s:7.2f} s", file=sys.stderr, flush=True)
     finally:
         runner.close()
+    # ATEN_CPU_CAPABILITY: the CPU kernels the worker runs ("" is the runner's choice, avx2 where the CPU has it)
     config = {"TUTOR_WORKER_CORES": os.environ.get("TUTOR_WORKER_CORES", ""),
+              "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY", ""),
               "affinity": sorted(os.sched_getaffinity(0))}
     with open(out, "w", encoding="utf-8") as fh:
         json.dump({"config": config, "wall_s": round(time.perf_counter() - started, 1), "exercises": rows}, fh,

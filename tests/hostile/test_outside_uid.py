@@ -10,7 +10,7 @@ import pytest
 
 from tutor.sandbox import bwrap, namespaces
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only a tutor run as root has a uid to give up")
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="only a tutor run as root has a uid to give up")
 
 
 def _uids(pid: int) -> list[int]:
@@ -19,6 +19,7 @@ def _uids(pid: int) -> list[int]:
     return [int(u) for u in line.split()[1:]]
 
 
+@ROOT_ONLY
 def test_the_sandbox_runs_as_nobody_outside(runner):
     wall = bwrap.available()
     if wall.user is None and (wall.note or not wall.path):
@@ -28,3 +29,24 @@ def test_the_sandbox_runs_as_nobody_outside(runner):
     pids = [outer, *namespaces.descendants(outer)]  # bwrap's init, the worker, its fork server
     assert len(pids) >= 4, pids
     assert {pid: _uids(pid) for pid in pids} == {pid: [bwrap.SANDBOX_ID] * 4 for pid in pids}
+
+
+@ROOT_ONLY
+def test_where_nobody_cannot_reach_the_python_the_probe_says_so(monkeypatch):
+    if not bwrap.find():
+        pytest.skip("no bwrap here")
+    real = bwrap._try
+
+    def refused_for_nobody(path, user):
+        if user is not None:
+            raise OSError("nobody cannot enter it")  # as the start's preexec step would fail
+        return real(path, user)
+
+    monkeypatch.setattr(bwrap, "_try", refused_for_nobody)
+    bwrap._tried.cache_clear()
+    try:
+        wall = bwrap.available()
+    finally:
+        bwrap._tried.cache_clear()
+    assert wall.path and wall.user is None
+    assert "uid 65534 cannot reach the Python installation" in wall.note
