@@ -117,3 +117,17 @@ def test_a_raised_message_from_a_worker_that_sends_no_frames_or_place_reads_as_n
     assert bare.sentence == "E: m"
     framed = decode('{"type": "raised", "exception": "E", "message": "m", "frames": ["a.py:1", 7]}')
     assert framed.frames == ("a.py:1", "7")
+
+
+def test_a_raised_message_is_told_at_the_deepest_frame_in_the_learners_files():
+    deep = Raised(exception="RuntimeError", message="shape", where="functional.py:2615",
+                  frames=("exercises/x.py:3", "engine/model.py:10", "engine/model.py:57", "torch/nn/functional.py:2615"))
+    told = deep.in_files({"engine/model.py"})
+    assert told.where == "engine/model.py:57 in your file; raised in functional.py:2615"
+    assert (told.exception, told.message, told.frames) == (deep.exception, deep.message, deep.frames)
+    innermost = Raised(exception="E", message="m", where="model.py:57", frames=("engine/model.py:57",))
+    assert innermost.in_files(["engine/model.py"]).where == "engine/model.py:57 in your file"
+    unplaced = Raised(exception="E", message="m", where="", frames=("engine/model.py:57",))
+    assert unplaced.in_files(["engine/model.py"]).where == "engine/model.py:57 in your file"
+    assert deep.in_files({"engine/other.py"}) is deep
+    assert Raised(exception="E", message="m").in_files({"engine/model.py"}).where == ""
