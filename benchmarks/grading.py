@@ -1,6 +1,7 @@
 """Grading benchmarks: a class's answers, a generated 100,000-row class, a 10,000-file report, fix batches.
 
-    python benchmarks/grading.py [--only rows100 rows100k report10k fixes] [--rows N]
+    python benchmarks/grading.py [--only rows100 rows100k report10k fixes save gradescope memory kill]
+                                 [--rows N] [--mb MB]
 
 Each section runs its command once as its own process (worker start and
 torch import included) and prints the wall time with the machine's load
@@ -16,6 +17,11 @@ average beside it; run it on a quiet machine for the targets:
   one warm worker; ≤ 3 s per submission.
 * ``save``      — ``rows100`` again with ``--save`` beside one without, in one
   run: the ratio of the two walls; ≤ 1.5×.
+* ``memory``   — ``tutor grade`` of a generated export of ``--mb`` MB (default
+  200: 2 KB notes, 500 learners, two cheap exercises, so two checks): the
+  CLI's peak RSS (``VmHWM``, polled) and rows per second; ≤ 500 MB.
+* ``kill``     — ``kill -9`` of a grading CLI mid-batch: how long until its
+  worker and every process under it are gone; ≤ 1 s.
 * ``gradescope``— one ``tutor gradescope`` submission (two predictions and a
   repair, judged at its hidden seeds) from a cold start; ≤ 5 s on a warm
   machine.
@@ -257,13 +263,108 @@ def gradescope_section() -> None:
               f"{result.get('execution_time')} s; before: {before}; after: {load()}")
 
 
+def _status_kib(pid: int, field: str) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _below(pid: int) -> list[int]:
+    parent = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    parent[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, todo = [], [pid]
+    while todo:
+        kids = [c for c, p in parent.items() if p == todo[-1]]
+        todo.pop()
+        found += kids
+        todo += kids
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def memory_section(mb: int = 200) -> None:
+    note = "why " * 500
+    with tempfile.TemporaryDirectory() as d:
+        answers = Path(d) / "big.csv"
+        rows = 0
+        with open(answers, "w", encoding="utf-8") as fh:
+            fh.write("learner,exercise,answer,note\n")
+            while fh.tell() < mb * 2**20:
+                ex, answer = ("head-split", "ab"[rows % 2]) if rows % 3 else ("broadcast-loss", "(3, 3)")
+                fh.write(f"learner{rows % 500},{ex},\"{answer}\",{note}\n")
+                rows += 1
+        before = load()
+        t = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "tutor.cli", "grade", "--answers", str(answers), "--out",
+                                 str(Path(d) / "out"), "--device", "cpu", "--exercises", "head-split,broadcast-loss",
+                                 "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        peak = 0
+        import threading
+        out: dict = {}
+        reader = threading.Thread(target=lambda: out.update(zip(("stdout", "stderr"), proc.communicate())))
+        reader.start()
+        while proc.poll() is None:
+            peak = max(peak, _status_kib(proc.pid, "VmHWM"))
+            time.sleep(0.1)
+        reader.join()
+        wall = time.perf_counter() - t
+        if proc.returncode != 0:
+            print(f"memory: did not run ({proc.returncode}): {out['stderr'].decode()[-400:]}")
+            return
+        lines = [x for x in out["stderr"].decode().splitlines() if x.startswith("graded ")]
+        print(f"memory: {rows} rows ({mb} MB) graded in {wall:.1f} s ({rows / wall:.0f} rows/s); peak RSS of the CLI "
+              f"{peak / 1024:.0f} MB (target ≤ 500 MB); {len(lines)} progress lines, last {lines[-1] if lines else '-'!r};"
+              f" before: {before}; after: {load()}")
+
+
+def kill_section() -> None:
+    with tempfile.TemporaryDirectory() as d:
+        answers = Path(d) / "a.csv"
+        answers.write_text("learner,exercise,answer,seed\n" + "".join(f"ada,head-split,b,{s}\n" for s in range(1, 200)))
+        before = load()
+        proc = subprocess.Popen([sys.executable, "-m", "tutor.cli", "grade", "--answers", str(answers), "--out",
+                                 str(Path(d) / "o"), "--device", "cpu", "--exercises", "head-split"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        graded = Path(d) / "o" / "rows.jsonl"
+        while proc.poll() is None and not (graded.is_file() and graded.read_bytes().count(b"\n") >= 2):
+            time.sleep(0.05)
+        below = _below(proc.pid)
+        sent = time.perf_counter()
+        proc.kill()
+        proc.wait()
+        while any(_alive(p) for p in below) and time.perf_counter() - sent < 30:
+            time.sleep(0.005)
+        took = time.perf_counter() - sent
+        print(f"kill: kill -9 of the grader mid-batch; its {len(below)} processes (worker, sides) gone in {took:.3f} s "
+              f"(target ≤ 1 s), {sum(_alive(p) for p in below)} left; before: {before}; after: {load()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="+", choices=["rows100", "rows100k", "report10k", "fixes", "save",
-                                                      "gradescope"])
+                                                      "gradescope", "memory", "kill"])
+    parser.add_argument("--mb", type=int, default=200, help="size of the export of the memory section (default 200)")
     parser.add_argument("--rows", type=int, default=100_000, help="rows of the large class (default 100,000)")
     args = parser.parse_args()
-    sections = args.only or ["rows100", "rows100k", "report10k", "fixes", "save", "gradescope"]
+    sections = args.only or ["rows100", "rows100k", "report10k", "fixes", "save", "gradescope", "memory", "kill"]
     pairs = answers_of() if {"rows100", "rows100k", "save"} & set(sections) else {}
     if "rows100" in sections:
         grade_section("rows100", 10, pairs, target_s=5.0)
@@ -277,6 +378,10 @@ def main() -> None:
         save_section(pairs)
     if "gradescope" in sections:
         gradescope_section()
+    if "memory" in sections:
+        memory_section(args.mb)
+    if "kill" in sections:
+        kill_section()
 
 
 if __name__ == "__main__":

@@ -449,3 +449,68 @@ def test_sigterm_ends_the_grading_and_its_worker_within_the_deadline(tmp_path, r
                 os.killpg(w, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def _descendants(pid):
+    """Every process below ``pid`` now (its worker, the worker's sides and their children)."""
+    import os
+    parent = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    parent[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        found += kids
+        todo += kids
+    return found
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc"), reason="reads /proc to find the worker")
+def test_a_grader_killed_mid_batch_leaves_no_worker_or_side_behind(tmp_path, runner):
+    """kill -9 of the grading CLI while it is between rows: its worker and every process under it are gone
+    within a second on a machine of the reference speed, scaled by the speed this machine's worker measured,
+    as every check's limit is (the count of survivors is what is asserted, at that deadline)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from tutor.sandbox import speed
+    runner.warm_up()
+    limit_s = 1.0 * speed.probe_scale(runner.speed.factor if runner.speed is not None else 1.0)
+    rows = "".join(f"ada,head-split,b,{seed}\n" for seed in range(1, 200))  # each seed its own check: a long batch
+    answers = write(tmp_path, "a.csv", "learner,exercise,answer,seed\n" + rows)
+    proc = subprocess.Popen([sys.executable, "-m", "tutor.cli", "grade", "--answers", str(answers), "--out",
+                             str(tmp_path / "o"), "--device", "cpu", "--exercises", "head-split"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    below = []
+    try:
+        deadline = time.monotonic() + 180
+        graded = tmp_path / "o" / "rows.jsonl"
+        while time.monotonic() < deadline and proc.poll() is None and not (
+                graded.is_file() and graded.read_bytes().count(b"\n") >= 2):
+            time.sleep(0.05)
+        assert proc.poll() is None, "the grading ended before it could be killed mid-batch"
+        below = _descendants(proc.pid)
+        assert _workers_of(proc.pid), "the grading started no worker"
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        while any(_alive(p) for p in below) and time.monotonic() - sent < limit_s:
+            time.sleep(0.02)
+        left = [p for p in below if _alive(p)]
+        assert left == [], f"{len(left)} of {len(below)} processes outlived the killed grader by {limit_s:.1f} s"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in below:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass

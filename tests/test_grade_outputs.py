@@ -144,12 +144,12 @@ def test_a_full_disk_mid_grade_is_exit_4_with_whole_lines_and_resumes(tmp_path, 
 
 
 def test_a_failed_write_of_the_last_files_is_exit_4_and_keeps_every_row(tmp_path, monkeypatch):
-    import tutor.instructor.out_folder as folder
+    import tutor.instructor.tail as tail
 
-    def no_room(path, text, *a, **kw):
+    def no_room(path):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(folder, "write_text_atomically", no_room)
+    monkeypatch.setattr(tail, "atomically", no_room)
     answers = tmp_path / "a.csv"
     answers.write_text(ANSWERS, encoding="utf-8")
     with pytest.raises(CouldNotSave) as refused:

@@ -138,13 +138,14 @@ def _grade(args, events: Events) -> GradeReply:
             progress.graded(outcome)
         done = use(req, catalog, graded, events.notice)
     data = {("fixes" if req.fixes else "answers"): str(req.fixes or req.answers), **_files(done),
-            "workers": done.workers, "rows": [r.to_dict() for r in done.graded], "saved": done.saved
+            "workers": done.workers, "rows": [r.to_dict() for r in done.graded],
+            "rows_not_shown": done.rows_graded - len(done.graded), "saved": done.saved
             if req.store is not None else None, "checks_run": done.checks, "checks_reused": done.reused,
             "resumed_rows": done.resumed, "shard": req.shard,
             "progress_folder": str(req.store.folder) if req.store is not None else None,
             "duration_s": round(done.duration_s, 3)}
     if req.fixes:
-        data["per_submission_s"] = round(done.duration_s / max(1, len(done.graded)), 3)
+        data["per_submission_s"] = round(done.duration_s / max(1, done.rows_graded), 3)
     code = 0
     if done.problem:
         code = EXIT_SAVE if done.problem_kind == "save" else EXIT_CHECK

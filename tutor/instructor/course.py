@@ -76,9 +76,14 @@ class Request:
     runner_factory: Callable | None = None
 
 
+#: How many rows graded now a :class:`Graded` keeps for the reply (every row is in the files).
+KEPT_ROWS = 10_000
+
+
 @dataclass
 class Graded:
-    """What a grading did: the rows graded now, the files written, the counts a summary shows."""
+    """What a grading did: the files written, the counts a summary shows, and the first :data:`KEPT_ROWS`
+    rows graded now (every row is in ``rows.jsonl``; a class of any size is never held)."""
 
     out: Path
     plan: object
@@ -91,10 +96,40 @@ class Graded:
     duration_s: float = 0.0
     problem: str | None = None
     problem_kind: str | None = None  # "check" (exit 3) or "save" (exit 4)
+    tally: "Tally" = None
 
     @property
     def saved(self) -> int:
-        return sum(r.saved_to is not None for r in self.graded)
+        return self.tally.saved if self.tally is not None else 0
+
+    @property
+    def rows_graded(self) -> int:
+        """The rows graded now (``graded`` may hold fewer)."""
+        return self.tally.rows if self.tally is not None else len(self.graded)
+
+
+@dataclass
+class Tally:
+    """What the exit status and the summary need of the rows graded now, kept as they pass: counts, and
+    the first lines whose check could not finish."""
+
+    rows: int = 0
+    saved: int = 0
+    unsaved: int = 0
+    unfinished: int = 0
+    unfinished_lines: list = field(default_factory=list)
+    kept: list = field(default_factory=list)
+
+    def add(self, outcome) -> None:
+        self.rows += 1
+        self.saved += outcome.saved_to is not None
+        self.unsaved += bool(outcome.save_error)
+        if outcome.result is not None and outcome.status not in GRADED:
+            self.unfinished += 1
+            if len(self.unfinished_lines) < 10:
+                self.unfinished_lines.append(outcome.row.line)
+        if len(self.kept) < KEPT_ROWS:
+            self.kept.append(outcome)
 
 
 def without_no_save(exc: Exception) -> str:
@@ -120,16 +155,34 @@ def _held(stack: ExitStack, req: Request, out: Path) -> None:
         stack.callback(out_folder.progress_lock(req.store.folder, req.shard).release)
 
 
+def _readable(req: Request, catalog, columns: dict):
+    """The answers' rows for a grading without an assignment, and the assignment inferred from every
+    readable row: a CSV file is read twice, a row at a time (once to infer, once to grade); standard input
+    and JSON are read whole."""
+    if str(req.answers) != "-" and Path(str(req.answers)).suffix.lower() == ".csv":
+        def reading():
+            return _mine(answer_rows.iter_answers(req.answers, catalog, columns, req.layout), req.shard)
+        named, readable = set(), 0
+        for r in reading():
+            if r.problem is None:
+                named.add(r.exercise)
+                readable += 1
+        return reading(), assignments.inferred(catalog, named), readable
+    rows = list(_mine(answer_rows.read_answers(req.answers, catalog, columns, req.layout), req.shard))
+    readable = [r for r in rows if r.problem is None]
+    return rows, assignments.inferred(catalog, {r.exercise for r in readable}), len(readable)
+
+
 def grade_answers(req: Request, catalog, on_graded: Callable, notice: Callable[[str], None]) -> Graded:
-    """Grade every row of ``req.answers`` on warm workers; each row is written (and saved) as it is graded."""
+    """Grade every row of ``req.answers`` on warm workers; each row is written (and saved) as it is graded,
+    and let go: memory does not grow with the rows (:mod:`tutor.instructor.tail`)."""
     started = time.perf_counter()
     out = Path(req.out) if req.out else Path(req.answers).with_name(f"{Path(req.answers).stem}-graded")
     given = grading.chosen_assignment(req.assignment, req.exercises, catalog)
     columns = lms.parse_columns(req.columns)
-    if given is None:  # the assignment is inferred from every readable row: the file is read whole first
-        rows = _mine(answer_rows.read_answers(req.answers, catalog, columns, req.layout), req.shard)
-        plan = assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
-        jobs = workers(req.jobs, sum(r.problem is None for r in rows), notice)
+    if given is None:  # the assignment is inferred from every readable row: read once for it, then graded
+        rows, plan, readable = _readable(req, catalog, columns)
+        jobs = workers(req.jobs, readable, notice)
     else:  # rows stream from the file as they are graded
         plan = given
         reading = answer_rows.iter_answers(req.answers, catalog, columns, req.layout, given)
@@ -145,21 +198,24 @@ def grade_answers(req: Request, catalog, on_graded: Callable, notice: Callable[[
         stack.callback(writer.close)
         pool = grading.RunnerPool(catalog, req.device, jobs, req.runner_factory)
         observations = memo.Observations()
+        tally = Tally()
 
         def done(outcome) -> None:
             if saver is not None:
                 saver(outcome)
             writer.append(outcome.to_dict())
+            tally.add(outcome)
             on_graded(outcome)
 
         try:
-            graded = grading.grade_rows(catalog, todo, pool, done, plan, observations)
+            grading.grade_rows(catalog, todo, pool, done, plan, observations, keep=False)
         finally:
             pool.close()
-        every = earlier + [g.to_dict() for g in graded]
-        written = out_folder.finish(out, every, plan, grading.titles(catalog), str(req.answers))
-    result = Graded(out, plan, written, graded, len(earlier), jobs, observations.measured, observations.reused,
-                    time.perf_counter() - started)
+        resumed = len(earlier)
+        del earlier
+        written = out_folder.finish(out, plan, grading.titles(catalog), str(req.answers))
+    result = Graded(out, plan, written, tally.kept, resumed, jobs, observations.measured, observations.reused,
+                    time.perf_counter() - started, tally=tally)
     _problems(result)
     return result
 
@@ -171,6 +227,7 @@ def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[st
     rows = list(_mine(fixes.find(Path(req.fixes), catalog), req.shard))
     plan = plan or assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
     out = Path(req.out) if req.out else Path(str(req.fixes).rstrip("/") + "-graded")
+    tally = Tally()
     with ExitStack() as stack:
         _held(stack, req, out)
         earlier = gradebook.read_rows(out) if req.resume else []
@@ -182,7 +239,6 @@ def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[st
         stack.callback(runner.close)
         writer = out_folder.Rows(out, earlier)
         stack.callback(writer.close)
-        graded = []
         for row in todo:
             try:
                 outcome = fixes.grade_one(catalog, runner, row, plan, req.store, save=req.store is not None,
@@ -192,42 +248,42 @@ def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[st
             except WorkerError as exc:
                 raise CouldNotRun(str(exc)) from None
             writer.append(outcome.to_dict())
-            graded.append(outcome)
+            tally.add(outcome)
             on_graded(outcome)
-        every = earlier + [g.to_dict() for g in graded]
-        written = out_folder.finish(out, every, plan, grading.titles(catalog), str(req.fixes))
-    result = Graded(out, plan, written, graded, len(earlier), 1, len(graded), 0, time.perf_counter() - started)
+        written = out_folder.finish(out, plan, grading.titles(catalog), str(req.fixes))
+    result = Graded(out, plan, written, tally.kept, len(earlier), 1, tally.rows, 0, time.perf_counter() - started,
+                    tally=tally)
     _problems(result)
     return result
 
 
 def merge(req: Request, catalog, folders: list[Path]) -> Graded:
-    """The shards' folders joined into one gradebook and results.json in ``req.out``."""
+    """The shards' folders joined into one gradebook and results.json in ``req.out``, a row at a time."""
     started = time.perf_counter()
     if not req.out:
         raise UsageError("tutor grade merge needs --out DIR for the joined gradebook and results.json")
     out = Path(req.out)
     plan = grading.chosen_assignment(req.assignment, req.exercises, catalog)
-    rows = sharding.merge_rows(folders)
-    plan = plan or grading.infer_assignment(catalog, rows)
     with ExitStack() as stack:
         stack.callback(out_folder.hold(out).release)
-        written = out_folder.finish(out, rows, plan, grading.titles(catalog), ", ".join(str(f) for f in folders))
+        out_folder.write_rows(out, sharding.merge_rows(folders))
+        if plan is None:
+            plan = grading.infer_assignment(catalog, gradebook.iter_rows(out))
+        written = out_folder.finish(out, plan, grading.titles(catalog), ", ".join(str(f) for f in folders))
     return Graded(out, plan, written, [], 0, 0, 0, 0, time.perf_counter() - started)
 
 
 def _problems(result: Graded) -> None:
     """What the exit status says beyond bad input: a check that could not finish (3), a failed save (4)."""
-    unfinished = [r for r in result.graded if r.result is not None and r.status not in GRADED]
-    if unfinished:
-        n = len(unfinished)
+    tally = result.tally
+    if tally.unfinished:
+        n = tally.unfinished
         result.problem_kind = "check"
         result.problem = (f"the check of {n} row{'s' if n > 1 else ''} could not finish (lines "
-                          f"{', '.join(str(r.row.line) for r in unfinished[:10])}); they score 0 in the gradebook: "
-                          "grade them again when the machine is quiet")
-    unsaved = [r for r in result.graded if r.save_error]
-    if unsaved:
-        n = len(unsaved)
+                          f"{', '.join(str(line) for line in tally.unfinished_lines)}); they score 0 in the "
+                          "gradebook: grade them again when the machine is quiet")
+    if tally.unsaved:
+        n = tally.unsaved
         result.problem_kind = "save"
         result.problem = (f"{n} graded answer{'s' if n > 1 else ''} could not be saved in full to progress; each "
                           "row's save_error says why")

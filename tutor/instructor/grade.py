@@ -188,9 +188,10 @@ class RunnerPool:
         self.device = device
         self.runners = [factory(catalog, device) for _ in range(max(1, jobs))]
 
-    def run(self, jobs: Iterable, work: Callable[[Any, Any], Any], on_done: Callable[[Any], None] | None = None
-            ) -> list:
-        """Run ``work(runner, job)`` for every job; return the results in the jobs' order.
+    def run(self, jobs: Iterable, work: Callable[[Any, Any], Any], on_done: Callable[[Any], None] | None = None,
+            keep: bool = True) -> list:
+        """Run ``work(runner, job)`` for every job; return the results in the jobs' order (none when not
+        ``keep``: each is ``on_done``'s alone, and let go after it, so a class of any size is never held).
 
         Raises:
             whatever ``work`` raised first (the other threads stop taking jobs).
@@ -237,6 +238,8 @@ class RunnerPool:
                         except BaseException as exc:  # a full disk: handed to the calling thread, never a traceback
                             failures.append(exc)
                             return
+                if not keep:
+                    del results[i]
 
         threads = [threading.Thread(target=serve, args=(r,), daemon=True, name=f"tutor-grade-{n}")
                    for n, r in enumerate(self.runners)]
@@ -253,7 +256,7 @@ class RunnerPool:
             raise
         if failures:
             raise failures[0]
-        return [results[i] for i in range(taken[0])]
+        return [results[i] for i in range(taken[0])] if keep else []
 
     def close(self) -> None:
         for r in self.runners:
@@ -262,7 +265,7 @@ class RunnerPool:
 
 def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
                on_result: Callable[[RowResult], None] | None = None, assignment=None,
-               observations: memo.Observations | None = None) -> list[RowResult]:
+               observations: memo.Observations | None = None, keep: bool = True) -> list[RowResult]:
     """Grade every row on the pool's warm workers (nothing is saved here); a row that cannot run is its
     result at once. Each distinct measurement runs once (:mod:`tutor.instructor.memo`). Results come back
     in the rows' order; ``on_result`` gets each as it is ready (in the file's order with one worker).
@@ -271,6 +274,7 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         assignment: the :class:`tutor.instructor.assignment.Assignment`; rows for other exercises are
             ``not_assigned`` and do not run. None grades every readable row for one point.
         observations: the measurements to share (a new set when None).
+        keep: return every result; False returns none (each is ``on_result``'s alone: bounded memory).
 
     Raises:
         UsageError: the device asked for is missing (a missing CUDA).
@@ -304,7 +308,7 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
                          reused=reused)
 
     try:
-        return pool.run(rows, work, on_result)
+        return pool.run(rows, work, on_result) if keep else pool.run(rows, work, on_result, keep=False)
     except DeviceError as exc:
         raise UsageError(str(exc)) from None
 
@@ -335,8 +339,9 @@ def results_json(catalog, results: list, answers_path: str, assignment=None) -> 
     return class_results.class_results(rows, assignment, titles(catalog), answers_path)
 
 
-def infer_assignment(catalog, rows: list[dict]):
-    """Every catalog exercise that a readable row names (an unreadable row never adds to max_score)."""
+def infer_assignment(catalog, rows: Iterable[dict]):
+    """Every catalog exercise that a readable row names (an unreadable row never adds to max_score); ``rows``
+    are taken one at a time."""
     named = {r["exercise"] for r in rows if r.get("status") != "unreadable" and r.get("exercise")}
     return assignments.inferred(catalog, named)
 

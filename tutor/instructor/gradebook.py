@@ -23,7 +23,7 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from tutor.store.files import spreadsheet_safe  # the one rule for a spreadsheet cell, every CSV
 
@@ -71,23 +71,34 @@ def to_csv(rows: Iterable[dict]) -> str:
 
 def read_rows(folder: Path) -> list[dict]:
     """The rows already in ``folder``'s ``rows.jsonl``, in order; a last line cut short is left out."""
-    path = Path(folder) / ROWS
+    return list(iter_rows(folder))
+
+
+def iter_rows(folder: Path) -> Iterator[dict]:
+    """:func:`read_rows` one row at a time, the file read as they are taken (none when there is no file)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        fh = open(Path(folder) / ROWS, encoding="utf-8")
     except FileNotFoundError:
-        return []
-    rows = []
-    for line in text.splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            break  # the line in flight when the grading stopped
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
+        return
+    with fh:
+        for line in fh:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                return  # the line in flight when the grading stopped
+            if isinstance(row, dict):
+                yield row
 
 
-def _line(row: dict) -> bytes:
+def header_line() -> bytes:
+    """The gradebook's header line, as :class:`Writer` and the tail write it."""
+    out = io.StringIO(newline="")
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\r\n").writerow(COLUMNS)
+    return out.getvalue().encode("utf-8")
+
+
+def row_line(row: dict) -> bytes:
+    """One row's gradebook line (:func:`cells`), quoted, as bytes."""
     out = io.StringIO(newline="")
     csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\r\n").writerow(cells(row))
     return out.getvalue().encode("utf-8")
@@ -126,14 +137,12 @@ class Writer:
         self._sizes = [0, 0]
         for name in (ROWS, GRADEBOOK):
             self._fds.append(os.open(self.folder / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666))
-        header = io.StringIO(newline="")
-        csv.writer(header, quoting=csv.QUOTE_ALL, lineterminator="\r\n").writerow(COLUMNS)
         self._write(b"".join(_json_line(r) for r in earlier or []),
-                    header.getvalue().encode("utf-8") + b"".join(_line(r) for r in earlier or []))
+                    header_line() + b"".join(row_line(r) for r in earlier or []))
 
     def append(self, row: dict) -> None:
         """Write one row to both files, whole; on failure both files are as they were, and the error is raised."""
-        self._write(_json_line(row), _line(row))
+        self._write(_json_line(row), row_line(row))
 
     def _write(self, jsonl: bytes, book: bytes) -> None:
         try:

@@ -29,10 +29,8 @@ from pathlib import Path
 
 import filelock
 
-from tutor.instructor import gradebook
-from tutor.instructor import results as class_results
+from tutor.instructor import gradebook, tail
 from tutor.model.errors import CouldNotSave, UsageError
-from tutor.store.files import write_text_atomically
 
 LOCK = ".tutor-grade.lock"
 PROGRESS_LOCK = ".tutor-grading{shard}.lock"
@@ -129,27 +127,38 @@ class Written:
     warnings: int = 0
 
 
-def finish(out: Path, rows: list[dict], plan, titles: dict, source: str, now=None) -> Written:
-    """The tail of every grading: mark which rows count, write ``gradebook.csv``, ``rows.jsonl`` and
-    ``results.json`` atomically (each whole or as it was), and count the statuses.
+def finish(out: Path, plan, titles: dict, source: str, now=None) -> Written:
+    """The tail of every grading, over the rows in ``out``'s ``rows.jsonl`` (:mod:`tutor.instructor.tail`:
+    read one line at a time, never held): mark which rows count, write ``gradebook.csv``, ``rows.jsonl``
+    and ``results.json`` atomically (each whole or as it was), and count the statuses.
 
     Raises:
         CouldNotSave: a file cannot be written; the rows file keeps every whole row, for ``--resume``.
     """
     out = Path(out)
-    rows = sorted(rows, key=lambda r: r["line"])
-    class_results.mark_counting(rows, plan)
     paths = Written(out / gradebook.GRADEBOOK, out / RESULTS, out / gradebook.ROWS)
     try:
-        write_text_atomically(paths.rows_file, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-        write_text_atomically(paths.gradebook, gradebook.to_csv(rows))
-        data = class_results.class_results(rows, plan, titles, source, now)
-        write_text_atomically(paths.results, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        with open(paths.rows_file, "ab+") as fh:  # made when no row was graded at all
+            found = tail.scan(fh, plan)
+            tail.write(out, fh, found, plan, titles, source, now)
     except OSError as exc:
         raise _failed(out, exc) from None
-    for r in rows:
-        paths.counts[r["status"]] = paths.counts.get(r["status"], 0) + 1
-    paths.rows = len(rows)
-    paths.learners = len({r["key"] for r in rows if r.get("key")})
-    paths.warnings = sum(bool(r.get("warnings")) for r in rows)
+    paths.counts = dict(found.counts)
+    paths.rows = len(found.offsets)
+    paths.learners = len(found.learners)
+    paths.warnings = found.warnings
     return paths
+
+
+def write_rows(out: Path, rows) -> None:
+    """``out``'s ``rows.jsonl`` made of ``rows`` (any iterable of row dicts), whole or as it was.
+
+    Raises:
+        CouldNotSave: it cannot be written.
+    """
+    try:
+        with tail.atomically(Path(out) / gradebook.ROWS) as fh:
+            for r in rows:
+                fh.write((json.dumps(r, ensure_ascii=False) + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise _failed(Path(out), exc) from None

@@ -19,6 +19,7 @@ Pure: rows in, dictionaries out (``now`` is passed in).
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass, field
 
 from tutor.model.attempts import GRADED, counting  # GRADED: row statuses whose check ran to a verdict
 
@@ -27,15 +28,69 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
+@dataclass
+class Learner:
+    """What one learner's result needs of their rows, kept small: a grading streams its rows past it.
+
+    Attributes:
+        name: the learner's name (the first row's that gives one, in line order).
+        identity: ``sis_id``, ``student_id``, ``section`` (the last row's that gives each).
+        elapsed: seconds of the checks their rows ran (a reused measurement took none).
+        ran: how many rows ran a check; confined: how many of those ran confined.
+        counted: assigned exercise id -> the row that counts (:func:`counted`).
+        attempts: assigned exercise id -> how many rows answered it.
+    """
+
+    name: str = ""
+    identity: dict = field(default_factory=lambda: {"sis_id": None, "student_id": None, "section": None})
+    elapsed: float = 0.0
+    ran: int = 0
+    confined: int = 0
+    counted: dict = field(default_factory=dict)
+    attempts: dict = field(default_factory=dict)
+
+    def add(self, row: dict) -> None:
+        """Take one more row of this learner's, in line order (all but ``counted``, which the caller picks)."""
+        if not self.name and row.get("learner"):
+            self.name = row["learner"]
+        for k in self.identity:
+            self.identity[k] = row.get(k) or self.identity[k]
+        self.count(row)
+
+    def count(self, row: dict) -> None:
+        """Add one row's check seconds and whether it ran confined."""
+        if not row.get("reused"):
+            self.elapsed += row.get("duration_s") or 0.0
+        if row.get("confined") is not None:
+            self.ran += 1
+            self.confined += bool(row["confined"])
+
+    @property
+    def all_confined(self) -> bool | None:
+        return self.confined == self.ran if self.ran else None
+
+
 def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime | None = None,
                    name: str | None = None) -> dict:
     """One learner's Gradescope result over their rows (every row is this learner's)."""
+    summary = Learner()
+    for r in sorted(rows, key=lambda r: r.get("line") or 0):
+        summary.add(r)
+    for assigned in assignment.exercises:
+        mine = [r for r in rows if r.get("exercise") == assigned.id and r.get("status") != "not_assigned"]
+        summary.attempts[assigned.id] = len(mine)
+        summary.counted[assigned.id] = counted(mine)
+    return result_of(summary, assignment, titles, now, name)
+
+
+def result_of(summary: Learner, assignment, titles: dict, now: dt.datetime | None = None,
+              name: str | None = None) -> dict:
+    """One learner's Gradescope result from the summary of their rows (:class:`Learner`)."""
     now = now or _now()
     show = assignment.shows_observations(now)
     tests = []
     for n, assigned in enumerate(assignment.exercises, 1):
-        mine = [r for r in rows if r.get("exercise") == assigned.id and r.get("status") != "not_assigned"]
-        row = counted(mine)
+        row = summary.counted.get(assigned.id)
         score = float(assigned.points) if row is not None and row.get("status") == "pass" else 0.0
         title = titles.get(assigned.id)
         status = row.get("status") if row else "missing"
@@ -48,29 +103,20 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
                                      "line": row.get("line") if row else None,
                                      "submission": row.get("submission") if row else None,
                                      "confined": row.get("confined") if row else None,
-                                     "attempts": len(mine)}})
+                                     "attempts": summary.attempts.get(assigned.id, 0)}})
     score = sum(t["score"] for t in tests)
-    who = name or next((r.get("learner") for r in rows if r.get("learner")), "") or ""
-    elapsed = sum(r.get("duration_s") or 0.0 for r in rows if not r.get("reused"))
+    who = name or summary.name or ""
     answered = sum(t["extra_data"]["status"] != "missing" for t in tests)
     output = (f"{who + ': ' if who else ''}{score:g} of {assignment.max_score:g} points: "
               f"{sum(t['score'] > 0 for t in tests)} of {len(tests)} exercises matched what their checks observed.")
     if not show:
         output = (f"{who + ': ' if who else ''}{answered} of {len(tests)} exercises answered and recorded; the "
                   "scores and what the checks observed are shown after the due time.")
-    return {"score": score, "execution_time": round(elapsed, 3), "output": output,
+    return {"score": score, "execution_time": round(summary.elapsed, 3), "output": output,
             "visibility": "visible" if show else "after_due_date", "stdout_visibility": "hidden",
-            "extra_data": {"learner": who, **_identity(rows), "max_score": assignment.max_score, "assignment": assignment.name,
-                           "inferred_assignment": assignment.inferred, "confined": _confined(rows)}, "tests": tests}
-
-
-def _identity(rows: list[dict]) -> dict:
-    """The learner's LMS identity (``sis_id``, ``student_id``, ``section``): the last row's that gives each."""
-    out = {"sis_id": None, "student_id": None, "section": None}
-    for r in rows:
-        for k in out:
-            out[k] = r.get(k) or out[k]
-    return out
+            "extra_data": {"learner": who, **summary.identity, "max_score": assignment.max_score,
+                           "assignment": assignment.name, "inferred_assignment": assignment.inferred,
+                           "confined": summary.all_confined}, "tests": tests}
 
 
 def _visibility(asked: str, show: bool) -> str:
@@ -82,20 +128,6 @@ def counted(rows: list[dict]) -> dict | None:
     """Of one learner's rows for one assigned exercise, the one that counts (:func:`tutor.model.attempts.counting`:
     the latest ``submitted_at``, the later line at a tie, an untimed row older than every timed one)."""
     return counting(sorted(rows, key=lambda r: r.get("line") or 0), lambda r: r.get("submitted_at"))
-
-
-def mark_counting(rows: list[dict], assignment) -> None:
-    """Set each row's ``counts``: whether it is its learner's scored row for its exercise (:func:`counted`),
-    so the gradebook's rows with ``counts`` sum to results.json's scores. A row of no learner, of an
-    exercise outside the assignment, or ``not_assigned``, never counts."""
-    ids = set(assignment.ids)
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        r["counts"] = False
-        if r.get("key") and r.get("exercise") in ids and r.get("status") != "not_assigned":
-            groups.setdefault((r["key"], r["exercise"]), []).append(r)
-    for mine in groups.values():
-        counted(mine)["counts"] = True
 
 
 def _confined(rows: list[dict]) -> bool | None:

@@ -14,10 +14,12 @@ Pure except :func:`merge_rows`, which reads each folder's ``rows.jsonl``.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from pathlib import Path
+from typing import Iterator
 
-from tutor.instructor.gradebook import ROWS, read_rows
+from tutor.instructor.gradebook import ROWS, iter_rows
 from tutor.model.errors import UsageError
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -48,22 +50,22 @@ def belongs(key: str, part: tuple[int, int]) -> bool:
     return number(key, part[1]) == part[0]
 
 
-def merge_rows(folders: list[Path]) -> list[dict]:
-    """Every row of the graded folders, one each: a submission graded in two folders is kept once.
+def merge_rows(folders: list[Path]) -> Iterator[dict]:
+    """Every row of the graded folders, one each, as the folders are read: a submission graded in two
+    folders is kept once (the tail puts them in line order).
 
     Raises:
-        UsageError: a folder holds no graded rows.
+        UsageError: a folder holds no graded rows (raised before any row of it is given).
     """
-    rows, seen = [], {}
+    seen: set = set()
     for folder in folders:
-        found = read_rows(Path(folder))
-        if not found:
+        found = iter_rows(Path(folder))
+        first = next(found, None)
+        if first is None:
             raise UsageError(f"{folder} holds no graded rows ({ROWS}); name folders that tutor grade wrote")
-        for r in found:
+        for r in itertools.chain([first], found):
             ident = (r.get("submission"), r.get("line"))
             if ident in seen:
                 continue
-            seen[ident] = True
-            rows.append(r)
-    rows.sort(key=lambda r: (r.get("line") or 0))
-    return rows
+            seen.add(ident)
+            yield r

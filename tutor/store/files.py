@@ -15,7 +15,8 @@ import stat
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, BinaryIO, Iterator
 
 
 def write_bytes_atomically(path: Path, payload: bytes) -> None:
@@ -27,13 +28,26 @@ def write_bytes_atomically(path: Path, payload: bytes) -> None:
     Raises:
         OSError: the folder is not writable (the temporary file is removed).
     """
+    with open_atomically(path) as fh:
+        fh.write(payload)
+
+
+@contextmanager
+def open_atomically(path: Path) -> Iterator[BinaryIO]:
+    """A binary file written in pieces that becomes ``path`` (fsynced, renamed over it) only when the block
+    ends without an error, as :func:`write_bytes_atomically` writes it: a file of any size, never held whole.
+
+    Raises:
+        OSError: the folder is not writable (the temporary file is removed, ``path`` is as it was).
+    """
+    path = Path(path)
     mode = mode_for(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         if hasattr(os, "fchmod"):
             os.fchmod(fd, mode)  # mkstemp makes 0600; the file gets the mode the umask asks for
         with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
