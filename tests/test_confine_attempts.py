@@ -144,11 +144,13 @@ def test_a_report_that_raises_or_an_odd_event_never_reaches_the_subject():
     assert hook.seen == {"tried to read /srv/x: refused"}
 
 
-@pytest.mark.parametrize("home, shown", [(HOME, "~/x"), ("/", "/home/ada/x"), ("/tmp", "/home/ada/x"),
-                                         ("", "/home/ada/x"), ("/home/ad", "/home/ada/x"), ("/home/ada/", "~/x")])
-def test_only_a_real_home_is_written_as_a_tilde(home, shown):
+@pytest.mark.parametrize("home, path, shown", [(HOME, "/home/ada/x", "~/x"), ("/", "/home/ada/x", "/home/ada/x"),
+                                               ("/tmp", "/tmp/x", "/tmp/x"), ("", "/home/ada/x", "/home/ada/x"),
+                                               ("/home/ad", "/home/ada/x", "/home/ada/x"),
+                                               ("/home/ada/", "/home/ada/x", "~/x")])
+def test_only_a_real_home_is_written_as_a_tilde(home, path, shown):
     notes = []
-    confine.Attempts(Policy(tree=TREE, read=()), notes.append, home=home)("open", ("/home/ada/x", "r", 0))
+    confine.Attempts(Policy(tree=TREE, read=()), notes.append, home=home)("open", (path, "r", 0))
     assert notes == [f"tried to read {shown}: refused"]
 
 

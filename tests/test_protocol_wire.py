@@ -20,7 +20,9 @@ from tutor.sandbox.protocol import (Answer, Attempted, Hello, Measured, Progress
 FAULT = Fault(id="no-scale", file="engine/model.py", before="* self.scale", after="", summary="drops the scale")
 KEY = bytes(range(32))
 
-SIDES = (Side.clean(), Side.faulted(FAULT), Side.replacing("yours", "engine/model.py", "x = 1\n"))
+#: Written out, not built with Side.clean() and the like: a module-level value is made once, at import,
+#: before a mutation test swaps the code it calls; test_the_sides_are_built_as_named builds them.
+SIDES = (Side("clean"), Side("faulted", FAULT), Side("yours", None, (("engine/model.py", "x = 1\n"),)))
 RESULT = SideResult(status="error", observed=[1, 2], evidence=[["row", "value"]], error="it raised",
                     exception="ValueError", output="printed", duration_s=1.5, refused=["tried to write /x: refused"],
                     tampered=2, confined=True, last_step="step 3")
@@ -50,9 +52,11 @@ def test_every_message_comes_back_as_it_went(message):
 
 
 def test_the_sides_are_built_as_named():
-    assert SIDES[0] == Side("clean", None, ())
-    assert SIDES[1] == Side("faulted", FAULT, ()) and SIDES[1].fault is FAULT
-    assert SIDES[2] == Side("yours", None, (("engine/model.py", "x = 1\n"),))
+    assert Side.clean() == Side("clean", None, ())
+    faulted = Side.faulted(FAULT)
+    assert faulted == Side("faulted", FAULT, ()) and faulted.fault is FAULT
+    assert Side.replacing("yours", "engine/model.py", "x = 1\n") == Side("yours", None, (("engine/model.py", "x = 1\n"),))
+    assert (Side.clean(), faulted, Side.replacing("yours", "engine/model.py", "x = 1\n")) == SIDES
 
 
 def test_a_requests_sides_travel_under_the_names_the_worker_reads():
@@ -105,3 +109,25 @@ def test_a_line_that_is_no_sides_spec_says_so(line):
 def test_a_line_that_is_no_message_says_why(line, sentence):
     with pytest.raises(ProtocolError, match=sentence):
         decode(line)
+
+
+def test_a_raised_message_from_a_worker_that_sends_no_frames_or_place_reads_as_none():
+    bare = decode('{"type": "raised", "exception": "E", "message": "m"}')
+    assert bare == Raised(exception="E", message="m", where="", frames=())
+    assert bare.sentence == "E: m"
+    framed = decode('{"type": "raised", "exception": "E", "message": "m", "frames": ["a.py:1", 7]}')
+    assert framed.frames == ("a.py:1", "7")
+
+
+def test_a_raised_message_is_told_at_the_deepest_frame_in_the_learners_files():
+    deep = Raised(exception="RuntimeError", message="shape", where="functional.py:2615",
+                  frames=("exercises/x.py:3", "engine/model.py:10", "engine/model.py:57", "torch/nn/functional.py:2615"))
+    told = deep.in_files({"engine/model.py"})
+    assert told.where == "engine/model.py:57 in your file; raised in functional.py:2615"
+    assert (told.exception, told.message, told.frames) == (deep.exception, deep.message, deep.frames)
+    innermost = Raised(exception="E", message="m", where="model.py:57", frames=("engine/model.py:57",))
+    assert innermost.in_files(["engine/model.py"]).where == "engine/model.py:57 in your file"
+    unplaced = Raised(exception="E", message="m", where="", frames=("engine/model.py:57",))
+    assert unplaced.in_files(["engine/model.py"]).where == "engine/model.py:57 in your file"
+    assert deep.in_files({"engine/other.py"}) is deep
+    assert Raised(exception="E", message="m").in_files({"engine/model.py"}).where == ""
