@@ -160,6 +160,8 @@ class EditScreen(Seeking, PageScreen):
         """Put ``text`` in the built-in editor, its cursor at the task's line (the fault's, where there is one)."""
         self._editor.load_text(text)
         self._editor.go_to_line(self.edit_task.line)
+        # once laid out, the line in the middle of the view with the code before it (it stood at the top)
+        self.call_after_refresh(self._editor.scroll_cursor_visible, center=True)
 
     @property
     def text(self) -> str:
