@@ -183,6 +183,10 @@ def test_a_second_esc_meant_for_the_find_bar_stays_on_the_break_screen(tmp_path,
     from tutor.ui.screens.fix import EditScreen
     monkeypatch.delenv("VISUAL", raising=False)
     monkeypatch.delenv("EDITOR", raising=False)
+    # The window in which a second Esc counts as the same press repeated is a human's 0.6 s; a busy test
+    # machine can take longer than that between two queued keys, so the window is widened here: the test
+    # asserts what the second Esc means, not how fast a machine delivers it.
+    monkeypatch.setattr("tutor.ui.screens.seeking.REPEATED_ESC_S", 3600.0)
     app, _ = make_edit_app(tmp_path)
 
     async def script(pilot):
