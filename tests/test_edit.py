@@ -66,7 +66,7 @@ def test_an_exercise_without_a_fault_has_nothing_to_fix_but_can_be_broken(cat):
 
 
 def test_the_capstone_hunt_hides_its_fault_and_skips_a_mystery_without_one(cat):
-    from exercises.capstone import hidden_fault
+    from exercises.mysteries import hidden_fault
     ex = cat.get("audit")
     clean_seed = next(seed for seed in range(20) if hidden_fault(seed) == "none")
     task = task_for(cat, ex, "fix", clean_seed)
