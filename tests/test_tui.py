@@ -154,10 +154,11 @@ def walk(node):
         yield from walk(child)
 
 
-async def wait_until(pilot, ready, what: str, pauses: int = 400) -> None:
+async def wait_until(pilot, ready, what: str, pauses: int = 3000) -> None:
     """Let the app process its messages until ``ready()`` holds: a screen is asserted on only once it shows
     what the test waits for (a busy machine delays a screen, never changes it). Counted in pauses, never in
-    seconds; fails naming ``what`` when it never comes."""
+    seconds (3,000 pauses: a screen that needs a busy CI machine's seconds still comes; a ready one returns
+    at once); fails naming ``what`` when it never comes."""
     for _ in range(pauses):
         if ready():
             return
