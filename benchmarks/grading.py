@@ -47,6 +47,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.proctree import alive, descendants  # noqa: E402 -- the same count of what a killed grader leaves as its test
+
 #: Ten quick exercises of different kinds.
 EXERCISES = ("broadcast-loss", "squeeze-batch", "softmax-axis", "pairwise-index", "index-assign", "head-split",
              "head-merge", "cache-offset", "skip-zero-grad", "keepdim-sum")
@@ -274,32 +276,6 @@ def _status_kib(pid: int, field: str) -> int:
     return 0
 
 
-def _below(pid: int) -> list[int]:
-    parent = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    parent[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                continue
-    found, todo = [], [pid]
-    while todo:
-        kids = [c for c, p in parent.items() if p == todo[-1]]
-        todo.pop()
-        found += kids
-        todo += kids
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def memory_section(mb: int = 200) -> None:
     note = "why " * 500
     with tempfile.TemporaryDirectory() as d:
@@ -346,15 +322,15 @@ def kill_section() -> None:
         graded = Path(d) / "o" / "rows.jsonl"
         while proc.poll() is None and not (graded.is_file() and graded.read_bytes().count(b"\n") >= 2):
             time.sleep(0.05)
-        below = _below(proc.pid)
+        below = descendants(proc.pid)
         sent = time.perf_counter()
         proc.kill()
         proc.wait()
-        while any(_alive(p) for p in below) and time.perf_counter() - sent < 30:
+        while any(alive(p) for p in below) and time.perf_counter() - sent < 30:
             time.sleep(0.005)
         took = time.perf_counter() - sent
         print(f"kill: kill -9 of the grader mid-batch; its {len(below)} processes (worker, sides) gone in {took:.3f} s "
-              f"(target ≤ 1 s), {sum(_alive(p) for p in below)} left; before: {before}; after: {load()}")
+              f"(target ≤ 1 s), {sum(alive(p) for p in below)} left; before: {before}; after: {load()}")
 
 
 def main() -> None:

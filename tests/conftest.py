@@ -44,3 +44,10 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture()
+def no_editor(monkeypatch):
+    """No $VISUAL or $EDITOR, whatever the shell has: edit mode opens the built-in editor."""
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)

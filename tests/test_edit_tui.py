@@ -144,12 +144,6 @@ def working_copy(tmp_path, exercise_id=EXERCISE, key="fix", name="model.py"):
     return tmp_path / "work" / LEARNER / exercise_id / key / name
 
 
-@pytest.fixture()
-def no_editor(monkeypatch):
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
-
-
 def editor_script(tmp_path, body: str):
     """An executable editor: ``script FILE`` runs ``body`` (Python) with ``path`` bound to FILE."""
     script = tmp_path / "editor.py"

@@ -14,6 +14,7 @@ import json
 
 import pytest
 
+from proctree import alive, descendants
 from test_grade import FakeRunner, command, pool
 from tutor.cli.replies import UsageError
 from tutor.instructor.answer_rows import read_answers
@@ -401,14 +402,6 @@ def _workers_of(pid):
     return found
 
 
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.skipif(not __import__("os").path.isdir("/proc"), reason="reads /proc to find the worker")
 def test_sigterm_ends_the_grading_and_its_worker_within_the_deadline(tmp_path, runner):
     """Within a second of the grader's SIGTERM on a machine of the reference speed, scaled by the speed this
@@ -435,10 +428,10 @@ def test_sigterm_ends_the_grading_and_its_worker_within_the_deadline(tmp_path, r
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=10)
-        while any(_alive(w) for w in workers) and time.monotonic() - sent < 10 * limit_s:
+        while any(alive(w) for w in workers) and time.monotonic() - sent < 10 * limit_s:
             time.sleep(0.05)
         took = time.monotonic() - sent
-        assert not any(_alive(w) for w in workers) and took <= limit_s, \
+        assert not any(alive(w) for w in workers) and took <= limit_s, \
             f"the worker outlived SIGTERM by {took:.1f} s (the deadline here: {limit_s:.1f} s)"
         assert proc.returncode != 0
     finally:
@@ -449,26 +442,6 @@ def test_sigterm_ends_the_grading_and_its_worker_within_the_deadline(tmp_path, r
                 os.killpg(w, signal.SIGKILL)
             except OSError:
                 pass
-
-
-def _descendants(pid):
-    """Every process below ``pid`` now (its worker, the worker's sides and their children)."""
-    import os
-    parent = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    parent[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                continue
-    found, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        kids = [c for c, pp in parent.items() if pp == p]
-        found += kids
-        todo += kids
-    return found
 
 
 @pytest.mark.skipif(not __import__("os").path.isdir("/proc"), reason="reads /proc to find the worker")
@@ -497,14 +470,14 @@ def test_a_grader_killed_mid_batch_leaves_no_worker_or_side_behind(tmp_path, run
                 graded.is_file() and graded.read_bytes().count(b"\n") >= 2):
             time.sleep(0.05)
         assert proc.poll() is None, "the grading ended before it could be killed mid-batch"
-        below = _descendants(proc.pid)
+        below = descendants(proc.pid)
         assert _workers_of(proc.pid), "the grading started no worker"
         sent = time.monotonic()
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
-        while any(_alive(p) for p in below) and time.monotonic() - sent < limit_s:
+        while any(alive(p) for p in below) and time.monotonic() - sent < limit_s:
             time.sleep(0.02)
-        left = [p for p in below if _alive(p)]
+        left = [p for p in below if alive(p)]
         assert left == [], f"{len(left)} of {len(below)} processes outlived the killed grader by {limit_s:.1f} s"
     finally:
         if proc.poll() is None:

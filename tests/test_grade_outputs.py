@@ -149,7 +149,7 @@ def test_a_failed_write_of_the_last_files_is_exit_4_and_keeps_every_row(tmp_path
     def no_room(path):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(tail, "atomically", no_room)
+    monkeypatch.setattr(tail, "open_atomically", no_room)
     answers = tmp_path / "a.csv"
     answers.write_text(ANSWERS, encoding="utf-8")
     with pytest.raises(CouldNotSave) as refused:

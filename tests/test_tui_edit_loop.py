@@ -107,9 +107,7 @@ def test_break_it_with_an_editor_asks_for_the_prediction_before_the_editor_opens
     assert (attempt["mode"], attempt["prediction"], attempt["correct"]) == ("break", "b", True)
 
 
-def test_break_it_runs_nothing_unpredicted_or_unchanged(tmp_path, monkeypatch):
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
+def test_break_it_runs_nothing_unpredicted_or_unchanged(tmp_path, no_editor):
     runner = ReadingRunner()
     app, _ = make_app(tmp_path, runner)
 
@@ -152,9 +150,7 @@ def test_a_session_refuses_a_break_without_a_prediction_or_a_change(tmp_path):
 
 # --- the capstone: a hunt never spoils the mystery still to predict ---------------------------
 
-def test_find_and_fix_before_any_prediction_counts_as_revealing_its_mystery(tmp_path, monkeypatch):
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
+def test_find_and_fix_before_any_prediction_counts_as_revealing_its_mystery(tmp_path, no_editor):
     app, _ = make_app(tmp_path)
     audit = load_catalog().get("audit")
     seen = {}
@@ -269,9 +265,7 @@ def test_the_help_lists_every_key_of_every_screen_from_their_bindings(tmp_path, 
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
-def test_footers_show_only_working_keys_and_keep_quit_help_progress_visible(tmp_path, monkeypatch, size):
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
+def test_footers_show_only_working_keys_and_keep_quit_help_progress_visible(tmp_path, size, no_editor):
     app, _ = make_app(tmp_path)
     seen = {}
 
@@ -400,9 +394,7 @@ def test_the_exercise_page_says_the_last_prediction_not_the_last_edit(tmp_path, 
 
 # --- the built-in editor: Tab, the result panel, find, go to line, the cursor after a run -------
 
-def test_tab_indents_in_the_built_in_editor_and_ctrl_t_moves_to_the_result(tmp_path, monkeypatch):
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
+def test_tab_indents_in_the_built_in_editor_and_ctrl_t_moves_to_the_result(tmp_path, no_editor):
     app, _ = make_app(tmp_path)
 
     async def script(pilot):
@@ -423,9 +415,7 @@ def test_tab_indents_in_the_built_in_editor_and_ctrl_t_moves_to_the_result(tmp_p
     drive(app, script)
 
 
-def test_ctrl_f_finds_and_ctrl_g_goes_to_a_line(tmp_path, monkeypatch):
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
+def test_ctrl_f_finds_and_ctrl_g_goes_to_a_line(tmp_path, no_editor):
     app, _ = make_app(tmp_path)
 
     async def script(pilot):
@@ -451,9 +441,7 @@ def test_ctrl_f_finds_and_ctrl_g_goes_to_a_line(tmp_path, monkeypatch):
     drive(app, script)
 
 
-def test_the_cursor_line_stays_on_screen_after_a_run_at_80_by_24(tmp_path, monkeypatch):
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
+def test_the_cursor_line_stays_on_screen_after_a_run_at_80_by_24(tmp_path, no_editor):
     app, _ = make_app(tmp_path)
     seen = {}
 
@@ -475,11 +463,9 @@ def test_the_cursor_line_stays_on_screen_after_a_run_at_80_by_24(tmp_path, monke
     assert seen["rows"] >= 3 and seen["top"] <= seen["row"] < seen["top"] + seen["rows"], seen
 
 
-def test_the_copy_dialog_counts_changes_against_the_file_you_started_from(tmp_path, monkeypatch):
+def test_the_copy_dialog_counts_changes_against_the_file_you_started_from(tmp_path, no_editor):
     from test_edit_tui import working_copy
     from tutor.ui.screens.copy_choice import CopyChoiceScreen
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
     app, _ = make_app(tmp_path)
     seen = {}
 
@@ -525,9 +511,7 @@ class DivergingRunner(ReadingRunner):
         return result
 
 
-def test_the_fix_screen_names_the_checks_first_divergence_as_the_predict_result_does(tmp_path, monkeypatch):
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
+def test_the_fix_screen_names_the_checks_first_divergence_as_the_predict_result_does(tmp_path, no_editor):
     app, _ = make_app(tmp_path, DivergingRunner())
     seen = {}
 
@@ -612,9 +596,7 @@ def test_broadcast_grad_shows_no_answer_in_its_diff():
         assert "(K,)" not in line and "(4,)" not in line, line
 
 
-def test_ctrl_o_shows_only_where_there_is_an_editor_to_open(tmp_path, monkeypatch):
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
+def test_ctrl_o_shows_only_where_there_is_an_editor_to_open(tmp_path, monkeypatch, no_editor):
     app, _ = make_app(tmp_path)
     seen = {}
 
@@ -643,9 +625,7 @@ def test_a_task_opens_at_the_line_its_fault_changes_and_a_hunt_at_line_1():
     assert hunt_task(catalog, capstone, 1).line == 1  # the place would give the hidden fault away
 
 
-def test_the_built_in_editor_opens_at_the_faults_line(tmp_path, monkeypatch):
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
+def test_the_built_in_editor_opens_at_the_faults_line(tmp_path, no_editor):
     app, _ = make_app(tmp_path)
     seen = {}
 

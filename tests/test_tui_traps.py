@@ -141,13 +141,11 @@ def test_a_note_that_could_not_be_saved_is_offered_again_and_saved(tmp_path):
 
 # --- Ctrl+S runs the text with every key typed before it ------------------------------------------------
 
-def test_ctrl_s_runs_the_text_with_the_keys_queued_before_it(tmp_path, monkeypatch):
+def test_ctrl_s_runs_the_text_with_the_keys_queued_before_it(tmp_path, no_editor):
     """Keys still queued for the editor when Ctrl+S arrives (a busy machine) are in the run's text."""
     from textual import events
     from test_edit_tui import ReadingRunner, make_app as make_edit_app, open_edit
     from tutor.ui.screens.fix import EditScreen
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
     runner = ReadingRunner()
     texts = []
     real = runner.run
@@ -178,11 +176,9 @@ def drive_edit(app, script):
     drive_edit_app(app, script)
 
 
-def test_a_second_esc_meant_for_the_find_bar_stays_on_the_break_screen(tmp_path, monkeypatch):
+def test_a_second_esc_meant_for_the_find_bar_stays_on_the_break_screen(tmp_path, monkeypatch, no_editor):
     from test_edit_tui import make_app as make_edit_app, open_edit
     from tutor.ui.screens.fix import EditScreen
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
     # The window in which a second Esc counts as the same press repeated is a human's 0.6 s; a busy test
     # machine can take longer than that between two queued keys, so the window is widened here: the test
     # asserts what the second Esc means, not how fast a machine delivers it.
@@ -279,11 +275,9 @@ def test_q_during_a_run_keeps_the_prediction_and_confidence_and_says_so(tmp_path
     drive(app2, again)
 
 
-def test_ctrl_c_during_a_fix_run_cancels_it_and_says_so(tmp_path, monkeypatch, capsys):
+def test_ctrl_c_during_a_fix_run_cancels_it_and_says_so(tmp_path, capsys, no_editor):
     import threading
     from test_edit_tui import ReadingRunner, make_app as make_edit_app, open_edit
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.delenv("EDITOR", raising=False)
 
     class SlowRunner(ReadingRunner):
         def __init__(self):

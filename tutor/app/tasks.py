@@ -136,7 +136,12 @@ def fault_line(fault: Fault, clean: str) -> int:
     Raises:
         FaultError: the fault does not apply to ``clean``.
     """
-    for number, (was, now) in enumerate(zip(clean.splitlines(), applied(fault, clean).splitlines()), start=1):
+    return first_changed_line(clean, applied(fault, clean))
+
+
+def first_changed_line(clean: str, faulted: str) -> int:
+    """The first line (1-based) where ``faulted`` differs from ``clean``; 1 where none does."""
+    for number, (was, now) in enumerate(zip(clean.splitlines(), faulted.splitlines()), start=1):
         if was != now:
             return number
     return 1
@@ -168,8 +173,8 @@ def fix_task(catalog: Catalog, exercise: Exercise, seed: int | None = None) -> T
         raise EditError(f"exercise {exercise.id} has no fault to fix; try 'tutor break {exercise.id}' "
                         "to write one of your own")
     clean = subject_text(fault.file)
-    return Task("fix", exercise, fault.file, applied(fault, clean), clean, fault, seed,
-                line=fault_line(fault, clean))
+    faulted = applied(fault, clean)
+    return Task("fix", exercise, fault.file, faulted, clean, fault, seed, line=first_changed_line(clean, faulted))
 
 
 def break_task(catalog: Catalog, exercise: Exercise, seed: int | None = None) -> Task:

@@ -36,8 +36,8 @@ from tutor.instructor import assignment as assignments
 from tutor.instructor import columns as lms
 from tutor.instructor import grade as grading
 from tutor.instructor import shard as sharding
-from tutor.model.attempts import GRADED, ProgressError
 from tutor.instructor import fixes
+from tutor.model.attempts import GRADED, ProgressError
 from tutor.model.errors import CouldNotRun, UsageError
 from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError
 
@@ -96,16 +96,16 @@ class Graded:
     duration_s: float = 0.0
     problem: str | None = None
     problem_kind: str | None = None  # "check" (exit 3) or "save" (exit 4)
-    tally: "Tally" = None
+    tally: "Tally" = field(default_factory=lambda: Tally())
 
     @property
     def saved(self) -> int:
-        return self.tally.saved if self.tally is not None else 0
+        return self.tally.saved
 
     @property
     def rows_graded(self) -> int:
         """The rows graded now (``graded`` may hold fewer)."""
-        return self.tally.rows if self.tally is not None else len(self.graded)
+        return self.tally.rows
 
 
 @dataclass

@@ -308,7 +308,7 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
                          reused=reused)
 
     try:
-        return pool.run(rows, work, on_result) if keep else pool.run(rows, work, on_result, keep=False)
+        return pool.run(rows, work, on_result, keep=keep)
     except DeviceError as exc:
         raise UsageError(str(exc)) from None
 

@@ -77,17 +77,28 @@ def read_rows(folder: Path) -> list[dict]:
 def iter_rows(folder: Path) -> Iterator[dict]:
     """:func:`read_rows` one row at a time, the file read as they are taken (none when there is no file)."""
     try:
-        fh = open(Path(folder) / ROWS, encoding="utf-8")
+        fh = open(Path(folder) / ROWS, "rb")
     except FileNotFoundError:
         return
     with fh:
-        for line in fh:
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                return  # the line in flight when the grading stopped
-            if isinstance(row, dict):
-                yield row
+        for _, row in rows_with_offsets(fh):
+            yield row
+
+
+def rows_with_offsets(fh) -> Iterator[tuple[int, dict]]:
+    """(offset, row) for each whole row of an open ``rows.jsonl`` (binary), from its start: a line that is
+    not JSON (the one in flight when a grading stopped) ends it; a line that is JSON but no row is passed
+    over."""
+    fh.seek(0)
+    offset = 0
+    for raw in fh:
+        try:
+            row = json.loads(raw)
+        except ValueError:
+            return
+        if isinstance(row, dict):
+            yield offset, row
+        offset += len(raw)
 
 
 def header_line() -> bytes:

@@ -199,12 +199,15 @@ class _OnePool:
         self.runners = [runner]
         self.device = device
 
-    def run(self, jobs, work, on_done=None):
+    def run(self, jobs, work, on_done=None, keep: bool = True):
+        """:meth:`tutor.instructor.grade.RunnerPool.run` on the one runner, in the jobs' order."""
         out = []
         for job in jobs:
-            out.append(work(self.runners[0], job))
+            result = work(self.runners[0], job)
             if on_done is not None:
-                on_done(out[-1])
+                on_done(result)
+            if keep:
+                out.append(result)
         return out
 
 

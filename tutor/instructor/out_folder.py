@@ -31,6 +31,7 @@ import filelock
 
 from tutor.instructor import gradebook, tail
 from tutor.model.errors import CouldNotSave, UsageError
+from tutor.store.files import open_atomically
 
 LOCK = ".tutor-grade.lock"
 PROGRESS_LOCK = ".tutor-grading{shard}.lock"
@@ -157,7 +158,7 @@ def write_rows(out: Path, rows) -> None:
         CouldNotSave: it cannot be written.
     """
     try:
-        with tail.atomically(Path(out) / gradebook.ROWS) as fh:
+        with open_atomically(Path(out) / gradebook.ROWS) as fh:
             for r in rows:
                 fh.write((json.dumps(r, ensure_ascii=False) + "\n").encode("utf-8"))
     except OSError as exc:

@@ -24,13 +24,18 @@ from dataclasses import dataclass, field
 from tutor.model.attempts import GRADED, counting  # GRADED: row statuses whose check ran to a verdict
 
 
-def _now() -> dt.datetime:
+def utc_now() -> dt.datetime:
+    """Now, in UTC: when a grading's results are stamped (``graded_at``) and what the due time is held against."""
     return dt.datetime.now(dt.timezone.utc)
 
 
 @dataclass
 class Learner:
     """What one learner's result needs of their rows, kept small: a grading streams its rows past it.
+
+    Rows may come in any order (the tail meets them in the order the workers finished): each is taken
+    with its place, ``(line, position)``, and the name is the lowest place's that gives one, each identity
+    field the highest place's that gives it.
 
     Attributes:
         name: the learner's name (the first row's that gives one, in line order).
@@ -48,17 +53,16 @@ class Learner:
     confined: int = 0
     counted: dict = field(default_factory=dict)
     attempts: dict = field(default_factory=dict)
+    _named_at: tuple = field(default=(), repr=False)
+    _given_at: dict = field(default_factory=dict, repr=False)
 
-    def add(self, row: dict) -> None:
-        """Take one more row of this learner's, in line order (all but ``counted``, which the caller picks)."""
-        if not self.name and row.get("learner"):
-            self.name = row["learner"]
+    def take(self, place: tuple, row: dict) -> None:
+        """Take one more row of this learner's, at ``place`` (all but ``counted``, which the caller picks)."""
+        if row.get("learner") and (not self.name or place < self._named_at):
+            self.name, self._named_at = row["learner"], place
         for k in self.identity:
-            self.identity[k] = row.get(k) or self.identity[k]
-        self.count(row)
-
-    def count(self, row: dict) -> None:
-        """Add one row's check seconds and whether it ran confined."""
+            if row.get(k) and (k not in self._given_at or place > self._given_at[k]):
+                self.identity[k], self._given_at[k] = row[k], place
         if not row.get("reused"):
             self.elapsed += row.get("duration_s") or 0.0
         if row.get("confined") is not None:
@@ -74,8 +78,8 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
                    name: str | None = None) -> dict:
     """One learner's Gradescope result over their rows (every row is this learner's)."""
     summary = Learner()
-    for r in sorted(rows, key=lambda r: r.get("line") or 0):
-        summary.add(r)
+    for position, r in enumerate(rows):
+        summary.take((r.get("line") or 0, position), r)
     for assigned in assignment.exercises:
         mine = [r for r in rows if r.get("exercise") == assigned.id and r.get("status") != "not_assigned"]
         summary.attempts[assigned.id] = len(mine)
@@ -86,7 +90,7 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
 def result_of(summary: Learner, assignment, titles: dict, now: dt.datetime | None = None,
               name: str | None = None) -> dict:
     """One learner's Gradescope result from the summary of their rows (:class:`Learner`)."""
-    now = now or _now()
+    now = now or utc_now()
     show = assignment.shows_observations(now)
     tests = []
     for n, assigned in enumerate(assignment.exercises, 1):
@@ -161,19 +165,26 @@ def output_for(row: dict | None, show_observed: bool, assignment=None) -> str:
             f"Your prediction {verdict}.")
 
 
+def envelope(assignment, answers: str, now: dt.datetime, confined: bool | None, unattributed: list) -> dict:
+    """results.json without its learners (``learners`` is None, for the caller to fill): what
+    :func:`class_results` and the streaming tail (:mod:`tutor.instructor.tail`) both write around them."""
+    return {"schema_version": 2, "answers": answers, "graded_at": now.isoformat(timespec="seconds"),
+            "assignment": assignment.to_dict(), "exercises": assignment.ids, "max_score": assignment.max_score,
+            "inferred_assignment": assignment.inferred, "confined": confined, "learners": None,
+            "unattributed_rows": unattributed}
+
+
 def class_results(rows: list[dict], assignment, titles: dict, answers: str, now: dt.datetime | None = None) -> dict:
     """Every learner's result (``learners``, sorted by learner key), the assignment, and the rows that
     are no learner's or no assigned exercise's (``unattributed_rows``)."""
-    now = now or _now()
+    now = now or utc_now()
     by_key: dict[str, list[dict]] = {}
     for r in rows:
         if r.get("key"):
             by_key.setdefault(r["key"], []).append(r)
-    entries = [learner_result(by_key[k], assignment, titles, now) for k in sorted(by_key)]
     ids = set(assignment.ids)
     unattributed = [{"line": r.get("line"), "status": r.get("status"), "reason": r.get("reason")} for r in rows
                     if not r.get("key") or r.get("exercise") not in ids]
-    return {"schema_version": 2, "answers": answers, "graded_at": now.isoformat(timespec="seconds"),
-            "assignment": assignment.to_dict(), "exercises": assignment.ids, "max_score": assignment.max_score,
-            "inferred_assignment": assignment.inferred, "confined": _confined(rows), "learners": entries,
-            "unattributed_rows": unattributed}
+    data = envelope(assignment, answers, now, _confined(rows), unattributed)
+    data["learners"] = [learner_result(by_key[k], assignment, titles, now) for k in sorted(by_key)]
+    return data

@@ -62,26 +62,12 @@ class Scan:
     confined: int = 0
 
 
-def _whole_lines(fh) -> Iterator[tuple[int, dict]]:
-    """(offset, row) for each whole JSON line of ``fh`` from its start; a last line cut short ends it."""
-    fh.seek(0)
-    offset = 0
-    for raw in fh:
-        try:
-            row = json.loads(raw)
-        except ValueError:
-            return  # the line in flight when the grading stopped
-        if isinstance(row, dict):
-            yield offset, row
-        offset += len(raw)
-
-
 def scan(fh, plan) -> Scan:
     """The first pass (module docstring) over the open ``rows.jsonl``."""
     ids = set(plan.ids)
     found = Scan()
     last = None
-    for offset, r in _whole_lines(fh):
+    for offset, r in gradebook.rows_with_offsets(fh):
         line = r.get("line") or 0
         found.offsets.append(offset)
         found.lines.append(line)
@@ -99,32 +85,14 @@ def scan(fh, plan) -> Scan:
         if key:
             learner = found.learners.get(key)
             if learner is None:
-                learner = found.learners[key] = _Learner()
-            learner.take(line, offset, r)
+                learner = found.learners[key] = class_results.Learner()
+            learner.take((line, offset), r)
             if ex in ids and r.get("status") != "not_assigned":
                 learner.attempts[ex] = learner.attempts.get(ex, 0) + 1
                 candidate = (time_key(r.get("submitted_at")), line, offset)
                 if (key, ex) not in found.best or candidate > found.best[key, ex]:
                     found.best[key, ex] = candidate
     return found
-
-
-class _Learner(class_results.Learner):
-    """A :class:`tutor.instructor.results.Learner` built from rows met in any order: the name of the lowest
-    line and each identity field of the highest line that gives it."""
-
-    def take(self, line: int, offset: int, row: dict) -> None:
-        place = (line, offset)
-        if row.get("learner") and (not self.name or place < self._named):
-            self.name, self._named = row["learner"], place
-        places = self.__dict__.setdefault("_places", {})
-        for k in self.identity:
-            if row.get(k) and (k not in places or place > places[k]):
-                self.identity[k], places[k] = row[k], place
-        self.count(row)
-
-
-atomically = open_atomically  # the three files, each renamed over the old one when whole
 
 
 def _order(found: Scan) -> Iterator[int]:
@@ -150,27 +118,27 @@ def write(folder: Path, fh, found: Scan, plan, titles: dict, source: str, now=No
     """
     folder = Path(folder)
     counting = {best[2] for best in found.best.values()}
-    with atomically(folder / gradebook.ROWS) as rows_out, atomically(folder / gradebook.GRADEBOOK) as book:
+    with open_atomically(folder / gradebook.ROWS) as rows_out, \
+            open_atomically(folder / gradebook.GRADEBOOK) as book:
         book.write(gradebook.header_line())
         for offset in _order(found):
             row = _row_at(fh, offset)
             row["counts"] = offset in counting
             rows_out.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
             book.write(gradebook.row_line(row))
-        with atomically(folder / "results.json") as out:
+        with open_atomically(folder / "results.json") as out:
             _results(out, fh, found, plan, titles, source, now)
 
 
 def _results(out, fh, found: Scan, plan, titles: dict, source: str, now) -> None:
     """results.json as :func:`tutor.instructor.results.class_results` writes it, one learner at a time."""
-    now = now or class_results._now()
+    now = now or class_results.utc_now()
     marker = "\u0000learners\u0000"
-    head = {"schema_version": 2, "answers": source, "graded_at": now.isoformat(timespec="seconds"),
-            "assignment": plan.to_dict(), "exercises": plan.ids, "max_score": plan.max_score,
-            "inferred_assignment": plan.inferred,
-            "confined": found.confined == found.ran if found.ran else None, "learners": marker,
-            "unattributed_rows": [{"line": line, "status": status, "reason": reason}
-                                  for line, _, status, reason in sorted(found.unattributed, key=lambda u: u[:2])]}
+    unattributed = [{"line": line, "status": status, "reason": reason}
+                    for line, _, status, reason in sorted(found.unattributed, key=lambda u: u[:2])]
+    head = class_results.envelope(plan, source, now, found.confined == found.ran if found.ran else None,
+                                  unattributed)
+    head["learners"] = marker
     before, after = json.dumps(head, indent=2, ensure_ascii=False).split(json.dumps(marker))
     out.write(before.encode("utf-8"))
     keys = sorted(found.learners)

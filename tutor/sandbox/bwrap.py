@@ -256,7 +256,9 @@ def _closed_above(path: str) -> str | None:
 def _demote(user: int, needed: list[str]) -> None:
     """In the forked ``bwrap`` process, as root: reach ``needed`` as ``user``, become ``user``, die with the
     parent. Raises OSError where a step fails (the start then fails, and the probe says so)."""
-    from tutor.sandbox.landlock import die_with_parent, libc  # only where a root tutor starts bwrap
+    # only where a root tutor starts bwrap
+    from tutor.sandbox.landlock import die_with_parent, libc
+    from tutor.sandbox.namespaces import CLONE_NEWNS, MS_BIND, MS_REC, MS_SLAVE
     c = libc()
     covers: dict[str, list[str]] = {}
     for path in needed:
@@ -264,8 +266,8 @@ def _demote(user: int, needed: list[str]) -> None:
         if top is not None:
             covers.setdefault(top, []).append(path)
     if covers:
-        if c.unshare(0x00020000) != 0 or c.mount(None, b"/", None, (1 << 14) | (1 << 19), None) != 0:
-            raise OSError("no mount namespace for the sandbox's start")  # CLONE_NEWNS; MS_REC | MS_SLAVE
+        if c.unshare(CLONE_NEWNS) != 0 or c.mount(None, b"/", None, MS_REC | MS_SLAVE, None) != 0:
+            raise OSError("no mount namespace for the sandbox's start")
         # opened in this mount namespace (a bind's source must be one of its mounts), before the cover hides them
         held = {top: [(path, os.open(path, os.O_PATH)) for path in inside] for top, inside in covers.items()}
         for top, inside in held.items():
@@ -273,8 +275,8 @@ def _demote(user: int, needed: list[str]) -> None:
                 raise OSError(f"could not cover {top}")
             for path, fd in inside:
                 os.makedirs(path, exist_ok=True)
-                if c.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, 4096 | (1 << 14), None) != 0:
-                    raise OSError(f"could not bind {path}")  # MS_BIND | MS_REC
+                if c.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None) != 0:
+                    raise OSError(f"could not bind {path}")
                 os.close(fd)
     os.setgroups([])
     os.setresgid(user, user, user)

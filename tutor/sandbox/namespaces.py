@@ -29,7 +29,8 @@ from tutor.sandbox.landlock import libc
 MAX_PROCESSES = 64
 
 CLONE_NEWNET, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNS = 0x40000000, 0x10000000, 0x20000000, 0x00020000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 1 << 14, 1 << 18
+#: mount(2) flags (linux/mount.h)
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE, MS_SLAVE = 0x2, 0x4, 0x8, 0x1000, 1 << 14, 1 << 18, 1 << 19
 
 
 def make_namespaces() -> tuple[bool, bool]:
@@ -78,8 +79,8 @@ def own_proc() -> bool:
     if c.unshare(CLONE_NEWNS) != 0:
         return False
     # nothing mounted here reaches the sandbox's mount namespace
-    c.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None)
-    return c.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0
+    c.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
+    return c.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0
 
 
 def rename_process(name: str) -> None:

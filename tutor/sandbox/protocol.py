@@ -292,8 +292,8 @@ class Raised(Message):
         innermost frame (torch's, say) kept only as context: ``engine/model.py:57 in your file; raised
         in functional.py:2615``. Unchanged when no frame is in those files."""
         wanted = set(paths)
-        for frame in reversed(list(self.frames or ())):
-            path, _, line = str(frame).rpartition(":")
+        for frame in reversed(self.frames):
+            path, _, line = frame.rpartition(":")
             if path in wanted:
                 innermost = self.where in ("", f"{path.rsplit('/', 1)[-1]}:{line}")
                 return replace(self, where=f"{frame} in your file" + ("" if innermost else f"; raised in {self.where}"))
