@@ -16,6 +16,7 @@ from textual.widgets import Input  # noqa: E402
 
 from test_edit_tui import (EXERCISE, ReadingRunner, drive, make_app, open_edit, result_text,  # noqa: E402
                            saved, settle, status_text)
+from test_tui import wait_until  # noqa: E402
 from tutor.store.catalog_cache import load_catalog  # noqa: E402
 from tutor.ui.screens.fix import EditScreen  # noqa: E402
 from tutor.ui.widgets.code_editor import CodeEditor  # noqa: E402
@@ -269,15 +270,24 @@ def test_footers_show_only_working_keys_and_keep_quit_help_progress_visible(tmp_
     app, _ = make_app(tmp_path)
     seen = {}
 
+    async def laid_out(pilot, exercise_id=None):
+        """The footer once the screen is drawn: a busy machine lays a new screen out a few pauses late."""
+        def ready():
+            screen = pilot.app.screen
+            if exercise_id is not None and getattr(getattr(screen, "exercise", None), "id", None) != exercise_id:
+                return False
+            keys = _footer(screen)
+            return "q" in keys and keys["q"][1].width > 0
+        await wait_until(pilot, ready, f"the footer of {exercise_id or 'the home screen'}")
+        return _footer(pilot.app.screen)
+
     async def script(pilot):
-        seen["home"] = _footer(pilot.app.screen)
+        seen["home"] = await laid_out(pilot)
         pilot.app.open_exercise(EXERCISE)  # choices a, b, c…: a and b pick choices here
-        await pilot.pause()
-        seen["choice"] = _footer(pilot.app.screen)
+        seen["choice"] = await laid_out(pilot, EXERCISE)
         pilot.app.screen.app.pop_screen()
         pilot.app.open_exercise("broadcast-loss")  # a typed answer
-        await pilot.pause()
-        seen["typed"] = _footer(pilot.app.screen)
+        seen["typed"] = await laid_out(pilot, "broadcast-loss")
         pilot.app.screen.query_one("#exercise-body").focus()
         await pilot.press("a")  # into the answer box: printable keys type there
         await pilot.pause()
