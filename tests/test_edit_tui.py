@@ -22,7 +22,7 @@ pytest.importorskip("textual")
 
 from textual.widgets import Input, Static  # noqa: E402
 
-from test_tui import wait_until  # noqa: E402
+from test_tui import shows_page, wait_until  # noqa: E402
 from tutor.store.catalog_cache import load_catalog  # noqa: E402
 from tutor.app.tasks import fix_task  # noqa: E402
 from tutor.store.progress import ProgressStore  # noqa: E402
@@ -109,8 +109,7 @@ def drive(app, script, size=(100, 40)):
 
 async def open_edit(pilot, exercise_id: str = EXERCISE, key: str = "f") -> EditScreen:
     pilot.app.open_exercise(exercise_id)
-    await wait_until(pilot, lambda: getattr(getattr(pilot.app.screen, "exercise", None), "id", None) == exercise_id
-                     and bool(pilot.app.screen.query("#exercise-body")), f"the page of {exercise_id}")
+    await wait_until(pilot, lambda: shows_page(pilot, exercise_id), f"the page of {exercise_id}")
     pilot.app.screen.query_one("#exercise-body").focus()
     await pilot.press(key)
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, EditScreen), "the editor")

@@ -166,6 +166,13 @@ async def wait_until(pilot, ready, what: str, pauses: int = 3000) -> None:
     assert ready(), f"the app never showed {what}"
 
 
+def shows_page(pilot, exercise_id: str) -> bool:
+    """Whether the app's screen now is the laid-out page of this exercise."""
+    screen = pilot.app.screen
+    return (isinstance(screen, ExerciseScreen) and screen.exercise.id == exercise_id
+            and bool(screen.query("#exercise-body")))
+
+
 async def open_exercise(pilot, exercise_id: str) -> ExerciseScreen:
     await wait_until(pilot, lambda: bool(pilot.app.screen.query(ExerciseTree)), "the exercise list")
     tree = pilot.app.screen.query_one(ExerciseTree)
@@ -174,8 +181,7 @@ async def open_exercise(pilot, exercise_id: str) -> ExerciseScreen:
     tree.cursor_line = node.line
     await pilot.pause()
     await pilot.press("enter")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ExerciseScreen)
-                     and pilot.app.screen.exercise.id == exercise_id, f"the page of {exercise_id}")
+    await wait_until(pilot, lambda: shows_page(pilot, exercise_id), f"the page of {exercise_id}")
     return pilot.app.screen
 
 

@@ -16,7 +16,7 @@ from textual.widgets import Input  # noqa: E402
 
 from test_edit_tui import (EXERCISE, ReadingRunner, drive, make_app, open_edit, result_text,  # noqa: E402
                            saved, settle, status_text)
-from test_tui import wait_until  # noqa: E402
+from test_tui import shows_page, wait_until  # noqa: E402
 from tutor.store.catalog_cache import load_catalog  # noqa: E402
 from tutor.ui.screens.fix import EditScreen  # noqa: E402
 from tutor.ui.widgets.code_editor import CodeEditor  # noqa: E402
@@ -273,10 +273,9 @@ def test_footers_show_only_working_keys_and_keep_quit_help_progress_visible(tmp_
     async def laid_out(pilot, exercise_id=None):
         """The footer once the screen is drawn: a busy machine lays a new screen out a few pauses late."""
         def ready():
-            screen = pilot.app.screen
-            if exercise_id is not None and getattr(getattr(screen, "exercise", None), "id", None) != exercise_id:
+            if exercise_id is not None and not shows_page(pilot, exercise_id):
                 return False
-            keys = _footer(screen)
+            keys = _footer(pilot.app.screen)
             return "q" in keys and keys["q"][1].width > 0
         await wait_until(pilot, ready, f"the footer of {exercise_id or 'the home screen'}")
         return _footer(pilot.app.screen)

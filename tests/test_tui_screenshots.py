@@ -27,12 +27,11 @@ import pytest
 
 pytest.importorskip("textual")
 
-from test_tui import LEARNER, FakeRunner, wait_until  # noqa: E402
+from test_tui import LEARNER, FakeRunner, shows_page, wait_until  # noqa: E402
 from tutor.store.catalog_cache import load_catalog  # noqa: E402
 from tutor.model.attempts import Attempt  # noqa: E402
 from tutor.store.progress import ProgressStore  # noqa: E402
 from tutor.ui.app import build_app  # noqa: E402
-from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
 from tutor.ui.widgets.exercise_tree import ExerciseTree  # noqa: E402
 
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
@@ -128,15 +127,14 @@ async def take(shot: Shot, app) -> str:
             tree = home.query_one(ExerciseTree)
             # the home screen puts the cursor on where to continue after its first refresh: a busy machine
             # draws it a few pauses late, and a move made before then would be undone
-            await wait_until(pilot, lambda: tree.cursor_node is not None
-                             and tree.cursor_node.data == home.continue_at.exercise_id, "the continue point")
+            def on(exercise_id):
+                return lambda: tree.cursor_node is not None and tree.cursor_node.data == exercise_id
+            await wait_until(pilot, on(home.continue_at.exercise_id), "the continue point")
             tree.move_to(shot.open)
-            await wait_until(pilot, lambda: tree.cursor_node is not None and tree.cursor_node.data == shot.open,
-                             f"the cursor on {shot.open}")
+            await wait_until(pilot, on(shot.open), f"the cursor on {shot.open}")
             await pilot.pause()
             await pilot.press("enter")
-            await wait_until(pilot, lambda: isinstance(pilot.app.screen, ExerciseScreen)
-                             and pilot.app.screen.exercise.id == shot.open, f"the page of {shot.open}")
+            await wait_until(pilot, lambda: shows_page(pilot, shot.open), f"the page of {shot.open}")
             pilot.app.screen.query_one("#exercise-body").focus()
             await pilot.pause(0.5)                  # a single key press, not typing
         for key in shot.keys:
