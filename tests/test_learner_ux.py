@@ -278,6 +278,31 @@ def test_a_relaunch_lands_on_the_last_exercise_left_unsolved(tmp_path):
     drive(app, script)
 
 
+def test_a_move_the_learner_made_before_the_continue_point_arrived_stands(tmp_path):
+    """The home screen moves to where to continue after its first refresh; a key typed while the app was
+    starting may have moved the cursor before that, and then the learner's move is kept."""
+    store = ProgressStore(tmp_path)
+    record(store, "softmax-axis", attempt(T0, False))
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        home = pilot.app.screen
+        tree = home.query_one(ExerciseTree)
+        assert cursor_id(pilot) == "softmax-axis"
+        tree.cursor_line = 0                          # as at mount, before the first refresh
+        await pilot.pause()
+        home.move_to_continue_point(line_at_mount=0)  # nobody moved: the continue point is taken
+        await pilot.pause()
+        assert cursor_id(pilot) == "softmax-axis"
+        tree.cursor_line = 0
+        tree.move_to("head-split")                    # the learner moved first
+        await pilot.pause()
+        home.move_to_continue_point(line_at_mount=0)
+        await pilot.pause()
+        assert cursor_id(pilot) == "head-split"
+    drive(app, script)
+
+
 def test_n_opens_the_next_exercise_after_a_result(tmp_path):
     app, _ = make_app(tmp_path)
     order = [e.id for e in load_catalog().exercises]

@@ -75,8 +75,18 @@ class HomeScreen(PageScreen):
         tree = self.query_one(ExerciseTree)
         tree.focus()
         self.continue_at = continue_point(self.app.catalog, self.progress)  # the tree was drawn in compose
-        self.call_after_refresh(tree.move_to, self.continue_at.exercise_id)
+        self.call_after_refresh(self.move_to_continue_point, tree.cursor_line)
         self._update_status()
+
+    def move_to_continue_point(self, line_at_mount: int) -> None:
+        """The cursor on where to continue, unless the learner has moved it since the screen was mounted.
+
+        The move waits for the first refresh (the tree lays out its lines then); a key typed while the app
+        was starting may have moved the cursor already, and that move is the learner's, so it stands.
+        """
+        tree = self.query_one(ExerciseTree)
+        if tree.cursor_line == line_at_mount:
+            tree.move_to(self.continue_at.exercise_id)
 
     def on_screen_resume(self) -> None:
         if not getattr(self, "_shown", False):
