@@ -120,8 +120,9 @@ def test_a_signal_out_of_the_side_is_said(pid):
     assert said("os.kill", (pid, 9)) == [f"tried to send a signal to process {pid}"]
 
 
-@pytest.mark.parametrize("pid", [0, 2, MAX_PROCESSES * 16, os.getpid()])
+@pytest.mark.parametrize("pid", [0, 2, MAX_PROCESSES * 16, "this process"])
 def test_a_signal_inside_the_side_is_no_attempt(pid):
+    pid = os.getpid() if pid == "this process" else pid  # an id named the same in every collection
     assert said("os.kill", (pid, 0), signals=True) == []
 
 
