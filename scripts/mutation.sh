@@ -102,6 +102,8 @@ pytest_add_cli_args_test_selection = [$tests]
 # torch in the tests is not fork-safe from a process that already ran them
 process_isolation = "forkserver"
 use_git_change_detection = false
+# mutmut runs pytest in its own process and reads which tests reach a mutant there: no xdist workers
+pytest_add_cli_args = ["-n", "0"]
 EOF
     echo "== $file: mutating in $scratch, tests: $tests"
     (cd "$scratch" && nice -n 19 "$mutmut" run --max-children "$children" > mutmut.log 2>&1) \
