@@ -175,6 +175,21 @@ def test_a_gradescope_repair_that_is_a_symlink_is_refused(tmp_path, catalog):
     assert Recording.made[0].runs == []
 
 
+def test_what_a_graded_side_could_not_do_is_a_notice_naming_the_learner(tmp_path, catalog):
+    left = "left its tree, which could not be removed: /tmp/yours-x/engine (Operation not permitted)"
+
+    class Leaving(Recording):
+        def run(self, *args, **kwargs):
+            result = super().run(*args, **kwargs)
+            result.refused["yours"] = [left]
+            return result
+
+    hand_in(tmp_path / "fixes", "ada", clean_head_split(catalog))
+    _, said = grade_fixes(["grade", "--fixes", str(tmp_path / "fixes"), "--out", str(tmp_path / "o"),
+                           "--exercises", "head-split", "--hidden-seeds", "0"], runner=Leaving)
+    assert f"ada: the yours side {left}" in said.notices
+
+
 @pytest.mark.parametrize("argv", [["grade", "--fixes", "{fixes}", "--out", "{out}"],
                                   ["grade", "--answers", "{answers}", "--out", "{out}"],
                                   ["gradescope", "--root", "{root}", "--results", "{out}/results.json"]])
