@@ -102,6 +102,11 @@ def side_of(jail, code: str, timeout_s: float = 30.0):
 def test_the_worker_confines_its_sides(jail):
     status = confine.Status.from_wire(jail.worker.hello.confinement)
     assert status.confined and status.landlock >= 1 and status.pid_namespace and status.network == "namespace"
+    # what a side reports about its caps is what held for it: the worker's probe joined its cgroups, so
+    # the side's warden did too, and no notice says otherwise
+    ran = side_of(jail, "pass")
+    assert ran.limits == {"processes": status.processes, "memory": status.memory}, ran.refused
+    assert not any("could not join" in what for what in ran.refused), ran.refused
 
 
 #: What a refused path gives the subject: Landlock's EACCES, or, where bubblewrap binds nothing there, ENOENT

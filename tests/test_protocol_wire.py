@@ -15,7 +15,7 @@ import pytest
 
 from exercises.faults import Fault
 from tutor.sandbox.protocol import (Answer, Attempted, Hello, Measured, Progress, ProtocolError, Raised, Refusal,
-                                    Request, Side, SideResult, SideSpec, decode, encode, sign, verify)
+                                    Request, Side, SideResult, SideSpec, Unjoined, decode, encode, sign, verify)
 
 FAULT = Fault(id="no-scale", file="engine/model.py", before="* self.scale", after="", summary="drops the scale")
 KEY = bytes(range(32))
@@ -25,7 +25,8 @@ KEY = bytes(range(32))
 SIDES = (Side("clean"), Side("faulted", FAULT), Side("yours", None, (("engine/model.py", "x = 1\n"),)))
 RESULT = SideResult(status="error", observed=[1, 2], evidence=[["row", "value"]], error="it raised",
                     exception="ValueError", output="printed", duration_s=1.5, refused=["tried to write /x: refused"],
-                    tampered=2, confined=True, last_step="step 3")
+                    tampered=2, confined=True, last_step="step 3",
+                    limits={"processes": "counted", "memory": "rlimit"})
 MESSAGES = [
     Hello(torch="2.13.0", cuda=True, pid=41, cores=3, scratch="/tmp/s", speed={"factor": 1.5},
           confinement={"landlock": 4}),
@@ -33,6 +34,7 @@ MESSAGES = [
             limit_why="the exercise's 10 s, scaled"),
     Progress(fraction=0.25, message="training", job=7, side="faulted"),
     Attempted(what="tried to write ~/x: refused"),
+    Unjoined(controller="memory", why="Permission denied"),
     Measured(observed={"shape": [2, 3]}, evidence=[["loss", 1.25]]),
     Raised(exception="RuntimeError", message="boom", where="model.py:12", frames=("engine/model.py:57", "x.py:3")),
     RESULT,

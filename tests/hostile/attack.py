@@ -5,7 +5,8 @@ faulted ``exercises/snippets/losses.py`` (``broadcast-loss``: the
 ``squeeze(-1)`` is gone), so the file never holds the repair and a *fixed*
 verdict could only come from cheating. :func:`run_fix` runs it the way a
 learner or a grader does — ``tutor fix broadcast-loss --file F --json`` as a
-fresh process, as whoever runs the tests (root here) — with:
+fresh process, as whoever runs the tests (root here) — or, with :func:`run_grade_fixes`, as one
+learner's hand-in through ``tutor grade --fixes`` — with:
 
 * a progress folder holding a classmate's file (``ada.toml``) and a file
   outside every tree (``outside/notes.txt``), each with a user xattr set,
@@ -161,35 +162,68 @@ def run_fix(root: Path, code: str, exercise: str = "broadcast-loss", extra: tupl
     the uid (and gid) the tutor runs as, started by root (``root`` must be reachable by it; the learner's
     own folders are given to it); ``text``: the learner's whole file instead of the attack.
     """
-    witness = Witness(root)
-    mark = secrets.token_hex(8)
-    temp = root / "systmp"
-    temp.mkdir()
-    home = root / "home"
-    home.mkdir()
-    learner = root / "losses.py"
-    code = code.replace("CLASSMATE", repr(str(witness.classmate))).replace("OUTSIDE", repr(str(witness.outside)))
-    learner.write_text(attack_file(code) if text is None else text, encoding="utf-8")
-    start = {}
-    if user is not None:
-        from tutor.sandbox import bwrap
-        for folder in (root, witness.progress, temp, home):
-            os.chown(folder, user, user)
-        start = bwrap.as_user(user)  # the Python installation reachable by ``user``, then ``user``
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TUTOR_") or k == "TUTOR_CACHE_DIR"}
-    env.update({"GRADER_API_TOKEN": SECRET, MARK_ENV: mark, "TMPDIR": str(temp), "HOME": str(home),
-                "TUTOR_PROGRESS_DIR": str(witness.progress), "TUTOR_LEARNER": "mallory"})
-    proc = subprocess.run([sys.executable, "-m", "tutor.cli", "fix", exercise, "--file", str(learner),
-                           "--no-instruments", "--json", *extra], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, env=env, cwd=root, timeout=600, **start)
-    try:
-        data = json.loads(proc.stdout)
-    except ValueError:
-        data = {}
-    left = marked_processes(mark)
-    for _ in range(20):  # a sandbox being torn down ends a moment after its tutor
-        if not left:
-            break
-        time.sleep(0.1)
-        left = marked_processes(mark)
-    return Outcome(proc.returncode, data, proc.stdout + proc.stderr, left, sorted(os.listdir(temp)), witness, mark)
+    scene = _Scene(root, code, text, root / "losses.py")
+    return scene.run(["fix", exercise, "--file", str(scene.learner), "--no-instruments", "--json", *extra],
+                     user=user)
+
+
+def run_grade_fixes(root: Path, code: str, exercise: str = "broadcast-loss", extra: tuple = ()) -> Outcome:
+    """Run the attack ``code`` as the learner mallory's hand-in through ``tutor grade --fixes DIR --out OUT
+    --exercises EXERCISE --json`` as a fresh process in ``root``, the way an instructor grades a class
+    (grading's own defaults: confined only, at least 2 hidden seeds).
+
+    The outcome's ``data`` is mallory's gradebook row, with ``fixed`` (the row passed) and ``confined`` as
+    :meth:`Outcome.assert_not_fixed_and_no_damage` reads them, and the whole reply under ``reply``.
+    """
+    (root / "fixes" / "mallory").mkdir(parents=True)
+    scene = _Scene(root, code, None, root / "fixes" / "mallory" / f"{exercise}.py")
+    done = scene.run(["grade", "--fixes", str(root / "fixes"), "--out", str(root / "graded"), "--exercises",
+                      exercise, "--json", *extra])
+    rows = [r for r in done.data.get("rows", []) if r.get("learner") == "mallory"]
+    row = rows[0] if len(rows) == 1 else {}
+    done.data = {**row, "fixed": row.get("status") == "pass" if row else None, "reply": done.data}
+    return done
+
+
+class _Scene:
+    """What every attack's run needs: the watched files, the marker, a private temp folder and home, the
+    grader's secret in the environment, and the learner's file at ``learner``."""
+
+    def __init__(self, root: Path, code: str, text: str | None, learner: Path) -> None:
+        self.root, self.learner = root, learner
+        self.witness = Witness(root)
+        self.mark = secrets.token_hex(8)
+        self.temp = root / "systmp"
+        self.temp.mkdir()
+        self.home = root / "home"
+        self.home.mkdir()
+        code = code.replace("CLASSMATE", repr(str(self.witness.classmate))).replace(
+            "OUTSIDE", repr(str(self.witness.outside)))
+        learner.write_text(attack_file(code) if text is None else text, encoding="utf-8")
+
+    def run(self, argv: list[str], user: int | None = None) -> Outcome:
+        """``python -m tutor.cli ARGV`` as a fresh process (as ``user`` where given); its outcome."""
+        start = {}
+        if user is not None:
+            from tutor.sandbox import bwrap
+            for folder in (self.root, self.witness.progress, self.temp, self.home):
+                os.chown(folder, user, user)
+            start = bwrap.as_user(user)  # the Python installation reachable by ``user``, then ``user``
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TUTOR_") or k == "TUTOR_CACHE_DIR"}
+        env.update({"GRADER_API_TOKEN": SECRET, MARK_ENV: self.mark, "TMPDIR": str(self.temp),
+                    "HOME": str(self.home), "TUTOR_PROGRESS_DIR": str(self.witness.progress),
+                    "TUTOR_LEARNER": "mallory"})
+        proc = subprocess.run([sys.executable, "-m", "tutor.cli", *argv], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, env=env, cwd=self.root, timeout=600, **start)
+        try:
+            data = json.loads(proc.stdout)
+        except ValueError:
+            data = {}
+        left = marked_processes(self.mark)
+        for _ in range(20):  # a sandbox being torn down ends a moment after its tutor
+            if not left:
+                break
+            time.sleep(0.1)
+            left = marked_processes(self.mark)
+        return Outcome(proc.returncode, data, proc.stdout + proc.stderr, left, sorted(os.listdir(self.temp)),
+                       self.witness, self.mark)

@@ -4,6 +4,7 @@
 symbolic link (a file, or a whole learner folder, pointing at a classmate's) and a file with a second
 hard link are refused, each named in one sentence on stderr and in its gradebook row, and never run.
 Byte-identical hand-ins of two learners are graded each and flagged (``same_as`` names the others).
+A Gradescope ``answers.*`` file that is a link is refused the same way, before anything is read or run.
 With ``TUTOR_CONFINE=off`` every grading command refuses (exit 2, one sentence) unless
 ``--allow-unconfined`` is given, before anything is read, run or written.
 
@@ -173,6 +174,43 @@ def test_a_gradescope_repair_that_is_a_symlink_is_refused(tmp_path, catalog):
     result = json.loads((root / "results" / "results.json").read_text())
     assert result["score"] == 0 and "symbolic link" in result["tests"][0]["output"]
     assert Recording.made[0].runs == []
+
+
+def test_what_a_graded_side_could_not_do_is_a_notice_naming_the_learner(tmp_path, catalog):
+    left = "left its tree, which could not be removed: /tmp/yours-x/engine (Operation not permitted)"
+
+    class Leaving(Recording):
+        def run(self, *args, **kwargs):
+            result = super().run(*args, **kwargs)
+            result.refused["yours"] = [left]
+            return result
+
+    hand_in(tmp_path / "fixes", "ada", clean_head_split(catalog))
+    _, said = grade_fixes(["grade", "--fixes", str(tmp_path / "fixes"), "--out", str(tmp_path / "o"),
+                           "--exercises", "head-split", "--hidden-seeds", "0"], runner=Leaving)
+    assert f"ada: the yours side {left}" in said.notices
+
+
+@pytest.mark.parametrize("how", ["symlink", "hard link"])
+def test_a_gradescope_answers_file_that_is_a_link_is_refused_and_never_read(how, tmp_path, catalog):
+    """``answers.*`` are read as repairs are (``fixes.read_file``): a link to the instructor's key (or to a
+    classmate's answers) is one sentence in results.json, score 0, and nothing is run or read through it."""
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "source").mkdir()
+    key = root / "source" / "key.toml"
+    key.write_text('head-split = "b"\n')  # the instructor's answers
+    (root / "source" / "assignment.toml").write_text('exercises = ["head-split"]\n')
+    answers = root / "submission" / "answers.toml"
+    answers.symlink_to(key) if how == "symlink" else os.link(key, answers)
+    before = digest(key)
+    reply, _ = grade_fixes(["gradescope", "--root", str(root)])
+    result = json.loads((root / "results" / "results.json").read_text())
+    said = "is a symbolic link" if how == "symlink" else "has 2 hard links"
+    assert reply.code == 2 and said in reply.data["error"] and "submission/answers.toml" in reply.data["error"]
+    assert result["score"] == 0 and said in result["output"]
+    assert Recording.made == []  # refused before any runner was made
+    assert digest(key) == before
 
 
 @pytest.mark.parametrize("argv", [["grade", "--fixes", "{fixes}", "--out", "{out}"],

@@ -249,6 +249,10 @@ def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[st
                 raise CouldNotRun(str(exc)) from None
             writer.append(outcome.to_dict())
             tally.add(outcome)
+            # what a side tried or could not do (a cgroup it could not join, a tree left behind), said per learner
+            for side, said in (getattr(outcome.result, "refused", None) or {}).items():
+                for what in said:
+                    notice(f"{row.learner}: the {side} side {what}")
             on_graded(outcome)
         written = out_folder.finish(out, plan, grading.titles(catalog), str(req.fixes))
     result = Graded(out, plan, written, tally.kept, len(earlier), 1, tally.rows, 0, time.perf_counter() - started,

@@ -35,6 +35,7 @@ import datetime as dt
 import hashlib
 import io
 import json
+import os
 import time
 from pathlib import Path
 
@@ -74,14 +75,21 @@ def read_submission(folder: Path, catalog, learner: str, submitted_at: str | Non
     """The submission's rows: predictions from the answers file, repairs from ID.py / ID.diff.
 
     Raises:
-        UsageError: the folder is missing, holds nothing to grade, or its answers file does not read.
+        UsageError: the folder is missing, holds nothing to grade, or its answers file does not read or is
+            not a regular file of the submission's own (a symbolic link, a second hard link).
     """
     if not folder.is_dir():
         raise UsageError(f"there is no submission folder {folder}")
     pairs: list[tuple[str, str]] = []
-    found = [folder / name for name in ANSWER_FILES if (folder / name).is_file()]
-    for path in found:
-        pairs += _pairs(path)
+    for path in (folder / name for name in ANSWER_FILES):
+        if not os.path.lexists(path):
+            continue
+        # read as a repair is (fixes.read_file): a link to the instructor's key or a classmate's answers, a
+        # second hard link, anything but a regular file of the submission's own is refused, never read
+        raw, refused = read_file(path, folder)
+        if refused is not None:
+            raise UsageError(refused)
+        pairs += _pairs(path, raw.decode("utf-8-sig", errors="replace"))
     checker = answer_rows.Checker(catalog)
     rows = []
     for n, (exercise, answer) in enumerate(pairs, 1):
@@ -132,8 +140,8 @@ def _repairs(folder: Path, names: set, catalog, learner: str) -> list:
     return rows
 
 
-def _pairs(path: Path) -> list[tuple[str, str]]:
-    text = path.read_text(encoding="utf-8-sig", errors="replace")
+def _pairs(path: Path, text: str) -> list[tuple[str, str]]:
+    """The (exercise, answer) pairs of the answers file ``path`` (its suffix says how ``text`` reads)."""
     if path.suffix == ".toml":
         try:
             data = tomllib.loads(text)

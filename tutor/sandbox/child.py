@@ -4,7 +4,7 @@ Each side of a request runs in processes of its own (:class:`tutor.sandbox.side.
 forks the first):
 
 * the **warden** (:func:`warden`) runs only our own code: it joins the
-  side's pids cgroup, makes the side's namespaces, forks the namespace's
+  side's pids and memory cgroups (telling the worker of a refusal), makes the side's namespaces, forks the namespace's
   init and the child, counts the side's processes and exits as the child
   did (:data:`TOO_MANY` when the subject started too many, :data:`SIGNALLED`
   plus the signal when a signal killed it);
@@ -33,7 +33,7 @@ import time
 import traceback
 
 from tutor.sandbox import confine, landlock, namespaces, protocol, seccomp, speed
-from tutor.sandbox.protocol import Attempted, Measured, Message, Progress, Raised, Request
+from tutor.sandbox.protocol import Attempted, Measured, Message, Progress, Raised, Request, Unjoined
 
 #: Torch threads every side's child runs with, whatever the machine: intra-op
 #: (``torch.set_num_threads``) and inter-op (``torch.set_num_interop_threads``).
@@ -96,8 +96,14 @@ def warden(request: Request, folder: str, threads: int, fd: int, key: bytes, sta
     try:
         landlock.die_with_parent()
         os.setpgid(0, 0)
-        namespaces.join_cgroup(cgroup)  # the kernel counts the warden and everything under it
-        namespaces.join_cgroup(memory_cgroup)  # and caps their memory together
+        # the kernel counts the warden and everything under it, and caps their memory together; a
+        # refusal is told to the worker (signed, like the child's lines), which says which cap holds instead
+        for controller, path in (("pids", cgroup), ("memory", memory_cgroup)):
+            why = namespaces.join_cgroup(path)
+            if why:
+                data = protocol.sign(key, Unjoined(controller=controller, why=why))
+                while data:
+                    data = data[os.write(fd, data):]
         init = None
         if status.pid_namespace:
             namespaces.make_namespaces()

@@ -22,7 +22,8 @@ mechanisms the kernel enforces:
   change, no UNIX socket, no mount, no ``ptrace``, and the rest of its list;
 * **namespaces and cgroups**, made by the side's *warden*
   (:mod:`tutor.sandbox.namespaces`): PID and network namespaces, a pids
-  and a memory cgroup where they can be made.
+  and a memory cgroup where they can be made and joined (a refusal to join
+  is said, and the side's ``limits`` name the cap that held instead).
 
 :func:`probe` says, once per worker, what holds here (``Hello.confinement``);
 ``confined`` needs bubblewrap, a user namespace, no capabilities, Landlock
@@ -51,8 +52,8 @@ from typing import Callable, Iterable
 
 from tutor.sandbox import seccomp
 from tutor.sandbox.landlock import Policy, drop_capabilities, effective_capabilities, landlock_abi, restrict
-from tutor.sandbox.namespaces import (MAX_PROCESSES, make_memory_cgroup, make_namespaces, make_pids_cgroup,
-                                     remove_cgroup)
+from tutor.sandbox.namespaces import (MAX_PROCESSES, join_cgroup, make_memory_cgroup, make_namespaces,
+                                     make_pids_cgroup, remove_cgroup)
 # the runner removes a killed worker's cgroups through this module, with the rest of what it asks of confinement
 from tutor.sandbox.namespaces import remove_cgroups  # noqa: F401
 
@@ -167,9 +168,12 @@ class Status:
         signals: signals to processes outside the side are refused (Landlock ABI 6).
         processes: how the process count is limited: ``cgroup`` (the kernel
             refuses a fork past :data:`MAX_PROCESSES`) or ``counted`` (the
-            warden stops a side it finds past it).
+            warden stops a side it finds past it). ``cgroup`` only where the
+            probe's child could make one *and join it*; a side whose warden is
+            refused later says so itself (``SideResult.limits``, a notice).
         memory: how a side's memory is capped: ``cgroup`` (the side's
-            processes together) or ``rlimit`` (each process's address space).
+            processes together) or ``rlimit`` (each process's address space),
+            ``cgroup`` on the same terms.
         file_cap_mb: the largest file a side may write (``RLIMIT_FSIZE``), MiB.
         why: one sentence when something is missing, else "".
     """
@@ -225,10 +229,13 @@ def in_user_namespace() -> bool:
     return rows != [["0", "0", "4294967295"]]
 
 
-def _probe_child(abi: int, write_fd: int) -> None:
-    """In a fork: make the side's namespaces, drop capabilities, apply Landlock and seccomp; say what held."""
-    found = {"pid_ns": False, "net_ns": False, "landlock": False, "seccomp": False, "caps": -1}
+def _probe_child(abi: int, write_fd: int, groups: dict[str, str | None]) -> None:
+    """In a fork: join the probe's cgroups (``groups``: controller -> path), make the side's namespaces, drop
+    capabilities, apply Landlock and seccomp; say what held."""
+    found = {"pid_ns": False, "net_ns": False, "landlock": False, "seccomp": False, "caps": -1, "joined": []}
     try:
+        # a cgroup counts only where a warden can move into it, as each side's warden will
+        found["joined"] = [controller for controller, path in groups.items() if path and not join_cgroup(path)]
         found["pid_ns"], found["net_ns"] = make_namespaces()
         drop_capabilities()
         found["caps"] = effective_capabilities()
@@ -256,19 +263,24 @@ def probe() -> Status:
         return Status(False, why=f"{ENV}=off turned confinement off")
     abi = landlock_abi()
     seccomp.available()  # loads libseccomp here, before the probe's Landlock forbids reading it
+    groups = {"pids": make_pids_cgroup(f"tutor-probe-{os.getpid()}", MAX_PROCESSES),
+              "memory": make_memory_cgroup(f"tutor-probe-{os.getpid()}", 1 << 30)}
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        _probe_child(abi, write_fd)
+        _probe_child(abi, write_fd, groups)
     os.close(write_fd)
     with os.fdopen(read_fd, "rb") as fh:
         said = fh.read()
     os.waitpid(pid, 0)
+    for group in groups.values():
+        remove_cgroup(group)
     try:
         found = json.loads(said)
     except ValueError:
         found = {}
+    joined = found.get("joined") if isinstance(found.get("joined"), list) else []
     pid_ns, net_ns = bool(found.get("pid_ns")), bool(found.get("net_ns"))
     landlock_ok, seccomp_ok, caps = bool(found.get("landlock")), bool(found.get("seccomp")), found.get("caps", -1)
     sandbox, user_ns = os.environ.get(SANDBOX_ENV, ""), in_user_namespace()
@@ -286,15 +298,11 @@ def probe() -> Status:
                             "connections"),
     ]
     why = next((sentence for lacking, sentence in missing if lacking), "")
-    group = make_pids_cgroup(f"tutor-probe-{os.getpid()}", MAX_PROCESSES)
-    remove_cgroup(group)
-    memory = make_memory_cgroup(f"tutor-probe-{os.getpid()}", 1 << 30)
-    remove_cgroup(memory)
     return Status(confined=not any(lacking for lacking, _ in missing[:5]), landlock=abi if landlock_ok else 0,
                   pid_namespace=pid_ns, net_namespace=net_ns, network=network, signals=landlock_ok and abi >= 6,
-                  processes="cgroup" if group else "counted", sandbox=sandbox, user_namespace=user_ns,
+                  processes="cgroup" if "pids" in joined else "counted", sandbox=sandbox, user_namespace=user_ns,
                   capabilities=f"{caps:x}" if isinstance(caps, int) and caps >= 0 else "", seccomp=seccomp_ok,
-                  memory="cgroup" if memory else "rlimit", file_cap_mb=FILE_CAP_MB, why=why)
+                  memory="cgroup" if "memory" in joined else "rlimit", file_cap_mb=FILE_CAP_MB, why=why)
 
 
 # --- what the child tried ----------------------------------------------------------------------------

@@ -286,13 +286,22 @@ def make_pids_cgroup(name: str, limit: int) -> str | None:
         return None
 
 
-def join_cgroup(path: str | None) -> None:
-    """Move this process into the cgroup ``path`` (its children follow); nothing when ``path`` is None."""
-    if path:
-        try:
-            _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
-        except OSError:
-            pass
+def join_cgroup(path: str | None) -> str:
+    """Move this process into the cgroup ``path`` (its children follow); nothing when ``path`` is None.
+
+    Returns:
+        "" when it joined (or there was nothing to join), else the kernel's refusal
+        (``Permission denied``): the caller says so, since that cgroup's limit then does
+        not hold (cgroup v2 lets a process move only with write access to the common
+        ancestor's ``cgroup.procs``).
+    """
+    if not path:
+        return ""
+    try:
+        _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+    return ""
 
 
 def refused_forks(path: str | None) -> int:

@@ -255,6 +255,20 @@ class Attempted(Message):
 
 
 @dataclass(frozen=True)
+class Unjoined(Message):
+    """The side's warden could not join one of its cgroups, so that cgroup's limit does not hold for the side.
+
+    Attributes:
+        controller: ``pids`` or ``memory``.
+        why: the kernel's refusal (``Permission denied``).
+    """
+
+    TYPE: ClassVar[str] = "unjoined"
+    controller: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class Measured(Message):
     """A child's check returned (``exercises.outcome.Measurement``, as JSON-able data)."""
 
@@ -325,6 +339,12 @@ class SideResult(Message):
         confined: whether the side ran confined (file system, at least).
         last_step: the last progress message the side sent ("" for none);
             a timeout names it as the step that hung.
+        limits: how the side's processes and memory were really capped:
+            ``processes`` ``cgroup`` (the kernel refused a fork past the
+            limit) or ``counted`` (the warden stopped it past the limit),
+            ``memory`` ``cgroup`` (its processes together), ``rlimit``
+            (each process's address space) or ``none`` (a CUDA side
+            without a cgroup); {} for a side that never started.
     """
 
     TYPE: ClassVar[str] = "side"
@@ -339,6 +359,7 @@ class SideResult(Message):
     tampered: int = 0
     confined: bool = False
     last_step: str = ""
+    limits: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -384,8 +405,8 @@ class Refusal(Message):
 
 
 _TYPES: dict[str, type[Message]] = {cls.TYPE: cls for cls in
-                                    (Hello, Request, Progress, Attempted, Measured, Raised, SideResult, Answer,
-                                     Refusal)}
+                                    (Hello, Request, Progress, Attempted, Unjoined, Measured, Raised, SideResult,
+                                     Answer, Refusal)}
 
 
 def encode(message: Message) -> str:

@@ -21,6 +21,7 @@ import select
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +29,7 @@ from pathlib import Path
 from exercises.faults import SUBJECT_PACKAGES, FaultError, make_private_copy
 from tutor.sandbox import child, confine, forkserver, namespaces, protocol
 from tutor.sandbox.protocol import (Attempted, Measured, Progress, ProtocolError, Raised, Request, Side, SideResult,
-                                   SideSpec)
+                                   SideSpec, Unjoined)
 
 #: The most of a side's output (its log) a result carries, in characters.
 OUTPUT_EXCERPT_CHARS = 2000
@@ -72,6 +73,7 @@ class SideRun:
         self.cgroup: str | None = None  # the side's pids cgroup, where one can be made
         self.memory_cgroup: str | None = None  # the side's memory cgroup, where one can be made
         self.forks_refused = 0
+        self.unjoined: dict[str, str] = {}  # controller -> the kernel's refusal, when the warden could not join
         self.log_fd: int | None = None  # the side's output.log, opened before the fork (O_NOFOLLOW)
 
     def _close_log(self) -> None:
@@ -89,10 +91,11 @@ class SideRun:
         try:
             build_tree(Path(self.folder), self.side)
         except (TreeError, FaultError, OSError) as exc:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            left = remove_tree(self.folder)
             what = f"the {self.side.name} side's files could not be put in place" if isinstance(exc, TreeError) \
                 else "the fault could not be applied"
-            self._failed = SideResult(status="error", error=f"{what}: {exc}")
+            self._failed = SideResult(status="error", error=f"{what}: {exc}" + (f" (it {left})" if left else ""),
+                                      refused=[left] if left else [])
             return
         os.makedirs(os.path.join(self.folder, "tmp"), exist_ok=True)
         self._key = os.urandom(32)
@@ -121,9 +124,10 @@ class SideRun:
                 os.close(fd)
             ours.close()
             theirs.close()
-            self._failed = SideResult(status="error", error=f"the {self.side.name} side could not start: {exc}")
             self._close_log()
-            shutil.rmtree(self.folder, ignore_errors=True)
+            left = remove_tree(self.folder)
+            self._failed = SideResult(status="error", error=f"the {self.side.name} side could not start: {exc}"
+                                      + (f" (it {left})" if left else ""), refused=[left] if left else [])
             return
         theirs.close()
         os.close(write_fd)
@@ -163,6 +167,10 @@ class SideRun:
             elif isinstance(message, Attempted):
                 if message.what not in self.refused and len(self.refused) < 20:
                     self.refused.append(message.what)
+            elif isinstance(message, Unjoined):  # the warden's: this cgroup's limit does not hold
+                if message.controller in ("pids", "memory") and message.controller not in self.unjoined:
+                    self.unjoined[message.controller] = message.why
+                    self.refused.append(unjoined_sentence(message.controller, message.why, self.request.device))
             elif isinstance(message, (Measured, Raised)):
                 self._last = message
         return reports
@@ -229,11 +237,24 @@ class SideRun:
         if self.forks_refused:
             self.refused.append(f"tried to run more than {namespaces.MAX_PROCESSES} processes at once: "
                                 f"{self.forks_refused} fork{'s' if self.forks_refused > 1 else ''} refused")
+        left = remove_tree(self.folder)  # the log stays readable: it is read through its descriptor
+        if left:  # said, never kept silently
+            self.refused.append(left)
         result = self._outcome(status, timed_out)
         self._close_log()
-        shutil.rmtree(self.folder, ignore_errors=True)
         self._finished = result
         return result
+
+    @property
+    def limits(self) -> dict:
+        """How this side's processes and memory were really capped (``SideResult.limits``): a cgroup only
+        where it was made and the warden joined it, else the fallback that holds without it."""
+        processes = "cgroup" if self.cgroup and "pids" not in self.unjoined else "counted"
+        if self.memory_cgroup and "memory" not in self.unjoined:
+            memory = "cgroup"
+        else:
+            memory = "rlimit" if self.request.device == "cpu" and child.MEMORY_CAP_MB > 0 else "none"
+        return {"processes": processes, "memory": memory}
 
     def _reap_warden_soon(self, wait_s: float = 2.0) -> None:
         """Give a warden whose child is done a moment to see it and exit on its own (its status says how)."""
@@ -258,7 +279,7 @@ class SideRun:
         duration_s = round(time.perf_counter() - self.started, 4)
         confined = bool(confinement().confined)
         common = dict(output=output, duration_s=duration_s, refused=list(self.refused), tampered=self.tampered,
-                      confined=confined, last_step=self.last_step)
+                      confined=confined, last_step=self.last_step, limits=self.limits)
         refused = f" (it {'; '.join(self.refused)})" if self.refused else ""
         if timed_out:
             why = f"; the limit is {self.request.limit_why}" if self.request.limit_why else ""
@@ -414,3 +435,34 @@ def excerpt(fd: int | None) -> str:
     if size > OUTPUT_EXCERPT_CHARS:
         text += f"\n… ({size - OUTPUT_EXCERPT_CHARS} more bytes of output not shown)"
     return text
+
+
+def unjoined_sentence(controller: str, why: str, device: str) -> str:
+    """What a side's notice says when its warden could not join its ``controller`` cgroup: the refusal, and
+    which cap holds instead (one sentence, after "the yours side")."""
+    if controller == "pids":
+        return (f"could not join its pids cgroup ({why}), so the kernel did not refuse its processes past "
+                f"{namespaces.MAX_PROCESSES}: the warden counted them and stops a side past that instead")
+    held = (f"only each process's address space was capped (RLIMIT_AS, {child.MEMORY_CAP_MB} MiB)"
+            if device == "cpu" and child.MEMORY_CAP_MB > 0 else "its memory was not capped at all")
+    return f"could not join its memory cgroup ({why}), so its processes' memory together was not capped: {held}"
+
+
+def remove_tree(folder: str) -> str:
+    """Remove a side's private tree; "" when it is gone, else one sentence (after "the yours side") naming
+    what was left and why: a tree that cannot be removed is said, never kept silently."""
+    failed: list[tuple[str, BaseException]] = []
+
+    def note(_func, path, exc) -> None:  # exc: the exception (onexc, 3.12+) or sys.exc_info() (onerror)
+        failed.append((path, exc[1] if isinstance(exc, tuple) else exc))
+
+    shutil.rmtree(folder, **({"onexc": note} if sys.version_info >= (3, 12) else {"onerror": note}))
+    if not os.path.lexists(folder):
+        return ""
+    # a folder that could not be removed because something in it could not is no failure of its own
+    failed = [(path, exc) for path, exc in failed
+              if not any(other.startswith(path.rstrip(os.sep) + os.sep) for other, _ in failed)]
+    path, exc = failed[0] if failed else (folder, None)
+    why = f" ({getattr(exc, 'strerror', None) or exc})" if exc is not None else ""
+    more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
+    return f"left its tree, which could not be removed: {path}{why}{more}"
