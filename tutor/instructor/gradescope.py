@@ -33,12 +33,11 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import hashlib
-import io
 import json
 import time
 from pathlib import Path
 
-from tutor.instructor import answer_rows, fixes, memo
+from tutor.instructor import answer_rows, fixes, json_items, memo
 from tutor.instructor import grade as grading
 from tutor.instructor import results as class_results
 from tutor.instructor.columns import normal
@@ -74,7 +73,8 @@ def read_submission(folder: Path, catalog, learner: str, submitted_at: str | Non
     """The submission's rows: predictions from the answers file, repairs from ID.py / ID.diff.
 
     Raises:
-        UsageError: the folder is missing, holds nothing to grade, or its answers file does not read.
+        UsageError: the folder is missing, holds nothing to grade, or its answers file does not read or is
+            larger than :data:`MAX_ANSWERS_BYTES`.
     """
     if not folder.is_dir():
         raise UsageError(f"there is no submission folder {folder}")
@@ -132,9 +132,22 @@ def _repairs(folder: Path, names: set, catalog, learner: str) -> list:
     return rows
 
 
+#: Largest answers file of a submission, in bytes: one line per exercise is a few KiB.
+MAX_ANSWERS_BYTES = 4 * 2**20
+
+
 def _pairs(path: Path) -> list[tuple[str, str]]:
-    text = path.read_text(encoding="utf-8-sig", errors="replace")
+    """(exercise, answer) of one answers file of a submission: CSV and JSON read a row or an item at a time
+    (:mod:`tutor.instructor.json_items`), TOML whole, each at most :data:`MAX_ANSWERS_BYTES`.
+
+    Raises:
+        UsageError: the file is larger than that, or does not read as its format.
+    """
+    if path.stat().st_size > MAX_ANSWERS_BYTES:
+        raise UsageError(f"{path.name} is larger than {MAX_ANSWERS_BYTES // 2**20} MiB; a submission's answers are "
+                         "one line per exercise, so upload only those")
     if path.suffix == ".toml":
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -143,21 +156,23 @@ def _pairs(path: Path) -> list[tuple[str, str]]:
         table = data.get("answers", data)
         return [(str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in table.items()
                 if not isinstance(v, dict)]
-    if path.suffix == ".csv":
-        reader = csv.reader(io.StringIO(text, newline=""))
-        header = [normal(h) for h in next(reader, [])]
-        if "exercise" not in header or "answer" not in header:
-            raise UsageError(f"{path.name} needs the columns exercise and answer in its header")
-        e, a = header.index("exercise"), header.index("answer")
-        return [(cells[e], cells[a]) for cells in reader if len(cells) > max(e, a)]
-    pairs = []
-    items = json.loads(text) if text.lstrip().startswith("[") else [json.loads(line) for line in text.splitlines()
-                                                                     if line.strip()]
-    for item in items:
-        if isinstance(item, dict) and "exercise" in item and "answer" in item:
-            answer = item["answer"]
-            pairs.append((str(item["exercise"]), answer if isinstance(answer, str) else json.dumps(answer)))
-    return pairs
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        if path.suffix == ".csv":
+            reader = csv.reader(fh)
+            header = [normal(h) for h in next(reader, [])]
+            if "exercise" not in header or "answer" not in header:
+                raise UsageError(f"{path.name} needs the columns exercise and answer in its header")
+            e, a = header.index("exercise"), header.index("answer")
+            return [(cells[e], cells[a]) for cells in reader if len(cells) > max(e, a)]
+        pairs = []
+        for _, item in json_items.items(fh, path.name):
+            if isinstance(item, json_items.Bad):
+                raise UsageError(f"{path.name}: {item.problem}; write one object per line such as "
+                                 '{"exercise": "head-split", "answer": "b"}')
+            if isinstance(item, dict) and "exercise" in item and "answer" in item:
+                answer = item["answer"]
+                pairs.append((str(item["exercise"]), answer if isinstance(answer, str) else json.dumps(answer)))
+        return pairs
 
 
 def grade_submission(catalog, rows: list, plan, runner, now: dt.datetime | None = None,
