@@ -105,3 +105,4 @@ def test_a_submissions_json_array_is_graded(tmp_path):
     reply, _ = run_command(["gradescope", "--root", str(root)])
     assert reply.code == 0 and [t["name"].split()[0] for t in reply.data["result"]["tests"]] == ["head-split", "cache-offset"]
     assert reply.data["result"]["tests"][1]["status"] == "passed"
+
