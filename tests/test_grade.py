@@ -198,6 +198,15 @@ def test_every_row_gets_its_result_on_one_warm_worker(answers_csv, catalog):
     assert all(r.reason and r.result is None and r.score == 0 for r in unreadable)
 
 
+def test_a_reused_measurement_takes_no_time_of_its_own(answers_csv, catalog):
+    """A row graded against a measurement another row made says 0 s: the rows' durations sum to the checks'."""
+    results = grade_rows(catalog, read_answers(answers_csv, catalog), pool(catalog))
+    rows = [r.to_dict() for r in results if r.result is not None]
+    assert [d["duration_s"] for d in rows if d["reused"]] == [0.0, 0.0]
+    measured = [d["duration_s"] for d in rows if not d["reused"]]
+    assert len(measured) == 4 and all(d > 0 for d in measured)
+
+
 def test_two_workers_share_the_rows_and_the_order_is_kept(answers_csv, catalog):
     rows = read_answers(answers_csv, catalog) * 4
     results = grade_rows(catalog, rows, pool(catalog, jobs=2))

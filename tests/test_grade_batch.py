@@ -9,6 +9,7 @@ which stands for a repair that is right at the check's own seed but not at a hid
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 from pathlib import Path
 
@@ -233,6 +234,21 @@ def test_a_submission_that_cannot_be_graded_still_writes_results_json(tmp_path):
     [test] = result["tests"]  # the assignment's exercises are listed, each at 0 with the reason
     assert (test["name"], test["score"], test["max_score"]) == ("head-split", 0.0, 1.0)
     assert "nothing to grade" in test["output"]
+
+
+@pytest.mark.parametrize("files, said", [
+    ({"answers.toml": 'head-split = "b"\n'}, "Gradescope result: 2 of 3 points over 2 tests"),
+    ({}, "Gradescope result: 0 of 3 points over 2 tests"),  # not graded: the assignment's points still
+])
+def test_the_gradescope_log_says_the_assignments_points(tmp_path, files, said):
+    from rich.console import Console
+    from tutor.cli.output import RichOutput
+    root = autograder(tmp_path, files, '[[exercises]]\nid = "head-split"\npoints = 2\n[[exercises]]\nid = "cache-offset"\n')
+    reply, _ = run_command(["gradescope", "--root", str(root)])
+    shown = RichOutput()
+    shown._console = Console(record=True, width=200, file=io.StringIO())
+    shown.show(reply)
+    assert said in shown._console.export_text()
 
 
 def test_the_autograder_scripts_call_tutor_gradescope():

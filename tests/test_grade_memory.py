@@ -2,7 +2,8 @@
 the rows back a line at a time (:mod:`tutor.instructor.tail`).
 
 The default suite counts what is held (live rows, and tracemalloc's peak at N and 4N rows, each row carrying
-a 4 KB note that a held row would keep); the ``slow`` test grades a ~200 MB export in a CLI subprocess and
+a 4 KB note that a held row would keep) for a CSV export, JSON lines, a JSON array, standard input and a
+``--resume`` over rows already graded; the ``slow`` test grades a ~200 MB export in a CLI subprocess and
 reads its peak RSS.
 """
 
@@ -26,19 +27,32 @@ NOTE = "n" * 4096
 LEARNERS = 20
 
 
-def export(path, rows: int, note: str = NOTE) -> None:
-    """``rows`` answers of LEARNERS learners over two exercises (head-split observes b under FakeRunner)."""
+def export(path, rows: int, note: str = NOTE, form: str = "csv") -> None:
+    """``rows`` answers of LEARNERS learners over two exercises (head-split observes b under FakeRunner), as
+    CSV, JSON lines (``jsonl``) or one JSON array (``json``)."""
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write("learner,exercise,answer,note,submitted_at\n")
+        if form == "csv":
+            fh.write("learner,exercise,answer,note,submitted_at\n")
+        elif form == "json":
+            fh.write("[\n")
         for i in range(rows):
             ex, answer = ("head-split", "ab"[i % 2]) if i % 3 else ("broadcast-loss", "3x3")
-            fh.write(f"learner{i % LEARNERS},{ex},{answer},{note},2026-11-29T10:{i % 60:02d}:00Z\n")
+            fields = [f"learner{i % LEARNERS}", ex, answer, note, f"2026-11-29T10:{i % 60:02d}:00Z"]
+            if form == "csv":
+                fh.write(",".join(fields) + "\n")
+            else:
+                item = json.dumps(dict(zip(("learner", "exercise", "answer", "note", "submitted_at"), fields)))
+                fh.write(item + (",\n" if form == "json" and i < rows - 1 else "\n"))
+        if form == "json":
+            fh.write("]\n")
 
 
-def grade(tmp_path, rows: int, exercises: str | None, on_graded=lambda r: None):
-    answers = tmp_path / f"a{rows}.csv"
-    export(answers, rows)
-    req = course.Request(answers=str(answers), exercises=exercises, out=tmp_path / f"o{rows}",
+def grade(tmp_path, rows: int, exercises: str | None, on_graded=lambda r: None, form: str = "csv",
+          resume: bool = False, answers=None):
+    if answers is None:
+        answers = tmp_path / f"a{rows}.{form}"
+        export(answers, rows, form=form)
+    req = course.Request(answers=str(answers), exercises=exercises, out=tmp_path / f"o{rows}", resume=resume,
                          runner_factory=lambda cat, dev: FakeRunner(cat, dev))
     return course.grade_answers(req, CATALOG[0], on_graded, lambda s: None)
 
@@ -72,10 +86,10 @@ def test_rows_are_let_go_as_they_are_graded(tmp_path, monkeypatch, exercises):
     assert done.rows_graded == 400 and len(done.graded) == 5
 
 
-def _peak(tmp_path, rows: int, exercises: str | None) -> int:
+def _peak(tmp_path, rows: int, exercises: str | None, **kw) -> int:
     tracemalloc.start()
     try:
-        done = grade(tmp_path, rows, exercises)
+        done = grade(tmp_path, rows, exercises, **kw)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -92,6 +106,62 @@ def test_peak_memory_does_not_grow_with_the_rows(tmp_path, monkeypatch, exercise
     assert large < notes_added, large  # nor is the file read whole (a 4 MB class, some 250 KB held)
     results = json.loads((tmp_path / "o1000" / "results.json").read_text())
     assert len(results["learners"]) == LEARNERS
+
+
+@pytest.mark.parametrize("form, exercises", [("jsonl", None), ("jsonl", "head-split,broadcast-loss"),
+                                             ("json", None), ("json", "head-split,broadcast-loss")])
+def test_json_lines_and_a_json_array_are_read_an_object_at_a_time(tmp_path, monkeypatch, form, exercises):
+    monkeypatch.setattr(course, "KEPT_ROWS", 5, raising=False)
+    small = _peak(tmp_path, 250, exercises, form=form)
+    large = _peak(tmp_path, 1000, exercises, form=form)
+    notes_added = 750 * len(NOTE)
+    assert large - small < notes_added / 4, (small, large)  # the text or the objects held would add 3 MB
+    assert large < notes_added, large
+    results = json.loads((tmp_path / "o1000" / "results.json").read_text())
+    assert len(results["learners"]) == LEARNERS
+
+
+@pytest.mark.parametrize("exercises", ["head-split,broadcast-loss", None])
+def test_standard_input_is_copied_to_a_file_not_held(tmp_path, monkeypatch, exercises):
+    monkeypatch.setattr(course, "KEPT_ROWS", 5, raising=False)
+    peaks = {}
+    for rows in (250, 1000):
+        export(tmp_path / f"in{rows}.csv", rows)
+        with open(tmp_path / f"in{rows}.csv", "rb") as fh:
+            monkeypatch.setattr(sys, "stdin", type("Stdin", (), {"buffer": fh})())
+            peaks[rows] = _peak(tmp_path, rows, exercises, answers="-")
+    assert peaks[1000] - peaks[250] < 750 * len(NOTE) / 4, peaks
+    assert peaks[1000] < 750 * len(NOTE), peaks  # the 4 MB read whole would be more
+
+
+def test_resume_keeps_the_ids_graded_not_the_rows(tmp_path, monkeypatch):
+    """A resumed grading whose every row is graded already: what it reads of rows.jsonl (N rows of 4 KB notes)
+    does not grow what it holds."""
+    monkeypatch.setattr(course, "KEPT_ROWS", 5, raising=False)
+    peaks = {}
+    for rows in (250, 1000):
+        answers = tmp_path / f"a{rows}.csv"
+        export(answers, rows)
+        grade(tmp_path, rows, "head-split,broadcast-loss", answers=answers)
+        FakeRunner.made = []
+        peaks[rows] = _peak(tmp_path, rows, "head-split,broadcast-loss", answers=answers, resume=True)
+        assert not any(r.runs for r in FakeRunner.made)  # nothing graded twice
+    assert peaks[1000] - peaks[250] < 750 * len(NOTE) / 4, peaks
+    assert peaks[1000] < 750 * len(NOTE), peaks
+
+
+def test_resume_after_a_kill_between_a_row_and_its_newline(tmp_path):
+    answers = tmp_path / "a.csv"
+    export(answers, 9, note="n")
+    first = grade(tmp_path, 9, "head-split,broadcast-loss", answers=answers)
+    rows_file = tmp_path / "o9" / "rows.jsonl"
+    whole = rows_file.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    rows_file.write_bytes(b"".join(lines[:5]).rstrip(b"\n"))  # five rows, the last without its newline
+    again = grade(tmp_path, 9, "head-split,broadcast-loss", answers=answers, resume=True)
+    assert (again.resumed, again.written.rows) == (5, 9)
+    assert [json.loads(x)["line"] for x in rows_file.read_bytes().splitlines()] == list(range(2, 11))
+    assert first.written.counts == again.written.counts
 
 
 def _peak_rss_kib(proc) -> int:

@@ -323,10 +323,11 @@ class RichOutput:
         # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
         result = reply.data.get("result", {})
-        self.console.print(Text(f"Gradescope result: {result.get('score', 0):g} of "
-                                f"{(result.get('extra_data') or {}).get('max_score', 0):g} "
-                                f"points over {len(result.get('tests', []))} tests, written to {reply.path}",
-                                style="bold"))
+        tests = result.get("tests", [])
+        # a submission that could not be graded has no extra_data: its tests still carry the assignment's points
+        most = (result.get("extra_data") or {}).get("max_score", sum(t.get("max_score", 0) for t in tests))
+        self.console.print(Text(f"Gradescope result: {result.get('score', 0):g} of {most:g} points over "
+                                f"{len(tests)} tests, written to {reply.path}", style="bold"))
         if reply.data.get("error"):
             fail(reply.data["error"])
 

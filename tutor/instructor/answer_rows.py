@@ -23,8 +23,11 @@ import io
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import unicodedata
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,12 +37,8 @@ from tutor.model import answers
 from tutor.model.attempts import PREDICT, ProgressError
 from tutor.model.errors import UsageError
 from tutor.instructor import columns as lms
-from tutor.instructor import wide
+from tutor.instructor import json_items, wide
 from tutor.store.names import learner_key, validate_learner
-
-#: Largest answers file read, in bytes.
-MAX_ANSWERS_BYTES = 256 * 1024 * 1024
-
 
 @dataclass
 class AnswerRow:
@@ -91,7 +90,9 @@ class AnswerRow:
 
 def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None, layout: str | None = None,
                  assignment=None) -> list[AnswerRow]:
-    """Read an answers file (``-`` is standard input) into rows, each checked against ``catalog``.
+    """Read an answers file (``-`` is standard input) into rows, each checked against ``catalog``: the
+    rows of :func:`iter_answers` as one list (for a submission or a test; a class's grading takes them one
+    at a time instead).
 
     Rows that cannot be graded keep their reason in ``problem``; only a file
     that cannot be read as answers at all raises.
@@ -103,72 +104,73 @@ def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None, 
         assignment: maps a wide export's question columns to exercises (by id or title; by position).
 
     Raises:
-        UsageError: the file is missing, too large, not UTF-8, has no rows,
+        UsageError: the file is missing, not UTF-8, has no rows, is a JSON array that does not parse,
             or its header lacks a required column or has an ambiguous one.
     """
-    text = _read_text(path)
-    stripped = text.lstrip("\ufeff \t\r\n")
-    suffix = Path(str(path)).suffix.lower()
-    as_json = suffix in (".jsonl", ".ndjson", ".json") or (suffix != ".csv" and stripped[:1] in ("{", "["))
-    source = f"the answers file {path}"
-    raw = _json_rows(text, columns, source) if as_json else list(_csv_rows(text, columns, source, layout, catalog,
-                                                                            assignment))
-    if not raw:
-        raise UsageError(f"{path} holds no answers; write one row per answer with the columns learner, exercise "
-                         "and answer")
-    checker = Checker(catalog)
-    return [checker(line, fields) for line, fields in raw]
+    return list(iter_answers(path, catalog, columns, layout, assignment))
 
 
 def iter_answers(path: str | os.PathLike, catalog, columns: dict | None = None, layout: str | None = None,
-                 assignment=None) -> Iterator[AnswerRow]:
-    """The rows of an answers file one at a time, as :func:`read_answers` reads them, a CSV file read as its
-    rows are taken (a class's export of any size is never held whole); standard input and JSON are read
-    whole first.
+                 assignment=None, name: str | None = None) -> Iterator[AnswerRow]:
+    """The rows of an answers file one at a time, as :func:`read_answers` reads them, each read from the file
+    as it is taken: a class's export of any size is never held whole.
+
+    CSV rows stream from the file. JSON lines and a JSON array are read twice, an object at a time (once for
+    the keys of every object, which together are the header, once for the rows), so an array that does not
+    parse is refused before its first row. Standard input (``-``) is copied to a temporary file first
+    (:func:`stdin_copy`) and read the same way.
+
+    Args:
+        name: what messages call the file (default ``path``; a copy of standard input is called ``-``).
 
     Raises:
         UsageError: as :func:`read_answers` (a CSV file that turns out not to be UTF-8 raises where it does).
     """
-    if str(path) == "-" or Path(str(path)).suffix.lower() != ".csv":
-        yield from read_answers(path, catalog, columns, layout, assignment)
+    if str(path) == "-":
+        with stdin_copy() as copy:
+            yield from iter_answers(copy, catalog, columns, layout, assignment, name="-")
         return
+    shown = name or str(path)
     try:
         fh = open(path, encoding="utf-8-sig", newline="")
     except FileNotFoundError:
-        raise UsageError(f"there is no answers file {path}; check the path given to --answers") from None
+        raise UsageError(f"there is no answers file {shown}; check the path given to --answers") from None
     except OSError as exc:
-        raise UsageError(f"cannot read the answers file {path} ({exc.strerror or exc})") from None
-    checker, n = Checker(catalog), 0
+        raise UsageError(f"cannot read the answers file {shown} ({exc.strerror or exc})") from None
+    checker, n, source = Checker(catalog), 0, f"the answers file {shown}"
     with fh:
         try:
-            for line, fields in _csv_rows(fh, columns, f"the answers file {path}", layout, catalog, assignment):
+            suffix = Path(str(path)).suffix.lower()
+            as_json = suffix in (".jsonl", ".ndjson", ".json") or (suffix != ".csv" and json_items.first_char(fh) in ("{", "["))
+            raw = _json_rows(fh, columns, source) if as_json else _csv_rows(fh, columns, source, layout, catalog,
+                                                                            assignment)
+            for line, fields in raw:
                 n += 1
                 yield checker(line, fields)
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"the answers file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8, "
-                             "then grade again with --resume") from None
+        except UnicodeDecodeError:
+            again = "grade again with --resume" if n else "grade again"
+            raise UsageError(f"the answers file {shown} is not UTF-8 text; save it as UTF-8, then {again}") from None
     if n == 0:
-        raise UsageError(f"{path} holds no answers; write one row per answer with the columns learner, exercise "
+        raise UsageError(f"{shown} holds no answers; write one row per answer with the columns learner, exercise "
                          "and answer")
 
 
-def _read_text(path) -> str:
+@contextmanager
+def stdin_copy() -> Iterator[str]:
+    """Standard input copied to a temporary file a MiB at a time (never held whole), so it can be read more
+    than once; the file's path, removed when the block ends.
+
+    Raises:
+        UsageError: standard input cannot be read, or the copy cannot be written.
+    """
     try:
-        if str(path) == "-":
-            data = sys.stdin.buffer.read(MAX_ANSWERS_BYTES + 1)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read(MAX_ANSWERS_BYTES + 1)
-    except FileNotFoundError:
-        raise UsageError(f"there is no answers file {path}; check the path given to --answers") from None
+        with tempfile.NamedTemporaryFile(prefix="tutor-answers-") as copy:
+            shutil.copyfileobj(sys.stdin.buffer, copy, 1 << 20)
+            copy.flush()
+            yield copy.name
     except OSError as exc:
-        raise UsageError(f"cannot read the answers file {path} ({exc.strerror or exc})") from None
-    if len(data) > MAX_ANSWERS_BYTES:
-        raise UsageError(f"the answers file {path} is larger than {MAX_ANSWERS_BYTES // 2**20} MiB; split it")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"the answers file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+        raise UsageError(f"cannot copy the answers from standard input ({exc.strerror or exc}); give the file "
+                         "to --answers by its path") from None
 
 
 def _csv_rows(text, columns: dict | None, source: str, layout: str | None = None, catalog=None,
@@ -211,49 +213,28 @@ def _csv_rows(text, columns: dict | None, source: str, layout: str | None = None
         line = reader.line_num + 1
 
 
-def _json_rows(text: str, columns: dict | None, source: str) -> list[tuple[int, dict]]:
-    """JSON lines (or one JSON array) as (line, {field: value}); a line that is no object is a problem row.
-    The keys of every object together are the header (:func:`tutor.instructor.columns.resolve`)."""
-    stripped = text.lstrip("\ufeff \t\r\n")
-    items: list[tuple[int, Any]] = []
-    if stripped.startswith("["):
-        try:
-            array = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"the answers are not a JSON array of objects ({exc.msg}, line {exc.lineno})") from None
-        items = list(enumerate(array if isinstance(array, list) else [array], 1))
-    else:
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                items.append((n, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                items.append((n, _Bad(f"line {n} is not a JSON object ({exc.msg})")))
+def _json_rows(fh, columns: dict | None, source: str) -> Iterator[tuple[int, dict]]:
+    """JSON lines (or one JSON array) of an open text file as (line, {field: value}); a line that is no object
+    is a problem row. The keys of every object together are the header (:func:`tutor.instructor.columns.resolve`):
+    the file is read once for them, an object at a time, then again for the rows."""
     header: list[str] = []
     seen = set()
-    for _, item in items:
+    for _, item in json_items.items(fh, source):
         if isinstance(item, dict):
             for k in item:
                 if str(k) not in seen:
                     seen.add(str(k))
                     header.append(str(k))
     mapping = lms.resolve(header, columns, source) if header else None
-    rows = []
-    for n, item in items:
-        if isinstance(item, _Bad):
-            rows.append((n, {"_problem": item.problem}))
+    fh.seek(0)
+    for n, item in json_items.items(fh, source):
+        if isinstance(item, json_items.Bad):
+            yield n, {"_problem": item.problem}
         elif not isinstance(item, dict) or mapping is None:
-            rows.append((n, {"_problem": f"line {n} is not a JSON object"}))
+            yield n, {"_problem": f"line {n} is not a JSON object"}
         else:
             values = [_json_text(item.get(h)) for h in header]
-            rows.append((n, {f: v for f, v in mapping.fields(values).items() if v is not None}))
-    return rows
-
-
-@dataclass
-class _Bad:
-    problem: str
+            yield n, {f: v for f, v in mapping.fields(values).items() if v is not None}
 
 
 def _json_text(value: Any) -> str | None:
@@ -391,20 +372,19 @@ def _time(text: str) -> tuple[str | None, str | None]:
     return when.astimezone(timezone.utc).isoformat(timespec="seconds"), None
 
 
-def not_yet_graded(rows: list[AnswerRow], earlier: list[dict]) -> list[AnswerRow]:
+def not_yet_graded(rows: list[AnswerRow], held: dict[str, int]) -> list[AnswerRow]:
     """The rows ``--resume`` still has to grade: each submission as often as the file has it, less the
-    times the gradebook holds it already."""
-    return list(still_to_grade(rows, earlier))
+    times the gradebook holds it already (``held``: submission id -> rows graded, as
+    :func:`tutor.instructor.gradebook.graded_so_far` counts them)."""
+    return list(still_to_grade(rows, held))
 
 
-def still_to_grade(rows, earlier: list[dict]) -> Iterator[AnswerRow]:
-    """:func:`not_yet_graded`, one row at a time as ``rows`` gives them."""
-    held: dict[str, int] = {}
-    for r in earlier:
-        held[r.get("submission", "")] = held.get(r.get("submission", ""), 0) + 1
+def still_to_grade(rows, held: dict[str, int]) -> Iterator[AnswerRow]:
+    """:func:`not_yet_graded`, one row at a time as ``rows`` gives them (``held`` is not changed)."""
+    left = dict(held)
     for row in rows:
         sid = row.submission
-        if held.get(sid, 0) > 0:
-            held[sid] -= 1
+        if left.get(sid, 0) > 0:
+            left[sid] -= 1
             continue
         yield row

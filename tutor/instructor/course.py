@@ -155,22 +155,32 @@ def _held(stack: ExitStack, req: Request, out: Path) -> None:
         stack.callback(out_folder.progress_lock(req.store.folder, req.shard).release)
 
 
-def _readable(req: Request, catalog, columns: dict):
+def _graded_so_far(out: Path) -> gradebook.Earlier:
+    """What ``--resume`` keeps of ``out``'s rows (:func:`tutor.instructor.gradebook.graded_so_far`).
+
+    Raises:
+        UsageError: its ``rows.jsonl`` exists but cannot be read.
+    """
+    try:
+        return gradebook.graded_so_far(out)
+    except OSError as exc:
+        raise UsageError(f"cannot read the rows graded so far in {out / gradebook.ROWS} ({exc.strerror or exc}); "
+                         "fix its permissions, or grade again without --resume") from None
+
+
+def _readable(req: Request, answers: str, catalog, columns: dict):
     """The answers' rows for a grading without an assignment, and the assignment inferred from every
-    readable row: a CSV file is read twice, a row at a time (once to infer, once to grade); standard input
-    and JSON are read whole."""
-    if str(req.answers) != "-" and Path(str(req.answers)).suffix.lower() == ".csv":
-        def reading():
-            return _mine(answer_rows.iter_answers(req.answers, catalog, columns, req.layout), req.shard)
-        named, readable = set(), 0
-        for r in reading():
-            if r.problem is None:
-                named.add(r.exercise)
-                readable += 1
-        return reading(), assignments.inferred(catalog, named), readable
-    rows = list(_mine(answer_rows.read_answers(req.answers, catalog, columns, req.layout), req.shard))
-    readable = [r for r in rows if r.problem is None]
-    return rows, assignments.inferred(catalog, {r.exercise for r in readable}), len(readable)
+    readable row: the file (``answers``: standard input is a copy by now) is read twice, a row at a time
+    (once to infer, once to grade)."""
+    def reading():
+        return _mine(answer_rows.iter_answers(answers, catalog, columns, req.layout, name=str(req.answers)),
+                     req.shard)
+    named, readable = set(), 0
+    for r in reading():
+        if r.problem is None:
+            named.add(r.exercise)
+            readable += 1
+    return reading(), assignments.inferred(catalog, named), readable
 
 
 def grade_answers(req: Request, catalog, on_graded: Callable, notice: Callable[[str], None]) -> Graded:
@@ -180,19 +190,27 @@ def grade_answers(req: Request, catalog, on_graded: Callable, notice: Callable[[
     out = Path(req.out) if req.out else Path(req.answers).with_name(f"{Path(req.answers).stem}-graded")
     given = grading.chosen_assignment(req.assignment, req.exercises, catalog)
     columns = lms.parse_columns(req.columns)
-    if given is None:  # the assignment is inferred from every readable row: read once for it, then graded
-        rows, plan, readable = _readable(req, catalog, columns)
-        jobs = workers(req.jobs, readable, notice)
-    else:  # rows stream from the file as they are graded
-        plan = given
-        reading = answer_rows.iter_answers(req.answers, catalog, columns, req.layout, given)
-        first = next(reading)  # the header (and the first row) read now: a bad one refuses before anything is written
-        rows = _mine(itertools.chain([first], reading), req.shard)
-        jobs = workers(req.jobs, req.jobs, notice)
+    with ExitStack() as files:  # standard input is copied to a file once, to be read as often as a file is
+        answers = files.enter_context(answer_rows.stdin_copy()) if str(req.answers) == "-" else req.answers
+        if given is None:  # the assignment is inferred from every readable row: read once for it, then graded
+            rows, plan, readable = _readable(req, answers, catalog, columns)
+            jobs = workers(req.jobs, readable, notice)
+        else:  # rows stream from the file as they are graded
+            plan = given
+            reading = answer_rows.iter_answers(answers, catalog, columns, req.layout, given, name=str(req.answers))
+            first = next(reading)  # the header (and the first row) read now: a bad one refuses before anything is written
+            rows = _mine(itertools.chain([first], reading), req.shard)
+            jobs = workers(req.jobs, req.jobs, notice)
+        return _graded(req, catalog, out, plan, rows, jobs, on_graded, notice, started)
+
+
+def _graded(req: Request, catalog, out: Path, plan, rows, jobs: int, on_graded: Callable,
+            notice: Callable[[str], None], started: float) -> Graded:
+    """The grading of ``rows`` (read as they are taken) into ``out``, and its summary."""
     with ExitStack() as stack:
         _held(stack, req, out)
-        earlier = gradebook.read_rows(out) if req.resume else []
-        todo = answer_rows.still_to_grade(rows, earlier)
+        earlier = _graded_so_far(out) if req.resume else None  # ids and counts, never the rows
+        todo = answer_rows.still_to_grade(rows, earlier.held if earlier else {})
         saver = saving.Saver(catalog, req.store, notice) if req.store is not None else None
         writer = out_folder.Rows(out, earlier)
         stack.callback(writer.close)
@@ -211,8 +229,7 @@ def grade_answers(req: Request, catalog, on_graded: Callable, notice: Callable[[
             grading.grade_rows(catalog, todo, pool, done, plan, observations, keep=False)
         finally:
             pool.close()
-        resumed = len(earlier)
-        del earlier
+        resumed = earlier.rows if earlier else 0
         written = out_folder.finish(out, plan, grading.titles(catalog), str(req.answers))
     result = Graded(out, plan, written, tally.kept, resumed, jobs, observations.measured, observations.reused,
                     time.perf_counter() - started, tally=tally)
@@ -230,8 +247,8 @@ def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[st
     tally = Tally()
     with ExitStack() as stack:
         _held(stack, req, out)
-        earlier = gradebook.read_rows(out) if req.resume else []
-        todo = answer_rows.not_yet_graded(rows, earlier)
+        earlier = _graded_so_far(out) if req.resume else None
+        todo = answer_rows.not_yet_graded(rows, earlier.held if earlier else {})
         for row in todo:
             if row.refused is not None:
                 notice(f"{row.learner}: {row.problem}")
@@ -255,7 +272,7 @@ def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[st
                     notice(f"{row.learner}: the {side} side {what}")
             on_graded(outcome)
         written = out_folder.finish(out, plan, grading.titles(catalog), str(req.fixes))
-    result = Graded(out, plan, written, tally.kept, len(earlier), 1, tally.rows, 0, time.perf_counter() - started,
+    result = Graded(out, plan, written, tally.kept, earlier.rows if earlier else 0, 1, tally.rows, 0, time.perf_counter() - started,
                     tally=tally)
     _problems(result)
     return result

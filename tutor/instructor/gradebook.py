@@ -13,7 +13,12 @@ text cell that a spreadsheet would run as a formula — one that starts with
 keeps each row's values as they are: reading a cell of the CSV gives
 ``spreadsheet_safe`` of the row's JSON value.
 
-Pure except :class:`Writer` and :func:`read_rows`, which touch the two files.
+``--resume`` keeps of the rows already there only what it needs
+(:func:`graded_so_far`: how often each submission id is graded, how many
+rows, where the last whole row ends), never the rows themselves: the
+gradebook is written again from ``rows.jsonl`` a row at a time.
+
+Pure except :class:`Writer`, :func:`graded_so_far` and :func:`read_rows`, which touch the two files.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import csv
 import io
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -85,10 +91,57 @@ def iter_rows(folder: Path) -> Iterator[dict]:
             yield row
 
 
+@dataclass
+class Earlier:
+    """What ``--resume`` keeps of the rows a grading left in its folder (:func:`graded_so_far`).
+
+    Attributes:
+        held: submission id -> how many of its rows are graded already.
+        rows: how many whole rows there are.
+        end: bytes of ``rows.jsonl`` up to the end of its last whole row (a line cut short after it is dropped).
+        newline: whether that last whole row ends with its newline (a kill between a row and its newline).
+    """
+
+    held: dict = field(default_factory=dict)
+    rows: int = 0
+    end: int = 0
+    newline: bool = True
+
+
+def graded_so_far(folder: Path) -> Earlier:
+    """What ``folder``'s ``rows.jsonl`` already holds, read a line at a time; memory grows with the number of
+    distinct submissions (one id and one count each), never with the size of the rows.
+
+    Raises:
+        OSError: the file exists but cannot be read.
+    """
+    found = Earlier()
+    try:
+        fh = open(Path(folder) / ROWS, "rb")
+    except FileNotFoundError:
+        return found
+    with fh:
+        for offset, row, raw in _whole_lines(fh):
+            if row is not None:
+                sid = row.get("submission", "")
+                found.held[sid] = found.held.get(sid, 0) + 1
+                found.rows += 1
+            found.end, found.newline = offset + len(raw), raw.endswith(b"\n")
+    return found
+
+
 def rows_with_offsets(fh) -> Iterator[tuple[int, dict]]:
     """(offset, row) for each whole row of an open ``rows.jsonl`` (binary), from its start: a line that is
     not JSON (the one in flight when a grading stopped) ends it; a line that is JSON but no row is passed
     over."""
+    for offset, row, _ in _whole_lines(fh):
+        if row is not None:
+            yield offset, row
+
+
+def _whole_lines(fh) -> Iterator[tuple[int, dict | None, bytes]]:
+    """(offset, row or None for JSON that is no row, the line's bytes) for each line up to the first that is
+    not JSON."""
     fh.seek(0)
     offset = 0
     for raw in fh:
@@ -96,8 +149,7 @@ def rows_with_offsets(fh) -> Iterator[tuple[int, dict]]:
             row = json.loads(raw)
         except ValueError:
             return
-        if isinstance(row, dict):
-            yield offset, row
+        yield offset, row if isinstance(row, dict) else None, raw
         offset += len(raw)
 
 
@@ -135,21 +187,30 @@ class Writer:
 
     Args:
         folder: the output folder (it exists and is writable).
-        earlier: rows already graded (``--resume``): both files are rewritten with them first, so a line
-            cut short by a kill is gone; without, both files start empty.
+        earlier: what ``rows.jsonl`` holds already (``--resume``: :func:`graded_so_far`): it is kept up to
+            its last whole row (a line cut short by a kill is gone) and ``gradebook.csv`` is written again
+            from it, a row at a time; without, both files start empty.
 
     Raises:
         OSError: a file cannot be written (from here and from :meth:`append`).
     """
 
-    def __init__(self, folder: Path, earlier: list[dict] | None = None) -> None:
+    def __init__(self, folder: Path, earlier: Earlier | None = None) -> None:
         self.folder = Path(folder)
         self._fds: list[int] = []
         self._sizes = [0, 0]
-        for name in (ROWS, GRADEBOOK):
-            self._fds.append(os.open(self.folder / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666))
-        self._write(b"".join(_json_line(r) for r in earlier or []),
-                    header_line() + b"".join(row_line(r) for r in earlier or []))
+        keep = earlier is not None and earlier.end > 0
+        self._fds.append(os.open(self.folder / ROWS, os.O_WRONLY | os.O_CREAT | (0 if keep else os.O_TRUNC), 0o666))
+        self._fds.append(os.open(self.folder / GRADEBOOK, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666))
+        if keep:
+            os.ftruncate(self._fds[0], earlier.end)
+            self._sizes[0] = earlier.end
+            os.lseek(self._fds[0], earlier.end, os.SEEK_SET)
+        self._write(b"" if not keep or earlier.newline else b"\n", header_line())
+        if keep:
+            with open(self.folder / ROWS, "rb") as fh:
+                for _, row in rows_with_offsets(fh):
+                    self._write(b"", row_line(row))
 
     def append(self, row: dict) -> None:
         """Write one row to both files, whole; on failure both files are as they were, and the error is raised."""

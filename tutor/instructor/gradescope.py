@@ -39,7 +39,7 @@ import os
 import time
 from pathlib import Path
 
-from tutor.instructor import answer_rows, fixes, memo
+from tutor.instructor import answer_rows, fixes, json_items, memo
 from tutor.instructor import grade as grading
 from tutor.instructor import results as class_results
 from tutor.instructor.columns import normal
@@ -76,7 +76,8 @@ def read_submission(folder: Path, catalog, learner: str, submitted_at: str | Non
 
     Raises:
         UsageError: the folder is missing, holds nothing to grade, or its answers file does not read or is
-            not a regular file of the submission's own (a symbolic link, a second hard link).
+            not a regular file of the submission's own (a symbolic link, a second hard link), or is larger
+            than :data:`MAX_ANSWERS_BYTES`.
     """
     if not folder.is_dir():
         raise UsageError(f"there is no submission folder {folder}")
@@ -86,6 +87,9 @@ def read_submission(folder: Path, catalog, learner: str, submitted_at: str | Non
             continue
         # read as a repair is (fixes.read_file): a link to the instructor's key or a classmate's answers, a
         # second hard link, anything but a regular file of the submission's own is refused, never read
+        if os.lstat(path).st_size > MAX_ANSWERS_BYTES:
+            raise UsageError(f"{path.name} is larger than {MAX_ANSWERS_BYTES // 2**20} MiB; a submission's answers "
+                             "are one line per exercise, so upload only those")
         raw, refused = read_file(path, folder)
         if refused is not None:
             raise UsageError(refused)
@@ -140,8 +144,18 @@ def _repairs(folder: Path, names: set, catalog, learner: str) -> list:
     return rows
 
 
+#: Largest answers file of a submission, in bytes: one line per exercise is a few KiB.
+MAX_ANSWERS_BYTES = 4 * 2**20
+
+
 def _pairs(path: Path, text: str) -> list[tuple[str, str]]:
-    """The (exercise, answer) pairs of the answers file ``path`` (its suffix says how ``text`` reads)."""
+    """(exercise, answer) of one answers file of a submission, ``text`` its contents (at most
+    :data:`MAX_ANSWERS_BYTES`): TOML, CSV, or JSON lines or a JSON array, read an object at a time
+    (:mod:`tutor.instructor.json_items`); ``path``'s suffix says which.
+
+    Raises:
+        UsageError: the text does not read as its format.
+    """
     if path.suffix == ".toml":
         try:
             data = tomllib.loads(text)
@@ -151,21 +165,23 @@ def _pairs(path: Path, text: str) -> list[tuple[str, str]]:
         table = data.get("answers", data)
         return [(str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in table.items()
                 if not isinstance(v, dict)]
-    if path.suffix == ".csv":
-        reader = csv.reader(io.StringIO(text, newline=""))
-        header = [normal(h) for h in next(reader, [])]
-        if "exercise" not in header or "answer" not in header:
-            raise UsageError(f"{path.name} needs the columns exercise and answer in its header")
-        e, a = header.index("exercise"), header.index("answer")
-        return [(cells[e], cells[a]) for cells in reader if len(cells) > max(e, a)]
-    pairs = []
-    items = json.loads(text) if text.lstrip().startswith("[") else [json.loads(line) for line in text.splitlines()
-                                                                     if line.strip()]
-    for item in items:
-        if isinstance(item, dict) and "exercise" in item and "answer" in item:
-            answer = item["answer"]
-            pairs.append((str(item["exercise"]), answer if isinstance(answer, str) else json.dumps(answer)))
-    return pairs
+    with io.StringIO(text, newline="") as fh:
+        if path.suffix == ".csv":
+            reader = csv.reader(fh)
+            header = [normal(h) for h in next(reader, [])]
+            if "exercise" not in header or "answer" not in header:
+                raise UsageError(f"{path.name} needs the columns exercise and answer in its header")
+            e, a = header.index("exercise"), header.index("answer")
+            return [(cells[e], cells[a]) for cells in reader if len(cells) > max(e, a)]
+        pairs = []
+        for _, item in json_items.items(fh, path.name):
+            if isinstance(item, json_items.Bad):
+                raise UsageError(f"{path.name}: {item.problem}; write one object per line such as "
+                                 '{"exercise": "head-split", "answer": "b"}')
+            if isinstance(item, dict) and "exercise" in item and "answer" in item:
+                answer = item["answer"]
+                pairs.append((str(item["exercise"]), answer if isinstance(answer, str) else json.dumps(answer)))
+        return pairs
 
 
 def grade_submission(catalog, rows: list, plan, runner, now: dt.datetime | None = None,

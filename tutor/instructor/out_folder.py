@@ -87,13 +87,14 @@ class Rows:
 
     Args:
         folder: the output folder (held: :func:`hold`).
-        earlier: rows already graded (``--resume``): both files are rewritten with them first.
+        earlier: what the folder holds already (``--resume``: :func:`tutor.instructor.gradebook.graded_so_far`):
+            ``rows.jsonl`` is kept up to its last whole row and ``gradebook.csv`` written again from it.
 
     Raises:
         CouldNotSave: a file cannot be written (from here and from :meth:`append`).
     """
 
-    def __init__(self, folder: Path, earlier: list[dict] | None = None) -> None:
+    def __init__(self, folder: Path, earlier: gradebook.Earlier | None = None) -> None:
         self.folder = Path(folder)
         try:
             self._writer = gradebook.Writer(self.folder, earlier)
