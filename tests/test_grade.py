@@ -19,7 +19,7 @@ import threading
 import pytest
 
 from tutor.cli.replies import CouldNotRun, UsageError
-from tutor.instructor.answer_rows import AnswerRow, read_answers
+from tutor.instructor.answer_rows import AnswerRow, iter_answers
 from tutor.instructor.grade import RunnerPool, gradebook_csv, grade_rows, results_json
 from tutor.instructor.saving import save_results
 from tutor.store.files import spreadsheet_safe
@@ -30,6 +30,11 @@ from tutor.sandbox.runner import WorkerError, grade
 
 OBSERVED = {"head-split": {"clean": "a", "faulted": "b"}, "broadcast-loss": {"clean": [3], "faulted": [3, 3]},
             "skip-zero-grad": {"clean": 1.0, "faulted": 2.0}, "cache-offset": {"clean": True, "faulted": False}}
+
+
+def read_answers(*args, **kwargs) -> list[AnswerRow]:
+    """An answers file's rows as one list (a class's grading takes them one at a time)."""
+    return list(iter_answers(*args, **kwargs))
 
 
 class FakeRunner:

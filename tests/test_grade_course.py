@@ -17,7 +17,7 @@ import pytest
 from proctree import alive, descendants
 from test_grade import FakeRunner, command, pool
 from tutor.cli.replies import UsageError
-from tutor.instructor.answer_rows import read_answers
+from test_grade import read_answers
 from tutor.instructor.grade import grade_rows, results_json
 from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook

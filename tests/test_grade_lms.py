@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from test_grade import FakeRunner
+from test_grade import FakeRunner, read_answers
 from tutor.instructor import course, wide
-from tutor.instructor.answer_rows import _time, read_answers
+from tutor.instructor.answer_rows import _time
 from tutor.model.errors import UsageError
 
 LMS = Path(__file__).parent / "lms"
 THREE = "head-split,broadcast-loss,cache-offset"
-
 
 @pytest.fixture(autouse=True)
 def _fresh():
@@ -104,7 +103,7 @@ def test_a_wide_export_is_detected_or_forced_and_an_unmapped_question_is_refused
     ("2026-11-29 10:00:00 UTC", "2026-11-29T10:00:00+00:00"),      # Canvas
     ("2026-11-29T10:00:00-05:00", "2026-11-29T15:00:00+00:00"),
 ])
-def test_the_lms_own_date_forms_read(text, iso):
+def test_the_lms_own_date_formsread_answers(text, iso):
     assert _time(text) == (iso, None)
 
 

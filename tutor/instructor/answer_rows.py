@@ -88,32 +88,13 @@ class AnswerRow:
         return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def read_answers(path: str | os.PathLike, catalog, columns: dict | None = None, layout: str | None = None,
-                 assignment=None) -> list[AnswerRow]:
-    """Read an answers file (``-`` is standard input) into rows, each checked against ``catalog``: the
-    rows of :func:`iter_answers` as one list (for a submission or a test; a class's grading takes them one
-    at a time instead).
+def iter_answers(path: str | os.PathLike, catalog, columns: dict | None = None, layout: str | None = None,
+                 assignment=None, name: str | None = None) -> Iterator[AnswerRow]:
+    """The rows of an answers file (``-`` is standard input) one at a time, each checked against ``catalog``
+    and read from the file as it is taken: a class's export of any size is never held whole.
 
     Rows that cannot be graded keep their reason in ``problem``; only a file
     that cannot be read as answers at all raises.
-
-    Args:
-        columns: ``--columns`` as :func:`tutor.instructor.columns.parse_columns` reads it.
-        layout: ``long`` (one row per answer), ``wide`` (one row per student: :mod:`tutor.instructor.wide`),
-            or None: wide when the header is a Canvas or Moodle wide export, else long.
-        assignment: maps a wide export's question columns to exercises (by id or title; by position).
-
-    Raises:
-        UsageError: the file is missing, not UTF-8, has no rows, is a JSON array that does not parse,
-            or its header lacks a required column or has an ambiguous one.
-    """
-    return list(iter_answers(path, catalog, columns, layout, assignment))
-
-
-def iter_answers(path: str | os.PathLike, catalog, columns: dict | None = None, layout: str | None = None,
-                 assignment=None, name: str | None = None) -> Iterator[AnswerRow]:
-    """The rows of an answers file one at a time, as :func:`read_answers` reads them, each read from the file
-    as it is taken: a class's export of any size is never held whole.
 
     CSV rows stream from the file. JSON lines and a JSON array are read twice, an object at a time (once for
     the keys of every object, which together are the header, once for the rows), so an array that does not
@@ -121,10 +102,15 @@ def iter_answers(path: str | os.PathLike, catalog, columns: dict | None = None, 
     (:func:`stdin_copy`) and read the same way.
 
     Args:
+        columns: ``--columns`` as :func:`tutor.instructor.columns.parse_columns` reads it.
+        layout: ``long`` (one row per answer), ``wide`` (one row per student: :mod:`tutor.instructor.wide`),
+            or None: wide when the header is a Canvas or Moodle wide export, else long.
+        assignment: maps a wide export's question columns to exercises (by id or title; by position).
         name: what messages call the file (default ``path``; a copy of standard input is called ``-``).
 
     Raises:
-        UsageError: as :func:`read_answers` (a CSV file that turns out not to be UTF-8 raises where it does).
+        UsageError: the file is missing, not UTF-8 (a CSV file raises where that shows), has no rows, is a
+            JSON array that does not parse, or its header lacks a required column or has an ambiguous one.
     """
     if str(path) == "-":
         with stdin_copy() as copy:
