@@ -139,6 +139,19 @@ class Outcome:
         assert self.temp_left == [], self.temp_left
 
 
+class Said:
+    """What a grading use case tells its caller (its ``notice`` and ``graded`` calls), kept to read back."""
+
+    def __init__(self):
+        self.notices = []
+
+    def notice(self, text):
+        self.notices.append(text)
+
+    def graded(self, outcome):
+        pass
+
+
 def marked_processes(mark: str) -> list[str]:
     """Processes whose environment carries ``mark`` (this run's sandbox and whatever it started)."""
     found = []

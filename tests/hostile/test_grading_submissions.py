@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from attack import Said
 from tutor.cli import COMMANDS
 from tutor.cli.parser import build_parser
 from tutor.cli.replies import UsageError
@@ -56,17 +57,6 @@ class Recording:
 
     def close(self):
         self.closed = True
-
-
-class Said:
-    def __init__(self):
-        self.notices = []
-
-    def notice(self, text):
-        self.notices.append(text)
-
-    def graded(self, outcome):
-        pass
 
 
 @pytest.fixture(autouse=True)

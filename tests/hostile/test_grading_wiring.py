@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from attack import run_grade_fixes
+from attack import Said, run_grade_fixes
 from test_each_side_alone import ATTACK as SELF_REPAIR
 from tutor.cli import COMMANDS
 from tutor.cli.parser import build_parser
@@ -22,17 +22,6 @@ from tutor.sandbox.runner import Runner, Worker, WorkerError
 
 #: A repair that writes into the grader's home: it must never run unconfined.
 OWNS_HOME = "import os\nopen(os.path.expanduser('~/owned'), 'w')\n"
-
-
-class Said:
-    def __init__(self):
-        self.notices = []
-
-    def notice(self, text):
-        self.notices.append(text)
-
-    def graded(self, outcome):
-        pass
 
 
 @pytest.mark.parametrize("command", ["grade", "gradescope"])
