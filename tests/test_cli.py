@@ -157,8 +157,10 @@ def test_check_with_cuda_missing_is_one_sentence():
 
 
 @pytest.mark.slow
-def test_tutor_check_is_deterministic_three_times(catalog):
-    """Every graded observation repeats exactly across three full runs on CPU.
+def test_tutor_check_gives_the_same_graded_observations_at_one_core_four_cores_and_the_default(catalog):
+    """Every graded observation of the whole catalog repeats exactly across three full runs on CPU: the
+    worker told it has 1 core, told it has 4 (``TUTOR_WORKER_CORES``, what ``-j`` sets), and as the
+    machine gives it.
 
     Graded is the side (or sides) an exercise's ``observe`` names (``GRADED_SIDES``). A side shown only
     for contrast may be a timing: phase-ledger's faulted workload has the optimizer at 1.8-2.8x the
@@ -167,15 +169,16 @@ def test_tutor_check_is_deterministic_three_times(catalog):
     from tutor.sandbox.result import GRADED_SIDES
 
     graded = {e.id: GRADED_SIDES[e.observe] for e in catalog.exercises}
-    runs = []
-    for _ in range(3):
-        proc = tutor("check", "--json", "--device", "cpu", timeout=1800)
+    runs = {}
+    for cores in ("1", "4", None):
+        proc = tutor("check", "--json", "--device", "cpu", env={"TUTOR_WORKER_CORES": cores} if cores else None,
+                     timeout=1800)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
-        runs.append({r["id"]: (r["status"], *(r[side] for side in graded[r["id"]]))
-                     for r in json.loads(proc.stdout)["results"]})
-    assert set(runs[0]) == set(graded)
-    assert runs[0] == runs[1] == runs[2]
-    print(f"{len(runs[0])} exercises, identical graded observations in 3 runs")
+        runs[cores] = {r["id"]: (r["status"], *(r[side] for side in graded[r["id"]]))
+                       for r in json.loads(proc.stdout)["results"]}
+    assert set(runs["1"]) == set(graded)
+    assert runs["1"] == runs["4"] == runs[None]
+    print(f"{len(graded)} exercises, identical graded observations at 1 core, 4 cores and the default")
 
 
 def test_a_list_answer_of_the_wrong_length_is_a_usage_error():
