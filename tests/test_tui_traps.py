@@ -14,7 +14,7 @@ pytest.importorskip("textual")
 from textual.widgets import TextArea  # noqa: E402
 
 from test_tui import (FakeRunner, drive, finish_runs, make_app, on_page, open_exercise, saved,  # noqa: E402
-                      text_of)
+                      text_of, type_answer, wait_until)
 from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
 from tutor.ui.screens.home import HomeScreen  # noqa: E402
 from tutor.ui.widgets.confidence import ConfidencePicker  # noqa: E402
@@ -273,6 +273,123 @@ def test_q_during_a_run_keeps_the_prediction_and_confidence_and_says_so(tmp_path
         assert screen.query_one(PredictionInput).value == "yes"
         assert screen.query_one(ConfidencePicker).value == 70
     drive(app2, again)
+
+
+# --- a prediction typed and not run is kept across a relaunch ---------------------------------------------
+
+def _notices(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+@pytest.mark.parametrize("quit_key", ["q", "ctrl+c"])
+def test_a_prediction_typed_and_not_run_is_kept_as_the_app_quits_and_offered_after_a_relaunch(
+        tmp_path, capsys, quit_key):
+    """Type an answer and a confidence, run nothing, quit: the next launch's page offers both,
+    says so, and runs nothing by itself."""
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        await type_answer(pilot, "(3, 3)")
+        await wait_until(pilot, lambda: screen.query_one(PredictionInput).value == "(3, 3)", "the typed answer")
+        picker = screen.query_one(ConfidencePicker)
+        picker.focus()
+        await pilot.press("8")
+        await wait_until(pilot, lambda: picker.value == 80, "the confidence set")
+        await pilot.press(quit_key)
+    drive(app, script)
+    assert runner.calls == []
+    message = " ".join(capsys.readouterr().err.split())
+    assert "unrun prediction for broadcast-loss is kept" in message
+    entry = saved(tmp_path)["exercises"]["broadcast-loss"]
+    assert entry["draft"]["prediction"] == "(3, 3)" and entry["draft"]["confidence"] == 80
+    assert not entry.get("attempts")
+
+    runner2 = FakeRunner()
+    app2, _ = make_app(tmp_path, runner2)  # a fresh app on the same progress folder
+
+    async def again(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        await wait_until(pilot, lambda: screen.query_one(PredictionInput).value == "(3, 3)",
+                         "the kept prediction in its box")
+        await wait_until(pilot, lambda: screen.query_one(ConfidencePicker).value == 80, "the kept confidence")
+        await wait_until(pilot, lambda: any("left unrun when you quit, is back" in m for m in _notices(pilot.app)),
+                         "the notice offering it")
+        assert not screen.running and runner2.calls == []  # offered, not run
+    drive(app2, again)
+    assert not saved(tmp_path)["exercises"]["broadcast-loss"].get("attempts")
+
+
+def test_a_pick_left_on_a_page_gone_back_from_is_kept_as_the_app_quits(tmp_path):
+    """The page need not be open as the app quits: a pick made on it, then Esc to the list, is kept."""
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await on_page(pilot, "cache-offset")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: screen.query_one(PredictionInput).value == "yes", "the pick")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, HomeScreen), "the list")
+        await pilot.press("q")
+    drive(app, script)
+    draft = saved(tmp_path)["exercises"]["cache-offset"]["draft"]
+    assert draft["prediction"] == "yes" and "confidence" not in draft
+
+    app2, _ = make_app(tmp_path)
+
+    async def again(pilot):
+        screen = await open_exercise(pilot, "cache-offset")
+        await wait_until(pilot, lambda: screen.query_one(PredictionInput).value == "yes", "the kept pick")
+    drive(app2, again)
+
+
+def test_a_run_prediction_and_a_page_only_read_leave_no_draft(tmp_path, capsys):
+    """What was run is an attempt, not a draft; a page opened and read keeps nothing; neither is offered."""
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        await type_answer(pilot, "(3, 3)")
+        await pilot.press("enter")
+        await finish_runs(pilot)
+        await wait_until(pilot, lambda: not screen.running and screen.query_one("#result").has_class("-shown"),
+                         "the result")
+        await pilot.press("escape", "escape")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, HomeScreen), "the list")
+        await open_exercise(pilot, "cache-offset")
+        await pilot.press("q")
+    drive(app, script)
+    assert "kept" not in capsys.readouterr().err
+    exercises = saved(tmp_path)["exercises"]
+    assert "draft" not in exercises["broadcast-loss"] and exercises["broadcast-loss"]["attempts"]
+    assert "draft" not in exercises.get("cache-offset", {})
+
+    app2, _ = make_app(tmp_path)  # reopened after a relaunch: the saved answer, no draft made of it
+
+    async def again(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        await wait_until(pilot, lambda: screen.query_one(PredictionInput).value, "the saved answer in its box")
+        assert not any("left unrun" in m for m in _notices(pilot.app))
+        await pilot.press("q")
+    drive(app2, again)
+    assert "draft" not in saved(tmp_path)["exercises"]["broadcast-loss"]
+
+
+def test_a_kept_draft_the_learner_clears_is_dropped_as_the_app_quits(tmp_path):
+    app, store = make_app(tmp_path)
+    store.save_draft("ada", "broadcast-loss", "(3, 3)", None)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        box = screen.query_one("#prediction-input")
+        await wait_until(pilot, lambda: box.value == "(3, 3)", "the kept draft")
+        box.focus()
+        await pilot.press("ctrl+a", "ctrl+k")  # Input: home, then delete to the end
+        await wait_until(pilot, lambda: screen.query_one(PredictionInput).value == "", "the box cleared")
+        await pilot.press("escape", "q")
+    drive(app, script)
+    assert "draft" not in saved(tmp_path)["exercises"]["broadcast-loss"]
 
 
 def test_ctrl_c_during_a_fix_run_cancels_it_and_says_so(tmp_path, capsys, no_editor):
