@@ -499,6 +499,29 @@ def test_a_hint_revealed_before_the_prediction_is_saved_with_the_attempt_and_sho
     assert "(after 1 hint)" in capsys.readouterr().out
 
 
+def test_the_progress_screen_shows_the_hints_revealed_before_each_prediction(tmp_path):
+    """As ``tutor progress`` does: the prediction, then "(after 2 hints)"; nothing for an unhinted one."""
+    from test_tui import screen_text
+    from tutor.model.attempts import Attempt
+    from tutor.ui.screens.progress import ProgressScreen
+    app, store = make_app(tmp_path)
+    common = dict(observed="yes", status="pass", device="cpu", engine_hash="abc")
+    store.record_attempt("ada", "cache-offset", Attempt(time="2026-01-02T03:04:05+00:00", prediction="no",
+                                                        correct=False, **common))
+    store.record_attempt("ada", "cache-offset", Attempt(time="2026-01-02T03:05:05+00:00", prediction="yes",
+                                                        correct=True, hints=2, **common))
+
+    async def script(pilot):
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, HomeScreen), "the list")
+        await pilot.press("p")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ProgressScreen)
+                         and "cache-offset" in screen_text(pilot.app.screen), "the progress screen's attempts")
+        text = screen_text(pilot.app.screen)
+        assert "yes (after 2 hints)" in text
+        assert text.count("(after") == 1  # the first prediction was made without a hint
+    drive(app, script)
+
+
 def test_an_attempt_without_hints_writes_no_key_and_the_report_counts_hinted_predictions(tmp_path):
     from tutor.instructor.report import build_report, to_csv
     from tutor.model.attempts import Attempt
