@@ -425,6 +425,90 @@ def test_ctrl_c_during_a_fix_run_cancels_it_and_says_so(tmp_path, capsys, no_edi
     assert "cancelled as you quit; your file is kept" in message
 
 
+def _processes_named(marker: str) -> list[int]:
+    import os
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if marker in fh.read().replace(b"\0", b" ").decode():
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+#: Seconds, on a machine of the reference speed, from Ctrl+C during a Fix run with the real runner until
+#: the tutor has ended and its worker and the side's child are gone; scaled, like every check's limit, by
+#: the speed the worker measured (tutor.sandbox.speed).
+QUIT_S = 2.0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc"), reason="reads /proc to find the worker")
+def test_ctrl_c_during_a_fix_run_with_the_real_runner_ends_the_tutor_and_its_worker_promptly(
+        tmp_path, capsys, no_editor):
+    """The learner's file hangs (its side starts a child and sleeps); Ctrl+C: the tutor says the check was
+    cancelled as it ends, and the app, the worker and the side's child are gone within the deadline, not
+    the ~20 s of blank screen the learner met."""
+    import asyncio
+    import threading
+    import time
+    from proctree import alive
+    from test_edit_tui import make_app as make_edit_app, open_edit, status_text
+    from tutor.sandbox import speed
+    from tutor.sandbox.runner import Runner
+    from tutor.store.catalog_cache import load_catalog
+    runner = Runner(load_catalog(), device="cpu")
+    app, _ = make_edit_app(tmp_path, runner)
+    hang = ("import os, time\nif os.fork() == 0:\n    os.execv('/bin/sleep', ['sleep', '1042'])\n"
+            "time.sleep(10 ** 6)\n")
+    seen, before = {}, set(threading.enumerate())
+
+    async def script(pilot):
+        assert await asyncio.to_thread(pilot.app.warmed.wait, 120), "the check worker never started"
+        seen["worker"] = runner.worker.hello.pid
+        seen["limit_s"] = QUIT_S * speed.probe_scale(runner.speed.factor if runner.speed is not None else 1.0)
+        screen = await open_edit(pilot)
+        await wait_until(pilot, lambda: screen.focused is screen._editor, "the built-in editor")
+        screen._editor.load_text(screen._editor.text.rstrip("\n") + "\n\n" + hang)  # run as it is imported
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: screen.running, f"the run ({status_text(screen)})")
+        for _ in range(600):  # the side's child is up: the check is in the worker, not starting
+            if _processes_named("sleep 1042"):
+                break
+            await asyncio.sleep(0.1)
+        assert _processes_named("sleep 1042"), f"the learner's file never ran ({status_text(screen)})"
+        seen["sent"] = time.monotonic()
+        await pilot.press("ctrl+c")
+    try:
+        drive_edit(app, script)
+        ended = time.monotonic()
+        message = " ".join(capsys.readouterr().err.split())
+        assert "cancelled as you quit; your file is kept" in message  # said as the tutor ends
+        worker, limit_s = seen["worker"], seen["limit_s"]
+
+        def waited_on():  # what the interpreter's exit would wait for: a thread still in the run, say
+            return [t.name for t in threading.enumerate() if not t.daemon and t.is_alive() and t not in before]
+        while ((alive(worker) or _processes_named("sleep 1042") or waited_on())
+               and time.monotonic() - seen["sent"] < 10 * limit_s):
+            time.sleep(0.05)
+        gone = time.monotonic()
+        assert ended - seen["sent"] <= limit_s, \
+            f"the tutor took {ended - seen['sent']:.1f} s to end after Ctrl+C (the deadline here: {limit_s:.1f} s)"
+        left = ([f"the worker {worker}"] if alive(worker) else []) + \
+            [f"the side's child {pid}" for pid in _processes_named("sleep 1042")] + \
+            [f"the thread {name}" for name in waited_on()]
+        assert not left and gone - seen["sent"] <= limit_s, \
+            (f"{', '.join(left) or 'all'} outlived Ctrl+C by {gone - seen['sent']:.1f} s "
+             f"(the deadline here: {limit_s:.1f} s)")
+    finally:
+        runner.close()
+        for pid in _processes_named("sleep 1042"):
+            __import__("os").kill(pid, 9)
+
+
 # --- 80 × 24: every footer key is on the screen ----------------------------------------------------------
 
 def _footer_cut(pilot) -> list[str]:
