@@ -14,7 +14,7 @@ pytest.importorskip("textual")
 from textual.widgets import TextArea  # noqa: E402
 
 from test_tui import (FakeRunner, drive, finish_runs, make_app, on_page, open_exercise, saved,  # noqa: E402
-                      text_of)
+                      text_of, type_answer, wait_until)
 from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
 from tutor.ui.screens.home import HomeScreen  # noqa: E402
 from tutor.ui.widgets.confidence import ConfidencePicker  # noqa: E402
@@ -275,6 +275,123 @@ def test_q_during_a_run_keeps_the_prediction_and_confidence_and_says_so(tmp_path
     drive(app2, again)
 
 
+# --- a prediction typed and not run is kept across a relaunch ---------------------------------------------
+
+def _notices(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+@pytest.mark.parametrize("quit_key", ["q", "ctrl+c"])
+def test_a_prediction_typed_and_not_run_is_kept_as_the_app_quits_and_offered_after_a_relaunch(
+        tmp_path, capsys, quit_key):
+    """Type an answer and a confidence, run nothing, quit: the next launch's page offers both,
+    says so, and runs nothing by itself."""
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        await type_answer(pilot, "(3, 3)")
+        await wait_until(pilot, lambda: screen.query_one(PredictionInput).value == "(3, 3)", "the typed answer")
+        picker = screen.query_one(ConfidencePicker)
+        picker.focus()
+        await pilot.press("8")
+        await wait_until(pilot, lambda: picker.value == 80, "the confidence set")
+        await pilot.press(quit_key)
+    drive(app, script)
+    assert runner.calls == []
+    message = " ".join(capsys.readouterr().err.split())
+    assert "unrun prediction for broadcast-loss is kept" in message
+    entry = saved(tmp_path)["exercises"]["broadcast-loss"]
+    assert entry["draft"]["prediction"] == "(3, 3)" and entry["draft"]["confidence"] == 80
+    assert not entry.get("attempts")
+
+    runner2 = FakeRunner()
+    app2, _ = make_app(tmp_path, runner2)  # a fresh app on the same progress folder
+
+    async def again(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        await wait_until(pilot, lambda: screen.query_one(PredictionInput).value == "(3, 3)",
+                         "the kept prediction in its box")
+        await wait_until(pilot, lambda: screen.query_one(ConfidencePicker).value == 80, "the kept confidence")
+        await wait_until(pilot, lambda: any("left unrun when you quit, is back" in m for m in _notices(pilot.app)),
+                         "the notice offering it")
+        assert not screen.running and runner2.calls == []  # offered, not run
+    drive(app2, again)
+    assert not saved(tmp_path)["exercises"]["broadcast-loss"].get("attempts")
+
+
+def test_a_pick_left_on_a_page_gone_back_from_is_kept_as_the_app_quits(tmp_path):
+    """The page need not be open as the app quits: a pick made on it, then Esc to the list, is kept."""
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await on_page(pilot, "cache-offset")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: screen.query_one(PredictionInput).value == "yes", "the pick")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, HomeScreen), "the list")
+        await pilot.press("q")
+    drive(app, script)
+    draft = saved(tmp_path)["exercises"]["cache-offset"]["draft"]
+    assert draft["prediction"] == "yes" and "confidence" not in draft
+
+    app2, _ = make_app(tmp_path)
+
+    async def again(pilot):
+        screen = await open_exercise(pilot, "cache-offset")
+        await wait_until(pilot, lambda: screen.query_one(PredictionInput).value == "yes", "the kept pick")
+    drive(app2, again)
+
+
+def test_a_run_prediction_and_a_page_only_read_leave_no_draft(tmp_path, capsys):
+    """What was run is an attempt, not a draft; a page opened and read keeps nothing; neither is offered."""
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        await type_answer(pilot, "(3, 3)")
+        await pilot.press("enter")
+        await finish_runs(pilot)
+        await wait_until(pilot, lambda: not screen.running and screen.query_one("#result").has_class("-shown"),
+                         "the result")
+        await pilot.press("escape", "escape")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, HomeScreen), "the list")
+        await open_exercise(pilot, "cache-offset")
+        await pilot.press("q")
+    drive(app, script)
+    assert "kept" not in capsys.readouterr().err
+    exercises = saved(tmp_path)["exercises"]
+    assert "draft" not in exercises["broadcast-loss"] and exercises["broadcast-loss"]["attempts"]
+    assert "draft" not in exercises.get("cache-offset", {})
+
+    app2, _ = make_app(tmp_path)  # reopened after a relaunch: the saved answer, no draft made of it
+
+    async def again(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        await wait_until(pilot, lambda: screen.query_one(PredictionInput).value, "the saved answer in its box")
+        assert not any("left unrun" in m for m in _notices(pilot.app))
+        await pilot.press("q")
+    drive(app2, again)
+    assert "draft" not in saved(tmp_path)["exercises"]["broadcast-loss"]
+
+
+def test_a_kept_draft_the_learner_clears_is_dropped_as_the_app_quits(tmp_path):
+    app, store = make_app(tmp_path)
+    store.save_draft("ada", "broadcast-loss", "(3, 3)", None)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        box = screen.query_one("#prediction-input")
+        await wait_until(pilot, lambda: box.value == "(3, 3)", "the kept draft")
+        box.focus()
+        await pilot.press("ctrl+a", "ctrl+k")  # Input: home, then delete to the end
+        await wait_until(pilot, lambda: screen.query_one(PredictionInput).value == "", "the box cleared")
+        await pilot.press("escape", "q")
+    drive(app, script)
+    assert "draft" not in saved(tmp_path)["exercises"]["broadcast-loss"]
+
+
 def test_ctrl_c_during_a_fix_run_cancels_it_and_says_so(tmp_path, capsys, no_editor):
     import threading
     from test_edit_tui import ReadingRunner, make_app as make_edit_app, open_edit
@@ -306,6 +423,90 @@ def test_ctrl_c_during_a_fix_run_cancels_it_and_says_so(tmp_path, capsys, no_edi
     drive_edit(app, script)
     message = " ".join(capsys.readouterr().err.split())
     assert "cancelled as you quit; your file is kept" in message
+
+
+def _processes_named(marker: str) -> list[int]:
+    import os
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if marker in fh.read().replace(b"\0", b" ").decode():
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+#: Seconds, on a machine of the reference speed, from Ctrl+C during a Fix run with the real runner until
+#: the tutor has ended and its worker and the side's child are gone; scaled, like every check's limit, by
+#: the speed the worker measured (tutor.sandbox.speed).
+QUIT_S = 2.0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc"), reason="reads /proc to find the worker")
+def test_ctrl_c_during_a_fix_run_with_the_real_runner_ends_the_tutor_and_its_worker_promptly(
+        tmp_path, capsys, no_editor):
+    """The learner's file hangs (its side starts a child and sleeps); Ctrl+C: the tutor says the check was
+    cancelled as it ends, and the app, the worker and the side's child are gone within the deadline, not
+    the ~20 s of blank screen the learner met."""
+    import asyncio
+    import threading
+    import time
+    from proctree import alive
+    from test_edit_tui import make_app as make_edit_app, open_edit, status_text
+    from tutor.sandbox import speed
+    from tutor.sandbox.runner import Runner
+    from tutor.store.catalog_cache import load_catalog
+    runner = Runner(load_catalog(), device="cpu")
+    app, _ = make_edit_app(tmp_path, runner)
+    hang = ("import os, time\nif os.fork() == 0:\n    os.execv('/bin/sleep', ['sleep', '1042'])\n"
+            "time.sleep(10 ** 6)\n")
+    seen, before = {}, set(threading.enumerate())
+
+    async def script(pilot):
+        assert await asyncio.to_thread(pilot.app.warmed.wait, 120), "the check worker never started"
+        seen["worker"] = runner.worker.hello.pid
+        seen["limit_s"] = QUIT_S * speed.probe_scale(runner.speed.factor if runner.speed is not None else 1.0)
+        screen = await open_edit(pilot)
+        await wait_until(pilot, lambda: screen.focused is screen._editor, "the built-in editor")
+        screen._editor.load_text(screen._editor.text.rstrip("\n") + "\n\n" + hang)  # run as it is imported
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: screen.running, f"the run ({status_text(screen)})")
+        for _ in range(600):  # the side's child is up: the check is in the worker, not starting
+            if _processes_named("sleep 1042"):
+                break
+            await asyncio.sleep(0.1)
+        assert _processes_named("sleep 1042"), f"the learner's file never ran ({status_text(screen)})"
+        seen["sent"] = time.monotonic()
+        await pilot.press("ctrl+c")
+    try:
+        drive_edit(app, script)
+        ended = time.monotonic()
+        message = " ".join(capsys.readouterr().err.split())
+        assert "cancelled as you quit; your file is kept" in message  # said as the tutor ends
+        worker, limit_s = seen["worker"], seen["limit_s"]
+
+        def waited_on():  # what the interpreter's exit would wait for: a thread still in the run, say
+            return [t.name for t in threading.enumerate() if not t.daemon and t.is_alive() and t not in before]
+        while ((alive(worker) or _processes_named("sleep 1042") or waited_on())
+               and time.monotonic() - seen["sent"] < 10 * limit_s):
+            time.sleep(0.05)
+        gone = time.monotonic()
+        assert ended - seen["sent"] <= limit_s, \
+            f"the tutor took {ended - seen['sent']:.1f} s to end after Ctrl+C (the deadline here: {limit_s:.1f} s)"
+        left = ([f"the worker {worker}"] if alive(worker) else []) + \
+            [f"the side's child {pid}" for pid in _processes_named("sleep 1042")] + \
+            [f"the thread {name}" for name in waited_on()]
+        assert not left and gone - seen["sent"] <= limit_s, \
+            (f"{', '.join(left) or 'all'} outlived Ctrl+C by {gone - seen['sent']:.1f} s "
+             f"(the deadline here: {limit_s:.1f} s)")
+    finally:
+        runner.close()
+        for pid in _processes_named("sleep 1042"):
+            __import__("os").kill(pid, 9)
 
 
 # --- 80 × 24: every footer key is on the screen ----------------------------------------------------------
@@ -380,6 +581,29 @@ def test_a_hint_revealed_before_the_prediction_is_saved_with_the_attempt_and_sho
     capsys.readouterr()
     assert main(["progress", "--learner", "ada", "--progress-dir", str(tmp_path)]) == 0
     assert "(after 1 hint)" in capsys.readouterr().out
+
+
+def test_the_progress_screen_shows_the_hints_revealed_before_each_prediction(tmp_path):
+    """As ``tutor progress`` does: the prediction, then "(after 2 hints)"; nothing for an unhinted one."""
+    from test_tui import screen_text
+    from tutor.model.attempts import Attempt
+    from tutor.ui.screens.progress import ProgressScreen
+    app, store = make_app(tmp_path)
+    common = dict(observed="yes", status="pass", device="cpu", engine_hash="abc")
+    store.record_attempt("ada", "cache-offset", Attempt(time="2026-01-02T03:04:05+00:00", prediction="no",
+                                                        correct=False, **common))
+    store.record_attempt("ada", "cache-offset", Attempt(time="2026-01-02T03:05:05+00:00", prediction="yes",
+                                                        correct=True, hints=2, **common))
+
+    async def script(pilot):
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, HomeScreen), "the list")
+        await pilot.press("p")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ProgressScreen)
+                         and "cache-offset" in screen_text(pilot.app.screen), "the progress screen's attempts")
+        text = screen_text(pilot.app.screen)
+        assert "yes (after 2 hints)" in text
+        assert text.count("(after") == 1  # the first prediction was made without a hint
+    drive(app, script)
 
 
 def test_an_attempt_without_hints_writes_no_key_and_the_report_counts_hinted_predictions(tmp_path):

@@ -134,7 +134,8 @@ class LearnerRecord:
                 raise
 
     def save_draft(self, exercise_id: str, prediction: str, confidence: int | None) -> None:
-        """Keep a prediction left unrun (quitting during its check), to offer again; ProgressError as save_note."""
+        """Keep a prediction or confidence left unrun as the app quits, to offer again (an empty one without
+        a confidence drops the draft kept); ProgressError as save_note."""
         if self.store is None:
             raise ProgressError("nothing is saved in this session; drop --no-save to keep a prediction")
         with self._lock:

@@ -89,9 +89,16 @@ def _graded(attempt, exercise) -> bool:
     return True
 
 
+def hinted(attempt) -> str:
+    """What follows a prediction made after revealing hints: `` (after 2 hints)``; "" without one."""
+    hints = attempt.hints if attempt is not None else 0
+    return f" (after {hints} hint{'s' if hints != 1 else ''})" if hints else ""
+
+
 def attempt_row(attempt, exercise=None) -> list:
-    """Mode, prediction, observed and result cells of one attempt (``-`` where a mode has none)."""
-    return [MODE_WORDS.get(attempt.mode, attempt.mode), Text(attempt.prediction or "-"),
+    """Mode, prediction (with the hints revealed before it), observed and result cells of one attempt
+    (``-`` where a mode has none)."""
+    return [MODE_WORDS.get(attempt.mode, attempt.mode), Text((attempt.prediction or "-") + hinted(attempt)),
             Text(attempt.observed or "-"), attempt_result(attempt, exercise)]
 
 
@@ -129,8 +136,7 @@ def progress_table(progress, catalog, seeded: set, preview) -> WordTable:
         if last and ex_id in seeded:
             observed += f" (seed {last.seed})"  # which mystery the last attempt met
         reset = " (reset)" if p.reset_time and not p.current else ""
-        hinted = f" (after {last.hints} hint{'s' if last.hints != 1 else ''})" if last and last.hints else ""
-        table.add_row(ex_id, f"{len(p.predictions)}{reset}", Text((last.prediction if last else "-") + hinted),
+        table.add_row(ex_id, f"{len(p.predictions)}{reset}", Text((last.prediction if last else "-") + hinted(last)),
                       Text(observed), "yes" if p.solved else "no",
                       *([edits_summary(p, known.get(ex_id))] if edited else []), Text(preview(p.note)))
     return table

@@ -256,7 +256,8 @@ class ProgressStore:
         return self._update(learner, change)
 
     def save_draft(self, learner: str, exercise_id: str, prediction: str, confidence: int | None) -> LearnerProgress:
-        """Keep a prediction the learner left unrun (quitting during a check), to offer it again.
+        """Keep a prediction (or a confidence) the learner left unrun as they quit, to offer it again;
+        an empty prediction without a confidence drops the draft kept (the learner cleared it).
 
         Raises:
             ProgressError: the file cannot be changed (as :meth:`save_note`).
@@ -266,6 +267,9 @@ class ProgressStore:
 
         def change(data: dict) -> None:
             entry = data.setdefault("exercises", {}).setdefault(exercise_id, {})
+            if not prediction and confidence is None:
+                entry.pop("draft", None)
+                return
             entry["draft"] = {"prediction": prediction.replace("\x00", ""), "time": now(),
                               **({"confidence": confidence} if confidence is not None else {})}
         return self._update(learner, change)

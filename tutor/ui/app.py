@@ -23,6 +23,7 @@ from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from tutor.app.session import RunnerLike, Session
+from tutor.model.attempts import ProgressError
 from tutor.model.catalog import Catalog
 from tutor.model.finding import UnknownExercise, resolve
 from tutor.store.progress import ProgressStore
@@ -200,13 +201,44 @@ class TutorApp(App):
             if hasattr(screen, "flush_note"):  # an exercise screen
                 screen.flush_note()
 
+    def keep_drafts(self, skip: Iterable[str] = ()) -> list[str]:
+        """Save in the progress file, as a draft, the prediction and confidence each page opened in
+        this run of the app holds and has not run (its page offers it again after a relaunch; nothing
+        is run or recorded); a draft the learner cleared is dropped. ``skip``: exercise ids whose
+        draft was kept otherwise (a check cancelled as the app quits). Returns the sentences to say
+        as the tutor ends: which predictions were kept, or why one was not."""
+        kept, said = [], []
+        for exercise_id, recall in list(self.recall.items()):
+            if exercise_id in skip or not recall.opened:
+                continue
+            draft = recall.draft()
+            if draft == self.session.progress_of(exercise_id).draft:
+                continue  # kept already (or nothing to keep, and nothing kept)
+            try:
+                self.session.save_draft(exercise_id, draft.get("prediction", ""), draft.get("confidence"))
+            except ProgressError as exc:
+                said.append(f"your unrun prediction for {exercise_id} was not kept: {exc}")
+                continue
+            if draft:
+                kept.append(exercise_id)
+        if kept:
+            said.insert(0, f"your unrun prediction for {', '.join(kept)} is kept and offered when you "
+                           f"open {'it' if len(kept) == 1 else 'them'} again.")
+        return said
+
     def action_quit(self) -> None:
         """Quit: every note and working copy saved first; a check still running is cancelled (at
-        once, so the tutor ends promptly) and its prediction kept to be offered again, and what
-        became of it is said as the tutor ends."""
+        once, so the tutor ends promptly) and its prediction kept to be offered again, as is every
+        prediction typed and not run; what became of them is said as the tutor ends."""
         self.flush_notes()
-        said = [screen.leave_running() for screen in self.screen_stack
-                if getattr(screen, "running", False) and hasattr(screen, "leave_running")]
+        running = [screen for screen in self.screen_stack
+                   if getattr(screen, "running", False) and hasattr(screen, "leave_running")]
+        said = [screen.leave_running() for screen in running]
+        skip = set()
+        if running:  # an exercise page's check cancelled here: its prediction was kept as it was run
+            from tutor.ui.screens.exercise import ExerciseScreen  # loaded already: one of its pages runs
+            skip = {screen.exercise.id for screen in running if isinstance(screen, ExerciseScreen)}
+        said += self.keep_drafts(skip=skip)
         self.exit(message="\n".join(f"tutor: {s}" for s in said if s) or None)
 
 
@@ -240,6 +272,7 @@ def run_app(session: Session, warnings: Iterable[str] = ()) -> None:
     finally:
         try:
             app.flush_notes()  # normally already done on quit and unmount; this is the last net
+            app.keep_drafts()  # likewise done on quit
         finally:
             session.close()
 
@@ -250,6 +283,7 @@ def _save_notes_on_hangup(app: TutorApp, session: Session) -> None:
     def handler(signum, _frame) -> None:
         try:
             app.flush_notes()
+            app.keep_drafts()
         finally:
             session.close()
             os._exit(128 + signum)

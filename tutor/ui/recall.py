@@ -16,6 +16,10 @@ class Recall:
         result: the last run's full result, or None.
         note: explain-back text that could not be saved when the page was left (None: nothing unsaved);
             the page offers it again and saves it.
+        ran: the (answer, confidence) the page last ran and recorded, or the saved answer it opened with;
+            None when neither. An answer or confidence that differs from it was left unrun.
+        opened: whether the page was opened in this run of the app (a draft from the progress file is
+            offered only on the first opening: one the learner then cleared stays cleared).
     """
 
     answer: str = ""
@@ -23,6 +27,17 @@ class Recall:
     hints: int = 0
     result: object = None
     note: str | None = None
+    ran: tuple[str, int | None] | None = None
+    opened: bool = False
+
+    def draft(self) -> dict:
+        """The answer and confidence left unrun on the page, as a progress file's draft
+        ({"prediction": text, "confidence": percent or None}); {} when nothing is left unrun."""
+        if not self.opened or not (self.answer.strip() or self.confidence is not None):
+            return {}
+        if (self.answer, self.confidence) == self.ran:
+            return {}
+        return {"prediction": self.answer, "confidence": self.confidence}
 
 
 def recall_of(app, exercise_id: str) -> Recall:

@@ -102,13 +102,15 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         current = progress.current  # since the last reset: a reset exercise shows as fresh
         said = [a for a in current if a.mode == PREDICT]  # fix, break and hunt attempts are no answers
         self._recall = recall_of(app, ex.id)
-        if not self._recall.answer and progress.draft:  # left unrun when the learner quit: offered again
+        first_opening, self._recall.opened = not self._recall.opened, True
+        if first_opening and progress.draft:  # left unrun when the learner quit: offered again
             self._recall.answer = progress.draft["prediction"]
             self._recall.confidence = progress.draft.get("confidence")
             self._offer_draft = True
         elif not self._recall.answer and said:  # reopened after a relaunch: the last saved answer
             self._recall.answer = said[-1].prediction
             self._recall.confidence = said[-1].confidence
+            self._recall.ran = (self._recall.answer, self._recall.confidence)  # saved, so not a draft
         yield Header()
         with VerticalScroll(id="exercise-body"):
             yield Static(Text.assemble((ex.id, "bold"), f" · {ex.title}\n", (ex.source_label, "dim")),
@@ -165,7 +167,8 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         self.sub_title = self.exercise.id
         self._reopen()
         if getattr(self, "_offer_draft", False):
-            self.notify("Your prediction from last time, left unrun when you quit, is back: r runs it.",
+            what = "prediction" if self._recall.answer.strip() else "confidence"
+            self.notify(f"Your {what} from last time, left unrun when you quit, is back: r runs it.",
                         title="kept", timeout=10)
 
     @staticmethod
@@ -386,6 +389,8 @@ class ExerciseScreen(ReadingKeys, PageScreen):
                                     f"{self._retry_seconds(self._timed_out)}", style="bold yellow"),
                                id="retry-hint"), after="#result-text")
         self._recall.result = outcome.result
+        if outcome.saved_to is not None and self._run is not None:  # recorded: no longer a draft
+            self._recall.ran = (self._run.prediction or "", getattr(self._run, "confidence", None))
         if outcome.save_error:
             self.notify(f"The attempt was not saved: {outcome.save_error}", severity="error", timeout=10,
                         markup=False)
@@ -477,6 +482,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             self._session.save_draft(self.exercise.id, run.prediction or "", getattr(run, "confidence", None))
         except ProgressError as exc:
             return f"the check of {self.exercise.id} was cancelled and your prediction was not kept: {exc}"
+        self._recall.answer, self._recall.confidence = run.prediction or "", getattr(run, "confidence", None)
         return (f"the check of {self.exercise.id} was cancelled as you quit; your prediction "
                 f"{run.prediction!r}{sure} is kept and offered when you open it again.")
 
