@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -208,3 +209,19 @@ def test_a_user_namespace_of_its_own_is_any_uid_map_but_the_whole_range(monkeypa
 def test_a_uid_map_that_cannot_be_read_is_no_user_namespace(monkeypatch, tmp_path):
     monkeypatch.setattr(confine, "open", lambda *a: open(tmp_path / "missing"), raising=False)
     assert confine.in_user_namespace() is False
+
+
+# --- where the private packages lie ------------------------------------------------------------------------
+
+def test_the_private_packages_are_found_imported_or_on_the_path_and_resolved(monkeypatch, tmp_path):
+    imported, on_path = tmp_path / "imported", tmp_path / "lib" / "onpath"
+    imported.mkdir()
+    on_path.mkdir(parents=True)
+    (on_path / "__init__.py").write_text("")
+    (tmp_path / "link").symlink_to(imported)
+    module = type(sys)("tutor_test_imported")
+    module.__path__ = [str(tmp_path / "link")]
+    monkeypatch.setitem(sys.modules, "tutor_test_imported", module)
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "lib"), *sys.path])
+    monkeypatch.setattr(confine, "PRIVATE_PACKAGES", ("tutor_test_imported", "onpath", "tutor_test_absent"))
+    assert confine.installed_packages() == [os.path.realpath(imported), os.path.realpath(on_path)]
