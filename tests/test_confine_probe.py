@@ -142,14 +142,15 @@ def test_with_confinement_turned_off_the_probe_forks_nothing(monkeypatch):
     assert confine.probe() == confine.Status(False, why="TUTOR_CONFINE=off turned confinement off")
 
 
-@pytest.mark.parametrize("environment, child_says, why", [
-    ({confine.SANDBOX_ENV: "bwrap 0.11.0"}, {}, ""),
-    ({confine.SANDBOX_WHY_ENV: "bubblewrap could not start"}, {}, "bubblewrap could not start"),
-    ({}, {}, NO_WALL),
-    ({confine.SANDBOX_ENV: "bwrap 0.11.0"}, {"seccomp": False}, NO_SECCOMP),
+@pytest.mark.parametrize("environment, child_says, loads, why", [
+    ({confine.SANDBOX_ENV: "bwrap 0.11.0"}, {}, False, ""),
+    ({confine.SANDBOX_WHY_ENV: "bubblewrap could not start"}, {}, False, "bubblewrap could not start"),
+    ({}, {}, False, NO_WALL),
+    ({confine.SANDBOX_ENV: "bwrap 0.11.0"}, {"seccomp": False}, False, NO_SECCOMP),
+    ({confine.SANDBOX_ENV: "bwrap 0.11.0"}, {"seccomp": False}, True, SECCOMP_REFUSED),
 ])
 def test_the_probe_hands_its_child_the_cgroups_reads_what_it_said_and_cleans_up(monkeypatch, environment, child_says,
-                                                                                why):
+                                                                                loads, why):
     made, removed, forked = [], [], []
     parent = os.getpid()
     monkeypatch.setenv(confine.ENV, "on")
@@ -158,7 +159,7 @@ def test_the_probe_hands_its_child_the_cgroups_reads_what_it_said_and_cleans_up(
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(confine, "landlock_abi", lambda: 4)
-    monkeypatch.setattr(confine.seccomp, "available", lambda: False)
+    monkeypatch.setattr(confine.seccomp, "available", lambda: loads)
     monkeypatch.setattr(confine, "in_user_namespace", lambda: True)
     monkeypatch.setattr(confine, "make_pids_cgroup", lambda name, cap: made.append(("pids", name, cap)) or "/cg/p")
     monkeypatch.setattr(confine, "make_memory_cgroup", lambda name, cap: made.append(("memory", name, cap)) or None)
