@@ -95,3 +95,19 @@ def test_the_read_roots_are_the_installation_its_packages_metadata_and_the_syste
         tmp_path / "checkout" / "tutor.egg-info", tmp_path / "checkout" / "engine-1.0.dist-info"]))
     monkeypatch.setattr(confine, "installed_packages", lambda: [entries[1]])  # an installed copy of the subject
     assert real(entries[1]) not in confine.read_roots() and real(entries[1]) in confine.read_roots(cut_private=False)
+
+
+def test_a_forbidden_folder_is_cut_out_down_to_thirteen_levels_and_below_that_nothing_is_allowed(tmp_path):
+    level, siblings = tmp_path, []
+    for depth in range(1, 16):  # tmp/d1/d2/.../d15, each level with a sibling folder s beside its d
+        (level / "s").mkdir()
+        siblings.append(str(level / "s"))
+        level = level / f"d{depth}"
+        level.mkdir()
+    out = []
+    confine._allow_except(str(tmp_path), [str(level)], out)
+    assert sorted(out) == sorted(siblings[:13])  # the folders beside the path to the forbidden one, thirteen levels down
+    (tmp_path / "file").write_text("")
+    out = []
+    confine._allow_except(str(tmp_path / "file"), [str(tmp_path / "file" / "x")], out)
+    assert out == []  # a file with something forbidden "inside" it is no folder to cut open
