@@ -60,9 +60,11 @@ tests_for() {
         # test_runner.py, whose stand-in worker waits out its timeout on a broken wire (minutes a mutant), and the
         # tests that start real workers (seconds each)
         tutor/sandbox/protocol.py) echo tests/test_protocol_wire.py tests/test_mutants_trust.py tests/test_result.py ;;
-        # the read policy, the audit hook's sentences and the status on the wire. Left out: test_sandbox_layers.py,
-        # whose probe forks this machine's layers (a minute a mutant); the probe's mutants count as "no tests"
-        tutor/sandbox/confine.py) echo tests/test_confine_attempts.py tests/test_mutants_trust.py ;;
+        # the read policy, the audit hook's sentences, the probe's decision and plumbing, the status on the wire.
+        # Left out: test_sandbox_layers.py, whose probe forks this machine's layers (a minute a mutant); the
+        # probe's child body, which only runs in that fork, is marked no mutate
+        tutor/sandbox/confine.py)
+            echo tests/test_confine_attempts.py tests/test_confine_probe.py tests/test_mutants_trust.py ;;
         *) echo "scripts/mutation.sh: no tests are chosen for $1; add a line for it to tests_for" >&2
            return 2 ;;
     esac

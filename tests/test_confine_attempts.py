@@ -195,3 +195,23 @@ def test_tutor_confine_turns_confinement_off_only_by_a_word_for_off(value, on, m
 def test_confinement_is_on_when_tutor_confine_is_unset(monkeypatch):
     monkeypatch.delenv(confine.ENV, raising=False)
     assert confine.enabled() is True
+
+
+def test_an_open_with_a_mode_and_no_flags_is_read_by_its_mode():
+    assert said("open", ("/home/ada/x", "w")) == ["tried to write ~/x: refused"]
+    assert said("open", ("/home/ada/x", "r"), landlock=False) == ["tried to read ~/x"]
+
+
+def test_a_unix_socket_named_by_its_family_alone_is_said():
+    import socket
+    assert said("socket.__new__", (None, socket.AF_UNIX)) == ["tried to open a UNIX socket"]
+
+
+def test_a_signal_out_of_the_side_is_said_whatever_the_signal():
+    assert said("os.kill", (1, 0)) == ["tried to send a signal to process 1"]
+
+
+def test_a_tree_ending_in_a_capital_x_holds_only_what_is_below_it():
+    notes = []
+    confine.Attempts(Policy(tree="/work/X", read=()), notes.append, home=HOME)("open", ("/work/a", "w", 0))
+    assert notes == ["tried to write /work/a: refused"]

@@ -69,3 +69,45 @@ def test_a_folder_that_starts_like_a_forbidden_one_is_allowed_whole(tmp_path, mo
     monkeypatch.setattr(sys, "path", [*sys.path, str(packages)])
     roots = confine.read_roots(forbidden=[str(tmp_path / "site-packages-private")], cut_private=False)
     assert os.path.realpath(packages) in roots  # not cut open: nothing forbidden lies inside it
+
+
+def test_the_read_roots_are_the_installation_its_packages_metadata_and_the_system_folders(tmp_path, monkeypatch):
+    # a made-up installation: its prefix, the four sysconfig folders outside it, sys.path entries of each kind
+    def folder(*parts):
+        path = tmp_path.joinpath(*parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return str(path)
+    prefix = folder("prefix", "lib")[:-len("/lib")]
+    paths = {key: folder("sysconfig", key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    entries = [folder("prefix", "inside"), folder("x", "site-packages"), folder("y", "dist-packages"),
+               folder("checkout"), str(tmp_path / "missing"), ""]
+    folder("checkout", "tutor.egg-info")
+    folder("checkout", "engine-1.0.dist-info")
+    folder("checkout", "private")
+    for name in ("prefix", "base_prefix", "exec_prefix", "base_exec_prefix"):
+        monkeypatch.setattr(sys, name, prefix)
+    monkeypatch.setattr(sys, "path", entries)
+    monkeypatch.setattr(confine.sysconfig, "get_paths", lambda: paths)
+    monkeypatch.setattr(confine, "SYSTEM_READ", (folder("system"),))
+    real = os.path.realpath
+    assert confine.read_roots(cut_private=False) == tuple(sorted(real(p) for p in [
+        prefix + "/lib", entries[0], entries[1], entries[2], *paths.values(), tmp_path / "system",
+        tmp_path / "checkout" / "tutor.egg-info", tmp_path / "checkout" / "engine-1.0.dist-info"]))
+    monkeypatch.setattr(confine, "installed_packages", lambda: [entries[1]])  # an installed copy of the subject
+    assert real(entries[1]) not in confine.read_roots() and real(entries[1]) in confine.read_roots(cut_private=False)
+
+
+def test_a_forbidden_folder_is_cut_out_down_to_thirteen_levels_and_below_that_nothing_is_allowed(tmp_path):
+    level, siblings = tmp_path, []
+    for depth in range(1, 16):  # tmp/d1/d2/.../d15, each level with a sibling folder s beside its d
+        (level / "s").mkdir()
+        siblings.append(str(level / "s"))
+        level = level / f"d{depth}"
+        level.mkdir()
+    out = []
+    confine._allow_except(str(tmp_path), [str(level)], out)
+    assert sorted(out) == sorted(siblings[:13])  # the folders beside the path to the forbidden one, thirteen levels down
+    (tmp_path / "file").write_text("")
+    out = []
+    confine._allow_except(str(tmp_path / "file"), [str(tmp_path / "file" / "x")], out)
+    assert out == []  # a file with something forbidden "inside" it is no folder to cut open

@@ -133,3 +133,13 @@ def test_a_raised_message_is_told_at_the_deepest_frame_in_the_learners_files():
     assert unplaced.in_files(["engine/model.py"]).where == "engine/model.py:57 in your file"
     assert deep.in_files({"engine/other.py"}) is deep
     assert Raised(exception="E", message="m").in_files({"engine/model.py"}).where == ""
+
+
+@pytest.mark.parametrize("path", ["model.py", "engine/answers/kinds.py", "engine/a:b.py"])
+def test_the_innermost_frame_in_a_learners_file_is_named_once_at_any_depth_and_with_any_name(path):
+    # a file at the tree's top, one two folders deep, one whose name holds a colon (the line follows the last)
+    name = path.rsplit("/", 1)[-1]
+    raised = Raised(exception="E", message="m", where=f"{name}:5", frames=(f"{path}:5",))
+    assert raised.in_files([path]).where == f"{path}:5 in your file"
+    outer = Raised(exception="E", message="m", where="functional.py:9", frames=(f"{path}:5", "torch/functional.py:9"))
+    assert outer.in_files([path]).where == f"{path}:5 in your file; raised in functional.py:9"

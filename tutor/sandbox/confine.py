@@ -229,7 +229,9 @@ def in_user_namespace() -> bool:
     return rows != [["0", "0", "4294967295"]]
 
 
-def _probe_child(abi: int, write_fd: int, groups: dict[str, str | None]) -> None:
+# Runs only in the probe's forked child, which ends in os._exit: a mutant here cannot reach a test of this process,
+# so mutation testing leaves it alone; tests/test_sandbox_layers.py covers it by forking this machine's layers.
+def _probe_child(abi: int, write_fd: int, groups: dict[str, str | None]) -> None:  # pragma: no mutate block
     """In a fork: join the probe's cgroups (``groups``: controller -> path), make the side's namespaces, drop
     capabilities, apply Landlock and seccomp; say what held."""
     found = {"pid_ns": False, "net_ns": False, "landlock": False, "seccomp": False, "caps": -1, "joined": []}
@@ -262,7 +264,7 @@ def probe() -> Status:
     if not enabled():
         return Status(False, why=f"{ENV}=off turned confinement off")
     abi = landlock_abi()
-    seccomp.available()  # loads libseccomp here, before the probe's Landlock forbids reading it
+    seccomp_loads = seccomp.available()  # loads libseccomp here, before the probe's Landlock forbids reading it
     groups = {"pids": make_pids_cgroup(f"tutor-probe-{os.getpid()}", MAX_PROCESSES),
               "memory": make_memory_cgroup(f"tutor-probe-{os.getpid()}", 1 << 30)}
     read_fd, write_fd = os.pipe()
@@ -276,33 +278,49 @@ def probe() -> Status:
     os.waitpid(pid, 0)
     for group in groups.values():
         remove_cgroup(group)
+    return status_from(said, abi, sandbox=os.environ.get(SANDBOX_ENV, ""),
+                       sandbox_why=os.environ.get(SANDBOX_WHY_ENV, ""), user_namespace=in_user_namespace(),
+                       seccomp_loads=seccomp_loads)
+
+
+def status_from(said: bytes, abi: int, *, sandbox: str, sandbox_why: str, user_namespace: bool,
+                seccomp_loads: bool) -> Status:
+    """The Status a probe's findings make, and the first thing missing as its ``why``.
+
+    ``said``: what the probe's child wrote (JSON: ``pid_ns``, ``net_ns``,
+    ``landlock``, ``seccomp``, ``caps`` and the cgroups it ``joined``;
+    anything else reads as nothing held); ``abi``: the kernel's Landlock
+    ABI; ``sandbox``: the worker's outer wall, or "" and ``sandbox_why`` it
+    has none; ``user_namespace``: the worker runs in one of its own;
+    ``seccomp_loads``: the seccomp library loads here (the filter can be
+    made, whether or not the kernel then takes it).
+    """
     try:
         found = json.loads(said)
     except ValueError:
         found = {}
     joined = found.get("joined") if isinstance(found.get("joined"), list) else []
     pid_ns, net_ns = bool(found.get("pid_ns")), bool(found.get("net_ns"))
-    landlock_ok, seccomp_ok, caps = bool(found.get("landlock")), bool(found.get("seccomp")), found.get("caps", -1)
-    sandbox, user_ns = os.environ.get(SANDBOX_ENV, ""), in_user_namespace()
+    landlock_ok, seccomp_ok, caps = bool(found.get("landlock")), bool(found.get("seccomp")), found.get("caps")
+    capeff = f"{caps:x}" if isinstance(caps, int) and caps >= 0 else ""
     network = "namespace" if net_ns else ("landlock" if landlock_ok and abi >= 4 else "none")
     missing = [
-        (not sandbox, os.environ.get(SANDBOX_WHY_ENV) or "the check worker was not started inside bubblewrap"),
-        (not user_ns, "the check worker has no user namespace of its own, so it keeps the tutor's user"),
-        (caps != 0, "a side's child could not drop its capabilities"
-                    + (f" (CapEff {caps:x})" if isinstance(caps, int) and caps > 0 else "")),
+        (not sandbox, sandbox_why or "the check worker was not started inside bubblewrap"),
+        (not user_namespace, "the check worker has no user namespace of its own, so it keeps the tutor's user"),
+        (caps != 0, "a side's child could not drop its capabilities" + (f" (CapEff {capeff})" if capeff else "")),
         (not landlock_ok, "this kernel has no Landlock (Linux 5.13 or later with Landlock enabled), so its files "
                           "are not protected from it" if not abi else "the kernel refused to apply Landlock here"),
         (not seccomp_ok, "no seccomp filter could be loaded (pip install pyseccomp, with the system's libseccomp)"
-                         if not seccomp.available() else "the kernel refused the seccomp filter"),
+                         if not seccomp_loads else "the kernel refused the seccomp filter"),
         (network == "none", "no network namespace and a Landlock older than ABI 4, so it may open network "
                             "connections"),
     ]
     why = next((sentence for lacking, sentence in missing if lacking), "")
     return Status(confined=not any(lacking for lacking, _ in missing[:5]), landlock=abi if landlock_ok else 0,
                   pid_namespace=pid_ns, net_namespace=net_ns, network=network, signals=landlock_ok and abi >= 6,
-                  processes="cgroup" if "pids" in joined else "counted", sandbox=sandbox, user_namespace=user_ns,
-                  capabilities=f"{caps:x}" if isinstance(caps, int) and caps >= 0 else "", seccomp=seccomp_ok,
-                  memory="cgroup" if "memory" in joined else "rlimit", file_cap_mb=FILE_CAP_MB, why=why)
+                  processes="cgroup" if "pids" in joined else "counted", sandbox=sandbox, user_namespace=user_namespace,
+                  capabilities=capeff, seccomp=seccomp_ok, memory="cgroup" if "memory" in joined else "rlimit",
+                  file_cap_mb=FILE_CAP_MB, why=why)
 
 
 # --- what the child tried ----------------------------------------------------------------------------
@@ -419,4 +437,5 @@ class Attempts:
             pass
 
 
-__all__ = ["Status", "Attempts", "read_roots", "probe", "enabled", "ENV", "MAX_PROCESSES", "remove_cgroups"]
+__all__ = ["Status", "Attempts", "read_roots", "probe", "status_from", "enabled", "ENV", "MAX_PROCESSES",
+           "remove_cgroups"]
