@@ -90,7 +90,7 @@ class AnswerRow:
 
 def iter_answers(path: str | os.PathLike, catalog, columns: dict | None = None, layout: str | None = None,
                  assignment=None, name: str | None = None) -> Iterator[AnswerRow]:
-    """The rows of an answers file (``-`` is standard input) one at a time, each checked against ``catalog``
+    """The rows of an answers file one at a time, each checked against ``catalog``
     and read from the file as it is taken: a class's export of any size is never held whole.
 
     Rows that cannot be graded keep their reason in ``problem``; only a file
@@ -98,8 +98,8 @@ def iter_answers(path: str | os.PathLike, catalog, columns: dict | None = None, 
 
     CSV rows stream from the file. JSON lines and a JSON array are read twice, an object at a time (once for
     the keys of every object, which together are the header, once for the rows), so an array that does not
-    parse is refused before its first row. Standard input (``-``) is copied to a temporary file first
-    (:func:`stdin_copy`) and read the same way.
+    parse is refused before its first row. Standard input is read as a file too: a grading copies it
+    once with :func:`stdin_copy` and passes the copy here.
 
     Args:
         columns: ``--columns`` as :func:`tutor.instructor.columns.parse_columns` reads it.
@@ -112,10 +112,6 @@ def iter_answers(path: str | os.PathLike, catalog, columns: dict | None = None, 
         UsageError: the file is missing, not UTF-8 (a CSV file raises where that shows), has no rows, is a
             JSON array that does not parse, or its header lacks a required column or has an ambiguous one.
     """
-    if str(path) == "-":
-        with stdin_copy() as copy:
-            yield from iter_answers(copy, catalog, columns, layout, assignment, name="-")
-        return
     shown = name or str(path)
     try:
         fh = open(path, encoding="utf-8-sig", newline="")

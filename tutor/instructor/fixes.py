@@ -111,12 +111,14 @@ def find(folder: Path, catalog) -> list:
     return rows
 
 
-def read_file(path: Path, inside: Path) -> tuple[bytes | None, str | None]:
+def read_file(path: Path, inside: Path, limit: int = MAX_SUBMISSION_BYTES,
+              advice: str = "hand in the subject file only") -> tuple[bytes | None, str | None]:
     """The bytes of a submitted file, or None and the sentence why it is refused.
 
     The file is opened without following a link (``O_NOFOLLOW``) and checked on the open descriptor:
-    a regular file, one hard link only (a second name could be a classmate's file), and its real
-    path inside ``inside``. Anything else is refused; nothing is read through a link.
+    a regular file, one hard link only (a second name could be a classmate's file), its real
+    path inside ``inside``, and at most ``limit`` bytes (else refused, the sentence ending in
+    ``advice``). Anything else is refused; nothing is read through a link.
     """
     name = f"{inside.name}/{path.name}" if path.parent == inside else path.name
     try:
@@ -147,9 +149,8 @@ def read_file(path: Path, inside: Path) -> tuple[bytes | None, str | None]:
             if not chunk:
                 break
             chunks.append(chunk)
-            if sum(map(len, chunks)) > MAX_SUBMISSION_BYTES:
-                return None, (f"{name} is larger than {MAX_SUBMISSION_BYTES // (1024 * 1024)} MiB; it is not graded "
-                              "(hand in the subject file only)")
+            if sum(map(len, chunks)) > limit:
+                return None, f"{name} is larger than {limit // (1024 * 1024)} MiB; it is not graded ({advice})"
         return b"".join(chunks), None
     finally:
         os.close(fd)

@@ -87,10 +87,8 @@ def read_submission(folder: Path, catalog, learner: str, submitted_at: str | Non
             continue
         # read as a repair is (fixes.read_file): a link to the instructor's key or a classmate's answers, a
         # second hard link, anything but a regular file of the submission's own is refused, never read
-        if os.lstat(path).st_size > MAX_ANSWERS_BYTES:
-            raise UsageError(f"{path.name} is larger than {MAX_ANSWERS_BYTES // 2**20} MiB; a submission's answers "
-                             "are one line per exercise, so upload only those")
-        raw, refused = read_file(path, folder)
+        raw, refused = read_file(path, folder, MAX_ANSWERS_BYTES,
+                                 "a submission's answers are one line per exercise: upload only those")
         if refused is not None:
             raise UsageError(refused)
         pairs += _pairs(path, raw.decode("utf-8-sig", errors="replace"))
