@@ -8,6 +8,8 @@
 # Usage (from anywhere; needs the mutation extra: pip install -e '.[test,mutation]'):
 #   scripts/mutation.sh                       the four files below, one after another
 #   scripts/mutation.sh tutor/model/answers/kinds.py  one file
+#   scripts/mutation.sh tutor/instructor     a folder's files in one mutmut run (one pass
+#                                             to map tests to functions), scored file by file
 # Environment:
 #   PYTHON            the interpreter with mutmut installed (default: .venv/bin/python)
 #   MUTATION_CHILDREN mutants tested at once (default 1: the machine is shared)
@@ -33,9 +35,21 @@ mutmut="$(dirname "$python")/mutmut"
 
 tests_for() {
     case "$1" in
-        tutor/model/answers/*.py|tutor/model/grading.py) echo tests/test_answers.py tests/test_answer_range.py tests/test_result.py ;;
+        tutor/model/answers/*.py|tutor/model/grading.py)
+            echo tests/test_answers.py tests/test_answer_range.py tests/test_result.py tests/test_verdict.py tests/test_mutants_rules.py ;;
+        tutor/model/catalog.py|tutor/model/errors.py)
+            echo tests/test_faults_and_catalog.py tests/test_catalog_cache.py tests/test_fuzz_loaders.py tests/test_mutants_rules.py ;;
+        tutor/model/calibration.py|tutor/model/review.py|tutor/model/finding.py)
+            echo tests/test_attempts.py tests/test_mutants_rules.py tests/test_learner_ux.py ;;
+        # the class's grading: the use case, its outputs and the command lines that drive it. A `python -m
+        # tutor.cli` child runs the mutant too (tests/conftest.py lets it start under mutmut)
+        tutor/instructor/*.py)
+            echo tests/test_grade.py tests/test_grade_batch.py tests/test_grade_course.py tests/test_grade_edges.py \
+                tests/test_grade_golden.py tests/test_grade_json_items.py tests/test_grade_lms.py tests/test_grade_memory.py \
+                tests/test_grade_outputs.py tests/test_report.py tests/test_mutants_rules.py \
+                tests/hostile/test_grading_submissions.py tests/hostile/test_grading_wiring.py ;;
         tutor/store/progress.py|tutor/store/names.py|tutor/store/migration.py|tutor/model/attempts.py)
-            echo tests/test_progress.py tests/test_fuzz_loaders.py ;;
+            echo tests/test_progress.py tests/test_fuzz_loaders.py tests/test_attempts.py tests/test_mutants_rules.py ;;
         tutor/model/verdict.py|tutor/model/patch.py|tutor/app/tasks.py)
             echo tests/test_verdict.py tests/test_edit.py tests/test_evidence_and_sampling.py tests/test_edit_run.py ;;
         engine/model.py) echo tests/test_engine.py tests/test_kv_cache.py tests/test_mutants_model.py ;;
@@ -75,7 +89,11 @@ files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(tutor/model/answers/kinds.py tutor/model/answers/lists.py tutor/store/progress.py engine/model.py tutor/sandbox/runner.py)
 summary=()
 for file in "${files[@]}"; do
-    [ -f "$root/$file" ] || { echo "scripts/mutation.sh: $file is not a file of this checkout" >&2; exit 2; }
+    file=${file%/}
+    if [ -d "$root/$file" ]; then glob="$file/*"; chooser="$file/__init__.py"
+    elif [ -f "$root/$file" ]; then glob="$file"; chooser="$file"
+    else echo "scripts/mutation.sh: $file is neither a file nor a folder of this checkout" >&2; exit 2
+    fi
     scratch=$(mktemp -d "${TMPDIR:-/tmp}/mutation.XXXXXX")
     if [ -n "${MUTATION_REV:-}" ]; then
         git -C "$root" archive "$MUTATION_REV" | tar -C "$scratch" -xf -
@@ -84,7 +102,7 @@ for file in "${files[@]}"; do
             | xargs -0 -I{} sh -c '[ -e "{}" ] && printf "%s\0" "{}"' \
             | tar --null -T - -cf -) | tar -C "$scratch" -xf -
     fi
-    selection=$(tests_for "$file") || exit 2
+    selection=$(tests_for "$chooser") || exit 2
     tests=""  # a TOML list of the selected test files that this copy has, and pytest options (-...) as given
     for t in $selection; do
         case "$t" in
@@ -99,7 +117,7 @@ source_paths = ["engine", "exercises", "tutor"]
 # mutmut runs the tests in its own copy (mutants/), which holds the source paths and tests/ only: data the
 # tests read from the checkout is copied too
 also_copy = ["progress"]
-only_mutate = ["$file"]
+only_mutate = ["$glob"]
 pytest_add_cli_args_test_selection = [$tests]
 # torch in the tests is not fork-safe from a process that already ran them
 process_isolation = "forkserver"
@@ -121,6 +139,21 @@ print(f"{sys.argv[2]}: killed {s['killed']} of {s['total']} ({100 * s['killed'] 
 EOF
 )
     echo "$line"
+    if [ -d "$root/$file" ]; then  # the same line for each module of the folder
+        (cd "$scratch" && "$mutmut" results --all true > all.txt)
+        "$python" - "$scratch/all.txt" <<'EOF'
+import collections, sys
+counts = collections.defaultdict(collections.Counter)
+for line in open(sys.argv[1]):
+    name, _, status = line.strip().rpartition(": ")
+    if "__mutmut_" in name:  # module.function__mutmut_N, a method's function being xǁClassǁname
+        counts[name.split("__mutmut_")[0].rsplit(".", 1)[0]][status] += 1
+for module, c in sorted(counts.items()):
+    total = sum(c.values())
+    print(f"  {module}: killed {c['killed']} of {total} ({100 * c['killed'] / total:.1f} %), survived {c['survived']}, "
+          f"no tests {c['no tests']}, timeout {c['timeout']}, detected {100 * (c['killed'] + c['timeout']) / total:.1f} %")
+EOF
+    fi
     sed 's/^/    /' "$scratch/survivors.txt"
     summary+=("$line")
     if [ "${MUTATION_KEEP:-0}" = 1 ]; then echo "   kept: $scratch"; else rm -rf "$scratch"; fi

@@ -1,6 +1,8 @@
 """Shared fixtures: one catalog and one warm worker for the whole session."""
 
 import os
+import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -9,6 +11,20 @@ import pytest
 # own folder, so no test reads or leaves an entry in the user's cache, and every subprocess
 # the tests start shares it.
 os.environ.setdefault("TUTOR_CACHE_DIR", tempfile.mkdtemp(prefix="tutor-test-cache-"))
+
+# Mutation testing (scripts/mutation.sh) runs these tests inside mutmut. Its first pass records which
+# test reaches which function (MUTANT_UNDER_TEST=stats), and a child process such as `python -m
+# tutor.cli` would try to record too, without mutmut's configuration, and crash. Its children run the
+# code as written in that pass; while a mutant is tested they inherit the mutant's name and run it.
+if "mutmut" in sys.modules:
+    _popen_init = subprocess.Popen.__init__
+
+    def _popen_init_outside_stats(self, *args, env=None, **kwargs):
+        if (os.environ if env is None else env).get("MUTANT_UNDER_TEST") == "stats":
+            env = dict(os.environ if env is None else env, MUTANT_UNDER_TEST="")
+        _popen_init(self, *args, env=env, **kwargs)
+
+    subprocess.Popen.__init__ = _popen_init_outside_stats
 
 from tutor.store.catalog_cache import load_catalog
 from tutor.sandbox.runner import Runner

@@ -179,3 +179,174 @@ def test_a_fix_attempt_does_not_change_the_hunts_mystery(tmp_path):
     store.record_attempt("ada", capstone.id, attempt(seed=n - 1, status="ok", mode="hunt", verdict="not fixed"))
     session.load()
     assert session.edit_task(capstone, "fix").seed == n - 1
+
+
+# --- what a run leaves, field by field -----------------------------------------------------------
+
+def _run(status: str, **fields):
+    from tutor.sandbox.result import RunResult
+    return RunResult(id="head-split", status=status, device="cuda", torch="t", fault="head-split-reshape",
+                     kind="choice", seed=7, **fields)
+
+
+def test_a_graded_run_leaves_every_field_it_was_given():
+    attempt = Attempt.of(_run("pass", prediction="b", prediction_text="b", observed="b", correct=True),
+                         confidence=80, time="2026-01-01T10:00:00+00:00", submission="s1", hints=2)
+    assert (attempt.time, attempt.prediction, attempt.observed, attempt.correct, attempt.status, attempt.device,
+            attempt.seed, attempt.confidence, attempt.submission, attempt.hints, attempt.mode) == \
+        ("2026-01-01T10:00:00+00:00", "b", "b", True, "pass", "cuda", 7, 80, "s1", 2, "predict")
+    assert len(attempt.engine_hash) == 12
+    bare = Attempt.of(_run("fail", prediction="a", prediction_text="a", observed="b", correct=False))
+    assert (bare.confidence, bare.submission, bare.hints, bare.correct) == (None, "", 0, False)
+    assert datetime.fromisoformat(bare.time).tzinfo is not None  # timed now, in UTC
+
+
+def test_an_edit_run_leaves_its_mode_diff_verdict_and_what_the_learners_side_observed():
+    from tutor.model.verdict import Verdict
+    ok = Verdict("fix", "fixed", "fixed", yours_status="ok", yours_observed="b", prediction_correct=None)
+    attempt = Attempt.of_edit(_run("ok"), "fix", "--- a\n+++ b\n", ok, "c")
+    assert (attempt.prediction, attempt.observed, attempt.correct, attempt.status, attempt.device, attempt.seed,
+            attempt.mode, attempt.diff, attempt.verdict) == \
+        ("c", "b", True, "ok", "cuda", 7, "fix", "--- a\n+++ b\n", "fixed")
+    assert len(attempt.engine_hash) == 12 and datetime.fromisoformat(attempt.time).tzinfo is not None
+    assert (attempt.confidence, attempt.hints, attempt.submission) == (None, 0, "")
+    crashed = Verdict("fix", "not fixed", "not fixed", yours_status="error", yours_observed=None)
+    attempt = Attempt.of_edit(_run("ok"), "fix", "", crashed)
+    assert (attempt.observed, attempt.status, attempt.correct, attempt.prediction) == ("error", "error", False, "")
+
+
+def test_a_confidence_is_a_whole_percent_from_50_to_100_or_none():
+    from tutor.model.attempts import ProgressError, check_confidence
+    assert [check_confidence(v) for v in (None, 50, 75, 100)] == [None, 50, 75, 100]
+    for wrong in (49, 101, 70.0, True, "70"):
+        with pytest.raises(ProgressError) as raised:
+            check_confidence(wrong)
+        assert str(raised.value) == (f"the confidence {wrong!r} is not allowed; give a whole percent from 50 to 100 "
+                                     "(50 is a guess between two answers, 100 is certain)")
+
+
+def test_edits_are_the_edit_mode_attempts_or_those_of_one_mode():
+    progress = ExerciseProgress(attempts=[Attempt(**row) for row in (
+        table("a", True), table("", True, mode="fix"), table("a", False, mode="break"), table("", False, mode="fix"))])
+    assert [a.mode for a in progress.edits()] == ["fix", "break", "fix"]
+    assert [(a.mode, a.correct) for a in progress.edits("fix")] == [("fix", True), ("fix", False)]
+    assert [a.mode for a in progress.edits("hunt")] == []
+
+
+def test_a_learners_progress_as_a_dict_names_a_reset_only_when_there_was_one():
+    from tutor.model.attempts import LearnerProgress
+    fresh = ExerciseProgress(attempts=[Attempt(**table("b", True))], note="n", note_time="t")
+    reset = ExerciseProgress(reset_time="2026-01-02T00:00:00+00:00")
+    data = LearnerProgress("ada", {"b": reset, "a": fresh}).to_dict()
+    assert list(data["exercises"]) == ["a", "b"]
+    assert data["exercises"]["a"] == {"attempts": [Attempt(**table("b", True)).to_dict()], "note": "n",
+                                      "note_time": "t", "solved": True}
+    assert data["exercises"]["b"] == {"attempts": [], "note": "", "note_time": "", "solved": False,
+                                      "reset_time": "2026-01-02T00:00:00+00:00"}
+
+
+# --- which attempt counts ------------------------------------------------------------------------
+
+@pytest.fixture
+def new_york(monkeypatch):
+    """A local time zone that is not UTC, so a time read as local time instead of UTC shows."""
+    import time
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize("stamp, key", [
+    ("2026-11-30T09:00:00+00:00", (1, "2026-11-30T09:00:00")),  # the form tutor writes
+    ("2026-11-30T09:00:00Z", (1, "2026-11-30T09:00:00")),
+    ("2026-11-30T09:00:00z", (1, "2026-11-30T09:00:00")),
+    ("2026-11-30T11:00:00+02:00", (1, "2026-11-30T09:00:00")),  # 25 characters, another offset
+    ("2026-11-30 09:00:00+00:00", (1, "2026-11-30T09:00:00")),  # 25 characters, a space for the T
+    ("2026-11-30T09:00:00", (1, "2026-11-30T09:00:00")),  # no offset: UTC, never the machine's zone
+    ("2026-11-30T09:00:00.250000+00:00", (1, "2026-11-30T09:00:00.250000")),
+    ("  2026-11-30T04:00:00-05:00 ", (1, "2026-11-30T09:00:00")),
+    ("yesterday", (1, "yesterday")),  # compared as text, among the timed
+])
+def test_a_submission_time_sorts_by_its_utc_moment(stamp, key, new_york):
+    from tutor.model.attempts import time_key
+    assert time_key(stamp) == key
+
+
+def test_rows_out_of_time_order_are_sorted_and_a_tie_keeps_the_given_order():
+    from tutor.model.attempts import counting, in_time_order
+    rows = [("second", "2026-11-30T10:00:00+00:00"), ("first", "2026-11-30T09:00:00+00:00"),
+            ("third", "2026-11-30T11:00:00+00:00")]
+    assert [name for name, _ in in_time_order(rows, lambda r: r[1])] == ["first", "second", "third"]
+    assert counting(rows, lambda r: r[1])[0] == "third"
+    tie = [("given first", "2026-11-30T09:00:00Z"), ("given last", "2026-11-30T09:00:00+00:00")]
+    assert counting(tie, lambda r: r[1])[0] == "given last"
+    assert counting([], lambda r: r[1]) is None
+
+
+# --- calibration, worked by hand -----------------------------------------------------------------
+
+def test_a_bucket_reads_its_rate_and_says_too_few_below_three():
+    assert (calibration.Bucket(80).rate, calibration.Bucket(80).verdict) == (None, "")
+    assert calibration.Bucket(80, count=2, right=2).verdict == "too few to tell"
+    assert calibration.Bucket(80, count=4, right=1).rate == 0.25
+    assert calibration.Bucket(80, count=4, right=1).to_dict() == {"confidence": 80, "count": 4, "right": 1,
+                                                                  "rate": 0.25, "verdict": "over-confident"}
+
+
+@pytest.mark.parametrize("confidence, bucket", [(50, 50), (59, 50), (60, 60), (75, 70), (99, 90), (100, 100),
+                                                (40, 50), (120, 100)])
+def test_a_confidence_falls_in_the_bucket_of_its_tens(confidence, bucket):
+    assert calibration.bucket_of(confidence) == bucket
+
+
+def test_calibration_counts_graded_predictions_with_a_confidence_and_scores_brier():
+    attempts = [attempt(status="pass", correct=True, confidence=80),    # (0.8 - 1)^2 = 0.04
+                attempt(status="fail", correct=False, confidence=80),   # 0.64
+                attempt(status="pass", correct=True, confidence=100),   # 0
+                attempt(status="fail", correct=False, confidence=55),   # 0.3025
+                attempt(status="pass", correct=True),                    # unrated
+                attempt(status="timeout", correct=False, confidence=90),  # not graded: left out
+                attempt(status="pass", correct=True, confidence=90, mode="fix")]  # an edit: left out
+    result = calibration.calibrate(attempts)
+    assert (result.count, result.right, result.unrated) == (4, 2, 1)
+    # An unrated attempt neither ends the count nor resets the tally of unrated ones.
+    later = calibration.calibrate([attempt(status="fail", correct=False), attempt(status="pass", correct=True),
+                                   attempt(status="pass", correct=True, confidence=70)])
+    assert (later.count, later.right, later.unrated) == (1, 1, 2)
+    assert result.brier == pytest.approx((0.04 + 0.64 + 0 + 0.3025) / 4, abs=1e-12)
+    assert [(b.confidence, b.count, b.right) for b in result.buckets] == \
+        [(50, 1, 0), (60, 0, 0), (70, 0, 0), (80, 2, 1), (90, 0, 0), (100, 1, 1)]
+    assert [b["confidence"] for b in result.to_dict()["buckets"]] == [50, 80, 100]  # the empty ones left out
+    assert {k: v for k, v in result.to_dict().items() if k != "buckets"} == \
+        {"count": 4, "right": 2, "brier": result.brier, "unrated": 1}
+    assert calibration.calibrate([]).brier is None
+
+
+def test_calibration_by_set_counts_each_sets_exercises_and_everything_overall():
+    from types import SimpleNamespace
+    from tutor.model.attempts import LearnerProgress
+    catalog = SimpleNamespace(sets=[SimpleNamespace(id="one", exercises=[SimpleNamespace(id="a")]),
+                                    SimpleNamespace(id="two", exercises=[SimpleNamespace(id="b")])])
+    progress = LearnerProgress("ada", {
+        "a": ExerciseProgress(attempts=[attempt(status="pass", correct=True, confidence=90)]),
+        "gone": ExerciseProgress(attempts=[attempt(status="fail", correct=False, confidence=60)])})
+    overall, per_set = calibration.calibration_by_set(catalog, progress)
+    assert (overall.count, overall.right) == (2, 1)
+    assert {k: (c.count, c.right) for k, c in per_set.items()} == {"one": (1, 1), "two": (0, 0)}
+
+
+def test_accuracy_by_day_runs_oldest_first_with_the_rate_so_far():
+    from tutor.model.attempts import LearnerProgress
+    day = lambda d, **kw: attempt(time=f"2026-01-0{d}T10:00:00+00:00", **kw)  # noqa: E731
+    progress = LearnerProgress("ada", {
+        "a": ExerciseProgress(attempts=[day(2, status="pass", correct=True), day(1, status="fail"),
+                                        day(2, status="pass", correct=True), day(3, status="timeout"),
+                                        day(3, status="pass", correct=True, mode="fix"), attempt(time="2026")]),
+        "b": ExerciseProgress(attempts=[day(1, status="pass", correct=True),
+                                        attempt(time="2026-01-04", status="fail")])})  # a bare date counts
+    days = calibration.accuracy_by_day(progress)
+    assert [(d.date, d.count, d.right, d.so_far, d.rate) for d in days] == [
+        ("2026-01-01", 2, 1, 0.5, 0.5), ("2026-01-02", 2, 2, 0.75, 1.0), ("2026-01-04", 1, 0, 0.6, 0.0)]
+    assert calibration.Day("2026-01-01", 0, 0, 0.0).rate == 0.0
