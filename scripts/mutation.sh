@@ -39,8 +39,29 @@ tests_for() {
             echo tests/test_answers.py tests/test_answer_range.py tests/test_result.py tests/test_verdict.py tests/test_mutants_rules.py ;;
         tutor/model/catalog.py|tutor/model/errors.py)
             echo tests/test_faults_and_catalog.py tests/test_catalog_cache.py tests/test_fuzz_loaders.py tests/test_mutants_rules.py ;;
-        tutor/model/calibration.py|tutor/model/review.py|tutor/model/finding.py)
+        tutor/model/review.py) echo tests/test_review.py tests/test_attempts.py ;;
+        tutor/model/finding.py) echo tests/test_finding.py ;;
+        tutor/model/calibration.py)
             echo tests/test_attempts.py tests/test_mutants_rules.py tests/test_learner_ux.py ;;
+        # the class's pure pieces: their own tests, which call them in this process (seconds a mutant, where the
+        # whole grading's tests below take a minute for a mutant they all reach)
+        tutor/instructor/memo.py) echo tests/test_grade_units.py tests/test_mutants_rules.py tests/test_grade.py ;;
+        tutor/instructor/shard.py) echo tests/test_grade_units.py tests/test_grade_batch.py ;;
+        tutor/instructor/saving.py) echo tests/test_grade_units.py tests/test_mutants_rules.py tests/test_grade.py ;;
+        tutor/instructor/columns.py) echo tests/test_grade_units.py tests/test_grade_course.py ;;
+        tutor/instructor/wide.py) echo tests/test_grade_units.py tests/test_grade_lms.py ;;
+        tutor/instructor/json_items.py) echo tests/test_grade_units.py tests/test_grade_json_items.py ;;
+        tutor/instructor/gradebook.py|tutor/instructor/results.py)
+            echo tests/test_grade_units.py tests/test_grade_outputs.py tests/test_grade_golden.py tests/test_grade_batch.py \
+                tests/test_grade_course.py ;;
+        tutor/instructor/tail.py)
+            echo tests/test_grade_units.py tests/test_grade_outputs.py tests/test_grade_golden.py tests/test_grade_memory.py ;;
+        tutor/instructor/answer_rows.py)
+            echo tests/test_grade_units.py tests/test_grade_outputs.py tests/test_grade_lms.py tests/test_mutants_rules.py \
+                tests/test_grade.py tests/test_grade_edges.py ;;
+        tutor/instructor/assignment.py)
+            echo tests/test_grade_units.py tests/test_grade_batch.py tests/test_grade_lms.py tests/test_grade_course.py ;;
+        tutor/instructor/out_folder.py) echo tests/test_grade_units.py tests/test_grade_outputs.py tests/test_grade_course.py ;;
         # the class's grading: the use case, its outputs and the command lines that drive it. A `python -m
         # tutor.cli` child runs the mutant too (tests/conftest.py lets it start under mutmut)
         tutor/instructor/*.py)
@@ -116,7 +137,7 @@ for file in "${files[@]}"; do
 source_paths = ["engine", "exercises", "tutor"]
 # mutmut runs the tests in its own copy (mutants/), which holds the source paths and tests/ only: data the
 # tests read from the checkout is copied too
-also_copy = ["progress"]
+also_copy = ["progress", "docs", "README.md"]
 only_mutate = ["$glob"]
 pytest_add_cli_args_test_selection = [$tests]
 # torch in the tests is not fork-safe from a process that already ran them

@@ -1,0 +1,386 @@
+"""The class's grading piece by piece: each pure function of tutor/instructor against inputs made by hand.
+
+The end-to-end tests (test_grade*.py) drive these through a whole grading; here each rule is pinned where it
+lives, so a one-line change to it fails a test that names the rule (scripts/mutation.sh scores them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from importlib import metadata
+from types import SimpleNamespace
+
+import pytest
+
+from exercises.faults import Fault
+from tutor.instructor import columns, memo, shard, wide
+from tutor.model.errors import UsageError
+from tutor.sandbox.protocol import Side
+from tutor.sandbox.result import RunResult
+
+
+# --- memo: which measurements a class shares ----------------------------------------------------------------
+
+def test_the_source_hashes_digest_each_packages_python_files_by_path_and_bytes(tmp_path, monkeypatch):
+    for rel, text in {"engine/model.py": "A = 1\n", "engine/sub/part.py": "B = 2\n", "engine/notes.txt": "x",
+                      "exercises/checks.py": "C = 3\n"}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    monkeypatch.setattr(memo, "source_root", lambda: tmp_path)
+    by_hand = hashlib.sha256(b"engine/model.pyA = 1\nengine/sub/part.pyB = 2\n").hexdigest()[:12]
+    exercises = hashlib.sha256(b"exercises/checks.pyC = 3\n").hexdigest()[:12]
+    assert memo.source_hashes.__wrapped__() == (by_hand, exercises)  # the .txt is not source
+    (tmp_path / "engine/notes.txt").write_text("changed")
+    (tmp_path / "engine/sub/part.py").write_text("B = 3\n")
+    assert memo.source_hashes.__wrapped__()[0] != by_hand
+
+
+def test_the_torch_version_comes_from_metadata_and_is_a_question_mark_without_torch(monkeypatch):
+    assert memo.torch_version.__wrapped__() == metadata.version("torch")
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(memo.metadata, "version", missing)
+    assert memo.torch_version.__wrapped__() == "?"
+
+
+def test_a_sides_digest_is_of_names_faults_and_file_contents_in_order():
+    fault = Fault(id="f", file="engine/model.py", before="a", after="b", summary="s")
+    sides = [Side("clean"), Side("learner", fault, (("engine/model.py", "x = 1\udcff"),))]
+    by_hand = hashlib.sha256()
+    by_hand.update(repr(("clean", None)).encode())
+    by_hand.update(repr(("learner", fault)).encode())
+    by_hand.update(b"engine/model.py\0x = 1\xed\xb3\xbf\0")
+    assert memo.sides_digest(sides) == by_hand.hexdigest()[:16]
+    variants = [sides[::-1], [sides[0]], [Side("clean"), replace(sides[1], name="other")],
+                [Side("clean"), replace(sides[1], files=(("engine/model.py", "x = 2"),))],
+                [Side("clean"), replace(sides[1], fault=None)]]
+    assert len({memo.sides_digest(sides)} | {memo.sides_digest(v) for v in variants}) == 6
+
+
+def test_a_memo_key_is_everything_a_measurement_depends_on_and_nothing_of_the_learner():
+    engine, exercises = memo.source_hashes()
+    sides = [Side("clean")]
+    assert memo.key("head-split", 7, sides, "cpu") == \
+        ("head-split", 7, memo.sides_digest(sides), engine, exercises, memo.torch_version(), "cpu")
+    assert len(engine) == len(exercises) == 12
+
+
+def test_new_observations_have_measured_and_reused_nothing():
+    fresh = memo.Observations()
+    assert (fresh.measured, fresh.reused, fresh._kept, fresh._running) == (0, 0, {}, {})
+
+
+def test_observations_count_every_reuse_and_keep_nothing_without_a_status():
+    observations = memo.Observations()
+    observations.get(("k",), lambda: _measured("ok"))
+    for _ in range(3):
+        observations.get(("k",), lambda: _measured("error"))
+    assert (observations.measured, observations.reused) == (1, 3)
+    assert observations.get(("other",), lambda: None) == (None, False)  # nothing to keep: measured again
+    assert observations.get(("other",), lambda: "again") == ("again", False)
+    assert (observations.measured, observations.reused, observations._running) == (3, 3, {})
+
+
+def _measured(status: str, **fields) -> RunResult:
+    return RunResult(id="head-split", status=status, device="cpu", torch="t", fault="head-split-reshape",
+                     kind="choice", **fields)
+
+
+@pytest.mark.parametrize("prediction, status", [("b", "pass"), ("a", "fail")])
+def test_graded_grades_a_kept_measurement_without_changing_it(catalog, prediction, status):
+    exercise = catalog.get("head-split")
+    measured = _measured("ok", observed="b", evidence={"shape": [1]}, errors={"e": 1}, output={"clean": "o"},
+                         observations={"clean": "b"})
+    result = memo.graded(exercise, measured, prediction)
+    assert (result.status, result.correct, result.prediction, result.prediction_text) == \
+        (status, status == "pass", prediction, exercise.kind.show_prediction(exercise.kind.parse(prediction)))
+    for field in ("evidence", "errors", "output", "observations"):
+        assert getattr(result, field) == getattr(measured, field)
+        assert getattr(result, field) is not getattr(measured, field)  # a copy: the next row's grading is its own
+    assert (measured.status, measured.correct, measured.prediction) == ("ok", None, None)
+
+
+def test_graded_leaves_a_measurement_that_raised_ungraded(catalog):
+    result = memo.graded(catalog.get("head-split"), _measured("error", errors={"clean": "boom"}), "b")
+    assert (result.status, result.correct, result.prediction) == ("error", None, "b")
+
+
+# --- shard: a class across machines ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, part", [(None, None), ("1/4", (1, 4)), (" 2 / 3 ", (2, 3)), ("4/4", (4, 4)),
+                                        ("1/1", (1, 1)), ("12/20", (12, 20))])
+def test_a_shard_reads_as_k_of_n(text, part):
+    assert shard.parse(text) == part
+
+
+@pytest.mark.parametrize("text", ["0/4", "5/4", "1/0", "a/b", "1/4/2", "", "-1/4", "1 4"])
+def test_a_shard_that_is_not_k_of_n_is_refused_with_an_example(text):
+    with pytest.raises(UsageError) as caught:
+        shard.parse(text)
+    assert str(caught.value) == ("--shard takes K/N with 1 <= K <= N, such as 1/4 for the first of four shards; "
+                                 f"{text!r} is not one")
+
+
+def test_a_learner_lands_on_the_shard_of_the_first_eight_bytes_of_their_keys_hash():
+    for key in ("ada", "grace", "émile", "x\udcff"):
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+        expected = int.from_bytes(digest[:8], "big") % 5 + 1
+        assert shard.number(key, 5) == expected
+        assert [shard.belongs(key, (k, 5)) for k in range(1, 6)] == [k == expected for k in range(1, 6)]
+    assert shard.number("ada", 1) == 1
+    assert {shard.number(f"learner{i}", 4) for i in range(100)} == {1, 2, 3, 4}
+
+
+def _rows_file(folder, rows):
+    folder.mkdir()
+    (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_merged_rows_keep_each_submission_once_in_the_folders_order(tmp_path):
+    _rows_file(tmp_path / "a", [{"submission": "s1", "line": 2}, {"submission": "s2", "line": 3}])
+    _rows_file(tmp_path / "b", [{"submission": "s2", "line": 3}, {"submission": "s2", "line": 4},
+                                {"submission": "s3", "line": 5}, {"submission": "s9", "line": 2}])
+    merged = list(shard.merge_rows([tmp_path / "a", tmp_path / "b"]))
+    assert [(r["submission"], r["line"]) for r in merged] == [("s1", 2), ("s2", 3), ("s2", 4), ("s3", 5),
+                                                              ("s9", 2)]  # another file's line 2 is another row
+
+
+def test_merging_a_folder_with_no_graded_rows_names_it_before_giving_any_of_its_rows(tmp_path):
+    _rows_file(tmp_path / "a", [{"submission": "s1", "line": 2}])
+    (tmp_path / "empty").mkdir()
+    found = shard.merge_rows([tmp_path / "a", tmp_path / "empty"])
+    assert next(found)["submission"] == "s1"
+    with pytest.raises(UsageError) as caught:
+        next(found)
+    assert str(caught.value) == (f"{tmp_path / 'empty'} holds no graded rows (rows.jsonl); name folders that "
+                                 "tutor grade wrote")
+
+
+# --- columns: which column is which field ------------------------------------------------------------------
+
+@pytest.mark.parametrize("header, normal", [(" Submitted At ", "submitted_at"), ("SIS-User-ID", "sis_user_id"),
+                                            ("learner", "learner"), ("Student Number", "student_number")])
+def test_a_header_is_compared_trimmed_lower_case_with_underscores(header, normal):
+    assert columns.normal(header) == normal
+
+
+def test_a_mapping_reads_the_cells_a_row_has():
+    mapping = columns.Mapping({"learner": 0, "answer": 2, "note": 5})
+    assert mapping.fields(["ada", "x", "b"]) == {"learner": "ada", "answer": "b"}
+
+
+def test_columns_read_field_equals_column_pairs():
+    assert columns.parse_columns(None) == columns.parse_columns("") == {}
+    assert columns.parse_columns(" Learner = Email ,answer=Response,note=-, submitted-at=When") == \
+        {"learner": "Email", "answer": "Response", "note": None, "submitted_at": "When"}
+    assert columns.parse_columns("answer=a=b") == {"answer": "a=b"}  # the first = splits
+
+
+@pytest.mark.parametrize("text, part", [("learner", "learner"), ("pupil=Email", "pupil=Email"),
+                                        ("learner=", "learner="), ("learner=Email,, ", ""),
+                                        ("answer= ", "answer=")])
+def test_columns_that_are_not_field_equals_column_name_the_part(text, part):
+    with pytest.raises(UsageError) as caught:
+        columns.parse_columns(text)
+    assert str(caught.value) == (
+        "--columns takes FIELD=COLUMN pairs separated by commas, such as learner=Email,exercise=Question,"
+        "answer=Response (fields: learner, exercise, answer, note, submitted_at, seed, sis_id, student_id, "
+        f"section); {part!r} is not one")
+
+
+def test_columns_naming_a_field_twice_are_refused():
+    with pytest.raises(UsageError, match="^--columns names the learner column twice; name it once$"):
+        columns.parse_columns("learner=Email,Learner=Name")
+
+
+def test_exact_names_then_synonyms_are_read_and_other_columns_ignored():
+    header = ["Student", "Exercise_ID", "Prediction", "Explain", "Submitted", "Score", "SIS User ID", "Seed"]
+    assert columns.resolve(header).columns == {"learner": 0, "exercise": 1, "answer": 2, "note": 3,
+                                               "submitted_at": 4, "sis_id": 6, "seed": 7}
+    assert columns.resolve(["ID number", "learner", "exercise", "answer"]).columns == \
+        {"student_id": 0, "learner": 1, "exercise": 2, "answer": 3}
+
+
+def test_named_columns_win_and_free_the_other_spellings():
+    header = ["Email", "Name", "Question", "Response", "learner"]
+    named = columns.parse_columns("learner=Email,exercise=Question,answer=Response")
+    assert columns.resolve(header, named).columns == {"learner": 0, "exercise": 2, "answer": 3}
+    # a named column is matched exactly first, loosely (as normal() reads it) otherwise
+    assert columns.resolve([" e-mail ", "exercise", "answer"], {"learner": "E Mail"}).columns == \
+        {"learner": 0, "exercise": 1, "answer": 2}
+    # FIELD=- : the file has no such column, so an ambiguous one is not that field
+    assert columns.resolve(["learner", "exercise", "answer", "time"], {"submitted_at": None}).columns == \
+        {"learner": 0, "exercise": 1, "answer": 2}
+    # a field said to have no column does not stop the others named after it
+    assert columns.resolve(["Email", "exercise", "answer"], {"note": None, "learner": "Email"}).columns == \
+        {"learner": 0, "exercise": 1, "answer": 2}
+    # an exact match wins over headers that only read alike
+    assert columns.resolve(["Q", "q", "learner", "answer"], {"exercise": "q"}).columns == \
+        {"exercise": 1, "learner": 2, "answer": 3}
+    # the other claims on a named field are passed over, and the fields after them still read
+    assert columns.resolve(["Email", "learner", "exercise", "answer"], {"learner": "Email"}).columns == \
+        {"learner": 0, "exercise": 2, "answer": 3}
+
+
+def _refusal(header, named=None, source=None) -> str:
+    with pytest.raises(UsageError) as caught:
+        columns.resolve(header, named) if source is None else columns.resolve(header, named, source)
+    return str(caught.value)
+
+
+def test_a_named_column_the_header_lacks_is_refused_with_what_it_has():
+    assert _refusal(["learner", " ", "answer"], {"exercise": "Question"}, "a.csv") == \
+        "--columns names the column 'Question' for exercise, but a.csv has no such column (it has learner, answer)"
+    assert _refusal([" "], {"exercise": "Q"}).endswith("(it has nothing)")
+    assert len(_refusal(["x" * 150, "y" * 150], {"exercise": "Q"})) == \
+        len("--columns names the column 'Q' for exercise, but the answers file has no such column (it has )") + 200
+
+
+def test_a_named_column_the_header_has_twice_is_refused():
+    assert _refusal(["Q", "Q", "learner", "answer"], {"exercise": "Q"}) == (
+        "the answers file has 2 columns called 'Q'; rename one so that --columns exercise=Q names one column")
+
+
+def test_two_columns_for_one_field_are_refused_naming_both():
+    assert _refusal(["learner", "Student", "exercise", "answer"]) == (
+        "the answers file has 2 columns that may be the learner ('learner' and 'Student'); say which with "
+        "--columns learner=learner")
+
+
+@pytest.mark.parametrize("column, field, other", [("ID", "exercise", "a student number"),
+                                                  ("Name", "learner", "an exercise's name"),
+                                                  ("Time", "submitted_at", "the time spent")])
+def test_an_ambiguous_column_is_never_guessed(column, field, other):
+    header = [h for h in ["learner", "exercise", "answer"] if h != field] + [column]
+    assert _refusal(header) == (
+        f"the column {column!r} of the answers file may be the {field} or {other}, so it is not guessed; say "
+        f"which with --columns {field}={column} or --columns {field}=- (the header has {', '.join(header)})")
+
+
+def test_a_header_without_the_required_fields_says_which_are_missing():
+    assert _refusal(["learner", "note"]) == (
+        "the answers file has no column exercise, answer in its header (it has learner, note); the header needs "
+        "learner, exercise and answer, or name the columns with --columns learner=COLUMN,exercise=COLUMN,"
+        "answer=COLUMN")
+
+
+# --- wide: one row per student turned into one row per answer ----------------------------------------------
+
+def _catalog():
+    exercises = [SimpleNamespace(id="head-split", title="Splitting heads"),
+                 SimpleNamespace(id="head", title="Heads"),
+                 SimpleNamespace(id="heads-up", title="Heads up"),
+                 SimpleNamespace(id="cache-offset", title="The cache offset")]
+    by_id = {e.id: e for e in exercises}
+    return SimpleNamespace(exercises=exercises, get=by_id.__getitem__)
+
+
+CANVAS = ["name", "id", "sis_id", "section", "submitted", "attempt", "101: head-split", "1.0",
+          "102: Splitting Heads  and more", "1.0", "103: the cache offset", "1.0", "n correct", "score"]
+MOODLE = ["Surname", "First name", "ID number", "Email address", "Department", "State", "Completed",
+          "Grade/2.00", "Response 1", "Right answer 1", "Response 2"]
+
+
+@pytest.mark.parametrize("header, layout", [
+    (CANVAS, "canvas"), (MOODLE, "moodle"), ([h.replace("Surname", "Last  Name") for h in MOODLE], "moodle"),
+    ([h for h in CANVAS if h != "sis_id"], None), ([h for h in CANVAS if ":" not in h], None),
+    ([h for h in MOODLE if h != "First name"], None), ([h for h in MOODLE if h != "Surname"], None),
+    ([h for h in MOODLE if not h.startswith("Response")], None), (["learner", "exercise", "answer"], None)])
+def test_a_wide_layout_is_found_by_its_header(header, layout):
+    assert wide.detect(header) == layout
+
+
+def test_a_canvas_export_gives_a_row_per_answered_question_with_the_lms_identity():
+    rows = [(2, ["Ada L", "17", "S-1", "Sec A", "2026-11-29 10:00:00 UTC", "1", " b ", "1", "(2, 3)", "0", "", "0"]),
+            (3, ["Grace", "18", "", "", "", "1", "a", "1", "-", "0", "no"])]
+    out = list(wide.expand(CANVAS, iter(rows), "canvas", _catalog(), None, "q.csv"))
+    ada = {"learner": "Ada L", "sis_id": "S-1", "student_id": "17", "section": "Sec A",
+           "submitted_at": "2026-11-29 10:00:00 UTC"}
+    assert out == [(2, {**ada, "exercise": "head-split", "answer": " b "}),
+                   (2, {**ada, "exercise": "head-split", "answer": "(2, 3)"}),
+                   (3, {"learner": "Grace", "student_id": "18", "exercise": "head-split", "answer": "a"}),
+                   (3, {"learner": "Grace", "student_id": "18", "exercise": "cache-offset", "answer": "no"})]
+
+
+@pytest.mark.parametrize("text, exercise", [("head-split", "head-split"), ("HEAD-SPLIT", "head-split"),
+                                            ("splitting   heads", "head-split"), ("heads", "head"),
+                                            ("Splitting heads: reshape or view?", "head-split"),
+                                            ("head-split2", "head"), ("headsup", None), ("head-splits", "head"),
+                                            ("heads up: which?", "heads-up"), ("head-splitx!", "head"), ("head", "head"),
+                                            ("the cache offset (KV cache)", "cache-offset"), ("nothing", None)])
+def test_a_canvas_question_names_its_exercise_by_id_or_title_at_the_start(text, exercise):
+    found = wide._canvas_exercise(text, _catalog().exercises)
+    assert (found.id if found else None) == exercise
+
+
+def test_a_canvas_question_naming_no_exercise_is_refused():
+    header = ["name", "sis_id", "submitted", "7: what is a tensor?"]
+    with pytest.raises(UsageError) as caught:
+        list(wide.expand(header, iter([]), "canvas", _catalog(), None, "q.csv"))
+    assert str(caught.value) == ("the question column '7: what is a tensor?' of q.csv names no exercise of the "
+                                 "catalog; start each question's text with its exercise id or title (such as "
+                                 "'12345: head-split')")
+    long = "7: " + "a" * 80
+    with pytest.raises(UsageError) as caught:
+        list(wide.expand(["name", "sis_id", "submitted", long], iter([]), "canvas", _catalog(), None, "q.csv"))
+    assert str(caught.value).startswith(f"the question column {long[:60]!r} of q.csv names no exercise")
+    assignment = SimpleNamespace(exercises=[SimpleNamespace(id="cache-offset")])
+    with pytest.raises(UsageError, match="^the question column '101: head-split' of q.csv names no exercise of "
+                                         "the assignment;"):
+        list(wide.expand(CANVAS, iter([]), "canvas", _catalog(), assignment, "q.csv"))
+
+
+def test_a_moodle_export_maps_response_n_to_the_assignments_nth_exercise():
+    assignment = SimpleNamespace(exercises=[SimpleNamespace(id="cache-offset"), SimpleNamespace(id="head-split")])
+    rows = [(2, ["Lovelace", "Ada", "ID7", "ada@x.org", "Maths", "Finished", "29 November 2026  10:00 AM", "2",
+                 "yes", "no", "b"]),
+            (3, ["Hopper", "Grace", "", "", "", "Finished", "-", "1", "-", "", " "]),
+            (4, ["Turing", "Alan", "", "", "", "Finished", "", "1", "no"]),
+            (5, ["Overall average", "", "", "", "", "", "", "1.5", "0.50", "", "0.75"]),
+            (6, ["", "", "", "", "", "", "", "", "yes", "", ""]),
+            (7, ["Hopper", "Grace", "", "", "", "Finished", "-", "1", "no", "", "a"])]
+    header = [h if h != "Email address" else "Institution" for h in MOODLE]
+    out = list(wide.expand(MOODLE, iter(rows), "moodle", _catalog(), assignment, "r.csv"))
+    ada = {"learner": "ada@x.org", "student_id": "ID7", "section": "Maths",
+           "submitted_at": "29 November 2026  10:00 AM"}
+    assert out == [(2, {**ada, "exercise": "cache-offset", "answer": "yes"}),
+                   (2, {**ada, "exercise": "head-split", "answer": "b"})]
+    named = list(wide.expand(header, iter(rows), "moodle", _catalog(), assignment, "r.csv"))
+    assert [(line, r["learner"], r["exercise"]) for line, r in named] == [
+        (2, "Ada Lovelace", "cache-offset"), (2, "Ada Lovelace", "head-split"), (4, "Alan Turing", "cache-offset"),
+        (7, "Grace Hopper", "cache-offset"), (7, "Grace Hopper", "head-split")]  # the average row is no learner's
+    assert "submitted_at" not in named[2][1] and "submitted_at" not in named[3][1]  # "-": not completed
+    no_completed = [h for h in header if h != "Completed"]
+    cells = ["Lovelace", "Ada", "", "", "", "Finished", "2", "yes", "", "b"]
+    assert list(wide.expand(no_completed, iter([(2, cells)]), "moodle", _catalog(), assignment, "r.csv")) == [
+        (2, {"learner": "Ada Lovelace", "exercise": "cache-offset", "answer": "yes"}),
+        (2, {"learner": "Ada Lovelace", "exercise": "head-split", "answer": "b"})]
+
+
+def test_a_moodle_export_needs_an_assignment_with_an_exercise_per_response():
+    with pytest.raises(UsageError) as caught:
+        list(wide.expand(MOODLE, iter([]), "moodle", _catalog(), None, "r.csv"))
+    assert str(caught.value) == ("r.csv is a Moodle Responses export, whose questions are numbered, not named; "
+                                 "give --assignment listing the quiz's exercises in its order")
+    for listed, plural in ((["cache-offset"], ""), ([], "s")):
+        assignment = SimpleNamespace(exercises=[SimpleNamespace(id=i) for i in listed])
+        with pytest.raises(UsageError) as caught:
+            list(wide.expand(MOODLE, iter([]), "moodle", _catalog(), assignment, "r.csv"))
+        assert str(caught.value) == (f"r.csv has the column {'Response 2' if listed else 'Response 1'!r} but the "
+                                     f"assignment lists {len(listed)} exercise{plural}; list one per question, in "
+                                     "the quiz's order")
+
+
+def test_cells_a_short_row_lacks_are_empty_and_left_out():
+    header = ["name", "sis_id", "submitted", "101: head-split", "1.0", "103: the cache offset", "section"]
+    rows = [(2, ["Ada", "S-1", "2026-11-29 10:00:00 UTC", "b", "1", "no"]),  # no section cell
+            (3, ["Grace", "S-2", "", "a", "0"])]                           # the last question's cell is missing too
+    assert list(wide.expand(header, iter(rows), "canvas", _catalog(), None, "q.csv")) == [
+        (2, {"learner": "Ada", "sis_id": "S-1", "submitted_at": "2026-11-29 10:00:00 UTC", "exercise": "head-split",
+             "answer": "b"}),
+        (2, {"learner": "Ada", "sis_id": "S-1", "submitted_at": "2026-11-29 10:00:00 UTC",
+             "exercise": "cache-offset", "answer": "no"}),
+        (3, {"learner": "Grace", "sis_id": "S-2", "exercise": "head-split", "answer": "a"})]
