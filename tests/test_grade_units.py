@@ -384,3 +384,102 @@ def test_cells_a_short_row_lacks_are_empty_and_left_out():
         (2, {"learner": "Ada", "sis_id": "S-1", "submitted_at": "2026-11-29 10:00:00 UTC",
              "exercise": "cache-offset", "answer": "no"}),
         (3, {"learner": "Grace", "sis_id": "S-2", "exercise": "head-split", "answer": "a"})]
+
+
+# --- saving: each graded row recorded in its learner's file -------------------------------------------------
+
+def _row(status: str = "pass", learner: str = "ada", answer: str = "b", line: int = 2, note: str | None = None):
+    from tutor.instructor.answer_rows import AnswerRow
+    from tutor.instructor.grade import RowResult
+    row = AnswerRow(line=line, learner=learner, key=learner, exercise="head-split", answer=answer, note=note,
+                    submitted_at="2026-11-30T09:00:00+00:00")
+    result = _measured(status, prediction=answer, prediction_text=answer,
+                       **({"observed": "b", "correct": answer == "b"} if status in ("pass", "fail") else {}))
+    return RowResult(row=row, status=status, result=result)
+
+
+class CountingStore:
+    """A ProgressStore that counts its loads and can refuse to record."""
+
+    def __init__(self, root, refuse: str | None = None):
+        from tutor.store.progress import ProgressStore
+        self.inner, self.loads, self.refuse = ProgressStore(root), [], refuse
+
+    def load(self, learner, move_aside=True):
+        self.loads.append(learner)
+        return self.inner.load(learner, move_aside=move_aside)
+
+    def record_attempt(self, *args, **kwargs):
+        from tutor.model.attempts import ProgressError
+        if self.refuse:
+            raise ProgressError(self.refuse)
+        return self.inner.record_attempt(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_a_learners_file_is_read_once_and_their_session_kept(tmp_path, catalog):
+    from tutor.instructor.saving import Saver
+    store, notices = CountingStore(tmp_path), []
+    saver = Saver(catalog, store, notices.append)
+    rows = [_row(answer="b"), _row(answer="a", line=3), _row(learner="grace"), _row(answer="c", line=4)]
+    saver(rows[0])
+    session = saver.sessions["ada"]
+    for r in rows[1:]:
+        saver(r)
+    assert store.loads == ["ada", "grace"] and saver.sessions["ada"] is session  # one session per learner
+    assert [r.saved_to for r in rows] == [store.path("ada")] * 2 + [store.path("grace"), store.path("ada")]
+    assert sorted(saver.sessions) == ["ada", "grace"] and saver.sessions["ada"].catalog is catalog
+    with pytest.raises(RuntimeError, match="^this session only records$"):
+        saver.sessions["ada"].runner.run(catalog.get("head-split"))
+    runner = saver.sessions["ada"].runner
+    assert (runner.warm_up(), runner.cancel(), runner.close()) == ({}, None, None)
+    assert [a.prediction for a in store.load("ada").of("head-split").attempts] == ["b", "a", "c"]
+    assert notices == []
+
+
+def test_a_submission_the_file_holds_already_is_not_saved_again(tmp_path, catalog):
+    from tutor.instructor.saving import Saver
+    store = CountingStore(tmp_path)
+    first = _row()
+    Saver(catalog, store, lambda _: None)(first)
+    assert (first.already_saved, first.saved_to) == (False, store.path("ada"))
+    again, twice = _row(), _row()
+    saver = Saver(catalog, store, lambda _: None)
+    saver(again)
+    saver(twice)
+    assert (again.already_saved, again.saved_to, twice.already_saved) == (True, None, True)
+    assert len(store.load("ada").of("head-split").attempts) == 1
+    fresh = Saver(catalog, store, lambda _: None)
+    one, same = _row(learner="grace"), _row(learner="grace")
+    fresh(one)
+    fresh(same)  # saved a moment ago by this saver: the same submission
+    assert (one.already_saved, same.already_saved, len(store.load("grace").of("head-split").attempts)) == \
+        (False, True, 1)
+
+
+def test_a_note_too_long_to_save_is_a_warning_on_a_saved_row(tmp_path, catalog):
+    from tutor.instructor.saving import Saver
+    from tutor.store.progress import MAX_NOTE_CHARS
+    store, notices = CountingStore(tmp_path), []
+    row = _row(note="n" * (MAX_NOTE_CHARS + 1))
+    Saver(catalog, store, notices.append)(row)
+    [warning] = row.row.warnings
+    assert warning.startswith("the attempt was saved but its note was not: ")
+    assert (row.saved_to, row.save_error, row.note_saved) == (store.path("ada"), None, False)
+    assert notices == [f"line 2 (ada, head-split): {warning}"]
+    assert len(store.load("ada").of("head-split").attempts) == 1
+
+
+def test_an_attempt_that_cannot_be_saved_is_said_on_the_row_and_to_the_instructor(tmp_path, catalog):
+    from tutor.instructor.saving import Saver
+    store, notices = CountingStore(tmp_path, refuse="the disk is full"), []
+    row, later = _row(), _row(line=3)  # the same submission, on another line
+    saver = Saver(catalog, store, notices.append)
+    saver(row)
+    saver(later)
+    assert (row.saved_to, row.save_error, row.row.warnings) == (None, "the disk is full", [])
+    assert later.already_saved is False  # not saved, so not held: the next row tries again
+    assert notices == ["line 2 (ada, head-split): the attempt was not saved: the disk is full",
+                       "line 3 (ada, head-split): the attempt was not saved: the disk is full"]
