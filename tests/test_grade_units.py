@@ -483,3 +483,173 @@ def test_an_attempt_that_cannot_be_saved_is_said_on_the_row_and_to_the_instructo
     assert later.already_saved is False  # not saved, so not held: the next row tries again
     assert notices == ["line 2 (ada, head-split): the attempt was not saved: the disk is full",
                        "line 3 (ada, head-split): the attempt was not saved: the disk is full"]
+
+
+# --- gradebook: gradebook.csv and rows.jsonl, a whole row at a time ---------------------------------------
+
+def test_a_rows_cells_follow_the_columns_as_text_a_spreadsheet_shows_and_never_runs():
+    from tutor.instructor import gradebook
+    row = {"line": 2, "learner": "=ada", "exercise": "head-split", "answer": "-1+3", "status": "pass",
+           "prediction": "raw", "prediction_text": "b", "observed": "raw", "observed_text": "(2, 3)",
+           "warnings": ["late", "seed"], "same_as": [], "score": 0.5, "points": -0.25, "duration_s": 1.23456,
+           "confined": True, "reused": False, "saved": None, "seed": 0}
+    cells = dict(zip(gradebook.COLUMNS, gradebook.cells(row)))
+    assert len(gradebook.cells(row)) == len(gradebook.COLUMNS) == 27
+    assert (cells["line"], cells["learner"], cells["answer"], cells["prediction"], cells["observed"]) == \
+        ("2", "'=ada", "'-1+3", "b", "(2, 3)")
+    assert (cells["warnings"], cells["same_as"], cells["score"], cells["points"], cells["duration_s"]) == \
+        ("late | seed", "", "0.5", "-0.25", "1.235")
+    assert (cells["confined"], cells["reused"], cells["saved"], cells["seed"], cells["sis_id"]) == \
+        ("yes", "no", "", "0", "")
+    assert gradebook.cells({"duration_s": 2})[gradebook.COLUMNS.index("duration_s")] == "2.000"
+    assert gradebook.cells({"score": 1e-7})[gradebook.COLUMNS.index("score")] == "1e-07"
+
+
+def test_the_gradebook_text_quotes_every_cell_and_ends_lines_with_crlf():
+    from tutor.instructor import gradebook
+    text = gradebook.to_csv([{"line": 2, "answer": 'a "b",\nc'}])
+    header, rest = text.split("\r\n", 1)
+    assert header == ",".join(f'"{c}"' for c in gradebook.COLUMNS)
+    assert rest.startswith('"2","","","","","","","a ""b"",\nc",') and rest.endswith('"\r\n')
+    assert gradebook.header_line() == (header + "\r\n").encode()
+    assert gradebook.row_line({"line": 2, "answer": "é"}) == text.replace('a "b",\nc', "é").split("\r\n", 1)[1] \
+        .replace('a ""b"",\nc', "é").encode("utf-8")
+
+
+def _jsonl(folder, text: bytes):
+    folder.mkdir(exist_ok=True)
+    (folder / "rows.jsonl").write_bytes(text)
+    return folder
+
+
+def test_the_rows_so_far_count_each_submission_and_end_at_the_last_whole_row(tmp_path):
+    from tutor.instructor import gradebook
+    assert gradebook.graded_so_far(tmp_path / "none") == gradebook.Earlier({}, 0, 0, True)
+    lines = [b'{"submission": "s1", "line": 2}\n', b'[1, 2]\n', b'{"submission": "s1", "line": 3}\n',
+             b'{"line": 4}\n']
+    folder = _jsonl(tmp_path / "a", b"".join(lines) + b'{"submission": "s2", "li')
+    earlier = gradebook.graded_so_far(folder)
+    assert (earlier.held, earlier.rows, earlier.end, earlier.newline) == \
+        ({"s1": 2, "": 1}, 3, sum(map(len, lines)), True)
+    assert [r.get("line") for r in gradebook.read_rows(folder)] == [2, 3, 4]
+    with open(folder / "rows.jsonl", "rb") as fh:
+        assert [offset for offset, _ in gradebook.rows_with_offsets(fh)] == \
+            [0, len(lines[0]) + len(lines[1]), sum(map(len, lines[:3]))]
+    no_newline = _jsonl(tmp_path / "b", lines[0] + b'{"submission": "s3"}')
+    earlier = gradebook.graded_so_far(no_newline)
+    assert (earlier.held, earlier.rows, earlier.end, earlier.newline) == \
+        ({"s1": 1, "s3": 1}, 2, len(lines[0]) + len(b'{"submission": "s3"}'), False)
+
+
+def test_every_byte_is_written_even_when_the_system_writes_a_few_at_a_time(tmp_path, monkeypatch):
+    import os
+    from tutor.instructor import gradebook
+    calls, real = [], os.write
+    monkeypatch.setattr(gradebook.os, "write", lambda fd, data: calls.append(len(data)) or real(fd, data[:3]))
+    fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
+    try:
+        gradebook.write_all(fd, b"0123456789")
+    finally:
+        os.close(fd)
+    assert (tmp_path / "f").read_bytes() == b"0123456789" and calls == [10, 7, 4, 1]
+
+
+def test_a_writer_appends_whole_rows_and_cuts_both_files_back_when_a_write_fails(tmp_path, monkeypatch):
+    from tutor.instructor import gradebook
+    writer = gradebook.Writer(tmp_path)
+    writer.append({"line": 2, "submission": "s1"})
+    rows, book = (tmp_path / "rows.jsonl").read_bytes(), (tmp_path / "gradebook.csv").read_bytes()
+    assert rows == b'{"line": 2, "submission": "s1"}\n'
+    assert book == gradebook.header_line() + gradebook.row_line({"line": 2, "submission": "s1"})
+    real, seen = gradebook.write_all, []
+
+    def fails_on_the_gradebook(fd, data):
+        seen.append(data)
+        if len(seen) == 2:
+            raise OSError(28, "No space left on device")
+        real(fd, data)
+    monkeypatch.setattr(gradebook, "write_all", fails_on_the_gradebook)
+    with pytest.raises(OSError, match="No space left"):
+        writer.append({"line": 3, "learner": "é"})
+    monkeypatch.setattr(gradebook, "write_all", real)
+    assert (tmp_path / "rows.jsonl").read_bytes() == rows and (tmp_path / "gradebook.csv").read_bytes() == book
+    writer.append({"line": 4, "learner": "é"})  # written where the whole rows end
+    assert (tmp_path / "rows.jsonl").read_bytes() == rows + '{"line": 4, "learner": "é"}\n'.encode()
+    writer.close()
+    writer.close()  # closing twice is harmless
+    assert writer._fds == []
+
+
+@pytest.mark.parametrize("tail, joiner", [(b"\n", b""), (b"", b"\n")])
+def test_a_resumed_writer_keeps_the_whole_rows_and_writes_the_gradebook_again(tmp_path, tail, joiner):
+    from tutor.instructor import gradebook
+    whole = b'{"line": 2, "submission": "s1"}' + tail
+    # killed with a row in flight, or between a row and its newline
+    _jsonl(tmp_path, whole + (b'{"line": 3, "subm' if tail else b""))
+    (tmp_path / "gradebook.csv").write_bytes(b"stale")
+    writer = gradebook.Writer(tmp_path, gradebook.graded_so_far(tmp_path))
+    writer.append({"line": 3, "submission": "s2"})
+    writer.close()
+    assert (tmp_path / "rows.jsonl").read_bytes() == whole + joiner + b'{"line": 3, "submission": "s2"}\n'
+    assert (tmp_path / "gradebook.csv").read_bytes() == gradebook.header_line() + \
+        gradebook.row_line({"line": 2, "submission": "s1"}) + gradebook.row_line({"line": 3, "submission": "s2"})
+    fresh = gradebook.Writer(tmp_path, gradebook.Earlier())  # nothing kept: both files start empty
+    fresh.close()
+    assert (tmp_path / "rows.jsonl").read_bytes() == b"" and \
+        (tmp_path / "gradebook.csv").read_bytes() == gradebook.header_line()
+
+
+# --- json_items: an array read a chunk at a time --------------------------------------------------------------
+
+def _items(text: str, monkeypatch=None, chunk: int | None = None, cap: int | None = None):
+    import io
+    from tutor.instructor import json_items
+    if chunk is not None:
+        monkeypatch.setattr(json_items, "JSON_CHUNK", chunk)
+    if cap is not None:
+        monkeypatch.setattr(json_items, "MAX_JSON_ITEM", cap)
+    return list(json_items.items(io.StringIO(text), "a.json"))
+
+
+def _array_refusal(text, monkeypatch, chunk=None, cap=None) -> str:
+    with pytest.raises(UsageError) as caught:
+        _items(text, monkeypatch, chunk, cap)
+    return str(caught.value)
+
+
+def _refused(msg: str, line: int) -> str:
+    return (f"a.json is not a JSON array of objects ({msg}, line {line}); fix it, or write one object per line "
+            "(JSON lines)")
+
+
+def test_an_array_with_nothing_before_its_bracket_reads_from_its_first_item():
+    assert _items("[1, 2]") == [(1, 1), (2, 2)]
+    assert _items('[{"a": 1}]') == [(1, {"a": 1})]
+    assert _items("[]") == _items("  []  \n") == _items("[\n]") == []
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 4, 65536])
+@pytest.mark.parametrize("text, msg, line", [
+    ('[\n{"a": 1},\n{"b": 2}\n{"c": 3}]', "Expecting ',' delimiter", 4),
+    ('[\n{"a": 1},\n\n{"b": }]\n\n', "Expecting value", 4),
+    ("[1]\n\nx\n", "Extra data", 3),
+    ("[]x", "Extra data", 1),
+    ('[\n{"a": 1}\n\n', "Expecting ',' delimiter", 4),
+    ("[1,\n X2]", "Expecting value", 2)])
+def test_an_array_that_does_not_parse_names_the_line_wherever_the_chunks_fall(monkeypatch, chunk, text, msg, line):
+    assert _array_refusal(text, monkeypatch, chunk=chunk) == _refused(msg, line)
+
+
+def test_the_cap_is_on_what_one_item_holds_unparsed_not_on_the_items_read_before_it(monkeypatch):
+    many = "[" + ", ".join(f'"item{i:04d}"' for i in range(40)) + "]"
+    assert [item for _, item in _items(many, monkeypatch, chunk=64, cap=100)] == [f"item{i:04d}" for i in range(40)]
+    # held unparsed as the buffer grows: 3, 7, 15 characters; refused only once more than the cap is held
+    assert _items('["xxxxxx"]', monkeypatch, chunk=4, cap=7) == [(1, "xxxxxx")]
+    assert _array_refusal('[\n"xxxxxxxxxxxxxxxxxxxxxx"]', monkeypatch, chunk=4, cap=7) == \
+        _refused("item 1 is longer than 0 MiB or does not end", 2)
+
+
+def test_an_item_longer_than_the_cap_is_refused_in_mebibytes(monkeypatch):
+    text = '[{"a": 1},\n"' + "x" * (5 * 2**20) + '"]'
+    assert _array_refusal(text, monkeypatch, cap=3 * 2**20) == \
+        _refused("item 2 is longer than 3 MiB or does not end", 2)
