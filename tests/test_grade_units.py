@@ -635,7 +635,8 @@ def test_an_array_with_nothing_before_its_bracket_reads_from_its_first_item():
     ("[1]\n\nx\n", "Extra data", 3),
     ("[]x", "Extra data", 1),
     ('[\n{"a": 1}\n\n', "Expecting ',' delimiter", 4),
-    ("[1,\n X2]", "Expecting value", 2)])
+    ("[1,\n X2]", "Expecting value", 2),
+    ('[\n{"a": 1}\n{"c": 3}\n\n]\n', "Expecting ',' delimiter", 3)])
 def test_an_array_that_does_not_parse_names_the_line_wherever_the_chunks_fall(monkeypatch, chunk, text, msg, line):
     assert _array_refusal(text, monkeypatch, chunk=chunk) == _refused(msg, line)
 
@@ -647,9 +648,22 @@ def test_the_cap_is_on_what_one_item_holds_unparsed_not_on_the_items_read_before
     assert _items('["xxxxxx"]', monkeypatch, chunk=4, cap=7) == [(1, "xxxxxx")]
     assert _array_refusal('[\n"xxxxxxxxxxxxxxxxxxxxxx"]', monkeypatch, chunk=4, cap=7) == \
         _refused("item 1 is longer than 0 MiB or does not end", 2)
+    # the line is where the item starts, whatever newlines the held text has after it
+    assert _array_refusal('[\n"xxxxxxxxxx\nxx\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]', monkeypatch, chunk=4, cap=7) == \
+        _refused("item 1 is longer than 0 MiB or does not end", 2)
 
 
 def test_an_item_longer_than_the_cap_is_refused_in_mebibytes(monkeypatch):
     text = '[{"a": 1},\n"' + "x" * (5 * 2**20) + '"]'
     assert _array_refusal(text, monkeypatch, cap=3 * 2**20) == \
         _refused("item 2 is longer than 3 MiB or does not end", 2)
+
+
+@pytest.mark.parametrize("text, first", [("", ""), (" \n\t\r ", ""), ("\ufeff [1]", "["), ("XX[", "X"),
+                                         (" " * 5000 + "{", "{"), ("\ufeff" * 3 + "\n{}", "{")])
+def test_the_first_character_passes_over_spaces_and_byte_order_marks_and_rewinds(text, first):
+    import io
+    from tutor.instructor import json_items
+    fh = io.StringIO(text)
+    fh.read(1)
+    assert json_items.first_char(fh) == first and fh.tell() == 0
