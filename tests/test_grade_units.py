@@ -563,9 +563,10 @@ def test_a_writer_appends_whole_rows_and_cuts_both_files_back_when_a_write_fails
     assert book == gradebook.header_line() + gradebook.row_line({"line": 2, "submission": "s1"})
     real, seen = gradebook.write_all, []
 
-    def fails_on_the_gradebook(fd, data):
+    def fails_on_the_gradebook(fd, data):  # the disk fills up part way through the gradebook's line
         seen.append(data)
         if len(seen) == 2:
+            real(fd, data[:5])
             raise OSError(28, "No space left on device")
         real(fd, data)
     monkeypatch.setattr(gradebook, "write_all", fails_on_the_gradebook)
@@ -578,19 +579,28 @@ def test_a_writer_appends_whole_rows_and_cuts_both_files_back_when_a_write_fails
     writer.close()
     writer.close()  # closing twice is harmless
     assert writer._fds == []
+    import stat
+    for name in ("rows.jsonl", "gradebook.csv"):  # data, never a program: no execute bit for anyone
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) & 0o111 == 0
 
 
 @pytest.mark.parametrize("tail, joiner", [(b"\n", b""), (b"", b"\n")])
 def test_a_resumed_writer_keeps_the_whole_rows_and_writes_the_gradebook_again(tmp_path, tail, joiner):
     from tutor.instructor import gradebook
     whole = b'{"line": 2, "submission": "s1"}' + tail
-    # killed with a row in flight, or between a row and its newline
-    _jsonl(tmp_path, whole + (b'{"line": 3, "subm' if tail else b""))
+    # killed with a row in flight (longer than the row written after it), or between a row and its newline
+    _jsonl(tmp_path, whole + (b'{"line": 3, "submission": "s2", "answer": "a long answer, cut sh' if tail else b""))
     (tmp_path / "gradebook.csv").write_bytes(b"stale")
     writer = gradebook.Writer(tmp_path, gradebook.graded_so_far(tmp_path))
     writer.append({"line": 3, "submission": "s2"})
+    kept = (tmp_path / "rows.jsonl").read_bytes()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gradebook, "write_all", lambda fd, data: (_ for _ in ()).throw(OSError(28, "full")))
+        with pytest.raises(OSError):
+            writer.append({"line": 4})
+    assert (tmp_path / "rows.jsonl").read_bytes() == kept  # cut back to the rows kept and written, no further
     writer.close()
-    assert (tmp_path / "rows.jsonl").read_bytes() == whole + joiner + b'{"line": 3, "submission": "s2"}\n'
+    assert kept == whole + joiner + b'{"line": 3, "submission": "s2"}\n'
     assert (tmp_path / "gradebook.csv").read_bytes() == gradebook.header_line() + \
         gradebook.row_line({"line": 2, "submission": "s1"}) + gradebook.row_line({"line": 3, "submission": "s2"})
     fresh = gradebook.Writer(tmp_path, gradebook.Earlier())  # nothing kept: both files start empty
@@ -667,3 +677,18 @@ def test_the_first_character_passes_over_spaces_and_byte_order_marks_and_rewinds
     fh = io.StringIO(text)
     fh.read(1)
     assert json_items.first_char(fh) == first and fh.tell() == 0
+
+
+def test_reading_the_rows_stops_at_a_line_that_is_not_utf_8_json(tmp_path):
+    from tutor.instructor import gradebook
+    _jsonl(tmp_path, b'{"line": 2}\n{"answer": "\xff"}\n{"line": 4}\n')
+    assert gradebook.read_rows(tmp_path) == [{"line": 2}]
+
+
+def test_a_file_whose_only_whole_line_is_one_byte_is_kept_as_it_lay(tmp_path):
+    from tutor.instructor import gradebook
+    _jsonl(tmp_path, b"7")
+    earlier = gradebook.graded_so_far(tmp_path)
+    assert (earlier.rows, earlier.end, earlier.newline) == (0, 1, False)
+    gradebook.Writer(tmp_path, earlier).close()
+    assert (tmp_path / "rows.jsonl").read_bytes() == b"7\n"
