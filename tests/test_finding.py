@@ -38,6 +38,12 @@ def test_suggestions_stop_at_n():
                                                         "broadcast-loss", "causal-mask"]
 
 
+def test_suggestions_take_up_to_n_close_ids_from_a_ratio_of_one_half():
+    near = SimpleNamespace(exercises=[SimpleNamespace(id=i) for i in ("ab1", "ab2", "ab3", "a-b-c", "zzz")])
+    # "ab" is 0.8 alike each abN and 4/7 alike a-b-c (under difflib's default cutoff, 0.6, so not by default)
+    assert finding.suggestions(near, "ab", n=4) == ["ab3", "ab2", "ab1", "a-b-c"]
+
+
 def test_an_id_is_found_in_any_case_with_spaces_around():
     assert finding.resolve(catalog(), "  Head-Split\n").id == "head-split"
 
@@ -47,13 +53,17 @@ def test_an_unknown_id_names_close_ones_or_where_to_look():
         finding.resolve(catalog(), " head-spilt ")
     assert caught.value.args[0] == "there is no exercise 'head-spilt'; did you mean head-split?"
     with pytest.raises(finding.UnknownExercise) as caught:
+        finding.resolve(catalog(), "cache-ofset")
+    assert caught.value.args[0] == "there is no exercise 'cache-ofset'; did you mean cache-offset, cache-length?"
+    with pytest.raises(finding.UnknownExercise) as caught:
         finding.resolve(catalog(), "qqqq")
     assert caught.value.args[0] == "there is no exercise 'qqqq'; run 'tutor list' to see every id."
     assert issubclass(finding.UnknownExercise, KeyError)
 
 
 @pytest.mark.parametrize("query, named", [("split", True), ("HEAD gpt", True), ("assembling heads", True),
-                                          ("masked", False), ("split masked", False), ("", True)])
+                                          ("masked", False), ("split masked", False), ("", True),
+                                          ("xx", False)])
 def test_named_is_every_word_in_the_id_title_or_set(query, named):
     assert finding.named(*exercise(), query) is named
 
