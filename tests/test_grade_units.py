@@ -692,3 +692,89 @@ def test_a_file_whose_only_whole_line_is_one_byte_is_kept_as_it_lay(tmp_path):
     assert (earlier.rows, earlier.end, earlier.newline) == (0, 1, False)
     gradebook.Writer(tmp_path, earlier).close()
     assert (tmp_path / "rows.jsonl").read_bytes() == b"7\n"
+
+
+# --- tail: the class's files again from rows.jsonl, a row at a time -------------------------------------------
+
+def _plan():
+    from tutor.instructor.assignment import Assigned, Assignment
+    return Assignment((Assigned("head-split"), Assigned("cache-offset", points=2.0)), name="hw1")
+
+
+#: rows in the order the workers finished, not the answers file's; the expected flags are worked out by hand
+FINISHED = [
+    {"line": 3, "key": "ada", "learner": "Ada", "exercise": "head-split", "status": "pass", "confined": True,
+     "submitted_at": "2026-11-30T10:00:00+00:00", "duration_s": 1.5, "submission": "a3"},
+    {"line": 2, "key": "ada", "learner": "Ada L", "exercise": "head-split", "status": "fail", "confined": True,
+     "submitted_at": "2026-11-30T11:00:00+00:00", "duration_s": 1.0, "submission": "a2"},  # later: it counts
+    {"line": 5, "key": "grace", "learner": "Grace", "exercise": "cache-offset", "status": "pass", "confined": False,
+     "reused": True, "duration_s": 2.0, "submission": "g5"},
+    {"line": 4, "key": None, "learner": None, "exercise": "head-split", "status": "unreadable",
+     "reason": "no learner", "submission": "x4"},
+    {"line": 6, "key": "grace", "learner": "Grace", "exercise": "mystery", "status": "not_assigned",
+     "reason": "not assigned", "submission": "g6"},
+    {"line": 1, "key": "ada", "learner": "Ada Lovelace", "exercise": "cache-offset", "status": "timeout",
+     "warnings": ["late"], "submission": "a1"}]
+
+
+def _scanned(tmp_path, rows):
+    from tutor.instructor import tail
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    fh = open(tmp_path / "rows.jsonl", "rb")
+    return fh, tail.scan(fh, _plan())
+
+
+def test_the_first_pass_counts_statuses_and_finds_the_row_that_counts(tmp_path):
+    fh, found = _scanned(tmp_path, FINISHED)
+    with fh:
+        assert (found.in_order, list(found.lines), found.counts, found.warnings, found.ran, found.confined) == \
+            (False, [3, 2, 5, 4, 6, 1], {"pass": 2, "fail": 1, "unreadable": 1, "not_assigned": 1, "timeout": 1},
+             1, 3, 2)
+        offsets = list(found.offsets)
+        assert offsets[0] == 0 and offsets == sorted(offsets)
+        assert {k: v[2] for k, v in found.best.items()} == {("ada", "head-split"): offsets[1],
+                                                            ("grace", "cache-offset"): offsets[2],
+                                                            ("ada", "cache-offset"): offsets[5]}
+        assert [(u[0], u[2], u[3]) for u in found.unattributed] == [(4, "unreadable", "no learner"),
+                                                                   (6, "not_assigned", "not assigned")]
+        assert sorted(found.learners) == ["ada", "grace"]
+        assert found.learners["ada"].attempts == {"head-split": 2, "cache-offset": 1}
+        assert found.learners["grace"].attempts == {"cache-offset": 1}  # the unassigned row is no attempt
+    in_order = sorted(FINISHED, key=lambda r: r["line"])
+    fh, found = _scanned(tmp_path, in_order)
+    with fh:
+        assert found.in_order is True
+        assert [r["line"] for r in in_order] == [1, 2, 3, 4, 5, 6]
+
+
+def test_the_second_pass_writes_the_rows_in_line_order_and_results_as_the_in_memory_grading_does(tmp_path):
+    import datetime as dt
+    from tutor.instructor import gradebook, results, tail
+    now = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
+    titles = {"head-split": "Splitting heads", "cache-offset": "The cache offset"}
+    fh, found = _scanned(tmp_path, FINISHED)
+    with fh:
+        tail.write(tmp_path, fh, found, _plan(), titles, "answers.csv", now)
+    written = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    in_order = sorted(FINISHED, key=lambda r: r["line"])
+    assert [r["line"] for r in written] == [1, 2, 3, 4, 5, 6]
+    assert [r["counts"] for r in written] == [True, True, False, False, True, False]
+    assert [{k: v for k, v in r.items() if k != "counts"} for r in written] == in_order
+    assert (tmp_path / "gradebook.csv").read_bytes() == \
+        gradebook.header_line() + b"".join(gradebook.row_line(r) for r in written)
+    expected = results.class_results(in_order, _plan(), titles, "answers.csv", now)
+    assert json.loads((tmp_path / "results.json").read_text()) == expected
+    assert expected["confined"] is False and [e["extra_data"]["learner"] for e in expected["learners"]] == \
+        ["Ada Lovelace", "Grace"]  # the name of the learner's first line, whatever order the rows finished in
+
+
+def test_results_say_nothing_of_confinement_when_no_check_ran_and_list_no_learner(tmp_path):
+    import datetime as dt
+    from tutor.instructor import tail
+    fh, found = _scanned(tmp_path, [FINISHED[3]])
+    with fh:
+        tail.write(tmp_path, fh, found, _plan(), {}, "a.csv", dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
+    out = json.loads((tmp_path / "results.json").read_text())
+    assert (out["confined"], out["learners"], out["unattributed_rows"]) == \
+        (None, [], [{"line": 4, "status": "unreadable", "reason": "no learner"}])
+    assert '"learners": [],' in (tmp_path / "results.json").read_text()
