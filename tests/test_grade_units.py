@@ -778,3 +778,166 @@ def test_results_say_nothing_of_confinement_when_no_check_ran_and_list_no_learne
     assert (out["confined"], out["learners"], out["unattributed_rows"]) == \
         (None, [], [{"line": 4, "status": "unreadable", "reason": "no learner"}])
     assert '"learners": [],' in (tmp_path / "results.json").read_text()
+
+
+# --- assignment: which exercises are graded, for how many points, and when observations show ----------------
+
+def _parsed(data, catalog, where="w.toml"):
+    from tutor.instructor import assignment
+    return assignment.parse(data, catalog, where)
+
+
+def _assignment_refusal(data, catalog) -> str:
+    with pytest.raises(UsageError) as caught:
+        _parsed(data, catalog)
+    return str(caught.value)
+
+
+def test_an_assignment_reads_its_exercises_points_seeds_and_visibility(catalog):
+    import datetime as dt
+    from tutor.instructor.assignment import Assigned
+    plan = _parsed({"name": "Week 1", "due": "2026-12-05T23:59:00Z", "observations": "after_due_date",
+                    "visibility": "hidden",
+                    "exercises": [{"id": " Head-Split ", "points": 2}, "broadcast-loss",
+                                  {"id": "cache-offset", "hidden_seeds": [7, 0], "visibility": "visible",
+                                   "points": 0.5}]}, catalog)
+    assert plan.exercises == (Assigned("head-split", 2.0, (), "hidden"), Assigned("broadcast-loss", 1.0, (), "hidden"),
+                              Assigned("cache-offset", 0.5, (7, 0), "visible"))
+    assert (plan.name, plan.due, plan.observations, plan.source, plan.inferred) == \
+        ("Week 1", dt.datetime(2026, 12, 5, 23, 59, tzinfo=dt.timezone.utc), "after_due_date", "w.toml", False)
+    assert (plan.ids, plan.max_score, plan.get("broadcast-loss").points, plan.get("nope")) == \
+        (["head-split", "broadcast-loss", "cache-offset"], 3.5, 1.0, None)
+    assert plan.to_dict() == {"name": "Week 1", "source": "w.toml", "inferred": False, "due": "2026-12-05T23:59:00+00:00",
+                              "observations": "after_due_date", "max_score": 3.5, "exercises": [
+                                  {"id": "head-split", "points": 2.0, "hidden_seeds": 0, "visibility": "hidden"},
+                                  {"id": "broadcast-loss", "points": 1.0, "hidden_seeds": 0, "visibility": "hidden"},
+                                  {"id": "cache-offset", "points": 0.5, "hidden_seeds": 2, "visibility": "visible"}]}
+    short = _parsed({"exercises": ["head-split"]}, catalog)
+    assert (short.name, short.due, short.observations, short.exercises[0].visibility) == ("", None, "visible", "visible")
+    assert short.to_dict()["due"] is None
+
+
+def test_observations_show_when_visible_or_once_due():
+    import datetime as dt
+    from tutor.instructor.assignment import Assigned, Assignment
+    due = dt.datetime(2026, 12, 5, tzinfo=dt.timezone.utc)
+    later = Assignment((Assigned("a"),), due=due, observations="after_due_date")
+    assert [later.shows_observations(due + dt.timedelta(seconds=s)) for s in (-1, 0, 1)] == [False, True, True]
+    assert Assignment((Assigned("a"),), observations="after_due_date").shows_observations(due) is False
+    assert Assignment((Assigned("a"),)).shows_observations(due) is True
+
+
+@pytest.mark.parametrize("due, read", [
+    ("2026-12-05T23:59:00+02:00", (2026, 12, 5, 21, 59, 0)), (" 2026-12-05T23:59 ", (2026, 12, 5, 23, 59, 0)),
+    ("2026-12-05", (2026, 12, 5, 0, 0, 0))])
+def test_a_due_time_reads_as_utc(catalog, due, read):
+    import datetime as dt
+    assert _parsed({"due": due, "exercises": ["head-split"]}, catalog).due == \
+        dt.datetime(*read, tzinfo=dt.timezone.utc)
+
+
+def test_a_toml_date_is_due_at_the_end_of_its_day_and_a_toml_time_is_utc(catalog):
+    import datetime as dt
+    from tutor.instructor import assignment
+    assert assignment._due(dt.date(2026, 12, 5), "w") == dt.datetime(2026, 12, 5, 23, 59, 59, tzinfo=dt.timezone.utc)
+    assert assignment._due(dt.datetime(2026, 12, 5, 8), "w") == dt.datetime(2026, 12, 5, 8, tzinfo=dt.timezone.utc)
+    assert assignment._due(None, "w") is None
+
+
+@pytest.mark.parametrize("data, sentence", [
+    ({"exercises": ["head-split"], "title": "x"},
+     "w.toml has the unknown key 'title'; its keys are due, exercises, name, observations, visibility"),
+    ({"name": 3, "exercises": ["head-split"]}, "the name in w.toml must be text"),
+    ({"visibility": "public", "exercises": ["head-split"]},
+     "the visibility 'public' in w.toml is not one of visible, hidden, after_due_date, after_published"),
+    ({"observations": "never", "exercises": ["head-split"]},
+     "observations = 'never' in w.toml is not one of visible, after_due_date"),
+    ({"observations": "after_due_date", "exercises": ["head-split"]},
+     "w.toml hides observations until the due date but sets no due; add due = 2026-12-05T23:59:00Z"),
+    ({"due": "Friday", "exercises": ["head-split"]},
+     "the due 'Friday' in w.toml is not a date and time such as 2026-12-05T23:59:00Z"),
+    ({"due": 5, "exercises": ["head-split"]},
+     "the due in w.toml is not a date and time such as 2026-12-05T23:59:00Z"),
+    ({}, 'w.toml lists no exercises; add [[exercises]] tables with an id each, or exercises = ["head-split", ...]'),
+    ({"exercises": []}, 'w.toml lists no exercises; add [[exercises]] tables with an id each, or exercises = '
+                        '["head-split", ...]'),
+    ({"exercises": "head-split"}, 'w.toml lists no exercises; add [[exercises]] tables with an id each, or '
+                                  'exercises = ["head-split", ...]'),
+    ({"exercises": ["head-split", {"points": 1}]}, 'exercise 2 of w.toml has no id; write id = "head-split"'),
+    ({"exercises": [3]}, 'exercise 1 of w.toml has no id; write id = "head-split"'),
+    ({"exercises": [{"id": "head-split", "weight": 2}]},
+     "exercise 'head-split' of w.toml has the unknown key 'weight'; its keys are id, points, hidden_seeds, visibility"),
+    ({"exercises": [{"id": "head-split", "points": True}]},
+     "the points of 'head-split' in w.toml must be a number, 0 (practice) or more"),
+    ({"exercises": [{"id": "head-split", "points": "2"}]},
+     "the points of 'head-split' in w.toml must be a number, 0 (practice) or more"),
+    ({"exercises": [{"id": "head-split", "points": -1}]},
+     "the points of 'head-split' in w.toml must be a number, 0 (practice) or more"),
+    ({"exercises": [{"id": "head-split", "points": float("nan")}]},
+     "the points of 'head-split' in w.toml must be a number, 0 (practice) or more"),
+    ({"exercises": [{"id": "head-split", "hidden_seeds": 7}]},
+     "the hidden_seeds of 'head-split' in w.toml must be a list of whole numbers 0 or more"),
+    ({"exercises": [{"id": "head-split", "hidden_seeds": [1, -1]}]},
+     "the hidden_seeds of 'head-split' in w.toml must be a list of whole numbers 0 or more"),
+    ({"exercises": [{"id": "head-split", "hidden_seeds": [True]}]},
+     "the hidden_seeds of 'head-split' in w.toml must be a list of whole numbers 0 or more"),
+    ({"exercises": [{"id": "head-split", "hidden_seeds": [1.5]}]},
+     "the hidden_seeds of 'head-split' in w.toml must be a list of whole numbers 0 or more"),
+    ({"exercises": [{"id": "head-split", "visibility": "shown"}]},
+     "the visibility 'shown' of 'head-split' in w.toml is not one of visible, hidden, after_due_date, after_published"),
+    ({"exercises": ["head-split", "HEAD-SPLIT"]}, "w.toml names 'head-split' twice; name each exercise once")])
+def test_a_wrong_field_of_an_assignment_is_one_sentence_naming_it(catalog, data, sentence):
+    assert _assignment_refusal(data, catalog) == sentence
+
+
+def test_an_assignment_naming_no_exercise_of_the_catalog_says_which(catalog):
+    assert _assignment_refusal({"exercises": ["head-spilt"]}, catalog).startswith(
+        "w.toml names 'head-spilt', which is not an exercise (there is no exercise 'head-spilt'; did you mean head-split")
+
+
+def test_points_of_zero_are_practice_and_seeds_of_zero_are_seeds(catalog):
+    plan = _parsed({"exercises": [{"id": "head-split", "points": 0, "hidden_seeds": [0]}]}, catalog)
+    assert (plan.exercises[0].points, plan.exercises[0].hidden_seeds, plan.max_score) == (0.0, (0,), 0.0)
+
+
+def test_exercises_from_the_command_line_are_one_point_each(catalog):
+    from tutor.instructor import assignment
+    plan = assignment.from_ids(" Head-Split, ,broadcast-loss ", catalog)
+    assert (plan.ids, plan.max_score, plan.inferred, plan.name) == (["head-split", "broadcast-loss"], 2.0, False, "")
+    for text, sentence in ((" , ", "--exercises needs exercise ids separated by commas, such as "
+                                   "head-split,broadcast-loss"),
+                           ("head-split,head-split", "--exercises names 'head-split' twice; name each exercise once")):
+        with pytest.raises(UsageError) as caught:
+            assignment.from_ids(text, catalog)
+        assert str(caught.value) == sentence
+    with pytest.raises(UsageError, match="^--exercises names 'nope', which is not an exercise"):
+        assignment.from_ids("nope", catalog)
+
+
+def test_an_inferred_assignment_is_the_named_exercises_in_catalog_order(catalog):
+    from tutor.instructor import assignment
+    ids = [e.id for e in catalog.exercises]
+    plan = assignment.inferred(catalog, {ids[5], ids[2], "not-an-exercise"})
+    assert (plan.ids, plan.inferred, plan.max_score) == ([ids[2], ids[5]], True, 2.0)
+
+
+def test_an_assignment_file_is_read_as_toml_or_refused_in_one_sentence(tmp_path, catalog):
+    from tutor.instructor import assignment
+    good = tmp_path / "w.toml"
+    good.write_text('\ufeffname = "W"\ndue = 2026-12-05T23:59:00Z\n[[exercises]]\nid = "head-split"\npoints = 2\n',
+                    encoding="utf-8")
+    plan = assignment.load(good, catalog)
+    assert (plan.name, plan.max_score, plan.source, plan.due.isoformat()) == \
+        ("W", 2.0, str(good), "2026-12-05T23:59:00+00:00")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = \n")
+    binary = tmp_path / "bin.toml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    for path, start in ((tmp_path / "none.toml", f"there is no assignment file {tmp_path / 'none.toml'}; check the "
+                                                 "path given to --assignment"),
+                        (bad, f"the assignment file {bad} is not valid TOML (Invalid value (at line 1, column 8))"),
+                        (binary, f"cannot read the assignment file {binary} ("),
+                        (tmp_path, f"cannot read the assignment file {tmp_path} (")):
+        with pytest.raises(UsageError) as caught:
+            assignment.load(path, catalog)
+        assert str(caught.value).startswith(start)
