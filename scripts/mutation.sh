@@ -52,11 +52,12 @@ tests_for() {
         tutor/instructor/columns.py) echo tests/test_grade_units.py tests/test_grade_course.py ;;
         tutor/instructor/wide.py) echo tests/test_grade_units.py tests/test_grade_lms.py ;;
         tutor/instructor/json_items.py) echo tests/test_grade_units.py tests/test_grade_json_items.py ;;
-        tutor/instructor/gradebook.py|tutor/instructor/results.py)
+        tutor/instructor/gradebook.py)
             echo tests/test_grade_units.py tests/test_grade_outputs.py tests/test_grade_golden.py tests/test_grade_batch.py \
                 tests/test_grade_course.py ;;
-        tutor/instructor/tail.py)
-            echo tests/test_grade_units.py tests/test_grade_outputs.py tests/test_grade_golden.py tests/test_grade_memory.py ;;
+        tutor/instructor/results.py)
+            echo tests/test_grade_units.py tests/test_grade_outputs.py tests/test_grade_golden.py tests/test_grade_batch.py ;;
+        tutor/instructor/tail.py) echo tests/test_grade_units.py tests/test_grade_golden.py ;;
         tutor/instructor/answer_rows.py)
             echo tests/test_grade_units.py tests/test_grade_outputs.py tests/test_grade_lms.py tests/test_mutants_rules.py \
                 tests/test_grade.py tests/test_grade_edges.py ;;

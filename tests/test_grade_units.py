@@ -941,3 +941,156 @@ def test_an_assignment_file_is_read_as_toml_or_refused_in_one_sentence(tmp_path,
         with pytest.raises(UsageError) as caught:
             assignment.load(path, catalog)
         assert str(caught.value).startswith(start)
+
+
+# --- results: each learner's Gradescope result ----------------------------------------------------------------
+
+def test_a_tests_output_says_the_answer_the_observation_and_the_verdict():
+    from tutor.instructor.results import output_for
+    row = {"status": "pass", "prediction_text": "b", "observed_text": "b"}
+    assert output_for(None, True) == "No answer was submitted for this exercise."
+    assert output_for(row, True) == "You predicted b. The check observed b. Your prediction matched."
+    assert output_for({**row, "status": "fail", "observed_text": "c"}, True) == \
+        "You predicted b. The check observed c. Your prediction did not match."
+    assert output_for({"status": "unreadable", "answer": "  maybe\nb " + "x" * 100, "reason": "it is no choice"},
+                      True) == f"Your answer {('maybe b ' + 'x' * 100)[:80]!r} could not be graded: it is no choice."
+    assert output_for({"status": "unreadable", "answer": None, "reason": "empty"}, True) == \
+        "Your answer '' could not be graded: empty."
+    assert output_for({"status": "timeout", "reason": "the check ran past 60 s"}, False) == \
+        "The check could not finish (timeout): the check ran past 60 s. This is not your mistake."
+
+
+def test_before_the_due_time_an_output_says_only_that_the_answer_was_recorded():
+    import datetime as dt
+    from tutor.instructor.assignment import Assigned, Assignment
+    from tutor.instructor.results import output_for
+    due = Assignment((Assigned("a"),), due=dt.datetime(2026, 12, 5, 23, 59, tzinfo=dt.timezone.utc),
+                     observations="after_due_date")
+    row = {"status": "fail", "prediction_text": "b", "observed_text": "c"}
+    assert output_for(row, False, due) == ("Your prediction b was recorded. Whether it is right, and what the check "
+                                           "observed, are shown after the due time (2026-12-05T23:59+00:00).")
+    assert output_for({**row, "mode": "fix"}, False) == ("Your repair was recorded. Whether it is right, and what the "
+                                                        "check observed, are shown after the due time.")
+    assert output_for(row, False, Assignment((Assigned("a"),))).endswith("shown after the due time.")
+
+
+def test_a_repairs_output_says_fixed_or_why_not_and_what_its_version_observed():
+    from tutor.instructor.results import output_for
+    fix = {"mode": "fix", "status": "pass"}
+    assert output_for(fix, True) == "Your repair: fixed."
+    assert output_for({**fix, "verdict": "fixed at every seed", "observed_text": "(2, 3)"}, True) == \
+        "Your repair: fixed at every seed. Your version observed (2, 3)."
+    assert output_for({**fix, "status": "fail"}, True) == "Your repair: not fixed."
+    assert output_for({**fix, "status": "fail", "reason": "seed 7 still fails", "verdict": "not fixed"}, True) == \
+        "Your repair: seed 7 still fails."
+    assert output_for({**fix, "reason": "ignored when it passes"}, True) == "Your repair: fixed."
+
+
+@pytest.mark.parametrize("asked, show, shown", [("visible", True, "visible"), ("visible", False, "after_due_date"),
+                                                ("hidden", False, "hidden"), ("after_published", False,
+                                                                              "after_published"),
+                                                ("hidden", True, "hidden")])
+def test_a_visible_test_is_held_back_to_the_due_date_while_observations_are(asked, show, shown):
+    from tutor.instructor.results import _visibility
+    assert _visibility(asked, show) == shown
+
+
+def test_confinement_is_all_of_the_checks_that_ran_or_none():
+    from tutor.instructor.results import _confined
+    assert (_confined([]), _confined([{"confined": None}]), _confined([{"confined": True}, {}]),
+            _confined([{"confined": True}, {"confined": False}])) == (None, None, True, False)
+
+
+def test_a_learner_summary_takes_the_first_lines_name_the_last_lines_identity_and_the_seconds_run():
+    from tutor.instructor.results import Learner
+    summary = Learner()
+    summary.take((3, 0), {"learner": "Ada L", "sis_id": "S3", "duration_s": 1.5, "confined": True})
+    summary.take((1, 1), {"learner": "Ada", "sis_id": "S1", "section": "A", "reused": True, "duration_s": 9.0,
+                          "confined": False})
+    summary.take((2, 2), {"learner": "", "student_id": "7", "duration_s": None})
+    summary.take((4, 3), {"sis_id": "", "section": "B", "duration_s": 0.25})
+    assert (summary.name, summary.identity, summary.elapsed, summary.ran, summary.confined, summary.all_confined) == \
+        ("Ada", {"sis_id": "S3", "student_id": "7", "section": "B"}, 1.75, 2, 1, False)
+    assert Learner().all_confined is None and Learner(ran=2, confined=2).all_confined is True
+
+
+def test_the_row_that_counts_is_the_latest_submitted_the_later_line_at_a_tie_untimed_oldest():
+    from tutor.instructor.results import counted
+    rows = [{"line": 4, "submitted_at": "2026-11-30T10:00:00Z"}, {"line": 2, "submitted_at": "2026-11-30T11:00:00Z"},
+            {"line": 9}, {"line": 3, "submitted_at": "2026-11-30T11:00:00+00:00"}]
+    assert counted(rows)["line"] == 3
+    assert counted([{"line": 5}, {"line": 2}])["line"] == 5
+    assert counted([]) is None
+
+
+def _graded_rows():
+    return [{"line": 2, "learner": "Ada", "key": "ada", "exercise": "head-split", "status": "pass",
+             "prediction_text": "b", "observed_text": "b", "submission": "s2", "confined": True, "duration_s": 1.0},
+            {"line": 3, "learner": "Ada", "key": "ada", "exercise": "cache-offset", "status": "fail",
+             "prediction_text": "no", "observed_text": "yes", "submission": "s3", "confined": True, "duration_s": 0.5},
+            {"line": 4, "learner": "Ada", "key": "ada", "exercise": "cache-offset", "status": "not_assigned",
+             "submission": "s4"}]
+
+
+def test_a_learners_result_scores_each_assigned_exercise_by_its_counting_row():
+    import datetime as dt
+    from tutor.instructor.assignment import Assigned, Assignment
+    from tutor.instructor.results import learner_result
+    plan = Assignment((Assigned("head-split", 2.0), Assigned("cache-offset"), Assigned("broadcast-loss", 0.5,
+                                                                                       visibility="hidden")), name="hw")
+    out = learner_result(_graded_rows(), plan, {"head-split": "Splitting heads"},
+                         dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
+    assert (out["score"], out["execution_time"], out["visibility"], out["stdout_visibility"]) == \
+        (2.0, 1.5, "visible", "hidden")
+    assert out["output"] == "Ada: 2 of 3.5 points: 1 of 3 exercises matched what their checks observed."
+    assert out["extra_data"] == {"learner": "Ada", "sis_id": None, "student_id": None, "section": None,
+                                 "max_score": 3.5, "assignment": "hw", "inferred_assignment": False, "confined": True}
+    first, second, third = out["tests"]
+    assert first == {"name": "head-split · Splitting heads", "number": "1", "score": 2.0, "max_score": 2.0,
+                     "status": "passed", "output": "You predicted b. The check observed b. Your prediction matched.",
+                     "visibility": "visible", "extra_data": {"exercise": "head-split", "status": "pass", "line": 2,
+                                                             "submission": "s2", "confined": True, "attempts": 1}}
+    assert (second["name"], second["score"], second["status"], second["extra_data"]["attempts"],
+            second["extra_data"]["line"]) == ("cache-offset", 0.0, "failed", 1, 3)
+    assert (third["score"], third["max_score"], third["status"], third["visibility"], third["extra_data"]) == \
+        (0.0, 0.5, "failed", "hidden", {"exercise": "broadcast-loss", "status": "missing", "line": None,
+                                         "submission": None, "confined": None, "attempts": 0})
+    assert learner_result(_graded_rows(), plan, {}, name="Ada Lovelace")["output"].startswith("Ada Lovelace: 2 of")
+    assert learner_result([{"line": 2, "exercise": "x", "status": "pass"}], plan, {})["output"].startswith("0 of 3.5")
+
+
+def test_before_the_due_time_a_result_says_how_many_were_recorded_and_no_grade():
+    import datetime as dt
+    from tutor.instructor.assignment import Assigned, Assignment
+    from tutor.instructor.results import learner_result
+    due = dt.datetime(2026, 12, 5, tzinfo=dt.timezone.utc)
+    plan = Assignment((Assigned("head-split"), Assigned("cache-offset"), Assigned("broadcast-loss")), due=due,
+                      observations="after_due_date")
+    early = learner_result(_graded_rows(), plan, {}, due - dt.timedelta(seconds=1))
+    assert early["output"] == ("Ada: 2 of 3 exercises answered and recorded; the scores and what the checks observed "
+                               "are shown after the due time.")
+    assert (early["visibility"], [t["visibility"] for t in early["tests"]],
+            [t["extra_data"]["status"] for t in early["tests"]]) == \
+        ("after_due_date", ["after_due_date"] * 3, ["recorded", "recorded", "missing"])
+    timed_out = learner_result([{**_graded_rows()[0], "status": "timeout"}], plan, {}, due - dt.timedelta(days=1))
+    assert timed_out["tests"][0]["extra_data"]["status"] == "timeout"  # not a verdict: nothing to keep back
+    late = learner_result(_graded_rows(), plan, {}, due)
+    assert late["visibility"] == "visible" and late["tests"][0]["extra_data"]["status"] == "pass"
+
+
+def test_class_results_are_every_learner_sorted_and_the_rows_no_one_owns():
+    import datetime as dt
+    from tutor.instructor.assignment import Assigned, Assignment
+    from tutor.instructor.results import class_results
+    now = dt.datetime(2026, 12, 1, 9, 30, 15, 999, tzinfo=dt.timezone.utc)
+    rows = [{**_graded_rows()[0], "key": "zoe", "learner": "Zoe"}, *_graded_rows(),
+            {"line": 9, "key": None, "exercise": "head-split", "status": "unreadable", "reason": "no learner"}]
+    plan = Assignment((Assigned("head-split"),), name="hw")
+    data = class_results(rows, plan, {}, "a.csv", now)
+    assert {k: v for k, v in data.items() if k != "learners"} == {
+        "schema_version": 2, "answers": "a.csv", "graded_at": "2026-12-01T09:30:15+00:00",
+        "assignment": plan.to_dict(), "exercises": ["head-split"], "max_score": 1.0, "inferred_assignment": False,
+        "confined": True, "unattributed_rows": [
+            {"line": 3, "status": "fail", "reason": None}, {"line": 4, "status": "not_assigned", "reason": None},
+            {"line": 9, "status": "unreadable", "reason": "no learner"}]}
+    assert [entry["extra_data"]["learner"] for entry in data["learners"]] == ["Ada", "Zoe"]
