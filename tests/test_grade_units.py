@@ -1094,3 +1094,59 @@ def test_class_results_are_every_learner_sorted_and_the_rows_no_one_owns():
             {"line": 3, "status": "fail", "reason": None}, {"line": 4, "status": "not_assigned", "reason": None},
             {"line": 9, "status": "unreadable", "reason": "no learner"}]}
     assert [entry["extra_data"]["learner"] for entry in data["learners"]] == ["Ada", "Zoe"]
+
+
+# --- answer_rows: an answers file read into rows that are checked, not run ------------------------------------
+
+def test_a_submission_id_is_16_hex_digits_of_the_sha256_of_who_what_answer_when_and_mode():
+    from tutor.instructor.answer_rows import AnswerRow
+    row = AnswerRow(line=2, learner="Ada", key="ada", exercise="head-split", answer="b",
+                    submitted_at="2026-11-30T09:00:00+00:00")
+    by_hand = hashlib.sha256("ada\x1fhead-split\x1fb\x1f2026-11-30T09:00:00+00:00\x1fpredict".encode()).hexdigest()
+    assert row.submission == by_hand[:16]
+    assert AnswerRow(line=3, learner="Ada").submission == \
+        hashlib.sha256("Ada\x1f\x1f\x1f\x1fpredict".encode()).hexdigest()[:16]
+    assert AnswerRow(line=3).submission == hashlib.sha256("\x1f\x1f\x1f\x1fpredict".encode()).hexdigest()[:16]
+    assert AnswerRow(line=3, answer="\udcff").submission == \
+        hashlib.sha256("\x1f\x1f\udcff\x1f\x1fpredict".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    assert replace(row, line=9).submission == row.submission  # where it lies in the file is not what was handed in
+    assert replace(row, mode="fix").submission != row.submission
+
+
+@pytest.mark.parametrize("text, name", [
+    ('Robert "Bob" Smith', "Robert (Bob) Smith"), ("Robert \u201c Bob \u201d Smith", "Robert (Bob) Smith"),
+    ("\u00abAda\u00bb", "(Ada)"), ("\u201eAda\u201c x", "Ada x"), ('Ada "', "Ada "), ("A\u200bda\ufeff", "Ada"),
+    ("Ada\u00a0Lovelace", "Ada Lovelace"), ("Ada\u00adL", "AdaL"), ("Ada\tL", "Ada\tL"), ("plain", "plain")])
+def test_a_name_as_an_lms_writes_it_keeps_a_nickname_in_parentheses_and_drops_invisible_characters(text, name):
+    from tutor.instructor.answer_rows import plain_name
+    assert plain_name(text) == name
+
+
+@pytest.mark.parametrize("text, when", [
+    ("2026-11-29T10:00:00+00:00", "2026-11-29T10:00:00+00:00"), ("2026-11-29T10:00:00Z", "2026-11-29T10:00:00+00:00"),
+    ("2026-11-29t10:00:00z", "2026-11-29T10:00:00+00:00"), (" 2026-11-29T12:00:30.9+02:00 ", "2026-11-29T10:00:30+00:00"),
+    ("2026-11-29 10:00", "2026-11-29T10:00:00+00:00"), ("2026-11-29 10:00:00 UTC", "2026-11-29T10:00:00+00:00"),
+    ("2026-11-29  10:00 UTC", "2026-11-29T10:00:00+00:00"), ("29 November 2026  10:00 AM", "2026-11-29T10:00:00+00:00"),
+    ("Sunday, 29 November 2026, 10:00 PM", "2026-11-29T22:00:00+00:00"),
+    ("29 November 2026, 10:00 AM", "2026-11-29T10:00:00+00:00"), ("29 Nov 2026 12:05 AM", "2026-11-29T00:05:00+00:00")])
+def test_a_submission_time_reads_in_iso_form_or_as_an_lms_writes_it_and_is_kept_in_utc(text, when):
+    from tutor.instructor.answer_rows import _time
+    assert _time(text) == (when, None)
+
+
+def test_a_submission_time_that_does_not_read_is_a_warning_naming_it():
+    from tutor.instructor.answer_rows import _time
+    assert _time("last Tuesday at noon, more or less, or so they say") == (None, (
+        "submitted_at 'last Tuesday at noon, more or less, or s' is not a date and time such as "
+        "2026-11-29T10:00:00+00:00; graded without a time"))
+
+
+def test_resume_grades_each_submission_as_often_as_the_file_has_it_less_what_is_held():
+    from tutor.instructor.answer_rows import AnswerRow, not_yet_graded, still_to_grade
+    a, b = AnswerRow(line=2, learner="a", answer="x"), AnswerRow(line=3, learner="b", answer="y")
+    again = AnswerRow(line=4, learner="a", answer="x")  # the same submission a second time
+    held = {a.submission: 1, "other": 5}
+    assert [r.line for r in not_yet_graded([a, b, again], held)] == [3, 4]
+    assert held == {a.submission: 1, "other": 5}  # not changed
+    assert [r.line for r in still_to_grade(iter([a, b, again]), {a.submission: 2, b.submission: 1})] == []
+    assert [r.line for r in not_yet_graded([a, b, again], {})] == [2, 3, 4]
