@@ -704,7 +704,7 @@ def _plan():
 #: rows in the order the workers finished, not the answers file's; the expected flags are worked out by hand
 FINISHED = [
     {"line": 3, "key": "ada", "learner": "Ada", "exercise": "head-split", "status": "pass", "confined": True,
-     "submitted_at": "2026-11-30T10:00:00+00:00", "duration_s": 1.5, "submission": "a3"},
+     "submitted_at": "2026-11-30T10:00:00+00:00", "duration_s": 1.5, "submission": "a3", "warnings": ["seed"]},
     {"line": 2, "key": "ada", "learner": "Ada L", "exercise": "head-split", "status": "fail", "confined": True,
      "submitted_at": "2026-11-30T11:00:00+00:00", "duration_s": 1.0, "submission": "a2"},  # later: it counts
     {"line": 5, "key": "grace", "learner": "Grace", "exercise": "cache-offset", "status": "pass", "confined": False,
@@ -714,7 +714,10 @@ FINISHED = [
     {"line": 6, "key": "grace", "learner": "Grace", "exercise": "mystery", "status": "not_assigned",
      "reason": "not assigned", "submission": "g6"},
     {"line": 1, "key": "ada", "learner": "Ada Lovelace", "exercise": "cache-offset", "status": "timeout",
-     "warnings": ["late"], "submission": "a1"}]
+     "warnings": ["late"], "submission": "a1"},
+    # graded when the exercise was not assigned (a grading resumed with another assignment): never counts
+    {"line": 7, "key": "grace", "learner": "Grace", "exercise": "head-split", "status": "not_assigned",
+     "reason": "not assigned", "submission": "g7"}]
 
 
 def _scanned(tmp_path, rows):
@@ -728,8 +731,8 @@ def test_the_first_pass_counts_statuses_and_finds_the_row_that_counts(tmp_path):
     fh, found = _scanned(tmp_path, FINISHED)
     with fh:
         assert (found.in_order, list(found.lines), found.counts, found.warnings, found.ran, found.confined) == \
-            (False, [3, 2, 5, 4, 6, 1], {"pass": 2, "fail": 1, "unreadable": 1, "not_assigned": 1, "timeout": 1},
-             1, 3, 2)
+            (False, [3, 2, 5, 4, 6, 1, 7], {"pass": 2, "fail": 1, "unreadable": 1, "not_assigned": 2, "timeout": 1},
+             2, 3, 2)
         offsets = list(found.offsets)
         assert offsets[0] == 0 and offsets == sorted(offsets)
         assert {k: v[2] for k, v in found.best.items()} == {("ada", "head-split"): offsets[1],
@@ -744,7 +747,14 @@ def test_the_first_pass_counts_statuses_and_finds_the_row_that_counts(tmp_path):
     fh, found = _scanned(tmp_path, in_order)
     with fh:
         assert found.in_order is True
-        assert [r["line"] for r in in_order] == [1, 2, 3, 4, 5, 6]
+    fh, found = _scanned(tmp_path, [{"line": 1, "status": "pass"}, {"line": 1, "status": "fail"},
+                                    {"line": 2, "status": "pass"}])
+    with fh:
+        assert found.in_order is True  # a tie is in order: nothing to sort
+    fh, found = _scanned(tmp_path, [{"line": 2, "status": "pass", "key": "a", "exercise": "head-split"},
+                                    {"status": "unreadable", "key": None, "reason": "no line"}])
+    with fh:
+        assert (found.in_order, list(found.lines), [u[0] for u in found.unattributed]) == (False, [2, 0], [0])
 
 
 def test_the_second_pass_writes_the_rows_in_line_order_and_results_as_the_in_memory_grading_does(tmp_path):
@@ -757,8 +767,8 @@ def test_the_second_pass_writes_the_rows_in_line_order_and_results_as_the_in_mem
         tail.write(tmp_path, fh, found, _plan(), titles, "answers.csv", now)
     written = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
     in_order = sorted(FINISHED, key=lambda r: r["line"])
-    assert [r["line"] for r in written] == [1, 2, 3, 4, 5, 6]
-    assert [r["counts"] for r in written] == [True, True, False, False, True, False]
+    assert [r["line"] for r in written] == [1, 2, 3, 4, 5, 6, 7]
+    assert [r["counts"] for r in written] == [True, True, False, False, True, False, False]
     assert [{k: v for k, v in r.items() if k != "counts"} for r in written] == in_order
     assert (tmp_path / "gradebook.csv").read_bytes() == \
         gradebook.header_line() + b"".join(gradebook.row_line(r) for r in written)
@@ -1150,3 +1160,47 @@ def test_resume_grades_each_submission_as_often_as_the_file_has_it_less_what_is_
     assert held == {a.submission: 1, "other": 5}  # not changed
     assert [r.line for r in still_to_grade(iter([a, b, again]), {a.submission: 2, b.submission: 1})] == []
     assert [r.line for r in not_yet_graded([a, b, again], {})] == [2, 3, 4]
+
+
+def test_the_tail_keeps_text_as_written_and_grades_at_the_time_it_is_given(tmp_path):
+    import datetime as dt
+    from tutor.instructor import tail
+    from tutor.instructor.assignment import Assigned, Assignment
+    plan = Assignment((Assigned("head-split"),), due=dt.datetime(2020, 1, 2, tzinfo=dt.timezone.utc),
+                      observations="after_due_date")
+    row = {"line": 2, "key": "emile", "learner": "Émile", "exercise": "head-split", "status": "pass",
+           "prediction_text": "b", "observed_text": "b", "submission": "e2"}
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    with open(tmp_path / "rows.jsonl", "rb") as fh:
+        found = tail.scan(fh, plan)
+        tail.write(tmp_path, fh, found, plan, {}, "réponses.csv", dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc))
+    assert '"learner": "Émile"' in (tmp_path / "rows.jsonl").read_text(encoding="utf-8")
+    text = (tmp_path / "results.json").read_text(encoding="utf-8")
+    assert '"answers": "réponses.csv"' in text and '"learner": "Émile"' in text
+    [entry] = json.loads(text)["learners"]
+    assert entry["visibility"] == "after_due_date"  # graded a day before the due time: held back
+
+
+@pytest.fixture
+def new_york(monkeypatch):
+    """A local time zone that is not UTC, so a time read as local time instead of UTC shows."""
+    import time
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_a_due_time_without_an_offset_is_utc_whatever_the_machines_zone(catalog, new_york):
+    plan = _parsed({"due": "2026-12-05T23:59", "exercises": ["head-split"]}, catalog)
+    assert plan.to_dict()["due"] == "2026-12-05T23:59:00+00:00"
+    assert _parsed({"due": "2026-12-05T23:59:00-05:00", "exercises": ["head-split"]}, catalog).to_dict()["due"] == \
+        "2026-12-06T04:59:00+00:00"
+
+
+def test_an_assignment_given_without_a_file_is_called_the_assignment(catalog):
+    from tutor.instructor import assignment
+    with pytest.raises(UsageError, match="^the assignment lists no exercises;"):
+        assignment.parse({}, catalog)
+    assert assignment.parse({"exercises": ["head-split"]}, catalog).source == "the assignment"
