@@ -36,7 +36,8 @@ mutmut="$(dirname "$python")/mutmut"
 tests_for() {
     case "$1" in
         tutor/model/answers/*.py|tutor/model/grading.py)
-            echo tests/test_answers.py tests/test_answer_range.py tests/test_result.py tests/test_verdict.py tests/test_mutants_rules.py ;;
+            echo tests/test_answers.py tests/test_answer_range.py tests/test_answer_lists.py tests/test_answer_rules.py \
+                tests/test_result.py tests/test_verdict.py tests/test_mutants_rules.py ;;
         tutor/model/errors.py) echo tests/test_errors.py ;;
         tutor/model/catalog.py)
             echo tests/test_faults_and_catalog.py tests/test_catalog_cache.py tests/test_fuzz_loaders.py tests/test_mutants_rules.py ;;

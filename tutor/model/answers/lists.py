@@ -130,8 +130,13 @@ def _list_format(length: int | None, items: str | tuple[str, ...] | None) -> str
         return f"a list of {count}items, in order: " + "; ".join(_item_phrase(k) for k in items)
     kind = items if isinstance(items, str) else items[0]
     if "|" in kind:
+        if n == 1:
+            return f"a list of 1 word, one of {', '.join(kind.split('|'))}"
         return f"a list of {count}words, each one of {', '.join(kind.split('|'))}"
     example = {"number": "1, 2", "bool": "yes, no", "error": "none, TypeError"}[kind]
+    if n == 1:  # one item: no separator to explain, and an example of one
+        single = {"number": "number", "bool": "yes/no answer", "error": "exception name or none"}[kind]
+        return f"a list of 1 {single}, e.g. {example.split(', ')[0]}"
     if n is None or n > 2:
         example += ", …"
     plural = {"number": "numbers", "bool": "yes/no answers", "error": "exception names or none"}[kind]
