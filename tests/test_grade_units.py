@@ -1204,3 +1204,49 @@ def test_an_assignment_given_without_a_file_is_called_the_assignment(catalog):
     with pytest.raises(UsageError, match="^the assignment lists no exercises;"):
         assignment.parse({}, catalog)
     assert assignment.parse({"exercises": ["head-split"]}, catalog).source == "the assignment"
+
+
+def test_now_is_in_utc():
+    import datetime as dt
+    from tutor.instructor.results import utc_now
+    assert utc_now().utcoffset() == dt.timedelta(0)
+
+
+def test_a_learners_name_is_their_lowest_lines_whatever_order_the_rows_come_in():
+    from tutor.instructor.assignment import Assigned, Assignment
+    from tutor.instructor.results import learner_result
+    plan = Assignment((Assigned("head-split"),))
+    rows = [{"line": 5, "learner": "Ada L", "exercise": "head-split", "status": "pass"},
+            {"line": 2, "learner": "Ada", "exercise": "head-split", "status": "pass"}]
+    assert learner_result(rows, plan, {})["extra_data"]["learner"] == "Ada"
+    unlined = [{"line": 1, "learner": "B", "exercise": "x"}, {"learner": "A", "exercise": "x"}]
+    assert learner_result(unlined, plan, {})["extra_data"]["learner"] == "A"  # no line: before line 1
+
+
+def test_a_result_without_a_name_starts_with_the_count_and_rounds_its_seconds_to_milliseconds():
+    import datetime as dt
+    from tutor.instructor.assignment import Assigned, Assignment
+    from tutor.instructor.results import learner_result
+    due = dt.datetime(2026, 12, 5, tzinfo=dt.timezone.utc)
+    plan = Assignment((Assigned("head-split"),), due=due, observations="after_due_date")
+    row = {"line": 2, "exercise": "head-split", "status": "pass", "duration_s": 1.23456, "confined": True}
+    out = learner_result([row], plan, {}, due - dt.timedelta(days=1))
+    assert out["output"].startswith("1 of 1 exercises answered and recorded;")
+    assert out["execution_time"] == 1.235
+
+
+def test_at_a_tie_a_row_with_a_line_counts_over_one_without():
+    from tutor.instructor.results import counted
+    when = "2026-11-30T10:00:00+00:00"
+    assert counted([{"line": 1, "submitted_at": when, "id": "x"}, {"submitted_at": when, "id": "y"}])["id"] == "x"
+
+
+def test_class_results_are_graded_at_the_time_given():
+    import datetime as dt
+    from tutor.instructor.assignment import Assigned, Assignment
+    from tutor.instructor.results import class_results
+    plan = Assignment((Assigned("head-split"),), due=dt.datetime(2020, 1, 2, tzinfo=dt.timezone.utc),
+                      observations="after_due_date")
+    rows = [{"line": 2, "key": "ada", "learner": "Ada", "exercise": "head-split", "status": "pass"}]
+    data = class_results(rows, plan, {}, "a.csv", dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc))
+    assert data["learners"][0]["visibility"] == "after_due_date"
