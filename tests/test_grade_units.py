@@ -1250,3 +1250,145 @@ def test_class_results_are_graded_at_the_time_given():
     rows = [{"line": 2, "key": "ada", "learner": "Ada", "exercise": "head-split", "status": "pass"}]
     data = class_results(rows, plan, {}, "a.csv", dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc))
     assert data["learners"][0]["visibility"] == "after_due_date"
+
+
+def _answers(tmp_path, name: str, text, catalog, **kw):
+    from tutor.instructor.answer_rows import iter_answers
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    return list(iter_answers(path, catalog, **kw))
+
+
+def _answers_refusal(tmp_path, name, text, catalog, **kw) -> str:
+    with pytest.raises(UsageError) as caught:
+        _answers(tmp_path, name, text, catalog, **kw)
+    return str(caught.value)
+
+
+CSV_TEXT = "learner,exercise,answer\nada,head-split,b\n"
+JSON_TEXT = '{"learner": "ada", "exercise": "head-split", "answer": "b"}\n'
+
+
+def test_an_answers_file_that_cannot_be_opened_is_named_as_given(tmp_path, catalog):
+    from tutor.instructor.answer_rows import iter_answers
+    for name, shown in ((None, str(tmp_path / "none.csv")), ("-", "-")):
+        with pytest.raises(UsageError) as caught:
+            list(iter_answers(tmp_path / "none.csv", catalog, name=name))
+        assert str(caught.value) == f"there is no answers file {shown}; check the path given to --answers"
+    with pytest.raises(UsageError) as caught:
+        list(iter_answers(tmp_path, catalog))
+    assert str(caught.value) == f"cannot read the answers file {tmp_path} (Is a directory)"
+
+
+def test_an_answers_file_with_no_rows_says_what_a_row_needs(tmp_path, catalog):
+    for text in ("", "learner,exercise,answer\n", "learner,exercise,answer\n , , \n"):
+        assert _answers_refusal(tmp_path, "a.csv", text, catalog) == (
+            f"{tmp_path / 'a.csv'} holds no answers; write one row per answer with the columns learner, exercise "
+            "and answer")
+
+
+def test_an_answers_file_that_is_not_utf8_says_how_to_go_on(tmp_path, catalog):
+    bad = b"learner,exercise,answer\nada,head-split,\xff\n"
+    assert _answers_refusal(tmp_path, "a.csv", bad, catalog) == (
+        f"the answers file {tmp_path / 'a.csv'} is not UTF-8 text; save it as UTF-8, then grade again")
+    late = CSV_TEXT.encode() + b"ada,head-split,b\n" * 2000 + b"ada,head-split,\xff\n"  # rows graded before it
+    assert _answers_refusal(tmp_path, "b.csv", late, catalog) == (
+        f"the answers file {tmp_path / 'b.csv'} is not UTF-8 text; save it as UTF-8, then grade again with --resume")
+
+
+@pytest.mark.parametrize("name, text, as_json", [
+    ("a.jsonl", CSV_TEXT, True), ("a.NDJSON", CSV_TEXT, True), ("a.Json", CSV_TEXT, True), ("a.txt", JSON_TEXT, True),
+    ("a.txt", "[" + JSON_TEXT + "]", True), ("a.txt", CSV_TEXT, False), ("a", CSV_TEXT, False), ("a.CSV", CSV_TEXT, False)])
+def test_json_is_known_by_its_suffix_else_by_its_first_character(tmp_path, catalog, name, text, as_json):
+    rows = _answers(tmp_path, name, text, catalog)
+    if as_json and text == CSV_TEXT:  # CSV read as JSON lines: no line is an object
+        assert [r.problem for r in rows] == ["line 1 is not a JSON object (Expecting value)",
+                                             "line 2 is not a JSON object (Expecting value)"]
+    else:
+        assert [(r.learner, r.exercise, r.answer, r.problem) for r in rows] == [("ada", "head-split", "b", None)]
+
+
+def test_a_csv_file_is_read_as_csv_whatever_its_first_character(tmp_path, catalog):
+    assert _answers_refusal(tmp_path, "a.csv", JSON_TEXT, catalog).startswith(
+        f"the answers file {tmp_path / 'a.csv'} has no column learner, exercise, answer in its header")
+
+
+def test_columns_name_the_fields_in_csv_and_json(tmp_path, catalog):
+    named = {"learner": "Email", "exercise": "Q", "answer": "R"}
+    csv_rows = _answers(tmp_path, "a.csv", "Email,Q,R\nada@x.org,head-split,b\n", catalog, columns=named)
+    json_rows = _answers(tmp_path, "a.jsonl", '{"Email": "ada@x.org", "Q": "head-split", "R": "b"}\n', catalog,
+                         columns=named)
+    assert [(r.learner, r.exercise, r.answer) for r in csv_rows + json_rows] == [("ada@x.org", "head-split", "b")] * 2
+
+
+def test_a_header_or_an_array_that_fails_names_the_answers_file(tmp_path, catalog):
+    assert _answers_refusal(tmp_path, "a.jsonl", '{"learner": "ada"}\n', catalog).startswith(
+        f"the answers file {tmp_path / 'a.jsonl'} has no column exercise, answer in its header")
+    assert _answers_refusal(tmp_path, "a.json", "[" + JSON_TEXT + ",", catalog).startswith(
+        f"the answers file {tmp_path / 'a.json'} is not a JSON array of objects (")
+    assert _answers_refusal(tmp_path, "h.csv", "x" * 200_000 + "\n", catalog) == (
+        f"the answers file {tmp_path / 'h.csv'} is not CSV (field larger than field limit (131072))")
+
+
+def test_json_values_read_as_a_learner_would_type_them(tmp_path, catalog):
+    lines = ['{"learner": "ada", "exercise": "cache-offset", "answer": true}',
+             '{"learner": "bob", "exercise": "cache-offset", "answer": false, "seed": 7}',
+             '{"learner": "cy", "exercise": "head-split", "answer": "b", "note": null}', "3"]
+    rows = _answers(tmp_path, "a.jsonl", "\n".join(lines) + "\n", catalog)
+    assert [(r.learner, r.answer, r.seed, r.note, r.problem) for r in rows] == [
+        ("ada", "yes", 0, None, None), ("bob", "no", 7, None, None), ("cy", "b", 0, None, None),
+        (None, None, 0, None, "line 4 is not a JSON object")]
+    nothing = _answers(tmp_path, "n.jsonl", "1\n[2]\n", catalog)
+    assert [r.problem for r in nothing] == ["line 1 is not a JSON object", "line 2 is not a JSON object"]
+
+
+def test_a_json_row_without_a_learner_names_none(tmp_path, catalog):
+    rows = _answers(tmp_path, "a.jsonl", '{"exercise": "head-split", "answer": "b"}\n' + JSON_TEXT, catalog)
+    assert [(r.learner, r.problem) for r in rows] == [(None, "the row names no learner"), ("ada", None)]
+
+
+def test_a_quoted_answer_keeps_its_line_breaks_and_spaces_as_typed(tmp_path, catalog):
+    from tutor.instructor.answer_rows import _csv_rows
+    text = 'learner,exercise,answer,note\n" ada ",head-split," b ","two\r\nlines "\n'
+    [row] = _answers(tmp_path, "a.csv", text, catalog)
+    assert (row.learner, row.answer, row.note, row.problem) == ("ada", " b ", "two\r\nlines ", None)
+    assert list(_csv_rows(text.replace("\n", "\r\n"), None, "s")) == [
+        (2, {"learner": " ada ", "exercise": "head-split", "answer": " b ", "note": "two\r\r\nlines "})]
+
+
+def test_wide_and_long_layouts_are_read_as_asked(tmp_path, catalog):
+    canvas = "name,id,sis_id,submitted,101: head-split,1.0\nAda,1,S1,,b,1\n"
+    [row] = _answers(tmp_path, "c.csv", canvas, catalog)
+    assert (row.learner, row.exercise, row.answer, row.identity) == ("Ada", "head-split", "b",
+                                                                     {"sis_id": "S1", "student_id": "1"})
+    assert _answers_refusal(tmp_path, "c.csv", canvas, catalog, layout="long").startswith(
+        f"the column 'name' of the answers file {tmp_path / 'c.csv'} may be the learner or an exercise's name")
+    assert _answers_refusal(tmp_path, "l.csv", CSV_TEXT, catalog, layout="wide") == (
+        f"the answers file {tmp_path / 'l.csv'} is not a wide export this tutor reads (Canvas's Student Analysis or "
+        "Moodle's Responses report, their header as the LMS writes it); without --layout wide it is read as one row "
+        "per answer")
+    assert _answers_refusal(tmp_path, "q.csv", canvas.replace("101: head-split", "7: tensors"), catalog).startswith(
+        f"the question column '7: tensors' of the answers file {tmp_path / 'q.csv'} names no exercise")
+
+
+def test_a_row_that_is_not_csv_or_has_too_many_cells_is_a_problem_and_the_rows_after_it_read(tmp_path, catalog):
+    text = CSV_TEXT + "bob,head-split," + "x" * 200_000 + "\n" + "cy,head-split,b,extra\n" + "di,head-split,a\n"
+    rows = _answers(tmp_path, "a.csv", text, catalog)
+    assert [(r.line, r.learner, r.problem) for r in rows] == [
+        (2, "ada", None), (3, None, "line 3 is not CSV (field larger than field limit (131072))"),
+        (4, "cy", "line 4 has 4 cells but the header names 3"), (5, "di", None)]
+
+
+def test_a_tidied_name_a_long_seed_and_a_naive_time_are_read_with_warnings(tmp_path, catalog, new_york):
+    name = 'Robert "Bob" Smith of the very long family name'
+    text = ("learner,exercise,answer,seed,submitted_at\n"
+            f'"{name.replace(chr(34), chr(34) * 2)}",head-split,b,{"9" * 30}x,2026-11-29 10:00\n'
+            "Ada Lovelace,head-split,b,,\n")
+    tidied, plain = _answers(tmp_path, "a.csv", text, catalog)
+    assert tidied.learner == "Robert (Bob) Smith of the very long family name"
+    assert tidied.warnings == [
+        f"the learner name {name[:40]!r} is graded as {tidied.learner!r} (a name keeps no quotes or invisible "
+        "characters)",
+        f"the seed {('9' * 30 + 'x')[:20]!r} is not a whole number 0 or more; graded with seed 0"]
+    assert (tidied.seed, tidied.submitted_at) == (0, "2026-11-29T10:00:00+00:00")  # no offset: UTC, not local time
+    assert (plain.learner, plain.warnings) == ("Ada Lovelace", [])
