@@ -1392,3 +1392,10 @@ def test_a_tidied_name_a_long_seed_and_a_naive_time_are_read_with_warnings(tmp_p
         f"the seed {('9' * 30 + 'x')[:20]!r} is not a whole number 0 or more; graded with seed 0"]
     assert (tidied.seed, tidied.submitted_at) == (0, "2026-11-29T10:00:00+00:00")  # no offset: UTC, not local time
     assert (plain.learner, plain.warnings) == ("Ada Lovelace", [])
+
+
+def test_every_field_but_the_answer_and_the_note_is_read_without_the_spaces_around_it(tmp_path, catalog):
+    text = 'learner,exercise,answer,sis_id,seed\n" ada "," Head-Split "," b "," S1 "," 7 "\n'
+    [row] = _answers(tmp_path, "a.csv", text, catalog)
+    assert (row.learner, row.exercise, row.answer, row.identity, row.seed, row.problem) == \
+        ("ada", "head-split", " b ", {"sis_id": "S1"}, 7, None)
