@@ -10,6 +10,7 @@ import hashlib
 import json
 from dataclasses import replace
 from importlib import metadata
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -1399,3 +1400,111 @@ def test_every_field_but_the_answer_and_the_note_is_read_without_the_spaces_arou
     [row] = _answers(tmp_path, "a.csv", text, catalog)
     assert (row.learner, row.exercise, row.answer, row.identity, row.seed, row.problem) == \
         ("ada", "head-split", " b ", {"sis_id": "S1"}, 7, None)
+
+
+# --- out_folder: one grader at a time, whole lines, one tail ---------------------------------------------------
+
+def test_holding_an_out_folder_makes_it_and_leaves_only_its_lock(tmp_path):
+    from tutor.instructor import out_folder
+    out = tmp_path / "a" / "b"
+    lock = out_folder.hold(out)
+    try:
+        assert lock.is_locked and [p.name for p in out.iterdir()] == [".tutor-grade.lock"]
+        with pytest.raises(UsageError) as caught:
+            out_folder.hold(out)
+        assert str(caught.value) == (f"another grader is writing to {out} now; wait for it to finish, or give this "
+                                     "grading its own --out")
+    finally:
+        lock.release()
+
+
+def test_an_out_folder_that_cannot_be_made_or_written_is_refused_before_any_check(tmp_path, monkeypatch):
+    from tutor.instructor import out_folder
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UsageError) as caught:
+        out_folder.hold(tmp_path / "file" / "out")
+    assert str(caught.value) == (f"cannot write the gradebook to {tmp_path / 'file' / 'out'} (Not a directory); "
+                                 "choose another --out")
+    refusing = tmp_path / "read-only"
+    real = out_folder.tempfile.mkstemp
+
+    def mkstemp(prefix=None, dir=None):  # a folder that takes no new file (as a read-only mount would)
+        if dir is not None and Path(dir) == refusing:
+            raise PermissionError(13, "Permission denied")
+        return real(prefix=prefix, dir=dir)
+    monkeypatch.setattr(out_folder.tempfile, "mkstemp", mkstemp)
+    with pytest.raises(UsageError, match="^cannot write the gradebook to .*read-only \\(Permission denied\\); "):
+        out_folder.hold(refusing)
+
+
+@pytest.mark.parametrize("shard, name, who", [(None, ".tutor-grading.lock", "another grader"),
+                                              ("2/4", ".tutor-grading-2-of-4.lock", "another grader of shard 2/4")])
+def test_one_grader_of_a_shard_saves_into_a_progress_folder_at_a_time(tmp_path, shard, name, who):
+    from tutor.instructor import out_folder
+    lock = out_folder.progress_lock(tmp_path, shard)
+    other = out_folder.progress_lock(tmp_path, "3/4")  # another shard of the class may share the folder
+    try:
+        assert (tmp_path / name).exists()
+        with pytest.raises(UsageError) as caught:
+            out_folder.progress_lock(tmp_path, shard)
+        assert str(caught.value) == (f"{who} is saving to {tmp_path} now; wait for it to finish, or save this "
+                                     "grading to another --progress-dir")
+    finally:
+        lock.release()
+        other.release()
+
+
+def _could_not_save(folder, why: str) -> str:
+    return (f"the gradebook in {folder} could not be written ({why}); the rows graded so far are kept whole: free "
+            "space or fix the folder, then run the same command with --resume")
+
+
+def test_rows_that_cannot_be_written_say_what_is_kept_and_how_to_go_on(tmp_path, monkeypatch):
+    from tutor.instructor import out_folder
+    from tutor.model.errors import CouldNotSave
+    with pytest.raises(CouldNotSave) as caught:
+        out_folder.Rows(tmp_path / "missing")
+    assert str(caught.value) == _could_not_save(tmp_path / "missing", "No such file or directory")
+    rows = out_folder.Rows(tmp_path)
+    rows.append({"line": 2})
+    monkeypatch.setattr(rows._writer, "append", lambda row: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    with pytest.raises(CouldNotSave) as caught:
+        rows.append({"line": 3})
+    assert str(caught.value) == _could_not_save(tmp_path, "No space left on device")
+    rows.close()
+    assert (tmp_path / "rows.jsonl").read_text() == '{"line": 2}\n'
+
+
+def test_the_tail_writes_the_three_files_and_counts_what_it_read(tmp_path):
+    import datetime as dt
+    from tutor.instructor import out_folder
+    out_folder.write_rows(tmp_path, FINISHED)
+    assert (tmp_path / "rows.jsonl").read_text(encoding="utf-8").splitlines() == \
+        [json.dumps(r, ensure_ascii=False) for r in FINISHED]
+    (tmp_path / "merged").mkdir()
+    out_folder.write_rows(tmp_path / "merged", iter([{"learner": "Émile"}]))
+    assert (tmp_path / "merged" / "rows.jsonl").read_bytes() == '{"learner": "Émile"}\n'.encode("utf-8")
+    now = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc)
+    written = out_folder.finish(tmp_path, _plan(), {}, "réponses.csv", now)
+    assert (written.rows, written.learners, written.warnings, written.counts) == \
+        (7, 2, 2, {"pass": 2, "fail": 1, "unreadable": 1, "not_assigned": 2, "timeout": 1})
+    assert (written.gradebook, written.results, written.rows_file) == \
+        (tmp_path / "gradebook.csv", tmp_path / "results.json", tmp_path / "rows.jsonl")
+    results = json.loads(written.results.read_text(encoding="utf-8"))
+    assert (results["answers"], results["graded_at"]) == ("réponses.csv", "2026-12-01T09:00:00+00:00")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nothing = out_folder.finish(empty, _plan(), {}, "a.csv", now)
+    assert (nothing.rows, nothing.learners, nothing.warnings, nothing.counts) == (0, 0, 0, {})
+
+
+def test_a_tail_or_merged_rows_that_cannot_be_written_say_so(tmp_path):
+    from tutor.instructor import out_folder
+    from tutor.model.errors import CouldNotSave
+    missing = tmp_path / "missing"
+    with pytest.raises(CouldNotSave) as caught:
+        out_folder.finish(missing, _plan(), {}, "a.csv")
+    assert str(caught.value) == _could_not_save(missing, "No such file or directory")
+    with pytest.raises(CouldNotSave) as caught:
+        out_folder.write_rows(missing, [{"line": 2}])
+    assert str(caught.value).startswith(f"the gradebook in {missing} could not be written (")
