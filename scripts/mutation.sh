@@ -40,7 +40,8 @@ tests_for() {
                 tests/test_result.py tests/test_verdict.py tests/test_mutants_rules.py ;;
         tutor/model/errors.py) echo tests/test_errors.py ;;
         tutor/model/catalog.py)
-            echo tests/test_faults_and_catalog.py tests/test_catalog_cache.py tests/test_fuzz_loaders.py tests/test_mutants_rules.py ;;
+            echo tests/test_catalog_rules.py tests/test_faults_and_catalog.py tests/test_catalog_cache.py tests/test_fuzz_loaders.py \
+                tests/test_mutants_rules.py ;;
         tutor/model/review.py) echo tests/test_review.py ;;
         tutor/model/finding.py) echo tests/test_finding.py ;;
         tutor/model/calibration.py)
@@ -65,6 +66,15 @@ tests_for() {
         tutor/instructor/assignment.py)
             echo tests/test_grade_units.py tests/test_grade_batch.py tests/test_grade_lms.py tests/test_grade_course.py ;;
         tutor/instructor/out_folder.py) echo tests/test_grade_units.py tests/test_grade_outputs.py tests/test_grade_course.py ;;
+        tutor/instructor/grade.py)
+            echo tests/test_grade_units.py tests/test_grade.py tests/test_grade_edges.py tests/test_mutants_rules.py ;;
+        tutor/instructor/course.py)
+            echo tests/test_grade_units.py tests/test_grade_course.py tests/test_grade_lms.py tests/test_grade_outputs.py \
+                tests/test_grade_golden.py tests/test_grade.py ;;
+        tutor/instructor/gradescope.py|tutor/instructor/fixes.py)
+            echo tests/test_grade_units.py tests/test_grade_batch.py tests/test_grade_json_items.py \
+                tests/hostile/test_grading_submissions.py ;;
+        tutor/instructor/report.py) echo tests/test_report.py tests/test_grade_course.py tests/test_grade_batch.py ;;
         # the class's grading: the use case, its outputs and the command lines that drive it. A `python -m
         # tutor.cli` child runs the mutant too (tests/conftest.py lets it start under mutmut)
         tutor/instructor/*.py)
