@@ -84,7 +84,8 @@ tests_for() {
                 tests/hostile/test_grading_submissions.py tests/hostile/test_grading_wiring.py ;;
         tutor/store/progress.py|tutor/store/names.py|tutor/store/migration.py|tutor/model/attempts.py)
             echo tests/test_progress.py tests/test_fuzz_loaders.py tests/test_attempts.py tests/test_mutants_rules.py ;;
-        tutor/model/verdict.py|tutor/model/patch.py|tutor/app/tasks.py)
+        tutor/model/patch.py) echo tests/test_patch_rules.py tests/test_edit.py tests/test_verdict.py ;;
+        tutor/model/verdict.py|tutor/app/tasks.py)
             echo tests/test_verdict.py tests/test_edit.py tests/test_evidence_and_sampling.py tests/test_edit_run.py ;;
         engine/model.py) echo tests/test_engine.py tests/test_kv_cache.py tests/test_mutants_model.py ;;
         # test_runner.py drives the Runner with a stand-in worker; the others start real workers (seconds

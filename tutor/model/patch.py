@@ -55,6 +55,8 @@ def syntax_problem(path: str, text: str) -> str | None:
     try:
         compile(text, path, "exec", dont_inherit=True)
     except SyntaxError as exc:
+        if exc.lineno is None:  # nowhere in the text: a NUL byte, where this Python raises SyntaxError for it
+            return f"your {path} cannot be compiled: {exc.msg}"
         where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
         return f"{type(exc).__name__} in your {path} at {where}: {exc.msg}"
     except ValueError as exc:  # e.g. source code string cannot contain null bytes
