@@ -153,20 +153,35 @@ def test_an_exercise_gives_its_seed_its_choices_and_its_fault(tmp_path):
 
 
 def test_an_unknown_id_or_set_names_close_ones_or_the_sets(tmp_path):
-    built = build(tmp_path, set_file(exercise(), exercise(id="ex-two"), exercise(id="ex-three"),
-                                     exercise(id="ex-four")))
+    ids = ("ex-one", "ex-two", "ex-three", "ex-four", "ex-onf", "ex-ond")
+    other = set_file(exercise(id="ex-t", set="t"))
+    other["set"] = {**other["set"], "id": "t", "order": 4}
+    built = build(tmp_path, set_file(*(exercise(id=i) for i in ids)), other)
     with pytest.raises(KeyError) as caught:
         built.get("ex-on")
-    assert caught.value.args[0] == "there is no exercise 'ex-on'; did you mean ex-one, ex-two, ex-four?"
+    assert caught.value.args[0] == "there is no exercise 'ex-on'; did you mean ex-onf, ex-one, ex-ond?"  # three at most
+    with pytest.raises(KeyError) as caught:
+        built.get("tw")  # half alike ex-two: close enough to name
+    assert caught.value.args[0] == "there is no exercise 'tw'; did you mean ex-two?"
     with pytest.raises(KeyError) as caught:
         built.get("zzz")
     assert caught.value.args[0] == "there is no exercise 'zzz'; run 'tutor list' to see every id."
     assert built.get_set("s").id == "s"
     with pytest.raises(KeyError) as caught:
         built.get_set("q")
-    assert caught.value.args[0] == "there is no set 'q'; the sets are s."
+    assert caught.value.args[0] == "there is no set 'q'; the sets are s, t."
 
 
 def test_a_text_digest_is_blake2b_of_20_bytes_of_its_utf8_surrogates_kept():
     assert cat.text_digest("a\udcff") == hashlib.blake2b(b"a\xed\xb3\xbf", digest_size=20).hexdigest()
     assert len(cat.text_digest("")) == 40
+
+
+def test_a_check_module_that_is_not_utf8_is_named(tmp_path):
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "exercises" / "mod.py").write_bytes(b"def check_one(ctx):\n    return '\xff'\n")
+    path = tmp_path / "exercises" / "s.toml"
+    path.write_text(tomli_w.dumps(set_file()))
+    with pytest.raises(CatalogError) as caught:
+        build_catalog(tmp_path / "exercises", tmp_path, [path])
+    assert str(caught.value) == "s.toml: exercise 'ex-one': exercises/mod.py cannot be read as UTF-8 text"
