@@ -1508,3 +1508,230 @@ def test_a_tail_or_merged_rows_that_cannot_be_written_say_so(tmp_path):
     with pytest.raises(CouldNotSave) as caught:
         out_folder.write_rows(missing, [{"line": 2}])
     assert str(caught.value).startswith(f"the gradebook in {missing} could not be written (")
+
+
+# --- grade: every row its result, on warm workers -----------------------------------------------------------
+
+def _fake_pool(catalog, device="cpu", jobs=1, **kw):
+    from test_grade import FakeRunner
+    from tutor.instructor.grade import RunnerPool
+    return RunnerPool(catalog, device, jobs, lambda c, d: FakeRunner(c, d, **kw))
+
+
+class RecordingRunner:
+    """A runner whose run says what it was given, and raises when told to."""
+
+    def __init__(self, raises=None):
+        self.raises, self.calls = raises, []
+
+    def run(self, exercise, prediction=None, seed=0, sides=None):
+        from test_grade import FakeRunner
+        self.calls.append((exercise.id, prediction, seed, sides))
+        if self.raises is not None:
+            raise self.raises
+        return FakeRunner(None).run(exercise, prediction, seed=seed)
+
+    def cancel(self):
+        pass
+
+
+class OnePool:
+    def __init__(self, runner, device="cpu"):
+        self.runner, self.device = runner, device
+
+    def run(self, jobs, work, on_done=None, keep=True):
+        out = [work(self.runner, job) for job in jobs]
+        for r in out:
+            if on_done:
+                on_done(r)
+        return out if keep else []
+
+
+def _answer_row(line, exercise, answer="b", seed=0, problem=None, learner="ada"):
+    from tutor.instructor.answer_rows import AnswerRow
+    return AnswerRow(line=line, learner=learner, key=learner, exercise=exercise, answer=answer, seed=seed,
+                     problem=problem)
+
+
+def test_each_row_is_graded_against_its_own_measurement_once_per_exercise_and_seed(catalog):
+    from tutor.instructor.grade import grade_rows
+    from tutor.instructor.memo import Observations
+    from tutor.sandbox.runner import standard_sides
+    runner, seen = RecordingRunner(), []
+    rows = [_answer_row(2, "head-split", "b"), _answer_row(3, "head-split", "a"), _answer_row(4, "cache-offset", "no"),
+            _answer_row(5, "head-split", "b", seed=3)]
+    kept = Observations()
+    out = grade_rows(catalog, rows, OnePool(runner), seen.append, observations=kept)
+    assert [(r.status, r.reused, r.points, r.reason) for r in out] == [
+        ("pass", False, 1.0, None), ("fail", True, 1.0, "the prediction a is not what the check observed (b)"),
+        ("pass", False, 1.0, None), ("pass", False, 1.0, None)]
+    assert seen == out and [r.row for r in out] == rows
+    head = catalog.get("head-split")
+    assert runner.calls == [("head-split", None, 0, standard_sides(catalog, head)),
+                            ("cache-offset", None, 0, standard_sides(catalog, catalog.get("cache-offset"))),
+                            ("head-split", None, 3, standard_sides(catalog, head))]
+    again = grade_rows(catalog, [_answer_row(6, "head-split", "b")], OnePool(runner), observations=kept)
+    assert again[0].reused is True and len(runner.calls) == 3  # the shared measurements are reused
+    other_device = grade_rows(catalog, [_answer_row(7, "head-split", "b")], OnePool(runner, "cuda"), observations=kept)
+    assert other_device[0].reused is False and len(runner.calls) == 4  # another device is another measurement
+    assert grade_rows(catalog, rows, OnePool(runner), keep=False) == []
+
+
+def test_rows_that_cannot_run_are_their_result_at_once(catalog):
+    from tutor.instructor.assignment import Assigned, Assignment
+    from tutor.instructor.grade import grade_rows
+    runner = RecordingRunner()
+    plan = Assignment((Assigned("head-split", 2.0),), name="week 1")
+    rows = [_answer_row(2, "head-split", problem="the answer is empty"), _answer_row(3, "cache-offset"),
+            _answer_row(4, None, problem="the row names no exercise")]
+    out = grade_rows(catalog, rows, OnePool(runner), assignment=plan)
+    assert [(r.row, r.status, r.points, r.reason, r.result) for r in out] == [
+        (rows[0], "unreadable", 2.0, "the answer is empty", None),
+        (rows[1], "not_assigned", 0, "cache-offset is not in the assignment week 1; reported, not scored", None),
+        (rows[2], "unreadable", 0.0, "the row names no exercise", None)]
+    unnamed = grade_rows(catalog, [rows[1]], OnePool(runner), assignment=Assignment((Assigned("head-split"),)))
+    assert unnamed[0].reason == "cache-offset is not in the assignment; reported, not scored"
+    assert grade_rows(catalog, [rows[0]], OnePool(runner))[0].points == 1.0 and runner.calls == []
+
+
+def test_a_check_that_cannot_run_confined_or_at_all_stops_the_grading_in_one_sentence(catalog):
+    from tutor.instructor.grade import grade_rows
+    from tutor.model.errors import CouldNotRun
+    from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError
+    for raised, kind in ((UnconfinedError("the checks cannot run confined here"), UsageError),
+                         (WorkerError("the worker did not start"), CouldNotRun)):
+        with pytest.raises(kind) as caught:
+            grade_rows(catalog, [_answer_row(2, "head-split")], OnePool(RecordingRunner(raised)))
+        assert str(caught.value) == str(raised)
+
+    class NoDevice(OnePool):
+        def run(self, *args, **kwargs):
+            raise DeviceError("CUDA is not available on this machine; grade with --device cpu")
+    with pytest.raises(UsageError, match="^CUDA is not available on this machine; grade with --device cpu$"):
+        grade_rows(catalog, [_answer_row(2, "head-split")], NoDevice(RecordingRunner()))
+
+
+def test_a_rows_points_come_from_the_assignment(catalog):
+    from tutor.instructor.assignment import Assigned, Assignment
+    from tutor.instructor.grade import points_for
+    plan = Assignment((Assigned("head-split", 2.5),))
+    assert (points_for(None, "x"), points_for(plan, "head-split"), points_for(plan, "cache-offset"),
+            points_for(plan, None), points_for(plan, "")) == (1.0, 2.5, 0.0, 0.0, 0.0)
+
+
+def test_a_row_result_as_json_holds_every_field_the_gradebook_and_results_read(catalog):
+    from tutor.instructor.answer_rows import AnswerRow
+    from tutor.instructor.grade import RowResult
+    row = AnswerRow(line=4, learner="Ada", key="ada", exercise="broadcast-loss", answer="(3, 3)", note="n",
+                    submitted_at="2026-11-30T09:00:00+00:00", seed=2, warnings=["w"], same_as=["bob"],
+                    identity={"sis_id": "S1", "section": "A"}, refused="link")
+    result = RunResult(id="broadcast-loss", status="pass", device="cpu", torch="t", fault="f", kind="shape",
+                       observed=[3, 3], correct=True, prediction_text="(3, 3)", duration_s=1.23456, confined=True)
+    outcome = RowResult(row, "pass", result=result, points=2.0, saved_to=Path("/p/ada.toml"), note_saved=True,
+                        verdict="v", reason=None)
+    assert outcome.to_dict() == {
+        "line": 4, "learner": "Ada", "key": "ada", "sis_id": "S1", "student_id": None, "section": "A",
+        "exercise": "broadcast-loss", "answer": "(3, 3)", "mode": "predict", "status": "pass", "score": 2,
+        "points": 2, "correct": True, "prediction_text": "(3, 3)", "observed": [3, 3], "observed_text": "(3, 3)",
+        "verdict": "v", "reason": None, "warnings": ["w"], "note": "n", "submitted_at": "2026-11-30T09:00:00+00:00",
+        "seed": 2, "device": "cpu", "confined": True, "same_as": ["bob"], "refused": "link", "duration_s": 1.235,
+        "reused": False, "saved": True, "saved_to": "/p/ada.toml", "save_error": None, "note_saved": True,
+        "submission": row.submission}
+    half = RowResult(row, "fail", result=result, points=0.5, reused=True, already_saved=True, diff="--- a\n")
+    d = half.to_dict()
+    assert (d["score"], d["points"], d["duration_s"], d["reused"], d["saved"], d["saved_to"], d["answer"]) == \
+        (0, 0.5, 0.0, True, True, None, "--- a\n")
+    fix = RowResult(replace(row, mode="fix"), "pass", result=result, points=0.5)
+    assert (fix.to_dict()["prediction_text"], fix.to_dict()["score"]) == (None, 0.5)
+    bare = RowResult(AnswerRow(line=2), "unreadable", reason="r", points=1.0).to_dict()
+    assert {k: bare[k] for k in ("correct", "prediction_text", "observed", "observed_text", "device", "confined",
+                                 "duration_s", "saved", "note", "warnings", "same_as", "score", "points")} == \
+        {"correct": None, "prediction_text": None, "observed": None, "observed_text": None, "device": None,
+         "confined": None, "duration_s": None, "saved": False, "note": "", "warnings": [], "same_as": [], "score": 0,
+         "points": 1}
+    assert (outcome.learner, outcome.exercise, outcome.score, half.score) == ("Ada", "broadcast-loss", 2.0, 0)
+    assert RowResult(replace(row, answer=" a\nb "), "pass").answer_text == "a b"
+    assert RowResult(AnswerRow(line=2), "pass").answer_text == ""
+
+
+def test_the_cores_are_those_this_process_may_run_on(monkeypatch):
+    import os
+    from tutor.instructor import grade
+    assert grade.usable_cores() == len(os.sched_getaffinity(0))
+
+    def missing(pid):
+        raise AttributeError("no affinity here")
+    monkeypatch.setattr(grade.os, "sched_getaffinity", missing)
+    monkeypatch.setattr(grade.os, "cpu_count", lambda: 7)
+    assert grade.usable_cores() == 7
+    monkeypatch.setattr(grade.os, "cpu_count", lambda: None)
+    assert grade.usable_cores() == 1
+
+
+def test_a_grading_runner_is_confined_only_unless_asked_and_scales_its_limits(catalog):
+    from tutor.instructor.grade import RunnerPool, runner_factory_for
+    strict = runner_factory_for()(catalog, "cpu")
+    loose = runner_factory_for(allow_unconfined=True, timeout_scale=2.5)(catalog, "auto")
+    assert (strict.allow_unconfined, strict.timeout_scale, strict.requested_device, strict.catalog) == \
+        (False, None, "cpu", catalog)
+    assert (loose.allow_unconfined, loose.timeout_scale, loose.requested_device) == (True, 2.5, "auto")
+    pool = RunnerPool(catalog, "cpu", 0)
+    assert (len(pool.runners), pool.device, pool.runners[0].allow_unconfined) == (1, "cpu", False)
+    assert len(RunnerPool(catalog, "cpu", 3, lambda c, d: object()).runners) == 3
+
+
+def test_a_pool_hands_back_what_failed_first_and_keeps_the_jobs_order(catalog):
+    from tutor.instructor.grade import RunnerPool
+    pool = RunnerPool(catalog, "cpu", 3, lambda c, d: RecordingRunner())
+    assert pool.run(range(20), lambda runner, job: job * 2) == [j * 2 for j in range(20)]
+    done = []
+    assert pool.run(range(5), lambda runner, job: job, done.append, keep=False) == [] and sorted(done) == [0, 1, 2, 3, 4]
+
+    def full_disk(result):
+        raise OSError(28, "No space left on device")
+    with pytest.raises(OSError, match="No space left"):
+        pool.run(range(5), lambda runner, job: job, full_disk)
+
+    def unreadable():
+        yield 1
+        raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+    with pytest.raises(UnicodeDecodeError):
+        pool.run(unreadable(), lambda runner, job: job)
+
+    def boom(runner, job):
+        raise ValueError(f"job {job}")
+    with pytest.raises(ValueError, match="^job 0$"):
+        RunnerPool(catalog, "cpu", 1, lambda c, d: RecordingRunner()).run(range(3), boom)
+
+
+def test_results_and_the_inferred_assignment_come_from_the_readable_rows(catalog):
+    from tutor.instructor import grade
+    from tutor.instructor.grade import RowResult
+    rows = [{"line": 2, "key": "ada", "learner": "Ada", "exercise": "cache-offset", "status": "pass"},
+            {"line": 3, "key": "ada", "learner": "Ada", "exercise": "head-split", "status": "fail"},
+            {"line": 4, "key": "bob", "learner": "Bob", "exercise": "broadcast-loss", "status": "unreadable"},
+            {"line": 5, "key": "bob", "learner": "Bob", "exercise": None, "status": "unreadable"}]
+    order = [e.id for e in catalog.exercises]
+    expected = sorted(["cache-offset", "head-split"], key=order.index)
+    assert grade.infer_assignment(catalog, iter(rows)).ids == expected
+    assert grade.assignment(catalog, rows) == expected
+    assert grade.assignment(catalog, [RowResult(_answer_row(2, "cache-offset"), "pass")]) == ["cache-offset"]
+    data = grade.results_json(catalog, rows, "a.csv")
+    assert (data["exercises"], data["inferred_assignment"], [e["extra_data"]["learner"] for e in data["learners"]]) == \
+        (expected, True, ["Ada", "Bob"])
+    from tutor.instructor.assignment import Assigned, Assignment
+    given = grade.results_json(catalog, [RowResult(_answer_row(2, "cache-offset"), "pass")], "a.csv",
+                               Assignment((Assigned("cache-offset", 3.0),)))
+    assert (given["max_score"], given["learners"][0]["score"]) == (3.0, 3.0)
+    assert grade.titles(catalog)["head-split"] == catalog.get("head-split").title
+
+
+def test_the_assignment_is_given_once_by_file_or_by_ids(tmp_path, catalog):
+    from tutor.instructor.grade import chosen_assignment
+    with pytest.raises(UsageError) as caught:
+        chosen_assignment("w.toml", "head-split", catalog)
+    assert str(caught.value) == ("give the assignment once: --assignment FILE.toml or --exercises ID,..., not both")
+    (tmp_path / "w.toml").write_text('exercises = ["head-split"]\n')
+    assert chosen_assignment(str(tmp_path / "w.toml"), None, catalog).source == str(tmp_path / "w.toml")
+    assert chosen_assignment(None, "head-split,cache-offset", catalog).ids == ["head-split", "cache-offset"]
+    assert chosen_assignment(None, None, catalog) is None and chosen_assignment("", "", catalog) is None
