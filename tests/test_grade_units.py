@@ -1529,6 +1529,10 @@ class RecordingRunner:
         self.calls.append((exercise.id, prediction, seed, sides))
         if self.raises is not None:
             raise self.raises
+        from test_grade import OBSERVED
+        if exercise.id not in OBSERVED:  # any other exercise observes 1
+            return RunResult(id=exercise.id, status="ok", device="cpu", torch="t", fault=exercise.fault,
+                             kind=exercise.kind.name, observed=1.0)
         return FakeRunner(None).run(exercise, prediction, seed=seed)
 
     def cancel(self):
@@ -1575,6 +1579,25 @@ def test_each_row_is_graded_against_its_own_measurement_once_per_exercise_and_se
     other_device = grade_rows(catalog, [_answer_row(7, "head-split", "b")], OnePool(runner, "cuda"), observations=kept)
     assert other_device[0].reused is False and len(runner.calls) == 4  # another device is another measurement
     assert grade_rows(catalog, rows, OnePool(runner), keep=False) == []
+
+
+def test_exercises_that_share_a_fault_are_measured_apart_and_a_pool_without_a_device_is_auto(catalog):
+    from tutor.instructor.assignment import Assigned, Assignment
+    from tutor.instructor.grade import grade_rows
+    from tutor.instructor.memo import Observations
+    one, two = catalog.get("tie-weights"), catalog.get("tied-gradient-rows")
+    assert one.fault == two.fault and one.check != two.check  # the same sides, another check
+    runner, kept = RecordingRunner(), Observations()
+
+    class NoDevicePool(OnePool):
+        def __init__(self, runner):
+            self.runner = runner
+    plan = Assignment((Assigned("tie-weights", 2.0), Assigned("tied-gradient-rows")))
+    out = grade_rows(catalog, [_answer_row(2, one.id, "1"), _answer_row(3, two.id, "1")], NoDevicePool(runner),
+                     assignment=plan, observations=kept)
+    assert [(r.status, r.reused, r.points) for r in out] == [("pass", False, 2.0), ("pass", False, 1.0)]
+    auto = grade_rows(catalog, [_answer_row(4, one.id, "1")], OnePool(runner, "auto"), observations=kept)
+    assert auto[0].reused is True and len(runner.calls) == 2
 
 
 def test_rows_that_cannot_run_are_their_result_at_once(catalog):
@@ -1641,6 +1664,7 @@ def test_a_row_result_as_json_holds_every_field_the_gradebook_and_results_read(c
     d = half.to_dict()
     assert (d["score"], d["points"], d["duration_s"], d["reused"], d["saved"], d["saved_to"], d["answer"]) == \
         (0, 0.5, 0.0, True, True, None, "--- a\n")
+    assert json.dumps([outcome.to_dict()["score"], outcome.to_dict()["points"], d["score"]]) == "[2, 2, 0]"  # whole
     fix = RowResult(replace(row, mode="fix"), "pass", result=result, points=0.5)
     assert (fix.to_dict()["prediction_text"], fix.to_dict()["score"]) == (None, 0.5)
     bare = RowResult(AnswerRow(line=2), "unreadable", reason="r", points=1.0).to_dict()
@@ -1676,7 +1700,8 @@ def test_a_grading_runner_is_confined_only_unless_asked_and_scales_its_limits(ca
         (False, None, "cpu", catalog)
     assert (loose.allow_unconfined, loose.timeout_scale, loose.requested_device) == (True, 2.5, "auto")
     pool = RunnerPool(catalog, "cpu", 0)
-    assert (len(pool.runners), pool.device, pool.runners[0].allow_unconfined) == (1, "cpu", False)
+    assert (len(pool.runners), pool.device, pool.runners[0].allow_unconfined, pool.runners[0].catalog) == \
+        (1, "cpu", False, catalog)
     assert len(RunnerPool(catalog, "cpu", 3, lambda c, d: object()).runners) == 3
 
 
@@ -1684,6 +1709,10 @@ def test_a_pool_hands_back_what_failed_first_and_keeps_the_jobs_order(catalog):
     from tutor.instructor.grade import RunnerPool
     pool = RunnerPool(catalog, "cpu", 3, lambda c, d: RecordingRunner())
     assert pool.run(range(20), lambda runner, job: job * 2) == [j * 2 for j in range(20)]
+    import threading
+    where = pool.run(range(6), lambda runner, job: (threading.current_thread().name, threading.current_thread().daemon))
+    assert {name for name, _ in where} <= {"tutor-grade-0", "tutor-grade-1", "tutor-grade-2"}
+    assert all(daemon for _, daemon in where)  # a stuck check never keeps the command from exiting
     done = []
     assert pool.run(range(5), lambda runner, job: job, done.append, keep=False) == [] and sorted(done) == [0, 1, 2, 3, 4]
 
@@ -1717,6 +1746,7 @@ def test_results_and_the_inferred_assignment_come_from_the_readable_rows(catalog
     assert grade.assignment(catalog, rows) == expected
     assert grade.assignment(catalog, [RowResult(_answer_row(2, "cache-offset"), "pass")]) == ["cache-offset"]
     data = grade.results_json(catalog, rows, "a.csv")
+    assert data["answers"] == "a.csv"
     assert (data["exercises"], data["inferred_assignment"], [e["extra_data"]["learner"] for e in data["learners"]]) == \
         (expected, True, ["Ada", "Bob"])
     from tutor.instructor.assignment import Assigned, Assignment
