@@ -40,7 +40,8 @@ def test_the_diff_names_both_sides_and_keeps_the_context_asked_for():
     after = before.replace("4\n", "four\n")
     assert unified_diff("m.py", before, after, context=1) == \
         "--- a/m.py\n+++ b/m.py\n@@ -3,3 +3,3 @@\n 3\n-4\n+four\n 5\n"
-    assert unified_diff("m.py", before, after).count("\n ") == 6  # three lines of context each side by default
+    long = "".join(f"{i}\n" for i in range(1, 21))
+    assert unified_diff("m.py", long, long.replace("10\n", "ten\n")).count("\n ") == 6  # three each side by default
     assert unified_diff("m.py", "a", "b") == \
         "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n"
 
@@ -52,6 +53,8 @@ def test_a_patch_written_on_windows_or_against_a_file_without_a_final_newline_ap
     assert apply_patch("old", "\\ stray\n" + no_newline, "m.py") == "new\n"  # a marker outside a hunk is skipped
     both = "@@ -1,2 +1,2 @@\n keep\n-old\n\\ No newline at end of file\n+new\n\\ No newline at end of file\n"
     assert apply_patch("keep\nold", both, "m.py") == "keep\nnew"
+    context_last = "--- a/m.py\n\\ stray\n@@ -1,2 +1,2 @@\n-old\n+new\n keep\n\\ No newline at end of file\n\\ again\n"
+    assert apply_patch("old\nkeep", context_last, "m.py") == "new\nkeep"
 
 
 def test_a_patch_that_is_not_one_says_how_to_make_it():
