@@ -1765,3 +1765,153 @@ def test_the_assignment_is_given_once_by_file_or_by_ids(tmp_path, catalog):
     assert chosen_assignment(str(tmp_path / "w.toml"), None, catalog).source == str(tmp_path / "w.toml")
     assert chosen_assignment(None, "head-split,cache-offset", catalog).ids == ["head-split", "cache-offset"]
     assert chosen_assignment(None, None, catalog) is None and chosen_assignment("", "", catalog) is None
+
+
+# --- gradescope: one submission, as Gradescope's autograder runs it ------------------------------------------
+
+def test_the_metadata_is_a_dict_or_nothing_and_the_submitter_its_first_users_email_or_name(tmp_path):
+    from tutor.instructor import gradescope
+    assert gradescope.metadata(tmp_path) == {}
+    for text in ("not json", "[1, 2]"):
+        (tmp_path / "submission_metadata.json").write_text(text)
+        assert gradescope.metadata(tmp_path) == {}
+    (tmp_path / "submission_metadata.json").write_text('{"users": [{"email": "a@x.org"}], "é": 1}')
+    assert gradescope.metadata(tmp_path) == {"users": [{"email": "a@x.org"}], "é": 1}
+    for meta, who in (({"users": [{"email": "a@x.org", "name": "Ada"}, {"email": "b@x.org"}]}, "a@x.org"),
+                      ({"users": [{"name": "Ada", "email": ""}]}, "Ada"), ({"users": []}, "submission"),
+                      ({"users": "ada"}, "submission"), ({"users": ["ada"]}, "submission"), ({}, "submission")):
+        assert gradescope.submitter(meta) == who
+
+
+@pytest.mark.parametrize("name, text, pairs", [
+    ("answers.toml", 'head-split = "b"\nbroadcast-loss = [3, 3]\n[extra]\nx = 1\n',
+     [("head-split", "b"), ("broadcast-loss", "[3, 3]")]),
+    ("answers.toml", '[answers]\nhead-split = "b"\ncache-offset = true\n', [("head-split", "b"), ("cache-offset", "true")]),
+    ("answers.csv", " Exercise ,Answer,Note\nhead-split,b,n\nshort\ncache-offset,no,\n",
+     [("head-split", "b"), ("cache-offset", "no")]),
+    ("answers.jsonl", '{"exercise": "head-split", "answer": "b"}\n{"exercise": "x"}\n{"exercise": 3, "answer": 1.5}\n',
+     [("head-split", "b"), ("3", "1.5")]),
+    ("answers.json", '[{"exercise": "head-split", "answer": ["a"]}, 7]', [("head-split", '["a"]')])])
+def test_a_submissions_answers_file_reads_as_its_format(tmp_path, name, text, pairs):
+    from tutor.instructor import gradescope
+    assert gradescope._pairs(tmp_path / name, text) == pairs
+
+
+@pytest.mark.parametrize("name, text, sentence", [
+    ("answers.toml", "head-split = \n", 'answers.toml is not valid TOML (Invalid value (at line 1, column 14)); write '
+                                        'one line per exercise such as head-split = "b"'),
+    ("answers.csv", "exercise,prediction\nhead-split,b\n", "answers.csv needs the columns exercise and answer in its "
+                                                           "header"),
+    ("answers.csv", "", "answers.csv needs the columns exercise and answer in its header"),
+    ("answers.jsonl", '{"exercise": "head-split", "answer": "b"}\nnot json\n',
+     'answers.jsonl: line 2 is not a JSON object (Expecting value); write one object per line such as {"exercise": '
+     '"head-split", "answer": "b"}')])
+def test_an_answers_file_that_does_not_read_says_how_to_write_it(tmp_path, name, text, sentence):
+    from tutor.instructor import gradescope
+    with pytest.raises(UsageError) as caught:
+        gradescope._pairs(tmp_path / name, text)
+    assert str(caught.value) == sentence
+
+
+def test_a_submission_reads_its_predictions_then_its_repairs_each_row_numbered(tmp_path, catalog):
+    from tutor.instructor import gradescope
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    (sub / "answers.toml").write_text('head-split = "b"\nnope = "x"\n')
+    (sub / "answers.csv").write_text("exercise,answer\ncache-offset,no\n")
+    (sub / "Head-Split.py").write_bytes(b"x = 1\n")
+    (sub / "bogus.diff").write_bytes(b"--- a\n")
+    (sub / "notes.txt").write_text("ignored")
+    rows = gradescope.read_submission(sub, catalog, "ada@x.org", "2026-11-30T09:00:00+00:00")
+    assert [(r.line, r.mode, r.exercise, r.answer, r.submitted_at, r.problem is None) for r in rows] == [
+        (1, "predict", "head-split", "b", "2026-11-30T09:00:00+00:00", True),
+        (2, "predict", "nope", "x", "2026-11-30T09:00:00+00:00", False),
+        (3, "predict", "cache-offset", "no", "2026-11-30T09:00:00+00:00", True),
+        (4, "fix", "head-split", "file:" + hashlib.sha256(b"x = 1\n").hexdigest()[:16], "2026-11-30T09:00:00+00:00",
+         True),
+        (5, "fix", "bogus", "patch:" + hashlib.sha256(b"--- a\n").hexdigest()[:16], "2026-11-30T09:00:00+00:00",
+         False)]
+    fix = rows[3]
+    assert (fix.learner, fix.key, fix.text, fix.note) == ("ada@x.org", rows[0].key, "x = 1\n", "file")
+    assert rows[4].problem.startswith("there is no exercise 'bogus'")
+    untimed = gradescope.read_submission(sub, catalog, "ada@x.org", None)
+    assert {r.submitted_at for r in untimed} == {None}
+
+
+def test_a_submission_that_cannot_be_read_is_one_sentence(tmp_path, catalog, monkeypatch):
+    from tutor.instructor import gradescope
+    with pytest.raises(UsageError, match=f"^there is no submission folder {tmp_path / 'none'}$"):
+        gradescope.read_submission(tmp_path / "none", catalog, "ada", None)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "readme.txt").write_text("x")
+    with pytest.raises(UsageError) as caught:
+        gradescope.read_submission(sub, catalog, "ada", None)
+    assert str(caught.value) == ("the submission holds nothing to grade: upload answers.toml or answers.csv with "
+                                 "your answers, or ID.py / ID.diff repairs")
+    key = tmp_path / "key.toml"
+    key.write_text('head-split = "b"\n')
+    (sub / "answers.toml").symlink_to(key)
+    with pytest.raises(UsageError, match="^sub/answers.toml is a symbolic link, not a file of its own;"):
+        gradescope.read_submission(sub, catalog, "ada", None)
+    (sub / "answers.toml").unlink()
+    (sub / "answers.toml").write_text('head-split = "b"\n' * 10)
+    monkeypatch.setattr(gradescope, "MAX_ANSWERS_BYTES", 2 * 2**20 - 1)
+    (sub / "answers.toml").write_bytes(b"#" * (2 * 2**20))
+    with pytest.raises(UsageError) as caught:
+        gradescope.read_submission(sub, catalog, "ada", None)
+    assert str(caught.value) == ("sub/answers.toml is larger than 1 MiB; it is not graded (a submission's answers are "
+                                 "one line per exercise: upload only those)")
+
+
+def test_a_repair_by_a_bad_learner_name_or_through_a_link_is_a_problem_row(tmp_path, catalog):
+    from tutor.instructor import gradescope
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "head-split.py").write_text("x = 1\n")
+    [row] = gradescope._repairs(sub, {"head-split.py"}, catalog, "bad/name")
+    assert (row.exercise, row.key, row.problem is not None, row.mode) == ("head-split", None, True, "fix")
+    (tmp_path / "theirs.py").write_text("y = 2\n")
+    (sub / "cache-offset.py").symlink_to(tmp_path / "theirs.py")
+    [linked] = gradescope._repairs(sub, {"cache-offset.py"}, catalog, "ada")
+    assert (linked.exercise, linked.answer, linked.refused, linked.text) == ("cache-offset", "refused",
+                                                                             "cache-offset.py", None)
+    assert linked.problem.startswith("sub/cache-offset.py is a symbolic link")
+
+
+def test_a_submission_is_graded_on_its_runner_with_what_was_not_graded_said(catalog):
+    import datetime as dt
+    from tutor.instructor import gradescope
+    from tutor.instructor.assignment import Assigned, Assignment
+    plan = Assignment((Assigned("head-split", 2.0), Assigned("cache-offset")), name="hw")
+    rows = [_answer_row(1, "head-split", "b"), _answer_row(2, "broadcast-loss", "(3, 3)"),
+            _answer_row(3, "nope", "x", problem="there is no exercise 'nope'")]
+    runner = RecordingRunner()
+    result = gradescope.grade_submission(catalog, rows, plan, runner, dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
+    assert result["score"] == 2.0 and [c[0] for c in runner.calls] == ["head-split"]
+    assert result["output"].endswith(" Not graded (not in this assignment): broadcast-loss. Could not be graded: "
+                                     "'nope': there is no exercise 'nope'.")
+    assert isinstance(result["execution_time"], float)
+    quiet = gradescope.grade_submission(catalog, rows[:1], plan, RecordingRunner())
+    assert "Not graded" not in quiet["output"] and "Could not be graded" not in quiet["output"]
+
+
+def test_one_pool_runs_its_one_runner_in_order():
+    from tutor.instructor.gradescope import _OnePool
+    pool, done = _OnePool("runner"), []
+    assert (pool.runners, pool.device, _OnePool("r", "cpu").device) == (["runner"], "auto", "cpu")
+    assert pool.run([1, 2], lambda runner, job: (runner, job), done.append) == [("runner", 1), ("runner", 2)]
+    assert pool.run([3], lambda runner, job: job, done.append, keep=False) == [] and done[-1] == 3
+
+
+def test_a_submission_that_cannot_be_graded_still_has_results_saying_why():
+    from tutor.instructor.assignment import Assigned, Assignment
+    from tutor.instructor.gradescope import failure, plan_data
+    plan = Assignment((Assigned("head-split", 2.0, (7,), "hidden"),), name="hw", observations="visible")
+    assert failure("no answers file") == {"score": 0.0, "execution_time": 0.0,
+                                          "output": "This submission could not be graded: no answers file",
+                                          "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+    assert failure("x", plan)["tests"] == [{"name": "head-split", "number": "1", "score": 0.0, "max_score": 2.0,
+                                            "status": "failed", "output": "Not graded: x", "visibility": "hidden"}]
+    assert plan_data(plan) == {"name": "hw", "observations": "visible", "exercises": [
+        {"id": "head-split", "points": 2.0, "hidden_seeds": [7], "visibility": "hidden"}]}
