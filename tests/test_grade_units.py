@@ -1779,7 +1779,8 @@ def test_the_metadata_is_a_dict_or_nothing_and_the_submitter_its_first_users_ema
     assert gradescope.metadata(tmp_path) == {"users": [{"email": "a@x.org"}], "é": 1}
     for meta, who in (({"users": [{"email": "a@x.org", "name": "Ada"}, {"email": "b@x.org"}]}, "a@x.org"),
                       ({"users": [{"name": "Ada", "email": ""}]}, "Ada"), ({"users": []}, "submission"),
-                      ({"users": "ada"}, "submission"), ({"users": ["ada"]}, "submission"), ({}, "submission")):
+                      ({"users": "ada"}, "submission"), ({"users": ["ada"]}, "submission"), ({}, "submission"),
+                      ({"users": {"email": "a@x.org"}}, "submission")):
         assert gradescope.submitter(meta) == who
 
 
@@ -1789,6 +1790,8 @@ def test_the_metadata_is_a_dict_or_nothing_and_the_submitter_its_first_users_ema
     ("answers.toml", '[answers]\nhead-split = "b"\ncache-offset = true\n', [("head-split", "b"), ("cache-offset", "true")]),
     ("answers.csv", " Exercise ,Answer,Note\nhead-split,b,n\nshort\ncache-offset,no,\n",
      [("head-split", "b"), ("cache-offset", "no")]),
+    ("answers.csv", "exercise,answer\rhead-split,b\r", [("head-split", "b")]),  # old Mac line ends
+    ("answers.csv", 'exercise,answer\nhead-split,"b\r\nc"\n', [("head-split", "b\r\nc")]),
     ("answers.jsonl", '{"exercise": "head-split", "answer": "b"}\n{"exercise": "x"}\n{"exercise": 3, "answer": 1.5}\n',
      [("head-split", "b"), ("3", "1.5")]),
     ("answers.json", '[{"exercise": "head-split", "answer": ["a"]}, 7]', [("head-split", '["a"]')])])
@@ -1836,6 +1839,10 @@ def test_a_submission_reads_its_predictions_then_its_repairs_each_row_numbered(t
     assert rows[4].problem.startswith("there is no exercise 'bogus'")
     untimed = gradescope.read_submission(sub, catalog, "ada@x.org", None)
     assert {r.submitted_at for r in untimed} == {None}
+    (sub / "answers.csv").write_bytes("\ufeffexercise,answer\ncache-offset,n\xf6\n".encode("utf-8")[:-3] + b"\xff\n")
+    (sub / "answers.toml").write_bytes("\ufeffhead-split = \"b\"\n".encode("utf-8"))
+    marked = gradescope.read_submission(sub, catalog, "ada@x.org", None)
+    assert [(r.exercise, r.answer) for r in marked[:2]] == [("head-split", "b"), ("cache-offset", "n\ufffd")]
 
 
 def test_a_submission_that_cannot_be_read_is_one_sentence(tmp_path, catalog, monkeypatch):
@@ -1869,13 +1876,20 @@ def test_a_repair_by_a_bad_learner_name_or_through_a_link_is_a_problem_row(tmp_p
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "head-split.py").write_text("x = 1\n")
+    from tutor.model.attempts import ProgressError
+    from tutor.store.names import validate_learner
     [row] = gradescope._repairs(sub, {"head-split.py"}, catalog, "bad/name")
-    assert (row.exercise, row.key, row.problem is not None, row.mode) == ("head-split", None, True, "fix")
+    with pytest.raises(ProgressError) as refused:
+        validate_learner("bad/name")
+    assert (row.exercise, row.key, row.learner, row.problem, row.mode) == \
+        ("head-split", None, "bad/name", str(refused.value), "fix")
+    (sub / "broadcast-loss.py").write_bytes(b"x = '\xff'\n")
     (tmp_path / "theirs.py").write_text("y = 2\n")
     (sub / "cache-offset.py").symlink_to(tmp_path / "theirs.py")
-    [linked] = gradescope._repairs(sub, {"cache-offset.py"}, catalog, "ada")
+    linked, later = gradescope._repairs(sub, {"cache-offset.py", "broadcast-loss.py"}, catalog, "ada")[::-1]
     assert (linked.exercise, linked.answer, linked.refused, linked.text) == ("cache-offset", "refused",
                                                                              "cache-offset.py", None)
+    assert (later.exercise, later.text, later.problem) == ("broadcast-loss", "x = '\ufffd'\n", None)  # read on
     assert linked.problem.startswith("sub/cache-offset.py is a symbolic link")
 
 
@@ -1886,14 +1900,28 @@ def test_a_submission_is_graded_on_its_runner_with_what_was_not_graded_said(cata
     plan = Assignment((Assigned("head-split", 2.0), Assigned("cache-offset")), name="hw")
     rows = [_answer_row(1, "head-split", "b"), _answer_row(2, "broadcast-loss", "(3, 3)"),
             _answer_row(3, "nope", "x", problem="there is no exercise 'nope'")]
+    rows += [_answer_row(4, "tie-weights", "1"), _answer_row(5, "other", "x", problem="no such exercise"),
+             _answer_row(6, "cache-offset", "", problem="the answer is empty"),
+             replace(_answer_row(7, "skip-zero-grad"), mode="fix", text="x = 1\n")]  # a repair outside the plan
     runner = RecordingRunner()
-    result = gradescope.grade_submission(catalog, rows, plan, runner, dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
+    clock = iter([10.0, 12.34567])
+    import unittest.mock
+    with unittest.mock.patch.object(gradescope.time, "perf_counter", lambda: next(clock)):
+        result = gradescope.grade_submission(catalog, rows, plan, runner,
+                                             dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
     assert result["score"] == 2.0 and [c[0] for c in runner.calls] == ["head-split"]
-    assert result["output"].endswith(" Not graded (not in this assignment): broadcast-loss. Could not be graded: "
-                                     "'nope': there is no exercise 'nope'.")
-    assert isinstance(result["execution_time"], float)
+    assert result["output"] == (
+        "ada: 2 of 3 points: 1 of 2 exercises matched what their checks observed. Not graded (not in this assignment): "
+        "broadcast-loss, tie-weights, skip-zero-grad. Could not be graded: 'nope': there is no exercise 'nope'; "
+        "'other': no such exercise.")
+    assert result["execution_time"] == 2.346
     quiet = gradescope.grade_submission(catalog, rows[:1], plan, RecordingRunner())
     assert "Not graded" not in quiet["output"] and "Could not be graded" not in quiet["output"]
+    due = Assignment((Assigned("head-split"),), due=dt.datetime(2020, 1, 2, tzinfo=dt.timezone.utc),
+                     observations="after_due_date")
+    early = gradescope.grade_submission(catalog, rows[:1], due, RecordingRunner(),
+                                        dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc))
+    assert early["visibility"] == "after_due_date"  # graded at the time given, not now
 
 
 def test_one_pool_runs_its_one_runner_in_order():
