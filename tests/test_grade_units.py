@@ -1943,3 +1943,124 @@ def test_a_submission_that_cannot_be_graded_still_has_results_saying_why():
                                             "status": "failed", "output": "Not graded: x", "visibility": "hidden"}]
     assert plan_data(plan) == {"name": "hw", "observations": "visible", "exercises": [
         {"id": "head-split", "points": 2.0, "hidden_seeds": [7], "visibility": "hidden"}]}
+
+
+# --- fixes: a folder of repairs, one folder per learner ---------------------------------------------------------
+
+def _fixes_folder(tmp_path):
+    import os
+    root = tmp_path / "fixes"
+    for learner, files in {"ada": {"head-split.py": b"x = 1\n", "Cache-Offset.diff": b"--- a\n", "notes.md": b"n",
+                                   ".hidden.py": b"h"},
+                           "bob": {"head-split.py": b"x = 1\n", "nope.py": b"y\n", "broadcast-loss.patch": b"\xff\n"},
+                           "bad name!": {"head-split.py": b"z\n"}}.items():
+        (root / learner).mkdir(parents=True)
+        for name, data in files.items():
+            (root / learner / name).write_bytes(data)
+    (root / "ada" / "sub").mkdir()
+    (root / ".git").mkdir()
+    (root / "readme.txt").write_text("not a learner")
+    os.utime(root / "ada" / "head-split.py", (1_700_000_000, 1_700_000_000))
+    return root
+
+
+def test_a_fixes_folder_gives_a_row_per_learner_and_file_each_read_or_its_reason(tmp_path, catalog):
+    from tutor.instructor import fixes
+    root = _fixes_folder(tmp_path)
+    rows = fixes.find(root, catalog)
+    got = [(r.line, r.learner, r.exercise, r.note, r.problem is None) for r in rows]
+    assert got == [(1, "ada", "cache-offset", "patch", True), (2, "ada", "head-split", "file", True),
+                   (3, "ada", "notes", None, False), (4, "bad name!", "head-split", "file", False),
+                   (5, "bob", "broadcast-loss", "patch", False), (6, "bob", "head-split", "file", True),
+                   (7, "bob", "nope", "file", False)]
+    notes, bad, latin, nope = rows[2], rows[3], rows[4], rows[6]
+    assert notes.problem == "notes.md is neither a repaired file (ID.py) nor a patch (ID.diff); name it after the exercise"
+    assert bad.key is None and bad.problem.startswith("the learner name")
+    assert latin.problem == "broadcast-loss.patch is not UTF-8 text; save it as UTF-8" and latin.text == "\ufffd\n"
+    assert nope.problem.startswith("there is no exercise 'nope'")
+    ada = rows[1]
+    assert (ada.answer, ada.text, ada.submitted_at, ada.key, ada.mode) == (
+        "file:" + hashlib.sha256(b"x = 1\n").hexdigest()[:16], "x = 1\n", "2023-11-14T22:13:20+00:00", "ada", "fix")
+    assert (ada.same_as, rows[5].same_as) == (["bob"], ["ada"])  # byte-identical work is flagged on both
+
+
+def test_a_linked_file_or_learner_folder_is_refused_never_read(tmp_path, catalog):
+    from tutor.instructor import fixes
+    root = _fixes_folder(tmp_path)
+    (root / "ada" / "skip-zero-grad.py").symlink_to(root / "bob" / "head-split.py")
+    (root / "cy").symlink_to(root / "bob")
+    rows = {(r.learner, r.exercise): r for r in fixes.find(root, catalog)}
+    linked = rows[("ada", "skip-zero-grad")]
+    assert (linked.answer, linked.refused, linked.text) == ("refused", "skip-zero-grad.py", None)
+    assert linked.problem.startswith("ada/skip-zero-grad.py is a symbolic link, not a file of its own;")
+    folder = rows[("cy", None)]
+    assert (folder.refused, folder.answer) == ("cy", "refused") and "symbolic link" in folder.problem
+
+
+def test_a_fixes_folder_that_is_none_or_empty_is_one_sentence(tmp_path, catalog):
+    from tutor.instructor import fixes
+    with pytest.raises(UsageError) as caught:
+        fixes.find(tmp_path / "none", catalog)
+    assert str(caught.value) == (f"there is no folder {tmp_path / 'none'}; --fixes takes a folder with one folder per "
+                                 "learner")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / ".git").mkdir()
+    with pytest.raises(UsageError) as caught:
+        fixes.find(tmp_path / "empty", catalog)
+    assert str(caught.value) == (f"{tmp_path / 'empty'} holds no learner folders; put each learner's files in a folder "
+                                 "named after them")
+
+
+def test_a_submitted_file_is_read_only_when_it_is_a_plain_file_of_its_own_inside_its_folder(tmp_path):
+    import os
+    from tutor.instructor import fixes
+    mine = tmp_path / "ada"
+    mine.mkdir()
+    (mine / "a.py").write_bytes(b"x" * 10)
+    assert fixes.read_file(mine / "a.py", mine) == (b"x" * 10, None)
+    assert fixes.read_file(mine / "a.py", mine, limit=9, advice="hand in less") == \
+        (None, "ada/a.py is larger than 0 MiB; it is not graded (hand in less)")
+    assert fixes.read_file(mine / "none.py", mine) == \
+        (None, "ada/none.py cannot be read (No such file or directory); it is not graded")
+    os.link(mine / "a.py", tmp_path / "theirs.py")
+    assert fixes.read_file(mine / "a.py", mine) == (None, (
+        "ada/a.py has 2 hard links (it is also another file, perhaps a classmate's); it is not graded as this "
+        "learner's work (hand in a copy of the file itself)"))
+    os.mkfifo(mine / "pipe.py")
+    assert fixes.read_file(mine / "pipe.py", mine) == \
+        (None, "ada/pipe.py is not a regular file; it is not graded (hand in a plain .py or .diff file)")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "b.py").write_bytes(b"b")
+    assert fixes.read_file(tmp_path / "other" / "b.py", mine) == \
+        (None, f"b.py does not lie inside {mine}; it is not graded")
+    big = mine / "big.py"
+    big.write_bytes(b"y" * (3 << 20))
+    assert fixes.read_file(big, mine, limit=2 << 20) == \
+        (None, "ada/big.py is larger than 2 MiB; it is not graded (hand in the subject file only)")
+    assert fixes.read_file(big, mine)[0] == b"y" * (3 << 20)  # under the 4 MiB default
+
+
+def test_an_exercise_id_its_hidden_seeds_and_what_lies_inside(catalog):
+    from tutor.instructor import fixes
+    from tutor.instructor.assignment import Assigned, Assignment
+    assert (fixes.exercise_id(catalog, "Head-Split"), fixes.exercise_id(catalog, "nope")) == ("head-split", "nope")
+    plan = Assignment((Assigned("head-split", hidden_seeds=(7, 11)), Assigned("cache-offset")))
+    assert (fixes.seeds_of(plan, "head-split"), fixes.seeds_of(plan, "cache-offset"), fixes.seeds_of(plan, "x"),
+            fixes.seeds_of(None, "head-split")) == ((7, 11), (), (), ())
+    assert fixes._inside(Path("/a/b"), Path("/a/b")) and fixes._inside(Path("/a/b/c"), Path("/a"))
+    assert not fixes._inside(Path("/a/bc"), Path("/a/b"))
+
+
+def test_identical_repairs_are_flagged_only_between_learners_of_one_exercise():
+    from tutor.instructor import fixes
+    from tutor.instructor.answer_rows import AnswerRow
+
+    def fix(learner, exercise, text, key=True, mode="fix"):
+        return AnswerRow(line=0, learner=learner, key=learner if key else None, exercise=exercise, text=text, mode=mode)
+    rows = [fix("cy", "a", "t"), fix("ada", "a", "t"), fix("bob", "a", "t"), fix("ada", "a", "t"),
+            fix("dan", "b", "t"), fix("eve", "a", "t", key=False), fix("fay", "a", None), fix("gus", "a", "t",
+                                                                                             mode="predict"),
+            fix("hal", None, "t"), fix("ivy", "c", "\udcff"), fix("jo", "c", "\udcff")]
+    fixes.mark_identical(rows)
+    assert [r.same_as for r in rows] == [["ada", "bob"], ["bob", "cy"], ["ada", "cy"], ["bob", "cy"], [], [], [], [],
+                                         [], ["jo"], ["ivy"]]
