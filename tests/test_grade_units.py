@@ -1958,6 +1958,7 @@ def _fixes_folder(tmp_path):
         for name, data in files.items():
             (root / learner / name).write_bytes(data)
     (root / "ada" / "sub").mkdir()
+    (root / "ada" / "Aa").mkdir()  # a folder in a learner's folder, sorted first: passed over
     (root / ".git").mkdir()
     (root / "readme.txt").write_text("not a learner")
     os.utime(root / "ada" / "head-split.py", (1_700_000_000, 1_700_000_000))
@@ -1988,13 +1989,16 @@ def test_a_linked_file_or_learner_folder_is_refused_never_read(tmp_path, catalog
     from tutor.instructor import fixes
     root = _fixes_folder(tmp_path)
     (root / "ada" / "skip-zero-grad.py").symlink_to(root / "bob" / "head-split.py")
+    (root / "ada" / "Broadcast-Loss.py").symlink_to(root / "bob" / "head-split.py")  # refused, sorted first
     (root / "cy").symlink_to(root / "bob")
     rows = {(r.learner, r.exercise): r for r in fixes.find(root, catalog)}
     linked = rows[("ada", "skip-zero-grad")]
     assert (linked.answer, linked.refused, linked.text) == ("refused", "skip-zero-grad.py", None)
     assert linked.problem.startswith("ada/skip-zero-grad.py is a symbolic link, not a file of its own;")
     folder = rows[("cy", None)]
-    assert (folder.refused, folder.answer) == ("cy", "refused") and "symbolic link" in folder.problem
+    assert (folder.refused, folder.answer) == ("cy", "refused")
+    assert folder.problem.startswith("fixes/cy is a symbolic link")
+    assert rows[("ada", "broadcast-loss")].refused == "Broadcast-Loss.py" and ("ada", "head-split") in rows
 
 
 def test_a_fixes_folder_that_is_none_or_empty_is_one_sentence(tmp_path, catalog):
@@ -2018,6 +2022,11 @@ def test_a_submitted_file_is_read_only_when_it_is_a_plain_file_of_its_own_inside
     mine.mkdir()
     (mine / "a.py").write_bytes(b"x" * 10)
     assert fixes.read_file(mine / "a.py", mine) == (b"x" * 10, None)
+    assert fixes.read_file(mine / "a.py", mine, limit=10) == (b"x" * 10, None)  # exactly the cap: read
+    (mine / "link.py").symlink_to(mine / "a.py")
+    assert fixes.read_file(mine / "link.py", mine) == (None, (
+        "ada/link.py is a symbolic link, not a file of its own; it is not graded as this learner's work (hand in a "
+        "copy of the file itself)"))
     assert fixes.read_file(mine / "a.py", mine, limit=9, advice="hand in less") == \
         (None, "ada/a.py is larger than 0 MiB; it is not graded (hand in less)")
     assert fixes.read_file(mine / "none.py", mine) == \
@@ -2064,3 +2073,22 @@ def test_identical_repairs_are_flagged_only_between_learners_of_one_exercise():
     fixes.mark_identical(rows)
     assert [r.same_as for r in rows] == [["ada", "bob"], ["bob", "cy"], ["ada", "cy"], ["bob", "cy"], [], [], [], [],
                                          [], ["jo"], ["ivy"]]
+
+
+def test_a_file_swapped_for_a_link_or_a_pipe_after_its_check_is_still_refused(tmp_path, monkeypatch):
+    import os
+    from tutor.instructor import fixes
+    mine = tmp_path / "ada"
+    mine.mkdir()
+    (mine / "real.py").write_text("x = 1\n")
+    (mine / "swapped.py").symlink_to(mine / "real.py")
+    os.mkfifo(mine / "pipe.py")
+    regular = os.stat(mine / "real.py")
+    real_lstat = os.lstat
+    # the check sees a plain file; by the open, it is a link or a pipe (a race with the learner's own process)
+    monkeypatch.setattr(fixes.os, "lstat", lambda p: regular if Path(p).name in ("swapped.py", "pipe.py")
+                        else real_lstat(p))
+    assert fixes.read_file(mine / "swapped.py", mine) == \
+        (None, "ada/swapped.py cannot be read (Too many levels of symbolic links); it is not graded")
+    assert fixes.read_file(mine / "pipe.py", mine) == \
+        (None, "ada/pipe.py is not a regular file; it is not graded (hand in a plain .py or .diff file)")
