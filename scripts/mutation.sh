@@ -74,7 +74,7 @@ tests_for() {
         tutor/instructor/gradescope.py|tutor/instructor/fixes.py)
             echo tests/test_grade_units.py tests/test_grade_batch.py tests/test_grade_json_items.py \
                 tests/hostile/test_grading_submissions.py ;;
-        tutor/instructor/report.py) echo tests/test_report.py tests/test_grade_course.py tests/test_grade_batch.py ;;
+        tutor/instructor/report.py) echo tests/test_report_units.py tests/test_report.py tests/test_grade_course.py tests/test_grade_batch.py ;;
         # the class's grading: the use case, its outputs and the command lines that drive it. A `python -m
         # tutor.cli` child runs the mutant too (tests/conftest.py lets it start under mutmut)
         tutor/instructor/*.py)
