@@ -2092,3 +2092,134 @@ def test_a_file_swapped_for_a_link_or_a_pipe_after_its_check_is_still_refused(tm
         (None, "ada/swapped.py cannot be read (Too many levels of symbolic links); it is not graded")
     assert fixes.read_file(mine / "pipe.py", mine) == \
         (None, "ada/pipe.py is not a regular file; it is not graded (hand in a plain .py or .diff file)")
+
+
+# --- course: the three gradings as use cases --------------------------------------------------------------------
+
+def test_a_merge_joins_the_shards_folders_into_one_gradebook(tmp_path, catalog):
+    from tutor.instructor import course
+    from tutor.instructor.out_folder import write_rows
+    rows = [r for r in FINISHED if r["status"] != "not_assigned"]
+    for name, part in (("a", rows[:3]), ("b", rows[2:])):
+        (tmp_path / name).mkdir()
+        write_rows(tmp_path / name, part)
+    with pytest.raises(UsageError, match="^tutor grade merge needs --out DIR for the joined gradebook and results.json$"):
+        course.merge(course.Request(), catalog, [tmp_path / "a"])
+    done = course.merge(course.Request(out=tmp_path / "out"), catalog, [tmp_path / "a", tmp_path / "b"])
+    assert (done.out, done.plan.ids, done.plan.inferred, done.written.rows, done.graded, done.workers) == \
+        (tmp_path / "out", ["head-split", "cache-offset"], True, 5, [], 0)
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["answers"] == f"{tmp_path / 'a'}, {tmp_path / 'b'}"
+    given = course.merge(course.Request(out=tmp_path / "out2", exercises="head-split"), catalog, [tmp_path / "a"])
+    assert (given.plan.ids, given.plan.inferred) == (["head-split"], False)
+
+
+def test_workers_are_as_asked_but_no_more_than_the_cores_or_the_rows(monkeypatch):
+    from tutor.instructor import course
+    notices = []
+    monkeypatch.setattr(course.grading, "usable_cores", lambda: 4)
+    assert (course.workers(2, 10, notices.append), course.workers(3, 2, notices.append),
+            course.workers(2, 0, notices.append)) == (2, 2, 1)
+    assert notices == []
+    assert course.workers(8, 100, notices.append) == 4
+    assert notices == ["-j 8 asks for more check workers than this machine's 4 cores; using 4"]
+    monkeypatch.setattr(course.grading, "usable_cores", lambda: 1)
+    course.workers(2, 100, notices.append)
+    assert notices[-1] == "-j 2 asks for more check workers than this machine's 1 core; using 1"
+
+
+def _outcome(status, line=2, saved_to=None, save_error=None, ran=True):
+    from tutor.instructor.grade import RowResult
+    return RowResult(_answer_row(line, "head-split"), status, result=_measured(status) if ran else None,
+                     saved_to=saved_to, save_error=save_error)
+
+
+def test_a_tally_counts_what_the_exit_status_and_the_summary_need(monkeypatch):
+    from tutor.instructor import course
+    monkeypatch.setattr(course, "KEPT_ROWS", 3)
+    tally = course.Tally()
+    outcomes = [_outcome("pass", saved_to=Path("/p")), _outcome("fail", save_error="full"),
+                _outcome("unreadable", ran=False)] + [_outcome("timeout", line=n) for n in range(10, 22)]
+    for o in outcomes:
+        tally.add(o)
+    assert (tally.rows, tally.saved, tally.unsaved, tally.unfinished) == (15, 1, 1, 12)
+    assert tally.unfinished_lines == list(range(10, 20)) and tally.kept == outcomes[:3]
+    graded = course.Graded(Path("o"), None, None, tally=tally)
+    assert (graded.saved, graded.rows_graded) == (1, 15)
+
+
+def test_what_could_not_finish_or_be_saved_is_the_exit_status_and_one_sentence():
+    from tutor.instructor import course
+    one = course.Graded(Path("o"), None, None, tally=course.Tally(unfinished=1, unfinished_lines=[4]))
+    course._problems(one)
+    assert (one.problem_kind, one.problem) == ("check", (
+        "the check of 1 row could not finish (lines 4); they score 0 in the gradebook: grade them again when the "
+        "machine is quiet"))
+    two = course.Graded(Path("o"), None, None, tally=course.Tally(unfinished=2, unfinished_lines=[4, 7], unsaved=2))
+    course._problems(two)
+    assert (two.problem_kind, two.problem) == ("save", "2 graded answers could not be saved in full to progress; each "
+                                                       "row's save_error says why")
+    unsaved = course.Graded(Path("o"), None, None, tally=course.Tally(unsaved=1))
+    course._problems(unsaved)
+    assert unsaved.problem.startswith("1 graded answer could not be saved in full")
+    fine = course.Graded(Path("o"), None, None)
+    course._problems(fine)
+    assert (fine.problem, fine.problem_kind) == (None, None)
+    many = course.Graded(Path("o"), None, None, tally=course.Tally(unfinished=2, unfinished_lines=[4, 7]))
+    course._problems(many)
+    assert many.problem.startswith("the check of 2 rows could not finish (lines 4, 7);")
+
+
+def test_a_shard_grades_its_learners_and_a_progress_folder_refusal_names_the_graders_fix(tmp_path, catalog):
+    from tutor.instructor import course, shard
+    from tutor.model.attempts import ProgressError
+    rows = [_answer_row(n, "head-split", learner=f"l{n}") for n in range(40)] + \
+        [replace(_answer_row(99, "head-split"), key=None, learner=None)]
+    mine = list(course._mine(iter(rows), "2/3"))
+    assert mine and all(shard.belongs(r.key if r.key else (r.learner or ""), (2, 3)) for r in mine)
+    assert len(mine) < len(rows) and list(course._mine(rows, None)) == rows
+    assert course.without_no_save(ProgressError("cannot write progress to p (x); choose a writable folder with "
+                                                "--progress-dir, or pass --no-save")) == \
+        "cannot write progress to p (x); choose a writable folder with --progress-dir, or grade without --save"
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "rows.jsonl").mkdir()  # not a file: what was graded cannot be read
+    with pytest.raises(UsageError) as caught:
+        course._graded_so_far(tmp_path / "out")
+    assert str(caught.value) == (f"cannot read the rows graded so far in {tmp_path / 'out' / 'rows.jsonl'} (Is a "
+                                 "directory); fix its permissions, or grade again without --resume")
+
+
+def test_a_fixes_grading_runs_each_row_says_refusals_and_what_a_side_tried(tmp_path, catalog, monkeypatch):
+    from tutor.instructor import course
+    from tutor.instructor.grade import RowResult
+    from tutor.model.errors import CouldNotRun
+    from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError
+    root = _fixes_folder(tmp_path)
+    (root / "ada" / "skip-zero-grad.py").symlink_to(root / "bob" / "head-split.py")
+    graded_rows, closed = [], []
+
+    class Runner:
+        def close(self):
+            closed.append(True)
+
+    def grade_one(cat, runner, row, plan, store, save, hidden_seeds):
+        graded_rows.append((row.learner, row.exercise, hidden_seeds, save))
+        result = replace(_measured("pass"), refused={"yours": ["tried to write ~/x: refused"]}) \
+            if row.learner == "ada" and row.exercise == "head-split" else _measured("fail")
+        return RowResult(row, "pass" if result.status == "pass" else "fail", result=result)
+    monkeypatch.setattr(course.fixes, "grade_one", grade_one)
+    notices, seen = [], []
+    req = course.Request(fixes=str(root), runner_factory=lambda c, d: Runner(), hidden_seeds=3)
+    done = course.grade_fixes(req, catalog, seen.append, notices.append)
+    assert done.out == tmp_path / "fixes-graded" and closed == [True] and len(seen) == done.rows_graded == 8
+    assert ("ada", "head-split", 3, False) in graded_rows
+    assert "ada: the yours side tried to write ~/x: refused" in notices
+    assert any(n.startswith("ada: ada/skip-zero-grad.py is a symbolic link") for n in notices)
+    assert (done.written.rows, done.resumed, done.workers, done.checks) == (8, 0, 1, 8)
+    again = course.grade_fixes(replace(req, resume=True), catalog, seen.append, notices.append)
+    assert (again.resumed, again.rows_graded) == (8, 0)
+    for raised, kind in ((DeviceError("no CUDA"), UsageError), (UnconfinedError("not confined"), UsageError),
+                         (WorkerError("no worker"), CouldNotRun)):
+        monkeypatch.setattr(course.fixes, "grade_one", lambda *a, raised=raised, **k: (_ for _ in ()).throw(raised))
+        with pytest.raises(kind, match=f"^{raised}$"):
+            course.grade_fixes(replace(req, out=tmp_path / "o"), catalog, seen.append, notices.append)
