@@ -134,3 +134,60 @@ def test_a_report_of_no_folder_is_one_sentence(tmp_path):
         build_report(tmp_path / "none")
     assert str(caught.value) == (f"there is no progress folder {tmp_path / 'none'}; name a folder of progress files "
                                  "(tutor report DIR)")
+
+
+def _inline_pool(seen):
+    class Inline:
+        def __init__(self, n, mp_context=None):
+            seen.append(("pool", n))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def map(self, fn, runs):
+            return [fn(r) for r in runs]
+    return Inline
+
+
+def test_the_files_are_shared_out_only_from_parallel_from_on_or_when_jobs_are_asked(fixture_class, catalog, monkeypatch):
+    seen = []
+    monkeypatch.setattr(reporting, "ProcessPoolExecutor", _inline_pool(seen))
+    monkeypatch.setattr(reporting.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    monkeypatch.setattr(reporting, "PARALLEL_FROM", 6)  # the class has 6 files
+    build_report(fixture_class, catalog)
+    monkeypatch.setattr(reporting, "PARALLEL_FROM", 7)
+    build_report(fixture_class, catalog)
+    build_report(fixture_class, catalog, jobs=1)
+    assert seen == [("pool", 3)]
+
+    def no_affinity(pid):
+        raise AttributeError("no sched_getaffinity here")
+    monkeypatch.setattr(reporting.os, "sched_getaffinity", no_affinity)
+    monkeypatch.setattr(reporting.os, "cpu_count", lambda: None)
+    monkeypatch.setattr(reporting, "PARALLEL_FROM", 1)
+    build_report(fixture_class, catalog)  # one core: read here
+    assert seen == [("pool", 3)]
+    two = fixture_class.parent / "two"
+    two.mkdir()
+    for name in ("ada.toml", "bob.toml"):
+        (two / name).write_bytes((fixture_class / name).read_bytes())
+    build_report(two, catalog, jobs=2)
+    assert seen == [("pool", 3), ("pool", 2)]
+
+
+def test_without_fork_the_files_are_read_here(fixture_class, catalog, monkeypatch):
+    one = build_report(fixture_class, catalog, jobs=1).to_dict()
+
+    def no_fork(method):
+        raise ValueError(f"cannot find context for {method!r}")
+    monkeypatch.setattr(reporting.multiprocessing, "get_context", no_fork)
+    assert build_report(fixture_class, catalog, jobs=2).to_dict() == one
+
+
+def test_an_exercise_without_catalog_or_attempts_leaves_its_cells_empty(tmp_path):
+    write(tmp_path, "ada", {"zz-gone": {"attempts": [attempt("b", False, status="timeout")]}})
+    report = build_report(tmp_path)
+    assert to_csv(report).split("\n")[1] == "zz-gone,,,0,0,0,,,1,0,,,0,0,0,,0"
