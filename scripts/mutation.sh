@@ -71,7 +71,8 @@ tests_for() {
         tutor/instructor/course.py)
             echo tests/test_grade_units.py tests/test_grade_course.py tests/test_grade_lms.py tests/test_grade_outputs.py \
                 tests/test_grade_golden.py tests/test_grade.py ;;
-        tutor/instructor/gradescope.py|tutor/instructor/fixes.py)
+        tutor/instructor/fixes.py) echo tests/test_grade_units.py tests/test_fixes_run.py tests/test_grade_batch.py ;;
+        tutor/instructor/gradescope.py)
             echo tests/test_grade_units.py tests/test_grade_batch.py tests/test_grade_json_items.py \
                 tests/hostile/test_grading_submissions.py ;;
         tutor/instructor/report.py) echo tests/test_report_units.py tests/test_report.py tests/test_grade_course.py tests/test_grade_batch.py ;;
