@@ -2223,3 +2223,116 @@ def test_a_fixes_grading_runs_each_row_says_refusals_and_what_a_side_tried(tmp_p
         monkeypatch.setattr(course.fixes, "grade_one", lambda *a, raised=raised, **k: (_ for _ in ()).throw(raised))
         with pytest.raises(kind, match=f"^{raised}$"):
             course.grade_fixes(replace(req, out=tmp_path / "o"), catalog, seen.append, notices.append)
+
+
+CLASS = ("Email,Question,Response\n" + "".join(f"l{n}@x.org,head-split,{'b' if n % 2 else 'a'}\n" for n in range(12))
+         + "l0@x.org,cache-offset,no\n")
+
+
+def _grade_answers(tmp_path, catalog, text=CLASS, notices=None, seen=None, **kw):
+    from test_grade import FakeRunner
+    from tutor.instructor import course
+    path = tmp_path / "week1.csv"
+    path.write_text(text)
+    made = []
+    kw.setdefault("runner_factory", lambda c, d: made.append((c, d)) or FakeRunner(c, d))
+    req = course.Request(answers=str(path), columns="learner=Email,exercise=Question,answer=Response", device="cpu",
+                         **kw)
+    done = course.grade_answers(req, catalog, (seen if seen is not None else []).append,
+                                (notices if notices is not None else []).append)
+    return done, made
+
+
+@pytest.mark.parametrize("exercises", [None, "head-split,cache-offset"])
+def test_grading_answers_reads_the_named_columns_shares_measurements_and_writes_beside_them(tmp_path, catalog,
+                                                                                            exercises, monkeypatch):
+    from tutor.instructor import course
+    ticks = []
+
+    def clock():  # the grading starts at 100 s and every later reading is 102.5 s
+        ticks.append(1)
+        return 100.0 if len(ticks) == 1 else 102.5
+    monkeypatch.setattr(course.time, "perf_counter", clock)
+    seen = []
+    done, made = _grade_answers(tmp_path, catalog, seen=seen, exercises=exercises)
+    assert made == [(catalog, "cpu")]
+    assert (done.out, done.rows_graded, done.checks, done.reused, done.resumed, done.workers, done.duration_s) == \
+        (tmp_path / "week1-graded", 13, 2, 11, 0, 1, 2.5)
+    in_catalog_order = sorted(["head-split", "cache-offset"], key=[e.id for e in catalog.exercises].index)
+    assert done.plan.ids == (["head-split", "cache-offset"] if exercises else in_catalog_order)
+    assert len(seen) == 13 and all(r.status in ("pass", "fail") for r in seen)
+    assert json.loads(done.written.results.read_text())["answers"] == str(tmp_path / "week1.csv")
+
+
+@pytest.mark.parametrize("exercises", [None, "head-split"])
+def test_a_shard_grades_its_learners_only_and_a_layout_asked_for_is_kept(tmp_path, catalog, exercises):
+    from tutor.instructor import shard
+    done, _ = _grade_answers(tmp_path, catalog, shard="2/3", exercises=exercises)
+    expected = [f"l{n}@x.org" for n in range(12) if shard.belongs(f"l{n}@x.org", (2, 3))]
+    assert sorted(r.row.learner for r in done.graded if r.row.exercise == "head-split") == sorted(expected)
+    with pytest.raises(UsageError, match="is not a wide export this tutor reads"):
+        _grade_answers(tmp_path, catalog, layout="wide", exercises=exercises)
+
+
+def test_a_grading_resumes_only_when_asked_and_says_when_it_uses_fewer_workers(tmp_path, catalog, monkeypatch):
+    from tutor.instructor import course
+    monkeypatch.setattr(course.grading, "usable_cores", lambda: 2)
+    notices = []
+    first, _ = _grade_answers(tmp_path, catalog, notices=notices, jobs=5, exercises="head-split,cache-offset")
+    assert "-j 5 asks for more check workers than this machine's 2 cores; using 2" in notices
+    again, _ = _grade_answers(tmp_path, catalog, resume=True)
+    assert (again.resumed, again.rows_graded) == (13, 0)
+    fresh, _ = _grade_answers(tmp_path, catalog)
+    assert (fresh.resumed, fresh.rows_graded) == (0, 13)
+
+
+def test_answers_on_standard_input_are_named_as_standard_input(tmp_path, catalog, monkeypatch):
+    import io as _io
+    from test_grade import FakeRunner
+    from tutor.instructor import course
+    monkeypatch.setattr("sys.stdin", SimpleNamespace(buffer=_io.BytesIO(CLASS.encode())))
+    req = course.Request(answers="-", out=tmp_path / "o", columns="learner=Email,exercise=Question,answer=Response",
+                         runner_factory=lambda c, d: FakeRunner(c, d))
+    done = course.grade_answers(req, catalog, lambda r: None, lambda s: None)
+    assert done.rows_graded == 13
+    monkeypatch.setattr("sys.stdin", SimpleNamespace(buffer=_io.BytesIO(b"who,what\nada,b\n")))
+    with pytest.raises(UsageError, match="^the answers file - has no column learner, exercise, answer"):
+        course.grade_answers(replace(req, columns=None), catalog, lambda r: None, lambda s: None)
+
+
+def test_a_fixes_grading_hands_each_row_its_plan_store_and_runner_and_keeps_resumed_rows(tmp_path, catalog,
+                                                                                         monkeypatch):
+    from tutor.instructor import course, shard
+    from tutor.instructor.grade import RowResult
+    from tutor.store.progress import ProgressStore
+    root = _fixes_folder(tmp_path)
+    calls, made = [], []
+
+    class Runner:
+        def close(self):
+            pass
+
+    def grade_one(cat, runner, row, plan, store, save, hidden_seeds):
+        calls.append((cat, runner, plan, store, save))
+        return RowResult(row, "unreadable" if row.problem else "pass", result=None if row.problem else _measured("pass"))
+    monkeypatch.setattr(course.fixes, "grade_one", grade_one)
+    store = ProgressStore(tmp_path / "progress")
+    req = course.Request(fixes=str(root) + "/", runner_factory=lambda c, d: made.append((c, d)) or Runner(),
+                         device="cpu", store=store)
+    seen = []
+    done = course.grade_fixes(req, catalog, seen.append, lambda s: None)
+    assert done.out == tmp_path / "fixes-graded" and made == [(catalog, "cpu")]
+    assert done.plan.ids == sorted(["cache-offset", "head-split"], key=[e.id for e in catalog.exercises].index)
+    assert all(c[0] is catalog and isinstance(c[1], Runner) and c[2] is done.plan and c[3] is store and c[4]
+               for c in calls)
+    assert all(isinstance(r, RowResult) for r in seen) and done.graded == seen and done.reused == 0
+    assert json.loads(done.written.results.read_text())["answers"] == str(root) + "/"
+    again = course.grade_fixes(replace(req, resume=True), catalog, seen.append, lambda s: None)
+    assert (again.resumed, again.rows_graded, again.written.rows) == (7, 0, 7)
+    regraded = course.grade_fixes(req, catalog, seen.append, lambda s: None)
+    assert (regraded.resumed, regraded.rows_graded) == (0, 7)
+    named = course.grade_fixes(replace(req, exercises="head-split", out=tmp_path / "n", shard="1/2"), catalog,
+                               seen.append, lambda s: None)
+    assert named.plan.ids == ["head-split"]
+    assert 0 < len(named.graded) < 7
+    assert all(shard.belongs(r.row.key if r.row.key is not None else r.row.learner, (1, 2)) for r in named.graded)
