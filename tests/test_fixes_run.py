@@ -54,3 +54,22 @@ def test_rows_that_never_run_and_a_patch_that_does_not_apply(catalog, runner):
                                                           "cache-offset is not in the assignment; reported, not scored")
     bad = fixes.grade_one(catalog, runner, repair("@@ -1 +1 @@\n-no such line\n+x\n", "patch"), plan)
     assert (bad.status, bad.points) == ("unreadable", 3.0) and bad.reason.startswith("hunk 1 (@@ -1 +1 @@) does not apply")
+
+
+def test_a_repair_that_raises_or_cannot_be_patched_is_said_and_a_saved_one_names_its_file(catalog, runner, head_split,
+                                                                                           tmp_path):
+    from tutor.store.progress import ProgressStore
+    task, clean = head_split
+    broken = fixes.grade_one(catalog, runner, repair("raise RuntimeError('no model today')\n"))
+    assert (broken.status, broken.verdict, broken.result.observed, broken.result.correct) == \
+        ("fail", "not fixed", None, False)  # its side raised: nothing of it was observed
+    assert broken.reason.startswith("not fixed: your side did not finish — RuntimeError: no model today")
+    bad = fixes.grade_one(catalog, runner, repair("@@ -1 +1 @@\n-no such line\n+x\n", "patch"))
+    assert bad.row.exercise == "head-split" and f"does not apply to {task.path}:" in bad.reason
+    store = ProgressStore(tmp_path / "progress")
+    saved = fixes.grade_one(catalog, runner, repair(clean), None, store, save=True, hidden_seeds=0)
+    assert (saved.saved_to, saved.save_error) == (store.path("ada"), None)
+    assert [a.mode for a in store.load("ada").of("head-split").attempts] == ["fix"]
+    unsaved = fixes.grade_one(catalog, runner, repair(clean), None, ProgressStore(tmp_path / "other"), save=False,
+                              hidden_seeds=0)
+    assert unsaved.saved_to is None and not (tmp_path / "other").exists()
