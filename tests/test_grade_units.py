@@ -2336,3 +2336,84 @@ def test_a_fixes_grading_hands_each_row_its_plan_store_and_runner_and_keeps_resu
     assert named.plan.ids == ["head-split"]
     assert 0 < len(named.graded) < 7
     assert all(shard.belongs(r.row.key if r.row.key is not None else r.row.learner, (1, 2)) for r in named.graded)
+
+
+def _fixed_clock(monkeypatch, module):
+    ticks = []
+
+    def clock():  # the grading starts at 100 s and every later reading is 102.5 s
+        ticks.append(1)
+        return 100.0 if len(ticks) == 1 else 102.5
+    monkeypatch.setattr(module.time, "perf_counter", clock)
+
+
+def test_a_merge_and_a_fixes_grading_report_what_they_did(tmp_path, catalog, monkeypatch):
+    from tutor.instructor import course
+    from tutor.instructor.grade import RowResult
+    from tutor.instructor.out_folder import write_rows
+    (tmp_path / "a").mkdir()
+    write_rows(tmp_path / "a", FINISHED[:2])
+    (tmp_path / "w.toml").write_text('exercises = ["cache-offset"]\n')
+    _fixed_clock(monkeypatch, course)
+    merged = course.merge(course.Request(out=tmp_path / "m", assignment=str(tmp_path / "w.toml")), catalog,
+                          [tmp_path / "a"])
+    assert (merged.plan.ids, merged.resumed, merged.workers, merged.checks, merged.reused, merged.duration_s) == \
+        (["cache-offset"], 0, 0, 0, 0, 2.5)
+    root = tmp_path / "boxX"
+    (root / "ada").mkdir(parents=True)
+    (root / "ada" / "head-split.py").write_text("x = 1\n")
+
+    class Runner:
+        def close(self):
+            pass
+    monkeypatch.setattr(course.fixes, "grade_one", lambda cat, runner, row, plan, *a, **k: RowResult(row, "pass"))
+    _fixed_clock(monkeypatch, course)
+    req = course.Request(fixes=str(root) + "/", runner_factory=lambda c, d: Runner(),
+                         assignment=str(tmp_path / "w.toml"))
+    done = course.grade_fixes(req, catalog, lambda r: None, lambda s: None)
+    assert (done.out, done.plan.ids, done.duration_s, done.checks, done.reused) == \
+        (tmp_path / "boxX-graded", ["cache-offset"], 2.5, 1, 0)
+    elsewhere = course.grade_fixes(replace(req, out=tmp_path / "elsewhere"), catalog, lambda r: None, lambda s: None)
+    assert elsewhere.out == tmp_path / "elsewhere"
+
+
+def test_a_row_is_sharded_by_its_key_and_one_with_no_learner_by_the_empty_name(catalog):
+    from tutor.instructor import course, shard
+    from tutor.instructor.answer_rows import AnswerRow
+    names = [f"Learner {n}" for n in range(30)]
+    rows = [AnswerRow(line=n, learner=name, key=name.lower()) for n, name in enumerate(names)] + [AnswerRow(line=99)]
+    for k in (1, 2, 3):
+        mine = list(course._mine(rows, f"{k}/3"))
+        assert [r.line for r in mine] == [r.line for r in rows
+                                          if shard.number(r.key if r.key is not None else "", 3) == k]
+    assert any(shard.number(n, 3) != shard.number(n.lower(), 3) for n in names)  # the key decides, not the name
+
+
+def test_a_progress_folder_that_cannot_be_written_stops_the_grading_with_the_graders_fix(tmp_path, catalog):
+    from tutor.instructor import course
+    from tutor.store.progress import ProgressStore
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UsageError) as caught:
+        _grade_answers(tmp_path, catalog, store=ProgressStore(tmp_path / "file" / "progress"))
+    assert str(caught.value).endswith("or grade without --save") and "--no-save" not in str(caught.value)
+
+
+def test_the_workers_started_are_no_more_than_the_readable_rows(tmp_path, catalog, monkeypatch):
+    from tutor.instructor import course
+    monkeypatch.setattr(course.grading, "usable_cores", lambda: 4)
+    notices = []
+    assert course.workers(4, 10, notices.append) == 4 and notices == []  # as many as the cores: nothing to say
+    one = "Email,Question,Response\nada@x.org,head-split,b\nbob@x.org,nope,b\n"
+    done, _ = _grade_answers(tmp_path, catalog, text=one, jobs=3)
+    assert done.workers == 1
+
+
+def test_standard_input_is_named_as_such_with_an_assignment_too(tmp_path, catalog, monkeypatch):
+    import io as _io
+    from test_grade import FakeRunner
+    from tutor.instructor import course
+    monkeypatch.setattr("sys.stdin", SimpleNamespace(buffer=_io.BytesIO(b"who,what\nada,b\n")))
+    req = course.Request(answers="-", out=tmp_path / "o", exercises="head-split",
+                         runner_factory=lambda c, d: FakeRunner(c, d))
+    with pytest.raises(UsageError, match="^the answers file - has no column learner, exercise, answer"):
+        course.grade_answers(req, catalog, lambda r: None, lambda s: None)
