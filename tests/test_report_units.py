@@ -191,3 +191,30 @@ def test_an_exercise_without_catalog_or_attempts_leaves_its_cells_empty(tmp_path
     write(tmp_path, "ada", {"zz-gone": {"attempts": [attempt("b", False, status="timeout")]}})
     report = build_report(tmp_path)
     assert to_csv(report).split("\n")[1] == "zz-gone,,,0,0,0,,,1,0,,,0,0,0,,0"
+
+
+def test_exercises_come_in_the_catalogs_order_then_unknown_ones_by_id(tmp_path, catalog):
+    ids = [e.id for e in catalog.exercises]
+    first, second = next((a, b) for i, a in enumerate(ids) for b in ids[i + 1:] if a > b)  # catalog order is not A-Z
+    for learner, ex_id in (("ada", "zz-gone"), ("bob", second), ("cy", first), ("dan", "aa-gone")):
+        write(tmp_path, learner, {ex_id: {"attempts": [attempt("b", False)]}})
+    assert [e.id for e in build_report(tmp_path, catalog).exercises] == [first, second, "aa-gone", "zz-gone"]
+
+
+def test_the_counts_merge_across_processes_and_rank_wrong_predictions_by_learners_then_attempts(tmp_path, catalog):
+    fix = {**attempt("", True, minute=5), "mode": "fix", "verdict": "fixed"}
+    write(tmp_path, "ada", {"head-split": {"attempts": [{**attempt("c", False), "hints": 1}, fix,
+                                                        {**attempt("", True, minute=6), "mode": "break", "verdict": ""}]}})
+    write(tmp_path, "bob", {"head-split": {"attempts": [{**attempt("d", False), "hints": 2},
+                                                        {**attempt("d", False, minute=1)}, fix]}})
+    write(tmp_path, "cy", {"head-split": {"attempts": [attempt("b", True, 70), attempt("b", True, 71, minute=1),
+                                                       attempt("b", True, 71, minute=2),
+                                                       {**attempt("b", False, 50, status="timeout", minute=3)}]}})
+    one = build_report(tmp_path, catalog, jobs=1)
+    assert build_report(tmp_path, catalog, jobs=3).to_dict() == one.to_dict()
+    [hs] = one.exercises
+    assert [(w.prediction, w.learners, w.attempts) for w in hs.wrong_predictions] == [("d", 1, 2), ("c", 1, 1)]
+    assert (hs.hinted, hs.edits) == (2, {"break": {"pass": 1}, "fix": {"fixed": 2}})  # no verdict: its status
+    [cy] = [c.to_dict() for c in one.calibration]
+    assert (cy["predictions"], cy["mean_confidence"]) == (3, round(212 / 300, 4))  # the timeout's 50 % left out
+    assert cy["mean_confidence"] == 0.7067
