@@ -70,6 +70,15 @@ def test_a_repair_that_raises_or_cannot_be_patched_is_said_and_a_saved_one_names
     saved = fixes.grade_one(catalog, runner, repair(clean), None, store, save=True, hidden_seeds=0)
     assert (saved.saved_to, saved.save_error) == (store.path("ada"), None)
     assert [a.mode for a in store.load("ada").of("head-split").attempts] == ["fix"]
-    unsaved = fixes.grade_one(catalog, runner, repair(clean), None, ProgressStore(tmp_path / "other"), save=False,
-                              hidden_seeds=0)
+    unsaved = fixes.grade_one(catalog, runner, repair(clean), None, ProgressStore(tmp_path / "other"),
+                              hidden_seeds=0)  # saving is asked for, never the default
     assert unsaved.saved_to is None and not (tmp_path / "other").exists()
+
+
+def test_a_repair_that_cannot_be_saved_says_why(catalog, runner, head_split, tmp_path):
+    from tutor.store.progress import ProgressStore
+    _, clean = head_split
+    (tmp_path / "file").write_text("x")
+    done = fixes.grade_one(catalog, runner, repair(clean), None, ProgressStore(tmp_path / "file" / "progress"),
+                           save=True, hidden_seeds=0)
+    assert done.status == "pass" and done.saved_to is None and done.save_error.startswith("cannot write progress to ")
