@@ -67,3 +67,14 @@ def no_editor(monkeypatch):
     """No $VISUAL or $EDITOR, whatever the shell has: edit mode opens the built-in editor."""
     monkeypatch.delenv("VISUAL", raising=False)
     monkeypatch.delenv("EDITOR", raising=False)
+
+
+@pytest.fixture
+def new_york(monkeypatch):
+    """A local time zone that is not UTC, so a time read as local time instead of UTC shows."""
+    import time
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

@@ -247,17 +247,6 @@ def test_a_learners_progress_as_a_dict_names_a_reset_only_when_there_was_one():
 
 # --- which attempt counts ------------------------------------------------------------------------
 
-@pytest.fixture
-def new_york(monkeypatch):
-    """A local time zone that is not UTC, so a time read as local time instead of UTC shows."""
-    import time
-    monkeypatch.setenv("TZ", "America/New_York")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
-
-
 @pytest.mark.parametrize("stamp, key", [
     ("2026-11-30T09:00:00+00:00", (1, "2026-11-30T09:00:00")),  # the form tutor writes
     ("2026-11-30T09:00:00Z", (1, "2026-11-30T09:00:00")),

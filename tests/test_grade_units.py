@@ -1182,17 +1182,6 @@ def test_the_tail_keeps_text_as_written_and_grades_at_the_time_it_is_given(tmp_p
     assert entry["visibility"] == "after_due_date"  # graded a day before the due time: held back
 
 
-@pytest.fixture
-def new_york(monkeypatch):
-    """A local time zone that is not UTC, so a time read as local time instead of UTC shows."""
-    import time
-    monkeypatch.setenv("TZ", "America/New_York")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
-
-
 def test_a_due_time_without_an_offset_is_utc_whatever_the_machines_zone(catalog, new_york):
     plan = _parsed({"due": "2026-12-05T23:59", "exercises": ["head-split"]}, catalog)
     assert plan.to_dict()["due"] == "2026-12-05T23:59:00+00:00"
