@@ -236,23 +236,21 @@ def test_esc_leaves_the_editor_and_keeps_the_text_then_reopening_offers_the_copy
         typed = editor.text
         assert typed.startswith("# my note\n")
         await pilot.press("escape")
-        await pilot.pause()
-        assert not isinstance(pilot.app.screen, EditScreen)
+        await wait_until(pilot, lambda: not isinstance(pilot.app.screen, EditScreen), "the exercise page again")
+        await settle(pilot)  # the working copy is saved by a worker: "f" before it is done finds none yet
         assert working_copy(tmp_path).read_text() == typed  # kept on disk, at once
         await pilot.press("f")
-        await pilot.pause()
-        await pilot.pause()
-        assert isinstance(pilot.app.screen, CopyChoiceScreen)
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, CopyChoiceScreen), "the copy dialog")
         await pilot.press("c")
-        await pilot.pause()
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, EditScreen), "the editor on the copy")
         assert pilot.app.screen.query_one(CodeEditor).text == typed
         await pilot.press("escape")
-        await pilot.pause()
+        await wait_until(pilot, lambda: not isinstance(pilot.app.screen, EditScreen), "the exercise page again")
+        await settle(pilot)  # the working copy is saved by a worker: "f" before it is done finds none yet
         await pilot.press("f")
-        await pilot.pause()
-        await pilot.pause()
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, CopyChoiceScreen), "the copy dialog again")
         await pilot.press("n")  # a fresh copy: the old one is kept as .previous
-        await pilot.pause()
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, EditScreen), "the editor on a fresh copy")
         assert not pilot.app.screen.query_one(CodeEditor).text.startswith("# my note")
         assert working_copy(tmp_path).with_name("model.py.previous").read_text() == typed
     drive(app, script)

@@ -483,11 +483,10 @@ def test_the_copy_dialog_counts_changes_against_the_file_you_started_from(tmp_pa
         editor = screen.query_one(CodeEditor)
         editor.load_text(editor.text.replace(FAULT.after, FAULT.before, 1))  # a complete repair: the clean file
         await pilot.press("escape")
-        await pilot.pause()
+        await wait_until(pilot, lambda: not isinstance(pilot.app.screen, EditScreen), "the exercise page again")
+        await settle(pilot)  # the working copy is saved by a worker: "f" before it is done finds none yet
         await pilot.press("f")
-        await pilot.pause()
-        await pilot.pause()
-        assert isinstance(pilot.app.screen, CopyChoiceScreen)
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, CopyChoiceScreen), "the copy dialog")
         seen["changed"] = pilot.app.screen.changed_lines
     drive(app, script)
     # the fault edits one line; its repair edits it back: one changed line (not 0, not 2 for "out and in")
