@@ -20,8 +20,9 @@ if "mutmut" in sys.modules:
     _popen_init = subprocess.Popen.__init__
 
     def _popen_init_outside_stats(self, *args, env=None, **kwargs):
-        if (os.environ if env is None else env).get("MUTANT_UNDER_TEST") == "stats":
-            env = dict(os.environ if env is None else env, MUTANT_UNDER_TEST="")
+        given = os.environ if env is None else env
+        if given.get("MUTANT_UNDER_TEST") == "stats":
+            env = {**given, "MUTANT_UNDER_TEST": ""}
         _popen_init(self, *args, env=env, **kwargs)
 
     subprocess.Popen.__init__ = _popen_init_outside_stats

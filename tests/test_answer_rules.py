@@ -34,7 +34,7 @@ def test_a_number_reads_as_typed_with_separators_and_fractions(raw, number):
 
 @pytest.mark.parametrize("raw, value", [("Yes.", True), ("no!", False), ("nox", None), ("x", None), ("T", True)])
 def test_yes_and_no_read_in_any_case_without_a_final_stop(raw, value):
-    assert read_bool(raw) is value if value is not None else read_bool(raw) is None
+    assert read_bool(raw) is value
 
 
 @pytest.mark.parametrize("raw, name", [("ValueError:", "ValueError"), ("ValueErrorX", None), ("torch.a.b.OutOfMemoryError",

@@ -42,7 +42,7 @@ def test_the_faulted_file_is_not_fixed_and_says_why(catalog, runner, head_split)
     done = fixes.grade_one(catalog, runner, repair(task.start))
     assert (done.status, done.verdict, done.result.correct) == ("fail", "not fixed", False)
     assert done.diff.startswith("--- a/")  # the gradebook's answer cell: what differs from the clean file
-    assert done.reason and done.reason == done.reason.strip()
+    assert done.reason.startswith("not fixed: yours observes b, clean observes a;")  # the faulted and clean answers
 
 
 def test_rows_that_never_run_and_a_patch_that_does_not_apply(catalog, runner):

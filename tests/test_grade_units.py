@@ -16,7 +16,10 @@ from types import SimpleNamespace
 import pytest
 
 from exercises.faults import Fault
+from test_grade import OBSERVED, FakeRunner
+from test_mutants_rules import _result as _measured  # a worker's RunResult of head-split, as the rules tests make it
 from tutor.instructor import columns, memo, shard, wide
+from tutor.instructor.gradescope import _OnePool  # the pool over one runner that already exists
 from tutor.model.errors import UsageError
 from tutor.sandbox.protocol import Side
 from tutor.sandbox.result import RunResult
@@ -83,11 +86,6 @@ def test_observations_count_every_reuse_and_keep_nothing_without_a_status():
     assert observations.get(("other",), lambda: None) == (None, False)  # nothing to keep: measured again
     assert observations.get(("other",), lambda: "again") == ("again", False)
     assert (observations.measured, observations.reused, observations._running) == (3, 3, {})
-
-
-def _measured(status: str, **fields) -> RunResult:
-    return RunResult(id="head-split", status=status, device="cpu", torch="t", fault="head-split-reshape",
-                     kind="choice", **fields)
 
 
 @pytest.mark.parametrize("prediction, status", [("b", "pass"), ("a", "fail")])
@@ -1501,12 +1499,6 @@ def test_a_tail_or_merged_rows_that_cannot_be_written_say_so(tmp_path):
 
 # --- grade: every row its result, on warm workers -----------------------------------------------------------
 
-def _fake_pool(catalog, device="cpu", jobs=1, **kw):
-    from test_grade import FakeRunner
-    from tutor.instructor.grade import RunnerPool
-    return RunnerPool(catalog, device, jobs, lambda c, d: FakeRunner(c, d, **kw))
-
-
 class RecordingRunner:
     """A runner whose run says what it was given, and raises when told to."""
 
@@ -1514,11 +1506,9 @@ class RecordingRunner:
         self.raises, self.calls = raises, []
 
     def run(self, exercise, prediction=None, seed=0, sides=None):
-        from test_grade import FakeRunner
         self.calls.append((exercise.id, prediction, seed, sides))
         if self.raises is not None:
             raise self.raises
-        from test_grade import OBSERVED
         if exercise.id not in OBSERVED:  # any other exercise observes 1
             return RunResult(id=exercise.id, status="ok", device="cpu", torch="t", fault=exercise.fault,
                              kind=exercise.kind.name, observed=1.0)
@@ -1528,16 +1518,24 @@ class RecordingRunner:
         pass
 
 
-class OnePool:
-    def __init__(self, runner, device="cpu"):
-        self.runner, self.device = runner, device
+class StandInRunner:
+    """The runner of a grading whose rows a stand-in grades: it only has to close (noted in ``closed``)."""
 
-    def run(self, jobs, work, on_done=None, keep=True):
-        out = [work(self.runner, job) for job in jobs]
-        for r in out:
-            if on_done:
-                on_done(r)
-        return out if keep else []
+    def __init__(self, closed: list | None = None):
+        self._closed = closed if closed is not None else []
+
+    def close(self):
+        self._closed.append(True)
+
+
+def _fixed_clock(monkeypatch, module, start: float = 100.0, later: float = 102.5):
+    """``module``'s clock: ``start`` at its first reading (a grading's start), ``later`` at every one after."""
+    ticks = []
+
+    def clock():
+        ticks.append(1)
+        return start if len(ticks) == 1 else later
+    monkeypatch.setattr(module.time, "perf_counter", clock)
 
 
 def _answer_row(line, exercise, answer="b", seed=0, problem=None, learner="ada"):
@@ -1554,7 +1552,7 @@ def test_each_row_is_graded_against_its_own_measurement_once_per_exercise_and_se
     rows = [_answer_row(2, "head-split", "b"), _answer_row(3, "head-split", "a"), _answer_row(4, "cache-offset", "no"),
             _answer_row(5, "head-split", "b", seed=3)]
     kept = Observations()
-    out = grade_rows(catalog, rows, OnePool(runner), seen.append, observations=kept)
+    out = grade_rows(catalog, rows, _OnePool(runner), seen.append, observations=kept)
     assert [(r.status, r.reused, r.points, r.reason) for r in out] == [
         ("pass", False, 1.0, None), ("fail", True, 1.0, "the prediction a is not what the check observed (b)"),
         ("pass", False, 1.0, None), ("pass", False, 1.0, None)]
@@ -1563,11 +1561,11 @@ def test_each_row_is_graded_against_its_own_measurement_once_per_exercise_and_se
     assert runner.calls == [("head-split", None, 0, standard_sides(catalog, head)),
                             ("cache-offset", None, 0, standard_sides(catalog, catalog.get("cache-offset"))),
                             ("head-split", None, 3, standard_sides(catalog, head))]
-    again = grade_rows(catalog, [_answer_row(6, "head-split", "b")], OnePool(runner), observations=kept)
+    again = grade_rows(catalog, [_answer_row(6, "head-split", "b")], _OnePool(runner), observations=kept)
     assert again[0].reused is True and len(runner.calls) == 3  # the shared measurements are reused
-    other_device = grade_rows(catalog, [_answer_row(7, "head-split", "b")], OnePool(runner, "cuda"), observations=kept)
+    other_device = grade_rows(catalog, [_answer_row(7, "head-split", "b")], _OnePool(runner, "cuda"), observations=kept)
     assert other_device[0].reused is False and len(runner.calls) == 4  # another device is another measurement
-    assert grade_rows(catalog, rows, OnePool(runner), keep=False) == []
+    assert grade_rows(catalog, rows, _OnePool(runner), keep=False) == []
 
 
 def test_exercises_that_share_a_fault_are_measured_apart_and_a_pool_without_a_device_is_auto(catalog):
@@ -1578,14 +1576,14 @@ def test_exercises_that_share_a_fault_are_measured_apart_and_a_pool_without_a_de
     assert one.fault == two.fault and one.check != two.check  # the same sides, another check
     runner, kept = RecordingRunner(), Observations()
 
-    class NoDevicePool(OnePool):
+    class NoDevicePool(_OnePool):
         def __init__(self, runner):
-            self.runner = runner
+            self.runners = [runner]
     plan = Assignment((Assigned("tie-weights", 2.0), Assigned("tied-gradient-rows")))
     out = grade_rows(catalog, [_answer_row(2, one.id, "1"), _answer_row(3, two.id, "1")], NoDevicePool(runner),
                      assignment=plan, observations=kept)
     assert [(r.status, r.reused, r.points) for r in out] == [("pass", False, 2.0), ("pass", False, 1.0)]
-    auto = grade_rows(catalog, [_answer_row(4, one.id, "1")], OnePool(runner, "auto"), observations=kept)
+    auto = grade_rows(catalog, [_answer_row(4, one.id, "1")], _OnePool(runner, "auto"), observations=kept)
     assert auto[0].reused is True and len(runner.calls) == 2
 
 
@@ -1596,14 +1594,14 @@ def test_rows_that_cannot_run_are_their_result_at_once(catalog):
     plan = Assignment((Assigned("head-split", 2.0),), name="week 1")
     rows = [_answer_row(2, "head-split", problem="the answer is empty"), _answer_row(3, "cache-offset"),
             _answer_row(4, None, problem="the row names no exercise")]
-    out = grade_rows(catalog, rows, OnePool(runner), assignment=plan)
+    out = grade_rows(catalog, rows, _OnePool(runner), assignment=plan)
     assert [(r.row, r.status, r.points, r.reason, r.result) for r in out] == [
         (rows[0], "unreadable", 2.0, "the answer is empty", None),
         (rows[1], "not_assigned", 0, "cache-offset is not in the assignment week 1; reported, not scored", None),
         (rows[2], "unreadable", 0.0, "the row names no exercise", None)]
-    unnamed = grade_rows(catalog, [rows[1]], OnePool(runner), assignment=Assignment((Assigned("head-split"),)))
+    unnamed = grade_rows(catalog, [rows[1]], _OnePool(runner), assignment=Assignment((Assigned("head-split"),)))
     assert unnamed[0].reason == "cache-offset is not in the assignment; reported, not scored"
-    assert grade_rows(catalog, [rows[0]], OnePool(runner))[0].points == 1.0 and runner.calls == []
+    assert grade_rows(catalog, [rows[0]], _OnePool(runner))[0].points == 1.0 and runner.calls == []
 
 
 def test_a_check_that_cannot_run_confined_or_at_all_stops_the_grading_in_one_sentence(catalog):
@@ -1613,10 +1611,10 @@ def test_a_check_that_cannot_run_confined_or_at_all_stops_the_grading_in_one_sen
     for raised, kind in ((UnconfinedError("the checks cannot run confined here"), UsageError),
                          (WorkerError("the worker did not start"), CouldNotRun)):
         with pytest.raises(kind) as caught:
-            grade_rows(catalog, [_answer_row(2, "head-split")], OnePool(RecordingRunner(raised)))
+            grade_rows(catalog, [_answer_row(2, "head-split")], _OnePool(RecordingRunner(raised)))
         assert str(caught.value) == str(raised)
 
-    class NoDevice(OnePool):
+    class NoDevice(_OnePool):
         def run(self, *args, **kwargs):
             raise DeviceError("CUDA is not available on this machine; grade with --device cpu")
     with pytest.raises(UsageError, match="^CUDA is not available on this machine; grade with --device cpu$"):
@@ -1882,7 +1880,7 @@ def test_a_repair_by_a_bad_learner_name_or_through_a_link_is_a_problem_row(tmp_p
     assert linked.problem.startswith("sub/cache-offset.py is a symbolic link")
 
 
-def test_a_submission_is_graded_on_its_runner_with_what_was_not_graded_said(catalog):
+def test_a_submission_is_graded_on_its_runner_with_what_was_not_graded_said(catalog, monkeypatch):
     import datetime as dt
     from tutor.instructor import gradescope
     from tutor.instructor.assignment import Assigned, Assignment
@@ -1893,11 +1891,8 @@ def test_a_submission_is_graded_on_its_runner_with_what_was_not_graded_said(cata
              _answer_row(6, "cache-offset", "", problem="the answer is empty"),
              replace(_answer_row(7, "skip-zero-grad"), mode="fix", text="x = 1\n")]  # a repair outside the plan
     runner = RecordingRunner()
-    clock = iter([10.0, 12.34567])
-    import unittest.mock
-    with unittest.mock.patch.object(gradescope.time, "perf_counter", lambda: next(clock)):
-        result = gradescope.grade_submission(catalog, rows, plan, runner,
-                                             dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
+    _fixed_clock(monkeypatch, gradescope, 10.0, 12.34567)
+    result = gradescope.grade_submission(catalog, rows, plan, runner, dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
     assert result["score"] == 2.0 and [c[0] for c in runner.calls] == ["head-split"]
     assert result["output"] == (
         "ada: 2 of 3 points: 1 of 2 exercises matched what their checks observed. Not graded (not in this assignment): "
@@ -1914,7 +1909,6 @@ def test_a_submission_is_graded_on_its_runner_with_what_was_not_graded_said(cata
 
 
 def test_one_pool_runs_its_one_runner_in_order():
-    from tutor.instructor.gradescope import _OnePool
     pool, done = _OnePool("runner"), []
     assert (pool.runners, pool.device, _OnePool("r", "cpu").device) == (["runner"], "auto", "cpu")
     assert pool.run([1, 2], lambda runner, job: (runner, job), done.append) == [("runner", 1), ("runner", 2)]
@@ -2187,10 +2181,6 @@ def test_a_fixes_grading_runs_each_row_says_refusals_and_what_a_side_tried(tmp_p
     (root / "ada" / "skip-zero-grad.py").symlink_to(root / "bob" / "head-split.py")
     graded_rows, closed = [], []
 
-    class Runner:
-        def close(self):
-            closed.append(True)
-
     def grade_one(cat, runner, row, plan, store, save, hidden_seeds):
         graded_rows.append((row.learner, row.exercise, hidden_seeds, save))
         result = replace(_measured("pass"), refused={"yours": ["tried to write ~/x: refused"]}) \
@@ -2198,7 +2188,7 @@ def test_a_fixes_grading_runs_each_row_says_refusals_and_what_a_side_tried(tmp_p
         return RowResult(row, "pass" if result.status == "pass" else "fail", result=result)
     monkeypatch.setattr(course.fixes, "grade_one", grade_one)
     notices, seen = [], []
-    req = course.Request(fixes=str(root), runner_factory=lambda c, d: Runner(), hidden_seeds=3)
+    req = course.Request(fixes=str(root), runner_factory=lambda c, d: StandInRunner(closed), hidden_seeds=3)
     done = course.grade_fixes(req, catalog, seen.append, notices.append)
     assert done.out == tmp_path / "fixes-graded" and closed == [True] and len(seen) == done.rows_graded == 8
     assert ("ada", "head-split", 3, False) in graded_rows
@@ -2219,7 +2209,6 @@ CLASS = ("Email,Question,Response\n" + "".join(f"l{n}@x.org,head-split,{'b' if n
 
 
 def _grade_answers(tmp_path, catalog, text=CLASS, notices=None, seen=None, **kw):
-    from test_grade import FakeRunner
     from tutor.instructor import course
     path = tmp_path / "week1.csv"
     path.write_text(text)
@@ -2236,12 +2225,7 @@ def _grade_answers(tmp_path, catalog, text=CLASS, notices=None, seen=None, **kw)
 def test_grading_answers_reads_the_named_columns_shares_measurements_and_writes_beside_them(tmp_path, catalog,
                                                                                             exercises, monkeypatch):
     from tutor.instructor import course
-    ticks = []
-
-    def clock():  # the grading starts at 100 s and every later reading is 102.5 s
-        ticks.append(1)
-        return 100.0 if len(ticks) == 1 else 102.5
-    monkeypatch.setattr(course.time, "perf_counter", clock)
+    _fixed_clock(monkeypatch, course)
     seen = []
     done, made = _grade_answers(tmp_path, catalog, seen=seen, exercises=exercises)
     assert made == [(catalog, "cpu")]
@@ -2277,7 +2261,6 @@ def test_a_grading_resumes_only_when_asked_and_says_when_it_uses_fewer_workers(t
 
 def test_answers_on_standard_input_are_named_as_standard_input(tmp_path, catalog, monkeypatch):
     import io as _io
-    from test_grade import FakeRunner
     from tutor.instructor import course
     monkeypatch.setattr("sys.stdin", SimpleNamespace(buffer=_io.BytesIO(CLASS.encode())))
     req = course.Request(answers="-", out=tmp_path / "o", columns="learner=Email,exercise=Question,answer=Response",
@@ -2297,22 +2280,18 @@ def test_a_fixes_grading_hands_each_row_its_plan_store_and_runner_and_keeps_resu
     root = _fixes_folder(tmp_path)
     calls, made = [], []
 
-    class Runner:
-        def close(self):
-            pass
-
     def grade_one(cat, runner, row, plan, store, save, hidden_seeds):
         calls.append((cat, runner, plan, store, save))
         return RowResult(row, "unreadable" if row.problem else "pass", result=None if row.problem else _measured("pass"))
     monkeypatch.setattr(course.fixes, "grade_one", grade_one)
     store = ProgressStore(tmp_path / "progress")
-    req = course.Request(fixes=str(root) + "/", runner_factory=lambda c, d: made.append((c, d)) or Runner(),
+    req = course.Request(fixes=str(root) + "/", runner_factory=lambda c, d: made.append((c, d)) or StandInRunner(),
                          device="cpu", store=store)
     seen = []
     done = course.grade_fixes(req, catalog, seen.append, lambda s: None)
     assert done.out == tmp_path / "fixes-graded" and made == [(catalog, "cpu")]
     assert done.plan.ids == sorted(["cache-offset", "head-split"], key=[e.id for e in catalog.exercises].index)
-    assert all(c[0] is catalog and isinstance(c[1], Runner) and c[2] is done.plan and c[3] is store and c[4]
+    assert all(c[0] is catalog and isinstance(c[1], StandInRunner) and c[2] is done.plan and c[3] is store and c[4]
                for c in calls)
     assert all(isinstance(r, RowResult) for r in seen) and done.graded == seen and done.reused == 0
     assert json.loads(done.written.results.read_text())["answers"] == str(root) + "/"
@@ -2325,15 +2304,6 @@ def test_a_fixes_grading_hands_each_row_its_plan_store_and_runner_and_keeps_resu
     assert named.plan.ids == ["head-split"]
     assert 0 < len(named.graded) < 7
     assert all(shard.belongs(r.row.key if r.row.key is not None else r.row.learner, (1, 2)) for r in named.graded)
-
-
-def _fixed_clock(monkeypatch, module):
-    ticks = []
-
-    def clock():  # the grading starts at 100 s and every later reading is 102.5 s
-        ticks.append(1)
-        return 100.0 if len(ticks) == 1 else 102.5
-    monkeypatch.setattr(module.time, "perf_counter", clock)
 
 
 def test_a_merge_and_a_fixes_grading_report_what_they_did(tmp_path, catalog, monkeypatch):
@@ -2352,12 +2322,9 @@ def test_a_merge_and_a_fixes_grading_report_what_they_did(tmp_path, catalog, mon
     (root / "ada").mkdir(parents=True)
     (root / "ada" / "head-split.py").write_text("x = 1\n")
 
-    class Runner:
-        def close(self):
-            pass
     monkeypatch.setattr(course.fixes, "grade_one", lambda cat, runner, row, plan, *a, **k: RowResult(row, "pass"))
     _fixed_clock(monkeypatch, course)
-    req = course.Request(fixes=str(root) + "/", runner_factory=lambda c, d: Runner(),
+    req = course.Request(fixes=str(root) + "/", runner_factory=lambda c, d: StandInRunner(),
                          assignment=str(tmp_path / "w.toml"))
     done = course.grade_fixes(req, catalog, lambda r: None, lambda s: None)
     assert (done.out, done.plan.ids, done.duration_s, done.checks, done.reused) == \
@@ -2399,7 +2366,6 @@ def test_the_workers_started_are_no_more_than_the_readable_rows(tmp_path, catalo
 
 def test_standard_input_is_named_as_such_with_an_assignment_too(tmp_path, catalog, monkeypatch):
     import io as _io
-    from test_grade import FakeRunner
     from tutor.instructor import course
     monkeypatch.setattr("sys.stdin", SimpleNamespace(buffer=_io.BytesIO(b"who,what\nada,b\n")))
     req = course.Request(answers="-", out=tmp_path / "o", exercises="head-split",

@@ -57,19 +57,18 @@ def test_a_patch_written_on_windows_or_against_a_file_without_a_final_newline_ap
     assert apply_patch("old\nkeep", context_last, "m.py") == "new\nkeep"
 
 
-def test_a_patch_that_is_not_one_says_how_to_make_it():
+@pytest.mark.parametrize("text, diff, sentence", [
+    ("a\n", "just text\n", "the patch holds no hunk (no line starting with '@@'); make it with 'diff -u faulted.py "
+                            "yours.py' or 'git diff'"),
+    ("a\n", "@@ -1 +1 @@\n*a\n", "hunk 1 (@@ -1 +1 @@) holds a line that starts with '*', not ' ', '-' or '+'; write "
+                                  "the patch with 'diff -u' or 'git diff'"),
+    ("a\nb\n", "@@ -1,2 +1,2 @@\n-a\n+A\n@@ -2 +2 @@\n-b\n+B\n",
+     "hunk 1 (@@ -1,2 +1,2 @@) ends before the 2 old and 2 new lines its header states; the patch was cut or edited "
+     "by hand")])
+def test_a_patch_that_is_not_one_says_how_to_make_it(text, diff, sentence):
     with pytest.raises(PatchError) as caught:
-        apply_patch("a\n", "just text\n", "m.py")
-    assert str(caught.value) == ("the patch holds no hunk (no line starting with '@@'); make it with 'diff -u "
-                                 "faulted.py yours.py' or 'git diff'")
-    with pytest.raises(PatchError) as caught:
-        apply_patch("a\n", "@@ -1 +1 @@\n*a\n", "m.py")
-    assert str(caught.value) == ("hunk 1 (@@ -1 +1 @@) holds a line that starts with '*', not ' ', '-' or '+'; write "
-                                 "the patch with 'diff -u' or 'git diff'")
-    with pytest.raises(PatchError) as caught:
-        apply_patch("a\nb\n", "@@ -1,2 +1,2 @@\n-a\n+A\n@@ -2 +2 @@\n-b\n+B\n", "m.py")
-    assert str(caught.value) == ("hunk 1 (@@ -1,2 +1,2 @@) ends before the 2 old and 2 new lines its header states; "
-                                 "the patch was cut or edited by hand")
+        apply_patch(text, diff, "m.py")
+    assert str(caught.value) == sentence
 
 
 def test_a_hunk_not_found_names_its_first_line_and_where_it_was_looked_for():

@@ -82,9 +82,9 @@ class _NoProcesses:
         raise OSError(11, "Resource temporarily unavailable")
 
 
-def test_the_pool_splits_the_files_into_one_run_per_job(fixture_class, catalog, monkeypatch):
-    seen = []
-
+def _inline_pool(seen: list, runs: list | None = None):
+    """A ProcessPoolExecutor that maps in this process: each pool made is noted in ``seen`` (its size and
+    start method), each map's run sizes in ``runs``."""
     class Inline:
         def __init__(self, n, mp_context=None):
             seen.append(("pool", n, mp_context.get_start_method()))
@@ -95,13 +95,19 @@ def test_the_pool_splits_the_files_into_one_run_per_job(fixture_class, catalog, 
         def __exit__(self, *exc):
             return False
 
-        def map(self, fn, runs):
-            runs = list(runs)
-            seen.append(("runs", [len(r) for r in runs]))
-            return [fn(r) for r in runs]
-    monkeypatch.setattr(reporting, "ProcessPoolExecutor", Inline)
+        def map(self, fn, parts):
+            parts = list(parts)
+            if runs is not None:
+                runs.append([len(p) for p in parts])
+            return [fn(p) for p in parts]
+    return Inline
+
+
+def test_the_pool_splits_the_files_into_one_run_per_job(fixture_class, catalog, monkeypatch):
+    seen, runs = [], []
+    monkeypatch.setattr(reporting, "ProcessPoolExecutor", _inline_pool(seen, runs))
     assert build_report(fixture_class, catalog, jobs=2).learners == 5
-    assert seen == [("pool", 2, "fork"), ("runs", [3, 3])]
+    assert (seen, runs) == ([("pool", 2, "fork")], [[3, 3]])
 
 
 def test_edit_mode_attempts_and_hints_are_counted_apart(tmp_path, catalog):
@@ -136,22 +142,6 @@ def test_a_report_of_no_folder_is_one_sentence(tmp_path):
                                  "(tutor report DIR)")
 
 
-def _inline_pool(seen):
-    class Inline:
-        def __init__(self, n, mp_context=None):
-            seen.append(("pool", n))
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def map(self, fn, runs):
-            return [fn(r) for r in runs]
-    return Inline
-
-
 def test_the_files_are_shared_out_only_from_parallel_from_on_or_when_jobs_are_asked(fixture_class, catalog, monkeypatch):
     seen = []
     monkeypatch.setattr(reporting, "ProcessPoolExecutor", _inline_pool(seen))
@@ -161,7 +151,7 @@ def test_the_files_are_shared_out_only_from_parallel_from_on_or_when_jobs_are_as
     monkeypatch.setattr(reporting, "PARALLEL_FROM", 7)
     build_report(fixture_class, catalog)
     build_report(fixture_class, catalog, jobs=1)
-    assert seen == [("pool", 3)]
+    assert seen == [("pool", 3, "fork")]
 
     def no_affinity(pid):
         raise AttributeError("no sched_getaffinity here")
@@ -169,13 +159,13 @@ def test_the_files_are_shared_out_only_from_parallel_from_on_or_when_jobs_are_as
     monkeypatch.setattr(reporting.os, "cpu_count", lambda: None)
     monkeypatch.setattr(reporting, "PARALLEL_FROM", 1)
     build_report(fixture_class, catalog)  # one core: read here
-    assert seen == [("pool", 3)]
+    assert seen == [("pool", 3, "fork")]
     two = fixture_class.parent / "two"
     two.mkdir()
     for name in ("ada.toml", "bob.toml"):
         (two / name).write_bytes((fixture_class / name).read_bytes())
     build_report(two, catalog, jobs=2)
-    assert seen == [("pool", 3), ("pool", 2)]
+    assert seen == [("pool", 3, "fork"), ("pool", 2, "fork")]
 
 
 def test_without_fork_the_files_are_read_here(fixture_class, catalog, monkeypatch):
