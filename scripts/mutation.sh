@@ -9,7 +9,8 @@
 #   scripts/mutation.sh                       the four files below, one after another
 #   scripts/mutation.sh tutor/model/answers/kinds.py  one file
 #   scripts/mutation.sh tutor/instructor     a folder's files in one mutmut run (one pass
-#                                             to map tests to functions), scored file by file
+#                                             to map tests to functions, the tests of every
+#                                             file of it), scored file by file
 # Environment:
 #   PYTHON            the interpreter with mutmut installed (default: .venv/bin/python)
 #   MUTATION_CHILDREN mutants tested at once (default 1: the machine is shared)
@@ -126,8 +127,16 @@ files=("$@")
 summary=()
 for file in "${files[@]}"; do
     file=${file%/}
-    if [ -d "$root/$file" ]; then glob="$file/*"; chooser="$file/__init__.py"
-    elif [ -f "$root/$file" ]; then glob="$file"; chooser="$file"
+    if [ -d "$root/$file" ]; then  # every file's tests, once each (a package's __init__.py has none of its own)
+        glob="$file/*"
+        selection=""
+        for py in $(git -C "$root" ls-files "$file" | grep '\.py$' | grep -v '/__init__\.py$'); do
+            selection="$selection $(tests_for "$py")" || exit 2
+        done
+        selection=$(printf '%s\n' $selection | awk '!seen[$0]++')
+    elif [ -f "$root/$file" ]; then
+        glob="$file"
+        selection=$(tests_for "$file") || exit 2
     else echo "scripts/mutation.sh: $file is neither a file nor a folder of this checkout" >&2; exit 2
     fi
     scratch=$(mktemp -d "${TMPDIR:-/tmp}/mutation.XXXXXX")
@@ -138,7 +147,6 @@ for file in "${files[@]}"; do
             | xargs -0 -I{} sh -c '[ -e "{}" ] && printf "%s\0" "{}"' \
             | tar --null -T - -cf -) | tar -C "$scratch" -xf -
     fi
-    selection=$(tests_for "$chooser") || exit 2
     tests=""  # a TOML list of the selected test files that this copy has, and pytest options (-...) as given
     for t in $selection; do
         case "$t" in
