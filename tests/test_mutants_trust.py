@@ -2,8 +2,8 @@
 
 A side's result pipe is read with :func:`tutor.sandbox.protocol.verify`: only a line signed with
 that side's own key is the check's; anything the subject writes there, however it is dressed, is
-tampering. The read policy (:func:`tutor.sandbox.confine.read_roots`) cuts a forbidden folder out of
-an allowed one, and only that folder: a sibling whose name merely starts the same stays readable.
+tampering. The read policy (:func:`tutor.sandbox.confine.read_roots`) cuts a forbidden folder (the worker's
+scratch, where every side's tree lies) out of an allowed one, and only that folder: a sibling whose name merely starts the same stays readable.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_a_forbidden_folder_is_cut_out_and_a_sibling_that_starts_like_it_stays(t
     for name in ("tree", "tree2", "tree-other"):
         (packages / name).mkdir(parents=True)
     monkeypatch.setattr(sys, "path", [*sys.path, str(packages)])
-    roots = confine.read_roots(forbidden=[str(packages / "tree")], cut_private=False)
+    roots = confine.read_roots(forbidden=[str(packages / "tree")])
     real = os.path.realpath(packages)
     assert os.path.join(real, "tree2") in roots and os.path.join(real, "tree-other") in roots
     assert os.path.join(real, "tree") not in roots and real not in roots
@@ -67,7 +67,7 @@ def test_a_folder_that_starts_like_a_forbidden_one_is_allowed_whole(tmp_path, mo
     (packages / "x").mkdir(parents=True)
     (tmp_path / "site-packages-private").mkdir()
     monkeypatch.setattr(sys, "path", [*sys.path, str(packages)])
-    roots = confine.read_roots(forbidden=[str(tmp_path / "site-packages-private")], cut_private=False)
+    roots = confine.read_roots(forbidden=[str(tmp_path / "site-packages-private")])
     assert os.path.realpath(packages) in roots  # not cut open: nothing forbidden lies inside it
 
 
@@ -90,11 +90,14 @@ def test_the_read_roots_are_the_installation_its_packages_metadata_and_the_syste
     monkeypatch.setattr(confine.sysconfig, "get_paths", lambda: paths)
     monkeypatch.setattr(confine, "SYSTEM_READ", (folder("system"),))
     real = os.path.realpath
-    assert confine.read_roots(cut_private=False) == tuple(sorted(real(p) for p in [
+    monkeypatch.setattr(confine, "installed_packages", lambda: [])
+    assert confine.read_roots() == tuple(sorted(real(p) for p in [
         prefix + "/lib", entries[0], entries[1], entries[2], *paths.values(), tmp_path / "system",
         tmp_path / "checkout" / "tutor.egg-info", tmp_path / "checkout" / "engine-1.0.dist-info"]))
-    monkeypatch.setattr(confine, "installed_packages", lambda: [entries[1]])  # an installed copy of the subject
-    assert real(entries[1]) not in confine.read_roots() and real(entries[1]) in confine.read_roots(cut_private=False)
+    # the tutor's own package folders are readable wherever they are, and the checkout around them is not
+    monkeypatch.setattr(confine, "installed_packages", lambda: [folder("checkout", "private")])
+    roots = confine.read_roots()
+    assert real(tmp_path / "checkout" / "private") in roots and real(tmp_path / "checkout") not in roots
 
 
 def test_a_forbidden_folder_is_cut_out_down_to_thirteen_levels_and_below_that_nothing_is_allowed(tmp_path):

@@ -290,7 +290,7 @@ def _audit_policy(work: str, audited: str, granted: list[str] = ()):
              os.path.dirname(os.path.abspath(sys.executable)), os.path.join(sys.prefix, "pyvenv.cfg"), *granted]
     if granted:  # a factory granted a git mirror runs git, which stops on a config file it may not read
         extra += [p for p in GIT_CONFIG if os.path.exists(p)]
-    roots = confine.read_roots(cut_private=False)
+    roots = confine.read_roots()
     return landlock.Policy(tree=os.path.realpath(work), read=roots + tuple(extra), network=True), abi
 
 

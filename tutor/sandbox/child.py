@@ -228,13 +228,15 @@ def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, 
         cap_files()
         # a warden that made a user namespace holds every capability inside it; its child gives them all up
         landlock.drop_capabilities()
+        # the filter is made while every installed package is readable (pyseccomp and libseccomp among them)
+        seccomp_filter = seccomp.build() if status.seccomp else None
         if status.landlock:
             policy = landlock.Policy(tree=folder, read=roots, network=not status.net_namespace)
             confine.Attempts(policy, lambda what: send(Attempted(what=what)), seccomp=status.seccomp,
                              signals=status.signals, network_refused=status.network != "none").install()
             landlock.restrict(policy, status.landlock)
-        if status.seccomp:
-            seccomp.apply()  # last: Landlock's own calls are done, and no subject code has run yet
+        if seccomp_filter is not None:
+            seccomp.load(seccomp_filter)  # last: Landlock's own calls are done, and no subject code has run yet
         random.seed(request.seed)
         np.random.seed(request.seed)
         torch.manual_seed(request.seed)

@@ -12,8 +12,7 @@ mechanisms the kernel enforces:
   it a full set), and the size of any file it writes capped
   (``RLIMIT_FSIZE``, :data:`FILE_CAP_MB`);
 * **Landlock** (:mod:`tutor.sandbox.landlock`): *read* its private tree,
-  the Python installation (less any installed copy of the subject packages
-  and of ``tutor``), the system's libraries and ``/proc``/``/sys``; *write*
+  the Python installation and the tutor's own packages, the system's libraries and ``/proc``/``/sys``; *write*
   only its private tree (where it may not make device nodes, FIFOs, sockets
   or symlinks) and ``/dev/null``. ABI 4 and later also refuse TCP where no
   network namespace could be made; ABI 6 and later signals and abstract
@@ -62,7 +61,8 @@ ENV = "TUTOR_CONFINE"
 #: The largest file a side may write, MiB (``RLIMIT_FSIZE``; ``TUTOR_FILE_CAP_MB``).
 _FILE_CAP = os.environ.get("TUTOR_FILE_CAP_MB", "").strip()
 FILE_CAP_MB = max(1, int(_FILE_CAP)) if _FILE_CAP.isdigit() else 256
-#: The packages no side may read outside its own tree (their installed copies hold the clean subject).
+#: The tutor's own packages: the subject (``engine``, ``exercises``) and the tutor. Readable by every side
+#: wherever they are installed (:func:`read_roots`); a side runs its own private copy of the subject first.
 PRIVATE_PACKAGES = ("engine", "exercises", "tutor")
 
 # --- what a child may read -------------------------------------------------------------------------
@@ -108,19 +108,26 @@ def installed_packages() -> list[str]:
     return found
 
 
-def read_roots(forbidden: Iterable[str] = (), cut_private: bool = True) -> tuple[str, ...]:
-    """What every side's child may read, less ``forbidden`` and the installed private packages.
+def read_roots(forbidden: Iterable[str] = ()) -> tuple[str, ...]:
+    """What every side's child may read, less ``forbidden``.
 
     The Python installation (its standard library, and every ``sys.path``
     entry inside it or named ``site-packages``: never the folder the tutor
-    was started in), and :data:`SYSTEM_READ`; a forbidden folder
-    inside one of them (a non-editable install puts ``exercises/`` in
-    ``site-packages``) is cut out by allowing each of its siblings instead.
-    ``cut_private=False`` keeps the installed private packages (the audit
-    runs the tutor's own instruments on the user's own model).
+    was started in), the folders of the tutor's own packages
+    (:data:`PRIVATE_PACKAGES`, wherever they are imported from: a checkout's
+    package folders, never the checkout around them), and
+    :data:`SYSTEM_READ`; a forbidden folder inside one of them is cut out by
+    allowing each of its siblings instead.
+
+    The tutor's own packages stay readable: a side imports what it needs of
+    them (and of every other installed package) whenever it first needs it,
+    and in a regular install they lie in the same ``site-packages`` as
+    everything else. The clean subject in them is public (it ships with
+    every copy of the tutor); what a side must not read — the other sides'
+    trees, progress files, submissions, an assignment — is outside every
+    root here, and never bound into the worker's sandbox at all.
     """
-    private = installed_packages() if cut_private else []
-    banned = sorted({os.path.realpath(p) for p in [*forbidden, *private]})
+    banned = sorted({os.path.realpath(p) for p in forbidden})
     roots: list[str] = []
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     candidates = [sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")]
@@ -130,7 +137,7 @@ def read_roots(forbidden: Iterable[str] = (), cut_private: bool = True) -> tuple
         if real and os.path.isdir(real) and (any(_below(real, p) for p in real_prefixes)
                                              or os.path.basename(real) in ("site-packages", "dist-packages")):
             candidates.append(real)
-    candidates += [os.path.join(p, "lib") for p in prefixes] + list(SYSTEM_READ)
+    candidates += [os.path.join(p, "lib") for p in prefixes] + installed_packages() + list(SYSTEM_READ)
     # Package metadata beside an editable checkout (importlib.metadata reads entry points there):
     # names and versions only, no source.
     for entry in sys.path:

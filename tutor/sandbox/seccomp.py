@@ -1,7 +1,7 @@
 """A seccomp filter for a side's child: the system calls code under check never needs, refused by the kernel.
 
-Applied in the child after Landlock and before any of the subject's code is
-imported (:func:`apply`), with ``pyseccomp`` over the system's libseccomp.
+Made in the child before Landlock (:func:`build`) and loaded after it, before
+any of the subject's code is imported (:func:`load`), with ``pyseccomp`` over the system's libseccomp.
 Every call is allowed but these, which fail with ``EPERM``:
 
 * making device nodes and FIFOs (``mknod``, ``mknodat``);
@@ -69,11 +69,16 @@ def _library():
     return pyseccomp
 
 
-def apply() -> None:
-    """Load the filter into this process (and every process it starts).
+def build():
+    """The filter, made but not yet loaded: :func:`load` puts it in force.
+
+    Made before the child's Landlock is on, so that ``pyseccomp`` and the
+    system's libseccomp are read while every installed package is still
+    readable: a missing library is then said as missing, never confused
+    with a read the confinement refused.
 
     Raises:
-        OSError: libseccomp is missing or the kernel refused the filter.
+        OSError: pyseccomp or libseccomp is missing.
     """
     try:
         sc = _library()
@@ -96,4 +101,25 @@ def apply() -> None:
         flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     except (OSError, ValueError, RuntimeError):
         pass
-    flt.load()
+    return flt
+
+
+def load(flt) -> None:
+    """Put a filter made by :func:`build` in force in this process (and every process it starts).
+
+    Raises:
+        OSError: the kernel refused the filter.
+    """
+    try:
+        flt.load()
+    except (RuntimeError, ValueError) as exc:  # pyseccomp's own word for a refusal, where it is not an OSError
+        raise OSError(errno.EPERM, f"the kernel refused the seccomp filter ({exc})") from None
+
+
+def apply() -> None:
+    """Make the filter and load it into this process at once (:func:`build`, then :func:`load`).
+
+    Raises:
+        OSError: libseccomp is missing or the kernel refused the filter.
+    """
+    load(build())
