@@ -38,7 +38,7 @@ from tutor.instructor import grade as grading
 from tutor.instructor import shard as sharding
 from tutor.instructor import fixes
 from tutor.model.attempts import GRADED, ProgressError
-from tutor.model.errors import CouldNotRun, UsageError
+from tutor.model.errors import CouldNotRun, CouldNotSave, UsageError
 from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError
 
 
@@ -187,6 +187,7 @@ def grade_answers(req: Request, catalog, on_graded: Callable, notice: Callable[[
     """Grade every row of ``req.answers`` on warm workers; each row is written (and saved) as it is graded,
     and let go: memory does not grow with the rows (:mod:`tutor.instructor.tail`)."""
     started = time.perf_counter()
+    notice = _escaping(notice)
     out = Path(req.out) if req.out else Path(req.answers).with_name(f"{Path(req.answers).stem}-graded")
     given = grading.chosen_assignment(req.assignment, req.exercises, catalog)
     columns = lms.parse_columns(req.columns)
@@ -237,9 +238,40 @@ def _graded(req: Request, catalog, out: Path, plan, rows, jobs: int, on_graded: 
     return result
 
 
+def _fix_graded(catalog, runner, row, plan, req: Request, writer: out_folder.Rows):
+    """One repair graded and its row written: whatever fails while it is graded, but the machine, is that
+    row's error (:func:`tutor.instructor.fixes.not_graded`), never the class's.
+
+    Raises:
+        UsageError: the device asked for is missing, or the runner refuses to run unconfined.
+        CouldNotRun: the worker cannot run at all.
+        CouldNotSave: the row cannot be written.
+    """
+    try:
+        outcome = fixes.grade_one(catalog, runner, row, plan, req.store, save=req.store is not None,
+                                  hidden_seeds=req.hidden_seeds)
+        writer.append(outcome.to_dict())
+        return outcome
+    except (DeviceError, UnconfinedError) as exc:
+        raise UsageError(str(exc)) from None
+    except WorkerError as exc:
+        raise CouldNotRun(str(exc)) from None
+    except CouldNotSave:
+        raise
+    except Exception as exc:  # compile, decode, verdict, serialisation: this hand-in's, told in its row
+        outcome = fixes.not_graded(row, exc, plan)
+    writer.append(outcome.to_dict())
+    return outcome
+
+
 def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[str], None]) -> Graded:
-    """Grade every repair in ``req.fixes`` on one warm worker, at hidden seeds too (:mod:`tutor.instructor.fixes`)."""
+    """Grade every repair in ``req.fixes`` on one warm worker, at hidden seeds too (:mod:`tutor.instructor.fixes`).
+
+    One repair's failure is its own row's (:func:`_fix_graded`): the rows after it are graded, results.json
+    is written, and ``--resume`` passes over it as over any graded row. Every notice is :func:`escaped
+    <tutor.instructor.gradebook.escaped>`: a file name or a side's sentence cannot act on the terminal."""
     started = time.perf_counter()
+    notice = _escaping(notice)
     plan = grading.chosen_assignment(req.assignment, req.exercises, catalog)
     rows = list(_mine(fixes.find(Path(req.fixes), catalog), req.shard))
     plan = plan or assignments.inferred(catalog, {r.exercise for r in rows if r.problem is None})
@@ -257,15 +289,10 @@ def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[st
         writer = out_folder.Rows(out, earlier)
         stack.callback(writer.close)
         for row in todo:
-            try:
-                outcome = fixes.grade_one(catalog, runner, row, plan, req.store, save=req.store is not None,
-                                          hidden_seeds=req.hidden_seeds)
-            except (DeviceError, UnconfinedError) as exc:
-                raise UsageError(str(exc)) from None
-            except WorkerError as exc:
-                raise CouldNotRun(str(exc)) from None
-            writer.append(outcome.to_dict())
+            outcome = _fix_graded(catalog, runner, row, plan, req, writer)
             tally.add(outcome)
+            if outcome.status == "error" and outcome.result is None:
+                notice(f"{row.learner}: {outcome.reason}")
             # what a side tried or could not do (a cgroup it could not join, a tree left behind), said per learner
             for side, said in (getattr(outcome.result, "refused", None) or {}).items():
                 for what in said:
@@ -276,6 +303,12 @@ def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[st
                     tally=tally)
     _problems(result)
     return result
+
+
+def _escaping(notice: Callable[[str], None]) -> Callable[[str], None]:
+    """``notice`` for one line on a terminal: every character a terminal acts on (an escape sequence, a line
+    end) written as its escape (:func:`tutor.instructor.gradebook.escaped`)."""
+    return lambda text: notice(gradebook.escaped(text))
 
 
 def merge(req: Request, catalog, folders: list[Path]) -> Graded:

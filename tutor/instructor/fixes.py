@@ -73,16 +73,23 @@ def find(folder: Path, catalog) -> list:
             if not linked and path.is_dir() and not path.is_symlink():
                 continue  # a folder inside a learner's folder is not a submission
             line += 1
-            row = AnswerRow(line=line, learner=mine.name, exercise=path.stem, mode="fix")
-            try:
-                row.learner = validate_learner(mine.name)
-                row.key = learner_key(row.learner)
-            except ProgressError as exc:
-                row.problem = str(exc)
+            row = AnswerRow(line=line, learner=shown_name(mine.name), exercise=shown_name(path.stem), mode="fix")
+            if row.learner != mine.name:
+                row.problem = (f"the learner folder {row.learner} has a name that is not UTF-8; rename it in UTF-8 "
+                               "(the learner's name or e-mail address)")
+            elif row.exercise != path.stem:
+                row.problem = (f"{row.learner}/{shown_name(path.name)} has a name that is not UTF-8; name it after "
+                               "the exercise (ID.py or ID.diff)")
+            else:
+                try:
+                    row.learner = validate_learner(mine.name)
+                    row.key = learner_key(row.learner)
+                except ProgressError as exc:
+                    row.problem = str(exc)
             raw, refused = read_file(path, mine if not linked else folder)
             if refused is not None:
-                row.exercise = exercise_id(catalog, path.stem) if not linked else None
-                row.problem, row.refused, row.answer = refused, path.name, "refused"
+                row.exercise = exercise_id(catalog, row.exercise) if not linked else None
+                row.problem, row.refused, row.answer = refused, shown_name(path.name), "refused"
                 rows.append(row)
                 continue
             kind = ENDINGS.get(path.suffix.lower())
@@ -111,6 +118,12 @@ def find(folder: Path, catalog) -> list:
     return rows
 
 
+def shown_name(name: str) -> str:
+    """A file name as text: itself when it is UTF-8, else its bytes with each one that is not UTF-8 as ``\\xff``
+    (``os.fsdecode`` gave it as a lone surrogate, which no UTF-8 file or terminal can hold)."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def read_file(path: Path, inside: Path, limit: int = MAX_SUBMISSION_BYTES,
               advice: str = "hand in the subject file only") -> tuple[bytes | None, str | None]:
     """The bytes of a submitted file, or None and the sentence why it is refused.
@@ -120,7 +133,7 @@ def read_file(path: Path, inside: Path, limit: int = MAX_SUBMISSION_BYTES,
     path inside ``inside``, and at most ``limit`` bytes (else refused, the sentence ending in
     ``advice``). Anything else is refused; nothing is read through a link.
     """
-    name = f"{inside.name}/{path.name}" if path.parent == inside else path.name
+    name = shown_name(f"{inside.name}/{path.name}" if path.parent == inside else path.name)
     try:
         st = os.lstat(path)
     except OSError as exc:
@@ -182,6 +195,23 @@ def mark_identical(rows: list) -> None:
             continue
         for row in same:
             row.same_as = [name for name in learners if name != row.learner]
+
+
+#: The most of an exception's own words a row keeps when grading its submission failed.
+ERROR_CHARS = 200
+
+
+def not_graded(row, exc: BaseException, assignment=None) -> RowResult:
+    """The row of a submission whose grading failed inside the grader (``exc``): status ``error``, score 0,
+    and one sentence naming what failed; the rows after it are graded as usual."""
+    try:
+        said = " ".join(str(exc).split())[:ERROR_CHARS]
+    except Exception:  # an exception that cannot even say itself
+        said = ""
+    what = type(exc).__name__ + (f": {said}" if said else "")
+    return RowResult(row, "error", points=points_for(assignment, row.exercise),
+                     reason=f"{row.exercise or 'this submission'} could not be graded: the grader failed on it "
+                            f"({what}); it scores 0 — look at the file by hand, or grade it again alone")
 
 
 def _mtime(path: Path) -> str:

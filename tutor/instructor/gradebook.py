@@ -13,6 +13,14 @@ text cell that a spreadsheet would run as a formula — one that starts with
 keeps each row's values as they are: reading a cell of the CSV gives
 ``spreadsheet_safe`` of the row's JSON value.
 
+Both files hold text a person may print to a terminal (``cat``, ``less -r``),
+and a row's values come from a hand-in (a file name, a side's error): every
+character a terminal acts on instead of showing — an escape sequence's ESC,
+the other control characters but a cell's line ends and tabs, the
+bidirectional overrides — is written as its escape (``\\x1b``), and a name
+that is not UTF-8 keeps its bytes as ``\\xff`` (:func:`escaped`). Both files
+are UTF-8 text whatever a row held.
+
 ``--resume`` keeps of the rows already there only what it needs
 (:func:`graded_so_far`: how often each submission id is graded, how many
 rows, where the last whole row ends), never the rows themselves: the
@@ -27,6 +35,7 @@ import csv
 import io
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -39,6 +48,37 @@ COLUMNS = ("line", "learner", "sis_id", "student_id", "section", "exercise", "mo
            "duration_s", "reused", "saved", "note_saved", "submission")
 GRADEBOOK = "gradebook.csv"
 ROWS = "rows.jsonl"
+
+#: What a terminal acts on instead of showing: C0 and C1 controls, DEL, the bidirectional marks, overrides and
+#: isolates; and the lone surrogates a name that is not UTF-8 decodes to (``os.fsdecode``).
+_ACTED_ON = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+#: What a cell keeps of them: line ends and tabs (an answer's or a diff's lines), which CSV quoting holds.
+CELL_KEEPS = "\n\r\t"
+
+
+def escaped(text: str, keep: str = "") -> str:
+    """``text`` with every character a terminal acts on written as its escape (``\\x1b``, ``\\u202e``), but
+    those in ``keep``; a byte of a name that is not UTF-8 (a lone surrogate) as the byte (``\\xff``)."""
+    def one(match: re.Match) -> str:
+        ch = match.group()
+        if ch in keep:
+            return ch
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for the byte code - 0xDC00
+            return f"\\x{code - 0xDC00:02x}"
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return _ACTED_ON.sub(one, text)
+
+
+def escaped_row(value):
+    """A row (or any JSON value) with every text in it :func:`escaped`, keeping a cell's line ends and tabs."""
+    if isinstance(value, str):
+        return escaped(value, CELL_KEEPS)
+    if isinstance(value, dict):
+        return {escaped(str(k)): escaped_row(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [escaped_row(v) for v in value]
+    return value
 
 def cells(row: dict) -> list:
     """One row's gradebook cells, in :data:`COLUMNS` order, as text, made spreadsheet-safe."""
@@ -213,7 +253,9 @@ class Writer:
                     self._write(b"", row_line(row))
 
     def append(self, row: dict) -> None:
-        """Write one row to both files, whole; on failure both files are as they were, and the error is raised."""
+        """Write one row (:func:`escaped_row`) to both files, whole; on failure both files are as they were, and
+        the error is raised."""
+        row = escaped_row(row)
         self._write(_json_line(row), row_line(row))
 
     def _write(self, jsonl: bytes, book: bytes) -> None:

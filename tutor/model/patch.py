@@ -51,6 +51,8 @@ def syntax_problem(path: str, text: str) -> str | None:
 
     The run still goes ahead (the worker reports the same error as the
     learner's side's outcome); this sentence is what the learner is shown.
+    Text the compiler cannot hold (nesting past its stack: a RecursionError,
+    or a MemoryError) is a sentence too, never an exception.
     """
     try:
         compile(text, path, "exec", dont_inherit=True)
@@ -61,6 +63,9 @@ def syntax_problem(path: str, text: str) -> str | None:
         return f"{type(exc).__name__} in your {path} at {where}: {exc.msg}"
     except ValueError as exc:  # e.g. source code string cannot contain null bytes
         return f"your {path} cannot be compiled: {exc}"
+    except (RecursionError, MemoryError):  # an expression nested past the compiler's stack (1+1+...+1)
+        return (f"your {path} cannot be compiled: its expressions nest too deeply for Python's compiler; "
+                "write them as shorter statements")
     return None
 
 

@@ -60,7 +60,8 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
     nor is a table or series whose title says it varies (:data:`VARIES_MARK`).
     Cells that read as numbers agree within :data:`EVIDENCE_REL_TOL`,
     :data:`EVIDENCE_ABS_TOL` or ``tolerance``; others must be equal. A table
-    or series on one side only is a difference.
+    or series on one side only is a difference, and so is evidence of a
+    shape no check writes (:func:`_unreadable`).
 
     Args:
         ours, theirs: two sides' evidence lists (yours, clean).
@@ -73,6 +74,10 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
             reproduces every other row exactly.)
         tolerance: the exercise's tolerance, for numeric cells.
     """
+    for side, evidence in ((ours_name, ours), (theirs_name, theirs)):
+        if not isinstance(evidence, list):
+            return f"the evidence of the {side} side is not a list of tables, series and notes"
+    repeat = repeat if isinstance(repeat, list) else None
     theirs_items = {_item_key(item): item for item in theirs if isinstance(item, dict)}
     repeat_items = {_item_key(item): item for item in (repeat or []) if isinstance(item, dict)}
     ours_keys = set()
@@ -88,6 +93,11 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
                 continue  # the clean code itself gave it on one run and not the other
             return f"{kind} {title!r} is on the {ours_name} side only"
         again = repeat_items.get(key)  # None without a repeat
+        unreadable = _unreadable(item, ours_name) or _unreadable(other, theirs_name)
+        if unreadable is not None:
+            return unreadable
+        if again is not None and _unreadable(again, REPEAT) is not None:
+            again = None  # a repeat that cannot be read says nothing about what reproduces
         if kind == "table":
             rows, other_rows = item.get("rows", []), other.get("rows", [])
             again_rows = again.get("rows", []) if again is not None else None
@@ -109,7 +119,7 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
                 if again_values is not None and (n > len(again_values) or not same_values(w, again_values[n - 1])):
                     continue
                 if not _numbers_agree(v, w, tolerance):
-                    return f"series {title!r}, point {n}: {ours_name} {v:.6g} · {theirs_name} {w:.6g}"
+                    return f"series {title!r}, point {n}: {ours_name} {float(v):.6g} · {theirs_name} {float(w):.6g}"
             if len(values) != len(other_values) and (again_values is None or len(again_values) == len(other_values)):
                 return f"series {title!r} has {len(values)} points on the {ours_name} side and {len(other_values)} " \
                        f"on the {theirs_name} side"
@@ -117,6 +127,27 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
         if key not in ours_keys and key[0] != "note" and (repeat is None or key in repeat_items) and \
                 VARIES_MARK not in key[1]:
             return f"{key[0]} {key[1]!r} is on the {theirs_name} side only"
+    return None
+
+
+#: What a table's cell may be: text as ``exercises.outcome.fmt`` writes it, or a plain value.
+_CELL_TYPES = (str, int, float, bool, type(None))
+
+
+def _unreadable(item: dict, side: str) -> str | None:
+    """A sentence naming an evidence item whose shape no check writes — a table that is not rows of plain
+    cells, a series that is not a list of numbers (``exercises.outcome``) — else None. A side's evidence is
+    whatever reached the pipe, so its shape is read before any cell is."""
+    kind, title = _item_key(item)
+    if kind == "table":
+        rows, columns = item.get("rows", []), item.get("columns", [])
+        if not (isinstance(rows, list) and isinstance(columns, list)
+                and all(isinstance(row, list) and all(isinstance(c, _CELL_TYPES) for c in row) for row in rows)):
+            return f"table {title!r} on the {side} side is not rows of plain cells, as a check writes them"
+    elif kind == "series":
+        values = item.get("values", [])
+        if not (isinstance(values, list) and all(isinstance(v, (int, float)) for v in values)):
+            return f"series {title!r} on the {side} side is not a list of numbers, as a check writes them"
     return None
 
 
