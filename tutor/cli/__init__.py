@@ -2,7 +2,7 @@
 
 Three parts: :mod:`tutor.cli.parser` reads the arguments, the commands
 (:mod:`tutor.cli.learner`, :mod:`tutor.cli.author`, :mod:`tutor.cli.instructor`,
-:mod:`tutor.cli.audit`) do the work and return data (:mod:`tutor.cli.replies`),
+:mod:`tutor.cli.audit`, :mod:`tutor.cli.doctor`) do the work and return data (:mod:`tutor.cli.replies`),
 :mod:`tutor.cli.output` shows it — and ``main`` joins them, picking one output
 per command: Rich, or with ``--json`` exactly one JSON object.
 
@@ -50,7 +50,8 @@ COMMANDS = {"list": learner.list_, "show": learner.show, "run": learner.run,
             "check": _imported_when_run("author", "check"), "progress": learner.progress,
             "grade": _imported_when_run("instructor", "grade"), "report": _imported_when_run("instructor", "report"),
             "gradescope": _imported_when_run("instructor", "gradescope"),
-            "fix": learner.fix, "break": learner.break_, "review": learner.review}
+            "fix": learner.fix, "break": learner.break_, "review": learner.review,
+            "doctor": _imported_when_run("doctor", "doctor")}
 
 
 def main(argv: list[str] | None = None) -> int:

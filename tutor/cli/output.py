@@ -32,8 +32,8 @@ from functools import singledispatchmethod
 from typing import Any
 
 from tutor.model import answers
-from tutor.cli.replies import (CheckReply, EditReply, EveryoneReply, GradeReply, GradescopeReply, ListReply, ProgressReply, Reply,
-                               ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
+from tutor.cli.replies import (CheckReply, DoctorReply, EditReply, EveryoneReply, GradeReply, GradescopeReply, ListReply,
+                               ProgressReply, Reply, ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
 from tutor.cli.width import output_width
 from tutor.model.attempts import show_time
 
@@ -332,8 +332,17 @@ class RichOutput:
             fail(reply.data["error"])
 
     @show.register
+    def _(self, reply: DoctorReply) -> None:
+        # deferred: only 'tutor doctor' draws its findings
+        from tutor.cli.views import show_doctor
+        show_doctor(self.console, reply.data)
+        if reply.data.get("error"):
+            fail(reply.data["error"])
+
+    @show.register
     def _(self, reply: ReportReply) -> None:
         # deferred: the instructor's modules load only for their own views
+        from tutor.cli.views import show_report
         from tutor.instructor.report import to_csv
         if reply.csv:
             sys.stdout.write(to_csv(reply.report))
@@ -444,54 +453,3 @@ def show_summary(console, reply: GradeReply) -> None:
                            f"{s.progress_folder}."))
     if reply.data.get("error"):
         fail(reply.data["error"])
-
-
-def show_report(console, report) -> None:
-    """``tutor report``'s view (a :class:`tutor.instructor.report.ClassReport`): the exercise table,
-    calibration, and the files not counted."""
-    # deferred: the instructor's modules load only for their own views
-    from tutor.instructor.report import _number, edits_words
-    from rich.table import Table
-    from rich.text import Text
-    console.print(Text(f"Class report of {report.folder}: {report.learners} learner"
-                       f"{'s' if report.learners != 1 else ''}, {len(report.exercises)} exercise"
-                       f"{'s' if len(report.exercises) != 1 else ''} tried", style="bold"))
-    if report.exercises:
-        table = Table()
-        table.add_column("exercise", no_wrap=True)
-        fixes = any(e.fix_tried for e in report.exercises)
-        hinted = any(e.hinted for e in report.exercises)  # predictions made after a hint, where there are any
-        for column in ("tried", "1st try", "solved", "median tries", "notes") + (("fixed",) if fixes else ()) \
-                + (("after a hint",) if hinted else ()):
-            table.add_column(column, justify="right", overflow="fold")
-        table.add_column("wrong predictions (learners)", overflow="fold", ratio=1)
-        if edited := any(e.edits for e in report.exercises):  # fix, break and hunt attempts by verdict
-            table.add_column("edits (fix, break, hunt)", overflow="fold", ratio=1)
-        for e in report.exercises:
-            wrong = " · ".join(f"{w.prediction} ×{w.learners}" for w in e.wrong_predictions) or "-"
-            cells = [str(e.tried), str(e.solved_first), str(e.ever_solved), _number(e.median_attempts) or "-",
-                     str(len(e.notes))] + ([f"{e.fix_fixed}/{e.fix_tried}"] if fixes else []) \
-                + ([str(e.hinted)] if hinted else [])
-            table.add_row(e.id if e.in_catalog else f"{e.id} (not in the catalog)", *cells, Text(wrong),
-                          *([Text(edits_words(e.edits) or "-")] if edited else []))
-        console.print(table)
-    if report.calibration:
-        table = Table(title="Calibration: confidence against how often right")
-        table.add_column("learner", no_wrap=True)
-        for column in ("predictions", "mean confidence", "right", "Brier", "over-confidence"):
-            table.add_column(column, justify="right")
-        for c in report.calibration:
-            table.add_row(Text(c.learner), str(c.predictions), f"{c.mean_confidence:.0%}", f"{c.accuracy:.0%}",
-                          f"{c.brier:.3f}", f"{c.overconfidence:+.0%}")
-        console.print(table)
-    for d in report.damaged:
-        console.print(Text(f"not counted, cannot be read: {d['file']}", style="red"))
-    for s in report.shadowed:
-        console.print(Text(f"not counted, the same learner as {s['same_learner_as']}: {s['file']}", style="yellow"))
-    for path in report.read_only:
-        console.print(Text(f"written by a newer tutor, counted as it reads here: {path}", style="yellow"))
-    if report.kept_aside:
-        console.print(Text(f"{len(report.kept_aside)} damaged file{'s were' if len(report.kept_aside) > 1 else ' was'} "
-                           "moved aside earlier and kept (not counted):", style="yellow"))
-        for path in report.kept_aside:
-            console.print(Text(f"  {path}"))

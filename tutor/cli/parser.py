@@ -80,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _shared(p, learner=False)
 
+    p = sub.add_parser("doctor", help="run this first on a new machine: where the tutor and progress are, torch and "
+                       "the device, each layer of the sandbox, and one check of each kind",
+                       description="Say where the tutor runs from and where progress goes, the Python, torch and "
+                       "device the check worker reports, whether each layer of the sandbox holds, and run a snippet "
+                       "exercise, an engine exercise and a fix. Exit 0 all works; 1 a learner's runs do not; 3 the "
+                       "check worker cannot start; 5 a learner's runs work but grading would refuse here (code "
+                       "under check would run unconfined). Nothing is recorded.")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _shared(p)
+
     p = sub.add_parser("progress", help="review saved attempts and notes")
     p.add_argument("--all", action="store_true", help="one line per learner with a file in the progress folder")
     p.add_argument("--json", action="store_true")

@@ -10,6 +10,8 @@ Exit codes (``tutor run``): 0 the prediction matched, 1 it did not, 2 a usage
 or input error, 3 the check itself could not run (the subject raised,
 crashed or timed out, or the check worker would not start), 4 the attempt
 could not be saved (``run``, ``fix``, ``break`` and ``grade --save`` alike).
+``tutor doctor`` adds 5: a learner's runs work here, but grading would refuse
+to run (code under check cannot be confined).
 
 The two errors are :mod:`tutor.model.errors`' (the instructor's tools raise
 them too), named here beside their exit codes. Imports nothing else of the
@@ -28,6 +30,8 @@ from tutor.model.errors import CouldNotRun, CouldNotSave, UsageError  # noqa: F4
 EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, EXIT_CHECK = 0, 1, 2, 3
 #: The work was done but what it produced could not be saved (a full disk, a read-only progress file).
 EXIT_SAVE = 4
+#: ``tutor doctor``: a learner's runs work here, but code under check runs unconfined, so grading would refuse.
+EXIT_UNCONFINED = 5
 
 
 class Events(Protocol):
@@ -144,6 +148,11 @@ class GradescopeReply(Reply):
     """``tutor gradescope``: the results.json written (``data["result"]``) and where it went."""
 
     path: Any = None
+
+
+@dataclass
+class DoctorReply(Reply):
+    """``tutor doctor``: what this machine gives the tutor; ``data`` holds every finding (the view draws it)."""
 
 
 @dataclass

@@ -216,6 +216,32 @@ class Status:
             return f"Code under check runs unconfined here: {self.why}"
         return ""
 
+    def layers(self) -> tuple[dict, ...]:
+        """Each layer a side is confined by, outermost first (``tutor doctor`` shows them): its ``name``,
+        whether it ``holds``, what it is here (``detail``), and whether it is ``required`` for ``confined``,
+        what grading needs (:attr:`why` names the first required layer missing)."""
+        caps = self.capabilities
+        rows = (
+            ("bubblewrap", bool(self.sandbox), self.sandbox or "none: the check worker runs without its outer wall",
+             True),
+            ("user namespace", self.user_namespace, "the worker is nobody in a user namespace of its own"
+             if self.user_namespace else "none: the worker keeps the tutor's user", True),
+            ("capabilities", caps == "0", "all dropped" if caps == "0" else
+             f"not all dropped (CapEff {caps})" if caps else "not dropped", True),
+            ("Landlock", self.landlock > 0, f"ABI {self.landlock}" if self.landlock else "none", True),
+            ("seccomp", self.seccomp, "the system-call filter is on" if self.seccomp else "no filter", True),
+            ("PID namespace", self.pid_namespace, "one per side" if self.pid_namespace else "none", False),
+            ("network namespace", self.net_namespace, "loopback only" if self.net_namespace else
+             "none: Landlock refuses TCP" if self.network == "landlock" else "none: a side may reach the network",
+             False),
+            ("pids cgroup", self.processes == "cgroup", f"at most {MAX_PROCESSES} processes a side"
+             if self.processes == "cgroup" else "none: the warden counts a side's processes", False),
+            ("memory cgroup", self.memory == "cgroup", "a side's processes capped together"
+             if self.memory == "cgroup" else "none: each process's address space is capped", False),
+        )
+        return tuple({"name": name, "holds": holds, "detail": detail, "required": required}
+                     for name, holds, detail, required in rows)
+
 
 def enabled() -> bool:
     """Whether ``TUTOR_CONFINE`` leaves confinement on (anything but ``off``, ``0``, ``no``)."""
