@@ -60,9 +60,10 @@ def group_baseline(ctx: Context) -> Measurement:
     """Group-relative advantages from ``snippets/advantages.py`` on rewards (B=3, G=4).
 
     Rewards: prompt 0 [1, 1, 1, 0] (easy), prompt 1 [0, 0, 0, 1] (hard),
-    prompt 2 [1, 1, 1, 1] (every response equal). Observed: True when every
-    prompt's advantages sum to zero within 1e-6 (each row is centred on its
-    own prompt). Seed 000, §8, "Post-training makes the same distinctions
+    prompt 2 [1, 1, 1, 1] (every response equal). Observed: True when any of
+    prompt 2's advantages is further than 1e-6 from zero: a response credited
+    although its group could not tell its responses apart. The evidence adds
+    whether each row is centred on its own prompt. Seed 000, §8, "Post-training makes the same distinctions
     more consequential".
     """
     from exercises.snippets.advantages import advantages
@@ -81,7 +82,7 @@ def group_baseline(ctx: Context) -> Measurement:
                ["advantages shape", tuple(adv.shape)], ["every row centred", centred]]),
         note("Prompt 2's responses all earned 1: a per-prompt baseline gives them zero advantage."),
     ]
-    return Measurement(observed=centred, evidence=evidence)
+    return Measurement(observed=bool((adv[2].abs() > 1e-6).any()), evidence=evidence)
 
 
 def _rank_main(rank: int, world: int, store: str, n_tokens: int, B: int, T: int, steps: int, conn) -> None:
@@ -267,8 +268,9 @@ def l1_as_relu(ctx: Context) -> Measurement:
     """``l1.l1_distance`` against ``(a - b).abs().sum(-1)``: values and gradients.
 
     a, b: (6, 5) float64 drawn so that no difference is within 0.01 of 0.
-    Observed: True when the values and the gradients with respect to a agree
-    within 1e-12. Evidence adds a difference of exactly 0, where the two
+    Observed: True when the values equal ``(a - b).sum(-1)``, the sum of the
+    differences without the absolute value, within 1e-12. The evidence
+    compares values and gradients with the L1 reference. Evidence adds a difference of exactly 0, where the two
     routes' gradients are compared too. Seed 000 §8 (|a| = ReLU(a) + ReLU(-a)).
     """
     from exercises.snippets.l1 import l1_distance
@@ -291,6 +293,7 @@ def l1_as_relu(ctx: Context) -> Measurement:
     values = (subject - reference).abs().max().item()
     grads = (subject_grad - reference_grad).abs().max().item()
     equal = values <= 1e-12 and grads <= 1e-12
+    plain_sum = (subject - (a0 - b).sum(-1)).abs().max().item() <= 1e-12
     at_zero = torch.zeros(1, 1, dtype=torch.float64, device=ctx.device)
     zero_subject = both(lambda a: l1_distance(a, at_zero), at_zero)[1].item()
     zero_reference = both(lambda a: (a - at_zero).abs().sum(-1), at_zero)[1].item()
@@ -299,9 +302,10 @@ def l1_as_relu(ctx: Context) -> Measurement:
             ["values", values], ["gradients with respect to a", grads]]),
         table("At a - b = 0 exactly", ["route", "gradient"], [
             ["l1_distance", zero_subject], ["abs", zero_reference]]),
-        table("Facts", ["question", "answer"], [["equal values and gradients (1e-12)", equal]]),
+        table("Facts", ["question", "answer"], [["equal values and gradients (1e-12)", equal],
+                                                ["values equal the plain sum of a - b", plain_sum]]),
     ]
-    return Measurement(observed=bool(equal), evidence=evidence)
+    return Measurement(observed=bool(plain_sum), evidence=evidence)
 
 
 def fixed_old_logprobs(ctx: Context) -> Measurement:

@@ -126,7 +126,7 @@ def replace_after_optimizer(ctx: Context) -> Measurement:
     Classifier(4, 3) with SGD(model.parameters(), lr=0.5), then
     ``reinitialise_head``, then cross entropy on 8 seeded examples, backward
     and step. Observed: whether ``model.head.weight`` (the object the model
-    holds now) moved. Seed 000 §3, "Optimizers remember objects, not
+    holds now) kept its value. Seed 000 §3, "Optimizers remember objects, not
     attribute names".
     """
     from exercises.snippets.head_init import Classifier, reinitialise_head
@@ -160,7 +160,7 @@ def replace_after_optimizer(ctx: Context) -> Measurement:
     if not moved:
         evidence.append(note("The gradient landed on the new object; the optimizer only steps the objects it "
                              "was given, and the old one got no gradient, so nothing was updated."))
-    return Measurement(observed=moved, evidence=evidence)
+    return Measurement(observed=not moved, evidence=evidence)
 
 
 def parameters_generator(ctx: Context) -> Measurement:

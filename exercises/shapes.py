@@ -90,11 +90,12 @@ def squeeze_batch(ctx: Context) -> Measurement:
 
 
 def softmax_axis(ctx: Context) -> Measurement:
-    """Observe whether each position's probabilities over the vocabulary sum to 1.
+    """Observe which axis of the probabilities sums to 1.
 
     Logits (B, T, V) = (2, 4, 6) from a seeded generator go through the
-    subject's ``next_token_probs``. Observed: True when every (b, t) row
-    sums to 1 over V within 1e-5. The evidence shows the shapes (equal either
+    subject's ``next_token_probs``. Observed: True when every (b, v) column
+    sums to 1 over time (T) within 1e-5, which a softmax over the vocabulary
+    does not give. The evidence shows the shapes (equal either
     way) and the range of sums over the vocabulary and over time. Seed 000 §1.
     """
     from exercises.snippets import next_token
@@ -106,6 +107,7 @@ def softmax_axis(ctx: Context) -> Measurement:
     over_vocab = probs.sum(dim=-1)  # (B, T)
     over_time = probs.sum(dim=1)  # (B, V)
     sums_to_one = bool(torch.allclose(over_vocab, torch.ones_like(over_vocab), atol=1e-5))
+    columns_sum_to_one = bool(torch.allclose(over_time, torch.ones_like(over_time), atol=1e-5))
     evidence = [
         table("Shapes", ["tensor", "shape"], [["logits", tuple(logits.shape)], ["probs", tuple(probs.shape)]]),
         table("Sums of probs", ["summed over", "min", "max"],
@@ -117,7 +119,7 @@ def softmax_axis(ctx: Context) -> Measurement:
     if not sums_to_one:
         evidence.append(note("Same shape, different calculation: each vocabulary entry was normalised across the "
                              "4 time steps, so no position holds a distribution over tokens."))
-    return Measurement(observed=sums_to_one, evidence=evidence)
+    return Measurement(observed=columns_sum_to_one, evidence=evidence)
 
 
 def pairwise_index(ctx: Context) -> Measurement:
@@ -154,7 +156,7 @@ def index_assign(ctx: Context) -> Measurement:
     """Observe whether ``ban_tokens`` changes the logits it is given.
 
     Logits (2, 5) of zeros; ban token 3 in row 0 and token 0 in row 1.
-    Observed: True when ``logits`` differs afterwards. The evidence shows the
+    Observed: True when ``logits`` is still all zeros afterwards. The evidence shows the
     banned entries and their softmax probability, and which indexing
     expressions share storage with ``logits`` (``untyped_storage().data_ptr()``).
     Seed 000 §1, "Indexing selects coordinates" (reads copy, assignment writes).
@@ -184,7 +186,7 @@ def index_assign(ctx: Context) -> Measurement:
         evidence.append(note("Reading logits[rows, cols] made a new tensor; fill_ wrote -inf into that copy, "
                              f"and the banned tokens keep probability {', '.join(f'{q:.3g}' for q in kept)} "
                              f"(1/V for V = {logits.shape[-1]}: every logit is still 0)."))
-    return Measurement(observed=changed, evidence=evidence)
+    return Measurement(observed=not changed, evidence=evidence)
 
 
 def gather_repeat(ctx: Context) -> Measurement:

@@ -16,10 +16,10 @@ def test_squeeze_batch_drops_the_batch_axis_at_batch_size_one(run, catalog):
     assert not graded(catalog, r, "(1, 5)")
 
 
-def test_softmax_axis_rows_stop_summing_to_one_with_the_same_shape(run, catalog):
-    r = run("softmax-axis", "no")
+def test_softmax_axis_columns_sum_to_one_with_the_same_shape(run, catalog):
+    r = run("softmax-axis", "yes")
     assert r.status == "pass", (r.status, r.error, r.observed)
-    assert r.clean is True and r.faulted is False
+    assert r.clean is False and r.faulted is True
     shapes = {side: dict(r.evidence[side][0]["rows"]) for side in ("clean", "faulted")}
     assert shapes["clean"] == shapes["faulted"] == {"logits": "(2, 4, 6)", "probs": "(2, 4, 6)"}
 
@@ -33,9 +33,9 @@ def test_pairwise_index_pairs_versus_block(run, catalog):
 
 
 def test_index_assign_read_copies_assignment_writes(run, catalog):
-    r = run("index-assign", "no")
+    r = run("index-assign", "yes")
     assert r.status == "pass", (r.status, r.error, r.observed)
-    assert r.clean is True and r.faulted is False
+    assert r.clean is False and r.faulted is True
     # The kept probability is computed from the logits: 1/5 = 0.2 for V = 5.
     assert "keep probability 0.2, 0.2 (1/V for V = 5" in " ".join(
         e["text"] for e in r.evidence["faulted"] if e["type"] == "note")
