@@ -126,7 +126,8 @@ def backward_no_update(ctx: Context) -> Measurement:
     layer, block 8, tied) on its two repeating sequences. First a lone ``loss.backward()``: .grad
     fills, the weights stay bit-identical. Then 20 ``train_step`` updates
     with AdamW (lr 0.01, no weight decay), the loss evaluated before and
-    after each. Observed: True when the weights differ after the 20 steps.
+    after each. Observed: True when the weights after the 20 steps are
+    bit-identical to the starting ones.
     The subject used to be a snippet bigram, flat at ln 8 under the fault;
     on the GPT the flat line is its own starting loss (1.227703 on CPU,
     seed 0), and the clean loss falls to 0.061102 in 20 updates. Seed 001,
@@ -159,7 +160,7 @@ def backward_no_update(ctx: Context) -> Measurement:
     if not changed:
         evidence.append(note("Every update computed a loss and filled .grad, and nothing read it: the "
                              "weights are where they started, and so is the loss."))
-    return Measurement(observed=changed, evidence=evidence)
+    return Measurement(observed=not changed, evidence=evidence)
 
 
 def set_to_none(ctx: Context) -> Measurement:

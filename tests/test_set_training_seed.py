@@ -83,9 +83,9 @@ def test_reversed_stress_rewards_transitions_not_tokens(run):
 
 
 def test_teacher_forcing_one_pass_equals_prefixes(run):
-    r = run("teacher-forcing", "no")
+    r = run("teacher-forcing", "yes")
     assert r.status == "pass", (r.status, r.error, r.observed)
-    assert r.clean is True and r.faulted is False
+    assert r.clean is False and r.faulted is True
     assert float(fact(r, "clean", "Agreement")["max |Δ|"]) < 1e-5
     per_t = {row[0]: row[1:] for row in rows(r, "faulted", "Loss at each position")}
     # Non-causal: the last position's prefix is the whole input, so it still agrees; earlier ones that
