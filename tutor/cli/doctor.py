@@ -86,24 +86,29 @@ def doctor(args, events: Events) -> DoctorReply:
 
 
 def installation() -> dict:
-    """Where the tutor runs from: its package ``folder``, ``mode`` (``editable``: an editable install of the
-    ``checkout``; ``installed``: a regular install, a wheel, pipx; ``source``: a folder on the path, not
-    installed), and the distribution's ``installed_version`` (None when none is installed)."""
-    try:
-        dist = importlib.metadata.distribution("tutor")
-    except importlib.metadata.PackageNotFoundError:
-        dist = None
-    direct = json.loads((dist.read_text("direct_url.json") if dist else None) or "{}")
-    url = urlparse(direct.get("url", ""))
-    checkout = Path(unquote(url.path)).resolve() if url.scheme == "file" else None
-    if direct.get("dir_info", {}).get("editable") and checkout == PACKAGE.parent:
-        mode = "editable"
-    elif dist is not None and Path(dist.locate_file("tutor")).resolve() == PACKAGE:
-        mode, checkout = "installed", None
+    """Where the tutor runs from: its package ``folder`` and ``mode``: ``editable`` (an editable install of
+    the ``checkout`` around it), ``installed`` (a regular install: a wheel, pipx, ``pip install PATH``) or
+    ``source`` (a checkout or folder on the path that no install names)."""
+    dists = list(importlib.metadata.distributions(name="tutor"))
+    checkout = PACKAGE.parent if (PACKAGE.parent / "pyproject.toml").is_file() else None
+    if checkout is not None:
+        mode = "editable" if any(_editable_checkout(d) == checkout for d in dists) else "source"
+    elif any(Path(d.locate_file("tutor")).resolve() == PACKAGE for d in dists):
+        mode = "installed"
     else:
-        mode, checkout = "source", None
-    return {"folder": str(PACKAGE), "mode": mode, "checkout": str(checkout) if checkout else None,
-            "installed_version": dist.version if dist else None}
+        mode = "source"
+    return {"folder": str(PACKAGE), "mode": mode, "checkout": str(checkout) if checkout else None}
+
+
+def _editable_checkout(dist) -> Path | None:
+    """The folder an editable install of ``dist`` points at (its ``direct_url.json``), or None."""
+    try:
+        direct = json.loads(dist.read_text("direct_url.json") or "{}")
+    except ValueError:
+        return None
+    url = urlparse(direct.get("url", ""))
+    editable = url.scheme == "file" and direct.get("dir_info", {}).get("editable")
+    return Path(unquote(url.path)).resolve() if editable else None
 
 
 def progress_folder(args, events: Events) -> dict:
