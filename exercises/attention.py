@@ -312,7 +312,7 @@ def sdpa_dropout_eval(ctx: Context) -> Measurement:
 
     A 2-layer engine (H = 4, C = 64, block_size 16) built with dropout 0.2
     and put in ``eval()``; the same batch (2, 16) goes through twice under
-    no_grad. Observed: True when the two logits agree within 1e-6.
+    no_grad. Observed: True when the two logits differ by more than 1e-6.
     Seed 000 §6 (the functional SDPA call applies the dropout_p it receives)
     and seed 004, "Generation is a different program".
     """
@@ -336,7 +336,7 @@ def sdpa_dropout_eval(ctx: Context) -> Measurement:
         note("nn.Dropout modules read self.training; F.scaled_dot_product_attention only sees the "
              "dropout_p argument it is handed."),
     ]
-    return Measurement(observed=bool(equal), evidence=evidence)
+    return Measurement(observed=not equal, evidence=evidence)
 
 
 def no_positions(ctx: Context) -> Measurement:

@@ -224,8 +224,8 @@ def cached_generation(ctx: Context) -> Measurement:
     A small engine (block_size 32) trains 200 steps; ``generate`` then
     extends ``"The "`` by 80 greedy tokens twice, ``use_cache=False`` and
     ``use_cache=True``. 80 tokens overfill the 32-token window, so the cached
-    path must slide its window too. Observed: True when both paths produce
-    the same tokens. Evidence: the first differing position, the first token
+    path must slide its window too. Observed: True when the two paths part,
+    and not before the first token predicted from a slid window. Evidence: the first differing position, the first token
     predicted from a slid window (measured by a hook on the naive loop's
     inputs: index 33 for a 4-token prompt and block_size 32), the tokens
     around the first difference, and ms per new token against context
@@ -272,7 +272,8 @@ def cached_generation(ctx: Context) -> Measurement:
         note("Naive decoding re-encodes all T visible tokens for every new one; the cache projects only the "
              "newest token and attends it to T stored keys."),
     ]
-    return Measurement(observed=bool(same), evidence=evidence)
+    parted_after_slide = first is not None and slid is not None and first >= slid
+    return Measurement(observed=parted_after_slide, evidence=evidence)
 
 
 #: Temperatures the diversity check sweeps, lowest first.

@@ -312,7 +312,7 @@ def mask_times_nan(ctx: Context) -> Measurement:
 
     The same two sequences as ``masked-mean`` (lengths 1 and 3, losses 1 and
     3; padding 7), but one padded position holds NaN, as a padded position
-    whose forward overflowed would. Observed: whether the mean is finite.
+    whose forward overflowed would. Observed: whether the mean is NaN.
     Evidence: the mean, and 0 * NaN. Seed 000 §7 ("avoid assuming that
     multiplying an invalid value by zero removes it: 0 * NaN is still
     NaN").
@@ -338,7 +338,7 @@ def mask_times_nan(ctx: Context) -> Measurement:
                          "branch it did not pick, and the chain rule multiplies that 0 by log's derivative 1/x: "
                          "at x = 0 that is 0 * inf = NaN. Make the invalid value impossible (feed log a safe "
                          "input) instead of masking only the output."))
-    return Measurement(observed=finite, evidence=evidence)
+    return Measurement(observed=math.isnan(value), evidence=evidence)
 
 
 def _where_backward_table(device: torch.device) -> dict:

@@ -71,8 +71,8 @@ def test_non_causal_loss_drops_below_the_floor_and_the_past_moves(run, catalog):
 
 
 def test_sdpa_dropout_eval_two_eval_forwards_differ(run, catalog):
-    r = run("sdpa-dropout-eval", "no")
+    r = run("sdpa-dropout-eval", "yes")
     assert r.status == "pass", (r.status, r.error, r.observed)
-    assert r.clean is True and r.faulted is False
+    assert r.clean is False and r.faulted is True
     facts = dict(rows(r, "faulted", "Two eval-mode"))
     assert facts["model.training"] == "False" and facts["nn.Dropout modules in train mode"].startswith("0 of")

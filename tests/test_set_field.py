@@ -8,9 +8,9 @@ from helpers import fact, graded, rows
 
 
 def test_attn_scale_c_no_longer_matches_sdpa(run, catalog):
-    r = run("attn-scale-c", "no")
+    r = run("attn-scale-c", "yes")
     assert r.status == "pass", (r.status, r.error, r.observed)
-    assert r.clean is True and r.faulted is False
+    assert r.clean is False and r.faulted is True
     # CATALOG-3: max |Δ| ≈ 0.65 at B=2, T=8, H=4, D=16 with N(0, 1) q, k, v.
     assert abs(float(fact(r, "faulted", "engine attention")["max |Δ output|"]) - 0.647) < 0.01
     assert float(fact(r, "clean", "engine attention")["max |Δ output|"]) < 1e-6

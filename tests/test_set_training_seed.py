@@ -105,9 +105,9 @@ def test_evaluate_restores_the_mode_even_on_an_error(run):
 
 
 def test_mask_times_nan(run):
-    r = run("mask-times-nan", "no")
+    r = run("mask-times-nan", "yes")
     assert r.status == "pass", (r.status, r.error, r.observed)
-    assert r.clean is True and r.faulted is False
+    assert r.clean is False and r.faulted is True
     # Selected: (1 + 3 + 3 + 3) / 4 = 2.5, the NaN never enters the sum. Multiplied: 0 * NaN = NaN.
     assert fact(r, "clean", "Losses with a NaN")["masked_mean"] == "2.5"
     assert fact(r, "faulted", "Losses with a NaN")["masked_mean"] == "nan"
