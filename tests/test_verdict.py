@@ -225,19 +225,19 @@ def test_hidden_seeds_confirm_a_fix_by_name_and_say_when_they_could_not_tell_mor
     at = {seed: result_of(choice, clean=ok("a", table("Facts", [["seed", seed]])),
                           yours=ok("a", table("Facts", [["seed", seed]]))) for seed in (7, 11)}
     verdict = judge_hidden(choice, seen, 0, [(7, at[7]), (11, at[11])])
-    assert verdict == Verdict("fix", "fixed", f"{seen.sentence}; fixed at hidden seeds 7, 11 too", None, "ok", "a",
+    assert verdict == Verdict("fix", "fixed", f"{seen.sentence}; fixed at 2 hidden seeds too", None, "ok", "a",
                               seeds=(0, 7, 11), hidden_seeds=(7, 11))
     one = judge_hidden(choice, seen, 3, [(7, at[7])])
-    assert (one.sentence, one.seeds, one.hidden_seeds) == (f"{seen.sentence}; fixed at hidden seed 7 too", (3, 7), (7,))
+    assert (one.sentence, one.seeds, one.hidden_seeds) == (f"{seen.sentence}; fixed at 1 hidden seed too", (3, 7), (7,))
     same = result_of(choice, clean=ok("a", FACTS), yours=ok("a", FACTS))
     verdict = judge_hidden(choice, seen, 0, [(7, same), (11, same)])
-    assert verdict.sentence == (f"{seen.sentence}; fixed at hidden seeds 7, 11 too (this check's clean evidence is "
+    assert verdict.sentence == (f"{seen.sentence}; fixed at 2 hidden seeds too (this check's clean evidence is "
                                 "the same at every seed, so they could not tell more)")
     # the same at the first two seeds, not at the third: the seeds told more
     verdict = judge_hidden(choice, seen, 0, [(7, same), (11, same), (13, at[7])])
-    assert verdict.sentence == f"{seen.sentence}; fixed at hidden seeds 7, 11, 13 too"
+    assert verdict.sentence == f"{seen.sentence}; fixed at 3 hidden seeds too"
     verdict = judge_hidden(choice, seen, 0, [(7, at[7]), (11, same), (13, same)])
-    assert verdict.sentence == f"{seen.sentence}; fixed at hidden seeds 7, 11, 13 too"
+    assert verdict.sentence == f"{seen.sentence}; fixed at 3 hidden seeds too"
 
 
 def test_a_fix_that_fails_at_a_hidden_seed_is_not_fixed_there(choice):
@@ -245,9 +245,15 @@ def test_a_fix_that_fails_at_a_hidden_seed_is_not_fixed_there(choice):
     good = result_of(choice, clean=ok("a", FACTS), yours=ok("a", FACTS))
     bad = result_of(choice, clean=ok("b", FACTS), yours=ok("a", FACTS))
     verdict = judge_hidden(choice, seen, 0, [(7, good), (11, bad), (13, bad)])
-    assert verdict == Verdict("fix", "not fixed", "not fixed at hidden seed 11 (fixed at seed 0, the one you could "
-                              "see): yours observes a, clean observes b", None, "ok", "a",
-                              seeds=(0, 7, 11, 13), hidden_seeds=(7, 11, 13))
+    # neither the seed nor what either side observed there: a later hand-in could copy them
+    assert verdict == Verdict("fix", "not fixed", "not fixed at a hidden seed (fixed at seed 0, the one you could "
+                              "see): it observes something other than what the clean code observes there", None,
+                              "ok", "a", seeds=(0, 7, 11, 13), hidden_seeds=(7, 11, 13))
+    differs = result_of(choice, clean=ok("a", table("Facts", [["seed", 7]])), yours=ok("a", FACTS))
+    assert judge_hidden(choice, seen, 0, [(7, differs)]).sentence.endswith(
+        "it observes what the clean code observes there, but the evidence behind it differs")
+    stopped = result_of(choice, clean=ok("a", FACTS), yours=raised("RuntimeError: seed 7 of 2**31"))
+    assert judge_hidden(choice, seen, 0, [(7, stopped)]).sentence.endswith("your side did not finish there")
     hunted = judge_hidden(choice, judge(choice, good, "hunt"), 0, [(7, bad)], "hunt")
     assert (hunted.mode, hunted.status) == ("hunt", "not fixed")
 
@@ -256,8 +262,8 @@ def test_a_hidden_seed_whose_clean_side_did_not_measure_leaves_the_fix_not_judge
     seen = _fixed_at_seed_0(choice)
     broken = result_of(choice, clean=raised("RuntimeError: out of memory"), yours=ok("a", FACTS))
     verdict = judge_hidden(choice, seen, 0, [(7, broken)])
-    assert verdict == Verdict("fix", "not fixed", "not judged: at hidden seed 7 the clean side did not measure, so "
-                              "nothing to compare with: RuntimeError: out of memory", None, "ok", "a",
+    assert verdict == Verdict("fix", "not fixed", "not judged: the clean code did not measure at a hidden seed, so "
+                              "there was nothing to compare with; grade it again", None, "ok", "a",
                               seeds=(0, 7), hidden_seeds=(7,))
 
 

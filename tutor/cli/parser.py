@@ -201,8 +201,8 @@ UNCONFINED_HELP = ("run someone else's file even where this machine cannot confi
 MAX_HIDDEN_SEEDS = 8
 UNCONFINED_GRADE_HELP = ("grade even where the checks cannot run confined (no Landlock, or TUTOR_CONFINE=off): "
                          "a learner's file could then change files and grades; refused without it")
-HIDDEN_GRADE_HELP = ("judge each repair again at N seeds nobody saw before, clean against the repair "
-                     "(default 2; an assignment's own hidden_seeds count among them)")
+HIDDEN_GRADE_HELP = ("judge each repair again at N seeds drawn afresh for this grading, clean against the "
+                     "repair, beyond an assignment's own hidden_seeds (default 2)")
 
 
 def _hidden_seeds(text: str) -> int:

@@ -55,7 +55,7 @@ class Request:
         shard: ``K/N`` or None; resume: carry on a grading that stopped.
         jobs: check workers; device: ``auto``, ``cpu`` or ``cuda``.
         store: the progress store to save into (``--save``), or None.
-        hidden_seeds: the least number of hidden seeds a repair is judged at (None: the default).
+        hidden_seeds: hidden seeds drawn afresh for each repair, beyond its assignment's own (None: the default).
         runner_factory: ``(catalog, device) -> runner``.
         titles: exercise id -> title, for results.json (from the catalog when empty).
     """

@@ -8,9 +8,12 @@ run on one warm worker — torch is imported once for the whole batch — as
 ``tutor fix`` runs it: the learner's file is the side ``yours``, and it is
 fixed when it observes what the clean subject observes.
 
-An assignment's ``hidden_seeds`` for an exercise are seeds the repair is
-also checked at: it counts as fixed only when it is fixed at the check's own
-seed and at every hidden one. Hidden seeds are never shown to the learner.
+A repair is also checked at hidden seeds: an assignment's ``hidden_seeds``
+for the exercise, and :data:`HIDDEN_SEEDS` more drawn afresh for each
+grading (``--hidden-seeds``), so a seed a learner once learned is never all
+there is. It counts as fixed only when it is fixed at the check's own seed
+and at every hidden one. The feedback never names a hidden seed nor what was
+measured at one (:func:`tutor.model.verdict.judge_hidden`).
 
 The rows go to the same gradebook and results.json as predictions (mode
 ``fix``; the answer cell holds the learner's diff), and with ``--save`` to
@@ -224,7 +227,7 @@ def seeds_of(assignment, ex_id: str) -> tuple:
     return assigned.hidden_seeds if assigned is not None else ()
 
 
-#: Hidden seeds a repair is judged at when grading, at the least (``--hidden-seeds``).
+#: Hidden seeds drawn afresh for each repair graded, beyond those its assignment lists (``--hidden-seeds``).
 HIDDEN_SEEDS = 2
 
 
@@ -233,9 +236,9 @@ def grade_one(catalog, runner, row, assignment=None, store=None, save: bool = Fa
     """Run one fix submission on ``runner``, then again at hidden seeds; return its RowResult.
 
     A repair fixed at the check's own seed is judged again, clean against the learner's side only, at
-    the assignment's ``hidden_seeds`` for the exercise and at seeds drawn now, ``hidden_seeds`` of them
-    in all at the least (None: :data:`HIDDEN_SEEDS`; :meth:`tutor.app.session.Session.start_edit`): it
-    passes only when fixed at every one.
+    the assignment's ``hidden_seeds`` for the exercise and at ``hidden_seeds`` more drawn now (None:
+    :data:`HIDDEN_SEEDS`; :meth:`tutor.app.session.Session.start_edit`): it passes only when fixed at
+    every one.
 
     Raises:
         tutor.sandbox.runner.WorkerError, tutor.sandbox.runner.DeviceError: the worker cannot run at all.
@@ -249,12 +252,12 @@ def grade_one(catalog, runner, row, assignment=None, store=None, save: bool = Fa
     session = Session(catalog, runner, store if save else None, row.learner)
     points = points_for(assignment, row.exercise)
     given = seeds_of(assignment, ex.id)
-    hidden_seeds = HIDDEN_SEEDS if hidden_seeds is None else hidden_seeds
+    drawn = HIDDEN_SEEDS if hidden_seeds is None else hidden_seeds
     try:
         task = session.edit_task(ex, "fix")
         text = edit.apply_patch(task.start, row.text, task.path) if row.note == "patch" else row.text
         outcome = session.start_edit(task, text, record=save and store is not None,
-                                     hidden_seeds=max(hidden_seeds, len(given)), seeds=given).execute()
+                                     hidden_seeds=len(given) + drawn, seeds=given).execute()
     except edit.EditError as exc:
         return RowResult(row, "unreadable", reason=str(exc), points=points)
     verdict = outcome.verdict

@@ -391,9 +391,14 @@ def judge_hidden(exercise: Exercise, verdict: Verdict, seed: int, hidden: list[t
 
     A repair that computes what the clean code computes is fixed at any
     seed; a file that hard-codes the clean output of the seed it was shown
-    is not, wherever the check's inputs follow the seed. The verdict says
-    which seeds were used, and says so when the check's clean evidence was
-    the same at every seed (then the hidden seeds could not tell more).
+    is not, wherever the check's inputs follow the seed. The sentence says
+    how many hidden seeds were used and, where the repair failed at one, how
+    (it did not finish, it observes something else, the evidence behind the
+    observation differs) — never which seed, nor anything measured there: a
+    seed or a clean value named in feedback is one a later hand-in could copy.
+    It says so when the check's clean evidence was the same at every seed
+    (then the hidden seeds could not tell more). The seeds themselves are
+    kept in ``seeds`` and ``hidden_seeds`` for the grader.
 
     Args:
         exercise: the exercise as run.
@@ -409,23 +414,33 @@ def judge_hidden(exercise: Exercise, verdict: Verdict, seed: int, hidden: list[t
         return replace(verdict, seeds=(seed,), hidden_seeds=())  # judged at its own seed only
     same_everywhere = True
     first_clean = None
-    for hidden_seed, result in hidden:
+    for _, result in hidden:
         again = judge(exercise, result, mode)
         clean = result.evidence.get("clean")
         first_clean = clean if first_clean is None else first_clean
         same_everywhere = same_everywhere and clean == first_clean
         if again.status == "could not run":
-            return replace(verdict, status="not fixed", seeds=seeds, hidden_seeds=drawn,
-                           sentence=f"not judged: at hidden seed {hidden_seed} {again.sentence}")
+            return replace(verdict, status="not fixed", seeds=seeds, hidden_seeds=drawn, difference=None,
+                           sentence="not judged: the clean code did not measure at a hidden seed, so there was "
+                                    "nothing to compare with; grade it again")
         if not again.fixed:
-            body = again.sentence.removeprefix("not fixed: ")
-            return replace(again, sentence=f"not fixed at hidden seed {hidden_seed} (fixed at seed {seed}, the one "
-                           f"you could see): {body}", seeds=seeds, hidden_seeds=drawn)
-    listed = ", ".join(str(s) for s in drawn)
+            return replace(verdict, status="not fixed", seeds=seeds, hidden_seeds=drawn, difference=None,
+                           sentence=f"not fixed at a hidden seed (fixed at seed {seed}, the one you could see): "
+                                    f"{_how_it_failed(exercise, again, result)}")
+    n = len(drawn)
     caveat = " (this check's clean evidence is the same at every seed, so they could not tell more)" \
-        if same_everywhere and len(hidden) > 1 else ""
-    return replace(verdict, sentence=f"{verdict.sentence}; fixed at hidden seed{'s' if len(drawn) > 1 else ''} "
-                   f"{listed} too{caveat}", seeds=seeds, hidden_seeds=drawn)
+        if same_everywhere and n > 1 else ""
+    return replace(verdict, sentence=f"{verdict.sentence}; fixed at {n} hidden seed{'s' if n > 1 else ''} "
+                   f"too{caveat}", seeds=seeds, hidden_seeds=drawn)
+
+
+def _how_it_failed(exercise: Exercise, again: Verdict, result) -> str:
+    """How a repair failed at a hidden seed, in words that hold nothing measured there."""
+    if again.yours_status != "ok":
+        return "your side did not finish there"
+    if any(same_observation(exercise, again.yours_observed, run) for run in _clean(result).runs):
+        return "it observes what the clean code observes there, but the evidence behind it differs"
+    return "it observes something other than what the clean code observes there"
 
 
 def read_break_prediction(exercise: Exercise, prediction: str | None) -> tuple[Prediction | None, str | None]:
