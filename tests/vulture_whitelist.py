@@ -7,6 +7,7 @@ pyproject.toml; what is here is named one by one.
 
 from tutor.app.session import Session
 from tutor.cli import _imported_when_run
+from tutor.cli.doctor import doctor
 from tutor.instructor.grade import gradebook_csv, results_json
 from tutor.instructor.saving import save_results
 from tutor.cli.parser import _Parser
@@ -37,6 +38,7 @@ gradebook_csv  # grading's parts, driven one by one by tests/test_grade.py
 results_json
 save_results
 _imported_when_run.__qualname__  # a command made when it runs keeps its own name in tracebacks
+doctor  # 'tutor doctor', which tutor.cli.COMMANDS names as text and imports when it runs
 ExerciseTree.get_label_width  # overrides Textual's Tree.get_label_width (measured from the text, not rendered)
 landlock.FS_REMOVE_DIR  # Landlock's access rights, every one the kernel's ABI names: the handled set is their sum
 landlock.FS_REMOVE_FILE
