@@ -287,8 +287,8 @@ def temperature_effect(ctx: Context) -> Measurement:
     ``ctx.seed``, go through ``engine.generate.sampling_distribution`` at
     temperatures 0.5, 1 and 2. For each: the entropy (nats) and the number
     of distinct ids in 200 draws. Observed: a choice — ``a``: entropy rises
-    with the temperature; ``b``: it falls; ``c``: neither (not monotone, or
-    unchanged within 1e-6). Seed 004, "Generation is a different program"
+    with the temperature; ``b``: neither (not monotone, or unchanged within
+    1e-6); ``c``: it falls. Seed 004, "Generation is a different program"
     (0.5 sharpens, 1.5 flattens).
     """
     import math
@@ -309,9 +309,9 @@ def temperature_effect(ctx: Context) -> Measurement:
     if all(s > 1e-6 for s in steps):
         observed = "a"
     elif all(s < -1e-6 for s in steps):
-        observed = "b"
-    else:
         observed = "c"
+    else:
+        observed = "b"
     evidence = [
         table("sampling_distribution at three temperatures (V = 37)",
               ["temperature", "entropy (nats)", "top probability", "distinct ids in 200 draws"], rows),

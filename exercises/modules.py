@@ -402,8 +402,8 @@ def packed_qkv(ctx: Context) -> Measurement:
     (3C, C) weight: rows 0..C-1 make q, C..2C-1 make k, 2C..3C-1 make v (the
     layout checkpoints such as GPT-2's use). The reference computes q, k, v
     from those row blocks and runs SDPA. Observed: a choice —
-    ``a``: shapes kept, causal, equal to the reference (1e-5);
-    ``b``: shapes kept, causal, different; ``c``: not causal;
+    ``a``: shapes kept, causal, different from the reference (1e-5);
+    ``b``: shapes kept, causal, equal to it; ``c``: not causal;
     ``d``: an exception or a changed shape. Causality: changing x after
     position 3 must leave outputs 0..3 unchanged. Seed 000, section 4
     ("packed QKV"); seed 004, "The model: attention".
@@ -436,7 +436,7 @@ def packed_qkv(ctx: Context) -> Measurement:
     elif past > 1e-5:
         observed = "c"
     else:
-        observed = "a" if gap <= 1e-5 else "b"
+        observed = "b" if gap <= 1e-5 else "a"
     evidence = [
         table("Attention of block 0, x (2, 8, 64)", ["quantity", "value"],
               [["output shape", tuple(y.shape)], ["max |Δ| at 0..3 when x[4:] changes", past],

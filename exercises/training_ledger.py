@@ -154,8 +154,8 @@ def eval_vs_no_grad(ctx: Context) -> Measurement:
     Small engine GPT with dropout 0.2. Hooks record, during each call, whether
     the dropout modules are in training mode and whether the logits carry a
     graph (requires_grad). ``evaluate`` runs twice on one batch. Observed
-    choice: a two calls agree and no graph; b differ, no graph; c agree,
-    graph; d differ, graph. Also model.eval() alone and torch.no_grad()
+    choice: a two calls agree and no graph; b differ, graph; c agree,
+    graph; d differ, no graph. Also model.eval() alone and torch.no_grad()
     alone, measured directly. Seed 001, "Check yourself" (mode versus no-grad).
     """
     from engine.train import evaluate
@@ -189,7 +189,7 @@ def eval_vs_no_grad(ctx: Context) -> Measurement:
             h.remove()
     agree = first == second
     recorded = inside["graph recorded"]
-    observed = {(True, False): "a", (False, False): "b", (True, True): "c", (False, True): "d"}[(agree, recorded)]
+    observed = {(True, False): "a", (False, True): "b", (True, True): "c", (False, False): "d"}[(agree, recorded)]
     evidence = [
         table("Inside evaluate (model left in train mode before the call)", ["question", "answer"], [
             ["dropout active", inside["dropout active"]], ["graph recorded", recorded],

@@ -4,9 +4,9 @@ from helpers import graded, rows
 
 
 def test_temperature_that_multiplies_reverses_the_diversity_order(run, catalog):
-    r = run("temperature-effect", "b")
+    r = run("temperature-effect", "c")
     assert r.status == "pass", (r.status, r.error, r.observed)
-    assert r.clean == "a" and r.faulted == "b"
+    assert r.clean == "a" and r.faulted == "c"
     assert not graded(catalog, r, "a")
     clean, faulted = (rows(r, side, "sampling_distribution") for side in ("clean", "faulted"))
     # the two columns are mirror images: multiplying by t is dividing by 1/t, and t = 1 agrees.

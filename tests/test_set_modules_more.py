@@ -16,9 +16,9 @@ def test_head_divisibility_fails_deep_in_attention_without_the_check(run, catalo
 
 
 def test_packed_qkv_keeps_shape_and_causality_but_not_the_values(run, catalog):
-    r = run("packed-qkv", "b")
+    r = run("packed-qkv", "a")
     assert r.status == "pass", (r.status, r.error, r.observed)
-    assert r.clean == "a" and r.faulted == "b"
+    assert r.clean == "b" and r.faulted == "a"
     faulted = fact(r, "faulted", "Attention of block 0")
     assert faulted["output shape"] == "(2, 8, 64)" and float(faulted["max |Δ| at 0..3 when x[4:] changes"]) == 0.0
     assert float(faulted["max |Δ| against the row-block reference"]) > 1e-3

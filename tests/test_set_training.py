@@ -278,11 +278,11 @@ def test_lr_10x(ok, catalog):
 
 def test_eval_vs_no_grad(ok, run):
     r = ok("eval-vs-no-grad")
-    assert r.clean == "a" and r.faulted == "b"
+    assert r.clean == "a" and r.faulted == "d"
     switches = facts(r, "clean", "Each switch alone")
     assert switches["model.eval() only"] == ["False", "True"]  # dropout off, graph still recorded
     assert switches["torch.no_grad() only"] == ["True", "False"]  # dropout on, no graph
-    assert run("eval-vs-no-grad", "b").status == "pass"
+    assert run("eval-vs-no-grad", "d").status == "pass"
 
 
 def test_overfit_batch(ok, catalog):
