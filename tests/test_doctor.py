@@ -76,6 +76,16 @@ def test_without_bubblewrap_the_report_says_it_is_missing_and_why(tmp_path):
     assert "grading would refuse: code under check would run unconfined here (no bubblewrap" in proc.stderr
 
 
+def test_a_progress_folder_that_cannot_be_written_is_exit_1_with_the_reason(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    folder = tmp_path / "a-file" / "progress"
+    data = envelope_of(doctor("--json", "--progress-dir", str(folder)), 1)
+    assert data["status"] == "not_working" and data["progress"]["writable"] is False
+    assert [c["ok"] for c in data["checks"]] == [True, True, True]  # the checks themselves still run
+    assert data["error"] == f"a learner's runs do not work here: {data['progress']['error']}"
+    assert data["progress"]["error"].startswith(f"cannot write progress to {folder} (")
+
+
 def test_an_unknown_option_is_a_usage_error():
     data = envelope_of(doctor("--bogus", "--json"), 2)
     assert data["status"] == "usage_error" and "unrecognized arguments: --bogus" in data["error"]
