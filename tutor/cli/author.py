@@ -31,7 +31,7 @@ def check(args, events: Events) -> CheckReply:
     scale = getattr(args, "timeout_scale", None)
     cores = None if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
     runners = [make_runner(cat, args.device, scale, cores) for _ in range(jobs)]
-    rows = []
+    rows, graded = [], []
     started = time.perf_counter()
     results = _checked_in_order(cat, runners, exercises)
     try:
@@ -46,6 +46,7 @@ def check(args, events: Events) -> CheckReply:
                          "ok": ok, "duration_s": result.duration_s, "device": result.device, "error": result.error,
                          "time_limit_s": (result.time_limit or {}).get("seconds")})
             events.checked(ex, result, ok)
+            graded.append((ex, result.observed))
             if result.status == "timeout":
                 events.notice(retry_notice(ex, result))
     except WorkerError as exc:
@@ -61,8 +62,11 @@ def check(args, events: Events) -> CheckReply:
     faulted = [r for r in rows if r["fault"]]
     shown = sum(r["ok"] for r in faulted)
     timeouts = sum(r["status"] == "timeout" for r in rows)
+    rates = base_rates(graded)
     data = {"results": rows, "passed": passed, "total": len(rows), "faults_shown": shown, "faults": len(faulted),
-            "timeouts": timeouts, "wall_s": wall_s, "jobs": jobs}
+            "timeouts": timeouts, "wall_s": wall_s, "jobs": jobs, "base_rates": rates}
+    if rates["bools"] or rates["lettered"] or rates["list_items"]:
+        events.notice(base_rates_sentence(rates))
     if passed != len(rows):
         data["error"] = (f"{len(rows) - passed} of {len(rows)} checks did not run or their fault changed nothing; "
                          "see the rows marked FAIL")
@@ -128,3 +132,47 @@ def _checked_in_order(cat, runners, exercises):
 def fault_shows(ex, result) -> bool:
     """Whether ``tutor check`` counts this run as good: it ran, and a fault (if any) changed the observation."""
     return result.status == "ok" and (result.differs is not False)
+
+
+#: The band the catalog keeps its graded answers in: a learner who always says "no" (or always
+#: picks one letter) must not score well without reasoning.
+YES_BAND = (0.35, 0.65)
+#: The largest share of lettered exercises any one letter may be right in.
+MOST_PER_LETTER = 0.35
+
+
+def base_rates(graded) -> dict:
+    """How the measured graded answers spread, from ``(exercise, observed)`` pairs.
+
+    ``yes``: the share of yes among ``bool`` exercises' graded observations;
+    ``letters``: for choice exercises lettered a, b, c, …, the share of each
+    correct letter; ``list_yes``: the share of yes among the yes/no items of
+    ``list`` answers. Each comes with its count (``bools``, ``lettered``,
+    ``list_items``). Only measured observations count: an exercise whose check
+    did not run is left out.
+    """
+    yes, letters, items = [], {}, []
+    for ex, observed in graded:
+        if observed is None:
+            continue
+        name = ex.kind.name
+        if name == "bool":
+            yes.extend(observed if isinstance(observed, list) else [observed])
+        elif name == "choice" and all(len(c) == 1 for c, _ in ex.choices):
+            letters[observed] = letters.get(observed, 0) + 1
+        elif name == "list":
+            items.extend(v for v in observed if isinstance(v, bool))
+    lettered = sum(letters.values())
+    return {"yes": sum(yes) / len(yes) if yes else None, "bools": len(yes),
+            "letters": {c: letters[c] / lettered for c in sorted(letters)}, "lettered": lettered,
+            "list_yes": sum(items) / len(items) if items else None, "list_items": len(items)}
+
+
+def base_rates_sentence(rates: dict) -> str:
+    """The base rates in one line for the author's view."""
+    def share(x):
+        return "n/a" if x is None else f"{100 * x:.0f} %"
+    letters = ", ".join(f"{c} {share(s)}" for c, s in rates["letters"].items()) or "none"
+    return (f"base rates: yes in {share(rates['yes'])} of {rates['bools']} yes/no answers; "
+            f"correct letters ({rates['lettered']}): {letters}; "
+            f"yes in {share(rates['list_yes'])} of {rates['list_items']} yes/no list items")
