@@ -1,7 +1,8 @@
 """Fix-mode submissions in a batch: ``tutor grade --fixes DIR``.
 
 ``DIR`` holds one folder per learner (the folder's name is the learner: a
-name or an e-mail address), and in it one file per exercise: the whole
+name or an e-mail address; two folders that are one learner, ``ada`` and
+``ADA``, are both refused), and in it one file per exercise: the whole
 repaired subject file as ``<exercise-id>.py``, or a unified diff against the
 faulted file as ``<exercise-id>.diff`` (or ``.patch``). Every submission is
 run on one warm worker — torch is imported once for the whole batch — as
@@ -14,6 +15,11 @@ grading (``--hidden-seeds``), so a seed a learner once learned is never all
 there is. It counts as fixed only when it is fixed at the check's own seed
 and at every hidden one. The feedback never names a hidden seed nor what was
 measured at one (:func:`tutor.model.verdict.judge_hidden`).
+
+A folder's files carry no submission time a grader can trust (a file's
+modification time is the learner's to set): their rows have none, and the
+grading's own time stamps its results; ``tutor gradescope`` takes the time
+from Gradescope's metadata.
 
 The rows go to the same gradebook and results.json as predictions (mode
 ``fix``; the answer cell holds the learner's diff), and with ``--save`` to
@@ -29,7 +35,6 @@ import hashlib
 import os
 import stat
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 
 from tutor.app.session import Session
@@ -112,13 +117,27 @@ def find(folder: Path, catalog) -> list:
             row.text = text
             row.answer = f"{kind}:{hashlib.sha256(raw).hexdigest()[:16]}"  # the submission's identity
             row.note = kind
-            try:
-                row.submitted_at = _mtime(path)
-            except OSError:
-                pass
             rows.append(row)
+    refuse_one_learner_in_two_folders(rows)
     mark_identical(rows)
     return rows
+
+
+def refuse_one_learner_in_two_folders(rows: list) -> None:
+    """Refuse every row of two (or more) learner folders whose names are one learner (``ada`` and ``ADA``:
+    :func:`tutor.store.names.learner_key`), each in one sentence naming them all: which one is the learner's
+    is not the grader's to guess, and the later one must never replace a classmate's work or progress."""
+    folders: dict[str, set] = {}
+    for row in rows:
+        if row.key is not None:
+            folders.setdefault(row.key, set()).add(row.learner)
+    for row in rows:
+        named = sorted(folders.get(row.key) or ())
+        if len(named) < 2:
+            continue
+        row.problem = (f"the folders {', '.join(repr(n) for n in named)} are one learner (names that differ only "
+                       "by case or spacing are one), so none of them is graded: keep one folder per learner")
+        row.refused, row.answer, row.text = row.refused or row.learner, "refused", None
 
 
 def shown_name(name: str) -> str:
@@ -215,10 +234,6 @@ def not_graded(row, exc: BaseException, assignment=None) -> RowResult:
     return RowResult(row, "error", points=points_for(assignment, row.exercise),
                      reason=f"{row.exercise or 'this submission'} could not be graded: the grader failed on it "
                             f"({what}); it scores 0 — look at the file by hand, or grade it again alone")
-
-
-def _mtime(path: Path) -> str:
-    return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
 
 
 def seeds_of(assignment, ex_id: str) -> tuple:
