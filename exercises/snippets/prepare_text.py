@@ -18,9 +18,6 @@ def prepare(text: str):
     Returns:
         (tokenizer, ids): the fitted ``CharTokenizer`` and a (len(text),)
         int64 tensor of ids.
-
-    Raises:
-        KeyError: if ``text`` holds a character the tokenizer was not fit on.
     """
     fit_on = text  # the vocabulary comes from every character the model will see
     tokenizer = CharTokenizer(fit_on)
