@@ -11,6 +11,7 @@ import pytest
 
 from test_grade_edges import envelope_of
 from tutor.cli import main
+from tutor.cli.parser import build_parser
 from tutor.cli.replies import EXIT_UNCONFINED
 from tutor.sandbox import bwrap
 from tutor.sandbox.runner import WorkerError
@@ -89,6 +90,7 @@ def test_a_progress_folder_that_cannot_be_written_is_exit_1_with_the_reason(tmp_
 def test_an_unknown_option_is_a_usage_error():
     data = envelope_of(doctor("--bogus", "--json"), 2)
     assert data["status"] == "usage_error" and "unrecognized arguments: --bogus" in data["error"]
+    assert "doctor              run this first on a new machine" in build_parser().format_help()
 
 
 class NoWorker:
