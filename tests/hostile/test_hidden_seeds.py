@@ -50,7 +50,7 @@ def test_a_hand_in_fixed_only_at_learned_seeds_is_not_fixed_and_the_feedback_nam
     assert digest(tmp_path / "fixes" / "ada" / "head-split.py") == honest
     assert rows["mallory"]["status"] == "fail" and rows["mallory"]["score"] == 0
     assert rows["mallory"]["reason"].startswith("not fixed at a hidden seed (fixed at seed 0, the one you could see)")
-    runs = [(seed, text) for _, seed, text in Recording.made[0].runs]
+    runs = [(seed, text) for _, seed, text in Recording.made[-1].runs]
     hidden = {seed for seed, text in runs if FORGED in text} - {0}
     assert {7, 11} < hidden and len(hidden) >= 4  # the assignment's two, and two drawn afresh
     told = (json.dumps(rows["mallory"]) + (tmp_path / "o" / "results.json").read_text(encoding="utf-8")
