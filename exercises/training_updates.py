@@ -172,8 +172,8 @@ def set_to_none(ctx: Context) -> Measurement:
     parameter; then the block's attention is frozen
     (``requires_grad_(False)``), so step 2's loss no longer reaches it.
     After step 2: is the attention's qkv weight gradient None, zeros, or old
-    values, and did that weight move during step 2? Observed choice: a None /
-    stays, b zeros / stays, c zeros / moves, d anything else. Seed 001, lab
+    values, and did that weight move during step 2? Observed choice: a zeros /
+    moves, b zeros / stays, c None / stays, d anything else. Seed 001, lab
     Part 2 (the reset sets gradients to None) and "Backward and update are
     different operations".
     """
@@ -191,9 +191,9 @@ def set_to_none(ctx: Context) -> Measurement:
     change = (weight.detach() - before).abs().max().item()
     moved = change > 0
     if grad is None:
-        state, observed = "None", "a" if not moved else "d"
+        state, observed = "None", "c" if not moved else "d"
     elif not bool(grad.ne(0).any()):
-        state, observed = "a zero tensor", "c" if moved else "b"
+        state, observed = "a zero tensor", "a" if moved else "b"
     else:
         state, observed = "nonzero values", "d"
     evidence = [

@@ -107,13 +107,13 @@ def test_backward_no_update(ok, run):
 
 def test_set_to_none(ok, run):
     r = ok("set-to-none")
-    assert r.clean == "a" and r.faulted == "c"  # None and skipped / zeros and still moved by AdamW
+    assert r.clean == "c" and r.faulted == "a"  # None and skipped / zeros and still moved by AdamW
     # The subject is train_step's reset; the tensor the loss stops reaching is the frozen
     # attention of seed 001's Part 6 GPT (it used to be an unused head of a snippet model).
     assert facts(r, "clean", "The frozen attention")["qkv.weight.grad is"] == ["None"]
     assert facts(r, "faulted", "The frozen attention")["qkv.weight.grad is"] == ["a zero tensor"]
     assert float(facts(r, "faulted", "The frozen attention")["max |change| in step 2"][0]) > 1e-3
-    assert run("set-to-none", "c").status == "pass"
+    assert run("set-to-none", "a").status == "pass"
 
 
 def test_ce_on_probs(ok, run):
