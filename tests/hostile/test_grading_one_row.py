@@ -149,3 +149,15 @@ def test_names_that_are_not_utf8_are_rows_of_their_own_and_the_files_stay_utf8(t
     bobs = [r for r in gradebook.read_rows(tmp_path / "o") if r["learner"] == "bob"]
     assert sorted(r["status"] for r in bobs) == ["pass", "unreadable"]
     assert all("\udcff" not in n and "\udcfe" not in n for n in said.notices)
+
+
+def test_a_gradescope_repair_whose_grading_fails_is_told_in_its_results_json(tmp_path, catalog):
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "source").mkdir()
+    (root / "submission" / "head-split.py").write_text(clean_head_split(catalog) + BREAKS_THE_GRADER)
+    (root / "source" / "assignment.toml").write_text('exercises = ["head-split"]\n')
+    reply, _ = grade_fixes(["gradescope", "--root", str(root), "--hidden-seeds", "0"], runner=Breaking)
+    result = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert result["score"] == 0 and "could not be graded" in result["tests"][0]["output"], result
+    assert "RecursionError" in result["tests"][0]["output"]

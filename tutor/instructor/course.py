@@ -248,17 +248,18 @@ def _fix_graded(catalog, runner, row, plan, req: Request, writer: out_folder.Row
         CouldNotSave: the row cannot be written.
     """
     try:
-        outcome = fixes.grade_one(catalog, runner, row, plan, req.store, save=req.store is not None,
-                                  hidden_seeds=req.hidden_seeds)
-        writer.append(outcome.to_dict())
-        return outcome
+        outcome = fixes.grade_guarded(catalog, runner, row, plan, req.store, save=req.store is not None,
+                                      hidden_seeds=req.hidden_seeds)
     except (DeviceError, UnconfinedError) as exc:
         raise UsageError(str(exc)) from None
     except WorkerError as exc:
         raise CouldNotRun(str(exc)) from None
+    try:
+        writer.append(outcome.to_dict())
+        return outcome
     except CouldNotSave:
         raise
-    except Exception as exc:  # compile, decode, verdict, serialisation: this hand-in's, told in its row
+    except Exception as exc:  # a row that cannot be written as it is (too deep, not text): its error instead
         outcome = fixes.not_graded(row, exc, plan)
     writer.append(outcome.to_dict())
     return outcome

@@ -43,6 +43,7 @@ from tutor.instructor.grade import RowResult, points_for
 from tutor.model import patch as edit
 from tutor.model.attempts import ProgressError
 from tutor.model.errors import UsageError
+from tutor.sandbox.runner import DeviceError, UnconfinedError, WorkerError
 from tutor.store.names import learner_key, validate_learner
 
 #: The endings of a submitted file, and what they hold.
@@ -217,6 +218,23 @@ def mark_identical(rows: list) -> None:
             continue
         for row in same:
             row.same_as = [name for name in learners if name != row.learner]
+
+
+def grade_guarded(catalog, runner, row, assignment=None, store=None, save: bool = False,
+                  hidden_seeds: int | None = None):
+    """:func:`grade_one`, with any failure inside the grader but the machine's as that row's error
+    (:func:`not_graded`): a hand-in the compiler, the verdict or the row cannot hold is its own row.
+
+    Raises:
+        tutor.sandbox.runner.WorkerError, tutor.sandbox.runner.DeviceError,
+        tutor.sandbox.runner.UnconfinedError: the worker cannot run at all, or not confined.
+    """
+    try:
+        return grade_one(catalog, runner, row, assignment, store, save, hidden_seeds)
+    except (WorkerError, DeviceError, UnconfinedError):
+        raise
+    except Exception as exc:  # compile, decode, verdict: this hand-in's, told in its row
+        return not_graded(row, exc, assignment)
 
 
 #: The most of an exception's own words a row keeps when grading its submission failed.

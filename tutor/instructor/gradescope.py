@@ -197,7 +197,7 @@ def grade_submission(catalog, rows: list, plan, runner, now: dt.datetime | None 
     repairs = [r for r in rows if r.mode == "fix"]
     pool = _OnePool(runner)
     graded = grading.grade_rows(catalog, predictions, pool, None, plan, memo.Observations()) if predictions else []
-    graded += [fixes.grade_one(catalog, runner, r, plan, hidden_seeds=hidden_seeds) for r in repairs]
+    graded += [fixes.grade_guarded(catalog, runner, r, plan, hidden_seeds=hidden_seeds) for r in repairs]
     dicts = [g.to_dict() for g in graded]
     result = class_results.learner_result(dicts, plan, grading.titles(catalog), now)
     result["execution_time"] = round(time.perf_counter() - started, 3)
