@@ -90,14 +90,37 @@ def test_the_read_roots_are_the_installation_its_packages_metadata_and_the_syste
     monkeypatch.setattr(confine.sysconfig, "get_paths", lambda: paths)
     monkeypatch.setattr(confine, "SYSTEM_READ", (folder("system"),))
     real = os.path.realpath
-    monkeypatch.setattr(confine, "installed_packages", lambda: [])
+    monkeypatch.setattr(confine, "installed_packages", lambda names=(): [])
     assert confine.read_roots() == tuple(sorted(real(p) for p in [
         prefix + "/lib", entries[0], entries[1], entries[2], *paths.values(), tmp_path / "system",
         tmp_path / "checkout" / "tutor.egg-info", tmp_path / "checkout" / "engine-1.0.dist-info"]))
-    # the tutor's own package folders are readable wherever they are, and the checkout around them is not
-    monkeypatch.setattr(confine, "installed_packages", lambda: [folder("checkout", "private")])
+    assert confine.listed_folders() == ()
+
+
+def test_the_tutor_and_engine_are_readable_where_installed_and_the_installed_catalog_only_listed(tmp_path, monkeypatch):
+    # a regular install: all three packages in site-packages, beside a package the side imports late
+    packages = tmp_path / "site-packages"
+    for name in ("tutor", "engine", "exercises", "pyseccomp"):
+        (packages / name).mkdir(parents=True)
+    checkout = tmp_path / "checkout"
+    (checkout / "tutor").mkdir(parents=True)
+    (checkout / "progress").mkdir()
+    monkeypatch.setattr(sys, "path", [str(packages)])
+    monkeypatch.setattr(confine, "SYSTEM_READ", ())
+    where = {"tutor": packages / "tutor", "engine": packages / "engine", "exercises": packages / "exercises"}
+    monkeypatch.setattr(confine, "installed_packages", lambda names=(): [str(where[n]) for n in names])
     roots = confine.read_roots()
-    assert real(tmp_path / "checkout" / "private") in roots and real(tmp_path / "checkout") not in roots
+    real = os.path.realpath
+    for name in ("tutor", "engine", "pyseccomp"):
+        assert real(packages / name) in roots
+    assert not any(r == real(packages / "exercises") or r.startswith(real(packages / "exercises") + os.sep)
+                   or r == real(packages) for r in roots)
+    assert confine.listed_folders() == (real(packages),)  # names in site-packages, for imports; no contents
+    # an editable checkout: its package folders are readable, the checkout around them (progress/) is not
+    where["tutor"] = checkout / "tutor"
+    roots = confine.read_roots()
+    assert real(checkout / "tutor") in roots
+    assert not any(r == real(checkout) or r.startswith(real(checkout / "progress")) for r in roots)
 
 
 def test_a_forbidden_folder_is_cut_out_down_to_thirteen_levels_and_below_that_nothing_is_allowed(tmp_path):

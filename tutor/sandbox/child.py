@@ -77,7 +77,7 @@ def probe_child(threads: int, fd: int) -> None:
 
 def warden(request: Request, folder: str, threads: int, fd: int, key: bytes, status: confine.Status,
            roots: tuple[str, ...], cgroup: str | None = None, memory_cgroup: str | None = None, *,
-           log_fd: int) -> None:
+           log_fd: int, listed: tuple[str, ...] = ()) -> None:
     """The side's warden: namespaces, then the child; waits for it, counts its processes, exits as it did.
 
     Runs only our own code. It dies with the worker (PR_SET_PDEATHSIG) and
@@ -91,6 +91,7 @@ def warden(request: Request, folder: str, threads: int, fd: int, key: bytes, sta
 
     Args:
         roots: what the child may read when confined (:func:`tutor.sandbox.side.read_roots`).
+        listed: what it may list but not read (:func:`tutor.sandbox.confine.listed_folders`).
     """
     code = 1
     try:
@@ -113,7 +114,7 @@ def warden(request: Request, folder: str, threads: int, fd: int, key: bytes, sta
         child = os.fork()
         if child == 0:  # never returns
             landlock.die_with_parent()
-            run_check(request, folder, threads, fd, key, status, roots, log_fd)
+            run_check(request, folder, threads, fd, key, status, roots, log_fd, listed)
         os.close(fd)
         os.close(log_fd)
         code = watch(child, init)
@@ -176,7 +177,7 @@ def watch(child: int, init: int | None) -> int:
 
 
 def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, status: confine.Status,
-              roots: tuple[str, ...], log_fd: int) -> None:
+              roots: tuple[str, ...], log_fd: int, listed: tuple[str, ...] = ()) -> None:
     """The check's child: set up and confine this process in the side's tree, run the check, send its
     measurement (or the exception it raised) on ``fd`` signed with ``key``, exit (never returns).
 
@@ -231,7 +232,7 @@ def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, 
         # the filter is made while every installed package is readable (pyseccomp and libseccomp among them)
         seccomp_filter = seccomp.build() if status.seccomp else None
         if status.landlock:
-            policy = landlock.Policy(tree=folder, read=roots, network=not status.net_namespace)
+            policy = landlock.Policy(tree=folder, read=roots, network=not status.net_namespace, listed=listed)
             confine.Attempts(policy, lambda what: send(Attempted(what=what)), seccomp=status.seccomp,
                              signals=status.signals, network_refused=status.network != "none").install()
             landlock.restrict(policy, status.landlock)

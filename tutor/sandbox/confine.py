@@ -12,7 +12,8 @@ mechanisms the kernel enforces:
   it a full set), and the size of any file it writes capped
   (``RLIMIT_FSIZE``, :data:`FILE_CAP_MB`);
 * **Landlock** (:mod:`tutor.sandbox.landlock`): *read* its private tree,
-  the Python installation and the tutor's own packages, the system's libraries and ``/proc``/``/sys``; *write*
+  the Python installation and the tutor's own packages (less any installed
+  copy of the catalog's package, ``exercises``: only its folder's names), the system's libraries and ``/proc``/``/sys``; *write*
   only its private tree (where it may not make device nodes, FIFOs, sockets
   or symlinks) and ``/dev/null``. ABI 4 and later also refuse TCP where no
   network namespace could be made; ABI 6 and later signals and abstract
@@ -61,9 +62,13 @@ ENV = "TUTOR_CONFINE"
 #: The largest file a side may write, MiB (``RLIMIT_FSIZE``; ``TUTOR_FILE_CAP_MB``).
 _FILE_CAP = os.environ.get("TUTOR_FILE_CAP_MB", "").strip()
 FILE_CAP_MB = max(1, int(_FILE_CAP)) if _FILE_CAP.isdigit() else 256
-#: The tutor's own packages: the subject (``engine``, ``exercises``) and the tutor. Readable by every side
-#: wherever they are installed (:func:`read_roots`); a side runs its own private copy of the subject first.
+#: The tutor's own packages. A side imports what it needs of them wherever they are installed; the one
+#: it may read only in its own private copy is :data:`SECRET_PACKAGE`.
 PRIVATE_PACKAGES = ("engine", "exercises", "tutor")
+#: The package whose installed copy no side may read: the catalog (each fault's clean ``before`` text), the
+#: checks, and the capstone's mysteries (which hidden fault each seed carries). A side reads its own copy,
+#: from which a learner's side has these removed (:func:`tutor.sandbox.side.build_tree`).
+SECRET_PACKAGE = "exercises"
 
 # --- what a child may read -------------------------------------------------------------------------
 
@@ -95,10 +100,11 @@ def _allow_except(root: str, forbidden: list[str], out: list[str], depth: int = 
         _allow_except(os.path.join(root, name), forbidden, out, depth + 1)
 
 
-def installed_packages() -> list[str]:
-    """Where the private packages (:data:`PRIVATE_PACKAGES`) are installed or checked out, resolved."""
+def installed_packages(names: Iterable[str] | None = None) -> list[str]:
+    """Where the tutor's packages (``names``, by default :data:`PRIVATE_PACKAGES`) are installed or checked
+    out, resolved."""
     found = []
-    for name in PRIVATE_PACKAGES:
+    for name in PRIVATE_PACKAGES if names is None else names:
         module = sys.modules.get(name)
         paths = list(getattr(module, "__path__", []) or []) if module else []
         if not paths:
@@ -109,26 +115,55 @@ def installed_packages() -> list[str]:
 
 
 def read_roots(forbidden: Iterable[str] = ()) -> tuple[str, ...]:
-    """What every side's child may read, less ``forbidden``.
+    """What every side's child may read, less ``forbidden`` and the installed :data:`SECRET_PACKAGE`.
 
     The Python installation (its standard library, and every ``sys.path``
     entry inside it or named ``site-packages``: never the folder the tutor
-    was started in), the folders of the tutor's own packages
-    (:data:`PRIVATE_PACKAGES`, wherever they are imported from: a checkout's
-    package folders, never the checkout around them), and
-    :data:`SYSTEM_READ`; a forbidden folder inside one of them is cut out by
-    allowing each of its siblings instead.
+    was started in), the folders of the tutor's own ``tutor`` and ``engine``
+    packages wherever they are imported from (a checkout's package folders,
+    never the checkout around them), and :data:`SYSTEM_READ`. A forbidden
+    folder inside one of them (the worker's scratch; the installed
+    ``exercises`` of a regular install, in ``site-packages``) is cut out by
+    allowing each of its siblings instead: :func:`listed_folders` names the
+    folders so cut open, which a side may list but not read.
 
-    The tutor's own packages stay readable: a side imports what it needs of
-    them (and of every other installed package) whenever it first needs it,
-    and in a regular install they lie in the same ``site-packages`` as
-    everything else. The clean subject in them is public (it ships with
-    every copy of the tutor); what a side must not read — the other sides'
-    trees, progress files, submissions, an assignment — is outside every
-    root here, and never bound into the worker's sandbox at all.
+    Everything a side must not read — the other sides' trees, progress
+    files, submissions, an assignment, the catalog — is outside every root
+    here (and, but for the catalog, never bound into the worker's sandbox).
     """
-    banned = sorted({os.path.realpath(p) for p in forbidden})
+    secret = installed_packages([SECRET_PACKAGE])
+    banned = sorted({os.path.realpath(p) for p in [*forbidden, *secret]})
     roots: list[str] = []
+    for path in _candidates():
+        _allow_except(path, banned, roots)
+    # A root inside another is redundant; keep the outer one.
+    roots = sorted(set(roots))
+    return tuple(r for r in roots if not any(r != o and _below(r, o) for o in roots))
+
+
+def listed_folders() -> tuple[str, ...]:
+    """The folders a side may list but not read: each folder of the installation cut open around the installed
+    :data:`SECRET_PACKAGE` (``site-packages`` in a regular install).
+
+    Python finds a top-level module by listing each ``sys.path`` folder: a
+    side that first imports an installed package (pyseccomp, or sympy for
+    ``torch.compile``) after its confinement is on must be able to list
+    ``site-packages``. Listing gives names only, of that folder and the
+    folders below it (Landlock grants it for a whole hierarchy), never a
+    file's contents. The worker's scratch is never cut open this way: no
+    side lists the names of another side's tree.
+    """
+    secret = installed_packages([SECRET_PACKAGE])
+    listed = []
+    for path in _candidates():
+        for package in secret:
+            if _below(package, path) and package != path:
+                listed.append(os.path.dirname(package))
+    return tuple(sorted(set(listed)))
+
+
+def _candidates() -> list[str]:
+    """Every folder and file a side may read before anything is cut out of them, resolved, existing."""
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     candidates = [sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")]
     real_prefixes = [os.path.realpath(p) for p in prefixes]
@@ -137,18 +172,15 @@ def read_roots(forbidden: Iterable[str] = ()) -> tuple[str, ...]:
         if real and os.path.isdir(real) and (any(_below(real, p) for p in real_prefixes)
                                              or os.path.basename(real) in ("site-packages", "dist-packages")):
             candidates.append(real)
-    candidates += [os.path.join(p, "lib") for p in prefixes] + installed_packages() + list(SYSTEM_READ)
+    candidates += [os.path.join(p, "lib") for p in prefixes]
+    candidates += installed_packages([name for name in PRIVATE_PACKAGES if name != SECRET_PACKAGE])
+    candidates += list(SYSTEM_READ)
     # Package metadata beside an editable checkout (importlib.metadata reads entry points there):
     # names and versions only, no source.
     for entry in sys.path:
         if entry and os.path.isdir(entry):
             candidates += glob.glob(os.path.join(entry, "*.egg-info")) + glob.glob(os.path.join(entry, "*.dist-info"))
-    for path in dict.fromkeys(os.path.realpath(p) for p in candidates if p):
-        if os.path.exists(path):
-            _allow_except(path, banned, roots)
-    # A root inside another is redundant; keep the outer one.
-    roots = sorted(set(roots))
-    return tuple(r for r in roots if not any(r != o and _below(r, o) for o in roots))
+    return [path for path in dict.fromkeys(os.path.realpath(p) for p in candidates if p) if os.path.exists(path)]
 
 
 # --- what is available here ------------------------------------------------------------------------
@@ -470,5 +502,5 @@ class Attempts:
             pass
 
 
-__all__ = ["Status", "Attempts", "read_roots", "probe", "status_from", "enabled", "ENV", "MAX_PROCESSES",
+__all__ = ["Status", "Attempts", "read_roots", "listed_folders", "probe", "status_from", "enabled", "ENV", "MAX_PROCESSES",
            "remove_cgroups"]

@@ -190,7 +190,7 @@ def blank_warden(spec_fd: int, result_fd: int, log_fd: int) -> None:
         if os.getppid() != spec.worker_pid:
             raise ProtocolError("the worker that asked for this warden is gone")
         child.warden(spec.request(), spec.folder, spec.threads, result_fd, spec.key_bytes, confine.Status.from_wire(spec.status),
-                     tuple(spec.roots), spec.cgroup, spec.memory_cgroup, log_fd=log_fd)
+                     tuple(spec.roots), spec.cgroup, spec.memory_cgroup, log_fd=log_fd, listed=tuple(spec.listed))
     except BaseException:
         pass
     finally:

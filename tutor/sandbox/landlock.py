@@ -102,12 +102,15 @@ class Policy:
         write_files: files it may read and write besides its tree (``/dev/null``).
         network: refuse every TCP bind and connect with Landlock (used when
             the warden could not give the child a network namespace).
+        listed: folders the child may list but not read (the names in them
+            and in the folders below them, never a file's contents).
     """
 
     tree: str
     read: tuple[str, ...]
     write_files: tuple[str, ...] = ("/dev/null",)
     network: bool = True
+    listed: tuple[str, ...] = ()
 
 
 def restrict(policy: Policy, abi: int) -> None:
@@ -135,6 +138,7 @@ def restrict(policy: Policy, abi: int) -> None:
     try:
         rules = [(policy.tree, handled_fs & ~_TREE_DENIED)]
         rules += [(path, _READ_RIGHTS) for path in policy.read]
+        rules += [(path, FS_READ_DIR) for path in policy.listed]
         rules += [(path, FS_READ_FILE | FS_WRITE_FILE | (FS_IOCTL_DEV if abi >= 5 else 0))
                   for path in policy.write_files]
         for path, rights in rules:

@@ -187,6 +187,7 @@ class SideSpec:
         key: the side's signing key, hex (:func:`sign`).
         status: how the worker confines sides (``tutor.sandbox.confine.Status.to_wire``).
         roots: what the side's child may read when confined.
+        listed: what it may list but not read (``tutor.sandbox.confine.listed_folders``).
         cgroup, memory_cgroup: the side's pids and memory cgroups, or None.
         worker_pid: the worker's pid, as the warden sees it (its parent once adopted).
     """
@@ -199,6 +200,7 @@ class SideSpec:
     key: str
     status: dict
     roots: tuple[str, ...] = ()
+    listed: tuple[str, ...] = ()
     cgroup: str | None = None
     memory_cgroup: str | None = None
     worker_pid: int = 0
@@ -214,7 +216,7 @@ class SideSpec:
     def encode(self) -> bytes:
         """One line of JSON, newline included."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["roots"] = list(self.roots)
+        data["roots"], data["listed"] = list(self.roots), list(self.listed)
         return json.dumps(data).encode() + b"\n"
 
     @classmethod
@@ -223,7 +225,7 @@ class SideSpec:
             ProtocolError: the line is not a side's spec."""
         try:
             data = json.loads(line)
-            return cls(**{**data, "roots": tuple(data.get("roots", ()))})
+            return cls(**{**data, "roots": tuple(data.get("roots", ())), "listed": tuple(data.get("listed", ()))})
         except (ValueError, TypeError) as exc:
             raise ProtocolError(f"the line is not a side's spec ({exc})") from None
 

@@ -106,13 +106,14 @@ class SideRun:
             self.memory_cgroup = namespaces.make_memory_cgroup(name, child.MEMORY_CAP_MB * 1024 * 1024)
         # what the side may read: computed once, in the worker, before its first side forks
         roots = read_roots(os.path.dirname(self.folder)) if confinement().landlock else ()
+        listed = listed_folders() if confinement().landlock else ()
         # the side's output is read back through this descriptor, opened here before any subject code runs:
         # whatever the subject later puts at output.log (a FIFO, a link to someone's file) is never read
         self.log_fd = open_log(self.folder)
         read_fd, write_fd = os.pipe()
         spec = SideSpec(check=self.request.check, device=self.request.device, seed=self.request.seed,
                         folder=self.folder, threads=self.threads, key=self._key.hex(),
-                        status=confinement().to_wire(), roots=tuple(roots), cgroup=self.cgroup,
+                        status=confinement().to_wire(), roots=tuple(roots), listed=listed, cgroup=self.cgroup,
                         memory_cgroup=self.memory_cgroup, worker_pid=os.getpid())
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.started = time.perf_counter()
@@ -360,6 +361,7 @@ def build_tree(folder: Path, side: Side) -> Path:
 
 _STATUS: confine.Status | None = None
 _READ_ROOTS: tuple[str, ...] | None = None
+_LISTED: tuple[str, ...] | None = None
 
 
 def confinement() -> confine.Status:
@@ -378,6 +380,13 @@ def read_roots(scratch: str) -> tuple[str, ...]:
         _READ_ROOTS = confine.read_roots(forbidden=[scratch])
     return _READ_ROOTS
 
+
+def listed_folders() -> tuple[str, ...]:
+    """What a side may list but not read (:func:`tutor.sandbox.confine.listed_folders`), computed once."""
+    global _LISTED
+    if _LISTED is None:
+        _LISTED = confine.listed_folders()
+    return _LISTED
 
 
 def reap(pids: list[int], polls: int = 20) -> None:
