@@ -4,26 +4,21 @@ Read off a :class:`tutor.sandbox.runner.RunResult` whose sides are ``clean``,
 ``repeat`` (the clean code once more), maybe ``faulted``, and ``yours`` (the
 learner's file): **fix** and **hunt** are *fixed* when the learner's side
 measured and its observation equals the clean side's within the exercise's
-tolerance (:func:`judge`); **break** shows what the learner's side observed
-and the first evidence row that diverges from clean (:func:`observe_break`).
-Never a comparison of texts. Pure: imports neither torch nor Textual.
+tolerance, and its evidence agrees row by row (:func:`judge`;
+:mod:`tutor.model.evidence` compares it); **break** shows what the learner's
+side observed and the first evidence row that diverges from clean
+(:func:`observe_break`). Never a comparison of texts. Pure: imports neither torch nor Textual.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
 from tutor.model import answers
-from tutor.model.answers import same_values
 from tutor.model.catalog import Exercise
+from tutor.model.evidence import REPEAT, YOURS, first_difference
 from tutor.model.grading import Prediction, is_correct, read_prediction
-
-#: The learner's side is called this in every run, result and JSON object.
-YOURS = "yours"
-#: A second run of the clean code in the same request: what of the clean code's outcome reproduces.
-REPEAT = "repeat"
 
 
 # --- verdicts -----------------------------------------------------------------
@@ -36,162 +31,6 @@ def same_observation(exercise: Exercise, a: Any, b: Any) -> bool:
     """
     return exercise.kind.same(a, b)
 
-
-
-#: A check marks evidence it knows is not reproducible by saying so in its title (modules_containers:
-#: "A fresh torch.empty(64, 128), unfilled (varies from run to run)"); such tables and series are never
-#: compared. (Forked from one worker, the clean code's two runs may even see the same garbage.)
-VARIES_MARK = "varies from run to run"
-#: Evidence cells that read as numbers agree within this relative difference: float rounding of another,
-#: equally correct, order of operations, and the small jitter of a memory reading that happened to agree
-#: on the clean code's two runs (seq-sweep's "extra MiB": 24.1 on both, 24.0 on the reverse edit,
-#: measured). A faked value is far further off ...
-EVIDENCE_REL_TOL = 1e-2
-#: ... or this absolute one (a difference that should be 0 but is rounding, e.g. 1e-7).
-EVIDENCE_ABS_TOL = 1e-6
-
-
-def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_name: str = "clean",
-                     repeat: list | None = None, tolerance: float = 0.0) -> str | None:
-    """The first evidence row where two sides differ, named in one sentence; None when they agree.
-
-    Tables are paired by title and compared row by row, cell by cell;
-    series by title, point by point; notes are commentary and never compared,
-    nor is a table or series whose title says it varies (:data:`VARIES_MARK`).
-    Cells that read as numbers agree within :data:`EVIDENCE_REL_TOL`,
-    :data:`EVIDENCE_ABS_TOL` or ``tolerance``; others must be equal. A table
-    or series on one side only is a difference, and so is evidence of a
-    shape no check writes (:func:`_unreadable`).
-
-    Args:
-        ours, theirs: two sides' evidence lists (yours, clean).
-        ours_name, theirs_name: how the sentence names them.
-        repeat: a second run of the same code as ``theirs`` (the side
-            ``repeat``), or None. Only a row or point that ``theirs`` and
-            ``repeat`` give exactly alike is compared: what the same code
-            does not reproduce exactly (a timing, a memory reading) is not
-            held against ``ours``. (Measured: the same code in one request
-            reproduces every other row exactly.)
-        tolerance: the exercise's tolerance, for numeric cells.
-    """
-    for side, evidence in ((ours_name, ours), (theirs_name, theirs)):
-        if not isinstance(evidence, list):
-            return f"the evidence of the {side} side is not a list of tables, series and notes"
-    repeat = repeat if isinstance(repeat, list) else None
-    theirs_items = {_item_key(item): item for item in theirs if isinstance(item, dict)}
-    repeat_items = {_item_key(item): item for item in (repeat or []) if isinstance(item, dict)}
-    ours_keys = set()
-    for item in ours:
-        if not isinstance(item, dict) or item.get("type") == "note" or VARIES_MARK in str(item.get("title")):
-            continue
-        key = _item_key(item)
-        ours_keys.add(key)
-        other = theirs_items.get(key)
-        kind, title = key
-        if other is None:
-            if repeat is not None and key in repeat_items:
-                continue  # the clean code itself gave it on one run and not the other
-            return f"{kind} {title!r} is on the {ours_name} side only"
-        again = repeat_items.get(key)  # None without a repeat
-        unreadable = _unreadable(item, ours_name) or _unreadable(other, theirs_name)
-        if unreadable is not None:
-            return unreadable
-        if again is not None and _unreadable(again, REPEAT) is not None:
-            again = None  # a repeat that cannot be read says nothing about what reproduces
-        if kind == "table":
-            rows, other_rows = item.get("rows", []), other.get("rows", [])
-            again_rows = again.get("rows", []) if again is not None else None
-            for n, (row, other_row) in enumerate(zip(rows, other_rows), start=1):
-                if again_rows is not None and (n > len(again_rows) or other_row != again_rows[n - 1]):
-                    continue  # this row of the clean code does not reproduce exactly: a timing, a reading
-                if not _rows_agree(row, other_row, tolerance):
-                    name = next((str(c) for c in row if not str(c).isdigit()), "")
-                    label = f"row {n}" + (f" ({name})" if name else "")
-                    return f"table {title!r}, {label}: " + _changed_cells(row, other_row, item.get("columns", []),
-                                                                          ours_name, theirs_name, tolerance)
-            if len(rows) != len(other_rows) and (again_rows is None or len(again_rows) == len(other_rows)):
-                return (f"table {title!r} has {len(rows)} rows on the {ours_name} side and "
-                        f"{len(other_rows)} on the {theirs_name} side")
-        elif kind == "series":
-            values, other_values = item.get("values", []), other.get("values", [])
-            again_values = again.get("values", []) if again is not None else None
-            for n, (v, w) in enumerate(zip(values, other_values), start=1):
-                if again_values is not None and (n > len(again_values) or not same_values(w, again_values[n - 1])):
-                    continue
-                if not _numbers_agree(v, w, tolerance):
-                    return f"series {title!r}, point {n}: {ours_name} {float(v):.6g} · {theirs_name} {float(w):.6g}"
-            if len(values) != len(other_values) and (again_values is None or len(again_values) == len(other_values)):
-                return f"series {title!r} has {len(values)} points on the {ours_name} side and {len(other_values)} " \
-                       f"on the {theirs_name} side"
-    for key in theirs_items:
-        if key not in ours_keys and key[0] != "note" and (repeat is None or key in repeat_items) and \
-                VARIES_MARK not in key[1]:
-            return f"{key[0]} {key[1]!r} is on the {theirs_name} side only"
-    return None
-
-
-#: What a table's cell may be: text as ``exercises.outcome.fmt`` writes it, or a plain value.
-_CELL_TYPES = (str, int, float, bool, type(None))
-
-
-def _unreadable(item: dict, side: str) -> str | None:
-    """A sentence naming an evidence item whose shape no check writes — a table that is not rows of plain
-    cells, a series that is not a list of numbers (``exercises.outcome``) — else None. A side's evidence is
-    whatever reached the pipe, so its shape is read before any cell is."""
-    kind, title = _item_key(item)
-    if kind == "table":
-        rows, columns = item.get("rows", []), item.get("columns", [])
-        if not (isinstance(rows, list) and isinstance(columns, list)
-                and all(isinstance(row, list) and all(isinstance(c, _CELL_TYPES) for c in row) for row in rows)):
-            return f"table {title!r} on the {side} side is not rows of plain cells, as a check writes them"
-    elif kind == "series":
-        values = item.get("values", [])
-        if not (isinstance(values, list) and all(isinstance(v, (int, float)) for v in values)):
-            return f"series {title!r} on the {side} side is not a list of numbers, as a check writes them"
-    return None
-
-
-def _number(cell: Any) -> float | None:
-    """A cell as a float when it reads as one ("0.25", "1.2e-07", "804,224", "12.5%"), else None."""
-    if isinstance(cell, bool):
-        return None
-    if isinstance(cell, (int, float)):
-        return float(cell)
-    text = str(cell).strip().rstrip("%").replace(",", "")
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def _numbers_agree(a: Any, b: Any, tolerance: float) -> bool:
-    x, y = _number(a), _number(b)
-    if x is None or y is None:
-        return same_values(a, b) or str(a) == str(b)
-    if math.isnan(x) or math.isnan(y):
-        return math.isnan(x) and math.isnan(y)
-    if math.isinf(x) or math.isinf(y):
-        return x == y
-    return abs(x - y) <= max(tolerance, EVIDENCE_ABS_TOL, EVIDENCE_REL_TOL * max(abs(x), abs(y)))
-
-
-def _rows_agree(row: list, other: list, tolerance: float) -> bool:
-    return len(row) == len(other) and all(_numbers_agree(a, b, tolerance) for a, b in zip(row, other))
-
-
-def _item_key(item: dict) -> tuple[str, str]:
-    """An evidence item's kind and title, which pair it across sides (notes are never paired)."""
-    return str(item.get("type", "?")), str(item.get("title", ""))
-
-
-def _changed_cells(row: list, other: list, columns: list, ours_name: str, theirs_name: str,
-                   tolerance: float) -> str:
-    """The cells two rows of one table differ in: ``column: yours A · clean B``, joined by "; "."""
-    if len(row) != len(other):
-        return f"{ours_name} {', '.join(map(str, row))} · {theirs_name} {', '.join(map(str, other))}"
-    names = list(columns) if len(columns) == len(row) else [f"cell {i}" for i, _ in enumerate(row, start=1)]
-    return "; ".join(f"{name}: {ours_name} {a} · {theirs_name} {b}"
-                     for name, a, b in zip(names, row, other) if not _numbers_agree(a, b, tolerance))
 
 
 @dataclass(frozen=True)
