@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from tutor.sandbox import confine
+from tutor.sandbox import confine, reads
 from tutor.sandbox.namespaces import MAX_PROCESSES
 
 HELD = {"pid_ns": True, "net_ns": True, "landlock": True, "seccomp": True, "caps": 0, "joined": ["pids", "memory"]}
@@ -224,5 +224,5 @@ def test_the_private_packages_are_found_imported_or_on_the_path_and_resolved(mon
     module.__path__ = [str(tmp_path / "link")]
     monkeypatch.setitem(sys.modules, "tutor_test_imported", module)
     monkeypatch.setattr(sys, "path", [str(tmp_path / "lib"), *sys.path])
-    monkeypatch.setattr(confine, "PRIVATE_PACKAGES", ("tutor_test_imported", "onpath", "tutor_test_absent"))
-    assert confine.installed_packages() == [os.path.realpath(imported), os.path.realpath(on_path)]
+    monkeypatch.setattr(reads, "PRIVATE_PACKAGES", ("tutor_test_imported", "onpath", "tutor_test_absent"))
+    assert reads.installed_packages() == [os.path.realpath(imported), os.path.realpath(on_path)]

@@ -2,7 +2,7 @@
 
 A side's result pipe is read with :func:`tutor.sandbox.protocol.verify`: only a line signed with
 that side's own key is the check's; anything the subject writes there, however it is dressed, is
-tampering. The read policy (:func:`tutor.sandbox.confine.read_roots`) cuts a forbidden folder (the worker's
+tampering. The read policy (:func:`tutor.sandbox.reads.read_roots`) cuts a forbidden folder (the worker's
 scratch, where every side's tree lies) out of an allowed one, and only that folder: a sibling whose name merely starts the same stays readable.
 """
 
@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tutor.sandbox import confine
+from tutor.sandbox import reads
 from tutor.sandbox.protocol import Progress, ProtocolError, encode, sign, verify
 
 KEY = bytes(range(32))
@@ -54,7 +54,7 @@ def test_a_forbidden_folder_is_cut_out_and_a_sibling_that_starts_like_it_stays(t
     for name in ("tree", "tree2", "tree-other"):
         (packages / name).mkdir(parents=True)
     monkeypatch.setattr(sys, "path", [*sys.path, str(packages)])
-    roots = confine.read_roots(forbidden=[str(packages / "tree")])
+    roots = reads.read_roots(forbidden=[str(packages / "tree")])
     real = os.path.realpath(packages)
     assert os.path.join(real, "tree2") in roots and os.path.join(real, "tree-other") in roots
     assert os.path.join(real, "tree") not in roots and real not in roots
@@ -67,7 +67,7 @@ def test_a_folder_that_starts_like_a_forbidden_one_is_allowed_whole(tmp_path, mo
     (packages / "x").mkdir(parents=True)
     (tmp_path / "site-packages-private").mkdir()
     monkeypatch.setattr(sys, "path", [*sys.path, str(packages)])
-    roots = confine.read_roots(forbidden=[str(tmp_path / "site-packages-private")])
+    roots = reads.read_roots(forbidden=[str(tmp_path / "site-packages-private")])
     assert os.path.realpath(packages) in roots  # not cut open: nothing forbidden lies inside it
 
 
@@ -87,14 +87,14 @@ def test_the_read_roots_are_the_installation_its_packages_metadata_and_the_syste
     for name in ("prefix", "base_prefix", "exec_prefix", "base_exec_prefix"):
         monkeypatch.setattr(sys, name, prefix)
     monkeypatch.setattr(sys, "path", entries)
-    monkeypatch.setattr(confine.sysconfig, "get_paths", lambda: paths)
-    monkeypatch.setattr(confine, "SYSTEM_READ", (folder("system"),))
+    monkeypatch.setattr(reads.sysconfig, "get_paths", lambda: paths)
+    monkeypatch.setattr(reads, "SYSTEM_READ", (folder("system"),))
     real = os.path.realpath
-    monkeypatch.setattr(confine, "installed_packages", lambda names=(): [])
-    assert confine.read_roots() == tuple(sorted(real(p) for p in [
+    monkeypatch.setattr(reads, "installed_packages", lambda names=(): [])
+    assert reads.read_roots() == tuple(sorted(real(p) for p in [
         prefix + "/lib", entries[0], entries[1], entries[2], *paths.values(), tmp_path / "system",
         tmp_path / "checkout" / "tutor.egg-info", tmp_path / "checkout" / "engine-1.0.dist-info"]))
-    assert confine.listed_folders() == ()
+    assert reads.listed_folders() == ()
 
 
 def test_the_tutor_and_engine_are_readable_where_installed_and_the_installed_catalog_only_listed(tmp_path, monkeypatch):
@@ -106,19 +106,19 @@ def test_the_tutor_and_engine_are_readable_where_installed_and_the_installed_cat
     (checkout / "tutor").mkdir(parents=True)
     (checkout / "progress").mkdir()
     monkeypatch.setattr(sys, "path", [str(packages)])
-    monkeypatch.setattr(confine, "SYSTEM_READ", ())
+    monkeypatch.setattr(reads, "SYSTEM_READ", ())
     where = {"tutor": packages / "tutor", "engine": packages / "engine", "exercises": packages / "exercises"}
-    monkeypatch.setattr(confine, "installed_packages", lambda names=(): [str(where[n]) for n in names])
-    roots = confine.read_roots()
+    monkeypatch.setattr(reads, "installed_packages", lambda names=(): [str(where[n]) for n in names])
+    roots = reads.read_roots()
     real = os.path.realpath
     for name in ("tutor", "engine", "pyseccomp"):
         assert real(packages / name) in roots
     assert not any(r == real(packages / "exercises") or r.startswith(real(packages / "exercises") + os.sep)
                    or r == real(packages) for r in roots)
-    assert confine.listed_folders() == (real(packages),)  # names in site-packages, for imports; no contents
+    assert reads.listed_folders() == (real(packages),)  # names in site-packages, for imports; no contents
     # an editable checkout: its package folders are readable, the checkout around them (progress/) is not
     where["tutor"] = checkout / "tutor"
-    roots = confine.read_roots()
+    roots = reads.read_roots()
     assert real(checkout / "tutor") in roots
     assert not any(r == real(checkout) or r.startswith(real(checkout / "progress")) for r in roots)
 
@@ -131,9 +131,9 @@ def test_a_forbidden_folder_is_cut_out_down_to_thirteen_levels_and_below_that_no
         level = level / f"d{depth}"
         level.mkdir()
     out = []
-    confine._allow_except(str(tmp_path), [str(level)], out)
+    reads._allow_except(str(tmp_path), [str(level)], out)
     assert sorted(out) == sorted(siblings[:13])  # the folders beside the path to the forbidden one, thirteen levels down
     (tmp_path / "file").write_text("")
     out = []
-    confine._allow_except(str(tmp_path / "file"), [str(tmp_path / "file" / "x")], out)
+    reads._allow_except(str(tmp_path / "file"), [str(tmp_path / "file" / "x")], out)
     assert out == []  # a file with something forbidden "inside" it is no folder to cut open

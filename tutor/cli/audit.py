@@ -37,7 +37,7 @@ from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_
 from exercises.faults import source_root
 from tutor.cli.audit_args import add_parser
 from tutor.cli.output import envelope
-from tutor.sandbox import confine, landlock
+from tutor.sandbox import confine, landlock, reads
 from tutor.sandbox.audit_limit import SPEED_MARKER, audit_limit
 from tutor.sandbox.speed import ScaleError, TimeLimit, environment_scale
 
@@ -290,7 +290,7 @@ def _audit_policy(work: str, audited: str, granted: list[str] = ()):
              os.path.dirname(os.path.abspath(sys.executable)), os.path.join(sys.prefix, "pyvenv.cfg"), *granted]
     if granted:  # a factory granted a git mirror runs git, which stops on a config file it may not read
         extra += [p for p in GIT_CONFIG if os.path.exists(p)]
-    roots = confine.read_roots()
+    roots = reads.read_roots()
     return landlock.Policy(tree=os.path.realpath(work), read=roots + tuple(extra), network=True), abi
 
 

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from exercises.faults import SUBJECT_PACKAGES, FaultError, make_private_copy
-from tutor.sandbox import child, confine, forkserver, namespaces, protocol
+from tutor.sandbox import child, confine, forkserver, namespaces, protocol, reads
 from tutor.sandbox.protocol import (Attempted, Measured, Progress, ProtocolError, Raised, Request, Side, SideResult,
                                    SideSpec, Unjoined)
 
@@ -377,7 +377,7 @@ def read_roots(scratch: str) -> tuple[str, ...]:
     side's tree): the scratch alone, not all of /tmp, where a checkout and its venv may live."""
     global _READ_ROOTS
     if _READ_ROOTS is None:
-        _READ_ROOTS = confine.read_roots(forbidden=[scratch])
+        _READ_ROOTS = reads.read_roots(forbidden=[scratch])
     return _READ_ROOTS
 
 
@@ -385,7 +385,7 @@ def listed_folders() -> tuple[str, ...]:
     """What a side may list but not read (:func:`tutor.sandbox.confine.listed_folders`), computed once."""
     global _LISTED
     if _LISTED is None:
-        _LISTED = confine.listed_folders()
+        _LISTED = reads.listed_folders()
     return _LISTED
 
 
