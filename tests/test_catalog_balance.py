@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from tutor.cli.author import MOST_PER_LETTER, YES_BAND, base_rates
+from tutor.cli.author import MOST_PER_LETTER, YES_BAND, base_rates, base_rates_sentence
 
 
 def _exercise(catalog, kind: str):
@@ -33,6 +33,17 @@ def test_base_rates_count_graded_yes_letters_and_list_items(catalog):
 def test_base_rates_of_nothing_measured_are_none(catalog):
     rates = base_rates([(_exercise(catalog, "bool"), None)])
     assert rates["yes"] is None and rates["bools"] == 0 and rates["letters"] == {} and rates["list_yes"] is None
+
+
+def test_the_base_rates_line_says_which_share_is_out_of_band(catalog):
+    yes_no, lettered = _exercise(catalog, "bool"), _exercise(catalog, "choice")
+    always_no = base_rates([(yes_no, False)] * 9 + [(yes_no, True)] + [(lettered, "b")] * 2 + [(lettered, "a")])
+    line = base_rates_sentence(always_no)
+    assert line.startswith("base rates: yes in 10 % of 10 yes/no answers; correct letters (3): a 33 %, b 67 %")
+    assert line.endswith(" — out of band: yes/no answers should be yes 35 % to 65 % of the time; "
+                         "no letter should be right in more than 35 % of lettered exercises")
+    balanced = base_rates([(yes_no, False), (yes_no, True), (lettered, "a"), (lettered, "b"), (lettered, "c")])
+    assert "out of band" not in base_rates_sentence(balanced)
 
 
 @pytest.mark.slow

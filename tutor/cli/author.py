@@ -173,6 +173,12 @@ def base_rates_sentence(rates: dict) -> str:
     def share(x):
         return "n/a" if x is None else f"{100 * x:.0f} %"
     letters = ", ".join(f"{c} {share(s)}" for c, s in rates["letters"].items()) or "none"
+    low, high = YES_BAND
+    outside = [f"yes/no answers should be yes {share(low)} to {share(high)} of the time"
+               for x in [rates["yes"]] if x is not None and not low <= x <= high]
+    outside += [f"no letter should be right in more than {share(MOST_PER_LETTER)} of lettered exercises"
+                for x in [max(rates["letters"].values(), default=0.0)] if x > MOST_PER_LETTER]
     return (f"base rates: yes in {share(rates['yes'])} of {rates['bools']} yes/no answers; "
             f"correct letters ({rates['lettered']}): {letters}; "
-            f"yes in {share(rates['list_yes'])} of {rates['list_items']} yes/no list items")
+            f"yes in {share(rates['list_yes'])} of {rates['list_items']} yes/no list items"
+            + (f" — out of band: {'; '.join(outside)}" if outside else ""))
