@@ -167,10 +167,11 @@ async def wait_until(pilot, ready, what: str, pauses: int = 3000) -> None:
 
 
 def shows_page(pilot, exercise_id: str) -> bool:
-    """Whether the app's screen now is the laid-out page of this exercise."""
+    """Whether the app's screen now is the drawn page of this exercise (a key typed before it is drawn
+    was meant for the page before, and is dropped)."""
     screen = pilot.app.screen
     return (isinstance(screen, ExerciseScreen) and screen.exercise.id == exercise_id
-            and bool(screen.query("#exercise-body")))
+            and bool(screen.query("#exercise-body")) and screen.shown_at is not None)
 
 
 async def open_exercise(pilot, exercise_id: str) -> ExerciseScreen:

@@ -647,3 +647,32 @@ def test_the_detail_pane_follows_the_highlighted_result_of_each_new_filter(tmp_p
             seen[query] = tree.cursor_node.data
     drive(app, script, size=(120, 40))
     assert seen["rotary"] != seen["swiglu"], seen
+
+
+# --- hints seen are part of the attempt across a quit and relaunch -------------------------------------------
+
+def test_hints_revealed_before_a_quit_are_shown_after_a_relaunch_and_recorded_with_the_attempt(tmp_path):
+    from tutor.ui.widgets.hint_list import HintList
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        await pilot.press("h")
+        await pilot.press("h")
+        await wait_until(pilot, lambda: screen.query_one(HintList).shown == 2, "two hints")
+        await pilot.press("q")
+    drive(app, script)
+
+    app2, _ = make_app(tmp_path)
+
+    async def again(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        hints = screen.query_one(HintList)
+        assert hints.shown == 2 and "hints left" not in text_of(hints.query_one(".hint-status"))
+        await type_answer(pilot, "(3, 3)")
+        await pilot.press("enter")
+        await finish_runs(pilot)
+        await wait_until(pilot, lambda: saved(tmp_path)["exercises"]["broadcast-loss"].get("attempts"),
+                         "the attempt saved")
+    drive(app2, again)
+    assert saved(tmp_path)["exercises"]["broadcast-loss"]["attempts"][0]["hints"] == 2

@@ -141,6 +141,14 @@ class LearnerRecord:
         with self._lock:
             self.progress = self.store.save_draft(self.learner, exercise_id, prediction, confidence)
 
+    def save_hints(self, exercise_id: str, count: int) -> None:
+        """Keep how many of the exercise's hints the learner has revealed, as they reveal them: a hint
+        seen is part of the next attempt even after a quit and relaunch; ProgressError as save_note."""
+        if self.store is None:
+            raise ProgressError("nothing is saved in this session; drop --no-save to keep the hints seen")
+        with self._lock:
+            self.progress = self.store.save_hints(self.learner, exercise_id, count)
+
     @property
     def progress_file(self) -> Path | None:
         """The learner's progress file, or None without a store."""

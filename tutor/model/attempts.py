@@ -204,6 +204,8 @@ class ExerciseProgress:
     reset_time: str = ""
     #: a prediction left unrun when the learner quit ({"prediction": text, "confidence": percent}), else empty
     draft: dict = field(default_factory=dict)
+    #: how many of the exercise's hints the learner has revealed since the last reset
+    hints: int = 0
 
     @property
     def current(self) -> list[Attempt]:

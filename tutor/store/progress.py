@@ -33,7 +33,9 @@ An attempt may carry ``confidence`` (the learner's stated certainty, 50-100
 percent; absent when none was given) and ``before_reset = true`` (the
 learner reset the exercise after it: it is kept, but the exercise shows as
 fresh; the entry's ``reset_time`` says when). Both are optional: a file
-without them reads as it always did.
+without them reads as it always did. The entry's ``hints`` (optional) is how
+many hints the learner has revealed since the last reset, saved as each is
+revealed, so the next attempt records them even after a relaunch.
 
 Every change takes the folder's one file lock (``filelock``, ``.tutor.lock``: no
 lock file is left beside each progress file), re-reads the file, applies the
@@ -274,6 +276,17 @@ class ProgressStore:
                               **({"confidence": confidence} if confidence is not None else {})}
         return self._update(learner, change)
 
+    def save_hints(self, learner: str, exercise_id: str, count: int) -> LearnerProgress:
+        """Keep how many of the exercise's hints the learner has revealed (since the last reset).
+
+        Raises:
+            ProgressError: the file cannot be changed (as :meth:`save_note`).
+        """
+        def change(data: dict) -> None:
+            entry = data.setdefault("exercises", {}).setdefault(exercise_id, {})
+            entry["hints"] = max(0, int(count))
+        return self._update(learner, change)
+
     def reset(self, learner: str, exercise_id: str) -> LearnerProgress:
         """Start an exercise afresh: every attempt so far is kept, marked ``before_reset``.
 
@@ -284,6 +297,7 @@ class ProgressStore:
             for attempt in entry.get("attempts", []):
                 attempt["before_reset"] = True
             entry["reset_time"] = now()
+            entry.pop("hints", None)  # afresh: the hints are hidden again
         return self._update(learner, change)
 
     def save_note(self, learner: str, exercise_id: str, text: str) -> LearnerProgress:
@@ -485,8 +499,14 @@ def _progress(learner: str, data: dict | None, warnings: list[str], read_only: b
         progress.exercises[ex_id] = ExerciseProgress(attempts=attempts, note=entry.get("note", ""),
                                                      note_time=entry.get("note_time", ""),
                                                      reset_time=entry.get("reset_time", ""),
-                                                     draft=_draft(entry.get("draft")))
+                                                     draft=_draft(entry.get("draft")),
+                                                     hints=_count(entry.get("hints")))
     return progress
+
+
+def _count(value) -> int:
+    """A saved count (hints revealed), 0 when there is none or it is not one (never an error)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _draft(value) -> dict:

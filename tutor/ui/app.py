@@ -27,6 +27,7 @@ from tutor.model.attempts import ProgressError
 from tutor.model.catalog import Catalog
 from tutor.model.finding import UnknownExercise, resolve
 from tutor.store.progress import ProgressStore
+from tutor.ui.key_order import KeysInOrder
 from tutor.ui.messages import WarmUpFinished
 from tutor.ui.screens.home import HomeScreen
 
@@ -57,8 +58,8 @@ class ExerciseCommands(Provider):
                 yield Hit(score, matcher.highlight(command), callback, help=exercise.title)
 
 
-class TutorApp(App):
-    """The tutor's terminal UI.
+class TutorApp(KeysInOrder, App):
+    """The tutor's terminal UI: its keys are handled one at a time, in order (:mod:`tutor.ui.key_order`).
 
     Attributes:
         session: runs, records and holds the learner's progress.

@@ -102,6 +102,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         current = progress.current  # since the last reset: a reset exercise shows as fresh
         said = [a for a in current if a.mode == PREDICT]  # fix, break and hunt attempts are no answers
         self._recall = recall_of(app, ex.id)
+        self._recall.hints = max(self._recall.hints, progress.hints)  # revealed before a relaunch: still seen
         first_opening, self._recall.opened = not self._recall.opened, True
         if first_opening and progress.draft:  # left unrun when the learner quit: offered again
             self._recall.answer = progress.draft["prediction"]
@@ -166,6 +167,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         self.query_one("#exercise-body").focus()
         self.sub_title = self.exercise.id
         self._reopen()
+        self.call_after_refresh(self.mark_shown)
         if getattr(self, "_offer_draft", False):
             what = "prediction" if self._recall.answer.strip() else "confidence"
             self.notify(f"Your {what} from last time, left unrun when you quit, is back: r runs it.",
@@ -446,7 +448,12 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         hints = self.query_one(HintList)
         if not hints.reveal():
             self.notify("All hints are shown.")
+            return
         self._recall.hints = hints.shown
+        try:  # saved now: the hint is seen, whatever happens before the next run
+            self._session.save_hints(self.exercise.id, hints.shown)
+        except ProgressError as exc:
+            self.notify(f"The hints you saw were not saved: {exc}", severity="warning", markup=False)
 
     def on_confidence_picker_changed(self, event: ConfidencePicker.Changed) -> None:
         event.stop()

@@ -6,7 +6,10 @@ word there should not fire one action per letter. A letter that follows
 another within :data:`WORD_GAP_S` is typing: what the word's first key did
 is undone and keys do nothing until typing pauses. On a typed-answer page,
 any printable key that is no command starts the answer in its box, so
-nothing typed is lost.
+nothing typed is lost. The app hands keys on one at a time
+(:mod:`tutor.ui.key_order`), so each key here is read in the state the
+keys before it left; a printable key typed before the page was first
+drawn was typed for the page being left and is dropped.
 
 :class:`ReadingKeys` is mixed into :class:`tutor.ui.screens.exercise.ExerciseScreen`,
 whose widgets (the prediction, the confidence, the result panel) and
@@ -43,6 +46,14 @@ class ReadingKeys:
     _word_until = 0.0
     _undo = None  # undoes what the last single key did, if a word follows
     _said_words = False
+    #: when the page was first drawn (``time.monotonic``, the clock Textual stamps each key with as it
+    #: reads it), or None before: a printable key typed before then was typed for the page being left
+    #: (the N 7 after an n), so it is dropped, never typed into this page's answer
+    shown_at: float | None = None
+
+    def mark_shown(self) -> None:
+        """The page is on the screen: the keys typed from now on are read."""
+        self.shown_at = time.monotonic()
 
     def on_key(self, event) -> None:
         """Keys that answer straight away while reading.
@@ -62,13 +73,10 @@ class ReadingKeys:
         prediction = self.query_one(PredictionInput)
         if isinstance(self.focused, TextArea):
             return
-        if isinstance(self.focused, Input):
-            # A box consumes its own keys, so a key that reaches the screen
-            # while a box has focus was typed before the focus moved there:
-            # it belongs at the end of the answer.
+        if self.shown_at is None or event.time < self.shown_at:
+            # typed before the page was on the screen (a second n, say): it was meant for the page left
             event.stop()
             event.prevent_default()
-            self.focused.insert_text_at_cursor(char)
             return
         if prediction.options:
             if char in "FB":

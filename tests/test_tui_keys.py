@@ -1,0 +1,133 @@
+"""Keys go where the learner meant, whatever the timing.
+
+Every key of a sequence is queued before the first is handled (zero pause between keys, as at typing
+speed on a busy machine), and the saved progress file is asserted on: a digit typed after Tab is the
+confidence, never the answer; a key typed after Esc or a change of page reaches the page the learner
+is on, never the box being left. The loaded runs make every change of focus block the event loop, so
+a key already queued would overtake it if keys were not handled in order.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytest.importorskip("textual")
+
+from textual import events  # noqa: E402
+from textual.keys import _character_to_key  # noqa: E402
+from textual.screen import Screen  # noqa: E402
+from textual.widgets import TextArea  # noqa: E402
+
+from test_tui import (FakeRunner, drive, finish_runs, make_app, open_exercise, saved, type_answer,  # noqa: E402
+                      wait_until)
+from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
+from tutor.ui.screens.progress import ProgressScreen  # noqa: E402
+from tutor.ui.widgets.hint_list import HintList  # noqa: E402
+from tutor.ui.widgets.prediction import PredictionInput  # noqa: E402
+
+#: what a terminal sends as the character of a named key that is not printable
+_CHARACTERS = {"tab": "\t", "escape": "\x1b", "enter": "\r"}
+
+
+def burst(app, *keys: str) -> None:
+    """Queue every key at once: characters as typed ("2", ",", " ") and named keys ("tab")."""
+    for key in keys:
+        if len(key) == 1:
+            app.post_message(events.Key(_character_to_key(key), key))
+        else:
+            app.post_message(events.Key(key, _CHARACTERS.get(key)))
+
+
+@pytest.fixture(params=["idle", "loaded"])
+def load(request, monkeypatch):
+    """"loaded": every change of focus blocks the event loop for a moment (a busy machine)."""
+    if request.param == "loaded":
+        real = Screen.set_focus
+
+        def slow_set_focus(self, *args, **kwargs):
+            time.sleep(0.05)
+            return real(self, *args, **kwargs)
+        monkeypatch.setattr(Screen, "set_focus", slow_set_focus)
+    return request.param
+
+
+def _attempt(tmp_path, exercise_id: str) -> dict:
+    return saved(tmp_path)["exercises"][exercise_id]["attempts"][-1]
+
+
+@pytest.mark.parametrize("exercise_id, keys, prediction, confidence", [
+    ("topp-crossing", ["1", "tab", "9", "r"], "1", 90),
+    ("layernorm-params", [*"256, 128", "tab", "0", "enter"], "[256, 128]", 100),
+    ("squeeze-batch", [*"(5,)", "tab", "9", "enter"], "(5,)", 90),
+])
+def test_a_digit_typed_right_after_tab_is_the_confidence(tmp_path, load, exercise_id, keys, prediction,
+                                                         confidence):
+    """Typed from the page with no pause: the answer, Tab, a confidence digit, run."""
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        await open_exercise(pilot, exercise_id)
+        burst(pilot.app, *keys)
+        await wait_until(pilot, lambda: runner.calls, "the run")
+        await finish_runs(pilot)
+    drive(app, script)
+    attempt = _attempt(tmp_path, exercise_id)
+    assert (attempt["prediction"], attempt.get("confidence")) == (prediction, confidence)
+
+
+def test_a_key_typed_right_after_esc_acts_on_the_page_not_in_the_note(tmp_path, load):
+    """Esc then h: the note keeps what was typed, and h shows a hint."""
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        screen.query_one("#note", TextArea).focus()
+        await wait_until(pilot, lambda: isinstance(screen.focused, TextArea), "the note focused")
+        burst(pilot.app, *"rows add", "escape", "h")
+        hints = screen.query_one(HintList)
+        await wait_until(pilot, lambda: hints.shown == 1, "the first hint")
+        screen.flush_note()
+        assert screen.query_one("#note", TextArea).text == "rows add"
+    drive(app, script)
+    assert saved(tmp_path)["exercises"]["broadcast-loss"]["note"] == "rows add"
+
+
+def test_a_key_typed_right_after_esc_that_opens_a_page_leaves_the_note_as_typed(tmp_path, load):
+    """Esc then p: the progress opens, and the note has no stray p."""
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        screen.query_one("#note", TextArea).focus()
+        await wait_until(pilot, lambda: isinstance(screen.focused, TextArea), "the note focused")
+        burst(pilot.app, *"later prefixes.", "escape", "p")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ProgressScreen), "the progress")
+    drive(app, script)
+    assert saved(tmp_path)["exercises"]["broadcast-loss"]["note"] == "later prefixes."
+
+
+def test_keys_typed_right_after_next_reach_neither_the_page_left_nor_the_new_page_s_answer(tmp_path, load):
+    """After a result, n then N 7 at once: the next page opens; the page left keeps its answer, and the
+    keys typed before the new page was drawn type nothing into its answer box."""
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        await type_answer(pilot, "(3, 3)")
+        await pilot.press("enter")
+        await finish_runs(pilot)
+        await wait_until(pilot, lambda: screen.query_one("#result").has_class("-shown"), "the result")
+        burst(pilot.app, "n", "N", "7")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ExerciseScreen)
+                         and pilot.app.screen is not screen and bool(pilot.app.screen.query("#exercise-body")),
+                         "the next page")
+        following = pilot.app.screen
+        await wait_until(pilot, lambda: following.shown_at is not None and following.focused is not None, "the next page drawn")
+        await pilot.pause()
+        assert following.query_one(PredictionInput).value == ""
+        assert pilot.app.recall["broadcast-loss"].answer == "(3, 3)"
+    drive(app, script)
