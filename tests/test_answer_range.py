@@ -16,7 +16,7 @@ def test_a_range_reads_in_the_spellings_people_use(text):
 def test_a_range_is_shown_low_to_high_and_its_observation_as_a_number():
     kind = make("range", tolerance=0.1)
     assert kind.show_prediction(kind.parse("3.5 to 3.7")) == "3.5 to 3.7"
-    assert kind.show_observation(3.6109179) == "3.61092"
+    assert kind.show_observation(3.6109179) == "3.6109179"
     assert kind.parse(kind.show_prediction((1e-3, 0.1))) == (1e-3, 0.1)  # what progress keeps reads again
 
 

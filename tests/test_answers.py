@@ -407,8 +407,8 @@ def test_numbers_within_float_rounding_of_the_observation_agree():
 @pytest.mark.parametrize("kind, value, shown", [
     ("shape", [5], "(5,)"), ("shape", [], "()"), ("shape", (2, 3), "(2, 3)"),
     ("bool", True, "yes"), ("bool", False, "no"),
-    ("number", 1 / 3, "0.333333"), ("number", 7, "7"), ("number", 804224.0, "804224"), ("number", True, "True"),
-    ("number", 1234567, "1234567"), ("number", 1234567.0, "1.23457e+06"), ("text", 1 / 3, "0.3333333333333333"),
+    ("number", 1 / 3, "0.333333333333"), ("number", 7, "7"), ("number", 804224.0, "804224"), ("number", True, "True"),
+    ("number", 1234567, "1234567"), ("number", 1234567.0, "1234567"), ("text", 1 / 3, "0.3333333333333333"),
     ("list", [True, False, 1.0, 0.5, "none"], "[yes, no, 1, 0.5, none]"),
     ("error", "KeyError", "KeyError"), ("text", "as it is", "as it is"), ("choice", "b", "b"),
     ("shape", None, "None"), ("list", "text", "text"),

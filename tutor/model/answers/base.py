@@ -286,7 +286,30 @@ def unwrap(raw: str) -> str | None:
     return text
 
 
-def show_number(value: Any) -> str:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{value:.6g}" if isinstance(value, float) else str(value)
-    return str(value)
+#: A whole float at least this large is shown in Python's own (exponent) form: its digits past the
+#: 17th are the float's rounding, not a measured count.
+_WHOLE_DIGITS_LIMIT = 1e17
+
+
+def show_number(value: Any, tolerance: float = 0.0) -> str:
+    """A number as measured or typed, exactly: a whole number in all its digits (``1068417``, never
+    ``1.06842e+06``), zero as ``0`` (never ``-0``), and any other float to the decimals its tolerance
+    can tell apart (one more than the tolerance's own), or to the 12 significant digits that grading
+    tells apart when the tolerance is 0 (:func:`close`).
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        return str(value)
+    if value == 0:
+        return "0"  # -0.0 too: the sign of a zero is not a measured difference
+    if value.is_integer() and abs(value) < _WHOLE_DIGITS_LIMIT:
+        return str(int(value))
+    if tolerance > 0:
+        decimals = max(0, math.ceil(-math.log10(tolerance))) + 1
+        text = f"{value:.{decimals}f}".rstrip("0").rstrip(".")
+        if text not in ("0", "-0"):
+            return text
+    return f"{value:.12g}"

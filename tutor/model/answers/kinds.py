@@ -141,7 +141,7 @@ class Number(AnswerKind):
         return close(prediction, observation, self.tolerance)
 
     def show_observation(self, value: Any) -> str:
-        return show_number(value)
+        return show_number(value, self.tolerance)
 
 
 @register

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tutor.model.answers.base import (FALSE_WORDS, TRUE_WORDS, AnswerError, AnswerKind, KindError, close, read_error,
-                                      read_number, register, unwrap)
+                                      read_number, register, show_number, unwrap)
 
 
 @register
@@ -86,7 +86,7 @@ class List(AnswerKind):
     def show_observation(self, value: Any) -> str:
         if isinstance(value, list):
             return "[" + ", ".join(("yes" if v else "no") if isinstance(v, bool) else
-                                   (f"{v:g}" if isinstance(v, float) else str(v)) for v in value) + "]"
+                                   show_number(v, self.tolerance) for v in value) + "]"
         return str(value)
 
 
