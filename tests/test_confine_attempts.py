@@ -10,6 +10,7 @@ sentence is called for directly.
 from __future__ import annotations
 
 import os
+import socket
 
 import pytest
 
@@ -90,6 +91,23 @@ def test_a_unix_socket_is_refused_only_under_seccomp():
     assert said("socket.__new__", (None, socket.AF_UNIX, 1, 0), seccomp=True) == ["tried to open a UNIX socket: refused"]
     assert said("socket.__new__", (None, socket.AF_UNIX, 1, 0)) == ["tried to open a UNIX socket"]
     assert said("socket.__new__", (None, socket.AF_INET, 1, 0), seccomp=True) == []
+
+
+@pytest.mark.parametrize("family, kind", [(40, "a vsock socket"), (16, "a netlink socket"),
+                                          (17, "a raw packet socket"), (38, "a socket of family AF_ALG"),
+                                          (999, "a socket of family 999")])
+def test_every_family_but_tcp_and_udp_is_refused_only_under_seccomp(family, kind):
+    assert said("socket.__new__", (None, family, 1, 0), seccomp=True) == [f"tried to open {kind}: refused"]
+    assert said("socket.__new__", (None, family, 1, 0)) == [f"tried to open {kind}"]
+    assert said("socket.__new__", (None, socket.AF_INET6, 2, 0), seccomp=True) == []
+
+
+def test_a_vsock_address_is_never_said_refused_by_the_network_namespace():
+    class Vsock:
+        family = 40
+    # a vsock socket that exists was refused by no layer: the network namespace does not hold vsock
+    assert said("socket.bind", (Vsock(), (2, 1234))) == ["tried to listen on 2:1234"]
+    assert said("socket.connect", (Vsock(), (2, 1234)), seccomp=True) == ["tried to connect to 2:1234"]
 
 
 @pytest.mark.parametrize("event, address, sentence", [

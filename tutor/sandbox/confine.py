@@ -19,7 +19,8 @@ mechanisms the kernel enforces:
   network namespace could be made; ABI 6 and later signals and abstract
   UNIX sockets outside the child's domain; every ABI ``ptrace`` outside it;
 * **seccomp** (:mod:`tutor.sandbox.seccomp`): no ``mknod``, no metadata
-  change, no UNIX socket, no mount, no ``ptrace``, and the rest of its list;
+  change, no socket but TCP and UDP (no UNIX, vsock, netlink or raw packet
+  socket), no io_uring, no mount, no ``ptrace``, and the rest of its list;
 * **namespaces and cgroups**, made by the side's *warden*
   (:mod:`tutor.sandbox.namespaces`): PID and network namespaces, a pids
   and a memory cgroup where they can be made and joined (a refusal to join
@@ -279,15 +280,29 @@ _TREE_ONLY = {"os.remove": "remove", "os.rmdir": "remove", "os.rename": "rename"
               "shutil.move": "rename"}
 
 
+#: Socket families named as a learner knows them; another is named by its constant (``AF_ALG``).
+_SOCKET_KINDS = {"AF_UNIX": "a UNIX socket", "AF_VSOCK": "a vsock socket", "AF_NETLINK": "a netlink socket",
+                 "AF_PACKET": "a raw packet socket"}
+
+
+def _socket_kind(family: int) -> str:
+    """``a vsock socket``, ``a socket of family AF_ALG``, ``a socket of family 99``: a socket of ``family``."""
+    try:
+        name = socket.AddressFamily(family).name
+    except ValueError:
+        name = str(family)
+    return _SOCKET_KINDS.get(name, f"a socket of family {name}")
+
+
 @dataclass
 class Attempts:
     """An audit hook that notes what the subject tried; the kernel does the refusing, the hook only says so.
 
     A sentence ends "refused" only where a layer that is active refuses the
     call by construction (Landlock for paths outside the tree, seccomp for
-    metadata and UNIX sockets, Landlock ABI 6 for signals, the network
-    namespace or Landlock for TCP); where that layer is absent it says what
-    was tried and no more.
+    metadata and every socket but TCP and UDP, Landlock ABI 6 for signals,
+    the network namespace or Landlock for TCP and UDP off the loopback);
+    where that layer is absent it says what was tried and no more.
 
     Attributes:
         policy: the side's policy.
@@ -361,17 +376,21 @@ class Attempts:
                 path = self._path(args[0]) if args else None
                 if path is not None and not self.writable(path):
                     self._note(f"tried to {_TREE_ONLY[event]} {self._shown(path)}", self.landlock)
-            elif event == "socket.__new__" and len(args) > 1 and args[1] == getattr(socket, "AF_UNIX", None):
-                self._note("tried to open a UNIX socket", self.seccomp)
+            elif event == "socket.__new__" and len(args) > 1 and isinstance(args[1], int) \
+                    and args[1] not in seccomp.SOCKET_FAMILIES:
+                self._note(f"tried to open {_socket_kind(args[1])}", self.seccomp)
             elif event in ("socket.connect", "socket.bind", "socket.sendto") and len(args) > 1:
                 address = args[1]
                 host = address[0] if isinstance(address, tuple) and address else address
                 if isinstance(host, str) and host in ("127.0.0.1", "::1", "localhost") and not self.policy.network:
                     return  # its own loopback, in its own network namespace
                 if isinstance(address, tuple):
+                    # the network namespace and Landlock refuse TCP and UDP; a socket of another family that
+                    # exists at all is one no layer refused (the filter would have refused to make it)
+                    inet = getattr(args[0], "family", socket.AF_INET) in seccomp.SOCKET_FAMILIES
                     verb = "listen on" if event == "socket.bind" else "connect to"
                     self._note(f"tried to {verb} {host}:{address[1] if len(address) > 1 else ''}",
-                               self.network_refused)
+                               self.network_refused and inet)
             elif event == "os.kill" and args and isinstance(args[0], int) and args[0] not in (0, os.getpid()):
                 if args[0] < 0 or args[0] > MAX_PROCESSES * 16 or args[0] == 1:
                     self._note(f"tried to send a signal to process {args[0]}", self.signals)

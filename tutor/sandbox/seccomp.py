@@ -9,9 +9,16 @@ Every call is allowed but these, which fail with ``EPERM``:
   ``chmod``, ``chown``, ``utime``/``utimes``/``utimensat``/``futimesat``
   and ``setxattr``/``removexattr`` families, and ``chattr``'s ioctl
   (``FS_IOC_SETFLAGS``, ``FS_IOC_FSSETXATTR``: immutable or append-only);
-* UNIX sockets (``socket(AF_UNIX, …)``: pathname and abstract alike, so no
-  agent, bus or daemon socket is reachable; ``socketpair`` stays, and TCP on
-  the side's own loopback too);
+* every socket but TCP and UDP (``socket`` of any family but ``AF_INET``
+  and ``AF_INET6``, which reach only the side's own loopback in its empty
+  network namespace): no UNIX socket, pathname or abstract, so no agent, bus
+  or daemon socket is reachable; no vsock, which a virtual machine's host
+  answers outside any network namespace; no raw packets, netlink, the
+  kernel's crypto API or key management. ``socketpair`` stays (the C
+  library and ``multiprocessing`` use it);
+* io_uring (``io_uring_setup``, ``io_uring_enter``, ``io_uring_register``):
+  its requests lie in shared memory no filter can read, so they would pass
+  by every rule here. It says ``ENOSYS``, as a kernel without io_uring does;
 * mounting and namespaces (``mount``, ``umount2``, ``pivot_root``, the new
   mount API, ``chroot``, ``unshare``, ``setns``, ``clone`` with a namespace
   flag; ``clone3``, whose flags a filter cannot read, says ``ENOSYS`` and
@@ -47,6 +54,10 @@ DENIED = (
     "clock_settime", "settimeofday", "adjtimex", "clock_adjtime", "reboot", "kexec_load", "kexec_file_load",
     "swapon", "swapoff",
 )
+#: The socket families a side may make: TCP and UDP, over IPv4 and IPv6 (its network namespace has only a loopback).
+SOCKET_FAMILIES = (socket.AF_INET, socket.AF_INET6)
+#: io_uring's calls: "not here" (``ENOSYS``), as on a kernel built without it.
+IO_URING = ("io_uring_setup", "io_uring_enter", "io_uring_register")
 #: ``clone`` flags that make a namespace (a user namespace would hand the child a full set of capabilities
 #: again): user, mount, PID, network, UTS, IPC, cgroup.
 NAMESPACE_FLAGS = (0x10000000, 0x00020000, 0x20000000, 0x40000000, 0x04000000, 0x08000000, 0x02000000)
@@ -91,7 +102,13 @@ def build():
             flt.add_rule(refuse, name)
         except (OSError, ValueError, RuntimeError):
             continue  # not a call of this kernel's architecture, or unknown to this libseccomp
-    flt.add_rule(refuse, "socket", sc.Arg(0, sc.EQ, socket.AF_UNIX))
+    for comparison in _other_families(sc):
+        flt.add_rule(refuse, "socket", comparison)
+    for name in IO_URING:
+        try:
+            flt.add_rule(sc.ERRNO(errno.ENOSYS), name)
+        except (OSError, ValueError, RuntimeError):
+            continue  # a libseccomp older than io_uring: the kernel's own answer stands
     for request in SET_FLAGS_IOCTLS:
         flt.add_rule(refuse, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, request))
     for flag in NAMESPACE_FLAGS:
@@ -102,6 +119,16 @@ def build():
     except (OSError, ValueError, RuntimeError):
         pass
     return flt
+
+
+def _other_families(sc) -> list:
+    """Comparisons of ``socket``'s first argument that, one rule each, match every family but
+    :data:`SOCKET_FAMILIES`: below the least, above the greatest (a value with any of its upper 32 bits set
+    among them, which the kernel would cut to an int), and each one between."""
+    low, high = min(SOCKET_FAMILIES), max(SOCKET_FAMILIES)
+    between = [family for family in range(low + 1, high) if family not in SOCKET_FAMILIES]
+    return ([sc.Arg(0, sc.LT, low), sc.Arg(0, sc.GT, high)]
+            + [sc.Arg(0, sc.EQ, family) for family in between])
 
 
 def load(flt) -> None:
