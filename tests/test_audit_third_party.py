@@ -171,7 +171,8 @@ def test_a_recipe_that_does_not_learn_fails_capability_and_a_learning_one_passes
 @pytest.mark.zoo
 @pytest.mark.parametrize("name", list(planted.WARNINGS))
 def test_a_planted_warning_warns_and_fails_nothing(name):
-    factory, link, says = planted.WARNINGS[name]
+    factory, link, says, package = planted.WARNINGS[name]
+    _needs(package)
     report = report_of(factory, 0)
     assert report.first_failure is None, report.text()
     assert any(w.startswith(says) for w in next(l for l in report.links if l.name == link).warnings)

@@ -13,7 +13,9 @@ from exercises.audit.constants import EXIT_CRASHED, EXIT_FAILED, EXIT_OK
 from exercises.audit.reads import sentence
 
 #: A link's status and the mark the text report prints for it.
-MARKS = {"ok": "ok  ", "FAIL": "FAIL", "skip": "skip"}
+#: "warn": the link's contract holds, but the model departs from a common convention (the evidence
+#: says which and by how much); it does not fail the audit.
+MARKS = {"ok": "ok  ", "warn": "warn", "FAIL": "FAIL", "skip": "skip"}
 
 
 @dataclass
@@ -22,7 +24,8 @@ class Link:
 
     Attributes:
         name: the link, e.g. "CAUSALITY".
-        status: "ok", "FAIL" or "skip" (the link could not apply, with the reason as verdict).
+        status: "ok", "warn" (the contract holds; the model departs from a convention, named in the
+            verdict: not a failure), "FAIL" or "skip" (the link could not apply, with the reason as verdict).
         verdict: one line saying what was measured and what it means.
         evidence: rows of [quantity, value], both short text.
         warnings: lines worth reading that do not fail the link (weight decay
@@ -74,6 +77,11 @@ class AuditReport:
         return None
 
     @property
+    def warned(self) -> list[str]:
+        """The names of the links whose status is "warn", in order."""
+        return [link.name for link in self.links if link.status == "warn"]
+
+    @property
     def exit_code(self) -> int:
         """0 every link holds, 1 a link failed, 3 crashed (see ``constants``)."""
         if self.status == "crashed":
@@ -83,7 +91,7 @@ class AuditReport:
     def to_dict(self) -> dict:
         """JSON-able form: status, error, setup, first_failure and the links as dicts."""
         return {"status": self.status, "error": self.error, "setup": self.setup,
-                "first_failure": self.first_failure,
+                "first_failure": self.first_failure, "warned": self.warned,
                 "links": [{"name": l.name, "status": l.status, "verdict": l.verdict, "evidence": l.evidence,
                            "warnings": l.warnings, "seconds": l.seconds} for l in self.links]}
 
@@ -116,5 +124,7 @@ def format_report(data: dict, evidence: bool = True) -> str:
             for row in link["evidence"]:
                 lines.append(f"{'':>19}{row[0]}: {row[1]}")
     first = data.get("first_failure")
-    lines.append(f"first failure: {first}" if first else "first failure: none — every link holds")
+    warned = [link["name"] for link in data["links"] if link["status"] == "warn"]
+    holds = "every link holds" + (f" (warnings: {', '.join(warned)})" if warned else "")
+    lines.append(f"first failure: {first}" if first else f"first failure: none — {holds}")
     return "\n".join(lines)

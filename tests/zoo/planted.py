@@ -326,8 +326,6 @@ P = functools.partial
 BUGS = {
     "nanogpt: mask removed": (P(nanogpt_attention, "mask removed"), "CAUSALITY", None),
     "nanogpt: mask off by one": (P(nanogpt_attention, "mask off by one"), "CAUSALITY", None),
-    "nanogpt: scale 1/sqrt(C)": (P(nanogpt_attention, "scale 1/sqrt(C)"), "ATTENTION", None),
-    "nanogpt: scale missing": (P(nanogpt_attention, "scale missing"), "ATTENTION", None),
     "nanogpt: dropout on in eval": (P(nanogpt_attention, "dropout on in eval"), "EVAL", None),
     "nanogpt: untied head by clone": (nanogpt_untied_by_clone, "TIE", None),
     "nanogpt: residual dropped": (P(nanogpt_block, "residual dropped"), "RESIDUAL", None),
@@ -341,10 +339,7 @@ BUGS = {
     "nanogpt: clip after step": (P(nanogpt_recipe, "clip after step"), "LOOP", None),
     "minGPT: scheduler before optimizer": (mingpt_scheduler_first, "LOOP", None),
     "minGPT: mask removed": (P(mingpt_attention, "mask removed"), "CAUSALITY", None),
-    "minGPT: scale 1/sqrt(C)": (P(mingpt_attention, "scale 1/sqrt(C)"), "ATTENTION", None),
     "minGPT: residual dropped": (mingpt_residual_dropped, "RESIDUAL", None),
-    "HF Llama: scale 1/sqrt(C)": (P(hf_llama_attention_scale, "scale 1/sqrt(C)"), "ATTENTION", "transformers"),
-    "HF Llama: scale missing": (P(hf_llama_attention_scale, "scale missing"), "ATTENTION", "transformers"),
     "HF Llama: RoPE not offset in the cached step": (hf_llama_rope_not_offset, "CACHE", "transformers"),
     "TransformerLens: scale 1/sqrt(C)": (transformer_lens_scale_c, "ATTENTION", "transformer_lens"),
     "Meta-style Llama: RoPE not offset in the cached step": (meta_rope_not_offset, "CACHE", None),
@@ -353,5 +348,16 @@ BUGS = {
 }
 #: Bugs that need CAPABILITY's budget to show: name -> (factory, link).
 TRAINING_BUGS = {"nanogpt: optimizer that does not learn (lr 1e-6)": (nanogpt_not_learning, "CAPABILITY")}
-#: Planted mistakes that are warnings, not failures: name -> (factory, link, the warning's start).
-WARNINGS = {"nanogpt: weight decay on norms and embeddings": (nanogpt_decay_on_norms, "OWNERSHIP", "weight decay 0.1 on")}
+#: Planted departures from a convention that keep every contract, so warn and fail nothing:
+#: name -> (factory, link, the warning's start, the package it needs or None). A scale other than
+#: 1/sqrt(D) is one (muP trains at 1/D, GPT-Neo unscaled); TransformerLens' scale is not read from a
+#: call, so its 1/sqrt(C) still fails (BUGS).
+SCALE = "a scale other than 1/sqrt(D)"
+WARNINGS = {
+    "nanogpt: weight decay on norms and embeddings": (nanogpt_decay_on_norms, "OWNERSHIP", "weight decay 0.1 on", None),
+    "nanogpt: scale 1/sqrt(C)": (P(nanogpt_attention, "scale 1/sqrt(C)"), "ATTENTION", SCALE, None),
+    "nanogpt: scale missing": (P(nanogpt_attention, "scale missing"), "ATTENTION", SCALE, None),
+    "minGPT: scale 1/sqrt(C)": (P(mingpt_attention, "scale 1/sqrt(C)"), "ATTENTION", SCALE, None),
+    "HF Llama: scale 1/sqrt(C)": (P(hf_llama_attention_scale, "scale 1/sqrt(C)"), "ATTENTION", SCALE, "transformers"),
+    "HF Llama: scale missing": (P(hf_llama_attention_scale, "scale missing"), "ATTENTION", SCALE, "transformers"),
+}

@@ -16,6 +16,8 @@ original.
 from __future__ import annotations
 
 import contextlib
+import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -247,12 +249,13 @@ def _with_rotary(proj: torch.Tensor, rotated: torch.Tensor | None) -> torch.Tens
     return torch.cat([rotated, proj[..., rotated.size(-1):]], dim=-1)
 
 
-def attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+def attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None) -> torch.Tensor:
     """Causal SDPA from heads q (B, H, T, D), k and v (B, Hkv, T, D), kv repeated to H (grouped-query
-    attention), merged to (B, T, H·D): what goes into the output projection."""
+    attention), scores scaled by ``scale`` (default 1/sqrt(D)), merged to (B, T, H·D): what goes into the
+    output projection."""
     H = q.size(1)
     k, v = (t.repeat_interleave(H // t.size(1), dim=1) for t in (k, v))
-    y = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)  # (B, H, T, D)
+    y = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, scale=scale)  # (B, H, T, D)
     return y.transpose(1, 2).reshape(q.size(0), q.size(2), -1)
 
 
@@ -289,8 +292,8 @@ def attention(s: Subject) -> Link:
                                          "Conv1D, beside an output projection named like one: "
                                          f"{', '.join(OUTPUT)}); {_projection_owners(s.model)}")
     seen, rotary, current, handles = {}, {}, [], []
-    skipped, checked, worst = [], [], (0.0, "")
-    readable = []
+    skipped, checked, worst = [], [], (0.0, "", None)
+    readable, unconventional, unmasked = [], [], []
     for name, module, kind, projections, output in found:
         readable.append((name, module, kind, projections, output, n_head_of(module, s.model)))
         parts = dict(module.named_children())
@@ -319,10 +322,10 @@ def attention(s: Subject) -> Link:
             skipped.append(f"{label} (its projections did not run in the forward)")
             continue
         call = calls.calls.get(name)
-        at_call = call is not None and call[1].dim() == 4 and call[1].size(2) == T
+        at_call = call is not None and call.q.dim() == 4 and call.q.size(2) == T
         heads_from = "attribute"
-        if at_call and (H is None or call[1].size(1) != H):
-            H, heads_from = int(call[1].size(1)), f"from its {'SDPA call' if call[0] == 'sdpa' else 'q @ k^T'}"
+        if at_call and (H is None or call.q.size(1) != H):
+            H, heads_from = int(call.q.size(1)), f"from its {'SDPA call' if call.kind == 'sdpa' else 'q @ k^T'}"
         if H is None:
             skipped.append(f"{label} (no attribute names its head count, and no SDPA call or q @ k^T ran in it to "
                            "read the heads from)")
@@ -337,48 +340,129 @@ def attention(s: Subject) -> Link:
         rotated = [t for t in rotated if t is not None]
         best = None
         for layout, (q, k, v) in candidates:
-            how = ""
-            if at_call and q is not None and k is not None and call[1].size(-1) == q.size(-1):
-                (q, q_how), (k, k_how) = unscaled(call[1], q), unscaled(call[2], k)
+            how, own = "", None
+            if at_call and q is not None and k is not None and call.q.size(-1) == q.size(-1):
+                (q, c_q, q_how), (k, c_k, k_how) = unscaled(call.q, q), unscaled(call.k, k)
                 how = f", q {q_how} and k {k_how} at the attention call"
+                own = None if call.scale is None else call.scale * c_q * c_k
             elif rotated:
                 rq = next((t for t in rotated if t.size(1) == q.size(1)), None)
                 rk = next((t for t in rotated if t is not rq and t.size(1) == k.size(1)), None)
                 q, k = _with_rotary(q, rq), _with_rotary(k, rk)
-            ref = attention_reference(q, k, v)
+            conventional = 1.0 / math.sqrt(D)
+            ref = attention_reference(q, k, v, own if own is not None else conventional)
             if ref.shape != got.shape:
                 continue
             absolute = float((got - ref).abs().max())
             relative = absolute / max(1.0, float(ref.abs().max()))
-            if best is None or relative < best[0]:
-                best = (relative, absolute, layout, k.size(1), how)
+            if best is None or relative < best.relative:
+                best = Compared(layout, k.size(1), how, absolute, relative, own, conventional, q.size(1))
         if best is None:
             skipped.append(f"{label} (no layout of its projections gives q, k, v for H={H})")
             continue
-        relative, absolute, layout, kv, how = best
-        extras = (how or (", rotary applied" if rotated else "")) + (f", {kv} kv heads" if kv != H else "") + \
+        extras = (best.how or (", rotary applied" if rotated else "")) + \
+            (f", {best.kv} kv heads" if best.kv != H else "") + \
             ("" if heads_from == "attribute" else f", H read {heads_from}")
-        checked.append([label, f"{kind} {layout}, H={H}, D={D}{extras}: max |Δ| {absolute:.3e}, "
-                               f"relative {relative:.3e}"])
-        if relative >= worst[0]:
-            worst = (relative, label)
-    return _attention_verdict(checked, skipped, worst, s)
+        asked = f"; asked: {call.asked}" if at_call else ""
+        checked.append([label, f"{kind} {best.layout}, H={H}, D={D}{extras}{asked}; against causal SDPA at "
+                               f"{best.scale_words()}: max |Δ| {best.absolute:.3e}, relative {best.relative:.3e}"])
+        if best.relative >= worst[0]:
+            worst = (best.relative, label, best.own)
+        if best.unconventional:
+            unconventional.append((label, best))
+        if at_call and call.kind == "sdpa" and not call.causal_asked:
+            unmasked.append(label)
+    return _attention_verdict(checked, skipped, worst, s, unconventional, unmasked)
 
 
-def _attention_verdict(checked: list, skipped: list[str], worst: tuple[float, str], s: Subject) -> Link:
-    """ATTENTION's verdict from the modules checked (label, what was compared), those skipped (why) and the
-    worst relative difference from the SDPA reference with its module's label."""
+@dataclass
+class Compared:
+    """One attention module against causal SDPA: the layout read, its kv heads, how q and k were read,
+    the difference, and the scale compared at: the module's own (``own``, read from its call, None
+    where unread) or, without it, the 1/sqrt(D) convention."""
+
+    layout: str
+    kv: int
+    how: str
+    absolute: float
+    relative: float
+    own: float | None
+    conventional: float
+    heads: int
+
+    def scale_words(self) -> str:
+        if self.own is None:
+            return f"1/sqrt(D) = {self.conventional:.4g} (its own scale unread)"
+        return f"its own scale {self.own:.4g}" + ("" if not self.unconventional else
+                                                 f" ({self.named})")
+
+    @property
+    def named(self) -> str:
+        return scale_name(self.own, self.conventional, self.heads)
+
+    @property
+    def unconventional(self) -> bool:
+        """Whether the module's own scale is not 1/sqrt(D) (beyond rounding)."""
+        return self.own is not None and abs(self.own / self.conventional - 1) > SCALE_RTOL
+
+
+#: A module's own scale is the 1/sqrt(D) convention within this relative difference (float32 rounding
+#: of a pre-scale measured from the norms is ~1e-6; the smallest named departure, 1/sqrt(C) at H=2, is 0.29).
+SCALE_RTOL = 1e-3
+
+
+def scale_name(scale: float, conventional: float, heads: int) -> str:
+    """A scale in words against 1/sqrt(D): the common alternatives named where it is one of them
+    (1/D as muP's, 1 as unscaled scores, 1/sqrt(C) for the width C = H·D of H heads, sqrt(D)), else
+    its ratio to 1/sqrt(D)."""
+    D = round(1 / conventional ** 2)
+    known = {"1/D, muP's": 1 / D, "1, unscaled scores": 1.0, f"1/sqrt(C), C = {heads * D} the heads' width":
+             1 / math.sqrt(heads * D), "sqrt(D), inverted": math.sqrt(D)}
+    for words, value in known.items():
+        if abs(scale / value - 1) <= SCALE_RTOL:
+            return words
+    return f"{scale / conventional:.3g} x 1/sqrt(D)"
+
+
+def _attention_verdict(checked: list, skipped: list[str], worst: tuple, s: Subject,
+                       unconventional: list = (), unmasked: list[str] = ()) -> Link:
+    """ATTENTION's verdict from the modules checked (label, what was compared), those skipped (why), the
+    worst relative difference from causal SDPA as (difference, module label, its own scale or None where
+    the reference used 1/sqrt(D)), the modules whose own scale is not 1/sqrt(D) (label, ``Compared``) and
+    the SDPA calls that asked for no mask.
+
+    The contract every correct GPT keeps: each query position attends, causally, over its own head's
+    keys and values. It fails on a difference from causal SDPA at the module's own scale; a scale that is
+    not 1/sqrt(D) (muP's 1/D, GPT-Neo's unscaled scores) keeps the contract and is a warning."""
     evidence = checked + ([["not checked", "; ".join(skipped)]] if skipped else [])
     if not checked:
         return Link("ATTENTION", "skip", f"no attention module could be checked: {'; '.join(skipped)}", evidence)
     tol = s.tol(ATTENTION_TOL)
     evidence.append(["tolerance", f"{tol:.1e} of the reference's scale ({s.precision})"])
-    if worst[0] > tol:
-        return Link("ATTENTION", "FAIL", f"{worst[1]} differs from softmax(q k^T / sqrt(D)) v by {worst[0]:.3g} "
-                                         f"(relative, tolerance {tol:.1e} for {s.precision}) on unit-scale scores: check the scale (1/sqrt(D), D the head "
-                                         "size) and the mask", evidence)
+    difference, label, own = worst
+    if difference > tol:
+        said = f"(relative, tolerance {tol:.1e} for {s.precision}) on unit-scale scores"
+        if own is None:
+            return Link("ATTENTION", "FAIL", f"{label} differs from softmax(q k^T / sqrt(D)) v by {difference:.3g} "
+                                             f"{said}: check the scale (1/sqrt(D), D the head size) and the mask",
+                        evidence)
+        mask = (f"; its SDPA call passed neither is_causal=True nor an attn_mask" if label in unmasked else "")
+        return Link("ATTENTION", "FAIL", f"{label} differs from causal softmax(q k^T x {own:.4g}) v, at the scale "
+                                         f"it applies itself, by {difference:.3g} {said}: not a matter of scale; "
+                                         f"check the causal mask, how heads are split and merged, and which kv head each query head reads{mask}", evidence)
+    if unconventional:
+        by_scale: dict[str, list[str]] = {}
+        for name, c in unconventional:
+            by_scale.setdefault(f"{c.own:.4g} ({c.named})", []).append(name)
+        scales = "; ".join(f"{scale} in {', '.join(names)}" for scale, names in by_scale.items())
+        return Link("ATTENTION", "warn", f"{len(checked)} attention modules equal causal SDPA at their own scale "
+                                         f"(max {difference:.1e}), but {len(unconventional)} scale the scores by "
+                                         f"other than 1/sqrt(D): {scales}", evidence,
+                    warnings=["a scale other than 1/sqrt(D) is right for a model trained with it (muP's 1/D, "
+                              "GPT-Neo's unscaled scores); otherwise its attention is flatter or sharper than "
+                              "intended"])
     return Link("ATTENTION", "ok", f"{len(checked)} attention modules equal the SDPA reference from their own "
-                                   f"q, k, v (max {worst[0]:.1e})", evidence)
+                                   f"q, k, v (max {difference:.1e})", evidence)
 
 
 def _hooked_attention(s: Subject) -> Link:
@@ -398,7 +482,7 @@ def _hooked_attention(s: Subject) -> Link:
     finally:
         for h in handles:
             h.remove()
-    checked, skipped, worst = [], [], (0.0, "")
+    checked, skipped, worst = [], [], (0.0, "", None)
     for name, _ in found:
         if any((name, h) not in seen for h in HOOKED):
             skipped.append(f"{name} (its hook points did not run in the forward)")
@@ -412,7 +496,7 @@ def _hooked_attention(s: Subject) -> Link:
         checked.append([name, f"hook points q, k, v, z, H={q.size(1)}, D={q.size(-1)}: max |Δ| {absolute:.3e}, "
                               f"relative {relative:.3e}"])
         if relative >= worst[0]:
-            worst = (relative, name)
+            worst = (relative, name, None)
     return _attention_verdict(checked, skipped, worst, s)
 
 

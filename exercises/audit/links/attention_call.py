@@ -7,27 +7,62 @@ tables), normalise them (qk-norm) or scale q in advance. Rather than know
 every way of doing that, ATTENTION watches the one place they all lead to: a
 ``TorchFunctionMode`` sees every torch call inside the model's forward, and
 for each attention module keeps the first call of
-``F.scaled_dot_product_attention`` (its q, k, v and ``scale``) or, for
-attention written by hand, the first matmul of two 4-D tensors (the scores'
-q @ k^T). The q there also gives the head count, H = q.size(1), where no
-attribute names it.
+``F.scaled_dot_product_attention`` (its q, k, v and what the module asked
+for: ``scale``, ``is_causal``, ``attn_mask``) or, for attention written by
+hand, the first matmul of two 4-D tensors (the scores' q @ k^T) and the
+input of the softmax after it, whose ratio to q @ k^T is the scale the
+module applied. The q there also gives the head count, H = q.size(1), where
+no attribute names it.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 #: The torch functions that compute scores by hand: q @ k^T.
 MATMULS = {"matmul", "__matmul__", "bmm"}
+#: The softmax of hand-written attention, whose input is the scaled (and masked) scores.
+SOFTMAXES = {"softmax", "_softmax"}
+#: ``F.scaled_dot_product_attention``'s positional arguments after q, k, v, by name.
+SDPA_ARGS = ("attn_mask", "dropout_p", "is_causal", "scale")
+#: A hand-written scale is read only where every score the causal mask keeps is one multiple of
+#: q @ k^T within this relative spread (rounding is ~1e-7 in float32); an additive bias (ALiBi), a
+#: soft-cap or a learned temperature per head spreads it and leaves the scale unread.
+SCALE_SPREAD = 1e-4
+
+
+@dataclass
+class Call:
+    """One attention module's attention call, tensors (B, n, T, D) as passed.
+
+    Attributes:
+        kind: "sdpa" or "matmul" (scores by hand).
+        q, k: as they reach the scores (a matmul's right operand transposed back to k).
+        v: SDPA's value, or None by hand.
+        scale: the factor the call applies to q @ k^T: SDPA's ``scale`` (1/sqrt(D) when none is passed),
+            or by hand the softmax input's ratio to q @ k^T; None where it could not be read.
+        asked: what the call asked for, in words ("scale=0.0625, is_causal=True"; "softmax input =
+            0.25 x q @ k^T"), or why the scale is unread.
+        causal_asked: for SDPA, whether it asked for a mask at all (``is_causal`` or ``attn_mask``).
+    """
+
+    kind: str
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor | None = None
+    scale: float | None = None
+    asked: str = ""
+    causal_asked: bool = True
+    scores: torch.Tensor | None = None
 
 
 class AttentionCalls(TorchFunctionMode):
-    """Records, per attention module (the innermost one running, ``current[-1]``), its first attention call.
-
-    ``calls[name]`` is ``("sdpa", q, k, v, scale)`` or ``("matmul", q, k, None, None)``, tensors as they
-    were passed (B, n, T, D); a matmul's right operand is transposed back to k.
-    """
+    """Records, per attention module (the innermost one running, ``current[-1]``), its first attention call
+    as a ``Call`` in ``calls[name]``."""
 
     def __init__(self, current: list) -> None:
         super().__init__()
@@ -36,41 +71,80 @@ class AttentionCalls(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = self.current[-1] if self.current else None
-        if name is not None and name not in self.calls:
-            fname = getattr(func, "__name__", "")
-            if fname == "scaled_dot_product_attention" and len(args) >= 3:
-                self.calls[name] = ("sdpa", args[0].detach(), args[1].detach(), args[2].detach(),
-                                    kwargs.get("scale"))
-            elif fname in MATMULS and len(args) == 2 and all(isinstance(a, torch.Tensor) and a.dim() == 4
-                                                             for a in args):
-                a, b = args
-                if a.size(-1) == b.size(-2):
-                    self.calls[name] = ("matmul", a.detach(), b.detach().transpose(-2, -1), None, None)
+        fname = getattr(func, "__name__", "")
+        if name is None:
+            return func(*args, **kwargs)
+        call = self.calls.get(name)
+        if call is None and fname == "scaled_dot_product_attention" and len(args) >= 3:
+            self.calls[name] = sdpa_call(args, kwargs)
+        elif call is None and fname in MATMULS and len(args) == 2 and all(
+                isinstance(a, torch.Tensor) and a.dim() == 4 for a in args) and args[0].size(-1) == args[1].size(-2):
+            out = func(*args, **kwargs)
+            self.calls[name] = Call("matmul", args[0].detach(), args[1].detach().transpose(-2, -1),
+                                    asked="no softmax after q @ k^T read", scores=out.detach())
+            return out
+        elif call is not None and call.kind == "matmul" and call.scores is not None and fname in SOFTMAXES \
+                and args and isinstance(args[0], torch.Tensor):
+            call.scale, call.asked = scale_by_hand(call.scores, args[0].detach())
+            call.scores = None
         return func(*args, **kwargs)
 
 
-def unscaled(at_call: torch.Tensor, projected: torch.Tensor | None) -> tuple[torch.Tensor, str]:
-    """The q (or k) a module attends with, (B, n, T, D), with any uniform scale it applied in advance
-    taken off, and a word on what was found.
+def sdpa_call(args: tuple, kwargs: dict) -> Call:
+    """The ``Call`` of ``F.scaled_dot_product_attention(q, k, v, ...)``: its tensors and what it asked for."""
+    q, k, v = (t.detach() for t in args[:3])
+    named = {**dict(zip(SDPA_ARGS, args[3:])), **kwargs}
+    scale, mask, causal = named.get("scale"), named.get("attn_mask"), bool(named.get("is_causal", False))
+    said = [f"scale={float(scale):.4g}" if scale is not None else "scale default 1/sqrt(D)"]
+    if causal:
+        said.append("is_causal=True")
+    if isinstance(mask, torch.Tensor):
+        said.append(f"attn_mask {tuple(mask.shape)} {str(mask.dtype).removeprefix('torch.')}")
+    effective = float(scale) if scale is not None else 1.0 / math.sqrt(q.size(-1))
+    return Call("sdpa", q, k, v, effective, "SDPA " + ", ".join(said),
+                causal_asked=causal or isinstance(mask, torch.Tensor))
+
+
+def scale_by_hand(scores: torch.Tensor, logits: torch.Tensor) -> tuple[float | None, str]:
+    """The factor between hand-written scores q @ k^T and the softmax's input, read where a causal mask
+    keeps them (key position <= query position), and a word on it; (None, why) when it is not one
+    factor (an additive bias, a soft-cap) or the shapes differ."""
+    if scores.shape != logits.shape or scores.dim() != 4:
+        return None, f"softmax input {tuple(logits.shape)} is not q @ k^T's shape {tuple(scores.shape)}"
+    T, S = scores.shape[-2:]
+    kept = torch.ones(T, S, dtype=torch.bool, device=scores.device).tril(S - T).expand_as(scores)
+    raw, seen = scores.float()[kept], logits.float()[kept]
+    big = raw.abs() > 1e-3 * float(raw.abs().max().clamp_min(1e-30))
+    if not bool(big.any()) or not bool(torch.isfinite(seen[big]).all()):
+        return None, "the softmax input is not finite where a causal mask keeps the scores"
+    ratio = seen[big] / raw[big]
+    scale = float(ratio.median())
+    if scale == 0 or float((ratio - scale).abs().max()) > SCALE_SPREAD * abs(scale):
+        return None, "softmax input is not one multiple of q @ k^T (a bias or a cap on the scores)"
+    return scale, f"softmax input = {scale:.4g} x q @ k^T"
+
+
+def unscaled(at_call: torch.Tensor, projected: torch.Tensor | None) -> tuple[torch.Tensor, float, str]:
+    """The q (or k) a module attends with, (B, n, T, D), with any uniform scale c it applied in advance
+    taken off, c (1.0 where none was taken off), and a word on what was found.
 
     Rotary embeddings preserve each head vector's norm, so ``|at_call| / |projected|`` per vector is one
     constant c when the module only rotated and pre-scaled: q at the call is then c × (rotated q), and
-    c is divided out, so the scale the module applies is judged whole (a pre-scaled q of 1/sqrt(D)
-    passes, one of 1/sqrt(C) fails). When the ratio varies (qk-norm, or anything else that is not a
+    c is divided out, and the scale the module applies is judged whole: c times the call's own scale. When the ratio varies (qk-norm, or anything else that is not a
     rotation), the tensor at the call is the module's own q, taken as it is.
     """
     if projected is None or projected.shape[0] != at_call.shape[0] or projected.shape[2:] != at_call.shape[2:]:
-        return at_call, "as passed"
+        return at_call, 1.0, "as passed"
     if projected.size(1) != at_call.size(1):
         if at_call.size(1) % projected.size(1):
-            return at_call, "as passed"
+            return at_call, 1.0, "as passed"
         projected = projected.repeat_interleave(at_call.size(1) // projected.size(1), dim=1)
     a, p = at_call.float().norm(dim=-1), projected.float().norm(dim=-1)
     keep = p > 1e-6 * float(p.max().clamp_min(1e-30))
     if not bool(keep.any()):
-        return at_call, "as passed"
+        return at_call, 1.0, "as passed"
     ratio = a[keep] / p[keep]
     c = float(ratio.mean())
     if c > 0 and float((ratio - c).abs().max()) <= 1e-2 * c:
-        return at_call.float() / c, "norm-preserving" if abs(c - 1) < 1e-2 else f"pre-scaled by {c:.3g}, taken off"
-    return at_call, "normalised or transformed after its projection, as passed"
+        return at_call.float() / c, c, "norm-preserving" if abs(c - 1) < 1e-2 else f"pre-scaled by {c:.3g}, taken off"
+    return at_call, 1.0, "normalised or transformed after its projection, as passed"

@@ -1,0 +1,126 @@
+"""``tutor audit`` judges what a model asked for, not one convention: ATTENTION compares each attention
+call with causal SDPA at the scale the module applies itself (SDPA's ``scale=``, or the factor between a
+hand-written q @ k^T and its softmax), so a muP model (1/D) and GPT-Neo's unscaled scores keep the
+contract and warn; a causality or heads-mixing fault still fails.
+
+The models are written here: nanoGPT-style GPTs (tests/audit_models/zoo_nano.py) whose attention is
+replaced, one convention each.
+"""
+
+import json
+import math
+import re
+import sys
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from audit_support import ZOO, subject_of
+from exercises.audit import audit, format_report
+from exercises.audit.links import architecture
+
+sys.path.insert(0, str(ZOO))
+import zoo_nano  # noqa: E402  (tests/audit_models, put on the path above)
+from bug_attention_kv_tiling import GroupedQuery, TiledWrong, with_attention  # noqa: E402
+
+#: Each test on one torch thread (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def causal_mask(T, device):
+    return torch.ones(T, T, dtype=torch.bool, device=device).tril()
+
+
+class MupScale(zoo_nano.SelfAttention):
+    """nanoGPT-mup: SDPA asked for scale 1/D."""
+
+    def attend(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0 / q.size(-1))
+
+
+class Unscaled(zoo_nano.SelfAttention):
+    """GPT-Neo: the scores q @ k^T are not scaled; the mask fills the future with the dtype's minimum."""
+
+    def attend(self, q, k, v):
+        att = q @ k.transpose(-2, -1)
+        att = att.masked_fill(~causal_mask(q.size(2), q.device), torch.finfo(att.dtype).min)
+        return F.softmax(att, dim=-1) @ v
+
+
+class ByHand(zoo_nano.SelfAttention):
+    """minGPT: softmax(q k^T / sqrt(D)) v written by hand."""
+
+    def attend(self, q, k, v):
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        return F.softmax(att.masked_fill(~causal_mask(q.size(2), q.device), float("-inf")), dim=-1) @ v
+
+
+class MupNotCausal(zoo_nano.SelfAttention):
+    """muP's scale, and the SDPA call asks for no mask: every position reads the future."""
+
+    def attend(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, scale=1.0 / q.size(-1))
+
+
+def build_with(attention_class):
+    """A factory: the zoo's nanoGPT-style GPT with ``attention_class`` in every block."""
+    return lambda: zoo_nano.build(model_class=with_attention(attention_class))
+
+
+def attention_of(attention_class):
+    return architecture.attention(subject_of(build_with(attention_class)))
+
+
+@pytest.mark.parametrize("attention_class, scale, named", [
+    (MupScale, 0.0625, "1/D, muP's"),
+    (Unscaled, 1.0, "1, unscaled scores"),
+])
+def test_a_scale_the_model_asks_for_keeps_the_contract_and_warns_with_its_evidence(attention_class, scale, named):
+    link = attention_of(attention_class)
+    assert link.status == "warn", link.verdict
+    assert link.verdict.startswith("2 attention modules equal causal SDPA at their own scale"), link.verdict
+    assert f"{scale:.4g} ({named}) in transformer.h.0.attn, transformer.h.1.attn" in link.verdict, link.verdict
+    rows = [v for _, v in link.evidence if "relative" in v]
+    assert len(rows) == 2 and all(f"against causal SDPA at its own scale {scale:.4g} ({named})" in v for v in rows)
+    assert all(float(v.rsplit("relative ", 1)[1]) < 1e-6 for v in rows), rows
+    assert link.warnings and link.warnings[0].startswith("a scale other than 1/sqrt(D) is right for a model trained")
+
+
+def test_the_scale_is_read_from_the_call_itself():
+    mup = dict(attention_of(MupScale).evidence)["transformer.h.0.attn"]
+    assert "asked: SDPA scale=0.0625, is_causal=True" in mup, mup
+    by_hand = attention_of(ByHand)
+    assert by_hand.status == "ok", by_hand.verdict
+    assert "asked: softmax input = 0.25 x q @ k^T" in dict(by_hand.evidence)["transformer.h.0.attn"]
+    unscaled = dict(attention_of(Unscaled).evidence)["transformer.h.0.attn"]
+    assert "asked: softmax input = 1 x q @ k^T" in unscaled, unscaled
+
+
+def test_grouped_query_attention_holds_and_kv_heads_read_by_the_wrong_query_heads_fail():
+    clean = attention_of(GroupedQuery)
+    assert clean.status == "ok", clean.verdict
+    tiled = attention_of(TiledWrong)
+    assert tiled.status == "FAIL", tiled.verdict
+    assert re.match(r"transformer\.h\.[01]\.attn differs from causal softmax\(q k\^T x 0\.25\) v, at the scale it "
+                    r"applies itself, by [0-9.]+ ", tiled.verdict), tiled.verdict
+    assert tiled.verdict.endswith("not a matter of scale; check the causal mask, how heads are split and merged, and "
+                                  "which kv head each query head reads"), tiled.verdict
+
+
+def test_an_unmasked_call_fails_at_its_own_scale_and_says_it_asked_for_no_mask():
+    link = attention_of(MupNotCausal)
+    assert link.status == "FAIL", link.verdict
+    assert "differs from causal softmax(q k^T x 0.0625) v" in link.verdict
+    assert link.verdict.endswith("its SDPA call passed neither is_causal=True nor an attn_mask"), link.verdict
+
+
+def test_a_warning_is_shown_in_the_text_report_and_the_json_and_fails_nothing():
+    report = audit(build_with(MupScale), overfit_steps=0, links=["CAUSALITY", "ATTENTION"])
+    assert report.first_failure is None and report.exit_code == 0 and report.status == "ok", report.text()
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["warned"] == ["ATTENTION"]
+    assert [link["status"] for link in data["links"]] == ["ok", "warn"]
+    lines = format_report(data).splitlines()
+    assert any(line.startswith(" 2 ATTENTION    warn  2 attention modules equal causal SDPA") for line in lines), lines
+    assert lines[-1] == "first failure: none — every link holds (warnings: ATTENTION)"
