@@ -21,6 +21,7 @@ from exercises.audit.adapter import (Built, ContractError, Forward, declared_tie
                                      plain_attributes, token_table, unpack)
 from exercises.audit.constants import B_AUDIT, CORPUS_CHARS, T_MAX
 from exercises.audit.measure import dtype_name, dtype_of, rounding_tol
+from exercises.outcome import first_line
 
 
 class Crash(Exception):
@@ -87,6 +88,8 @@ class Subject:
         untrainable: why nothing can be trained through the forward (it runs
             under ``torch.inference_mode``, as Meta's Llama reference does), or
             None; the training links then skip with it.
+        rebuild: runs the factory again at the audit's seed and returns its
+            model on the device (``twin``'s way when a copy fails), or None.
     """
 
     model: nn.Module
@@ -112,6 +115,7 @@ class Subject:
     fresh: dict | None = None
     untrainable: str | None = None
     dtype: torch.dtype = torch.float32
+    rebuild: Callable[[], nn.Module] | None = None
 
     def tol(self, base: float) -> float:
         """A rounding-bounded relative tolerance for this model: ``base`` in float32, wider in a
@@ -122,6 +126,26 @@ class Subject:
     def precision(self) -> str:
         """The model's dtype as a word for verdicts: "float32", "bfloat16"."""
         return dtype_name(self.dtype)
+
+    def twin(self) -> tuple[nn.Module | None, str]:
+        """A second model, apart from the one under audit, for a reference run that must leave it alone: a
+        deep copy, else the factory's model built again (a model that keeps a loss graph in an attribute,
+        as llama2.c's ``last_loss``, cannot be deep-copied); and, when it is not a copy, one sentence on
+        what failed and what was used instead (None for the model when nothing could be made)."""
+        import copy
+
+        try:
+            return copy.deepcopy(self.model), ""
+        except Exception as exc:
+            failed = f"the model cannot be deep-copied ({first_line(exc, limit=200).split('. ')[0]})"
+        if self.rebuild is None:
+            return None, failed
+        try:
+            again = self.rebuild()
+        except Exception as exc:
+            why = str(exc) if isinstance(exc, Crash) else f"the factory's model raised {first_line(exc, limit=160)}"
+            return None, f"{failed}, and built again: {why}"
+        return again, f"{failed}: the factory was run again for it"
 
     def restore_fresh(self) -> bool:
         """Put the parameters and buffers back to their values as built (in place: the optimizer keeps
@@ -296,4 +320,12 @@ def prepare(factory: Callable[[], Any], vocab_size: int | None, block_size: int 
                    V=V, generator=generator, overfit_steps=overfit_steps, say=say, rows=rows, block_size=block,
                    extras=dict(built.extras or {}), attributes=attributes, tie=tie_snapshot(model, V),
                    schedule_start=schedule_start, setup=setup, fresh=fresh, untrainable=untrainable,
-                   dtype=dtype)
+                   dtype=dtype, rebuild=lambda: _rebuild(factory, name, seed, dev))
+
+
+def _rebuild(factory: Callable[[], Any], name: str, seed: int, device: torch.device) -> nn.Module:
+    """The factory's model built again as ``prepare`` built it (the same seed, the global RNG left as it
+    was), on ``device``."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return _build(factory, name).model.to(device)

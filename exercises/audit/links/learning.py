@@ -160,13 +160,10 @@ def _reached_a_step_later(s: Subject, missing: list[str]) -> list[str]:
     A projection initialised to zero on purpose (nanochat zeroes its output projections and its head)
     passes no gradient back to what feeds it until it has moved once; a parameter cut off from the loss
     (a detached path, an unused module) gets none ever. The step is taken on a copy: the model under
-    audit is not changed. Empty when the model cannot be copied.
+    audit is not changed. Empty when the model can be neither copied nor built again (``Subject.twin``).
     """
-    import copy
-
-    try:
-        twin = copy.deepcopy(s.model)
-    except Exception:
+    twin, _ = s.twin()
+    if twin is None:
         return []
     forward = type(s.forward)(twin, s.forward.interface)
     optimizer = torch.optim.AdamW([p for p in twin.parameters() if p.requires_grad], lr=3e-3, weight_decay=0.0)
@@ -336,14 +333,9 @@ def capability(s: Subject) -> Link:
     if steps <= 0:
         return Link("CAPABILITY", "skip", "not run (no step budget)")
     own = s.setup.get("optimizer", "").endswith("from the factory")
-    reference = None
+    reference, made = None, ""
     if own and s.fresh is not None:
-        import copy
-
-        try:
-            twin = copy.deepcopy(s.model)
-        except Exception:
-            twin = None
+        twin, made = s.twin()
         if twin is not None:
             with torch.no_grad():
                 for name, t in list(twin.named_parameters()) + list(twin.named_buffers()):
@@ -368,6 +360,11 @@ def capability(s: Subject) -> Link:
                                f"{share:.0%} of the reference's fall (need {RECIPE_SHARE:.0%})",
                      math.isfinite(final) and math.isfinite(share) and share >= RECIPE_SHARE))
     link = _link("CAPABILITY", rows)
+    if made:  # the reference is not a copy of the model: say how it was made, or why there is none
+        said = made if reference is not None else f"{made}; no reference run, so the recipe is held to the " \
+                                                    f"overfit bar itself"
+        link.verdict += f" (reference: {said})"
+        link.evidence.insert(0, ["reference model", said])
     link.evidence.append([f"eval loss every {CURVE_EVERY} steps", " ".join(f"{v:.3f}" for v in recipe)])
     if reference is not None:
         link.evidence.append([f"reference every {CURVE_EVERY} steps", " ".join(f"{v:.3f}" for v in reference)])
