@@ -1,17 +1,21 @@
 """What the audit makes of the model a factory builds, when it is not a plain nanoGPT: a model that
-cannot be deep-copied still gets CAPABILITY's reference (the factory runs again), and says so.
+cannot be deep-copied still gets CAPABILITY's reference (the factory runs again), and says so; the
+context length is read under any common name, wherever the model keeps its config (llama2.c:
+``params.max_seq_len``).
 
 The models are written here: the zoo's nanoGPT-style GPT (tests/audit_models/zoo_nano.py) keeping its
 last loss, graph and all, in an attribute, as llama2.c's ``last_loss``.
 """
 
 import sys
+import types
 
 import pytest
 import torch
 
 from audit_support import ZOO
 from exercises.audit import audit
+from exercises.audit.subject import block_size_of
 
 sys.path.insert(0, str(ZOO))
 import zoo_nano  # noqa: E402  (tests/audit_models, put on the path above)
@@ -65,3 +69,14 @@ def test_when_the_factory_cannot_run_again_the_verdict_says_there_is_no_referenc
                                  "consumed; no reference run, so the recipe is held to the overfit bar itself)"), \
         link.verdict
     assert [row[0] for row in link.evidence][:2] == ["reference model", "overfit"], link.evidence
+
+
+@pytest.mark.parametrize("owner", ["config", "params", "args", "hparams"])
+@pytest.mark.parametrize("name", ["max_seq_len", "n_positions", "max_position_embeddings", "sequence_len",
+                                  "block_size"])
+def test_block_size_is_read_under_any_common_name_wherever_the_model_keeps_its_config(owner, name):
+    model = torch.nn.Module()
+    model.wpe = torch.nn.Embedding(64, 8)  # a position table longer than the model's declared context
+    setattr(model, owner, types.SimpleNamespace(**{name: 48}))
+    assert block_size_of(model, None) == 48
+    assert block_size_of(model, 20) == 20  # --block wins

@@ -200,13 +200,18 @@ def tie_snapshot(model: nn.Module, V: int) -> dict:
     return snap
 
 
+#: Where a model keeps its hyperparameters: Hugging Face and nanoGPT ``config``, TransformerLens ``cfg``,
+#: llama2.c and Meta's Llama ``params`` (ModelArgs), others ``args`` or ``hparams``.
+CONFIG_OWNERS = ("config", "cfg", "params", "args", "hparams")
+
+
 def block_size_of(model: nn.Module, given: int | None) -> int | None:
-    """The longest sequence the model accepts: ``given``, else its config or attribute, else the
-    position table's rows; None when nothing says."""
+    """The longest sequence the model accepts: ``given``, else a common name for it (``block_size``,
+    ``max_seq_len``, ``n_positions``, ``max_position_embeddings``, ``sequence_len``...) on its config
+    (``CONFIG_OWNERS``) or on the model, else the position table's rows; None when nothing says."""
     if given:
         return int(given)
-    cfg = getattr(model, "config", None)
-    for owner in (cfg, getattr(model, "cfg", None), model):
+    for owner in (*(getattr(model, name, None) for name in CONFIG_OWNERS), model):
         for attr in ("block_size", "n_positions", "max_position_embeddings", "max_seq_len", "context_length",
                      "n_ctx", "sequence_len", "seq_len", "max_len"):
             value = owner.get(attr) if isinstance(owner, Mapping) else getattr(owner, attr, None)
