@@ -26,12 +26,14 @@ wrong past them, each failing where its bug first shows:
                  registered modules accepted)
  7 TIE           a head that starts equal to the token table is that table
  8 EVAL          eval() reaches every module; two eval forwards agree
- 9 ATTENTION     each attention module equals SDPA from its own q, k, v as
-                 they reach its attention call (after its rotary embedding,
-                 however kept, and any qk-norm), read by hooks and a torch
+ 9 ATTENTION     each attention module equals causal SDPA from its own q, k, v
+                 as they reach its attention call (after its rotary
+                 embedding, however kept, and any qk-norm), at the scale it
+                 applies itself (SDPA's scale=, or a hand-written softmax
+                 input's ratio to q @ k^T), read by hooks and a torch
                  function mode in the model's own forward (packed, Conv1D,
                  grouped kv heads; the head count from the call when no
-                 attribute names it)
+                 attribute names it); a scale other than 1/sqrt(D) warns
 10 RESIDUAL      with its output projections zeroed in place, each block
                  returns its input inside the model's own forward
 11 CACHE         KV-cached decoding (prefill, then one token at a time and
@@ -49,7 +51,8 @@ wrong past them, each failing where its bug first shows:
 15 UPDATE        the optimizer's state matches its parameters' dtype and
                  device; one step moves every trainable parameter
 16 CAPABILITY    a reference AdamW fits one tiny batch below 0.1 nats in 150
-                 steps on a copy as built, and the factory's optimizer (and
+                 steps on a copy as built (the factory run again when the
+                 model cannot be copied, said), and the factory's optimizer (and
                  scheduler) falls at least half as far; losses in eval mode,
                  the curves in the evidence
 17 LOOP          the factory's train_step, from the model as built: zero_grad,
@@ -61,7 +64,9 @@ structural links 7-12 need no training and run before the training links,
 so a fault that also cripples training (a dropped residual) is named where
 it is. Each link's wall time is in the report.
 
-A link that cannot apply says "skip" with the reason (no cache interface, no
+A link whose contract holds while the model departs from a common
+convention (a scale other than 1/sqrt(D)) says "warn", naming it; it fails
+nothing. A link that cannot apply says "skip" with the reason (no cache interface, no
 generate, no train_step, no attention module it can read), naming what it
 looked for and what it found. Comparisons bounded by rounding allow the
 link's float32 tolerance or 8 unit roundoffs of the model's dtype, whichever
