@@ -42,7 +42,8 @@ class Link:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        """Whether the link's contract holds ("ok", or "warn": a convention departed from)."""
+        return self.status in ("ok", "warn")
 
 
 @dataclass
