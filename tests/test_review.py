@@ -152,3 +152,26 @@ def test_review_lists_the_boxed_exercises_soonest_due_first_and_due_those_whose_
     assert [s.exercise_id for s in review.due(cat, mine, now=T0 + timedelta(days=3))] == ["c", "a"]
     assert review.due(cat, mine, now=T0 + timedelta(days=2) - timedelta(seconds=1)) == []
     assert [s.exercise_id for s in review.due(cat, mine)] == ["c", "a"]  # now: long after 2026-01-04
+
+
+# --- review as recall ---------------------------------------------------------------------------------------
+
+def test_the_first_exercise_due_for_review_is_where_to_continue():
+    mine = progress(a=[attempt(0)], b=[attempt(0.5)], c=[attempt(1)])
+    due_now = review.due(catalog("a", "b", "c"), mine, now=T0 + timedelta(days=1.6))
+    assert [s.exercise_id for s in due_now] == ["a", "b"]
+    assert review.continue_point(catalog("a", "b", "c"), mine, due_now) == review.Continue("a", "due for review")
+    assert review.continue_point(catalog("a", "b", "c"), mine, []) == review.Continue("c", "left unsolved")
+
+
+def test_an_exercise_is_due_from_its_due_time_on():
+    entry = ExerciseProgress(attempts=[attempt(0)])
+    assert review.due_state("x", entry, now=T0 + timedelta(hours=23)) is None
+    assert review.due_state("x", entry, now=T0 + timedelta(days=1)).box == 1
+    assert review.due_state("x", ExerciseProgress(attempts=[attempt(0, True)]), now=T0 + timedelta(days=9)) is None
+
+
+@pytest.mark.parametrize("later, words", [(timedelta(hours=5), "today"), (timedelta(days=1, hours=2), "1 day ago"),
+                                          (timedelta(days=9), "9 days ago")])
+def test_when_it_was_last_seen_is_said_in_whole_days(later, words):
+    assert review.seen_ago(T0, now=T0 + later) == words

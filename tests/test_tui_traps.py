@@ -676,3 +676,63 @@ def test_hints_revealed_before_a_quit_are_shown_after_a_relaunch_and_recorded_wi
                          "the attempt saved")
     drive(app2, again)
     assert saved(tmp_path)["exercises"]["broadcast-loss"]["attempts"][0]["hints"] == 2
+
+
+# --- review asks for recall ---------------------------------------------------------------------------------
+
+def _wrong_days_ago(store, exercise_id: str, days: float, prediction: str, observed: str) -> None:
+    """A wrong prediction ``days`` days ago: in the first review box, due a day after it."""
+    from datetime import datetime, timedelta, timezone
+    from tutor.model.attempts import Attempt
+    moment = datetime.now(timezone.utc) - timedelta(days=days)
+    store.record_attempt("ada", exercise_id, Attempt(time=moment.isoformat(timespec="seconds"),
+                                                     prediction=prediction, observed=observed, correct=False,
+                                                     status="fail", device="cpu", engine_hash="abc"))
+
+
+def test_a_due_exercise_opens_blank_says_review_and_shows_the_last_answer_only_after_the_run(tmp_path):
+    from textual.widgets import Static
+    from test_tui import text_of as shown
+    from tutor.store.progress import ProgressStore
+    _wrong_days_ago(ProgressStore(tmp_path), "broadcast-loss", 3.2, "(3,)", "(3, 3)")
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        history = screen.query_one("#exercise-history", Static)
+        assert "review: last seen 3 days ago" in shown(history)
+        assert "(3,)" not in shown(history) and "(3, 3)" not in shown(history)
+        assert screen.query_one(PredictionInput).value == ""
+        assert not screen.query_one("#result").has_class("-shown")  # no saved result giving it away
+        await pilot.press("r")  # nothing recalled: nothing runs
+        await pilot.pause()
+        assert not saved(tmp_path)["exercises"]["broadcast-loss"]["attempts"][1:]
+        await type_answer(pilot, "(3, 3)")
+        await pilot.press("enter")
+        await finish_runs(pilot)
+        await wait_until(pilot, lambda: "you said (3,)" in shown(history), "the last answer after the run")
+    drive(app, script)
+    assert len(saved(tmp_path)["exercises"]["broadcast-loss"]["attempts"]) == 2
+
+
+def test_the_list_offers_the_first_due_exercise_and_due_lists_only_the_due_ones(tmp_path):
+    from textual.widgets import Input
+    from tutor.store.progress import ProgressStore
+    from tutor.ui.widgets.exercise_tree import ExerciseTree
+    store = ProgressStore(tmp_path)
+    _wrong_days_ago(store, "cache-offset", 5, "no", "yes")
+    _wrong_days_ago(store, "head-split", 2, "a", "b")
+    _wrong_days_ago(store, "broadcast-loss", 0.01, "(3,)", "(3, 3)")  # wrong, but not due until tomorrow
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        home = pilot.app.screen
+        assert home.continue_at.exercise_id == "cache-offset" and home.continue_at.reason == "due for review"
+        tree = home.query_one(ExerciseTree)
+        await until(pilot, lambda: tree.cursor_node is not None and tree.cursor_node.data == "cache-offset",
+                    "the cursor on the first due exercise")
+        await pilot.press("slash", *"due")
+        box = home.query_one("#home-find", Input)
+        await until(pilot, lambda: box.value == "due", "the search")
+        await until(pilot, lambda: sorted(tree.shown_ids()) == ["cache-offset", "head-split"], "the due list")
+    drive(app, script)

@@ -3,9 +3,10 @@
 Everything here is worked out from the attempts the progress file already
 keeps, so there is no extra state to save or to go stale:
 
-* **Continue** (:func:`continue_point`): the exercise the learner last
-  attempted, if it is still unsolved; otherwise the first untried exercise
-  after it in catalog order (wrapping to the start).
+* **Continue** (:func:`continue_point`): the first exercise due for review,
+  when one is; else the exercise the learner last attempted, if it is
+  still unsolved; otherwise the first untried exercise after it in catalog
+  order (wrapping to the start).
 * **Next** (:func:`next_after`): after a result, the first untried exercise
   after this one, in the same way.
 * **Review** (:func:`review_states`, :func:`due`): Leitner boxes. An
@@ -15,7 +16,9 @@ keeps, so there is no extra state to save or to go stale:
   days, box 3 after 7; right again once due, it leaves the boxes. A wrong
   or unsure answer at any time puts it back in box 1. Right answers given
   before the exercise is due (say, straight after seeing the observation)
-  move nothing.
+  move nothing. A due exercise is asked again as a recall: its page opens
+  blank and shows the last answer only after the new run
+  (:func:`due_state`, :func:`seen_ago`).
 
 Only graded predictions since the exercise's last reset count (a reset
 exercise is fresh). Times are the attempts' own (UTC, ISO 8601).
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import Sequence
 
 from tutor.model.attempts import is_prediction
 
@@ -98,8 +102,11 @@ def _first_untried_after(catalog, progress, index: int) -> str | None:
     return None
 
 
-def continue_point(catalog, progress) -> Continue:
-    """Where to put the cursor at launch (module docstring)."""
+def continue_point(catalog, progress, due_now: Sequence[ReviewState] = ()) -> Continue:
+    """Where to put the cursor at launch (module docstring); ``due_now``: the exercises due for review
+    (:func:`due`), soonest first, the first of which comes before anything else."""
+    if due_now:
+        return Continue(due_now[0].exercise_id, "due for review")
     order = catalog.exercises
     latest: tuple[datetime, int] | None = None
     for index, exercise in enumerate(order):
@@ -162,3 +169,19 @@ def due(catalog, progress, now: datetime | None = None) -> list[ReviewState]:
     """The exercises due for review at ``now`` (default: the current time), soonest first."""
     now = now or datetime.now(timezone.utc)
     return [s for s in review_states(catalog, progress) if s.due <= now]
+
+
+def due_state(exercise_id: str, entry, now: datetime | None = None) -> ReviewState | None:
+    """This exercise's place in the boxes when it is due for review at ``now`` (default: the current
+    time), else None."""
+    state = review_state(exercise_id, entry)
+    now = now or datetime.now(timezone.utc)
+    return state if state is not None and state.due <= now else None
+
+
+def seen_ago(moment: datetime, now: datetime | None = None) -> str:
+    """How long ago ``moment`` was, in whole days: ``today``, ``1 day ago``, ``9 days ago``."""
+    days = ((now or datetime.now(timezone.utc)) - moment).days
+    if days <= 0:
+        return "today"
+    return f"{days} day{'s' if days != 1 else ''} ago"

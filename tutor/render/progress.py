@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from tutor.model.attempts import PREDICT, counting
+from tutor.model.attempts import PREDICT, counting, show_time, verdict_of
+from tutor.render.result import VERDICT_STYLE, VERDICT_TEXT
 from tutor.render.tables import WordTable
 
 
@@ -140,3 +141,35 @@ def progress_table(progress, catalog, seeded: set, preview) -> WordTable:
                       Text(observed), "yes" if p.solved else "no",
                       *([edits_summary(p, known.get(ex_id))] if edited else []), Text(preview(p.note)))
     return table
+
+
+def last_said(attempt) -> Text:
+    """``you said X, the check observed Y`` (or ``…, the check ran out of time``) for a saved prediction."""
+    seen = (", the check ran out of time",) if attempt.status == "timeout" else \
+        (", the check observed ", (attempt.observed, "bold"))
+    return Text.assemble("you said ", (attempt.prediction, "bold"), *seen)
+
+
+def exercise_history(progress) -> Text:
+    """An exercise page's line about its attempts since the last reset:
+    ``✓ solved · 2 prediction(s); last: you said X, the check observed Y · 1 edit attempt(s)``."""
+    current = progress.current
+    said = [a for a in current if a.mode == PREDICT]  # fix, break and hunt attempts are no answers
+    verdict = ("✓ solved", "green") if progress.solved else ("✗ not solved yet", "red")
+    edits = len(current) - len(said)
+    edited = f" · {edits} edit attempt(s) (p shows them)" if edits else ""
+    if not said:
+        return Text.assemble(verdict, " · no prediction yet", edited)
+    return Text.assemble(verdict, f" · {len(said)} prediction(s); last: ", last_said(said[-1]), edited)
+
+
+def saved_attempt(attempt) -> Text:
+    """A saved prediction as an exercise page shows it after a relaunch (its evidence was not kept)."""
+    word = verdict_of(attempt)  # a saved timeout is shown as one, never as a wrong prediction
+    verdict = (VERDICT_TEXT.get(word, word), VERDICT_STYLE.get(word, "bold"))
+    sure = f" ({attempt.confidence} % sure)" if attempt.confidence is not None else ""
+    seen = ("; the check ran out of time",) if attempt.status == "timeout" else \
+        ("; the check observed ", (attempt.observed, "bold"))
+    return Text.assemble(verdict, "\nyou said ", (attempt.prediction, "bold"), sure, *seen,
+                         (f"\n{show_time(attempt.time)} · {attempt.device} · "
+                          "r runs it again to see the evidence", "dim"))

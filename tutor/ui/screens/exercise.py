@@ -19,10 +19,10 @@ from textual.widgets import Button, Header, Input, Markdown, Static, TextArea
 
 from tutor.model import answers
 from tutor.app.run import Run
-from tutor.model.attempts import PREDICT, ProgressError, show_time, verdict_of
+from tutor.model.attempts import PREDICT, ProgressError
 from tutor.model.catalog import Exercise
-from tutor.model.review import next_after
-from tutor.render import VERDICT_STYLE, VERDICT_TEXT
+from tutor.model.review import due_state, next_after, seen_ago
+from tutor.render import exercise_history, last_said, saved_attempt
 from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.recall import recall_of
 from tutor.ui.screens.reading_keys import ReadingKeys
@@ -101,6 +101,9 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         progress = self._session.progress_of(ex.id)
         current = progress.current  # since the last reset: a reset exercise shows as fresh
         said = [a for a in current if a.mode == PREDICT]  # fix, break and hunt attempts are no answers
+        self._said_before = said
+        # due for review: asked as a recall, so the last answer and observation show only after the new run
+        self._review = due_state(ex.id, progress)
         self._recall = recall_of(app, ex.id)
         self._recall.hints = max(self._recall.hints, progress.hints)  # revealed before a relaunch: still seen
         first_opening, self._recall.opened = not self._recall.opened, True
@@ -108,7 +111,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             self._recall.answer = progress.draft["prediction"]
             self._recall.confidence = progress.draft.get("confidence")
             self._offer_draft = True
-        elif not self._recall.answer and said:  # reopened after a relaunch: the last saved answer
+        elif not self._recall.answer and said and self._review is None:  # reopened after a relaunch
             self._recall.answer = said[-1].prediction
             self._recall.confidence = said[-1].confidence
             self._recall.ran = (self._recall.answer, self._recall.confidence)  # saved, so not a draft
@@ -116,19 +119,12 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         with VerticalScroll(id="exercise-body"):
             yield Static(Text.assemble((ex.id, "bold"), f" · {ex.title}\n", (ex.source_label, "dim")),
                          id="exercise-title")
-            if current:
-                verdict = ("✓ solved", "green") if progress.solved else ("✗ not solved yet", "red")
-                edits = len(current) - len(said)
-                edited = f" · {edits} edit attempt(s) (p shows them)" if edits else ""
-                if said:
-                    last = said[-1]
-                    seen = (", the check ran out of time",) if last.status == "timeout" else \
-                        (", the check observed ", (last.observed, "bold"))
-                    line = Text.assemble(verdict, f" · {len(said)} prediction(s); last: you said ",
-                                         (last.prediction, "bold"), *seen, edited)
-                else:
-                    line = Text.assemble(verdict, " · no prediction yet", edited)
-                yield Static(line, id="exercise-history")
+            if self._review is not None:
+                yield Static(Text.assemble(("↻ review", "bold yellow"), f": last seen {seen_ago(self._review.last)}"
+                                           " — predict it again from memory; your last answer shows after the run"),
+                             id="exercise-history")
+            elif current:
+                yield Static(exercise_history(progress), id="exercise-history")
             yield Markdown(ex.prompt, id="exercise-prompt")
             yield FaultView(app.catalog.fault_of(ex), ex.observe, hidden=ex.seed_per_attempt, id="exercise-fault")
             # A list is picked from, so its ids (the typed format) are not shown here.
@@ -191,23 +187,10 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         panel = self.query_one(ResultPanel)
         if recall.result is not None:
             panel.show(self.exercise, recall.result, title="last result")
-        else:
-            said = [a for a in self._session.progress_of(self.exercise.id).current if a.mode == PREDICT]
-            if said:
-                panel.show_text(self._saved_result(said[-1]), title="last result (saved)")
+        elif self._review is None and self._said_before:  # a review shows the last answer only after the run
+            panel.show_text(saved_attempt(self._said_before[-1]), title="last result (saved)")
         self._update_next_hint()
         self.query_one("#exercise-body").scroll_home(animate=False)
-
-    def _saved_result(self, attempt) -> Text:
-        """A saved attempt as the panel shows it after a relaunch (its evidence was not kept)."""
-        word = verdict_of(attempt)  # a saved timeout is shown as one, never as a wrong prediction
-        verdict = (VERDICT_TEXT.get(word, word), VERDICT_STYLE.get(word, "bold"))
-        sure = f" ({attempt.confidence} % sure)" if attempt.confidence is not None else ""
-        seen = ("; the check ran out of time",) if attempt.status == "timeout" else \
-            ("; the check observed ", (attempt.observed, "bold"))
-        return Text.assemble(verdict, "\nyou said ", (attempt.prediction, "bold"), sure, *seen,
-                             (f"\n{show_time(attempt.time)} · {attempt.device} · "
-                              "r runs it again to see the evidence", "dim"))
 
     # --- moving on -------------------------------------------------------------
 
@@ -391,6 +374,10 @@ class ExerciseScreen(ReadingKeys, PageScreen):
                                     f"{self._retry_seconds(self._timed_out)}", style="bold yellow"),
                                id="retry-hint"), after="#result-text")
         self._recall.result = outcome.result
+        if self._review is not None and self._said_before:  # recalled and run: now the last answer shows
+            self._review = None
+            self.query_one("#exercise-history", Static).update(Text.assemble(
+                ("↻ reviewed", "bold yellow"), " · before this run: ", last_said(self._said_before[-1])))
         if outcome.saved_to is not None and self._run is not None:  # recorded: no longer a draft
             self._recall.ran = (self._run.prediction or "", getattr(self._run, "confidence", None))
         if outcome.save_error:

@@ -35,7 +35,8 @@ class HomeScreen(PageScreen):
     BINDINGS = [
         Binding("enter", "open", "Open", tooltip="open the exercise (the cursor starts on the one to continue "
                 "with); on a set, fold or unfold it"),
-        Binding("slash", "find", "Find", tooltip="find: filter by id, title, set or words of the prompt"),
+        Binding("slash", "find", "Find", tooltip="find: filter by id, title, set or words of the prompt; "
+                "due (or ↻) lists the exercises due for review"),
         Binding("x", "reset", "Reset", tooltip="reset the highlighted exercise (asks first; its attempts are kept)"),
         Binding("escape", "clear_find", "Clear search", show=False, tooltip="clear the search"),
     ]
@@ -49,7 +50,8 @@ class HomeScreen(PageScreen):
         # Taken from the session here and again on returning to this screen;
         # moving the cursor only describes what was taken.
         self.progress = self._load()
-        self._due = {state.exercise_id for state in due(self.app.catalog, self.progress)}
+        self._due_now = due(self.app.catalog, self.progress)
+        self._due = {state.exercise_id for state in self._due_now}
         yield ExerciseTree(self.app.catalog, self.progress, self._due, id="exercise-tree")
         with VerticalScroll(id="home-detail"):
             yield Static("", id="home-detail-text")
@@ -74,7 +76,8 @@ class HomeScreen(PageScreen):
         self.query_one("#home-find").display = False
         tree = self.query_one(ExerciseTree)
         tree.focus()
-        self.continue_at = continue_point(self.app.catalog, self.progress)  # the tree was drawn in compose
+        # the tree was drawn in compose; the first exercise due for review comes first
+        self.continue_at = continue_point(self.app.catalog, self.progress, self._due_now)
         self.call_after_refresh(self.move_to_continue_point, tree.cursor_line)
         self._update_status()
 
@@ -94,9 +97,10 @@ class HomeScreen(PageScreen):
             return
         tree = self.query_one(ExerciseTree)
         self.progress = self._load()
-        self._due = {state.exercise_id for state in due(self.app.catalog, self.progress)}
+        self._due_now = due(self.app.catalog, self.progress)
+        self._due = {state.exercise_id for state in self._due_now}
         tree.refresh_progress(self.progress, self._due)
-        self.continue_at = continue_point(self.app.catalog, self.progress)
+        self.continue_at = continue_point(self.app.catalog, self.progress, self._due_now)
         self._update_status()
         tree.focus()
         self.call_after_refresh(self._update_detail)
@@ -108,7 +112,7 @@ class HomeScreen(PageScreen):
         here = self.continue_at
         parts: list = [("▶ ", "bold green"), "continue: ", (here.exercise_id, "bold"), (f" ({here.reason})", "dim")]
         if self._due:
-            parts += [" · ", (f"{len(self._due)} due for review", "bold yellow"), (" (↻)", "yellow")]
+            parts += [" · ", (f"{len(self._due)} due for review", "bold yellow"), (" (↻; /due lists them)", "yellow")]
         self.query_one("#home-status", Static).update(Text.assemble(*parts))
         self.update_header()
 

@@ -15,6 +15,8 @@ MARKS = {"solved": ("✓", "green"), "attempted": ("✗", "red"), "untried": ("�
 
 
 SET_PREFIX = "set:"
+#: A search for one of these lists only the exercises due for review (the ones marked ↻).
+DUE_WORDS = frozenset({"due", "↻", "review"})
 
 
 def set_id_of(data: str | None) -> str | None:
@@ -136,7 +138,7 @@ class ExerciseTree(Tree[str]):
         shown = 0
         self._drawn = {}
         for exercise_set in self.catalog.sets:
-            exercises = [e for e in exercise_set.exercises if matches(e, exercise_set, self.query_text)]
+            exercises = [e for e in exercise_set.exercises if self._finds(e, exercise_set)]
             if not exercises:
                 continue
             key, label = self._set_label(exercise_set, progress)
@@ -149,6 +151,13 @@ class ExerciseTree(Tree[str]):
                 self._drawn[exercise.id] = (status_of(exercise_progress), due)
                 shown += 1
         return shown
+
+    def _finds(self, exercise: Exercise, exercise_set) -> bool:
+        """Whether the search keeps this exercise: ``due`` keeps the ones due for review, any other
+        search what it finds (:func:`tutor.model.finding.matches`)."""
+        if self.query_text.casefold() in DUE_WORDS:
+            return exercise.id in self.due
+        return matches(exercise, exercise_set, self.query_text)
 
     @staticmethod
     def _set_label(exercise_set, progress: LearnerProgress) -> tuple[tuple, Text]:
