@@ -30,17 +30,20 @@ def plain_list(ctx: Context) -> Measurement:
 
     Seed configuration (C = 128, 4 blocks, V = 37). Observed: the number of
     unique parameter scalars ``model.parameters()`` yields. Evidence: the
-    count per child module, the ``blocks.*`` keys in ``state_dict``, and one
+    count in ``blocks`` and outside it, the ``blocks.*`` keys in ``state_dict``, and one
     AdamW step on a (2, 16) batch — does block 0's qkv weight get a gradient,
     and does it move? Seed 000 §3, "Containers are part of model structure".
     """
     model = ctx.gpt("seed")
     config = model.config
-    rows = []
-    for name, child in model.named_children():
-        tied = name == "lm_head" and model.lm_head.weight is model.wte.weight
-        rows.append([name, type(child).__name__, _count(child), "shares wte.weight" if tied else ""])
-    if not isinstance(model.blocks, nn.Module):
+    # The tables, the final norm and the head are one row: what a LayerNorm owns is another exercise's question.
+    outside = [(name, child) for name, child in model.named_children() if name != "blocks"]
+    tied = "lm_head shares wte.weight" if model.lm_head.weight is model.wte.weight else ""
+    rows = [[", ".join(name for name, _ in outside), ", ".join(type(child).__name__ for _, child in outside),
+             _count(nn.ModuleList(child for _, child in outside)), tied]]
+    if isinstance(model.blocks, nn.Module):
+        rows.append(["blocks", type(model.blocks).__name__, _count(model.blocks), ""])
+    else:
         rows.append(["(blocks)", type(model.blocks).__name__, "-", f"not a child; holds {len(model.blocks)} Blocks"])
     total = model.num_params()
     block_keys = sum(1 for k in model.state_dict() if k.startswith("blocks."))
@@ -59,7 +62,7 @@ def plain_list(ctx: Context) -> Measurement:
     has_grad = qkv.grad is not None
     moved = not torch.equal(qkv.detach(), before)
     evidence = [
-        table("Parameters each child registers", ["child", "type", "params", "note"], rows),
+        table("Parameters the model's children register", ["children", "types", "params", "note"], rows),
         table("What the model knows about", ["quantity", "value"],
               [["type of model.blocks", type(model.blocks).__name__],
                ["unique parameters", total],

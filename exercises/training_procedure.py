@@ -313,7 +313,7 @@ def mask_times_nan(ctx: Context) -> Measurement:
     The same two sequences as ``masked-mean`` (lengths 1 and 3, losses 1 and
     3; padding 7), but one padded position holds NaN, as a padded position
     whose forward overflowed would. Observed: whether the mean is NaN.
-    Evidence: the mean, and 0 * NaN. Seed 000 §7 ("avoid assuming that
+    Evidence: the mean, 0 * NaN and what torch.where keeps there. Seed 000 §7 ("avoid assuming that
     multiplying an invalid value by zero removes it: 0 * NaN is still
     NaN").
     """
@@ -330,14 +330,9 @@ def mask_times_nan(ctx: Context) -> Measurement:
             ["masked_mean", value], ["0 * NaN", (torch.tensor(0.0) * torch.tensor(float("nan"))).item()],
             ["torch.where(mask, losses, 0) at the NaN", torch.where(mask, losses, torch.zeros_like(losses))[0, 2].item()]]),
     ]
-    evidence.append(_where_backward_table(device))
     if not finite:
         evidence.append(note("Multiplying by the mask computed 0 * NaN = NaN at the padded position, and the sum "
                              "carried it into the mean."))
-    evidence.append(note("torch.where keeps the NaN out of the forward value only. Its backward sends 0 to the "
-                         "branch it did not pick, and the chain rule multiplies that 0 by log's derivative 1/x: "
-                         "at x = 0 that is 0 * inf = NaN. Make the invalid value impossible (feed log a safe "
-                         "input) instead of masking only the output."))
     return Measurement(observed=math.isnan(value), evidence=evidence)
 
 
@@ -370,7 +365,8 @@ def mask_the_input(ctx: Context) -> Measurement:
     [[0.5, 0.25], [0.5, 0]], the 0 under the padding. The mean is
     (ln 2 + ln 4 + ln 2) / 3 = 4 ln 2 / 3 = 0.924 nats either way; the
     gradient at a real probability p is -1 / (3 p). Observed: [is the loss
-    finite, is every gradient entry finite]. Seed 000 §7 ("prevent invalid
+    finite, is every gradient entry finite]. Evidence: the loss, its
+    gradient, and both spellings of a masked log, backward, side by side. Seed 000 §7 ("prevent invalid
     operations where possible rather than masking only their final
     outputs").
     """
@@ -389,8 +385,11 @@ def mask_the_input(ctx: Context) -> Measurement:
             ["4 ln 2 / 3", 4 * math.log(2) / 3], ["probs.grad", str([[round(g, 4) for g in row] for row in grad.tolist()])],
             ["-1 / (3 p) at 0.5, 0.25", str([round(-1 / 1.5, 4), round(-1 / 0.75, 4)])]]),
     ]
+    evidence.append(_where_backward_table(device))
     if observed[0] and not observed[1]:
         evidence.append(note("The forward selected 0 at the padding, so the loss is right; backward sent that branch "
                              "a gradient of 0, and the log's derivative there is 1/0 = inf: 0 * inf = NaN in the "
                              "padded entry's gradient, and any optimizer step would spread it."))
+    evidence.append(note("torch.where keeps an invalid value out of the forward value only. Make the invalid value "
+                         "impossible (feed log a safe input) instead of masking only the output."))
     return Measurement(observed=observed, evidence=evidence)

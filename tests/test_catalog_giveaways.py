@@ -37,9 +37,21 @@ def answer_texts(exercise, observed) -> list[str]:
     return [t for t in texts if len(t) >= 3]
 
 
+def example_format(exercise) -> str:
+    """The examples of an answer a learner reads: the prompt's (``e.g. `…` ``, ``Example format: `…` ``)
+    and the answer format's, without the lists of options it names (every option is named there,
+    the answer among them, so naming it says nothing)."""
+    examples = re.findall(r"(?:e\.g\.|[Ee]xample format:)\s*`([^`]*)`", exercise.prompt)
+    shown = exercise.answer_format
+    items = exercise.answer_items if isinstance(exercise.answer_items, tuple) else (exercise.answer_items or "",)
+    for options in {item for item in items if "|" in item}:
+        shown = shown.replace(", ".join(options.split("|")), "")
+    return "\n".join([shown, *examples])
+
+
 def places(exercise, fault) -> dict[str, str]:
     """Where a learner meets text before predicting: the title, the example format, hint 1, the diff's context."""
-    shown = {"title": exercise.title, "example format": exercise.answer_format, "first hint": exercise.hints[0]}
+    shown = {"title": exercise.title, "example format": example_format(exercise), "first hint": exercise.hints[0]}
     if fault is not None:
         shown["diff context"] = "\n".join(line[1:] for line in diff(fault).splitlines()
                                           if line.startswith(" "))
@@ -65,6 +77,13 @@ def test_a_giveaway_is_found_as_a_whole_word_in_any_place():
     assert giveaways(["KeyError", "808960", "exist"], shown) == [
         "diff context: KeyError", "first hint: 808960", "title: exist"]
     assert giveaways(["12.5", "Error"], {"title": "12.55 and KeyError"}) == []  # a part of a word or number is not
+
+
+def test_the_example_format_holds_the_prompts_examples_but_not_the_options_it_lists(catalog):
+    listed = catalog.get("numpy-float64")  # a list of a dtype, one of four named, and an exception name
+    assert "float64" in listed.answer_format and "float64" not in example_format(listed)
+    assert "float32, none" in example_format(listed)  # the prompt's "e.g. `float32, none`"
+    assert "example format: float32" in giveaways(["float32"], places(listed, None))
 
 
 def test_yes_no_letters_and_short_answers_say_nothing(catalog):

@@ -55,7 +55,7 @@ def test_one_unconfined_side_makes_the_run_unconfined_and_no_side_leaves_it_unkn
 
 
 def test_the_clean_side_is_graded_when_the_exercise_observes_it(catalog):
-    ex = catalog.get("broadcast-grad")  # observe = clean, a shape
+    ex = catalog.get("linear-weight")  # observe = clean, a shape
     result = grade(ex, answer(clean=ok([3]), faulted=ok([2, 3])), "(3,)")
     assert (result.observed, result.status, result.correct) == ([3], "pass", True)
     # the graded side measured: the other side's error is kept, and does not stop the verdict

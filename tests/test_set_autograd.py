@@ -24,13 +24,15 @@ def test_matmul_grad_hand_formulas_match_autograd_until_a_transpose_moves(run):
     assert float(rows["B in A@B@C"][1]) > 1e-3  # the wrong formula misses by far more than rounding
 
 
-def test_broadcast_grad_has_the_operands_own_shape(run):
-    r = run("broadcast-grad", "(4,)")
+def test_broadcast_grad_summed_over_the_batch_only_keeps_a_row_per_position(run):
+    r = run("broadcast-grad", "(5, 4)")
     assert r.status == "pass", r.error
     assert r.clean == [4] and r.faulted == [5, 4]
     shapes = facts(r, "clean", "Operands")
     assert shapes["bias"] == ["(4,)", "(4,)", "(4,)"]
     assert shapes["weight"] == ["(4, 3)", "(4, 3)", "(4, 3)"]
+    assert facts(r, "faulted", "Operands")["bias"] == ["(4,)", "(4,)", "(5, 4)"]  # autograd keeps the operand's shape
+    assert run("broadcast-grad", "(4,)").status == "fail"  # the clean shape is not the graded one
 
 
 def test_prefix_grad_without_the_direct_term_differs(run):
