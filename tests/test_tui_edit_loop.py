@@ -312,13 +312,13 @@ def test_footers_show_only_working_keys_and_keep_quit_help_progress_visible(tmp_
 
 # --- progress by mode: predictions and edit attempts apart ---------------------------------------
 
-def _mixed_progress(folder):
+def _mixed_progress(folder, time: str = "2026-01-01T10:00:00Z"):
     """head-split: a prediction (c, wrong), then a fix (fixed), a break predicted b (changed, right) and a
-    break in free text (unchanged); audit: a hunt (not fixed)."""
+    break in free text (unchanged); audit: a hunt (not fixed); every attempt made at ``time``."""
     from tutor.model.attempts import Attempt
     from tutor.store.progress import ProgressStore
     store = ProgressStore(folder)
-    common = dict(time="2026-01-01T10:00:00Z", device="cpu", engine_hash="x")
+    common = dict(time=time, device="cpu", engine_hash="x")
     for ex_id, attempt in [
         (EXERCISE, Attempt(prediction="c", observed="b", correct=False, status="fail", **common)),
         (EXERCISE, Attempt(prediction="", observed="a", correct=True, status="ok", mode="fix", diff="-x\n+y",
@@ -388,7 +388,8 @@ def test_tutor_progress_and_report_count_predictions_and_edits_apart(tmp_path):
 
 
 def test_the_exercise_page_says_the_last_prediction_not_the_last_edit(tmp_path, monkeypatch):
-    _mixed_progress(tmp_path)
+    from datetime import datetime, timezone
+    _mixed_progress(tmp_path, time=datetime.now(timezone.utc).isoformat(timespec="seconds"))  # not due yet
     app, _ = make_app(tmp_path)
     seen = {}
 

@@ -112,7 +112,7 @@ class HomeScreen(PageScreen):
         here = self.continue_at
         parts: list = [("▶ ", "bold green"), "continue: ", (here.exercise_id, "bold"), (f" ({here.reason})", "dim")]
         if self._due:
-            parts += [" · ", (f"{len(self._due)} due for review", "bold yellow"), (" (↻; /due lists them)", "yellow")]
+            parts += [" · ", (f"{len(self._due)} due for review", "bold yellow"), (" (↻, /due)", "yellow")]
         self.query_one("#home-status", Static).update(Text.assemble(*parts))
         self.update_header()
 

@@ -158,11 +158,12 @@ class ProgressScreen(PageScreen):
         title = Text.assemble(("\nExercises", "bold underline"), (untried, "dim"),
                               ("  Enter opens the highlighted one", "dim") if shown else "")
         self.query_one("#progress-list-title", Static).update(title)
+        # focused without scrolling to it: the view opens on the totals (_show_top), whenever the focus lands
         if shown:
             list_view.index = 0
-            list_view.focus()
+            list_view.focus(scroll_visible=False)
         else:
-            self.query_one("#progress-body").focus()
+            self.query_one("#progress-body").focus(scroll_visible=False)
         self._follow_highlight = False
         self.call_after_refresh(self._show_top)
 
