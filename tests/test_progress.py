@@ -609,3 +609,14 @@ def test_a_diff_is_written_as_a_multi_line_string_and_reads_back_the_same(tmp_pa
     store.save_note("ada", "head-split", "line one\r\nline two")
     assert store.load("ada").of("head-split").note == "line one\r\nline two"
     assert store.load("ada").of("head-split").attempts[0].diff == diff
+
+
+def test_the_hints_revealed_are_kept_until_the_exercise_is_reset(tmp_path):
+    from tutor.store.progress import ProgressStore
+    store = ProgressStore(tmp_path)
+    store.save_hints("ada", "head-split", 2)
+    assert ProgressStore(tmp_path).load("ada").of("head-split").hints == 2
+    store.record_attempt("ada", "head-split", Attempt(time=now(), prediction="c", observed="b", correct=False,
+                                                      status="fail", device="cpu", engine_hash="x", hints=2))
+    store.reset("ada", "head-split")
+    assert ProgressStore(tmp_path).load("ada").of("head-split").hints == 0

@@ -1,11 +1,13 @@
-"""The progress file's format: its versions, how its bytes are read and classified, and how an older one migrates."""
+"""The progress file's format: its versions, how its bytes are read and classified, how an older one migrates,
+and how a well-formed document reads as a learner's progress."""
 
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass
 from pathlib import Path
 
-from tutor.model.attempts import ATTEMPT_FIELDS, PREDICT, ProgressError
+from tutor.model.attempts import ATTEMPT_FIELDS, PREDICT, Attempt, ExerciseProgress, LearnerProgress, ProgressError
+from tutor.store.names import display_name
 
 try:
     # tomli's compiled wheels read about twice as fast as the standard library's tomllib (the same
@@ -128,3 +130,36 @@ def shape_problem(data: dict) -> str | None:
                     missing = "" if default is not MISSING else "missing or "
                     return f"an attempt of {ex_id!r} has a {missing}wrongly typed {key!r}"
     return None
+
+
+def as_progress(learner: str, data: dict | None, warnings: list[str], read_only: bool = False) -> LearnerProgress:
+    """A well-formed progress document (see :func:`shape_problem`) as a LearnerProgress.
+
+    Its ``learner`` is the name the file holds when that is the same learner
+    (``Ada`` for a file written as Ada and read as ``ada``), else ``learner``.
+    """
+    progress = LearnerProgress(learner=display_name(data or {}, learner), warnings=warnings, read_only=read_only)
+    for ex_id, entry in (data or {}).get("exercises", {}).items():
+        attempts = [Attempt(**{k: a[k] for k in ATTEMPT_FIELDS if k in a}) for a in entry.get("attempts", [])]
+        progress.exercises[ex_id] = ExerciseProgress(attempts=attempts, note=entry.get("note", ""),
+                                                     note_time=entry.get("note_time", ""),
+                                                     reset_time=entry.get("reset_time", ""),
+                                                     draft=_draft(entry.get("draft")),
+                                                     hints=_count(entry.get("hints")))
+    return progress
+
+
+def _count(value) -> int:
+    """A saved count (hints revealed), 0 when there is none or it is not one (never an error)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _draft(value) -> dict:
+    """A saved draft as {"prediction": text, "confidence": percent or None}; {} when there is none or
+    it is not one (a draft is a convenience: a damaged one is dropped, never an error)."""
+    if not isinstance(value, dict) or not isinstance(value.get("prediction"), str):
+        return {}
+    confidence = value.get("confidence")
+    return {"prediction": value["prediction"],
+            "confidence": confidence if isinstance(confidence, int) and not isinstance(confidence, bool) else None}
+

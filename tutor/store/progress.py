@@ -62,9 +62,9 @@ from pathlib import Path
 import platformdirs
 import tomli_w
 
-from tutor.model.attempts import ATTEMPT_FIELDS, Attempt, ExerciseProgress, LearnerProgress, ProgressError, now
+from tutor.model.attempts import Attempt, LearnerProgress, ProgressError, now
 from tutor.store.files import write_bytes_atomically
-from tutor.store.migration import FORMAT_VERSION, MAX_FILE_BYTES, Reading, classify, read_bytes
+from tutor.store.migration import FORMAT_VERSION, MAX_FILE_BYTES, Reading, as_progress, classify, read_bytes
 from tutor.store.names import (LEGACY_NAME, display_name, file_stem, learner_key, name_of_stem, stem_of_key,
                                validate_learner)
 
@@ -223,7 +223,7 @@ class ProgressStore:
         reading = classify(read_bytes(path))
         if reading.problem is not None and not move_aside:
             raise DamagedProgressError(path, reading.problem)
-        return _progress(learner, reading.data, _settle(path, reading), read_only=reading.newer is not None)
+        return as_progress(learner, reading.data, _settle(path, reading), read_only=reading.newer is not None)
 
     def review_file(self, file: LearnerFile) -> LearnerProgress:
         """One learner file of this folder (:meth:`learner_files`) as a review reads it; touches nothing.
@@ -243,7 +243,7 @@ class ProgressStore:
                                                   "in a shape this one cannot read")
         if reading.problem is not None:
             raise DamagedProgressError(file.path, reading.problem)
-        return _progress(file.name, reading.data, _settle(file.path, reading), read_only=reading.newer is not None)
+        return as_progress(file.name, reading.data, _settle(file.path, reading), read_only=reading.newer is not None)
 
     def record_attempt(self, learner: str, exercise_id: str, attempt: Attempt) -> LearnerProgress:
         """Append one attempt, under the lock, atomically; an attempt carrying a submission id the
@@ -432,7 +432,7 @@ class ProgressStore:
         except OSError as exc:
             raise ProgressError(f"cannot write progress to {path} ({exc.strerror or exc}); "
                                 "choose a writable folder with --progress-dir") from None
-        return _progress(learner, data, warnings)
+        return as_progress(learner, data, warnings)
 
     def _write_atomically(self, path: Path, data: dict) -> None:
         # a diff or note of several lines reads as those lines ("""…"""), unless some string holds a
@@ -485,36 +485,3 @@ def _move_aside(path: Path, problem: str) -> str:
 def _newer_warning(path: Path, version: int) -> str:
     return (f"{path} was written by a newer tutor (format {version}, this one knows {FORMAT_VERSION}); "
             "it is shown read-only and will not be changed — upgrade tutor to record new attempts")
-
-
-def _progress(learner: str, data: dict | None, warnings: list[str], read_only: bool = False) -> LearnerProgress:
-    """A well-formed progress document (see :func:`_shape_problem`) as a LearnerProgress.
-
-    Its ``learner`` is the name the file holds when that is the same learner
-    (``Ada`` for a file written as Ada and read as ``ada``), else ``learner``.
-    """
-    progress = LearnerProgress(learner=display_name(data or {}, learner), warnings=warnings, read_only=read_only)
-    for ex_id, entry in (data or {}).get("exercises", {}).items():
-        attempts = [Attempt(**{k: a[k] for k in ATTEMPT_FIELDS if k in a}) for a in entry.get("attempts", [])]
-        progress.exercises[ex_id] = ExerciseProgress(attempts=attempts, note=entry.get("note", ""),
-                                                     note_time=entry.get("note_time", ""),
-                                                     reset_time=entry.get("reset_time", ""),
-                                                     draft=_draft(entry.get("draft")),
-                                                     hints=_count(entry.get("hints")))
-    return progress
-
-
-def _count(value) -> int:
-    """A saved count (hints revealed), 0 when there is none or it is not one (never an error)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _draft(value) -> dict:
-    """A saved draft as {"prediction": text, "confidence": percent or None}; {} when there is none or
-    it is not one (a draft is a convenience: a damaged one is dropped, never an error)."""
-    if not isinstance(value, dict) or not isinstance(value.get("prediction"), str):
-        return {}
-    confidence = value.get("confidence")
-    return {"prediction": value["prediction"],
-            "confidence": confidence if isinstance(confidence, int) and not isinstance(confidence, bool) else None}
-
