@@ -2039,8 +2039,8 @@ def test_an_exercise_id_its_hidden_seeds_and_what_lies_inside(catalog):
     plan = Assignment((Assigned("head-split", hidden_seeds=(7, 11)), Assigned("cache-offset")))
     assert (fixes.seeds_of(plan, "head-split"), fixes.seeds_of(plan, "cache-offset"), fixes.seeds_of(plan, "x"),
             fixes.seeds_of(None, "head-split")) == ((7, 11), (), (), ())
-    assert fixes._inside(Path("/a/b"), Path("/a/b")) and fixes._inside(Path("/a/b/c"), Path("/a"))
-    assert not fixes._inside(Path("/a/bc"), Path("/a/b"))
+    assert fixes.read_file(Path("/a/bc/x.py"), Path("/a/b")) == (None, "x.py does not lie inside /a/b; it is not "
+                                                                      "graded")
 
 
 def test_identical_repairs_are_flagged_only_between_learners_of_one_exercise():
@@ -2067,12 +2067,13 @@ def test_a_file_swapped_for_a_link_or_a_pipe_after_its_check_is_still_refused(tm
     (mine / "swapped.py").symlink_to(mine / "real.py")
     os.mkfifo(mine / "pipe.py")
     regular = os.stat(mine / "real.py")
-    real_lstat = os.lstat
+    real_stat = os.stat
     # the check sees a plain file; by the open, it is a link or a pipe (a race with the learner's own process)
-    monkeypatch.setattr(fixes.os, "lstat", lambda p: regular if Path(p).name in ("swapped.py", "pipe.py")
-                        else real_lstat(p))
+    monkeypatch.setattr(fixes.os, "stat", lambda p, *a, **k: regular if Path(p).name in ("swapped.py", "pipe.py")
+                        else real_stat(p, *a, **k))
     assert fixes.read_file(mine / "swapped.py", mine) == \
-        (None, "ada/swapped.py cannot be read (Too many levels of symbolic links); it is not graded")
+        (None, "ada/swapped.py is a symbolic link, not a file of its own; it is not graded as this learner's work "
+               "(hand in a copy of the file itself)")
     assert fixes.read_file(mine / "pipe.py", mine) == \
         (None, "ada/pipe.py is not a regular file; it is not graded (hand in a plain .py or .diff file)")
 

@@ -31,6 +31,7 @@ Layers: imports neither torch nor Textual.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -56,8 +57,10 @@ MAX_SUBMISSION_BYTES = 4 * 1024 * 1024
 def find(folder: Path, catalog) -> list:
     """The submissions in ``folder``: AnswerRows of mode ``fix``, one per learner and exercise, sorted.
 
-    Only a regular file that really lies in its learner's folder is a submission
-    (:func:`read_file`): a symbolic link (a file or a learner folder that points at a classmate's),
+    Each learner folder is opened once, without following a link, and its files are read relative to
+    that descriptor (:func:`read_at`); a folder whose path is no longer DIR's own real path and its name
+    once read (moved, or swapped for a link while the batch read it) is refused by name.
+    Only a regular file that really lies in its learner's folder is a submission: a symbolic link (a file or a learner folder that points at a classmate's),
     a file with a second hard link, or anything not a plain file is a refused row with the sentence
     why, never graded as its learner's work. A file that cannot be a submission (an unknown exercise,
     a learner folder name that is not allowed, a file that is not UTF-8) is an unreadable row with its
@@ -70,58 +73,134 @@ def find(folder: Path, catalog) -> list:
     folder = Path(folder)
     if not folder.is_dir():
         raise UsageError(f"there is no folder {folder}; --fixes takes a folder with one folder per learner")
-    learners = sorted(p for p in folder.iterdir() if not p.name.startswith(".") and (p.is_dir() or p.is_symlink()))
+    try:
+        root_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError(f"{folder} cannot be read ({exc.strerror or exc}); --fixes takes a folder you may read "
+                         "with one folder per learner") from None
+    try:
+        return _find_in(folder, root_fd, catalog)
+    finally:
+        os.close(root_fd)
+
+
+def _find_in(folder: Path, root_fd: int, catalog) -> list:
+    """:func:`find` in the folder open at ``root_fd``: each learner folder opened once, without following a link,
+    and each of its files opened relative to that descriptor, so a folder swapped for a link while the batch
+    reads it is never read through."""
+    real_root = opened_path(root_fd) or os.path.realpath(folder)
+    with os.scandir(root_fd) as listing:
+        learners = sorted(entry.name for entry in listing if not entry.name.startswith(".")
+                          and (entry.is_dir(follow_symlinks=False) or entry.is_symlink()))
     if not learners:
         raise UsageError(f"{folder} holds no learner folders; put each learner's files in a folder named after them")
-    rows = []
-    line = 0
-    for mine in learners:
-        linked = mine.is_symlink()
-        entries = [mine] if linked else sorted(p for p in mine.iterdir() if not p.name.startswith("."))
-        for path in entries:
-            if not linked and path.is_dir() and not path.is_symlink():
-                continue  # a folder inside a learner's folder is not a submission
-            line += 1
-            row = AnswerRow(line=line, learner=shown_name(mine.name), exercise=shown_name(path.stem), mode="fix")
-            if row.learner != mine.name:
-                row.problem = (f"the learner folder {row.learner} has a name that is not UTF-8; rename it in UTF-8 "
-                               "(the learner's name or e-mail address)")
-            elif row.exercise != path.stem:
-                row.problem = (f"{row.learner}/{shown_name(path.name)} has a name that is not UTF-8; name it after "
-                               "the exercise (ID.py or ID.diff)")
-            else:
-                try:
-                    row.learner = validate_learner(mine.name)
-                    row.key = learner_key(row.learner)
-                except ProgressError as exc:
-                    row.problem = str(exc)
-            raw, refused = read_file(path, mine if not linked else folder)
-            if refused is not None:
-                row.exercise = exercise_id(catalog, row.exercise) if not linked else None
-                row.problem, row.refused, row.answer = refused, shown_name(path.name), "refused"
-                rows.append(row)
-                continue
-            kind = ENDINGS.get(path.suffix.lower())
-            if row.problem is None and kind is None:
-                row.problem = (f"{path.name} is neither a repaired file (ID.py) nor a patch (ID.diff); "
-                               "name it after the exercise")
-            if row.problem is None:
-                try:
-                    row.exercise = catalog.get(path.stem.lower()).id
-                except KeyError as exc:
-                    row.problem = exc.args[0]
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                text = raw.decode("utf-8", "replace")
-                row.problem = row.problem or f"{path.name} is not UTF-8 text; save it as UTF-8"
-            row.text = text
-            row.answer = f"{kind}:{hashlib.sha256(raw).hexdigest()[:16]}"  # the submission's identity
-            row.note = kind
+    rows: list = []
+    for name in learners:
+        mine = folder / name
+        try:
+            mine_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=root_fd)
+        except OSError as exc:  # a link (ELOOP, or ENOTDIR for a link to a file), or nothing to read
+            linked = exc.errno == errno.ELOOP or _is_link(root_fd, name)
+            row = _row(len(rows) + 1, mine, mine)
+            row.exercise = None
+            shown = shown_name(f"{folder.name}/{name}")
+            row.problem = (f"{shown} is a symbolic link, not a folder of its own; it is not graded as this "
+                           "learner's work (hand in a copy of the files themselves)" if linked else
+                           f"{shown} cannot be read ({exc.strerror or exc}); it is not graded")
+            row.refused, row.answer = row.learner, "refused"
             rows.append(row)
+            continue
+        try:
+            mine_rows = _learner_rows(mine, mine_fd, len(rows), catalog)
+            if opened_path(mine_fd) not in (None, os.path.join(real_root, name)):
+                mine_rows = [_swapped(row, mine) for row in mine_rows]
+        finally:
+            os.close(mine_fd)
+        rows += mine_rows
     refuse_one_learner_in_two_folders(rows)
     mark_identical(rows)
     return rows
+
+
+def _row(line: int, mine: Path, path: Path) -> AnswerRow:
+    """The row of ``path`` in the learner folder ``mine``: its learner and exercise as named, or why not."""
+    row = AnswerRow(line=line, learner=shown_name(mine.name), exercise=shown_name(path.stem), mode="fix")
+    if row.learner != mine.name:
+        row.problem = (f"the learner folder {row.learner} has a name that is not UTF-8; rename it in UTF-8 "
+                       "(the learner's name or e-mail address)")
+    elif row.exercise != path.stem:
+        row.problem = (f"{row.learner}/{shown_name(path.name)} has a name that is not UTF-8; name it after "
+                       "the exercise (ID.py or ID.diff)")
+    else:
+        try:
+            row.learner = validate_learner(mine.name)
+            row.key = learner_key(row.learner)
+        except ProgressError as exc:
+            row.problem = str(exc)
+    return row
+
+
+def _learner_rows(mine: Path, mine_fd: int, line: int, catalog) -> list:
+    """The rows of the learner folder open at ``mine_fd`` (``mine`` names it), numbered after ``line``: each
+    file read through the descriptor (:func:`read_at`), never by its path."""
+    rows = []
+    for name in sorted(n for n in os.listdir(mine_fd) if not n.startswith(".")):
+        try:
+            if stat.S_ISDIR(os.stat(name, dir_fd=mine_fd, follow_symlinks=False).st_mode):
+                continue  # a folder inside a learner's folder is not a submission
+        except OSError:
+            pass  # gone since the listing: read_at says so
+        path = mine / name
+        row = _row(line + len(rows) + 1, mine, path)
+        raw, refused = read_at(mine_fd, name, shown_name(f"{mine.name}/{name}"))
+        if refused is not None:
+            row.exercise = exercise_id(catalog, row.exercise)
+            row.problem, row.refused, row.answer = refused, shown_name(name), "refused"
+            rows.append(row)
+            continue
+        kind = ENDINGS.get(path.suffix.lower())
+        if row.problem is None and kind is None:
+            row.problem = (f"{path.name} is neither a repaired file (ID.py) nor a patch (ID.diff); "
+                           "name it after the exercise")
+        if row.problem is None:
+            try:
+                row.exercise = catalog.get(path.stem.lower()).id
+            except KeyError as exc:
+                row.problem = exc.args[0]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("utf-8", "replace")
+            row.problem = row.problem or f"{path.name} is not UTF-8 text; save it as UTF-8"
+        row.text = text
+        row.answer = f"{kind}:{hashlib.sha256(raw).hexdigest()[:16]}"  # the submission's identity
+        row.note = kind
+        rows.append(row)
+    return rows
+
+
+def _swapped(row: AnswerRow, mine: Path) -> AnswerRow:
+    """``row`` refused: its learner folder was moved or replaced while the batch read it."""
+    row.problem = (f"{shown_name(mine.name)} was moved or replaced while it was being read; it is not graded "
+                   "(leave the hand-in folders alone while grading runs, then grade it again)")
+    row.refused, row.answer, row.text = row.refused or shown_name(mine.name), "refused", None
+    return row
+
+
+def _is_link(folder_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def opened_path(fd: int) -> str | None:
+    """The path the kernel has for the folder or file open at ``fd`` (Linux's ``/proc/self/fd``), or None
+    where it cannot say."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
 
 
 def refuse_one_learner_in_two_folders(rows: list) -> None:
@@ -149,43 +228,60 @@ def shown_name(name: str) -> str:
 
 def read_file(path: Path, inside: Path, limit: int = MAX_SUBMISSION_BYTES,
               advice: str = "hand in the subject file only") -> tuple[bytes | None, str | None]:
-    """The bytes of a submitted file, or None and the sentence why it is refused.
-
-    The file is opened without following a link (``O_NOFOLLOW``) and checked on the open descriptor:
-    a regular file, one hard link only (a second name could be a classmate's file), its real
-    path inside ``inside``, and at most ``limit`` bytes (else refused, the sentence ending in
-    ``advice``). Anything else is refused; nothing is read through a link.
-    """
-    name = shown_name(f"{inside.name}/{path.name}" if path.parent == inside else path.name)
+    """The bytes of the submitted file ``path`` in the folder ``inside``, or None and the sentence why it is
+    refused: ``inside`` is opened once and the file read relative to it (:func:`read_at`); a file that does
+    not lie directly in ``inside`` is refused."""
+    name = shown_name(f"{inside.name}/{path.name}")
+    if Path(os.path.abspath(path.parent)) != Path(os.path.abspath(inside)):
+        return None, f"{shown_name(path.name)} does not lie inside {inside}; it is not graded"
     try:
-        st = os.lstat(path)
+        inside_fd = os.open(inside, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
         return None, f"{name} cannot be read ({exc.strerror or exc}); it is not graded"
-    if stat.S_ISLNK(st.st_mode):
-        return None, (f"{name} is a symbolic link, not a file of its own; it is not graded as this learner's work "
-                      "(hand in a copy of the file itself)")
-    if not stat.S_ISREG(st.st_mode):
-        return None, f"{name} is not a regular file; it is not graded (hand in a plain .py or .diff file)"
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        return read_at(inside_fd, path.name, name, limit, advice)
+    finally:
+        os.close(inside_fd)
+
+
+def read_at(folder_fd: int, file_name: str, name: str, limit: int = MAX_SUBMISSION_BYTES,
+            advice: str = "hand in the subject file only") -> tuple[bytes | None, str | None]:
+    """The bytes of the file ``file_name`` in the folder open at ``folder_fd``, or None and the sentence why it
+    is refused (``name``: the file as the sentence names it).
+
+    The file is looked at and opened relative to the descriptor, without following a link (``O_NOFOLLOW``;
+    nothing but a regular file is opened at all), and checked again on its own descriptor: a regular file,
+    one hard link only (a second name could be a classmate's file), and at most ``limit`` bytes (else
+    refused, the sentence ending in ``advice``). Whatever happens to the folder's path meanwhile, nothing is
+    read through a link or from another folder.
+    """
+    link = (f"{name} is a symbolic link, not a file of its own; it is not graded as this learner's work "
+            "(hand in a copy of the file itself)")
+    not_regular = f"{name} is not a regular file; it is not graded (hand in a plain .py or .diff file)"
+    try:
+        kind = os.stat(file_name, dir_fd=folder_fd, follow_symlinks=False).st_mode
+        if not stat.S_ISREG(kind):
+            return None, link if stat.S_ISLNK(kind) else not_regular
+        fd = os.open(file_name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder_fd)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, link
         return None, f"{name} cannot be read ({exc.strerror or exc}); it is not graded"
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return None, f"{name} is not a regular file; it is not graded (hand in a plain .py or .diff file)"
+            return None, not_regular
         if st.st_nlink > 1:
             return None, (f"{name} has {st.st_nlink} hard links (it is also another file, perhaps a classmate's); "
                           "it is not graded as this learner's work (hand in a copy of the file itself)")
-        if not _inside(Path(os.path.realpath(path)), Path(os.path.realpath(inside))):
-            return None, f"{name} does not lie inside {inside}; it is not graded"
-        chunks = []
+        chunks, size = [], 0
         while True:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 break
             chunks.append(chunk)
-            if sum(map(len, chunks)) > limit:
+            size += len(chunk)
+            if size > limit:
                 return None, f"{name} is larger than {limit // (1024 * 1024)} MiB; it is not graded ({advice})"
         return b"".join(chunks), None
     finally:
@@ -198,10 +294,6 @@ def exercise_id(catalog, stem: str) -> str:
         return catalog.get(stem.lower()).id
     except KeyError:
         return stem
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
 
 
 def mark_identical(rows: list) -> None:
