@@ -20,8 +20,8 @@ from textual.keys import _character_to_key  # noqa: E402
 from textual.screen import Screen  # noqa: E402
 from textual.widgets import TextArea  # noqa: E402
 
-from test_tui import (FakeRunner, drive, finish_runs, make_app, open_exercise, saved, type_answer,  # noqa: E402
-                      wait_until)
+from test_tui import (FakeRunner, drive, finish_runs, make_app, open_exercise, open_note, saved,  # noqa: E402
+                      type_answer, wait_until)
 from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
 from tutor.ui.screens.progress import ProgressScreen  # noqa: E402
 from tutor.ui.widgets.hint_list import HintList  # noqa: E402
@@ -83,8 +83,7 @@ def test_a_key_typed_right_after_esc_acts_on_the_page_not_in_the_note(tmp_path, 
     app, _ = make_app(tmp_path)
 
     async def script(pilot):
-        screen = await open_exercise(pilot, "broadcast-loss")
-        screen.query_one("#note", TextArea).focus()
+        screen = await open_note(pilot, "broadcast-loss")
         await wait_until(pilot, lambda: isinstance(screen.focused, TextArea), "the note focused")
         burst(pilot.app, *"rows add", "escape", "h")
         hints = screen.query_one(HintList)
@@ -100,8 +99,7 @@ def test_a_key_typed_right_after_esc_that_opens_a_page_leaves_the_note_as_typed(
     app, _ = make_app(tmp_path)
 
     async def script(pilot):
-        screen = await open_exercise(pilot, "broadcast-loss")
-        screen.query_one("#note", TextArea).focus()
+        screen = await open_note(pilot, "broadcast-loss")
         await wait_until(pilot, lambda: isinstance(screen.focused, TextArea), "the note focused")
         burst(pilot.app, *"later prefixes.", "escape", "p")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ProgressScreen), "the progress")
@@ -131,3 +129,29 @@ def test_keys_typed_right_after_next_reach_neither_the_page_left_nor_the_new_pag
         assert following.query_one(PredictionInput).value == ""
         assert pilot.app.recall["broadcast-loss"].answer == "(3, 3)"
     drive(app, script)
+
+
+async def type_at_speed(pilot, *keys: str, gap_s: float = 0.02) -> None:
+    """Each key 20 ms after the one before, whether or not the app has handled it (a quick typist)."""
+    import asyncio
+    for key in keys:
+        burst(pilot.app, key)
+        await asyncio.sleep(gap_s)
+
+
+def test_a_whole_exercise_typed_at_twenty_milliseconds_a_key_is_saved_as_typed(tmp_path, load):
+    """Answer, Tab, confidence, run; then the note, Esc, a hint: every key where it was meant."""
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "broadcast-loss")
+        await type_at_speed(pilot, *"(3, 3)", "tab", "8", "r")
+        await wait_until(pilot, lambda: screen.query_one("#result").has_class("-shown"), "the result")
+        await type_at_speed(pilot, "e", *"rows add", "escape", "h")
+        await wait_until(pilot, lambda: screen.query_one(HintList).shown == 1, "the first hint")
+        screen.flush_note()
+    drive(app, script)
+    entry = saved(tmp_path)["exercises"]["broadcast-loss"]
+    assert (entry["attempts"][0]["prediction"], entry["attempts"][0]["confidence"]) == ("(3, 3)", 80)
+    assert entry["note"] == "rows add"
