@@ -577,25 +577,37 @@ def _out_features(m: nn.Module) -> int | None:
 
 
 def residual(s: Subject) -> Link:
-    """RESIDUAL: with its output projections zeroed, every block returns its input.
+    """RESIDUAL: the stream carries each block's input forward.
 
-    A pre-norm block computes x + attn(ln_1(x)), then + mlp(ln_2(x)) (or
-    both from x at once: GPT-NeoX's parallel residual); zero the last
-    projection back to C in each part and both branches add zero, so the
-    block is the identity. A residual built from the normalised stream
-    (``x = ln(x); x = x + attn(x)``) returns ln(x), a lost residual returns
-    zeros. Post-norm blocks (GPT-1's ``ln(x + attn(x))``) also return ln(x)
-    and fail: the audit expects the pre-norm GPT-2 layout.
+    The contract every correct block keeps, whatever its layout: its input
+    reaches its output added to what its branches (attention, MLP, experts)
+    contribute, and a norm, where one comes after, normalises that sum. Two
+    measurements, the second only for the blocks the first could not
+    settle, both inside the model's own forward (eval mode, two rows of the
+    batch) so every block gets exactly the arguments its model passes it:
 
-    The projections are zeroed in place in the model itself and restored
-    after; the blocks run inside the model's own forward (eval mode, two
-    rows of the batch), each block's input and output read by hooks, so a
-    block gets exactly the arguments its model passes it (rotary tables,
-    masks, caches). Where the stack holds each layer's parts rather than
-    blocks (x-transformers' (norms, layer, residual) triples, combined by its
-    Decoder), the whole stack is checked the same way: the stream into its
-    final norm must be the stream that entered it. "skip" when no stack of
-    blocks is found.
+    1. Each branch's last projection back to C zeroed in place (restored
+       after): a pre-norm block, x + attn(ln_1(x)) + mlp(ln_2(x)), parallel
+       (GPT-J, GPT-NeoX) or sequential, then returns x exactly.
+    2. Each branch's whole output (``branches_of``: the outermost modules of
+       the block with weights of their own, not norms, whose output has the
+       stream's shape) held at a fixed random tensor r of the stream's
+       scale, and the block run on its input x and on 2x. A block that adds
+       x to its branches moves by exactly x: experts that are not
+       ``nn.Linear`` (Mixtral's), a norm after each branch (Gemma 2's
+       sandwich: x + norm(r), whatever the norm's bias), a block that wraps
+       another. A post-norm block (GPT-1, BERT, OPT-350m's
+       ``ln(x + attn(x))``) ends in a norm of its own (its output is that
+       norm's output) and moves when its input doubles (the norm sees
+       2x + r, not x + r). A residual built from ``norm(x)`` moves by
+       neither (ln(2x) = ln(x)), nor does a dropped residual (r, or ln(r)),
+       nor one added twice (2x).
+
+    Where the stack holds each layer's parts rather than blocks
+    (x-transformers' (norms, layer, residual) triples, combined by its
+    Decoder), the whole stack is checked by the first measurement: the
+    stream into its final norm must be the stream that entered it. "skip"
+    when no stack of blocks is found.
     """
     found = find_blocks(s.model)
     if found is None:
@@ -610,45 +622,206 @@ def residual(s: Subject) -> Link:
         return _residual_of_stack(s, stack_name, blocks)
     C = _width(blocks[0])
     projections = [output_projections(block, C) for block in blocks]
+    with zeroed([p for ps in projections for p in ps]):
+        seen = _through_blocks(s, blocks)
+    if len(seen) < len(blocks):
+        return Link("RESIDUAL", "skip", f"{len(blocks) - len(seen)} of {len(blocks)} blocks in {stack_name} did "
+                                        "not run in the forward")
+    for i in range(len(blocks)):
+        x, out = seen[i][:2]
+        if x is None or out is None or out.shape != x.shape:
+            return Link("RESIDUAL", "skip", f"{stack_name}[{i}]'s input or output is not a (B, T, C) tensor")
+    evidence, layouts, failed = [], {}, []
+    deltas = {i: _largest_difference(seen[i][1], seen[i][0]) for i in range(len(blocks))}
+    for i in range(len(blocks)):
+        names = [n for n, _ in projections[i]]
+        evidence.append([f"{stack_name}[{i}]", f"zeroed {', '.join(names) or 'no projection back to C'}: "
+                                               f"max |block(x) - x| {deltas[i]:.3e}"])
+        if deltas[i] <= _residual_tol(seen[i][0]):
+            layouts[i] = "pre-norm"
+    rest = [i for i in range(len(blocks)) if i not in layouts]
+    if rest:
+        branches = {i: branches_of(blocks[i]) for i in rest}
+        fixed: dict = {}
+        once = _through_blocks(s, blocks, branches, fixed)
+        twice = _through_blocks(s, blocks, branches, fixed, doubled={i: once[i][0] for i in rest if i in once})
+        for i in rest:
+            if i not in once or i not in twice:
+                failed.append((i, "it did not run with its branches held", None))
+                continue
+            (x, out, norms), out2 = once[i], twice[i][1]
+            carried = _largest_difference(out2 - out, x)
+            last = norms[-1] if norms else None
+            ends = last is not None and last[1].shape == out.shape and _largest_difference(out, last[1]) <= \
+                _residual_tol(out)
+            moved = _largest_difference(out2, out) / max(float(out.float().abs().max()), 1e-12)
+            evidence.append([f"{stack_name}[{i}]", f"outputs of {_names(branches[i])} held at fixed values: "
+                                                   f"doubling the input adds x within {carried:.3e}; the output "
+                                                   + (f"is {last[0]}'s" if ends else "is not a norm's")
+                                                   + f" and moves by {moved:.3g} of its scale"])
+            if carried <= _residual_tol(out2):
+                layouts[i] = "branches held"
+            elif ends and moved > POST_NORM_MOVES:
+                layouts[i] = f"post-norm (ends in {last[0]})"
+            else:
+                times = float((out2 - out).float().flatten() @ x.float().flatten()) / \
+                    max(float(x.float().pow(2).sum()), 1e-30)
+                failed.append((i, "it ends in a norm that does not see its input: the residual connection is lost"
+                               if ends else None if abs(times) < 0.5 else
+                               f"doubling its input, with its branches held, moves its output by {times:.3g} x, "
+                               "not x: the stream carries its input more than once", times))
+    if failed:
+        i, why, times = failed[0]
+        x, out = seen[i][:2]
+        tol = _residual_tol(x)
+        if why is None:
+            rms = float(out.float().pow(2).mean(-1).sqrt().mean())
+            why = ("the output is zero: the residual connection is lost" if float(out.abs().max()) < tol else
+                   "the output is normalised (rms 1 per position): the residual was built from norm(x)"
+                   if abs(rms - 1) < 0.05 else "the residual stream does not carry x" if times is None else
+                   f"doubling its input, with its branches held, moves its output by {times:.3g} x: the block "
+                   "drops its input")
+        names = [n for n, _ in projections[i]]
+        return Link("RESIDUAL", "FAIL", f"{stack_name}[{i}] with {' and '.join(names) or 'its branches'} zeroed "
+                                        f"returns something other than its input (max |Δ| {deltas[i]:.3g}), and "
+                                        f"no norm after its branches explains it: {why}; a block carries x forward "
+                                        "and adds its branches to it (x + attn(ln(x)), then + mlp(ln(x)); or "
+                                        "ln(x + attn(x)) after it, post-norm)", evidence)
+    counts: dict[str, int] = {}
+    for layout in layouts.values():
+        counts[layout.split(" (")[0]] = counts.get(layout.split(" (")[0], 0) + 1
+    how = "; ".join(f"{n} {LAYOUT_WORDS[layout]}" for layout, n in counts.items())
+    return Link("RESIDUAL", "ok", f"{len(blocks)} blocks carry their input forward: {how}", evidence)
+
+
+#: How each layout showed that its block carries its input forward, in the verdict.
+LAYOUT_WORDS = {"pre-norm": "return their input with their output projections zeroed",
+                "branches held": "add their input to their branches' outputs (doubling it, with the branches held, "
+                                 "adds x)",
+                "post-norm": "normalise the sum of their input and their branches (post-norm)"}
+#: Post-norm: with the branches held at r (the stream's scale), doubling a block's input turns
+#: norm(x + r) into norm(2x + r), which moves the output by ~0.3 of its scale for random x and r; a
+#: norm that never sees x (a dropped residual) does not move at all (0.0).
+POST_NORM_MOVES = 1e-2
+
+
+def _residual_tol(x: torch.Tensor) -> float:
+    return RESIDUAL_TOL * max(1.0, float(x.float().abs().max()))
+
+
+def _largest_difference(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a.float() - b.float()).abs().max())
+
+
+def _names(branches: list[tuple[str, nn.Module]]) -> str:
+    return ", ".join(n for n, _ in branches) or "none"
+
+
+def _is_norm(m: nn.Module) -> bool:
+    return "norm" in type(m).__name__.lower() or hasattr(m, "normalized_shape")
+
+
+def _matrices(m: nn.Module) -> set[int]:
+    return {id(p) for p in m.parameters() if p.dim() >= 2}
+
+
+def branches_of(block: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The modules of ``block`` whose outputs its residual stream adds: the outermost modules inside it that
+    hold weight matrices, are not norms and do not hold every weight of the block (a module that does wraps
+    the block's parts, and is looked into). Which of them give the stream's shape is seen when they run."""
+    own = _matrices(block)
+    found = []
+
+    def visit(prefix: str, module: nn.Module) -> None:
+        for name, child in module.named_children():
+            where = f"{prefix}{name}"
+            weights = _matrices(child)
+            if not weights or _is_norm(child):
+                continue
+            if weights == own:
+                visit(f"{where}.", child)
+            else:
+                found.append((where, child))
+
+    visit("", block)
+    return found
+
+
+def _replace_first(out, value: torch.Tensor):
+    """``out`` (a tensor, or a tuple or list starting with one) with its first tensor replaced by ``value``;
+    None (the output unchanged) for anything else."""
+    if isinstance(out, torch.Tensor):
+        return value
+    if not isinstance(out, (tuple, list)):
+        return None
+    items = list(out)
+    items[next(n for n, t in enumerate(items) if isinstance(t, torch.Tensor))] = value
+    return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
+
+
+def _stream_of(args: tuple, kwargs: dict) -> torch.Tensor | None:
+    if args and isinstance(args[0], torch.Tensor):
+        return args[0]
+    return next((v for v in kwargs.values() if isinstance(v, torch.Tensor) and v.dim() == 3), None)
+
+
+def _through_blocks(s: Subject, blocks: nn.ModuleList, held: dict | None = None, values=None,
+                    doubled: dict | None = None) -> dict[int, tuple]:
+    """Run the model's forward (eval mode, two rows of the batch) and read each block's input and output
+    and the outputs of the norms inside it, in the order they ran: ``{i: (x, out, [(norm name, output)])}``.
+
+    ``held`` names, per block, branches whose stream-shaped outputs are replaced by a fixed random tensor
+    of the block input's scale per position, made once and kept in the dict ``values`` so a second forward
+    gets the same. ``doubled`` gives, per block, an input to feed
+    it doubled in place of the one it receives."""
+    held, doubled = held or {}, doubled or {}
     seen: dict[int, tuple] = {}
     handles = []
+    generator = torch.Generator().manual_seed(0)
     for i, block in enumerate(blocks):
-        def record(module, args, kwargs, out, i=i):
-            x = args[0] if args and isinstance(args[0], torch.Tensor) else \
-                next((v for v in kwargs.values() if isinstance(v, torch.Tensor) and v.dim() == 3), None)
-            seen.setdefault(i, (x, _first_tensor(out)))
-        handles.append(block.register_forward_hook(record, with_kwargs=True))
+        norms: list = []
+
+        def enter(module, args, kwargs, i=i, norms=norms):
+            norms.clear()
+            if i not in doubled:
+                return None
+            x = 2 * doubled[i]
+            if args and isinstance(args[0], torch.Tensor):
+                return (x, *args[1:]), kwargs
+            key = next(k for k, v in kwargs.items() if isinstance(v, torch.Tensor) and v.dim() == 3)
+            return args, {**kwargs, key: x}
+
+        def leave(module, args, kwargs, out, i=i, norms=norms):
+            seen.setdefault(i, (_stream_of(args, kwargs), _first_tensor(out), list(norms)))
+
+        handles.append(block.register_forward_pre_hook(enter, with_kwargs=True))
+        handles.append(block.register_forward_hook(leave, with_kwargs=True))
+        for name, m in block.named_modules():
+            if name and _is_norm(m):
+                handles.append(m.register_forward_hook(
+                    lambda m, a, out, name=name, norms=norms: norms.append((name, _first_tensor(out))) and None))
+        stream: list = []
+        handles.append(block.register_forward_pre_hook(
+            lambda m, a, k, stream=stream: stream.insert(0, _stream_of(a, k)) and None, with_kwargs=True))
+        for j, (name, branch) in enumerate(held.get(i, [])):
+            def replace(module, args, out, key=(i, j), stream=stream):
+                first = _first_tensor(out)
+                x = stream[0] if stream else None
+                if x is None or first.shape != x.shape:
+                    return None
+                if key not in values:
+                    scale = x.float().pow(2).mean(-1, keepdim=True).sqrt()
+                    values[key] = (torch.randn(first.shape, generator=generator).to(first.device) * scale).to(
+                        first.dtype)
+                return _replace_first(out, values[key])
+            handles.append(branch.register_forward_hook(replace))
     try:
-        with zeroed([p for ps in projections for p in ps]), mode(s.model, False), torch.no_grad(), seeded(0):
+        with mode(s.model, False), torch.no_grad(), seeded(0):
             s.forward(s.xs[:2])
     finally:
         for h in handles:
             h.remove()
-    if len(seen) < len(blocks):
-        return Link("RESIDUAL", "skip", f"{len(blocks) - len(seen)} of {len(blocks)} blocks in {stack_name} did "
-                                        "not run in the forward")
-    evidence, worst = [], (-1.0, 0, None, None, [])
-    for i in range(len(blocks)):
-        x, out = seen[i]
-        if x is None or out is None or out.shape != x.shape:
-            return Link("RESIDUAL", "skip", f"{stack_name}[{i}]'s input or output is not a (B, T, C) tensor")
-        delta = float((out.float() - x.float()).abs().max())
-        names = [n for n, _ in projections[i]]
-        evidence.append([f"{stack_name}[{i}]", f"zeroed {', '.join(names)}: max |block(x) - x| {delta:.3e}"])
-        if delta > worst[0]:
-            worst = (delta, i, x, out, names)
-    delta, i, x, out, zeroed_names = worst
-    tol = RESIDUAL_TOL * max(1.0, float(x.abs().max()))
-    if delta > tol:
-        mean, std = float(out.mean(-1).abs().max()), float(out.std(-1, unbiased=False).mean())
-        why = ("the output is zero: the residual connection is lost" if float(out.abs().max()) < tol else
-               "the output is normalised (mean 0, std 1 per position): the residual was built from norm(x)"
-               if mean < 1e-3 and abs(std - 1) < 0.05 else "the residual stream does not carry x")
-        return Link("RESIDUAL", "FAIL", f"{stack_name}[{i}] with {' and '.join(zeroed_names)} zeroed returns "
-                                        f"something other than its input (max |Δ| {delta:.3g}): {why}; a block is "
-                                        "x + attn(ln(x)), then + mlp(ln(x))", evidence)
-    return Link("RESIDUAL", "ok", f"{len(blocks)} blocks return their input with their output projections zeroed",
-                evidence)
+    return seen
 
 
 def _residual_of_stack(s: Subject, stack_name: str, layers: nn.ModuleList) -> Link:
@@ -689,8 +862,10 @@ def _residual_of_stack(s: Subject, stack_name: str, layers: nn.ModuleList) -> Li
 
 
 def _width(block: nn.Module) -> int:
-    """C: the normalised width of the block (its first norm's weight), else its first Linear's input."""
-    for m in block.modules():
+    """C: the normalised width of the block (a norm among its own children first, as a per-head qk-norm
+    inside its attention is D wide, not C; else its first norm's weight), else its first Linear's input."""
+    children = [m for _, m in block.named_children()]
+    for m in children + [m for m in block.modules() if m not in children]:
         shape = getattr(m, "normalized_shape", None)
         if shape:
             return int(shape[-1] if isinstance(shape, (tuple, list, torch.Size)) else shape)
