@@ -1,6 +1,7 @@
 """The set ``attention`` observes the known values of seed 000 §4, §6 and seed 004 (CATALOG.md)."""
 
 import math
+import re
 
 from helpers import graded, rows
 
@@ -68,6 +69,9 @@ def test_non_causal_loss_drops_below_the_floor_and_the_past_moves(run, catalog):
     assert float(after["faulted"]["prefix max |Δ logits| (pos 0..7)"]) > 1.0
     curves = [item for item in r.evidence["faulted"] if item["type"] == "series"]
     assert len(curves) == 2 and curves[0]["values"][0] > 3.0  # starts near ln 37
+    # the hints lead there without saying where the loss ends or that the past moves
+    told = " ".join(catalog.get("non-causal").hints)
+    assert not re.search(r"(under|below|above) the (entropy )?floor", told) and "the past reads" not in told
 
 
 def test_sdpa_dropout_eval_two_eval_forwards_differ(run, catalog):

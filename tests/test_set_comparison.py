@@ -9,7 +9,7 @@ import pytest
 from helpers import fact, rows
 
 
-def test_param_accounting(run):
+def test_param_accounting(run, catalog):
     r = run("param-accounting")
     assert r.status == "ok", r.error
     # 12C² + 9C = 197,760 at C = 128: the token table passes it at V = 1,546.
@@ -18,6 +18,8 @@ def test_param_accounting(run):
     seed_rows = r.evidence["clean"][0]["rows"]
     assert seed_rows[0][:3] == ["tied", "804,224", "804,224"]
     assert seed_rows[1][:3] == ["untied", "808,960", "808,960"]
+    # the untied count is tie-weights' answer: this prompt, read before it, must not print it
+    assert seed_rows[1][1] not in catalog.get("param-accounting").prompt
     big = {row[0]: row[1:] for row in r.evidence["clean"][1]["rows"]}
     assert big["mlp"] == ["56,669,184", "56,669,184"]
     assert big["total (tied)"] == ["124,402,944", "124,402,944"]

@@ -1,7 +1,7 @@
 """Set ``modules``: every check observes the known value on both sides
 (CATALOG.md; seed 000 §3, §4), through the real worker."""
 
-from helpers import fact
+from helpers import fact, rows
 
 
 def test_plain_list_counts_only_the_parameters_outside_the_list(run):
@@ -9,6 +9,9 @@ def test_plain_list_counts_only_the_parameters_outside_the_list(run):
     assert r.status == "pass", r.error
     # wte 37*128 + wpe 64*128 + ln_f 2*128; the four blocks (197,760 each) vanish.
     assert r.clean == 804_224 and r.faulted == 13_184
+    # everything outside the blocks is one row: a LayerNorm's own count is layernorm-params' answer
+    assert [row[2] for row in rows(r, "clean", "Parameters the model's children")] == ["13184", "791040"]
+    assert [row[2] for row in rows(r, "faulted", "Parameters the model's children")] == ["13184", "-"]
     step = fact(r, "faulted", "One AdamW step")
     assert step["blocks[0].attn.qkv.weight has a grad"] == "True"
     assert step["blocks[0].attn.qkv.weight moved"] == "False"

@@ -104,7 +104,7 @@ def test_evaluate_restores_the_mode_even_on_an_error(run):
     assert fact(r, "clean", "Next training forward")["dropout active (two forwards differ)"] == "True"
 
 
-def test_mask_times_nan(run):
+def test_mask_times_nan(run, catalog):
     r = run("mask-times-nan", "yes")
     assert r.status == "pass", (r.status, r.error, r.observed)
     assert r.clean is False and r.faulted is True
@@ -114,6 +114,8 @@ def test_mask_times_nan(run):
     # the backward through a mask is the next exercise's question (mask-the-input): its evidence, not this one's
     for side in ("clean", "faulted"):
         assert not any(item.get("title", "").startswith("Backward") for item in r.evidence[side])
+    told = " ".join(catalog.get("mask-times-nan").hints).lower()
+    assert "grad" not in told and "backward" not in told
 
 
 def test_masking_the_output_of_a_log_leaves_a_nan_gradient(run, catalog):

@@ -736,3 +736,26 @@ def test_the_list_offers_the_first_due_exercise_and_due_lists_only_the_due_ones(
         await until(pilot, lambda: box.value == "due", "the search")
         await until(pilot, lambda: sorted(tree.shown_ids()) == ["cache-offset", "head-split"], "the due list")
     drive(app, script)
+
+
+def test_page_down_scrolls_the_progress_page_while_its_list_has_the_focus(tmp_path):
+    from textual.containers import VerticalScroll
+    from tutor.ui.screens.progress import ProgressScreen
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(pilot.app.screen, ProgressScreen), "the progress")
+        screen = pilot.app.screen
+        await pilot.press("u")  # every exercise listed: the page is many screens long
+        body = screen.query_one("#progress-body", VerticalScroll)
+        await until(pilot, lambda: body.max_scroll_y > 2 * body.size.height, "a page many screens long")
+        await pilot.pause()
+        assert screen.focused is screen.query_one("#progress-list")
+        top = body.scroll_y
+        await pilot.press("pagedown")
+        await until(pilot, lambda: body.scroll_y > top, "the page scrolled down")
+        down = body.scroll_y
+        await pilot.press("pageup")
+        await until(pilot, lambda: body.scroll_y < down, "the page scrolled back up")
+    drive(app, script)

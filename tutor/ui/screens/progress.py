@@ -66,7 +66,13 @@ class ProgressScreen(PageScreen):
     """Totals, calibration, accuracy over time, then the exercises tried (u: the untried too); Enter opens one."""
 
     BINDINGS = [Binding("escape", "app.pop_screen", "Back"),
-                Binding("u", "toggle_untried", "Untried", tooltip="show or hide the untried exercises")]
+                Binding("u", "toggle_untried", "Untried", tooltip="show or hide the untried exercises"),
+                # the list of exercises is a scrolling view of its own, always as tall as its items, so it
+                # would take these keys and scroll nothing: they scroll the whole page
+                Binding("pagedown", "page(1)", "Page down", show=False, priority=True,
+                        tooltip="scroll the page one screen down"),
+                Binding("pageup", "page(-1)", "Page up", show=False, priority=True,
+                        tooltip="scroll the page one screen up")]
     PAGE_KEYS = (("↑ ↓, Enter", "move through the exercises; Enter opens the highlighted one"),)
 
     DEFAULT_CSS = """
@@ -171,6 +177,10 @@ class ProgressScreen(PageScreen):
         """The totals first; from now on the view follows the highlighted exercise."""
         self.query_one("#progress-body").scroll_home(animate=False)
         self._follow_highlight = True
+
+    def action_page(self, direction: int) -> None:
+        body = self.query_one("#progress-body", VerticalScroll)
+        (body.scroll_page_down if direction > 0 else body.scroll_page_up)(animate=False)
 
     def action_toggle_untried(self) -> None:
         if self.progress is not None:
