@@ -1,7 +1,8 @@
 """``tutor audit`` judges what a model asked for, not one convention: ATTENTION compares each attention
 call with causal SDPA at the scale the module applies itself (SDPA's ``scale=``, or the factor between a
 hand-written q @ k^T and its softmax), so a muP model (1/D) and GPT-Neo's unscaled scores keep the
-contract and warn; a causality or heads-mixing fault still fails.
+contract and warn; so do ALiBi's bias by distance and Gemma 2's soft-capped scores, read at the call
+(tests/audit_models/zoo_scores.py); a causality or heads-mixing fault still fails.
 
 The models are written here: nanoGPT-style GPTs (tests/audit_models/zoo_nano.py) whose attention is
 replaced, one convention each.
@@ -124,3 +125,44 @@ def test_a_warning_is_shown_in_the_text_report_and_the_json_and_fails_nothing():
     lines = format_report(data).splitlines()
     assert any(line.startswith(" 2 ATTENTION    warn  2 attention modules equal causal SDPA") for line in lines), lines
     assert lines[-1] == "first failure: none — every link holds (warnings: ATTENTION)"
+
+
+sys.path.insert(0, str(ZOO))
+import zoo_scores  # noqa: E402  (tests/audit_models: ALiBi and soft-capped scores, clean and leaking)
+
+
+@pytest.mark.parametrize("build, convention, asked", [
+    ("build_alibi", "ALiBi (a per-head bias linear in the distance, slopes 0.25 .. 0.003906)",
+     "softmax input = 0.25 x q @ k^T + ALiBi"),
+    ("build_soft_capped", "soft-capped at 50 (tanh)", "softmax input = 50 x tanh(0.005 x q @ k^T)"),
+])
+def test_scores_with_alibi_or_a_soft_cap_keep_the_contract_and_warn_naming_the_convention(build, convention, asked):
+    link = architecture.attention(subject_of(getattr(zoo_scores, build)))
+    assert link.status == "warn", link.verdict
+    assert link.verdict.startswith("2 attention modules equal causal attention over the scores they apply"), \
+        link.verdict
+    assert link.verdict.endswith(f"apply their own scores, not q @ k^T / sqrt(D): {convention} in "
+                                 "transformer.h.0.attn, transformer.h.1.attn"), link.verdict
+    rows = [v for _, v in link.evidence if "relative" in v]
+    assert len(rows) == 2 and all(f"asked: {asked}" in v for v in rows), rows
+    assert all(float(v.rsplit("relative ", 1)[1]) < 1e-6 for v in rows), rows
+    assert len(link.warnings) == 1 and convention.split(" ")[0].lower() in link.warnings[0].lower(), link.warnings
+
+
+@pytest.mark.parametrize("build, scores", [
+    ("build_alibi_mask_shifted", "q k^T x 0.25, ALiBi (a per-head bias linear in the distance"),
+    ("build_soft_capped_unmasked", "q k^T x 0.25, soft-capped at 50 (tanh)"),
+])
+def test_a_causality_leak_in_the_same_scores_still_fails(build, scores):
+    link = architecture.attention(subject_of(getattr(zoo_scores, build)))
+    assert link.status == "FAIL", link.verdict
+    assert f"differs from causal softmax({scores}" in link.verdict, link.verdict
+    assert "not a matter of scale; check the causal mask" in link.verdict, link.verdict
+    assert audit(getattr(zoo_scores, build), overfit_steps=0, links=["CAUSALITY", "ATTENTION"]).first_failure \
+        == "CAUSALITY"
+
+
+@pytest.mark.parametrize("build", ["build_alibi", "build_soft_capped"])
+def test_the_clean_scores_hold_at_every_link_warning_only_at_attention(build):
+    report = audit(getattr(zoo_scores, build), overfit_steps=0)
+    assert report.first_failure is None and report.exit_code == 0 and report.warned == ["ATTENTION"], report.text()

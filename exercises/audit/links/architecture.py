@@ -249,13 +249,26 @@ def _with_rotary(proj: torch.Tensor, rotated: torch.Tensor | None) -> torch.Tens
     return torch.cat([rotated, proj[..., rotated.size(-1):]], dim=-1)
 
 
-def attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None) -> torch.Tensor:
+def attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None,
+                        softcap: float | None = None, bias: torch.Tensor | None = None) -> torch.Tensor:
     """Causal SDPA from heads q (B, H, T, D), k and v (B, Hkv, T, D), kv repeated to H (grouped-query
-    attention), scores scaled by ``scale`` (default 1/sqrt(D)), merged to (B, T, H·D): what goes into the
-    output projection."""
+    attention), scores scaled by ``scale`` (default 1/sqrt(D)), soft-capped as c * tanh(scores / c) where
+    ``softcap`` gives c, plus ``bias`` (1, H, T, T) where given (ALiBi), merged to (B, T, H·D): what goes
+    into the output projection."""
     H = q.size(1)
     k, v = (t.repeat_interleave(H // t.size(1), dim=1) for t in (k, v))
-    y = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, scale=scale)  # (B, H, T, D)
+    q, k, v = q.float(), k.float(), v.float()
+    if softcap is None and bias is None:
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)  # (B, H, T, D)
+    else:
+        scores = (q @ k.transpose(-2, -1)) * (scale if scale is not None else 1.0 / math.sqrt(q.size(-1)))
+        if softcap is not None:
+            scores = softcap * torch.tanh(scores / softcap)
+        if bias is not None:
+            scores = scores + bias.to(scores.device)
+        T, S = scores.shape[-2:]
+        causal = torch.ones(T, S, dtype=torch.bool, device=scores.device).tril(S - T)
+        y = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1) @ v
     return y.transpose(1, 2).reshape(q.size(0), q.size(2), -1)
 
 
@@ -340,23 +353,27 @@ def attention(s: Subject) -> Link:
         rotated = [t for t in rotated if t is not None]
         best = None
         for layout, (q, k, v) in candidates:
-            how, own = "", None
+            how, own, softcap, bias, convention = "", None, None, None, ""
             if at_call and q is not None and k is not None and call.q.size(-1) == q.size(-1):
                 (q, c_q, q_how), (k, c_k, k_how) = unscaled(call.q, q), unscaled(call.k, k)
                 how = f", q {q_how} and k {k_how} at the attention call"
                 own = None if call.scale is None else call.scale * c_q * c_k
+                if own is not None:
+                    softcap, bias, convention = call.softcap, call.bias, call.convention
             elif rotated:
                 rq = next((t for t in rotated if t.size(1) == q.size(1)), None)
                 rk = next((t for t in rotated if t is not rq and t.size(1) == k.size(1)), None)
                 q, k = _with_rotary(q, rq), _with_rotary(k, rk)
             conventional = 1.0 / math.sqrt(D)
-            ref = attention_reference(q, k, v, own if own is not None else conventional)
+            if bias is not None and bias.size(1) != q.size(1):
+                continue
+            ref = attention_reference(q, k, v, own if own is not None else conventional, softcap, bias)
             if ref.shape != got.shape:
                 continue
             absolute = float((got - ref).abs().max())
             relative = absolute / max(1.0, float(ref.abs().max()))
             if best is None or relative < best.relative:
-                best = Compared(layout, k.size(1), how, absolute, relative, own, conventional, q.size(1))
+                best = Compared(layout, k.size(1), how, absolute, relative, own, conventional, q.size(1), convention)
         if best is None:
             skipped.append(f"{label} (no layout of its projections gives q, k, v for H={H})")
             continue
@@ -367,7 +384,7 @@ def attention(s: Subject) -> Link:
         checked.append([label, f"{kind} {best.layout}, H={H}, D={D}{extras}{asked}; against causal SDPA at "
                                f"{best.scale_words()}: max |Δ| {best.absolute:.3e}, relative {best.relative:.3e}"])
         if best.relative >= worst[0]:
-            worst = (best.relative, label, best.own)
+            worst = (best.relative, label, best.own, best.convention)
         if best.unconventional:
             unconventional.append((label, best))
         if at_call and call.kind == "sdpa" and not call.causal_asked:
@@ -389,23 +406,43 @@ class Compared:
     own: float | None
     conventional: float
     heads: int
+    convention: str = ""
 
     def scale_words(self) -> str:
         if self.own is None:
             return f"1/sqrt(D) = {self.conventional:.4g} (its own scale unread)"
-        return f"its own scale {self.own:.4g}" + ("" if not self.unconventional else
-                                                 f" ({self.named})")
+        return f"its own scale {self.own:.4g}" + (f" ({self.named})" if self.unconventional_scale else "") + \
+            (f", {self.convention}" if self.convention else "")
 
     @property
     def named(self) -> str:
         return scale_name(self.own, self.conventional, self.heads)
 
     @property
-    def unconventional(self) -> bool:
+    def unconventional_scale(self) -> bool:
         """Whether the module's own scale is not 1/sqrt(D) (beyond rounding)."""
         return self.own is not None and abs(self.own / self.conventional - 1) > SCALE_RTOL
 
+    @property
+    def unconventional(self) -> bool:
+        """Whether the module's scores depart from q @ k^T / sqrt(D): another scale, a soft-cap, a bias."""
+        return self.unconventional_scale or bool(self.convention)
 
+    def departure(self) -> str:
+        """How the scores depart from q @ k^T / sqrt(D), in words."""
+        scale = f"{self.own:.4g} ({self.named})" if self.unconventional_scale else ""
+        return " and ".join(w for w in (scale, self.convention) if w)
+
+
+#: The scores' conventions read at a hand-written call (``attention_call.read_scores``), by the word
+#: that names each, and the warning each gives: the contract holds, the model departs from plain scores.
+CONVENTIONS = {
+    "soft-capped": "soft-capped scores, c * tanh(scores / c), are right for a model trained with them (Gemma 2); "
+                   "they bound every score to (-c, c)",
+    "ALiBi": "ALiBi's per-head bias by distance stands in for position embeddings in the models trained with "
+             "it (BLOOM, MPT)",
+    "bias by distance": "a per-head bias by distance (relative positions) is right for a model trained with it",
+}
 #: A module's own scale is the 1/sqrt(D) convention within this relative difference (float32 rounding
 #: of a pre-scale measured from the norms is ~1e-6; the smallest named departure, 1/sqrt(C) at H=2, is 0.29).
 SCALE_RTOL = 1e-3
@@ -428,18 +465,20 @@ def _attention_verdict(checked: list, skipped: list[str], worst: tuple, s: Subje
                        unconventional: list = (), unmasked: list[str] = ()) -> Link:
     """ATTENTION's verdict from the modules checked (label, what was compared), those skipped (why), the
     worst relative difference from causal SDPA as (difference, module label, its own scale or None where
-    the reference used 1/sqrt(D)), the modules whose own scale is not 1/sqrt(D) (label, ``Compared``) and
-    the SDPA calls that asked for no mask.
+    the reference used 1/sqrt(D), and optionally the scores' convention read at its call), the modules
+    whose scores depart from q @ k^T / sqrt(D) (label, ``Compared``) and the SDPA calls that asked for no
+    mask.
 
     The contract every correct GPT keeps: each query position attends, causally, over its own head's
-    keys and values. It fails on a difference from causal SDPA at the module's own scale; a scale that is
-    not 1/sqrt(D) (muP's 1/D, GPT-Neo's unscaled scores) keeps the contract and is a warning."""
+    keys and values. It fails on a difference from causal attention over the scores the module applies
+    itself; a scale that is not 1/sqrt(D) (muP's 1/D, GPT-Neo's unscaled scores), a soft-cap (Gemma 2) or
+    a per-head bias by distance (ALiBi) keeps the contract and is a warning."""
     evidence = checked + ([["not checked", "; ".join(skipped)]] if skipped else [])
     if not checked:
         return Link("ATTENTION", "skip", f"no attention module could be checked: {'; '.join(skipped)}", evidence)
     tol = s.tol(ATTENTION_TOL)
     evidence.append(["tolerance", f"{tol:.1e} of the reference's scale ({s.precision})"])
-    difference, label, own = worst
+    difference, label, own, *convention = worst
     if difference > tol:
         said = f"(relative, tolerance {tol:.1e} for {s.precision}) on unit-scale scores"
         if own is None:
@@ -447,20 +486,28 @@ def _attention_verdict(checked: list, skipped: list[str], worst: tuple, s: Subje
                                              f"{said}: check the scale (1/sqrt(D), D the head size) and the mask",
                         evidence)
         mask = (f"; its SDPA call passed neither is_causal=True nor an attn_mask" if label in unmasked else "")
-        return Link("ATTENTION", "FAIL", f"{label} differs from causal softmax(q k^T x {own:.4g}) v, at the scale "
+        scores = f"q k^T x {own:.4g}" + "".join(f", {c}" for c in convention if c)
+        return Link("ATTENTION", "FAIL", f"{label} differs from causal softmax({scores}) v, at the scale "
                                          f"it applies itself, by {difference:.3g} {said}: not a matter of scale; "
                                          f"check the causal mask, how heads are split and merged, and which kv head each query head reads{mask}", evidence)
     if unconventional:
-        by_scale: dict[str, list[str]] = {}
+        by_departure: dict[str, list[str]] = {}
         for name, c in unconventional:
-            by_scale.setdefault(f"{c.own:.4g} ({c.named})", []).append(name)
-        scales = "; ".join(f"{scale} in {', '.join(names)}" for scale, names in by_scale.items())
-        return Link("ATTENTION", "warn", f"{len(checked)} attention modules equal causal SDPA at their own scale "
-                                         f"(max {difference:.1e}), but {len(unconventional)} scale the scores by "
-                                         f"other than 1/sqrt(D): {scales}", evidence,
-                    warnings=["a scale other than 1/sqrt(D) is right for a model trained with it (muP's 1/D, "
-                              "GPT-Neo's unscaled scores); otherwise its attention is flatter or sharper than "
-                              "intended"])
+            by_departure.setdefault(c.departure(), []).append(name)
+        departures = "; ".join(f"{words} in {', '.join(names)}" for words, names in by_departure.items())
+        scaled = [c for _, c in unconventional if c.unconventional_scale]
+        what = "scale the scores by other than 1/sqrt(D)" if len(scaled) == len(unconventional) else \
+            "apply their own scores, not q @ k^T / sqrt(D)"
+        warnings = []
+        if scaled:
+            warnings.append("a scale other than 1/sqrt(D) is right for a model trained with it (muP's 1/D, "
+                            "GPT-Neo's unscaled scores); otherwise its attention is flatter or sharper than intended")
+        warnings += [CONVENTIONS[k] for k in CONVENTIONS if any(k in c.convention for _, c in unconventional)]
+        equal = "causal SDPA at their own scale" if len(scaled) == len(unconventional) else \
+            "causal attention over the scores they apply"
+        return Link("ATTENTION", "warn", f"{len(checked)} attention modules equal {equal} "
+                                         f"(max {difference:.1e}), but {len(unconventional)} {what}: "
+                                         f"{departures}", evidence, warnings=warnings)
     return Link("ATTENTION", "ok", f"{len(checked)} attention modules equal the SDPA reference from their own "
                                    f"q, k, v (max {difference:.1e})", evidence)
 

@@ -9,10 +9,11 @@ every way of doing that, ATTENTION watches the one place they all lead to: a
 for each attention module keeps the first call of
 ``F.scaled_dot_product_attention`` (its q, k, v and what the module asked
 for: ``scale``, ``is_causal``, ``attn_mask``) or, for attention written by
-hand, the first matmul of two 4-D tensors (the scores' q @ k^T) and the
-input of the softmax after it, whose ratio to q @ k^T is the scale the
-module applied. The q there also gives the head count, H = q.size(1), where
-no attribute names it.
+hand, the first matmul of two 4-D tensors (the scores' q @ k^T), the first
+``tanh`` after it (a soft-cap) and the input of the softmax after that, from
+which the scores the module applied are read (``read_scores``): a scale, a
+soft-cap, a per-head bias by distance (ALiBi). The q there also gives the
+head count, H = q.size(1), where no attribute names it.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ SOFTMAXES = {"softmax", "_softmax"}
 #: ``F.scaled_dot_product_attention``'s positional arguments after q, k, v, by name.
 SDPA_ARGS = ("attn_mask", "dropout_p", "is_causal", "scale")
 #: A hand-written scale is read only where every score the causal mask keeps is one multiple of
-#: q @ k^T within this relative spread (rounding is ~1e-7 in float32); an additive bias (ALiBi), a
-#: soft-cap or a learned temperature per head spreads it and leaves the scale unread.
+#: q @ k^T within this relative spread (rounding is ~1e-7 in float32); a soft-cap's factor, and a bias
+#: by distance, are read to the same spread. Anything else (a learned temperature per head, a bias
+#: that depends on the content) leaves the scores unread.
 SCALE_SPREAD = 1e-4
 
 
@@ -48,6 +50,11 @@ class Call:
         asked: what the call asked for, in words ("scale=0.0625, is_causal=True"; "softmax input =
             0.25 x q @ k^T"), or why the scale is unread.
         causal_asked: for SDPA, whether it asked for a mask at all (``is_causal`` or ``attn_mask``).
+        softcap: by hand, the c of scores c * tanh(s * q @ k^T / c) (Gemma 2's soft-capping), or None.
+        bias: by hand, a bias (1, H, T, S) added to the scores that depends only on the head and the
+            distance i - j (ALiBi; taken relative to each query's own key, which softmax cannot tell
+            apart), or None.
+        convention: what the scores do besides a scale, in words ("" for plain scaled scores).
     """
 
     kind: str
@@ -58,6 +65,10 @@ class Call:
     asked: str = ""
     causal_asked: bool = True
     scores: torch.Tensor | None = None
+    tanh: tuple | None = None
+    softcap: float | None = None
+    bias: torch.Tensor | None = None
+    convention: str = ""
 
 
 class AttentionCalls(TorchFunctionMode):
@@ -83,10 +94,15 @@ class AttentionCalls(TorchFunctionMode):
             self.calls[name] = Call("matmul", args[0].detach(), args[1].detach().transpose(-2, -1),
                                     asked="no softmax after q @ k^T read", scores=out.detach())
             return out
+        elif call is not None and call.kind == "matmul" and call.scores is not None and call.tanh is None \
+                and fname == "tanh" and args and isinstance(args[0], torch.Tensor):
+            out = func(*args, **kwargs)
+            call.tanh = (args[0].detach(), out.detach())
+            return out
         elif call is not None and call.kind == "matmul" and call.scores is not None and fname in SOFTMAXES \
                 and args and isinstance(args[0], torch.Tensor):
-            call.scale, call.asked = scale_by_hand(call.scores, args[0].detach())
-            call.scores = None
+            read_scores(call, args[0].detach())
+            call.scores = call.tanh = None
         return func(*args, **kwargs)
 
 
@@ -122,6 +138,73 @@ def scale_by_hand(scores: torch.Tensor, logits: torch.Tensor) -> tuple[float | N
     if scale == 0 or float((ratio - scale).abs().max()) > SCALE_SPREAD * abs(scale):
         return None, "softmax input is not one multiple of q @ k^T (a bias or a cap on the scores)"
     return scale, f"softmax input = {scale:.4g} x q @ k^T"
+
+
+def read_scores(call: Call, logits: torch.Tensor) -> None:
+    """Read, from a hand-written call's q @ k^T (``call.scores``), the tanh seen after it (``call.tanh``)
+    and the softmax's input ``logits``, the scores the module applied, into ``call``: ``scale`` and
+    ``asked`` always, ``softcap``, ``bias`` and ``convention`` where it has them. In order: one multiple
+    of q @ k^T (``scale_by_hand``); a soft-cap, c * tanh(u) with u one multiple of q @ k^T; a scale and a
+    bias by distance (``scale_and_bias``). Unread (scale None, ``asked`` saying why) otherwise."""
+    scale, asked = scale_by_hand(call.scores, logits)
+    if scale is None and call.tanh is not None:
+        into, out = call.tanh
+        cap, _ = scale_by_hand(out, logits)
+        pre, _ = scale_by_hand(call.scores, into)
+        if cap is not None and pre is not None:
+            scale, call.softcap = pre * cap, cap
+            call.convention = f"soft-capped at {cap:.4g} (tanh)"
+            asked = f"softmax input = {cap:.4g} x tanh({pre:.4g} x q @ k^T)"
+    if scale is None and call.tanh is None:
+        scale, bias, words = scale_and_bias(call.scores, logits)
+        if scale is not None:
+            call.bias, call.convention = bias, words
+            asked = f"softmax input = {scale:.4g} x q @ k^T + {words}"
+    call.scale, call.asked = scale, asked
+
+
+def scale_and_bias(scores: torch.Tensor, logits: torch.Tensor) -> tuple[float | None, torch.Tensor | None, str]:
+    """Fit logits = s * scores + b[h, i - j] over the entries a causal mask keeps, each row taken relative
+    to its own diagonal (softmax ignores a constant per row, so a bias by key position, as BLOOM's and
+    MPT's ALiBi, is a bias by distance). Returns (s, b as (1, H, T, S) with b = 0 on the diagonal, words:
+    "ALiBi ..." when b is linear in the distance per head) or (None, None, "") when the fit leaves more
+    than ``SCALE_SPREAD`` of the logits' scale, or the bias differs between rows of the batch."""
+    if scores.shape != logits.shape or scores.dim() != 4 or scores.size(-1) != scores.size(-2):
+        return None, None, ""
+    raw, seen = scores.double(), logits.double()
+    T = raw.size(-1)
+    kept = torch.ones(T, T, dtype=torch.bool, device=raw.device).tril()
+    diagonal = torch.arange(T, device=raw.device)
+    raw = raw - raw[..., diagonal, diagonal].unsqueeze(-1)
+    seen = seen - seen[..., diagonal, diagonal].unsqueeze(-1)
+    if not bool(torch.isfinite(seen[..., kept]).all()):
+        return None, None, ""
+    distance = (diagonal[:, None] - diagonal[None, :]).clamp_min(0)  # (T, S), i - j where kept
+    groups = distance[kept]  # (K,)
+    H = raw.size(1)
+    r, l = raw[..., kept].transpose(0, 1).reshape(H, -1, groups.numel()), seen[..., kept].transpose(0, 1).reshape(
+        H, -1, groups.numel())  # (H, B, K)
+
+    def by_distance(t):  # the mean over the batch and over each distance's entries: (H, T)
+        total = torch.zeros(H, T, dtype=t.dtype, device=t.device).index_add_(1, groups, t.sum(1))
+        count = torch.zeros(T, dtype=t.dtype, device=t.device).index_add_(0, groups, torch.ones_like(groups,
+                                                                                                   dtype=t.dtype))
+        return total / (count * t.size(1)).clamp_min(1)
+
+    r_c, l_c = r - by_distance(r)[:, groups][:, None], l - by_distance(l)[:, groups][:, None]
+    s = float((r_c * l_c).sum() / (r_c * r_c).sum().clamp_min(1e-300))
+    bias = by_distance(l - s * r)  # (H, T)
+    spread = float((l - s * r - bias[:, groups][:, None]).abs().max())
+    if s == 0 or spread > SCALE_SPREAD * max(float(l.abs().max()), 1e-30) or float(bias.abs().max()) <=             SCALE_SPREAD * float(l.abs().max()):
+        return None, None, ""
+    full = torch.zeros(H, T, T, dtype=torch.float32, device=scores.device)
+    full[:, kept] = bias[:, groups].float()
+    d = torch.arange(T, dtype=bias.dtype, device=bias.device)
+    slopes = -(bias[:, 1:] / d[1:]).mean(-1)  # (H,)
+    linear = float((bias + slopes[:, None] * d).abs().max()) <= SCALE_SPREAD * max(float(bias.abs().max()), 1e-30) * 10
+    words = (f"ALiBi (a per-head bias linear in the distance, slopes {float(slopes[0]):.4g} .. "
+             f"{float(slopes[-1]):.4g})" if linear else "a per-head bias by distance (relative positions)")
+    return s, full[None], words
 
 
 def unscaled(at_call: torch.Tensor, projected: torch.Tensor | None) -> tuple[torch.Tensor, float, str]:
