@@ -759,3 +759,19 @@ def test_page_down_scrolls_the_progress_page_while_its_list_has_the_focus(tmp_pa
         await pilot.press("pageup")
         await until(pilot, lambda: body.scroll_y < down, "the page scrolled back up")
     drive(app, script)
+
+
+def test_c_puts_the_cursor_back_on_the_exercise_to_continue_with(tmp_path):
+    from tutor.ui.widgets.exercise_tree import ExerciseTree
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        home = pilot.app.screen
+        tree = home.query_one(ExerciseTree)
+        start = home.continue_at.exercise_id
+        await until(pilot, lambda: tree.cursor_node is not None and tree.cursor_node.data == start, "the continue row")
+        await pilot.press("down", "down", "down")
+        await until(pilot, lambda: tree.cursor_node.data != start, "the cursor moved away")
+        await pilot.press("c")
+        await until(pilot, lambda: tree.cursor_node.data == start, "the cursor back on the continue row")
+    drive(app, script)

@@ -38,6 +38,8 @@ class HomeScreen(PageScreen):
         Binding("slash", "find", "Find", tooltip="find: filter by id, title, set or words of the prompt; "
                 "due (or ↻) lists the exercises due for review"),
         Binding("x", "reset", "Reset", tooltip="reset the highlighted exercise (asks first; its attempts are kept)"),
+        Binding("c", "to_continue", "Continue", show=False,
+                tooltip="back to the exercise to continue with (the one ▶ continue names)"),
         Binding("escape", "clear_find", "Clear search", show=False, tooltip="clear the search"),
     ]
     PAGE_KEYS = (("↑ ↓", "move through the list (↓ from the search box too)"),)
@@ -90,6 +92,14 @@ class HomeScreen(PageScreen):
         tree = self.query_one(ExerciseTree)
         if tree.cursor_line == line_at_mount:
             tree.move_to(self.continue_at.exercise_id)
+
+    def action_to_continue(self) -> None:
+        """The cursor back on where to continue (the search cleared first when it hides that exercise)."""
+        tree = self.query_one(ExerciseTree)
+        tree.focus()
+        if not tree.move_to(self.continue_at.exercise_id):
+            self.action_clear_find()
+            self.call_after_refresh(tree.move_to, self.continue_at.exercise_id)
 
     def on_screen_resume(self) -> None:
         if not getattr(self, "_shown", False):
