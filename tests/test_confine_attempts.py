@@ -93,13 +93,19 @@ def test_a_unix_socket_is_refused_only_under_seccomp():
     assert said("socket.__new__", (None, socket.AF_INET, 1, 0), seccomp=True) == []
 
 
-@pytest.mark.parametrize("family, kind", [(40, "a vsock socket"), (16, "a netlink socket"),
-                                          (17, "a raw packet socket"), (38, "a socket of family AF_ALG"),
-                                          (999, "a socket of family 999")])
-def test_every_family_but_tcp_and_udp_is_refused_only_under_seccomp(family, kind):
-    assert said("socket.__new__", (None, family, 1, 0), seccomp=True) == [f"tried to open {kind}: refused"]
-    assert said("socket.__new__", (None, family, 1, 0)) == [f"tried to open {kind}"]
+@pytest.mark.parametrize("family, protocol, kind", [
+    (40, 0, "a vsock socket"), (16, 4, "a netlink socket"), (17, 0, "a raw packet socket"),
+    (38, 0, "a socket of family AF_ALG"), (999, 0, "a socket of family 999")])
+def test_every_family_but_tcp_and_udp_is_refused_only_under_seccomp(family, protocol, kind):
+    assert said("socket.__new__", (None, family, 1, protocol), seccomp=True) == [
+        f"tried to open {kind}: refused"]
+    assert said("socket.__new__", (None, family, 1, protocol)) == [f"tried to open {kind}"]
     assert said("socket.__new__", (None, socket.AF_INET6, 2, 0), seccomp=True) == []
+
+
+@pytest.mark.parametrize("protocol", [0, -1])
+def test_routing_netlink_is_no_attempt(protocol):
+    assert said("socket.__new__", (None, 16, 3, protocol), seccomp=True) == []  # getifaddrs: let through
 
 
 def test_a_vsock_address_is_never_said_refused_by_the_network_namespace():

@@ -378,7 +378,10 @@ class Attempts:
                     self._note(f"tried to {_TREE_ONLY[event]} {self._shown(path)}", self.landlock)
             elif event == "socket.__new__" and len(args) > 1 and isinstance(args[1], int) \
                     and args[1] not in seccomp.SOCKET_FAMILIES:
-                self._note(f"tried to open {_socket_kind(args[1])}", self.seccomp)
+                protocol = args[3] if len(args) > 3 else -1  # -1: the family's default, routing for netlink
+                routing = args[1] == seccomp.NETLINK and protocol in (seccomp.NETLINK_ROUTE, -1)
+                if not routing:  # routing netlink is let through (getifaddrs): no attempt to note
+                    self._note(f"tried to open {_socket_kind(args[1])}", self.seccomp)
             elif event in ("socket.connect", "socket.bind", "socket.sendto") and len(args) > 1:
                 address = args[1]
                 host = address[0] if isinstance(address, tuple) and address else address

@@ -11,11 +11,13 @@ Every call is allowed but these, which fail with ``EPERM``:
   (``FS_IOC_SETFLAGS``, ``FS_IOC_FSSETXATTR``: immutable or append-only);
 * every socket but TCP and UDP (``socket`` of any family but ``AF_INET``
   and ``AF_INET6``, which reach only the side's own loopback in its empty
-  network namespace): no UNIX socket, pathname or abstract, so no agent, bus
-  or daemon socket is reachable; no vsock, which a virtual machine's host
-  answers outside any network namespace; no raw packets, netlink, the
-  kernel's crypto API or key management. ``socketpair`` stays (the C
-  library and ``multiprocessing`` use it);
+  network namespace) and routing netlink (``getifaddrs``): no UNIX socket,
+  pathname or abstract, so no agent, bus or daemon socket is reachable; no
+  vsock, which a virtual machine's host answers outside any network
+  namespace; no raw packets, no netlink of another protocol (audit, kernel
+  events, socket diagnostics, generic), no kernel crypto API or key
+  management. ``socketpair`` stays (the C library and ``multiprocessing``
+  use it);
 * io_uring (``io_uring_setup``, ``io_uring_enter``, ``io_uring_register``):
   its requests lie in shared memory no filter can read, so they would pass
   by every rule here. It says ``ENOSYS``, as a kernel without io_uring does;
@@ -56,6 +58,10 @@ DENIED = (
 )
 #: The socket families a side may make: TCP and UDP, over IPv4 and IPv6 (its network namespace has only a loopback).
 SOCKET_FAMILIES = (socket.AF_INET, socket.AF_INET6)
+#: Netlink, of its routing protocol alone (``NETLINK_ROUTE``): the C library's ``getifaddrs`` lists the
+#: interfaces through it, and torch.distributed's gloo backend asks it for the loopback's address; in the
+#: side's network namespace it sees only that loopback, and without capabilities it changes nothing.
+NETLINK, NETLINK_ROUTE = 16, 0
 #: io_uring's calls: "not here" (``ENOSYS``), as on a kernel built without it.
 IO_URING = ("io_uring_setup", "io_uring_enter", "io_uring_register")
 #: ``clone`` flags that make a namespace (a user namespace would hand the child a full set of capabilities
@@ -102,8 +108,8 @@ def build():
             flt.add_rule(refuse, name)
         except (OSError, ValueError, RuntimeError):
             continue  # not a call of this kernel's architecture, or unknown to this libseccomp
-    for comparison in _other_families(sc):
-        flt.add_rule(refuse, "socket", comparison)
+    for comparisons in _other_families(sc):
+        flt.add_rule(refuse, "socket", *(comparisons if isinstance(comparisons, tuple) else (comparisons,)))
     for name in IO_URING:
         try:
             flt.add_rule(sc.ERRNO(errno.ENOSYS), name)
@@ -122,13 +128,16 @@ def build():
 
 
 def _other_families(sc) -> list:
-    """Comparisons of ``socket``'s first argument that, one rule each, match every family but
-    :data:`SOCKET_FAMILIES`: below the least, above the greatest (a value with any of its upper 32 bits set
-    among them, which the kernel would cut to an int), and each one between."""
-    low, high = min(SOCKET_FAMILIES), max(SOCKET_FAMILIES)
-    between = [family for family in range(low + 1, high) if family not in SOCKET_FAMILIES]
+    """Comparisons of ``socket``'s arguments that, one rule each, match every socket but those of
+    :data:`SOCKET_FAMILIES` and routing netlink: a family below the least, each one between, above netlink (a
+    value with any of its upper 32 bits set among them, which the kernel would cut to an int), and netlink of
+    any protocol but ``NETLINK_ROUTE``."""
+    allowed = (*SOCKET_FAMILIES, NETLINK)
+    low, high = min(allowed), max(allowed)
+    between = [family for family in range(low + 1, high) if family not in allowed]
     return ([sc.Arg(0, sc.LT, low), sc.Arg(0, sc.GT, high)]
-            + [sc.Arg(0, sc.EQ, family) for family in between])
+            + [sc.Arg(0, sc.EQ, family) for family in between]
+            + [(sc.Arg(0, sc.EQ, NETLINK), sc.Arg(2, sc.NE, NETLINK_ROUTE))])
 
 
 def load(flt) -> None:
