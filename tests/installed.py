@@ -159,15 +159,17 @@ def site_packages(venv: Path) -> Path:
 
 
 def listing(folder: Path) -> dict[str, tuple[int, int]]:
-    """Every file under ``folder`` but the caches in ``__pycache__``: its size and modification time.
+    """Every file under ``folder`` but Python's bytecode: its size and modification time.
 
-    A write changes one or both. ``__pycache__`` folders are left out: Python keeps its bytecode there
-    and the tutor its catalog cache (tutor.store.catalog_cache), both disposable and rebuilt from the files.
+    A write changes one or both. Bytecode (``__pycache__/*.pyc``) is left out: Python writes it there as
+    it imports, as root. Anything else in ``__pycache__`` (the tutor's catalog cache, say) counts: an
+    installed tutor keeps its caches in the user's cache folder, never in site-packages.
     """
     found = {}
     for top, folders, files in os.walk(folder):
-        folders[:] = [name for name in folders if name != "__pycache__"]
         for name in files:
+            if os.path.basename(top) == "__pycache__" and name.endswith(".pyc"):
+                continue
             path = os.path.join(top, name)
             st = os.lstat(path)
             found[os.path.relpath(path, folder)] = (st.st_size, st.st_mtime_ns)

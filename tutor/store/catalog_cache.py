@@ -28,9 +28,10 @@ beside the entry and rename it over, so two processes that build at once each
 leave a whole entry and a reader never sees half of one.
 
 The folder: ``$TUTOR_CACHE_DIR`` when set (``off`` turns the cache off); else
-``__pycache__`` beside the files cached when this user may write there, as
-Python keeps its bytecode; else the platform's user cache folder
-(``platformdirs``), ``…/tutor/catalog``.
+``__pycache__`` beside the files cached when they are a checkout's and this
+user may write there, as Python keeps its bytecode; else (a regular install,
+whose ``site-packages`` holds only what pip put there) the platform's user
+cache folder (``platformdirs``), ``…/tutor/catalog``.
 """
 
 from __future__ import annotations
@@ -67,13 +68,19 @@ def cache_folder(beside: Path | None = None) -> Path | None:
         return None
     if chosen:
         return Path(chosen)
-    if beside is not None:
+    if beside is not None and not installed(beside):
         pycache = beside / "__pycache__"
         if os.access(pycache if pycache.is_dir() else beside, os.W_OK):
             return pycache
     # deferred: needed only when a cache file is found or written
     from platformdirs import user_cache_dir
     return Path(user_cache_dir("tutor", appauthor=False)) / "catalog"
+
+
+def installed(folder: Path) -> bool:
+    """Whether ``folder`` lies in an installation's ``site-packages`` (a regular install, not a checkout):
+    nothing but what pip put there goes in it, so that uninstalling leaves nothing behind."""
+    return any(part in ("site-packages", "dist-packages") for part in folder.resolve().parts)
 
 
 def _file_digest(path: str) -> str | None:
