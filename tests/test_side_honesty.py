@@ -147,3 +147,39 @@ def test_a_side_whose_tree_is_left_behind_says_so_in_its_row_and_its_notice(tmp_
     notices: list[str] = []
     confinement_notices(result, notices.append)
     assert [n for n in notices if "left its tree" in n] == [f"the yours side {ended.refused[0]}"]
+
+
+def deep_tree(folder: Path, depth: int) -> None:
+    """``folder`` holding a chain of ``depth`` folders, one file in each: deeper than any path can name whole."""
+    folder.mkdir()
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.close(os.open("f", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+
+
+def test_a_tree_deeper_than_shutil_recurses_is_removed_whole(tmp_path):
+    folder = tmp_path / "tree"
+    deep_tree(folder, 3000)  # shutil.rmtree recurses once a level: past the recursion limit
+    assert side.remove_tree(str(folder)) == "" and not folder.exists()
+
+
+def test_a_deep_tree_that_cannot_be_removed_is_said_not_raised(tmp_path, monkeypatch):
+    folder = tmp_path / "tree"
+    deep_tree(folder, 3000)
+    real = os.rmdir
+
+    def refuse(path, *args, dir_fd=None):
+        if path == "d" and dir_fd is not None:
+            raise PermissionError(errno.EPERM, "Operation not permitted", path)
+        return real(path, *args, dir_fd=dir_fd)
+
+    monkeypatch.setattr(side.os, "rmdir", refuse)
+    said = side.remove_tree(str(folder))
+    assert said.startswith("left its tree, which could not be removed: d (Operation not permitted)"), said

@@ -60,9 +60,9 @@ def find(folder: Path, catalog) -> list:
     Each learner folder is opened once, without following a link, and its files are read relative to
     that descriptor (:func:`read_at`); a folder whose path is no longer DIR's own real path and its name
     once read (moved, or swapped for a link while the batch read it) is refused by name.
-    Only a regular file that really lies in its learner's folder is a submission: a symbolic link (a file or a learner folder that points at a classmate's),
-    a file with a second hard link, or anything not a plain file is a refused row with the sentence
-    why, never graded as its learner's work. A file that cannot be a submission (an unknown exercise,
+    Only a regular file that really lies in its learner's folder is a submission: a symbolic link (a
+    file or a learner folder that points at a classmate's), a file with a second hard link, or anything
+    not a plain file is a refused row with the sentence why, never graded as its learner's work. A file that cannot be a submission (an unknown exercise,
     a learner folder name that is not allowed, a file that is not UTF-8) is an unreadable row with its
     reason. Byte-identical files of different learners are graded each, and each row names the
     others in ``same_as`` (:func:`mark_identical`).

@@ -42,6 +42,23 @@ from exercises.faults import Fault
 #: The statuses a side can end with (``SideResult.status``).
 SIDE_STATUSES = ("ok", "error", "timeout")
 
+# --- what a side may send ----------------------------------------------------------------------------
+# A side's lines are signed, but the subject runs in the process that holds the key: the signature proves
+# which side sent a line, never that the check wrote it. So each line is held to caps while it is read
+# (tutor.sandbox.side) and to its type's shape before anything of it is used (verify).
+
+#: The longest line a side may send (signature and JSON): a longer one stops the side.
+MAX_MESSAGE_BYTES = 64 * 1024
+#: The most a side may send on its pipe in all: past it the side is stopped.
+MAX_SIDE_BYTES = 8 * 1024 * 1024
+#: How deep a measurement's ``observed`` and ``evidence`` may nest (a check's nest a few levels).
+MAX_DEPTH = 32
+#: The most of one notice (``Attempted.what``) or progress message a side's result keeps, in characters.
+MAX_NOTICE_CHARS = 1000
+#: The most notices, and the most progress reports passed on, of one side.
+MAX_NOTICES = 20
+MAX_PROGRESS = 1000
+
 
 class ProtocolError(ValueError):
     """A line that is not a message of this protocol; the message says why."""
@@ -423,17 +440,23 @@ def sign(key: bytes, message: Message) -> bytes:
 
 
 def verify(key: bytes, line: bytes) -> Message:
-    """The message a signed line (without its newline) holds.
+    """The message a signed line from a side (without its newline) holds, once its shape is checked.
 
     Raises:
         ProtocolError: the signature is missing or wrong (a line the holder
-            of ``key`` did not write), or the rest is not a message.
+            of ``key`` did not write), the rest is not a message, it is no
+            message a side sends, or a field is not of its type's shape
+            (:func:`shape_problem`).
     """
     mac, _, payload = line.partition(b" ")
     expected = hmac.new(key, payload, hashlib.sha256).hexdigest().encode()
     if not hmac.compare_digest(mac, expected):
         raise ProtocolError("the line is not signed with this side's key")
-    return decode(payload)
+    data = _json_message(payload)
+    problem = shape_problem(data)
+    if problem:
+        raise ProtocolError(problem)
+    return _from_wire(data)
 
 
 def decode(line: str | bytes) -> Message:
@@ -443,14 +466,92 @@ def decode(line: str | bytes) -> Message:
         ProtocolError: the line is not JSON, names no known type, or lacks a
             field the type needs.
     """
+    return _from_wire(_json_message(line))
+
+
+def _json_message(line: str | bytes) -> dict:
+    """The JSON object of one line that names a known message type."""
     try:
         data = json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ProtocolError(f"the line is not JSON ({exc})") from None
+    except RecursionError:
+        raise ProtocolError("the line nests deeper than JSON is read here") from None
     kind = data.get("type") if isinstance(data, dict) else None
-    if kind not in _TYPES:
-        raise ProtocolError(f"the line names no known message type ({kind!r})")
+    if not isinstance(kind, str) or kind not in _TYPES:
+        raise ProtocolError(f"the line names no known message type ({str(kind)[:40]!r})")
+    return data
+
+
+def _from_wire(data: dict) -> Message:
+    kind = data["type"]
     try:
         return _TYPES[kind].from_wire(data)
     except (KeyError, TypeError, ValueError) as exc:
-        raise ProtocolError(f"a {kind} message is missing or mistypes a field ({exc!r})") from None
+        raise ProtocolError(f"a {kind} message is missing or mistypes a field ({str(exc)[:200]})") from None
+
+
+# --- the shape of what a side sends ------------------------------------------------------------------
+
+def _text(value) -> bool:
+    return isinstance(value, str)
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _fraction(value) -> bool:
+    return _number(value) and 0 <= value <= 1
+
+
+def _texts(value) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _job(value) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def nesting(value) -> int:
+    """How many lists and objects deep a JSON value nests (a number or a string: 0; ``[]``: 1; ``[[1]]``: 2),
+    found without recursion, so a value nested past the interpreter's recursion limit is measured, not
+    raised on."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, outside = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, (list, tuple)) else None
+        if children is not None:
+            deepest = max(deepest, outside + 1)
+            stack.extend((child, outside + 1) for child in children)
+    return deepest
+
+
+def _shallow(value) -> bool:
+    return nesting(value) <= MAX_DEPTH
+
+
+#: Each message a side sends: its fields, each with the test its value must pass (a field left out
+#: takes its default; a field the type lacks is ignored).
+SIDE_SHAPES: dict[str, dict[str, Any]] = {
+    "progress": {"fraction": _fraction, "message": _text, "job": _job, "side": _text},
+    "attempted": {"what": _text},
+    "unjoined": {"controller": lambda v: v in ("pids", "memory"), "why": _text},
+    "measured": {"observed": _shallow, "evidence": lambda v: isinstance(v, list) and _shallow(v)},
+    "raised": {"exception": _text, "message": _text, "where": _text, "frames": _texts},
+}
+
+
+def shape_problem(data: dict) -> str:
+    """Why ``data`` (a decoded line from a side) is not a message a side sends, in its type's shape;
+    "" when it is. Values nested past :data:`MAX_DEPTH` are refused here, before anything recurses on them."""
+    kind = data.get("type")
+    shape = SIDE_SHAPES.get(kind) if isinstance(kind, str) else None
+    if shape is None:
+        return f"a side sent a {str(kind)[:40]!r} message, which no side sends"
+    for name, fits in shape.items():
+        if name in data and not fits(data[name]):
+            deep = name in ("observed", "evidence") and nesting(data[name]) > MAX_DEPTH
+            return (f"a {kind} message's {name} nests deeper than {MAX_DEPTH} levels" if deep
+                    else f"a {kind} message's {name} is not of its shape")
+    return ""

@@ -198,23 +198,36 @@ class Worker:
                 return None
 
     def _read_line(self, proc: subprocess.Popen, deadline: float) -> bytes | None:
-        """The worker's next line (b"" at its end), or None once ``deadline`` (``time.monotonic``) has passed.
+        """The worker's next line (b"" at its end, or once a line passes :data:`MAX_WORKER_LINE_BYTES`, when the
+        worker is killed), or None once ``deadline`` (``time.monotonic``) has passed.
 
         Waits in slices of :data:`WAIT_SLICE_S`, never in one blocking read: a signal the tutor gets (Ctrl-C)
         is handled within one slice, so the tutor ends, and its worker with it.
         """
         fd = proc.stdout.fileno()
-        while b"\n" not in self._pending:
+        end = self._pending.find(b"\n")
+        parts, size = [self._pending], len(self._pending)
+        while end < 0:  # each chunk is searched once: a long line costs its length, never its square
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                self._pending = b"".join(parts)
                 return None
             ready, _, _ = select.select([fd], [], [], min(remaining, WAIT_SLICE_S))
             if ready:
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     return b""
-                self._pending += chunk
-        line, _, self._pending = self._pending.partition(b"\n")
+                end = chunk.find(b"\n")
+                if end >= 0:
+                    end += size
+                parts.append(chunk)
+                size += len(chunk)
+                if end < 0 and size > MAX_WORKER_LINE_BYTES:  # no answer of ours: the worker ends here
+                    self._pending = b""
+                    os.killpg(proc.pid, 9)
+                    return b""
+        pending = b"".join(parts)
+        line, self._pending = pending[:end], pending[end + 1:]
         return line
 
     def stop(self) -> None:
@@ -254,6 +267,9 @@ class Worker:
 #: How long past a request's limit the runner waits for the answer: a fixed part and a part of the limit.
 ANSWER_GRACE_S = 10.0
 ANSWER_GRACE_SHARE = 0.5
+#: The longest line the tutor reads from its worker (an answer holds every side's capped result): past it the
+#: request fails as a dead worker's does, and nothing more of it is kept.
+MAX_WORKER_LINE_BYTES = 256 * 1024 * 1024
 #: Seconds the tutor waits on its worker at a stretch: a signal (Ctrl-C) is handled within one of these.
 WAIT_SLICE_S = 0.25
 

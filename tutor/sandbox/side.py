@@ -16,11 +16,13 @@ and what a side may read is computed once, before the first side forks
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import shutil
 import signal
 import socket
+import stat
 import sys
 import tempfile
 import time
@@ -62,7 +64,11 @@ class SideRun:
         self.fd: int | None = None
         self.pidfd: int | None = None
         self.started = 0.0
-        self._buffer = b""
+        self._partial = bytearray()  # what the child wrote after its last whole line
+        self.received = 0  # bytes read from the child's pipe in all
+        self.over_cap = ""  # the cap the side went past, as a clause; "" while it keeps to them
+        self.progress_sent = 0
+        self.tampered_why = ""  # why the first line that was not the check's was refused
         self._key = b""
         self._last: Measured | Raised | None = None  # the child's last word
         self._failed: SideResult | None = None  # set when the tree could not be built
@@ -146,35 +152,70 @@ class SideRun:
     def feed(self, chunk: bytes) -> list[Progress]:
         """Take bytes the child wrote; return the progress reports they complete.
 
-        Only lines signed with this side's key count: the child's
-        measurement (or the exception it raised) is kept for ``finish``,
-        what it was refused is noted; any other line marks the side tampered.
+        Only lines signed with this side's key, of the shape their type has,
+        count: the child's measurement (or the exception it raised) is kept
+        for ``finish``, what it was refused is noted; any other line marks
+        the side tampered. Each byte is looked at once, whatever the length
+        of a line; a line past ``MAX_MESSAGE_BYTES``, or a side past
+        ``MAX_SIDE_BYTES`` in all, sets :attr:`over_cap` and nothing more of
+        the side is read (the worker then stops it).
         """
-        self._buffer += chunk
-        *lines, self._buffer = self._buffer.split(b"\n")
-        reports = []
-        for line in lines:
-            if not line:
-                continue
-            try:
-                message = protocol.verify(self._key, line)
-            except ProtocolError:
-                self.tampered += 1
-                continue
-            if isinstance(message, Progress):
-                self.last_step = message.message or self.last_step
-                reports.append(Progress(fraction=message.fraction, message=message.message,
-                                        job=self.request.job, side=self.side.name))
-            elif isinstance(message, Attempted):
-                if message.what not in self.refused and len(self.refused) < 20:
-                    self.refused.append(message.what)
-            elif isinstance(message, Unjoined):  # the warden's: this cgroup's limit does not hold
-                if message.controller in ("pids", "memory") and message.controller not in self.unjoined:
-                    self.unjoined[message.controller] = message.why
-                    self.refused.append(unjoined_sentence(message.controller, message.why, self.request.device))
-            elif isinstance(message, (Measured, Raised)):
-                self._last = message
+        if self.over_cap:
+            return []
+        self.received += len(chunk)
+        if self.received > protocol.MAX_SIDE_BYTES:
+            self.over_cap = f"sent more than {_size(protocol.MAX_SIDE_BYTES)} on its result pipe, the cap for a side"
+            return []
+        reports: list[Progress] = []
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            self._partial += chunk[start:end]
+            start = end + 1
+            if not self._whole_line(bytes(self._partial), reports):
+                return reports
+            self._partial.clear()
+        self._partial += chunk[start:]
+        if len(self._partial) > protocol.MAX_MESSAGE_BYTES:
+            self._went_past_the_line_cap()
         return reports
+
+    def _went_past_the_line_cap(self) -> None:
+        self.over_cap = (f"sent a line longer than {_size(protocol.MAX_MESSAGE_BYTES)} on its result pipe, the cap "
+                         "for one message")
+        self._partial.clear()
+
+    def _whole_line(self, line: bytes, reports: list[Progress]) -> bool:
+        """Take one whole line of the child's; False when it went past the cap for one message."""
+        if len(line) > protocol.MAX_MESSAGE_BYTES:
+            self._went_past_the_line_cap()
+            return False
+        if not line:
+            return True
+        try:
+            message = protocol.verify(self._key, line)
+        except ProtocolError as exc:
+            self.tampered += 1
+            self.tampered_why = self.tampered_why or str(exc)
+            return True
+        if isinstance(message, Progress):
+            step = _clipped(message.message)
+            self.last_step = step or self.last_step
+            if self.progress_sent < protocol.MAX_PROGRESS:  # past it, the step is kept, not passed on
+                self.progress_sent += 1
+                reports.append(Progress(fraction=message.fraction, message=step, job=self.request.job,
+                                        side=self.side.name))
+        elif isinstance(message, Attempted):
+            what = _clipped(message.what)
+            if what not in self.refused and len(self.refused) < protocol.MAX_NOTICES:
+                self.refused.append(what)
+        elif isinstance(message, Unjoined):  # the warden's: this cgroup's limit does not hold
+            if message.controller not in self.unjoined:
+                self.unjoined[message.controller] = _clipped(message.why)
+                self.refused.append(unjoined_sentence(message.controller, self.unjoined[message.controller],
+                                                      self.request.device))
+        elif isinstance(message, (Measured, Raised)):
+            self._last = message
+        return True
 
     def ask_where(self) -> None:
         """Ask a hung child to write its Python stack into its log (SIGUSR1: faulthandler), to name where it hung."""
@@ -282,6 +323,9 @@ class SideRun:
         common = dict(output=output, duration_s=duration_s, refused=list(self.refused), tampered=self.tampered,
                       confined=confined, last_step=self.last_step, limits=self.limits)
         refused = f" (it {'; '.join(self.refused)})" if self.refused else ""
+        if self.over_cap:
+            return SideResult(status="error", exception="SideCap",
+                              error=f"the side {self.over_cap}, and was stopped{refused}", **common)
         if timed_out:
             why = f"; the limit is {self.request.limit_why}" if self.request.limit_why else ""
             where = self.where_hung()
@@ -293,7 +337,7 @@ class SideRun:
             return SideResult(status="error", exception="Tampered",
                               error=f"tampered: {self.tampered} line{'s' if self.tampered > 1 else ''} on the side's "
                                     "result pipe were not written by the check, so nothing it reported is "
-                                    f"taken as measured{refused}", **common)
+                                    f"taken as measured (the first: {self.tampered_why}){refused}", **common)
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         if code == child.TOO_MANY:
             return SideResult(status="error", exception="ProcessLimit",
@@ -316,6 +360,17 @@ class SideRun:
         else:
             error = f"the check exited with code {code} and no result"
         return SideResult(status="error", error=error + refused, **common)
+
+
+def _size(count: int) -> str:
+    """``64 KiB``, ``8 MiB``: a cap in bytes, as a sentence says it."""
+    return f"{count >> 20} MiB" if count >= 1 << 20 else f"{count >> 10} KiB"
+
+
+def _clipped(text: str) -> str:
+    """A side's notice or progress message, cut at ``MAX_NOTICE_CHARS``."""
+    limit = protocol.MAX_NOTICE_CHARS
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
 
 
 class TreeError(ValueError):
@@ -465,7 +520,14 @@ def remove_tree(folder: str) -> str:
     def note(_func, path, exc) -> None:  # exc: the exception (onexc, 3.12+) or sys.exc_info() (onerror)
         failed.append((path, exc[1] if isinstance(exc, tuple) else exc))
 
-    shutil.rmtree(folder, **({"onexc": note} if sys.version_info >= (3, 12) else {"onerror": note}))
+    try:
+        shutil.rmtree(folder, **({"onexc": note} if sys.version_info >= (3, 12) else {"onerror": note}))
+    except RecursionError:  # a tree deeper than shutil recurses (one a side made on purpose)
+        failed.clear()
+        try:
+            remove_deep_tree(folder)
+        except OSError as exc:
+            failed.append((exc.filename or folder, exc))
     if not os.path.lexists(folder):
         return ""
     # a folder that could not be removed because something in it could not is no failure of its own
@@ -475,3 +537,42 @@ def remove_tree(folder: str) -> str:
     why = f" ({getattr(exc, 'strerror', None) or exc})" if exc is not None else ""
     more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
     return f"left its tree, which could not be removed: {path}{why}{more}"
+
+
+def remove_deep_tree(folder: str) -> None:
+    """Remove ``folder`` however deep its tree, without recursion and with two descriptors at most: each
+    folder below the top is emptied by moving its own folders up to the top and removing its other entries,
+    then removed itself, until the top is empty. Nothing is followed through a link.
+
+    Raises:
+        OSError: something in the tree could not be moved or removed (``filename``: where).
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    top = os.open(folder, flags)
+    moved = 0
+    try:
+        while names := os.listdir(top):
+            for name in names:
+                if not stat.S_ISDIR(os.stat(name, dir_fd=top, follow_symlinks=False).st_mode):
+                    os.unlink(name, dir_fd=top)
+                    continue
+                inner = os.open(name, flags, dir_fd=top)
+                try:
+                    for entry in os.listdir(inner):
+                        if not stat.S_ISDIR(os.stat(entry, dir_fd=inner, follow_symlinks=False).st_mode):
+                            os.unlink(entry, dir_fd=inner)
+                            continue
+                        while True:  # up to the top, under a name no entry there has
+                            moved += 1
+                            try:
+                                os.rename(entry, f".up-{moved}", src_dir_fd=inner, dst_dir_fd=top)
+                                break
+                            except OSError as exc:
+                                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                                    raise
+                finally:
+                    os.close(inner)
+                os.rmdir(name, dir_fd=top)
+    finally:
+        os.close(top)
+    os.rmdir(folder)

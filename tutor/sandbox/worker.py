@@ -228,9 +228,13 @@ def handle(request: Request, torch_version: str, send: Callable[[Progress], None
             if not chunk:  # the child closed its pipe: it is done
                 del reading[fd]
                 continue
-            for progress in reading[fd].feed(chunk):
+            run = reading[fd]
+            for progress in run.feed(chunk):
                 if send is not None:
                     send(progress)
+            if run.over_cap:  # past what a side may send: stopped now, its outcome names the cap
+                run.kill()
+                del reading[fd]
     hung = [run for run in runs if run.fd in reading]
     for run in hung:
         run.ask_where()
