@@ -246,13 +246,18 @@ def test_a_first_launch_starts_at_the_first_exercise(tmp_path):
     drive(app, script)
 
 
+def _hours_ago(hours: float) -> datetime:
+    """A moment this many hours before now: a wrong answer then is not yet due for review (a day later)."""
+    return datetime.now(timezone.utc) - timedelta(hours=hours)
+
+
 def test_a_relaunch_lands_on_the_next_untried_exercise_after_the_last_solved(tmp_path):
     store = ProgressStore(tmp_path)
     order = [e.id for e in load_catalog().exercises]
     after = order[order.index("head-split") + 1]
-    record(store, "broadcast-loss", attempt(T0, True))
-    record(store, after, attempt(T0, False))                       # tried earlier: skipped
-    record(store, "head-split", attempt(T0 + timedelta(hours=1), True))
+    record(store, "broadcast-loss", attempt(_hours_ago(3), True))
+    record(store, after, attempt(_hours_ago(3), False))            # tried earlier: skipped
+    record(store, "head-split", attempt(_hours_ago(2), True))
     app, _ = make_app(tmp_path)
     expected = order[order.index("head-split") + 2]
 
@@ -265,8 +270,8 @@ def test_a_relaunch_lands_on_the_next_untried_exercise_after_the_last_solved(tmp
 
 def test_a_relaunch_lands_on_the_last_exercise_left_unsolved(tmp_path):
     store = ProgressStore(tmp_path)
-    record(store, "head-split", attempt(T0, True))
-    record(store, "softmax-axis", attempt(T0 + timedelta(hours=2), False))
+    record(store, "head-split", attempt(_hours_ago(3), True))
+    record(store, "softmax-axis", attempt(_hours_ago(1), False))
     app, _ = make_app(tmp_path)
 
     async def script(pilot):
