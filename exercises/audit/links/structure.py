@@ -138,12 +138,15 @@ def registration(s: Subject) -> Link:
     """REGISTRATION: every parameter in named_parameters(); tied tensors noted;
     nothing the model needs kept where nn.Module cannot see it.
 
-    Fails on a tensor kept as a plain attribute (wanting gradients: it is
-    never trained; a mask or a constant: it is missing from ``state_dict()``
-    and left behind by ``.to()``, so the model breaks on another device or
-    dtype; register it with ``register_buffer``), and on a module with
-    parameters kept in a plain list, tuple or dict (use nn.ModuleList /
-    nn.ModuleDict). The attributes are those the model had when the factory
+    Fails on a tensor kept as a plain attribute wanting gradients (it is
+    never trained), on a plain tensor attribute the model breaks without
+    once its parameters are on another device (a mask or a constant left
+    behind by ``.to()``: register it with ``register_buffer``;
+    ``_forward_after_move`` measures it), and on a module with parameters
+    kept in a plain list, tuple or dict (use nn.ModuleList / nn.ModuleDict).
+    A plain tensor the model carries along itself (modded-nanogpt's rotary
+    ``inv_freq``, converted where it is used) is a warning: it is still
+    missing from ``state_dict()``. The attributes are those the model had when the factory
     returned it (``Subject.attributes``): what a forward pass stores on a
     module later (an attention map kept for plotting) is not part of the build.
     """
@@ -181,10 +184,19 @@ def registration(s: Subject) -> Link:
         elif container and any(isinstance(v, nn.Module) and any(True for _ in v.parameters()) for v in items):
             hidden.append(f"{where} (modules in a plain {type(value).__name__})")
     unique = sum(p.numel() for p in {id(p): p for _, p in named}.values())
-    problems = hidden + plain
+    moved = _forward_after_move(s) if plain else None
+    managed = plain if moved is None else []
+    problems = hidden + (plain if moved is not None else [])
     ok = not problems and unique > 0
     verdict = (f"{len(first_name)} parameter tensors, {unique:,} values" + (f"; tied: {tied[0]}" if tied else "")
                if ok else f"not registered: {problems[0]}" if problems else "the model has no parameters")
+    if not ok and problems and problems[0] in plain and moved.startswith("raises"):
+        verdict += f"; with its parameters on another device the forward {moved.split(':')[0]}"
+    if ok and managed:
+        verdict += (f"; outside state_dict(): {managed[0].split(' (')[0]}" + (f" and {len(managed) - 1} more"
+                                                                              if len(managed) > 1 else "")
+                    + ", plain tensors the model carries along itself (its forward still runs with its "
+                      "parameters moved to another device)")
     rows = [["named tensors (unique)", f"{len(named)} ({len(first_name)})"], ["unique values", f"{unique:,}"],
             ["tied", "; ".join(tied) or "none"]]
     if accepted:
@@ -198,7 +210,50 @@ def registration(s: Subject) -> Link:
     if plain:
         rows.append(["hidden from state_dict() and .to()", "; ".join(plain[:3])])
         rows.append(["after .to(torch.float64)", _left_behind(model, plain[0].split(" (")[0])])
-    return Link("REGISTRATION", "ok" if ok else "FAIL", verdict, rows)
+        rows.append(["forward with parameters and buffers on another device",
+                     "runs: the model moves or converts them where it uses them" if moved is None else moved])
+    warnings = [] if not (ok and managed) else [
+        "a plain tensor attribute is not in state_dict(): a checkpoint does not hold it, so the model must rebuild "
+        "it when built; register_buffer(name, tensor, persistent=False) says so and moves it with the model"]
+    return Link("REGISTRATION", "FAIL" if not ok else "warn" if managed else "ok", verdict, rows, warnings)
+
+
+def _forward_after_move(s: Subject) -> str | None:
+    """Whether the model still runs once its parameters and buffers are on another device while its plain
+    tensor attributes stay behind: None when it does (the model reconciles them itself, as modded-nanogpt's
+    rotary ``type_as(self.inv_freq)`` and ``.to(x.device)`` do), else what happened, in words.
+
+    Measured without a second device: a copy of the model gets fake tensors (``FakeTensorMode``: shapes,
+    dtypes and devices, no data) on the ``meta`` device for every parameter and buffer, and runs one forward
+    on fake ids there; a plain attribute, a real CPU tensor, joins the computation as a fake CPU tensor, so
+    an operation mixing it with the moved tensors raises a device mismatch, as it would on a GPU.
+    """
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    try:
+        twin = copy.deepcopy(s.model)
+    except Exception as exc:
+        return f"not measured: copying the model raised {type(exc).__name__}"
+    fake = FakeTensorMode(allow_non_fake_inputs=True)
+    try:
+        with fake:
+            for m in twin.modules():
+                for n, p in list(m._parameters.items()):
+                    if p is not None:
+                        m._parameters[n] = nn.Parameter(fake.from_tensor(p.detach().to("meta")),
+                                                        requires_grad=p.requires_grad)
+                for n, b in list(m._buffers.items()):
+                    if b is not None:
+                        m._buffers[n] = fake.from_tensor(b.to("meta"))
+            ids = fake.from_tensor(s.xs[:1, :4].to("meta"))
+            with mode(twin, False), torch.no_grad():
+                Forward(twin, s.forward.interface)(ids)
+    except Exception as exc:
+        said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        device = "device" in said.lower()
+        return (f"{'raises' if device else 'not measured: the forward under fake tensors raised'} "
+                f"{type(exc).__name__}" + (f": {said[:160]}" if said else ""))
+    return None
 
 
 def _moved_by_forward(s: Subject) -> set[str]:
