@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import select
 import shutil
 import signal
@@ -105,7 +106,8 @@ class SideRun:
             return
         os.makedirs(os.path.join(self.folder, "tmp"), exist_ok=True)
         self._key = os.urandom(32)
-        name = f"tutor-{os.getpid()}-{os.path.basename(self.folder)}"
+        # named by chance, never by the tree: a side can list its siblings' cgroups, and learns nothing from them
+        name = f"tutor-{os.getpid()}-{secrets.token_hex(6)}"
         if confinement().processes == "cgroup":  # the warden, its namespace's init and the child: +2
             self.cgroup = namespaces.make_pids_cgroup(name, namespaces.MAX_PROCESSES + 2)
         if confinement().memory == "cgroup":  # the side's processes together, whatever each one's address space
