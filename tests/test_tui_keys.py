@@ -21,7 +21,7 @@ from textual.screen import Screen  # noqa: E402
 from textual.widgets import TextArea  # noqa: E402
 
 from test_tui import (FakeRunner, drive, finish_runs, make_app, open_exercise, open_note, saved,  # noqa: E402
-                      type_answer, wait_until)
+                      shows_page, type_answer, wait_until)
 from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
 from tutor.ui.screens.progress import ProgressScreen  # noqa: E402
 from tutor.ui.widgets.hint_list import HintList  # noqa: E402
@@ -155,3 +155,22 @@ def test_a_whole_exercise_typed_at_twenty_milliseconds_a_key_is_saved_as_typed(t
     entry = saved(tmp_path)["exercises"]["broadcast-loss"]
     assert (entry["attempts"][0]["prediction"], entry["attempts"][0]["confidence"]) == ("(3, 3)", 80)
     assert entry["note"] == "rows add"
+
+
+def test_r_in_the_answer_box_of_a_number_runs_the_check(tmp_path):
+    """No number has an r in it, so r in its box runs, as from the page; in a shape's box it types."""
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        await open_exercise(pilot, "topp-crossing")
+        await type_answer(pilot, "1/4")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: runner.calls, "the run")
+        await finish_runs(pilot)
+        pilot.app.open_exercise("broadcast-loss")
+        await wait_until(pilot, lambda: shows_page(pilot, "broadcast-loss"), "the shape page")
+        await type_answer(pilot, "torch.Size([3])")
+        assert pilot.app.screen.query_one(PredictionInput).value == "torch.Size([3])"
+    drive(app, script)
+    assert runner.calls == [("topp-crossing", "1/4")]

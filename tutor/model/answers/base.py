@@ -111,6 +111,9 @@ class AnswerKind:
     own_keys: ClassVar[dict] = {}
     #: Whether the answer is free text, so a break's prediction is never read as an exception's name.
     free_text: ClassVar[bool] = False
+    #: Whether no answer of this kind holds the letter r (numbers, ranges of numbers), so r typed in its
+    #: answer box runs the check, as it does from the page, instead of typing a letter no answer has.
+    run_key_is_free: ClassVar[bool] = False
 
     @classmethod
     def configured(cls, *, choices=(), length=None, items=None, tolerance: float = 0.0) -> "AnswerKind":

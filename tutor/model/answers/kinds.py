@@ -130,6 +130,7 @@ class Number(AnswerKind):
 
     name: ClassVar[str] = "number"
     words: ClassVar[str] = "a number"
+    run_key_is_free: ClassVar[bool] = True
 
     def format_hint(self) -> str:
         return "a number such as 7, 0.25, 1,024 or 1/4"

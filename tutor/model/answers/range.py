@@ -28,6 +28,7 @@ class Range(AnswerKind):
 
     name: ClassVar[str] = "range"
     words: ClassVar[str] = "a range"
+    run_key_is_free: ClassVar[bool] = True
     read_as: ClassVar[str] = "a range"
 
     @classmethod

@@ -132,7 +132,8 @@ class ExerciseScreen(ReadingKeys, PageScreen):
                 what, keys = ex.kind.picking
                 how = f"{keys}, or Tab to the list and Enter; r or Ctrl+R runs"
             else:
-                what, how = f"answer with {ex.answer_format}", "Tab to reach it; Enter or Ctrl+R runs"
+                runs = "Enter, r or Ctrl+R runs" if ex.kind.run_key_is_free else "Enter or Ctrl+R runs"
+                what, how = f"answer with {ex.answer_format}", f"Tab to reach it; {runs}"
             yield Static(Text.assemble(("Your prediction", "bold"), f" — {what}  ", (f"({how})", "dim")),
                          classes="section-label")
             yield PredictionInput(ex, id="prediction")

@@ -8,7 +8,8 @@ from textual.widgets import Input
 
 class OrderedInput(Input):
     """Textual's ``Input``, with its own editing keys (Backspace, Delete, the arrows, Enter…) applied
-    as they arrive, like the characters.
+    as they arrive, like the characters; the characters of ``submit_keys`` submit (as Enter does)
+    instead of typing.
 
     Textual's ``Input`` types a character at once but acts on a key of its
     ``BINDINGS`` only once the key has bubbled up to the app and come back,
@@ -18,7 +19,16 @@ class OrderedInput(Input):
     action straight away, in order.
     """
 
+    def __init__(self, *args, submit_keys: frozenset[str] = frozenset(), **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.submit_keys = submit_keys
+
     async def _on_key(self, event: events.Key) -> None:
+        if event.character is not None and event.character in self.submit_keys:
+            event.stop()
+            event.prevent_default()
+            await self.action_submit()
+            return
         bound = self._bindings.key_to_bindings.get(event.key)
         if bound and not event.is_printable:
             binding = bound[0]

@@ -66,7 +66,10 @@ class PredictionInput(Vertical):
             yield OptionList(*[Option(self._prompt(index), id=cid) for index, (cid, _) in enumerate(self.options)],
                              id="prediction-options")
         else:
-            yield OrderedInput(placeholder=self.exercise.answer_format, id="prediction-input", select_on_focus=False)
+            # r runs where no answer has an r (numbers): the key the page and the footer give for running
+            run = frozenset("r") if self.exercise.kind.run_key_is_free else frozenset()
+            yield OrderedInput(placeholder=self.exercise.answer_format, id="prediction-input", select_on_focus=False,
+                               submit_keys=run)
 
     @property
     def value(self) -> str:
