@@ -264,7 +264,8 @@ def test_a_factory_that_returns_no_model_says_what_it_returned():
         report = audit(factory, overfit_steps=0)
         assert report.status == "crashed" and report.exit_code == 3 and report.links == []
         assert report.error == (f"the factory {factory.__name__}() returned {returned}, but it must return an "
-                                "nn.Module, a (model, optimizer) pair, or a dict with 'model'")
+                                "nn.Module, a (model, optimizer) pair, or a dict with 'model' (and an 'optimizer' "
+                                "and a 'scheduler' that are each one object with step() or a list of them)")
 
 
 def test_cli_json_report_has_the_envelope_the_time_per_link_and_the_probed_limit(nano_file, capsys):

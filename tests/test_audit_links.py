@@ -329,12 +329,27 @@ def test_registration_names_parameters_and_tensors_in_plain_containers():
     class TensorsInDict(Bigram):
         def __init__(self):
             super().__init__()
+            self.masks = {"causal": torch.ones(V).float()}
+
+        def forward(self, idx, targets=None):
+            logits, _ = super().forward(idx)
+            logits = logits * self.masks["causal"]  # used as kept: on another device than the table
+            return logits, None if targets is None else F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+    class UnusedTensorsInDict(Bigram):
+        def __init__(self):
+            super().__init__()
             self.masks = {"causal": torch.ones(4, 4).tril()}
 
     assert structure.registration(subject(ParamsInList())).verdict == \
         "not registered: gains (Parameters in a plain list)"
     assert structure.registration(subject(TensorsInDict())).verdict == \
-        "not registered: masks (a float32 tensor (4, 4) kept as a plain attribute, not a buffer)"
+        f"not registered: masks (a float32 tensor ({V},) kept as a plain attribute, not a buffer); with its " \
+        "parameters on another device the forward raises FakeTensorDeviceMismatchError"
+    unused = structure.registration(subject(UnusedTensorsInDict()))  # the model runs without it anywhere
+    assert unused.status == "warn" and unused.verdict.endswith(
+        "; outside state_dict(): masks, plain tensors the model carries along itself (its forward still runs with "
+        "its parameters moved to another device)"), unused.verdict
 
 
 def test_tokenizer_fails_when_the_factorys_tokenizer_cannot_encode_the_corpus():

@@ -443,12 +443,71 @@ class Built:
         return (self.extras or {}).get(key)
 
 
+class Several:
+    """Several optimizers, or several schedulers, handed over as one list and used as one, each in the
+    list's order (modded-nanogpt's Muon for the hidden matrices and AdamW for the rest, each with its own
+    schedule): ``step`` and ``zero_grad`` go to each; ``param_groups`` and ``state`` are all of theirs;
+    ``state_dict`` is the list of theirs. Iterating gives the members, as the list did."""
+
+    def __init__(self, members: list) -> None:
+        self.members = list(members)
+
+    def __iter__(self):
+        return iter(self.members)
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def __getitem__(self, i):
+        return self.members[i]
+
+    @property
+    def param_groups(self) -> list[dict]:
+        return [group for m in self.members for group in m.param_groups]
+
+    @property
+    def state(self) -> dict:
+        return {p: value for m in self.members for p, value in getattr(m, "state", {}).items()}
+
+    def step(self, *args, **kwargs) -> None:
+        for m in self.members:
+            m.step(*args, **kwargs)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for m in self.members:
+            m.zero_grad(set_to_none=set_to_none)
+
+    def state_dict(self) -> list:
+        return [m.state_dict() for m in self.members]
+
+    def load_state_dict(self, states: list) -> None:
+        for m, state in zip(self.members, states):
+            m.load_state_dict(state)
+
+    @property
+    def name(self) -> str:
+        return " + ".join(type(m).__name__ for m in self.members)
+
+
+def _several(key: str, value: Any) -> tuple[Any, str | None]:
+    """A list or tuple of optimizers or schedulers as one ``Several``; anything else as it is. The problem,
+    in words, when an item of the list has no ``step``."""
+    if not isinstance(value, (list, tuple)):
+        return value, None
+    odd = next((v for v in value if not callable(getattr(v, "step", None))), None)
+    if odd is not None or not value:
+        return None, (f"a dict whose '{key}' is an empty {type(value).__name__}" if not value else
+                      f"a dict whose '{key}' list holds {described(odd)}, which has no step()")
+    return Several(value), None
+
+
 def unpack(built: Any) -> tuple[Built | None, str | None]:
     """Split what a factory returned into (Built, None), or (None, a description of what it was).
 
     Accepted: an nn.Module; a (model, optimizer) pair; a dict with "model"
-    and any of ``FACTORY_KEYS``. The description reads in a sentence:
-    "42 (an int)", "a tuple of 3 items", "a dict without 'model'".
+    and any of ``FACTORY_KEYS``, where "optimizer" and "scheduler" may each
+    be a list, stepped in its order (``Several``). The description reads in
+    a sentence: "42 (an int)", "a tuple of 3 items", "a dict without 'model'".
     """
     if isinstance(built, Mapping):
         unknown = [k for k in built if k not in FACTORY_KEYS]
@@ -457,7 +516,13 @@ def unpack(built: Any) -> tuple[Built | None, str | None]:
         if not isinstance(built.get("model"), nn.Module):
             return None, ("a dict without 'model'" if "model" not in built else
                           f"a dict whose 'model' is {described(built['model'])}")
-        return Built(built["model"], built.get("optimizer"), {k: v for k, v in built.items() if k != "model"}), None
+        parts = {k: v for k, v in built.items() if k != "model"}
+        for key in ("optimizer", "scheduler"):
+            if key in parts:
+                parts[key], problem = _several(key, parts[key])
+                if problem is not None:
+                    return None, problem
+        return Built(built["model"], parts.get("optimizer"), parts), None
     if isinstance(built, (tuple, list)):
         if len(built) != 2:
             return None, f"a {type(built).__name__} of {len(built)} items"

@@ -230,7 +230,8 @@ def _build(factory: Callable[[], Any], name: str) -> Built:
     parts, problem = unpack(built)
     if problem is not None:
         raise Crash(f"the factory {name} returned {problem}, but it must return an nn.Module, a "
-                    "(model, optimizer) pair, or a dict with 'model'")
+                    "(model, optimizer) pair, or a dict with 'model' (and an 'optimizer' and a 'scheduler' that "
+                    "are each one object with step() or a list of them)")
     return parts
 
 
@@ -308,7 +309,7 @@ def prepare(factory: Callable[[], Any], vocab_size: int | None, block_size: int 
         optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
         opt_text = "AdamW lr 3e-3 built by the audit"
     else:
-        opt_text = f"{type(optimizer).__name__} from the factory"
+        opt_text = f"{getattr(optimizer, 'name', type(optimizer).__name__)} from the factory"
     dtype = dtype_of(model)
     setup = {"V": V, "T": T, "B": B_AUDIT, "device": str(dev), "dtype": dtype_name(dtype), "convention": described,
              "interface": forward.interface.style, "optimizer": opt_text, "model": type(model).__name__,

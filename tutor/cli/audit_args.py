@@ -19,7 +19,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "audit", help=f"audit a GPT: {len(LINKS)} links in order, one verdict each, the first failure named",
         description=f"Run the audit ({', '.join(LINKS)}) on the model FACTORY() in FILE.py builds. FACTORY takes "
                     "no arguments and returns an nn.Module, (model, optimizer), or a dict with 'model' and any of "
-                    "'optimizer', 'tokenizer', 'pad_id', 'train_step', 'evaluate', 'scheduler', 'scaler'. "
+                    "'optimizer', 'tokenizer', 'pad_id', 'train_step', 'evaluate', 'scheduler', 'scaler' ('optimizer' "
+                    "and 'scheduler' may each be a list, stepped in order). "
                     "nanoGPT-style, Hugging Face-style and engine-style models are recognised; the report "
                     "says which.")
     p.add_argument("target", metavar="FILE.py:FACTORY", help="a Python file and the factory function in it")

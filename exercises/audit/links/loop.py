@@ -83,13 +83,12 @@ class Watch:
             patches.append((owner, attr, getattr(owner, attr), had))
             setattr(owner, attr, wrapper)
 
-        step = self.optimizer.step
+        for optimizer in getattr(self.optimizer, "members", [self.optimizer]):  # each of several, in any order
+            def watched_step(*args, _step=optimizer.step, **kwargs):
+                self.saw("step")
+                return _step(*args, **kwargs)
 
-        def watched_step(*args, **kwargs):
-            self.saw("step")
-            return step(*args, **kwargs)
-
-        patch(self.optimizer, "step", watched_step)
+            patch(optimizer, "step", watched_step)
         if self.scaler is not None and hasattr(self.scaler, "unscale_"):
             unscale = self.scaler.unscale_
 
@@ -156,15 +155,29 @@ def _flat(grads: dict[int, torch.Tensor] | None, params) -> torch.Tensor:
                       torch.zeros(p.numel(), dtype=torch.float64) for p in params])
 
 
+def _full_gradient(s: Subject, params) -> torch.Tensor:
+    """The full-batch gradient of the mean loss at the model's present state, as one vector (``_flat``);
+    the gradients are cleared before and after."""
+    clear_grads(s.model, s.optimizer)
+    with mode(s.model, True), seeded(0):
+        s.forward.loss(s.xs, s.ys).backward()
+    full = _flat({id(p): p.grad.detach().clone() for p in params if p.grad is not None}, params)
+    clear_grads(s.model, s.optimizer)
+    return full
+
+
 def loop(s: Subject) -> Link:
     """LOOP: the learner's ``train_step`` zeroes, normalises, clips and schedules in the right order.
 
     Checks, each measured on one step with the RNG reseeded:
 
-    - it calls ``optimizer.step()`` (directly or through the scaler);
+    - it calls ``optimizer.step()`` (directly or through the scaler; each of
+      several optimizers handed as a list counts);
     - zero_grad: the same step replayed from the same state, leaving the
       first step's gradients in place, sees the same gradients (``REPEAT_TOL``)
-      — without zero_grad the second sees twice as much;
+      — without zero_grad the second sees twice as much; and
+      ``optimizer.step()`` sees a gradient at all — a zero_grad placed
+      between backward() and the step leaves it none;
     - normalisation: the step's gradient, before clipping and unscaled,
       matches the full-batch gradient of the mean loss (``NORM_RATIO_BAND``)
       — k microbatches summed without dividing by k give k times it;
@@ -217,6 +230,17 @@ def loop(s: Subject) -> Link:
                                       f"{lr0:.3g}" + ("" if ok else ": scheduler.step() runs before "
                                                       "optimizer.step()"), ok))
 
+    saw = _flat(first.at_step, params) if steps else None
+    full = None
+    if saw is not None and float(saw.norm()) == 0.0:
+        _restore(s, saved)
+        full = _full_gradient(s, params)
+    if full is not None and float(full.norm()) > 0.0:
+        rows.append(("zero_grad", f"optimizer.step() saw no gradient (every one zero or None), where the batch's "
+                                  f"loss has one (norm {float(full.norm()):.3g}): zero_grad() runs between "
+                                  "backward() and optimizer.step(), so the step never moves anything; call it "
+                                  "before the forward or after the step", False))
+    elif steps:
         _restore(s, saved)  # the same state again; the first step's gradients stay where it left them
         second = Watch(model, s.optimizer, scaler)
         _run(s, train_step, second)
@@ -228,17 +252,15 @@ def loop(s: Subject) -> Link:
                       "accumulate across steps (optimizer.zero_grad() missing)"), change <= REPEAT_TOL))
 
         _restore(s, saved)
-        clear_grads(model, s.optimizer)
-        with mode(model, True), seeded(0):
-            s.forward.loss(s.xs, s.ys).backward()
-        full = _flat({id(p): p.grad.detach().clone() for p in params if p.grad is not None}, params)
-        clear_grads(model, s.optimizer)
+        full = _full_gradient(s, params)
         ratio = float(a.norm() / full.norm().clamp_min(1e-30))
         cosine = float((a @ full) / (a.norm() * full.norm()).clamp_min(1e-30))
         lo, hi = NORM_RATIO_BAND
         ok = lo <= ratio <= hi
+        advice = "" if ok else ": divide each microbatch's loss by the number of microbatches" if ratio > hi else \
+            ": the loss is divided once too often (by the number of microbatches twice, or a sum divided again)"
         rows.append(("normalisation", f"|step gradient| / |full-batch gradient| {ratio:.3f} (cosine {cosine:.3f})"
-                     + ("" if ok else ": divide each microbatch's loss by the number of microbatches"), ok))
+                     + advice, ok))
 
     evaluate = s.extras.get("evaluate")
     if evaluate is not None:
