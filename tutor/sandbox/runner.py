@@ -23,7 +23,6 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
-import queue
 import secrets
 import select
 import shutil
@@ -37,6 +36,7 @@ from typing import Callable, Sequence
 from tutor.model.catalog import Catalog, Exercise
 from tutor.sandbox import bwrap, landlock, namespaces, protocol, speed
 from tutor.sandbox.confine import Status, enabled, remove_cgroups
+from tutor.sandbox.launch import launch, why_not_started
 from tutor.sandbox.protocol import Answer, Hello, Progress, ProtocolError, Request, Side
 from tutor.sandbox.result import RunResult, grade, read_prediction
 from tutor.sandbox.speed import Speed, TimeLimit, pin_cpu_kernels
@@ -136,7 +136,7 @@ class Worker:
             if self.sandboxed:
                 argv, fd = bwrap.through_fd(argv)
                 fds = (fd,)
-            self._proc = _launch(argv, env, fds, bwrap.as_user(wall.user if self.sandboxed else None))
+            self._proc = launch(argv, env, fds, bwrap.as_user(wall.user if self.sandboxed else None))
         except OSError as exc:
             raise WorkerError(f"could not start the check worker ({exc})") from None
         finally:
@@ -152,8 +152,7 @@ class Worker:
             if self.stopped:
                 raise WorkerError("the check worker was stopped while it was starting") from None
             self.stop()
-            raise WorkerError("the check worker did not start; is torch installed? "
-                              "Run: pip install torch==2.13.0") from None
+            raise WorkerError(f"the check worker did not start: {why_not_started(proc)}") from None
         if self.sandboxed:  # its pid inside the sandbox means nothing here: name it as this machine sees it
             hello = replace(hello, pid=_host_pid(proc.pid, hello.pid))
         self.hello = hello
@@ -306,43 +305,6 @@ def _host_pid(outer: int, inner: int) -> int:
         if len(ids) >= 2 and ids[-1] == str(inner):
             return pid
     return outer
-
-
-_LAUNCHES: "queue.Queue[tuple]" = queue.Queue()
-_LAUNCHER: threading.Thread | None = None
-_LAUNCHER_LOCK = threading.Lock()
-
-
-def _launch(argv: list[str], env: dict[str, str], fds: tuple[int, ...] = (), user: dict | None = None) -> subprocess.Popen:
-    """Start the worker from one thread that lives as long as this process.
-
-    bwrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) follows the *thread* that
-    forked it: a worker started from a short-lived thread (a TUI task) would
-    die when that thread ends. So every start is made on one daemon thread (as ``user``: ``bwrap.as_user``).
-    """
-    global _LAUNCHER
-    with _LAUNCHER_LOCK:
-        if _LAUNCHER is None or not _LAUNCHER.is_alive():
-            _LAUNCHER = threading.Thread(target=_launcher, name="tutor-worker-launcher", daemon=True)
-            _LAUNCHER.start()
-    done: "queue.Queue" = queue.Queue(maxsize=1)
-    _LAUNCHES.put((argv, env, fds, user, done))
-    proc = done.get()
-    if isinstance(proc, BaseException):
-        raise proc
-    return proc
-
-
-def _launcher() -> None:
-    while True:
-        argv, env, fds, user, done = _LAUNCHES.get()
-        try:
-            landlock.libc().prctl  # looked up here: the forked child only calls it (no loader lock after a fork)
-            done.put(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      text=True, bufsize=1, env=env, start_new_session=True, pass_fds=fds,
-                                      **(user or {"preexec_fn": landlock.die_with_parent})))
-        except BaseException as exc:  # handed to the thread that asked
-            done.put(exc)
 
 
 class Runner:
