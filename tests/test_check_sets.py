@@ -30,7 +30,7 @@ def checked(monkeypatch):
         for ex in exercises:
             ran.append(ex.id)
             yield ex, SimpleNamespace(status="ok", clean=None, faulted=None, differs=True, duration_s=0.0,
-                                      device="cpu", error=None, time_limit=None)
+                                      device="cpu", error=None, time_limit=None, observed=None)
 
     monkeypatch.setattr(tutor.cli.author, "make_runner", lambda *args, **kwargs: _Idle())
     monkeypatch.setattr(tutor.cli.author, "_checked_in_order", in_order)

@@ -35,7 +35,7 @@ def test_list_json_holds_every_set_and_the_foundation_four():
     # + 9 of seed 001's claims about its own evidence (snapshot, floors, AdamW's first step, ...)
     # + 10 of seed 000's items that were only evidence (tied rows, unused wpe, in-place init, heads, ...)
     assert data["count"] == 182
-    assert {"shapes", "attention", "training"} <= {s["id"] for s in data["sets"]}
+    assert {"shapes", "attention", "training-update"} <= {s["id"] for s in data["sets"]}
 
 
 def test_list_unknown_set_exits_2():

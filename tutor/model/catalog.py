@@ -157,12 +157,20 @@ def _plain(value):
 
 @dataclass(frozen=True)
 class ExerciseSet:
-    """One set file's ``[set]`` table, with the set's exercises in file order."""
+    """One set file's ``[set]`` table, with the set's exercises in file order.
+
+    ``order`` places the set on the learner's path (the sets are taught in
+    ascending order, each relying on those before it); ``summary`` is one
+    line for the list; ``primer`` is the short text a learner reads before
+    the set's first exercise: the idea, the seed section it comes from, and
+    what the exercises will ask them to predict.
+    """
 
     id: str = _key(str)
     title: str = _key(str)
     order: int = _key(int)
     summary: str = _key(str)
+    primer: str = _key(str, default="")
     exercises: tuple[Exercise, ...] = field(default=())
 
 
@@ -293,8 +301,8 @@ def _load_set(path: Path, faults: dict, seen: dict, uses: list, root: Path, read
         _check_keys(entry, _EX_KEYS, where)
         exercises.append(_exercise(entry, meta["id"], uses, seen, where, root / "exercises"))
         seen[entry["id"]] = name
-    return ExerciseSet(id=meta["id"], title=meta["title"], order=meta["order"],
-                       summary=meta["summary"], exercises=tuple(exercises))
+    return ExerciseSet(id=meta["id"], title=meta["title"], order=meta["order"], summary=meta["summary"],
+                       primer=meta.get("primer", "").strip(), exercises=tuple(exercises))
 
 
 def _check_keys(table: dict, spec: dict, where: str) -> None:
