@@ -69,7 +69,8 @@ def test_each_layouts_residual_bug_fails_first_at_residual_saying_what_was_measu
 def test_post_norm_is_told_apart_by_its_own_final_norm_and_how_its_output_moves():
     rows = dict(residual_of("zoo_layouts:build_post_norm").evidence)
     held = [v for v in rows.values() if "held at fixed values" in v]
-    assert held and all("the output is final_layer_norm's and moves by" in v for v in held), rows
+    assert held and all(v.startswith("outputs of self_attn, fc2 held at fixed values") for v in held), held  # fc1: 4C
+    assert all("the output is final_layer_norm's and moves by" in v for v in held), rows
     dropped = [v for v in dict(residual_of("bug_residual_layouts:build_post_norm").evidence).values()
                if "held at fixed values" in v]
     assert dropped and all(v.endswith("and moves by 0 of its scale") for v in dropped), dropped

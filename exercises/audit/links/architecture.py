@@ -702,7 +702,8 @@ def residual(s: Subject) -> Link:
             ends = last is not None and last[1].shape == out.shape and _largest_difference(out, last[1]) <= \
                 _residual_tol(out)
             moved = _largest_difference(out2, out) / max(float(out.float().abs().max()), 1e-12)
-            evidence.append([f"{stack_name}[{i}]", f"outputs of {_names(branches[i])} held at fixed values: "
+            held = [b for j, b in enumerate(branches[i]) if (i, j) in fixed]  # the stream-shaped ones
+            evidence.append([f"{stack_name}[{i}]", f"outputs of {_names(held)} held at fixed values: "
                                                    f"doubling the input adds x within {carried:.3e}; the output "
                                                    + (f"is {last[0]}'s" if ends else "is not a norm's")
                                                    + f" and moves by {moved:.3g} of its scale"])
@@ -765,7 +766,9 @@ def _names(branches: list[tuple[str, nn.Module]]) -> str:
 
 
 def _is_norm(m: nn.Module) -> bool:
-    return "norm" in type(m).__name__.lower() or hasattr(m, "normalized_shape")
+    """A normalisation: a module with a ``normalized_shape``, or named like a norm and holding no weight
+    matrix (an attention class named for its qk-norm is not one)."""
+    return hasattr(m, "normalized_shape") or "norm" in type(m).__name__.lower() and not _matrices(m)
 
 
 def _matrices(m: nn.Module) -> set[int]:
