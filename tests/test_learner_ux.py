@@ -583,6 +583,20 @@ def test_answer_kinds_are_named_in_the_learners_words(tmp_path, capsys, monkeypa
     drive(app, script, size=(100, 30))
 
 
+def test_a_set_line_at_home_shows_the_sets_primer(tmp_path):
+    app, _ = make_app(tmp_path)
+    primer = " ".join(load_catalog().get_set("training-update").primer.split())
+
+    async def script(pilot):
+        tree = pilot.app.screen.query_one(ExerciseTree)
+        tree.move_to("hand-update")
+        tree.move_cursor(tree.cursor_node.parent)  # the set's own line
+        await pilot.pause()
+        detail = text_of(pilot.app.screen.query_one("#home-detail-text", Static))
+        assert detail.startswith("One update — ") and primer in " ".join(detail.split())
+    drive(app, script, size=(100, 30))
+
+
 # --- time limits ----------------------------------------------------------------------------------
 
 LIMIT = "the check did not finish within 30 s and was stopped"

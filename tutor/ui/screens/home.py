@@ -268,14 +268,15 @@ class HomeScreen(PageScreen):
     # --- the detail pane -----------------------------------------------------------
 
     def _describe(self, data: str | None) -> Text:
-        """What the highlighted line is: a set's summary or an exercise's details."""
+        """What the highlighted line is: a set's primer (its summary, if it has none) or an exercise's details."""
         catalog = self.app.catalog
         if data is None:
             return Text("")
         set_id = set_id_of(data)
         if set_id is not None:
             exercise_set = catalog.get_set(set_id)
-            return Text.assemble((exercise_set.title, "bold"), f" — {exercise_set.summary}")
+            primer = " ".join(exercise_set.primer.split())  # reflowed to the pane's width
+            return Text.assemble((exercise_set.title, "bold"), f" — {primer or exercise_set.summary}")
         exercise_id = data
         exercise = catalog.get(exercise_id)
         progress = self.progress.of(exercise_id)
