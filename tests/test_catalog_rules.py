@@ -104,6 +104,18 @@ def test_an_id_seen_in_an_earlier_file_names_that_file(tmp_path):
     assert refusal(tmp_path, set_file(), other) == "t.toml: exercise 'ex-one': duplicate id, already defined in s.toml"
 
 
+def test_a_set_id_that_is_also_an_exercise_id_is_refused(tmp_path):
+    assert refusal(tmp_path, set_file(exercise(id="s"))) == \
+        "s.toml: exercise 's': its id is also a set's id; rename one of them"
+
+
+def test_a_sets_primer_is_read_stripped_and_may_be_left_out(tmp_path):
+    with_primer = set_file()
+    with_primer["set"] = {**with_primer["set"], "primer": "\nWhat idea, which section, what to predict.\n"}
+    assert build(tmp_path, with_primer).get_set("s").primer == "What idea, which section, what to predict."
+    assert build(tmp_path, set_file()).get_set("s").primer == ""
+
+
 @pytest.mark.parametrize("changes, sentence", [
     ({"id": "Ex_One"}, "key 'id' must be kebab-case (a-z, 0-9, single hyphens)"),
     ({"set": "other"}, "key 'set' is 'other' but the file's [set] id is 's'"),

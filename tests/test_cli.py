@@ -210,7 +210,7 @@ def test_json_answer_of_the_wrong_length_is_a_json_usage_error():
 def test_json_unknown_id_and_unknown_set_are_json_usage_errors():
     assert "there is no exercise 'head-splt'" in _json_error(tutor("run", "head-splt", "--predict", "b",
                                                                    "--json"))["error"]
-    assert "there is no exercise 'nope'" in _json_error(tutor("show", "nope", "--json"))["error"]
+    assert "there is no exercise or set 'nope'" in _json_error(tutor("show", "nope", "--json"))["error"]
     assert "there is no set 'nope'" in _json_error(tutor("list", "--set", "nope", "--json"))["error"]
     assert "learner name" in _json_error(tutor("progress", "--learner", "../x", "--json"))["error"]
 

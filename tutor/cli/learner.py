@@ -9,6 +9,7 @@ to ``events.notice`` as they happen (the helpers every command shares are
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from datetime import datetime, timezone
@@ -23,8 +24,9 @@ from tutor.cli.common import (catalog, catalog_or_none, choice_text, confidence_
                               writable_session)
 from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_SAVE, EXIT_USAGE, CouldNotRun, EditReply,
                                Events, EveryoneReply, ListReply, ProgressReply, Reply, ReviewReply, RunReply, ShowReply,
-                               UsageError, VersionReply)
+                               ShowSetReply, UsageError, VersionReply)
 from tutor.model.attempts import ProgressError
+from tutor.model.finding import suggestions
 
 # The rules only some commands use (calibration, review, patches, verdicts, the progress format) are
 # imported by those commands: 'tutor list' loads none of them.
@@ -38,15 +40,38 @@ def list_(args, events: Events) -> ListReply:
                       "count": sum(len(s.exercises) for s in sets)}, sets=sets)
 
 
-def show(args, events: Events) -> ShowReply:
+def show(args, events: Events) -> ShowReply | ShowSetReply:
+    """``tutor show ID``: an exercise by its id, else a set by its id or title.
+
+    Raises:
+        UsageError: neither an exercise nor a set is named so; the sentence offers close ids.
+    """
     cat = catalog()
-    ex = exercise(cat, args.id)
+    try:
+        ex = exercise(cat, args.id)
+    except UsageError:
+        try:
+            exercise_set = find_set(cat, args.id)
+        except UsageError:
+            raise UsageError(_neither(cat, args.id)) from None
+        return ShowSetReply({"set": {"id": exercise_set.id, "title": exercise_set.title, "order": exercise_set.order,
+                                     "summary": exercise_set.summary, "primer": exercise_set.primer,
+                                     "exercises": [{"id": e.id, "title": e.title} for e in exercise_set.exercises]}},
+                            exercise_set=exercise_set)
     fault = cat.fault_of(ex)
     patch = diff(fault) if fault else ""
     data = ex.to_dict()
     data.update(prompt=ex.prompt, explain=ex.explain, hints=list(ex.hints), diff=patch,
                 fault_summary=fault.summary if fault else None)
     return ShowReply(data, exercise=ex, fault=fault, patch=patch)
+
+
+def _neither(cat, text: str) -> str:
+    """The sentence for a name that is neither an exercise id nor a set's id or title, with close ids."""
+    wanted = text.strip()
+    close = suggestions(cat, wanted) + difflib.get_close_matches(wanted.casefold(), [s.id for s in cat.sets], n=2)
+    hint = f"did you mean {', '.join(close)}?" if close else "'tutor list' shows every set and exercise id."
+    return f"there is no exercise or set {wanted!r}; {hint}"
 
 
 def run(args, events: Events) -> RunReply:

@@ -33,7 +33,8 @@ from typing import Any
 
 from tutor.model import answers
 from tutor.cli.replies import (CheckReply, DoctorReply, EditReply, EveryoneReply, GradeReply, GradescopeReply, ListReply,
-                               ProgressReply, Reply, ReportReply, ReviewReply, RunReply, ShowReply, VersionReply)
+                               ProgressReply, Reply, ReportReply, ReviewReply, RunReply, ShowReply, ShowSetReply,
+                               VersionReply)
 from tutor.cli.width import output_width
 from tutor.model.attempts import show_time
 
@@ -191,6 +192,24 @@ class RichOutput:
         if fault:
             console.print(f"\nThe fault [bold]{fault.id}[/bold]: {escape(fault.summary)}")
             console.print(render_diff(reply.patch))
+
+    @show.register
+    def _(self, reply: ShowSetReply) -> None:
+        # deferred: Rich loads only when something is drawn (--json draws nothing)
+        from rich.markdown import Markdown
+        from rich.panel import Panel
+        from rich.text import Text
+        exercise_set, console = reply.exercise_set, self.console
+        primer = Markdown(exercise_set.primer or exercise_set.summary)  # Markdown, as a prompt is
+        console.print(Panel(primer, title=f"{exercise_set.title} ({exercise_set.id})"))
+        width = max(len(e.id) for e in exercise_set.exercises) if exercise_set.exercises else 0
+        for n, e in enumerate(exercise_set.exercises, start=1):
+            row = Text(f"{n:>3}  {e.id:<{width}}  {e.title}")
+            row.stylize("bold", 5, 5 + len(e.id))
+            console.print(row, no_wrap=True, overflow="ellipsis")
+        if exercise_set.exercises:
+            console.print(f"  tutor show {exercise_set.exercises[0].id}   (an exercise: its prompt and its fault)",
+                          soft_wrap=True, markup=False)
 
     @show.register
     def _(self, reply: RunReply) -> None:

@@ -54,8 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="set_id", help="only this set")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
-    p = sub.add_parser("show", help="show an exercise: prompt, answer format, the fault's diff")
-    p.add_argument("id")
+    p = sub.add_parser("show", help="show an exercise (prompt, answer format, the fault's diff) or a set "
+                                    "(its primer and its exercises in order)")
+    p.add_argument("id", metavar="ID|SET", help="an exercise id, or a set's id or title")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("run", help="do one exercise headlessly: predict, run the check, grade, save")

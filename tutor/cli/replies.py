@@ -70,6 +70,13 @@ class ShowReply(Reply):
 
 
 @dataclass
+class ShowSetReply(Reply):
+    """``tutor show SET``: one set, its primer and its exercises in order."""
+
+    exercise_set: Any = None
+
+
+@dataclass
 class RunReply(Reply):
     exercise: Any = None
     result: Any = None

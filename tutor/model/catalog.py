@@ -250,6 +250,9 @@ def build_catalog(directory: Path, root: Path, listing: list[Path], reads: dict 
         if fault_id not in faults:
             raise CatalogError(f"{where}: key 'fault' names {fault_id!r}, which no [[fault]] table defines")
     sets.sort(key=lambda s: (s.order, s.id))
+    for s in sets:  # 'tutor show NAME' takes either, so a name must say which
+        if s.id in seen:
+            raise CatalogError(f"{seen[s.id]}: exercise {s.id!r}: its id is also a set's id; rename one of them")
     for ex in (ex for s in sets for ex in s.exercises):
         module = root / "exercises" / f"{ex.check.partition('.')[0]}.py"
         reads.setdefault(module, _functions_in(module)[1])  # the text validation read, from the memo
