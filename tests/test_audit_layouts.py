@@ -9,11 +9,18 @@ bugs are in bug_residual_layouts.py.
 """
 
 import functools
+import sys
 
 import pytest
+import torch
 
-from audit_support import factory
+from audit_support import ZOO, factory, subject_of
 from exercises.audit import LINKS, audit
+from exercises.audit.links import architecture
+
+sys.path.insert(0, str(ZOO))
+import bug_residual_layouts  # noqa: E402  (tests/audit_models, put on the path above)
+import zoo_layouts  # noqa: E402
 
 #: Each test on one torch thread (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -22,18 +29,19 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 CLEAN = {
     "build_post_norm": "normalise the sum of their input and their branches (post-norm)",
     "build_sandwich": "2 return their input with their output projections zeroed",
-    "build_sandwich_layernorm": "2 add their input to their branches' outputs (doubling it, with the branches "
-                                "held, adds x)",
+    "build_sandwich_layernorm": "2 add their input to their branches' outputs (d added to it, with the "
+                                "branches held, adds d)",
     "build_parallel": "2 return their input with their output projections zeroed",
-    "build_moe": "2 add their input to their branches' outputs (doubling it, with the branches held, adds x)",
+    "build_moe": "2 add their input to their branches' outputs (d added to it, with the branches held, adds d)",
     "build_qk_norm": "2 return their input with their output projections zeroed",
 }
 #: Each layout's planted bug and the reason RESIDUAL's verdict gives, from what it measured.
 BUGS = {
     "build_post_norm": "it ends in a norm that does not see its input: the residual connection is lost",
     "build_sandwich": "the output is normalised (rms 1 per position): the residual was built from norm(x)",
-    "build_parallel": "moves its output by 2 x, not x: the stream carries its input more than once",
-    "build_moe": "moves its output by 0 x: the block drops its input",
+    "build_parallel": "adding d to its input, with its branches held, adds 2 d to its output, not d: the stream "
+                      "carries its input more than once",
+    "build_moe": "adding d to its input, with its branches held, adds 0 d to its output: the block drops its input",
     "build_qk_norm": "the output is zero: the residual connection is lost",
 }
 
@@ -86,3 +94,14 @@ def test_experts_that_are_not_linear_are_held_as_one_branch():
     assert rows[0].startswith("zeroed self_attn.o_proj: max |block(x) - x| "), rows  # no Linear back to C in the MoE
     held = [v for v in rows if "held at fixed values" in v]
     assert held and all(v.startswith("outputs of self_attn, block_sparse_moe held at fixed values") for v in held)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_the_layouts_are_told_apart_in_low_precision(dtype):
+    """In bfloat16 the nudge d is at the output's scale, so rounding cannot hide what the block does with it."""
+    for build in ("build_moe", "build_post_norm", "build_sandwich_layernorm"):
+        link = architecture.residual(subject_of(lambda: getattr(zoo_layouts, build)()[0].to(dtype)))
+        assert link.status == "ok", (build, link.verdict)
+    for build in BUGS:
+        link = architecture.residual(subject_of(lambda: getattr(bug_residual_layouts, build)()[0].to(dtype)))
+        assert link.status == "FAIL" and BUGS[build] in link.verdict, (build, link.verdict)

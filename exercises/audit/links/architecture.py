@@ -639,16 +639,17 @@ def residual(s: Subject) -> Link:
     2. Each branch's whole output (``branches_of``: the outermost modules of
        the block with weights of their own, not norms, whose output has the
        stream's shape) held at a fixed random tensor r of the stream's
-       scale, and the block run on its input x and on 2x. A block that adds
-       x to its branches moves by exactly x: experts that are not
+       scale, and the block run on its input x and on x + d, d random at
+       the output's scale (so rounding in bfloat16 cannot hide it). A block
+       that adds x to its branches moves by exactly d: experts that are not
        ``nn.Linear`` (Mixtral's), a norm after each branch (Gemma 2's
        sandwich: x + norm(r), whatever the norm's bias), a block that wraps
        another. A post-norm block (GPT-1, BERT, OPT-350m's
        ``ln(x + attn(x))``) ends in a norm of its own (its output is that
-       norm's output) and moves when its input doubles (the norm sees
-       2x + r, not x + r). A residual built from ``norm(x)`` moves by
-       neither (ln(2x) = ln(x)), nor does a dropped residual (r, or ln(r)),
-       nor one added twice (2x).
+       norm's output) and moves when its input does (the norm sees
+       x + d + r). A residual built from ``norm(x)`` moves by neither
+       (ln(x + d) + r), nor does a dropped residual (r, or ln(r)), nor one
+       added twice (by 2d).
 
     Where the stack holds each layer's parts rather than blocks
     (x-transformers' (norms, layer, residual) triples, combined by its
@@ -691,44 +692,47 @@ def residual(s: Subject) -> Link:
         branches = {i: branches_of(blocks[i]) for i in rest}
         fixed: dict = {}
         once = _through_blocks(s, blocks, branches, fixed)
-        twice = _through_blocks(s, blocks, branches, fixed, doubled={i: once[i][0] for i in rest if i in once})
+        nudges = {i: _like(once[i][1], torch.Generator().manual_seed(i + 1)) for i in rest if i in once}
+        twice = _through_blocks(s, blocks, branches, fixed, fed={i: once[i][0] + d for i, d in nudges.items()})
         for i in rest:
             if i not in once or i not in twice:
                 failed.append((i, "it did not run with its branches held", None))
                 continue
-            (x, out, norms), out2 = once[i], twice[i][1]
-            carried = _largest_difference(out2 - out, x)
+            (x, out, norms), out2, d = once[i], twice[i][1], nudges[i]
+            moved = (out2 - out).float()
+            carried = _largest_difference(moved, d)
             last = norms[-1] if norms else None
             ends = last is not None and last[1].shape == out.shape and _largest_difference(out, last[1]) <= \
                 _residual_tol(out)
-            moved = _largest_difference(out2, out) / max(float(out.float().abs().max()), 1e-12)
+            scale = max(float(out.float().abs().max()), 1e-12)
             held = [b for j, b in enumerate(branches[i]) if (i, j) in fixed]  # the stream-shaped ones
-            evidence.append([f"{stack_name}[{i}]", f"outputs of {_names(held)} held at fixed values: "
-                                                   f"doubling the input adds x within {carried:.3e}; the output "
-                                                   + (f"is {last[0]}'s" if ends else "is not a norm's")
-                                                   + f" and moves by {moved:.3g} of its scale"])
-            if carried <= _residual_tol(out2):
+            evidence.append([f"{stack_name}[{i}]", f"outputs of {_names(held)} held at fixed values: adding d to "
+                                                   f"the input adds d to the output within {carried:.3e}; the "
+                                                   "output " + (f"is {last[0]}'s" if ends else "is not a norm's")
+                                                   + f" and moves by {float(moved.abs().max()) / scale:.3g} of "
+                                                     "its scale"])
+            if carried <= s.tol(RESIDUAL_TOL) * max(1.0, float(out2.float().abs().max())):  # rounds in x's dtype
                 layouts[i] = "branches held"
-            elif ends and moved > POST_NORM_MOVES:
+            elif ends and float(moved.abs().max()) / scale > POST_NORM_MOVES:
                 layouts[i] = f"post-norm (ends in {last[0]})"
             else:
-                times = float((out2 - out).float().flatten() @ x.float().flatten()) / \
-                    max(float(x.float().pow(2).sum()), 1e-30)
+                times = float(moved.flatten() @ d.float().flatten()) / max(float(d.float().pow(2).sum()), 1e-30)
                 failed.append((i, "it ends in a norm that does not see its input: the residual connection is lost"
-                               if ends else None if abs(times) < 0.5 else
-                               f"doubling its input, with its branches held, moves its output by {times:.3g} x, "
-                               "not x: the stream carries its input more than once", times))
+                               if ends else None, times))
     if failed:
         i, why, times = failed[0]
         x, out = seen[i][:2]
         tol = _residual_tol(x)
         if why is None:
             rms = float(out.float().pow(2).mean(-1).sqrt().mean())
+            added = f"adding d to its input, with its branches held, adds {times:.3g} d to its output" \
+                if times is not None else ""
             why = ("the output is zero: the residual connection is lost" if float(out.abs().max()) < tol else
                    "the output is normalised (rms 1 per position): the residual was built from norm(x)"
-                   if abs(rms - 1) < 0.05 else "the residual stream does not carry x" if times is None else
-                   f"doubling its input, with its branches held, moves its output by {times:.3g} x: the block "
-                   "drops its input")
+                   if abs(rms - 1) < 0.05 else
+                   f"{added}, not d: the stream carries its input more than once" if added and times > 1.5 else
+                   f"{added}: the block drops its input" if added and abs(times) < 0.5 else
+                   "the residual stream does not carry x")
         names = [n for n, _ in projections[i]]
         return Link("RESIDUAL", "FAIL", f"{stack_name}[{i}] with {' and '.join(names) or 'its branches'} zeroed "
                                         f"returns something other than its input (max |Δ| {deltas[i]:.3g}), and "
@@ -744,13 +748,19 @@ def residual(s: Subject) -> Link:
 
 #: How each layout showed that its block carries its input forward, in the verdict.
 LAYOUT_WORDS = {"pre-norm": "return their input with their output projections zeroed",
-                "branches held": "add their input to their branches' outputs (doubling it, with the branches held, "
-                                 "adds x)",
+                "branches held": "add their input to their branches' outputs (d added to it, with the branches "
+                                 "held, adds d)",
                 "post-norm": "normalise the sum of their input and their branches (post-norm)"}
-#: Post-norm: with the branches held at r (the stream's scale), doubling a block's input turns
-#: norm(x + r) into norm(2x + r), which moves the output by ~0.3 of its scale for random x and r; a
+#: Post-norm: with the branches held at r, adding d (the output's scale) to a block's input turns
+#: norm(x + r) into norm(x + d + r), which moves the output by about its own scale for random d; a
 #: norm that never sees x (a dropped residual) does not move at all (0.0).
 POST_NORM_MOVES = 1e-2
+
+
+def _like(t: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """A random tensor of ``t``'s shape, dtype and device with the same root-mean-square per position."""
+    scale = t.float().pow(2).mean(-1, keepdim=True).sqrt()
+    return (torch.randn(t.shape, generator=generator).to(t.device) * scale).to(t.dtype)
 
 
 def _residual_tol(x: torch.Tensor) -> float:
@@ -816,15 +826,14 @@ def _stream_of(args: tuple, kwargs: dict) -> torch.Tensor | None:
 
 
 def _through_blocks(s: Subject, blocks: nn.ModuleList, held: dict | None = None, values=None,
-                    doubled: dict | None = None) -> dict[int, tuple]:
+                    fed: dict | None = None) -> dict[int, tuple]:
     """Run the model's forward (eval mode, two rows of the batch) and read each block's input and output
     and the outputs of the norms inside it, in the order they ran: ``{i: (x, out, [(norm name, output)])}``.
 
     ``held`` names, per block, branches whose stream-shaped outputs are replaced by a fixed random tensor
     of the block input's scale per position, made once and kept in the dict ``values`` so a second forward
-    gets the same. ``doubled`` gives, per block, an input to feed
-    it doubled in place of the one it receives."""
-    held, doubled = held or {}, doubled or {}
+    gets the same. ``fed`` gives, per block, an input to feed it in place of the one it receives."""
+    held, fed = held or {}, fed or {}
     seen: dict[int, tuple] = {}
     handles = []
     generator = torch.Generator().manual_seed(0)
@@ -833,9 +842,9 @@ def _through_blocks(s: Subject, blocks: nn.ModuleList, held: dict | None = None,
 
         def enter(module, args, kwargs, i=i, norms=norms):
             norms.clear()
-            if i not in doubled:
+            if i not in fed:
                 return None
-            x = 2 * doubled[i]
+            x = fed[i]
             if args and isinstance(args[0], torch.Tensor):
                 return (x, *args[1:]), kwargs
             key = next(k for k, v in kwargs.items() if isinstance(v, torch.Tensor) and v.dim() == 3)
@@ -860,9 +869,7 @@ def _through_blocks(s: Subject, blocks: nn.ModuleList, held: dict | None = None,
                 if x is None or first.shape != x.shape:
                     return None
                 if key not in values:
-                    scale = x.float().pow(2).mean(-1, keepdim=True).sqrt()
-                    values[key] = (torch.randn(first.shape, generator=generator).to(first.device) * scale).to(
-                        first.dtype)
+                    values[key] = _like(x, generator).to(first.dtype)
                 return _replace_first(out, values[key])
             handles.append(branch.register_forward_hook(replace))
     try:
