@@ -166,3 +166,12 @@ def test_a_causality_leak_in_the_same_scores_still_fails(build, scores):
 def test_the_clean_scores_hold_at_every_link_warning_only_at_attention(build):
     report = audit(getattr(zoo_scores, build), overfit_steps=0)
     assert report.first_failure is None and report.exit_code == 0 and report.warned == ["ATTENTION"], report.text()
+
+
+@pytest.mark.parametrize("build, status", [("build_alibi", "warn"), ("build_soft_capped", "warn"),
+                                           ("build_alibi_mask_shifted", "FAIL"), ("build_soft_capped_unmasked", "FAIL")])
+def test_the_scores_are_read_in_bfloat16_to_its_rounding(build, status):
+    link = architecture.attention(subject_of(lambda: getattr(zoo_scores, build)()[0].to(torch.bfloat16)))
+    assert link.status == status, link.verdict
+    convention = "ALiBi (a per-head bias linear in the distance" if "alibi" in build else "soft-capped at 50 (tanh)"
+    assert convention in link.verdict, link.verdict

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import torch
 from torch.overrides import TorchFunctionMode
 
+from exercises.audit.measure import rounding_tol
+
 #: The torch functions that compute scores by hand: q @ k^T.
 MATMULS = {"matmul", "__matmul__", "bmm"}
 #: The softmax of hand-written attention, whose input is the scaled (and masked) scores.
@@ -121,7 +123,8 @@ def sdpa_call(args: tuple, kwargs: dict) -> Call:
                 causal_asked=causal or isinstance(mask, torch.Tensor))
 
 
-def scale_by_hand(scores: torch.Tensor, logits: torch.Tensor) -> tuple[float | None, str]:
+def scale_by_hand(scores: torch.Tensor, logits: torch.Tensor, spread: float = SCALE_SPREAD
+                  ) -> tuple[float | None, str]:
     """The factor between hand-written scores q @ k^T and the softmax's input, read where a causal mask
     keeps them (key position <= query position), and a word on it; (None, why) when it is not one
     factor (an additive bias, a soft-cap) or the shapes differ."""
@@ -135,7 +138,7 @@ def scale_by_hand(scores: torch.Tensor, logits: torch.Tensor) -> tuple[float | N
         return None, "the softmax input is not finite where a causal mask keeps the scores"
     ratio = seen[big] / raw[big]
     scale = float(ratio.median())
-    if scale == 0 or float((ratio - scale).abs().max()) > SCALE_SPREAD * abs(scale):
+    if scale == 0 or float((ratio - scale).abs().max()) > spread * abs(scale):
         return None, "softmax input is not one multiple of q @ k^T (a bias or a cap on the scores)"
     return scale, f"softmax input = {scale:.4g} x q @ k^T"
 
@@ -147,28 +150,30 @@ def read_scores(call: Call, logits: torch.Tensor) -> None:
     of q @ k^T (``scale_by_hand``); a soft-cap, c * tanh(u) with u one multiple of q @ k^T; a scale and a
     bias by distance (``scale_and_bias``). Unread (scale None, ``asked`` saying why) otherwise."""
     scale, asked = scale_by_hand(call.scores, logits)
+    spread = max(rounding_tol(SCALE_SPREAD, t.dtype) for t in (call.scores, logits))  # they round in the model's dtype
     if scale is None and call.tanh is not None:
         into, out = call.tanh
-        cap, _ = scale_by_hand(out, logits)
-        pre, _ = scale_by_hand(call.scores, into)
+        cap, _ = scale_by_hand(out, logits, spread)
+        pre, _ = scale_by_hand(call.scores, into, spread)
         if cap is not None and pre is not None:
             scale, call.softcap = pre * cap, cap
-            call.convention = f"soft-capped at {cap:.4g} (tanh)"
+            call.convention = f"soft-capped at {cap:.3g} (tanh)"
             asked = f"softmax input = {cap:.4g} x tanh({pre:.4g} x q @ k^T)"
     if scale is None and call.tanh is None:
-        scale, bias, words = scale_and_bias(call.scores, logits)
+        scale, bias, words = scale_and_bias(call.scores, logits, spread)
         if scale is not None:
             call.bias, call.convention = bias, words
             asked = f"softmax input = {scale:.4g} x q @ k^T + {words}"
     call.scale, call.asked = scale, asked
 
 
-def scale_and_bias(scores: torch.Tensor, logits: torch.Tensor) -> tuple[float | None, torch.Tensor | None, str]:
+def scale_and_bias(scores: torch.Tensor, logits: torch.Tensor, spread: float = SCALE_SPREAD
+                   ) -> tuple[float | None, torch.Tensor | None, str]:
     """Fit logits = s * scores + b[h, i - j] over the entries a causal mask keeps, each row taken relative
     to its own diagonal (softmax ignores a constant per row, so a bias by key position, as BLOOM's and
     MPT's ALiBi, is a bias by distance). Returns (s, b as (1, H, T, S) with b = 0 on the diagonal, words:
     "ALiBi ..." when b is linear in the distance per head) or (None, None, "") when the fit leaves more
-    than ``SCALE_SPREAD`` of the logits' scale, or the bias differs between rows of the batch."""
+    than ``spread`` of the logits' scale, or the bias differs between rows of the batch."""
     if scores.shape != logits.shape or scores.dim() != 4 or scores.size(-1) != scores.size(-2):
         return None, None, ""
     raw, seen = scores.double(), logits.double()
@@ -194,14 +199,15 @@ def scale_and_bias(scores: torch.Tensor, logits: torch.Tensor) -> tuple[float | 
     r_c, l_c = r - by_distance(r)[:, groups][:, None], l - by_distance(l)[:, groups][:, None]
     s = float((r_c * l_c).sum() / (r_c * r_c).sum().clamp_min(1e-300))
     bias = by_distance(l - s * r)  # (H, T)
-    spread = float((l - s * r - bias[:, groups][:, None]).abs().max())
-    if s == 0 or spread > SCALE_SPREAD * max(float(l.abs().max()), 1e-30) or float(bias.abs().max()) <=             SCALE_SPREAD * float(l.abs().max()):
+    misfit = float((l - s * r - bias[:, groups][:, None]).abs().max())
+    if s == 0 or misfit > spread * max(float(l.abs().max()), 1e-30) or \
+            float(bias.abs().max()) <= spread * float(l.abs().max()):
         return None, None, ""
     full = torch.zeros(H, T, T, dtype=torch.float32, device=scores.device)
     full[:, kept] = bias[:, groups].float()
     d = torch.arange(T, dtype=bias.dtype, device=bias.device)
     slopes = -(bias[:, 1:] / d[1:]).mean(-1)  # (H,)
-    linear = float((bias + slopes[:, None] * d).abs().max()) <= SCALE_SPREAD * max(float(bias.abs().max()), 1e-30) * 10
+    linear = float((bias + slopes[:, None] * d).abs().max()) <= 10 * spread * max(float(bias.abs().max()), 1e-30)
     words = (f"ALiBi (a per-head bias linear in the distance, slopes {float(slopes[0]):.4g} .. "
              f"{float(slopes[-1]):.4g})" if linear else "a per-head bias by distance (relative positions)")
     return s, full[None], words
