@@ -175,3 +175,12 @@ def test_the_scores_are_read_in_bfloat16_to_its_rounding(build, status):
     assert link.status == status, link.verdict
     convention = "ALiBi (a per-head bias linear in the distance" if "alibi" in build else "soft-capped at 50 (tanh)"
     assert convention in link.verdict, link.verdict
+
+
+def test_a_query_pre_attn_scalar_and_a_soft_cap_are_named_together():
+    link = architecture.attention(subject_of(zoo_scores.build_soft_capped_scalar))
+    assert link.status == "warn", link.verdict
+    assert link.verdict.endswith("apply their own scores, not q @ k^T / sqrt(D): 0.125 (1/sqrt(C), C = 64 the heads' "
+                                 "width) and soft-capped at 50 (tanh) in transformer.h.0.attn, "
+                                 "transformer.h.1.attn"), link.verdict
+    assert len(link.warnings) == 2 and link.warnings[0].startswith("a scale other than 1/sqrt(D)"), link.warnings

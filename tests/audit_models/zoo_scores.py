@@ -7,7 +7,7 @@ GPT. Written here in the style of the code named, not copied from it:
   but zoo_nano's GPT keeps its own;
 - ``SoftCapped``: Gemma 2's eager attention (transformers' ``eager_attention_forward``): scores x
   query_pre_attn_scalar^-0.5, soft-capped as softcap x tanh(scores / softcap), an additive causal mask,
-  softmax in float32.
+  softmax in float32; ``build_soft_capped_scalar`` with a ``query_pre_attn_scalar`` other than D.
 
 ``build_alibi`` and ``build_soft_capped`` are clean; the bugs leak the future in the same code:
 ``build_alibi_mask_shifted`` builds its mask with ``triu(diagonal=2)``, so each position also reads the
@@ -50,9 +50,11 @@ class SoftCapped(zoo_nano.SelfAttention):
     attn_logit_softcapping = 50.0
     masked = True
 
+    query_pre_attn_scalar = None  # the head size D where None (Gemma 2 2B and 9B); Gemma 2 27B's is C / H
+
     def attend(self, q, k, v):
         T, D = q.size(2), q.size(-1)
-        scaling = D ** -0.5  # query_pre_attn_scalar = D
+        scaling = (self.query_pre_attn_scalar or D) ** -0.5
         attn_weights = torch.matmul(q, k.transpose(2, 3)) * scaling
         attn_weights = attn_weights / self.attn_logit_softcapping
         attn_weights = torch.tanh(attn_weights)
@@ -68,6 +70,12 @@ class SoftCappedUnmasked(SoftCapped):
     masked = False
 
 
+class SoftCappedScalar(SoftCapped):
+    """``query_pre_attn_scalar`` other than D, here the width C = 64 of the 4 heads of 16."""
+
+    query_pre_attn_scalar = 64
+
+
 def build_alibi():
     return zoo_nano.build(model_class=with_attention(Alibi))
 
@@ -78,6 +86,10 @@ def build_alibi_mask_shifted():
 
 def build_soft_capped():
     return zoo_nano.build(model_class=with_attention(SoftCapped))
+
+
+def build_soft_capped_scalar():
+    return zoo_nano.build(model_class=with_attention(SoftCappedScalar))
 
 
 def build_soft_capped_unmasked():

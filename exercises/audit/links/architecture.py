@@ -496,14 +496,15 @@ def _attention_verdict(checked: list, skipped: list[str], worst: tuple, s: Subje
             by_departure.setdefault(c.departure(), []).append(name)
         departures = "; ".join(f"{words} in {', '.join(names)}" for words, names in by_departure.items())
         scaled = [c for _, c in unconventional if c.unconventional_scale]
-        what = "scale the scores by other than 1/sqrt(D)" if len(scaled) == len(unconventional) else \
+        scale_only = not any(c.convention for _, c in unconventional)
+        what = "scale the scores by other than 1/sqrt(D)" if scale_only else \
             "apply their own scores, not q @ k^T / sqrt(D)"
         warnings = []
         if scaled:
             warnings.append("a scale other than 1/sqrt(D) is right for a model trained with it (muP's 1/D, "
                             "GPT-Neo's unscaled scores); otherwise its attention is flatter or sharper than intended")
         warnings += [CONVENTIONS[k] for k in CONVENTIONS if any(k in c.convention for _, c in unconventional)]
-        equal = "causal SDPA at their own scale" if len(scaled) == len(unconventional) else \
+        equal = "causal SDPA at their own scale" if scale_only else \
             "causal attention over the scores they apply"
         return Link("ATTENTION", "warn", f"{len(checked)} attention modules equal {equal} "
                                          f"(max {difference:.1e}), but {len(unconventional)} {what}: "
