@@ -37,13 +37,9 @@ class KeysInOrder:
     _waiting_on = None  # the node whose queue holds the key being handled (or its step)
     _lost_check = None  # the timer that looks whether that node went away
 
-    @property
-    def _held(self) -> deque:
-        """Keys typed while another was being handled, oldest first."""
-        held = self.__dict__.get("_held_keys")
-        if held is None:
-            held = self.__dict__["_held_keys"] = deque()
-        return held
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._held: deque[events.Key] = deque()  # keys typed while another was being handled, oldest first
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded:
