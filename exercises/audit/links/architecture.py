@@ -692,9 +692,14 @@ def residual(s: Subject) -> Link:
     if rest:
         branches = {i: branches_of(blocks[i]) for i in rest}
         fixed: dict = {}
-        once = _through_blocks(s, blocks, branches, fixed)
-        nudges = {i: _like(once[i][1], torch.Generator().manual_seed(i + 1)) for i in rest if i in once}
-        twice = _through_blocks(s, blocks, branches, fixed, fed={i: once[i][0] + d for i, d in nudges.items()})
+        try:
+            once = _through_blocks(s, blocks, branches, fixed)
+            nudges = {i: _like(once[i][1], torch.Generator().manual_seed(i + 1)) for i in rest if i in once}
+            twice = _through_blocks(s, blocks, branches, fixed, fed={i: once[i][0] + d for i, d in nudges.items()})
+        except Exception as exc:  # the judgement falls back on the first measurement, and says why
+            once, twice = {}, {}
+            evidence.append(["branches held", f"the forward raised {type(exc).__name__} with the branches' "
+                                              f"outputs held: {str(exc)[:160]}"])
         for i in rest:
             if i not in once or i not in twice:
                 failed.append((i, "it did not run with its branches held", None))
@@ -848,8 +853,8 @@ def _through_blocks(s: Subject, blocks: nn.ModuleList, held: dict | None = None,
             x = fed[i]
             if args and isinstance(args[0], torch.Tensor):
                 return (x, *args[1:]), kwargs
-            key = next(k for k, v in kwargs.items() if isinstance(v, torch.Tensor) and v.dim() == 3)
-            return args, {**kwargs, key: x}
+            key = next((k for k, v in kwargs.items() if isinstance(v, torch.Tensor) and v.dim() == 3), None)
+            return None if key is None else (args, {**kwargs, key: x})
 
         def leave(module, args, kwargs, out, i=i, norms=norms):
             seen.setdefault(i, (_stream_of(args, kwargs), _first_tensor(out), list(norms)))
