@@ -14,8 +14,8 @@ import threading
 import pytest
 
 from tutor.sandbox import protocol, runner, side
-from tutor.sandbox.protocol import (Attempted, Measured, Progress, ProtocolError, Raised, Request, Side, nesting,
-                                    shape_problem, sign, verify)
+from tutor.sandbox.protocol import Attempted, Measured, Progress, ProtocolError, Raised, Request, Side, sign, verify
+from tutor.sandbox.shapes import nesting, shape_problem
 
 KEY = b"k" * 32
 

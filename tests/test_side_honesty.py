@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tutor.cli.common import confinement_notices
-from tutor.sandbox import child, confine, namespaces, protocol, side
+from tutor.sandbox import child, confine, namespaces, protocol, side, tree
 from tutor.sandbox.protocol import Answer, Request, Side
 from tutor.sandbox.runner import grade
 
@@ -122,12 +122,12 @@ def test_a_tree_that_cannot_be_removed_is_said_never_kept_silently(tmp_path, mon
     (folder / "engine" / "stuck.py").write_text("x = 1\n")
     (folder / "gone.py").write_text("y = 2\n")
     refuse_unlinking(monkeypatch, "stuck.py")
-    said = side.remove_tree(str(folder))
+    said = tree.remove_tree(str(folder))
     assert said == (f"left its tree, which could not be removed: {folder / 'engine' / 'stuck.py'} "
                     f"({os.strerror(errno.EPERM)})")
     assert not (folder / "gone.py").exists()  # the rest went
     monkeypatch.undo()
-    assert side.remove_tree(str(folder)) == "" and not folder.exists()
+    assert tree.remove_tree(str(folder)) == "" and not folder.exists()
 
 
 def test_a_side_whose_tree_is_left_behind_says_so_in_its_row_and_its_notice(tmp_path, monkeypatch, catalog):
@@ -167,7 +167,7 @@ def deep_tree(folder: Path, depth: int) -> None:
 def test_a_tree_deeper_than_shutil_recurses_is_removed_whole(tmp_path):
     folder = tmp_path / "tree"
     deep_tree(folder, 3000)  # shutil.rmtree recurses once a level: past the recursion limit
-    assert side.remove_tree(str(folder)) == "" and not folder.exists()
+    assert tree.remove_tree(str(folder)) == "" and not folder.exists()
 
 
 def test_a_deep_tree_that_cannot_be_removed_is_said_not_raised(tmp_path, monkeypatch):
@@ -180,9 +180,9 @@ def test_a_deep_tree_that_cannot_be_removed_is_said_not_raised(tmp_path, monkeyp
             raise PermissionError(errno.EPERM, "Operation not permitted", path)
         return real(path, *args, dir_fd=dir_fd)
 
-    monkeypatch.setattr(side.os, "rmdir", refuse)
-    said = side.remove_tree(str(folder))
+    monkeypatch.setattr(tree.os, "rmdir", refuse)
+    said = tree.remove_tree(str(folder))
     monkeypatch.undo()
     # what is left is as deep still: removed here, or pytest's own clean-up of old temp folders meets it
-    assert side.remove_tree(str(folder)) == "" and not folder.exists()
+    assert tree.remove_tree(str(folder)) == "" and not folder.exists()
     assert said.startswith("left its tree, which could not be removed: d (Operation not permitted)"), said

@@ -21,7 +21,7 @@ from typing import Iterable
 PRIVATE_PACKAGES = ("engine", "exercises", "tutor")
 #: The package whose installed copy no side may read: the catalog (each fault's clean ``before`` text), the
 #: checks, and the capstone's mysteries (which hidden fault each seed carries). A side reads its own copy,
-#: from which a learner's side has these removed (:func:`tutor.sandbox.side.build_tree`).
+#: from which a learner's side has these removed (:func:`tutor.sandbox.tree.build_tree`).
 SECRET_PACKAGE = "exercises"
 
 # --- what a child may read -------------------------------------------------------------------------

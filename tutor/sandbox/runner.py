@@ -34,7 +34,7 @@ from dataclasses import asdict, replace
 from typing import Callable, Sequence
 
 from tutor.model.catalog import Catalog, Exercise
-from tutor.sandbox import bwrap, landlock, namespaces, protocol, speed
+from tutor.sandbox import bwrap, namespaces, protocol, speed
 from tutor.sandbox.confine import Status, enabled, remove_cgroups
 from tutor.sandbox.launch import launch, why_not_started
 from tutor.sandbox.protocol import Answer, Hello, Progress, ProtocolError, Request, Side
