@@ -73,6 +73,7 @@ def group_baseline(ctx: Context) -> Measurement:
     baseline, adv = advantages(rewards)
     row_sums = adv.sum(dim=1)
     centred = bool((row_sums.abs() <= 1e-6).all())
+    credited = bool((adv[2].abs() > 1e-6).any())  # prompt 2's equal responses given an advantage
     evidence = [
         table("Rewards (B=3 prompts, G=4 responses)", ["prompt", "rewards", "advantages", "row sum"],
               [[b, " ".join(f"{v:g}" for v in rewards[b].tolist()), " ".join(f"{v:+.2f}" for v in adv[b].tolist()),
@@ -80,9 +81,12 @@ def group_baseline(ctx: Context) -> Measurement:
         table("Baseline", ["quantity", "value"],
               [["baseline shape", tuple(baseline.shape)], ["baseline", " ".join(f"{v:.3f}" for v in baseline.flatten().tolist())],
                ["advantages shape", tuple(adv.shape)], ["every row centred", centred]]),
-        note("Prompt 2's responses all earned 1: a per-prompt baseline gives them zero advantage."),
+        note("Prompt 2's responses all earned 1: "
+             + ("this baseline is not its own group's mean, so they get a nonzero advantage although their "
+                "group could not tell them apart." if credited else
+                "a baseline taken over each prompt's own group gives them zero advantage.")),
     ]
-    return Measurement(observed=bool((adv[2].abs() > 1e-6).any()), evidence=evidence)
+    return Measurement(observed=credited, evidence=evidence)
 
 
 def _rank_main(rank: int, world: int, store: str, n_tokens: int, B: int, T: int, steps: int, conn) -> None:

@@ -85,7 +85,8 @@ def rope_cache_offset(ctx: Context) -> Measurement:
     if not all(flags):
         evidence.append(note("This model has no position table: positions enter only as the angle each query "
                              "and key is turned by. A chunk turned as if it started at 0 meets cached keys "
-                             "turned at their true positions, so every relative offset is wrong."))
+                             "that were turned as if their own chunk started at 0 (only the first chunk's "
+                             "sit at their true positions), so every offset to an earlier chunk is wrong."))
     return Measurement(observed=flags, evidence=evidence)
 
 

@@ -403,7 +403,8 @@ def packed_qkv(ctx: Context) -> Measurement:
     One attention module (C = 64, H = 2, eval mode) of a 1-layer engine maps
     x ~ N(0, 1) of shape (2, 8, 64). The packed ``qkv`` Linear holds a
     (3C, C) weight: rows 0..C-1 make q, C..2C-1 make k, 2C..3C-1 make v (the
-    layout checkpoints such as GPT-2's use). The reference computes q, k, v
+    q | k | v block order checkpoints rely on; GPT-2's stores it as a (C, 3C)
+    Conv1D, transposed). The reference computes q, k, v
     from those row blocks and runs SDPA. Observed: a choice —
     ``a``: shapes kept, causal, different from the reference (1e-5);
     ``b``: shapes kept, causal, equal to it; ``c``: not causal;

@@ -44,15 +44,21 @@ def first_line(exc: BaseException, with_type: bool = True, limit: int | None = N
     """An exception as the first line of its traceback: ``"RuntimeError: view size is ..."``.
 
     A KeyError's str() wraps its message in quotes; the message is taken
-    bare. ``with_type=False`` leaves the class name off; ``limit`` cuts the
-    line to that many characters.
+    bare. ``with_type=False`` leaves the class name off; ``limit`` keeps the
+    line within that many characters, a longer one cut after a whole word
+    and ended with "…", so a cut message never reads as a complete one.
     """
     bare = isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str)
     text = (exc.args[0] if bare else str(exc)).strip()
     line = (text.splitlines() or [""])[0]
     if with_type:
         line = f"{type(exc).__name__}: {line}"
-    return line[:limit] if limit else line
+    if not limit or len(line) <= limit:
+        return line
+    cut = line[:limit - 1]
+    if " " in cut[limit // 2:]:  # end on a whole word when one ends in the second half
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
 
 
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> dict:
