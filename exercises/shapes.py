@@ -155,10 +155,13 @@ def pairwise_index(ctx: Context) -> Measurement:
 def index_assign(ctx: Context) -> Measurement:
     """Observe whether ``ban_tokens`` changes the logits it is given.
 
-    Logits (2, 5) of zeros; ban token 3 in row 0 and token 0 in row 1.
+    Logits (2, 5) of zeros; ban token 3 in row 0 and token 0 in row 1 (at
+    any other seed than 0, one token per row drawn from the seed).
     Observed: True when ``logits`` is still all zeros afterwards. The evidence shows the
-    banned entries and their softmax probability, and which indexing
-    expressions share storage with ``logits`` (``untyped_storage().data_ptr()``).
+    banned entries and their softmax probability, every logit after the call
+    (``ban_tokens``' whole output: a repair that bans more than it was asked
+    to differs there), and which indexing expressions share storage with
+    ``logits`` (``untyped_storage().data_ptr()``).
     Seed 000 §1, "Indexing selects coordinates" (reads copy, assignment writes).
     """
     from exercises.snippets import indexing
@@ -166,7 +169,9 @@ def index_assign(ctx: Context) -> Measurement:
     device = torch.device(ctx.device)
     logits = torch.zeros(2, 5, device=device)  # (B, V)
     rows = torch.tensor([0, 1], device=device)
-    cols = torch.tensor([3, 0], device=device)
+    g = torch.Generator().manual_seed(ctx.seed)
+    banned = [3, 0] if ctx.seed == 0 else torch.randint(0, logits.shape[-1], (2,), generator=g).tolist()
+    cols = torch.tensor(banned, device=device)
     before = logits.clone()
     indexing.ban_tokens(logits, rows, cols)
     changed = not torch.equal(logits, before)
@@ -175,6 +180,8 @@ def index_assign(ctx: Context) -> Measurement:
     evidence = [
         table("The banned entries after ban_tokens", ["row", "token", "logit", "probability"],
               [[r, c, logits[r, c].item(), probs[r, c].item()] for r, c in zip(rows.tolist(), cols.tolist())]),
+        table("The logits after ban_tokens", ["row", *(f"token {v}" for v in range(logits.shape[-1]))],
+              [[f"logits[{r}]", *logits[r].tolist()] for r in range(logits.shape[0])]),
         table("Shares logits' storage?", ["expression", "kind of indexing", "shares"],
               [["logits[rows, cols]", "advanced (read)", logits[rows, cols].untyped_storage().data_ptr() == ptr],
                ["logits[0]", "basic slicing", logits[0].untyped_storage().data_ptr() == ptr],

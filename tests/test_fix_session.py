@@ -72,6 +72,9 @@ FAKES = [
     # nothing raises — the observation — because the computation under test is gone
     ("token-logprob", "    return log_probs.gather(-1, index).squeeze(-1)  # (B, T, 1) -> (B, T)",
      "    return torch.zeros(targets.shape, dtype=logits.dtype)", "Batch 0"),
+    # the banned pairs become -inf — the observation — but so does token 4 in every row: a new bug
+    ("index-assign", "    banned = logits[rows, cols]  # the entries to forbid\n    banned.fill_(float(\"-inf\"))",
+     "    logits[rows, cols] = float(\"-inf\")\n    logits[:, 4] = float(\"-inf\")", "The logits after ban_tokens"),
 ]
 
 
@@ -84,6 +87,20 @@ def test_a_repair_that_fakes_the_observation_is_caught_by_the_evidence(session, 
     assert verdict.status == "not fixed", verdict.sentence
     assert "as the clean code does, but the evidence behind it differs" in verdict.sentence
     assert verdict.difference.startswith(f"table {table!r}")
+
+
+def test_a_repair_that_bans_more_than_asked_names_the_entry_and_one_that_copies_seed_0_fails_unseen(session,
+                                                                                                      catalog):
+    ex = catalog.get("index-assign")
+    faulted = "    banned = logits[rows, cols]  # the entries to forbid\n    banned.fill_(float(\"-inf\"))"
+    over = session.fix(ex, edited(session, "index-assign", faulted,
+                                  "    logits[rows, cols] = float(\"-inf\")\n    logits[:, 4] = float(\"-inf\")"))
+    assert over.verdict.difference == "table 'The logits after ban_tokens', row 1 (logits[0]): token 4: yours -inf · clean 0"
+    # seed 0's pairs written in by hand: the clean code's own output there, but not ban_tokens at another seed
+    copied = edited(session, "index-assign", faulted,
+                    "    logits[0, 3] = float(\"-inf\")\n    logits[1, 0] = float(\"-inf\")")
+    verdict = session.fix(ex, copied, seeds=(1,), hidden_seeds=1).verdict
+    assert verdict.status == "not fixed" and verdict.sentence.startswith("not fixed at a hidden seed"), verdict.sentence
 
 
 # --- what a learner's file can do wrong is an outcome ----------------------------------
