@@ -8,14 +8,13 @@ The blocks are written in tests/audit_models/zoo_layouts.py in the style of the 
 bugs are in bug_residual_layouts.py.
 """
 
-import functools
 import sys
 
 import pytest
 import torch
 
-from audit_support import ZOO, factory, subject_of
-from exercises.audit import LINKS, audit
+from audit_support import ZOO, report_of, subject_of
+from exercises.audit import LINKS
 from exercises.audit.links import architecture
 
 sys.path.insert(0, str(ZOO))
@@ -44,11 +43,6 @@ BUGS = {
     "build_moe": "adding d to its input, with its branches held, adds 0 d to its output: the block drops its input",
     "build_qk_norm": "the output is zero: the residual connection is lost",
 }
-
-
-@functools.lru_cache(maxsize=None)
-def report_of(name):
-    return audit(factory(name), overfit_steps=0)
 
 
 def residual_of(name):

@@ -4,25 +4,15 @@ in order; LOOP's verdict follows from what it measured, so a zero_grad placed be
 step is named as such. The recipes are in tests/audit_models/zoo_two_optimizers.py.
 """
 
-import functools
 
 import pytest
 import torch
 
-from audit_support import factory
+from audit_support import link, report_of
 from exercises.audit import LINKS, audit
 
 #: Each test on one torch thread (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-@functools.lru_cache(maxsize=None)
-def report_of(name):
-    return audit(factory(name), overfit_steps=0)
-
-
-def link(name, which):
-    return next(l for l in report_of(name).links if l.name == which)
 
 
 def test_two_optimizers_and_two_schedulers_handed_as_lists_hold_at_every_link():

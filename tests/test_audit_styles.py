@@ -8,15 +8,13 @@ it found; every planted bug fails first at its link. One audit per model (CAPABI
 sweep over dtypes and thread counts is ``slow``.
 """
 
-import functools
 import json
-import os
 import sys
 
 import pytest
 import torch
 
-from audit_support import ZOO, factory
+from audit_support import ZOO, link, report_of
 from exercises.audit import LINKS, audit
 
 
@@ -46,15 +44,6 @@ WARNED = {"bug_no_heads_scale": ("ATTENTION", "0.125 (1/sqrt(C), C = 64 the head
 
 #: Each test on one torch thread (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-@functools.lru_cache(maxsize=None)
-def report_of(name):
-    return audit(factory(name), overfit_steps=0)
-
-
-def link(name, which):
-    return next(l for l in report_of(name).links if l.name == which)
 
 
 @pytest.mark.parametrize("name", list(CLEAN))
