@@ -71,3 +71,9 @@ def test_the_floor_faults_sit_beside_the_counting_floor(catalog):
     floors = [e.id for e in floor_set.exercises if e.check == "training_claims.counting_floor"]
     assert len(floors) == 2
     assert sorted(ids[start + 1:start + 3]) == sorted(floors)
+
+
+def test_no_text_cites_a_document_the_learner_never_sees(catalog):
+    """'The catalog' is the authors' word for the set files; a learner reads prompts, hints and evidence."""
+    citing = [e.id for e in catalog.exercises if re.search(r"\bthe catalog\b|\bcatalog's\b", _text(e), re.I)]
+    assert citing == []

@@ -45,6 +45,8 @@ def test_seq_sweep(run):
     assert r.status == "ok", r.error
     assert r.clean == "b"      # the fused SDPA kernel: memory follows B x T
     assert r.faulted == "c"    # explicit (B, H, T, T) scores: sequence length wins
+    kernel = [i["text"] for i in r.evidence["clean"] if i["type"] == "note" and "kernel" in i["text"]]
+    assert kernel and kernel[0].endswith(": flash attention.")  # what the CPU's float32 step runs, named
 
 
 def test_seed_variation(run):
