@@ -76,10 +76,13 @@ def test_a_hunk_not_found_names_its_first_line_and_where_it_was_looked_for():
     with pytest.raises(PatchError) as caught:
         apply_patch("a\n", f"@@ -1 +1 @@\n-{long}\n+b\n", "m.py")
     assert str(caught.value) == (f"hunk 1 (@@ -1 +1 @@) does not apply to m.py: its lines (around {long[:60]!r}) are "
-                                 "not in the file after line 0; make the patch against the file you were given to edit "
+                                 "not in the file; make the patch against the file you were given to edit "
                                  "(the faulted file; 'tutor show ID' shows the fault)")
-    with pytest.raises(PatchError, match="its lines \\(around ''\\) are not in the file after line 0;"):
+    with pytest.raises(PatchError, match="its lines \\(blank lines only\\) are not in the file;"):
         apply_patch("a\n", "@@ -1,2 +1,3 @@\n \n \n+b\n", "m.py")  # only blank context, nowhere in the file
+    with pytest.raises(PatchError, match="hunk 2 .* its lines \\(around 'a'\\) are not in the file below line 2, "
+                                         "where hunk 1 ends;"):
+        apply_patch("x\na\ny\n", "@@ -2 +2 @@\n-a\n+A\n@@ -2 +2 @@\n-a\n+B\n", "m.py")  # a is above, taken
 
 
 def test_a_hunk_applies_at_the_place_nearest_its_line_and_never_before_the_last_hunk():

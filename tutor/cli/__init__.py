@@ -18,13 +18,15 @@ each inside the envelope every JSON object shares (``schema_version``,
 ``learner``, ``exit_code``, ``error``; see :mod:`tutor.cli.output`).
 
 Output that the terminal's encoding cannot show (``PYTHONIOENCODING=latin-1``
-and a ✓) is written with replacement characters: printing never changes the
-exit status of work already done and saved.
+and a ✓) is written with replacement characters, and output nobody reads any
+more (``tutor run ... | head -1``: the reader has left) is dropped quietly:
+printing never changes the exit status of work already done and saved.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from tutor.cli import learner
@@ -58,6 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; return its exit status (see the module docstring)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     degrade_unencodable_output()
+    stdout = sys.stdout
+    sys.stdout = QuietWhenUnread(stdout)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout.flush()  # what is still buffered, while a reader that left is still handled
+        sys.stdout = stdout
+
+
+def _main(argv: list[str]) -> int:
     try:
         args = build_parser().parse_args(argv)
     except ArgumentsError as exc:
@@ -95,3 +107,42 @@ def degrade_unencodable_output() -> None:
             stream.reconfigure(errors="replace")
         except (AttributeError, ValueError, OSError):
             pass  # not a text stream that can be reconfigured (a test's StringIO): nothing to degrade
+
+
+class QuietWhenUnread:
+    """Standard output that goes quiet once the program reading it has left (``| head -1``).
+
+    Writing into a pipe whose reader has closed raises ``BrokenPipeError``;
+    raised through a command it would end the command with a traceback and
+    exit status 1, which a script reads as "wrong" or "not fixed". Here the
+    file descriptor is pointed at ``os.devnull`` instead: the command finishes
+    its work and exits with its own status, and nothing more is written (the
+    interpreter's own flush at exit included).
+    """
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._reader_left()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._reader_left()
+
+    def _reader_left(self) -> None:
+        """Point the stream's file descriptor at ``os.devnull``: what it still buffers, and all that follows, is dropped."""
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)

@@ -178,8 +178,11 @@ def apply_patch(text: str, patch: str, path: str) -> str:
         at = _find(lines, hunk.old, hunk.old_start - 1, cursor)
         if at is None:
             first = next((line.strip() for line in hunk.removed + hunk.old if line.strip()), "")
+            around = f"around {first[:60]!r}" if first else "blank lines only"
+            # hunks apply in order: a later one is looked for below where the one before it ended
+            where = f" below line {cursor}, where hunk {hunk.number - 1} ends" if cursor else ""
             raise PatchError(f"hunk {hunk.number} ({hunk.header}) does not apply to {path}: its lines "
-                             f"(around {first[:60]!r}) are not in the file after line {cursor}; make the patch "
+                             f"({around}) are not in the file{where}; make the patch "
                              "against the file you were given to edit (the faulted file; 'tutor show ID' "
                              "shows the fault)")
         out.extend(lines[cursor:at])
