@@ -200,9 +200,11 @@ def empty_unfilled(ctx: Context) -> Measurement:
     Observed: whether the table's standard deviation lies in [0.015,
     0.025], as ``nn.init.normal_(std=0.02)`` gives for 8,192 draws (within
     a few tenths of a percent). An unfilled ``torch.empty`` holds whatever
-    the memory held: zeros (std 0), old values or non-finite garbage, none
-    of them in that range; its values vary from run to run and are never
-    shown. Seed 000 §7 ("a positional parameter created with torch.empty has
+    the memory held: a fresh allocation here holds zeros (std 0), elsewhere
+    old values or non-finite garbage; its values vary from run to run and
+    are never shown. The test is not proof of a fill: memory a freed
+    N(0, 0.02) tensor of the same size left behind passes it (the hints
+    teach that trap). Seed 000 §7 ("a positional parameter created with torch.empty has
     allocated storage but no meaningful initialization. Fill it before use").
     """
     from exercises.snippets.positions import PositionTable
