@@ -124,12 +124,13 @@ def phase_ledger(ctx: Context) -> Measurement:
     the choice id of the phase with the largest median when it takes at
     least ``CLEAR_RATIO`` (1.25) times the runner-up — ``a`` forward, ``b``
     loss, ``c`` backward, ``d`` optimizer — else ``e`` (no phase dominates
-    clearly). The graded property is that ordering, never a time. Seed 004,
-    "Performance".
+    clearly). The graded property is that ordering, never a time. Timed on
+    the CPU whatever the device: at this size a GPU step is bound by kernel
+    launches, another question. Seed 004, "Performance".
     """
     from engine.instruments.performance import dominant, phase_ledger as ledger_of
 
-    model, optimizer, x, y, described = _workload_model(ctx)
+    model, optimizer, x, y, described = _workload_model(ctx.on_cpu())
     ctx.progress(0.1, "timing the step")
     ledger = ledger_of(model, optimizer, x, y, repeats=7, warmup=2)
     top, ratio, clear = dominant(ledger["phases"], CLEAR_RATIO)

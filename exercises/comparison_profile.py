@@ -40,11 +40,15 @@ def operator_attribution(ctx: Context) -> Measurement:
     products (``aten::mm``, ``addmm``, ``bmm``), the fused attention kernel
     (SDPA's forward and backward), everything else. Observed: "a" when the
     matrix products take at least 1.25× the attention kernel's self time,
-    "b" when the attention kernel takes 1.25× theirs, "c" otherwise.
+    "b" when the attention kernel takes 1.25× theirs, "c" otherwise. Run
+    on the CPU whatever the device: on a GPU an operator's self CPU time is
+    the time to launch its kernel, not its arithmetic.
     """
     from torch.profiler import ProfilerActivity, profile
 
     from exercises.snippets.workload import WORKLOAD
+
+    ctx = ctx.on_cpu()
 
     model = ctx.gpt("seed", n_layer=WORKLOAD["n_layer"], n_embd=WORKLOAD["n_embd"])
     g = torch.Generator().manual_seed(ctx.seed)

@@ -9,7 +9,7 @@ so the sizes live in one place (``engine.config.PRESETS``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 
@@ -26,6 +26,11 @@ class Context:
     device: str = "cpu"
     seed: int = 0
     on_progress: Callable[[float, str], None] | None = field(default=None, repr=False)
+
+    def on_cpu(self) -> Context:
+        """This context with the CPU as its device: for a check whose answer is the CPU's (an
+        ordering of timings that, at the check's small sizes, a GPU's kernel launches would decide)."""
+        return replace(self, device="cpu")
 
     def progress(self, fraction: float, message: str = "") -> None:
         """Report how far a long check has got (0 to 1)."""

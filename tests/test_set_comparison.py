@@ -89,3 +89,17 @@ def test_interval_verdict_by_hand():
     assert verdict([-1.0, -1.1, -0.9, -1.05])[0] == "resolved"
     with pytest.raises(ValueError, match="2 to 31 paired deltas"):
         interval([1.0])
+
+
+@pytest.mark.parametrize("check", ["phase_ledger", "operator_attribution"])
+def test_the_timing_orderings_are_the_cpus_whatever_the_device(check):
+    """Asked for CUDA, both checks still time the CPU (at these sizes a GPU would time its kernel launches);
+    on a machine without CUDA a check that used the device would raise instead."""
+    import importlib
+
+    from exercises.context import Context
+    module = importlib.import_module("exercises.comparison" if check == "phase_ledger" else
+                                     "exercises.comparison_profile")
+    measured = getattr(module, check)(Context(device="cuda"))
+    assert measured.observed in ("a", "b", "c", "d", "e")
+    assert Context(device="cuda", seed=3).on_cpu() == Context(device="cpu", seed=3)
