@@ -69,9 +69,9 @@ def test_only_a_pass_or_fail_of_a_prediction_is_a_prediction():
     assert not is_prediction(attempt(status="fail", mode="break"))
 
 
-def test_a_confidence_counts_only_inside_50_to_100():
-    assert [confidence_of(attempt(confidence=c)) for c in (None, 49, 50, 70, 100, 101, 30)] == \
-        [None, None, 50, 70, 100, None, None]
+def test_a_saved_confidence_counts_from_1_to_100():
+    assert [confidence_of(attempt(confidence=c)) for c in (None, 0, 9, 25, 50, 100, 101, -5)] == \
+        [None, None, 9, 25, 50, 100, None, None]
 
 
 def test_what_an_attempt_came_to_in_one_word():
@@ -97,7 +97,7 @@ def test_one_file_gives_one_brier_score_in_tutor_progress_and_tutor_report(tmp_p
     folder = tmp_path / "class"
     write(folder, "ada", {"head-split": {"attempts": [
         table("b", True, 80), table("a", False, 60, minute=1), table("b", False, 90, status="timeout", minute=2),
-        table("", True, 100, mode="fix", minute=3), table("b", True, 30, minute=4)]}})
+        table("", True, 100, mode="fix", minute=3), table("b", True, 0, minute=4)]}})
     assert main(["progress", "--json", "--progress-dir", str(folder), "--learner", "ada"]) == 0
     overall = json.loads(capsys.readouterr().out)["calibration"]["overall"]
     assert main(["report", str(folder), "--json"]) == 0
@@ -215,14 +215,33 @@ def test_an_edit_run_leaves_its_mode_diff_verdict_and_what_the_learners_side_obs
     assert (attempt.observed, attempt.status, attempt.correct, attempt.prediction) == ("error", "error", False, "")
 
 
-def test_a_confidence_is_a_whole_percent_from_50_to_100_or_none():
-    from tutor.model.attempts import ProgressError, check_confidence
-    assert [check_confidence(v) for v in (None, 50, 75, 100)] == [None, 50, 75, 100]
-    for wrong in (49, 101, 70.0, True, "70"):
+def test_the_confidence_scale_starts_at_the_questions_chance_and_a_guess_is_that_chance():
+    from tutor.model import answers
+    from tutor.model.attempts import GUESS, ProgressError, check_confidence
+    choices = [(str(n), f"choice {n}") for n in range(11)]
+    kinds = {"yes/no": answers.Bool(), "4 choices": answers.Choice(choices=tuple(choices[:4])),
+             "11 choices": answers.Choice(choices=tuple(choices)), "a number": answers.Number(),
+             "a shape": answers.Shape()}
+    assert {name: kind.chance for name, kind in kinds.items()} == \
+        {"yes/no": 50, "4 choices": 25, "11 choices": 9, "a number": 10, "a shape": 10}
+    assert [check_confidence(v, 25) for v in (None, 25, 30, 100, GUESS)] == [None, 25, 30, 100, 25]
+    assert [check_confidence(v, 9) for v in (9, GUESS)] == [9, 9]
+    for wrong in (24, 101, 70.0, True, "70"):
         with pytest.raises(ProgressError) as raised:
-            check_confidence(wrong)
-        assert str(raised.value) == (f"the confidence {wrong!r} is not allowed; give a whole percent from 50 to 100 "
-                                     "(50 is a guess between two answers, 100 is certain)")
+            check_confidence(wrong, 25)
+        assert str(raised.value) == (f"the confidence {wrong!r} is not allowed for this question; give a whole "
+                                     "percent from 25 (a blind guess's chance, or 'guess') to 100 (certain)")
+
+
+def test_tutor_run_takes_a_guess_and_refuses_a_confidence_below_the_questions_chance(tmp_path, capsys):
+    common = ["--progress-dir", str(tmp_path), "--learner", "ada", "--json"]
+    assert main(["run", "index-assign", "--predict", "yes", "--confidence", "guess", *common]) == 0
+    assert json.loads(capsys.readouterr().out)["confidence"] == 50  # yes/no: a guess is a coin toss
+    assert ProgressStore(tmp_path).load("ada").of("index-assign").attempts[-1].confidence == 50
+    assert main(["run", "index-assign", "--predict", "yes", "--confidence", "30", *common]) == 2
+    assert json.loads(capsys.readouterr().out)["error"] == (
+        "the confidence 30 is not allowed for this question; give a whole percent from 50 (a blind guess's chance, "
+        "or 'guess') to 100 (certain) (exercise index-assign)")
 
 
 def test_edits_are_the_edit_mode_attempts_or_those_of_one_mode():
@@ -285,7 +304,7 @@ def test_a_bucket_reads_its_rate_and_says_too_few_below_three():
 
 
 @pytest.mark.parametrize("confidence, bucket", [(50, 50), (59, 50), (60, 60), (75, 70), (99, 90), (100, 100),
-                                                (40, 50), (120, 100)])
+                                                (40, 40), (25, 20), (9, 10), (120, 100)])
 def test_a_confidence_falls_in_the_bucket_of_its_tens(confidence, bucket):
     assert calibration.bucket_of(confidence) == bucket
 
@@ -306,7 +325,8 @@ def test_calibration_counts_graded_predictions_with_a_confidence_and_scores_brie
     assert (later.count, later.right, later.unrated) == (1, 1, 2)
     assert result.brier == pytest.approx((0.04 + 0.64 + 0 + 0.3025) / 4, abs=1e-12)
     assert [(b.confidence, b.count, b.right) for b in result.buckets] == \
-        [(50, 1, 0), (60, 0, 0), (70, 0, 0), (80, 2, 1), (90, 0, 0), (100, 1, 1)]
+        [(10, 0, 0), (20, 0, 0), (30, 0, 0), (40, 0, 0), (50, 1, 0), (60, 0, 0), (70, 0, 0), (80, 2, 1),
+         (90, 0, 0), (100, 1, 1)]
     assert [b["confidence"] for b in result.to_dict()["buckets"]] == [50, 80, 100]  # the empty ones left out
     assert {k: v for k, v in result.to_dict().items() if k != "buckets"} == \
         {"count": 4, "right": 2, "brier": result.brier, "unrated": 1}

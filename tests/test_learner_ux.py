@@ -823,9 +823,10 @@ def test_a_prediction_without_a_confidence_saves_none(tmp_path):
     assert [a.confidence for a in ProgressStore(tmp_path).load(LEARNER).of("cache-offset").attempts] == [None, 70]
 
 
-def test_tutor_run_refuses_a_confidence_outside_50_to_100(capsys, tmp_path):
-    code, _, err = cli(capsys, "run", "cache-offset", "--predict", "yes", "--confidence", "40", "--no-save")
-    assert code == 2 and "50 to 100" in err
+def test_tutor_run_refuses_a_confidence_outside_the_yes_no_scale_50_to_100(capsys, tmp_path):
+    for outside in ("40", "101"):
+        code, _, err = cli(capsys, "run", "cache-offset", "--predict", "yes", "--confidence", outside, "--no-save")
+        assert code == 2 and "from 50 (a blind guess's chance, or 'guess') to 100 (certain)" in err
 
 
 # --- the new modules keep the layers ---------------------------------------------------------------

@@ -48,7 +48,7 @@ def attempt(prediction, correct, confidence=None, status=None, minute=0):
          "correct": correct, "status": status or ("pass" if correct else "fail"), "device": "cpu",
          "engine_hash": "abc123def456", "seed": 0}
     if confidence is not None:
-        # saved as the TUI and `tutor run --confidence` save it: a whole percent, 50-100 (the figures
+        # saved as the TUI and `tutor run --confidence` save it: a whole percent up to 100 (the figures
         # below are written as fractions, which the report reads the same way)
         a["confidence"] = round(confidence * 100) if confidence <= 1 else confidence
     return a

@@ -126,7 +126,8 @@ class Session(LearnerRecord):
             record: whether a pass, fail or timeout is recorded (needs a store).
             timeout_scale: this run's time-limit scale, over the runner's own
                 (``tutor.sandbox.speed``); None lets the runner choose.
-            confidence: how sure the learner said they were (percent, 50-100), saved with the attempt.
+            confidence: how sure the learner said they were (percent, from the question's chance to 100),
+                saved with the attempt.
         """
         from tutor.app.run import Run  # deferred: the first screen loads no run machinery
         return Run(self._ports(), exercise, prediction, seed=self.seed_for(exercise) if seed is None else seed,

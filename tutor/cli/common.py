@@ -43,16 +43,17 @@ def exercise(cat, exercise_id: str):
         raise UsageError(exc.args[0]) from None
 
 
-def confidence_arg(value):
-    """``--confidence`` checked: None, or a whole percent from 50 to 100.
+def confidence_arg(value, exercise):
+    """``--confidence`` checked against ``exercise``'s scale: None, or a whole percent from its chance
+    (``guess`` is that chance) to 100.
 
     Raises:
-        UsageError: any other value.
+        UsageError: any other value, naming the exercise's scale.
     """
     try:
-        return check_confidence(value)
+        return check_confidence(value, exercise.kind.chance)
     except ProgressError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(f"{exc} (exercise {exercise.id})") from None
 
 
 def find_set(cat, name: str):

@@ -94,7 +94,7 @@ def run(args, events: Events) -> RunReply:
         # refused before any work: a note that cannot be kept must not leave an attempt saved without it
         raise UsageError(f"the --explain note is {len(args.explain)} characters long; keep it under "
                          f"{MAX_NOTE_CHARS} (nothing was run or saved)", context)
-    confidence = confidence_arg(getattr(args, "confidence", None))
+    confidence = confidence_arg(getattr(args, "confidence", None), ex)
     if args.no_save and args.explain:
         events.notice("--explain is not saved with --no-save; drop --no-save to keep the note.")
     session = writable_session(args, events, cat, context)

@@ -11,6 +11,7 @@ import argparse
 import re
 
 from tutor.cli import audit_args
+from tutor.model.attempts import GUESS
 from tutor.sandbox.speed import ENV as SCALE_ENV, ScaleError, parse_scale
 
 
@@ -64,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--predict", required=True, metavar="ANSWER", help="your prediction (see 'tutor show ID')")
     p.add_argument("--explain", metavar="TEXT", help="your explain-back note, saved with the attempt")
     p.add_argument("--confidence", type=_percent, metavar="PERCENT",
-                   help="how sure you are, 50 (a guess between two) to 100 (certain); saved with the attempt")
+                   help="how sure you are, from the question's chance (1/k of k choices, 50 for yes/no, 10 for a "
+                        "typed answer; 'guess' says it is one) to 100 (certain); saved with the attempt")
     p.add_argument("--no-save", action="store_true", help="do not record the attempt")
     p.add_argument("--seed", type=_seed, metavar="N", help="the check's seed (default: 0; for the capstone, "
                    "the number of your earlier attempts, so each attempt meets a new mystery)")
@@ -240,15 +242,15 @@ def _jobs(text: str) -> int:
     return value
 
 
-def _percent(text: str) -> int:
-    """Read ``--confidence``: a whole percent, 50 to 100 (a trailing % is allowed)."""
+def _percent(text: str) -> int | str:
+    """Read ``--confidence``: ``guess``, or a whole percent (a trailing % is allowed), checked against the
+    exercise's own scale once it is known (:func:`tutor.cli.common.confidence_arg`)."""
+    if text.strip().lower() == GUESS:
+        return GUESS
     try:
-        value = int(text.strip().rstrip("%"))
+        return int(text.strip().rstrip("%"))
     except ValueError:
-        value = -1
-    if not 50 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"expected a whole percent from 50 to 100, got {text!r}")
-    return value
+        raise argparse.ArgumentTypeError(f"expected a whole percent up to 100, or '{GUESS}', got {text!r}") from None
 
 
 def _seed(text: str) -> int:

@@ -25,7 +25,7 @@ Per exercise, over the learners whose files hold attempts at it:
 * ``notes`` — the learners' explain-back notes.
 
 Per learner whose predictions carry a ``confidence`` (a whole percent,
-50-100; optional everywhere): calibration — how many predictions, the mean
+from the question's chance to 100; optional everywhere): calibration — how many predictions, the mean
 confidence, how often right, the Brier score (mean of (confidence -
 right)², 0 is perfect; :func:`tutor.model.calibration.calibrate`, the
 figure ``tutor progress`` shows) and over-confidence (mean confidence minus

@@ -15,7 +15,7 @@ Every other module asks here what an attempt is:
   ``break``, ``hunt``);
 * whether it **is a prediction** that counts towards solving, calibration
   and review (:func:`is_prediction`: graded, and of mode ``predict``);
-* its **confidence** (:data:`CONFIDENCE_RANGE`, 50-100 %; :func:`confidence_of`);
+* its **confidence** (:data:`CONFIDENCE_RANGE`: from the question's chance to 100 %; :func:`confidence_of`);
 * what it **came to**, as one word (:func:`verdict_of`).
 
 Layers: no file is written here; imports neither torch, Textual nor Rich.
@@ -43,8 +43,13 @@ GRADED = (PASS, FAIL)
 #: The statuses that are recorded as attempts; every other one is only shown. A
 #: ``timeout`` is recorded as what it is, never as a failed prediction.
 RECORDED = GRADED + ("timeout",)
-#: The confidences a learner may state, in percent: 50 (a coin toss between two answers) to 100 (certain).
-CONFIDENCE_RANGE = (50, 100)
+#: The confidences a progress file may hold, in whole percent: each question's scale starts at its chance
+#: (``AnswerKind.chance``: 9 of 11 choices, 25 of 4, 50 for yes/no, 10 for a typed answer) and ends at 100
+#: (certain); :func:`check_confidence` holds a new one to its question's.
+CONFIDENCE_RANGE = (1, 100)
+#: What a learner types (``--confidence guess``) or presses (``g``) to say an answer is a guess: it records
+#: the question's chance as the confidence.
+GUESS = "guess"
 
 
 class ProgressError(Exception):
@@ -70,7 +75,7 @@ class Attempt:
     mode: str = PREDICT  # predict, or an edit mode: fix, break, hunt (:data:`MODES`)
     diff: str = ""  # edit modes: the learner's unified diff against the clean file (a hunt: against the mystery)
     verdict: str = ""  # edit modes: fixed / not fixed (fix, hunt), changed / unchanged (break)
-    #: how sure the learner said they were, in percent (50-100), or None when they did not say
+    #: how sure the learner said they were, in percent (the question's chance, a guess, to 100), or None
     confidence: int | None = None
     #: True once the learner reset the exercise after this attempt (kept, but no longer counted as current)
     before_reset: bool = False
@@ -93,7 +98,7 @@ class Attempt:
         Args:
             result: the run, of a status in :data:`RECORDED`.
             confidence: how sure the learner said they were, in percent
-                (50-100; see :func:`check_confidence`), or None.
+                (the question's chance to 100; see :func:`check_confidence`), or None.
             time: when (ISO 8601, as :func:`now` writes it); None is now, "" untimed (older than every time).
             submission: the graded submission's id, or "".
             hints: the hints revealed before the prediction was made (0 for none).
@@ -142,18 +147,21 @@ class Attempt:
 _UNSET_KEYS = {"confidence": None, "before_reset": False, "submission": "", "hints": 0}
 
 
-def check_confidence(value) -> int | None:
-    """``value`` as a confidence in whole percent, or None for none given.
+def check_confidence(value, chance: int) -> int | None:
+    """``value`` as a confidence in whole percent for a question whose blind guess is right ``chance`` % of
+    the time (``AnswerKind.chance``), or None for none given. :data:`GUESS` is that chance.
 
     Raises:
-        ProgressError: a value that is not a whole number from 50 to 100.
+        ProgressError: a value that is not :data:`GUESS` nor a whole number from ``chance`` to 100.
     """
     if value is None:
         return None
-    low, high = CONFIDENCE_RANGE
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ProgressError(f"the confidence {value!r} is not allowed; give a whole percent from {low} to {high} "
-                            "(50 is a guess between two answers, 100 is certain)")
+    if value == GUESS:
+        return chance
+    high = CONFIDENCE_RANGE[1]
+    if isinstance(value, bool) or not isinstance(value, int) or not chance <= value <= high:
+        raise ProgressError(f"the confidence {value!r} is not allowed for this question; give a whole percent from "
+                            f"{chance} (a blind guess's chance, or '{GUESS}') to {high} (certain)")
     return value
 
 

@@ -1,12 +1,13 @@
 """Calibration: how often a learner is right at each confidence they state.
 
-With a prediction the learner may say how sure they are: 50 % (a coin toss
-between two answers) to 100 % (certain), saved as the attempt's
+With a prediction the learner may say how sure they are: from the
+question's chance (a blind guess: 1/k of k choices, 50 % for yes/no, 10 %
+for a typed answer) to 100 % (certain), saved as the attempt's
 ``confidence``. Every graded prediction that carries one counts — those
 made before a reset too, since they were predictions all the same.
 
-* **Per bucket** (50, 60, … 100 %; a confidence of 75 falls in the 70
-  bucket): how many predictions, how many were right, and the rate. A
+* **Per bucket** (10, 20, … 100 %; a confidence of 75 falls in the 70
+  bucket, a guess among 11 choices, 9 %, in the 10 one): how many predictions, how many were right, and the rate. A
   well-calibrated learner is right about as often as they said: 8 of 10 at
   80 %. Right less often is over-confident, more often under-confident.
 * **Brier score**: the mean of ``(p - o)²`` over those predictions, with
@@ -24,8 +25,9 @@ from dataclasses import dataclass, field
 
 from tutor.model.attempts import confidence_of, is_prediction
 
-#: The bucket floors, in percent: 50-59 is the 50 bucket, …, 100 is its own.
-BUCKETS = (50, 60, 70, 80, 90, 100)
+#: The bucket floors, in percent: 10-19 is the 10 bucket (and below 10, a guess among more than ten
+#: choices), …, 100 is its own.
+BUCKETS = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
 #: Within this many percentage points of the bucket's confidence (this many included), a bucket reads as
 #: "about right": 7 of 10 right at 80 % is about right, 6 of 10 over-confident.
 CALIBRATED_WITHIN = 10
@@ -95,7 +97,7 @@ class Calibration:
 
 
 def bucket_of(confidence: int) -> int:
-    """The bucket a confidence falls in: its tens, 50-100 (``75`` -> ``70``)."""
+    """The bucket a confidence falls in: its tens, 10-100 (``75`` -> ``70``, ``9`` -> ``10``)."""
     return max(BUCKETS[0], min(BUCKETS[-1], confidence // 10 * 10))
 
 

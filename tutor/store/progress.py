@@ -20,7 +20,7 @@ hash) and the explain-back note with the time it was written::
     device = "cpu"
     engine_hash = "3f2a9c0d1b7e"
     mode = "predict"
-    confidence = 80            # optional: how sure the learner said they were, in percent (50-100)
+    confidence = 80            # optional: how sure the learner said they were, in percent (from the question's chance to 100)
 
 An edit-mode attempt has ``mode`` ``fix``, ``break`` or ``hunt``,
 the learner's unified ``diff`` and the measured ``verdict`` ("fixed", "not
@@ -29,8 +29,8 @@ as they are, their attempts read as ``mode = "predict"``, and are written as
 format 2 on the next save (:func:`migrate`). The learner's working copies
 live beside the file, in ``work/<learner>/<exercise>/<mode>/`` (:meth:`ProgressStore.save_working_copy`).
 
-An attempt may carry ``confidence`` (the learner's stated certainty, 50-100
-percent; absent when none was given) and ``before_reset = true`` (the
+An attempt may carry ``confidence`` (the learner's stated certainty, a whole
+percent from the question's chance, a guess, to 100; absent when none was given) and ``before_reset = true`` (the
 learner reset the exercise after it: it is kept, but the exercise shows as
 fresh; the entry's ``reset_time`` says when). Both are optional: a file
 without them reads as it always did. The entry's ``hints`` (optional) is how

@@ -24,6 +24,9 @@ _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$")
 ACTION_KEYS = frozenset("ehpqr")
 #: Keys for choices numbered by position: the first ten get 1…9, 0.
 NUMBER_KEYS = tuple("1234567890")
+#: The lowest confidence, in whole percent, a learner may state for a typed answer (a number, a shape,
+#: a list, a name): it has no count of possible answers to make a chance of, so its scale starts here.
+TYPED_CHANCE = 10
 
 
 class AnswerError(ValueError):
@@ -152,6 +155,13 @@ class AnswerKind:
     def keys(self) -> list[str | None]:
         """The key that picks each of :attr:`options`, in order (None: no key)."""
         return []
+
+    @property
+    def chance(self) -> int:
+        """A blind guess's chance of being right, in whole percent: where the learner's confidence scale
+        starts, and what "a guess" records (1/k for k choices, 50 for yes/no, :data:`TYPED_CHANCE` for a
+        typed answer)."""
+        return TYPED_CHANCE
 
     def choice_text(self, value: Any) -> str | None:
         """The text of the option ``value`` names, for a kind with written choices; else None."""

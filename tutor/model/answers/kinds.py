@@ -51,6 +51,10 @@ class Choice(AnswerKind):
     def picking(self) -> tuple[str, str]:
         return "pick one choice", "press the key shown beside it"
 
+    @property
+    def chance(self) -> int:
+        return max(1, round(100 / len(self.choices))) if self.choices else super().chance
+
     def keys(self) -> list[str | None]:
         """The key that picks each choice, in order (None: no key; use the list).
 
@@ -164,6 +168,10 @@ class Bool(AnswerKind):
     @property
     def picking(self) -> tuple[str, str]:
         return "yes or no", "press y or n"
+
+    @property
+    def chance(self) -> int:
+        return 50
 
     def keys(self) -> list[str | None]:
         return ["y", "n"]
