@@ -40,7 +40,8 @@ def test_show_into_a_pipe_draws_its_panel_80_columns_wide():
     assert max(map(len, proc.stdout.splitlines())) == 80  # the panel spans the width, no more
 
 
-@pytest.mark.parametrize("command, code", [(["show", "index-assign"], 0), (["run", "index-assign", "--predict", "yes"], 0),
+@pytest.mark.parametrize("command, code", [(["show", "index-assign"], 0),
+                                           (["run", "index-assign", "--predict", "yes"], 0),
                                            (["run", "index-assign", "--predict", "no"], 1)])
 def test_a_reader_that_leaves_before_the_output_changes_neither_the_exit_status_nor_stderr(tmp_path, command, code):
     proc = subprocess.Popen([TUTOR, *command, "--progress-dir", str(tmp_path)] if command[0] == "run" else

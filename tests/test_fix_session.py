@@ -95,7 +95,8 @@ def test_a_repair_that_bans_more_than_asked_names_the_entry_and_one_that_copies_
     faulted = "    banned = logits[rows, cols]  # the entries to forbid\n    banned.fill_(float(\"-inf\"))"
     over = session.fix(ex, edited(session, "index-assign", faulted,
                                   "    logits[rows, cols] = float(\"-inf\")\n    logits[:, 4] = float(\"-inf\")"))
-    assert over.verdict.difference == "table 'The logits after ban_tokens', row 1 (logits[0]): token 4: yours -inf · clean 0"
+    assert over.verdict.difference == \
+        "table 'The logits after ban_tokens', row 1 (logits[0]): token 4: yours -inf · clean 0"
     # seed 0's pairs written in by hand: the clean code's own output there, but not ban_tokens at another seed
     copied = edited(session, "index-assign", faulted,
                     "    logits[0, 3] = float(\"-inf\")\n    logits[1, 0] = float(\"-inf\")")

@@ -137,7 +137,8 @@ class QuietWhenUnread:
             self._reader_left()
 
     def _reader_left(self) -> None:
-        """Point the stream's file descriptor at ``os.devnull``: what it still buffers, and all that follows, is dropped."""
+        """Point the stream's file descriptor at ``os.devnull``: what it still buffers, and all that follows,
+        is dropped."""
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
             os.dup2(devnull, self._stream.fileno())
