@@ -23,7 +23,8 @@ from tutor.app.session import Session
 #: rest under ``-m slow``: data.py and the comparison set are in the sample through cheaper ones.
 SAMPLE = ("head-split", "cache-offset", "broadcast-grad", "fixed-old-logprobs", "vocab-padding",
           "alignment-contract", "attn-scale-c", "no-crop", "empty-init", "softmax-axis", "clone-detach",
-          "skip-zero-grad", "clip-order", "schedule-order", "gqa-repeat-tiles")
+          "skip-zero-grad", "clip-order", "schedule-order", "gqa-repeat-tiles", "masked-mean", "train-step-gpt",
+          "teacher-forcing", "first-link-head-split")
 
 FAULTED = [ex.id for ex in load_catalog().exercises if ex.fault]
 

@@ -243,11 +243,12 @@ def test_tutor_break_runs_the_learners_fault_against_the_prediction(tmp_path, ca
     task = break_task(catalog, ex)
     mine = tmp_path / "next_token.py"
     mine.write_text(task.start.replace(fault.before, fault.after, 1))
-    proc = tutor("break", "softmax-axis", "--file", str(mine), "--predict", "no", "--json", "--device", "cpu",
+    # the question: does every vocabulary entry's column sum to 1 over time? With the fault's axis, yes
+    proc = tutor("break", "softmax-axis", "--file", str(mine), "--predict", "yes", "--json", "--device", "cpu",
                  "--no-save")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert (data["mode"], data["prediction"], data["prediction_correct"]) == ("break", "no", True)
-    assert data["verdict"]["status"] == "changed" and data["yours"]["observed"] is False
-    proc = tutor("break", "softmax-axis", "--file", str(mine), "--predict", "yes", "--no-save", "--device", "cpu")
+    assert (data["mode"], data["prediction"], data["prediction_correct"]) == ("break", "yes", True)
+    assert data["verdict"]["status"] == "changed" and data["yours"]["observed"] is True
+    proc = tutor("break", "softmax-axis", "--file", str(mine), "--predict", "no", "--no-save", "--device", "cpu")
     assert proc.returncode == 1 and "your prediction did not match" in proc.stdout
