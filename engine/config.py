@@ -56,6 +56,16 @@ class GPTConfig:
         window: sliding-window attention: each query sees only the ``window``
             most recent positions, its own included. None (the seed's) sees
             the whole causal past.
+        check_ids: every forward checks its token ids against [0, V) and
+            raises an IndexError that names the bad id and the table size,
+            where a bare embedding lookup says only "index out of range" on
+            the CPU and fails as an opaque device-side assert on CUDA. On by
+            default, for teaching on the CPU, where the check costs one scan.
+            On an accelerator it reads idx.min() and idx.max() back to the
+            host, a synchronisation on every forward (every token of a
+            generation loop) and a graph break under ``torch.compile``: turn
+            it off there, once the ids have been checked where they enter
+            (the tokenizer's vocab_size against the model's).
 
     Raises:
         ValueError: if n_embd is not divisible by n_head, n_head not by
@@ -79,6 +89,7 @@ class GPTConfig:
     mlp: str = "gelu"
     mlp_hidden: int | None = None
     window: int | None = None
+    check_ids: bool = True
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):

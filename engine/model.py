@@ -303,6 +303,14 @@ class CausalSelfAttention(nn.Module):
                 offset: int = 0) -> torch.Tensor:
         """(B, T, C) -> (B, T, C).
 
+        Seed 004's attention is the first two lines and the SDPA call with
+        ``is_causal=True``, then the merge and projection. Each option of the
+        config adds one line between them and keeps its mechanism in a
+        method of its own: ``rotate`` (rotary positions), ``KVCache.update``
+        (the cache), ``share_kv_heads`` (grouped-query attention) and
+        ``attn_mask`` (the explicit mask that a cache, a sliding window or
+        padding needs, as does the written-out path).
+
         Args:
             x: (B, T, C) normalised residual stream.
             cache: this layer's KV cache, or None for a full causal pass.
@@ -311,40 +319,76 @@ class CausalSelfAttention(nn.Module):
         """
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(self.sizes, dim=2)  # (B, T, C), (B, T, H_kv * D), (B, T, H_kv * D)
-        q = split_heads(q, self.n_head)  # (B, H, T, D)
-        k = split_heads(k, self.n_kv_head)  # (B, H_kv, T, D)
-        v = split_heads(v, self.n_kv_head)  # (B, H_kv, T, D)
-        padded = cache is not None and cache.pads is not None  # a left-padded batch
+        q, k, v = split_heads(q, self.n_head), split_heads(k, self.n_kv_head), split_heads(v, self.n_kv_head)
+        pads = None if cache is None else cache.pads  # (B,) padding counts of a left-padded batch, or None
         if self.rope_theta is not None:
-            positions = torch.arange(offset, offset + T, device=x.device)  # (T,): where the new tokens sit
-            if padded:
-                positions = (positions - cache.pads[:, None]).clamp(min=0)  # (B, T): count from the first real token
-            q = rope_rotate(q, positions, self.rope_theta)  # (B, H, T, D)
-            k = rope_rotate(k, positions, self.rope_theta)  # (B, H_kv, T, D), cached already turned
-        dropout_p = self.dropout if self.training else 0.0
+            q, k = self.rotate(q, k, offset, pads)  # keys enter the cache already turned
         if cache is not None:
             k, v = cache.update(k, v)  # (B, H_kv, offset + T, D)
-        if self.n_kv_head < self.n_head:  # grouped: each kv head serves `group` consecutive query heads
-            group = self.n_head // self.n_kv_head
-            k = k.repeat_interleave(group, dim=1)  # (B, H, T_k, D): query head h reads kv head h // group
-            v = v.repeat_interleave(group, dim=1)  # (B, H, T_k, D)
-        if not self.fused:
-            mask = self.mask(offset, T, k.size(2), x.device)  # (T, offset + T)
-            if padded:
-                mask = hide_padding(mask, cache.pads, offset)  # (B, 1, T, offset + T)
-            y, self.weights = attention(q, k, v, mask, dropout_p)  # (B, H, T, D), (B, H, T, offset + T)
-        elif cache is None and self.window is None:
+        if self.n_kv_head < self.n_head:
+            k, v = self.share_kv_heads(k, v)  # (B, H, T_k, D)
+        dropout_p = self.dropout if self.training else 0.0
+        if self.fused and cache is None and self.window is None:  # the seed's model
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)  # (B, H, T, D)
-        else:
+        elif self.fused:
             # One new token is the newest position and may see every cached
             # key: it needs no mask. A chunk of T > 1 tokens does, and so do
             # a sliding window, which hides the oldest keys, and padding.
-            mask = self.mask(offset, T, k.size(2), x.device) if T > 1 or self.window or padded else None
-            if padded:
-                mask = hide_padding(mask, cache.pads, offset)  # (B, 1, T, offset + T)
+            needs_mask = T > 1 or self.window is not None or pads is not None
+            mask = self.attn_mask(offset, T, k.size(2), pads, x.device) if needs_mask else None
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, H, T, D)
-        y = merge_heads(y)  # (B, T, C)
-        return self.resid_dropout(self.proj(y))  # (B, T, C)
+        else:
+            mask = self.attn_mask(offset, T, k.size(2), pads, x.device)  # (T, T_k) or (B, 1, T, T_k)
+            y, self.weights = attention(q, k, v, mask, dropout_p)  # (B, H, T, D), (B, H, T, T_k)
+        return self.resid_dropout(self.proj(merge_heads(y)))  # (B, T, C)
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor, offset: int,
+               pads: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rotary positions: turn queries and keys to the absolute positions of their tokens.
+
+        The T new tokens sit at offset, offset + 1, ...; in a left-padded
+        batch each row counts from its first real token instead, so a prompt
+        gets the same angles whatever padding precedes it.
+
+        Args:
+            q: (B, H, T, D) queries; k: (B, H_kv, T, D) keys.
+            offset: absolute position of the first new token.
+            pads: None, or (B,) padding counts (``KVCache.pads``).
+
+        Returns:
+            (q, k), rotated, same shapes.
+        """
+        T = q.size(2)
+        positions = torch.arange(offset, offset + T, device=q.device)  # (T,): where the new tokens sit
+        if pads is not None:
+            positions = (positions - pads[:, None]).clamp(min=0)  # (B, T): count from the first real token
+        return rope_rotate(q, positions, self.rope_theta), rope_rotate(k, positions, self.rope_theta)
+
+    def share_kv_heads(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Grouped-query attention: repeat each key/value head for its group of query heads.
+
+        (B, H_kv, T_k, D) -> (B, H, T_k, D). The group of kv head j is the
+        n_head // n_kv_head consecutive query heads from j * group on, so
+        query head h reads kv head h // group: [kv0, kv0, kv1, kv1].
+        """
+        group = self.n_head // self.n_kv_head
+        if group > 1:
+            k = k.repeat_interleave(group, dim=1)  # (B, H, T_k, D): query head h reads kv head h // group
+            v = v.repeat_interleave(group, dim=1)  # (B, H, T_k, D)
+        return k, v
+
+    def attn_mask(self, offset: int, T: int, T_k: int, pads: torch.Tensor | None,
+                  device=None) -> torch.Tensor:
+        """The explicit bool mask of one call: ``mask`` (causal, or the sliding window), padding hidden.
+
+        Returns:
+            (T, T_k), or (B, 1, T, T_k) when ``pads`` hides each row's
+            padding keys (``hide_padding``); True means "may attend".
+        """
+        mask = self.mask(offset, T, T_k, device)  # (T, T_k)
+        if pads is not None:
+            mask = hide_padding(mask, pads, offset)  # (B, 1, T, T_k)
+        return mask
 
 
 class MLP(nn.Module):
@@ -477,7 +521,19 @@ class GPT(nn.Module):
             self.lm_head.weight = self.wte.weight
 
     def _init_weights(self, module: nn.Module) -> None:
-        """GPT-2 style init: Linear and Embedding weights ~ N(0, 0.02), biases 0."""
+        """Initialise one module: Linear and Embedding weights ~ N(0, 0.02²), Linear biases 0.
+
+        GPT-2's base scheme, applied to every module by ``self.apply``; the
+        norms keep PyTorch's own init (gain 1, LayerNorm shift 0) and the
+        tied lm_head shares the token table's weights. GPT-2 (and nanoGPT)
+        also shrink the std of each residual branch's output projection
+        (``attn.proj``, ``mlp.proj``) by 1/√(2·n_layer), so that the
+        2·n_layer branches added to the residual stream sum to about the
+        variance of one; this engine leaves that scaling out, so every
+        Linear starts at std 0.02 (at the seed's 4 layers the scaled std
+        would be 0.02/√8 ≈ 0.0071). The initial loss stays near ln(V) either
+        way: the logits start small.
+        """
         if isinstance(module, nn.Linear):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
             if module.bias is not None:
@@ -527,7 +583,8 @@ class GPT(nn.Module):
             TypeError: if idx is not an integer tensor.
             ValueError: if idx is not 2-D, if T exceeds block_size, or if the
                 cached tokens plus T exceed block_size.
-            IndexError: if a token id is outside [0, V).
+            IndexError: if a token id is outside [0, V) (with
+                ``config.check_ids``, the default).
         """
         if not isinstance(idx, torch.Tensor) or idx.is_floating_point() or idx.is_complex():
             kind = idx.dtype if isinstance(idx, torch.Tensor) else type(idx).__name__
@@ -545,7 +602,7 @@ class GPT(nn.Module):
                 f"cached length {offset} + new length {T} = {offset + T} "
                 f"exceeds block_size {block_size}"
             )
-        if idx.numel() > 0:
+        if self.config.check_ids and idx.numel() > 0:  # a host sync on an accelerator: see GPTConfig.check_ids
             lo, hi = int(idx.min()), int(idx.max())
             if lo < 0 or hi >= V:
                 bad = lo if lo < 0 else hi
