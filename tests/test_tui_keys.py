@@ -9,6 +9,7 @@ a key already queued would overtake it if keys were not handled in order.
 
 from __future__ import annotations
 
+import io
 import time
 
 import pytest
@@ -18,12 +19,15 @@ pytest.importorskip("textual")
 from textual import events  # noqa: E402
 from textual.keys import _character_to_key  # noqa: E402
 from textual.screen import Screen  # noqa: E402
+from rich.console import Console  # noqa: E402
 from textual.widgets import TextArea  # noqa: E402
 
-from test_tui import (FakeRunner, drive, finish_runs, make_app, open_exercise, open_note, saved,  # noqa: E402
-                      shows_page, type_answer, wait_until)
+from test_tui import (LEARNER, FakeRunner, drive, finish_runs, make_app, open_exercise, open_note,  # noqa: E402
+                      saved, shows_page, text_of, type_answer, wait_until)
+from tutor.model.attempts import Attempt, now  # noqa: E402
 from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
-from tutor.ui.screens.progress import ProgressScreen  # noqa: E402
+from tutor.ui.screens.progress import ProgressScreen, exercise_renderable  # noqa: E402
+from tutor.ui.widgets.confidence import ConfidencePicker  # noqa: E402
 from tutor.ui.widgets.hint_list import HintList  # noqa: E402
 from tutor.ui.widgets.prediction import PredictionInput  # noqa: E402
 
@@ -174,3 +178,79 @@ def test_r_in_the_answer_box_of_a_number_runs_the_check(tmp_path):
         assert pilot.app.screen.query_one(PredictionInput).value == "torch.Size([3])"
     drive(app, script)
     assert runner.calls == [("topp-crossing", "1/4")]
+
+
+# --- the confidence scale starts at the question's chance ----------------------------------------------
+
+@pytest.mark.parametrize("exercise_id, keys, choice, confidence", [
+    ("init-scale", ["b", "2", "r"], 1, 25),  # four choices: the scale starts at 25 %, which 2 gives
+    ("init-scale", ["b", "tab", "2", "r"], 1, 25),
+    ("init-scale", ["c", "3", "r"], 2, 30),
+    ("cache-offset", ["n", "6", "r"], 1, 60),  # yes/no: from 50 %
+    ("cache-offset", ["y", "4", "r"], 0, None),  # below a coin toss: 4 gives nothing
+    ("audit", ["3", "tab", "1", "r"], 2, 10),  # eleven choices, digits pick: after Tab, 1 is 10 %
+])
+def test_a_confidence_key_gives_its_tens_from_the_question_s_chance(tmp_path, exercise_id, keys, choice,
+                                                                     confidence):
+    """Pressed at once: the pick, the confidence digit, run; the saved confidence is on the question's scale."""
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        await open_exercise(pilot, exercise_id)
+        await pilot.press(*keys)
+        await wait_until(pilot, lambda: runner.calls, "the run")
+        await finish_runs(pilot)
+    drive(app, script)
+    attempt = _attempt(tmp_path, exercise_id)
+    options = app.catalog.get(exercise_id).kind.options
+    assert (attempt["prediction"], attempt.get("confidence")) == (options[choice][0], confidence)
+
+
+@pytest.mark.parametrize("exercise_id, keys, confidence", [
+    ("init-scale", ["a", "g", "r"], 25),  # 1 in 4
+    ("cache-offset", ["y", "g", "r"], 50),  # g right after a pick is no typed word
+    ("audit", ["3", "g", "r"], 9),  # 1 in 11: below every digit's ten
+    ("broadcast-loss", [*"(3, 3)", "tab", "g", "enter"], 10),  # a typed answer: 10 %
+])
+def test_g_records_a_guess_at_the_question_s_chance_and_progress_says_guess(tmp_path, exercise_id, keys,
+                                                                            confidence):
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, exercise_id)
+        await pilot.press(*keys)
+        await wait_until(pilot, lambda: runner.calls, "the run")
+        await finish_runs(pilot)
+        assert "guess]" in text_of(screen.query_one(ConfidencePicker))  # the chosen level reads as a guess
+    drive(app, script)
+    assert _attempt(tmp_path, exercise_id)["confidence"] == confidence
+    exercise = app.catalog.get(exercise_id)
+    console = Console(width=200, record=True, color_system=None, file=io.StringIO())
+    console.print(exercise_renderable(exercise, app.session.progress_of(exercise_id)))  # the progress screen's row
+    shown = " ".join(console.export_text().split())
+    assert f"{confidence} % guess" in shown
+
+
+@pytest.mark.parametrize("confidence, shown, left", [(25, "[25 guess]", None), (75, "[75]", 70),
+                                                     (40, "[40]", 30), (10, None, None)])
+def test_a_confidence_saved_by_tutor_run_shows_on_the_page(tmp_path, confidence, shown, left):
+    """``tutor run --confidence`` takes any whole percent from the chance: the page shows it in its place
+    on the scale (one below the chance, hand-written, is none), and ← moves to the level below."""
+    app, store = make_app(tmp_path)
+    store.record_attempt(LEARNER, "init-scale", Attempt(  # just now: not yet due for review, so the page shows it
+        time=now(), prediction="a", observed="b", correct=False, status="fail", device="cpu",
+        engine_hash="test", confidence=confidence))
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, "init-scale")
+        picker = screen.query_one(ConfidencePicker)
+        if shown is None:
+            assert picker.value is None and "[" not in text_of(picker)
+            return
+        assert picker.value == confidence and shown in text_of(picker)
+        picker.focus()
+        await pilot.press("left")
+        assert picker.value == (left if left is not None else confidence)  # the chance is the scale's floor
+    drive(app, script)

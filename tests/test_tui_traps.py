@@ -48,7 +48,7 @@ def test_on_a_digit_choice_page_tab_after_a_pick_reaches_the_confidence(tmp_path
         # where the digits go is on the screen
         await until(pilot, lambda: screen.focused is picker and "▶ How sure" in text_of(picker),
                     "the focus on the confidence line, marked")
-        assert "5…9, 0 set this" in text_of(picker)
+        assert "keys 1…9, 0 = " in text_of(picker) and "g = a guess" in text_of(picker)  # tens from the chance
         await pilot.press("5")
         assert prediction.value == third and picker.value == 50
         await pilot.press("r")
@@ -238,7 +238,7 @@ def test_the_help_lists_the_confidence_keys_and_the_working_copy_question():
     from tutor.ui.screens.help import keys_markdown
     text = keys_markdown(TutorApp)
     confidence = text[text.index("### How sure you are"):].split("\n### ")[0]
-    for row in ("| ←", "| →", "| Backspace, Delete", "| 5 6 7 8 9 0", "| Enter"):
+    for row in ("| ←", "| →", "| Backspace, Delete", "| 1 2 3 4 5 6 7 8 9 0", "| g |", "| Enter"):
         assert row in confidence, row
     question = text[text.index("### Continue your working copy"):].split("\n### ")[0]
     for row in ("| Esc, c |", "| n |"):

@@ -35,7 +35,7 @@ def set_totals(catalog, progress, per_set: dict | None = None) -> WordTable:
 def calibration_renderables(overall) -> list:
     """How often the learner was right at each confidence, and the Brier score; a sentence when nothing is rated."""
     if not overall.count:
-        return [Text("No prediction carries a confidence yet: give one with each prediction (keys 5…9 and 0 "
+        return [Text("No prediction carries a confidence yet: give one with each prediction (the digits and g "
                      "in the TUI, --confidence with tutor run) to see how well you judge your own answers.",
                      style="dim")]
     table = WordTable(["you said", "predictions", "right", "right %", "reads as"])
@@ -94,6 +94,15 @@ def hinted(attempt) -> str:
     """What follows a prediction made after revealing hints: `` (after 2 hints)``; "" without one."""
     hints = attempt.hints if attempt is not None else 0
     return f" (after {hints} hint{'s' if hints != 1 else ''})" if hints else ""
+
+
+def sure_cell(attempt, exercise=None) -> str:
+    """How sure the learner said they were: ``70 %``, ``25 % guess`` at the question's chance (a guess,
+    ``g`` or ``--confidence guess``; known with ``exercise``), ``-`` for none."""
+    if attempt.confidence is None:
+        return "-"
+    guess = exercise is not None and attempt.confidence == exercise.kind.chance
+    return f"{attempt.confidence} %" + (" guess" if guess else "")
 
 
 def attempt_row(attempt, exercise=None) -> list:

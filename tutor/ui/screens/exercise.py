@@ -27,7 +27,7 @@ from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.recall import recall_of
 from tutor.ui.screens.reading_keys import ReadingKeys
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
-from tutor.ui.widgets.confidence import CONFIDENCE_KEYS, ConfidencePicker
+from tutor.ui.widgets.confidence import GUESS_KEY, ConfidencePicker, confidence_keys
 from tutor.ui.widgets.fault_view import FaultView
 from tutor.ui.widgets.hint_list import HintList
 from tutor.ui.widgets.note_editor import NoteEditor
@@ -74,8 +74,9 @@ class ExerciseScreen(ReadingKeys, PageScreen):
     #: keys the page reads itself (``on_key``), for the help
     PAGE_KEYS = (
         ("a, b, c… / 1, 2, 3… / y, n", "on a choice or yes/no page: pick the choice with that key (shown beside it)"),
-        ("5 6 7 8 9 0", "how sure you are: 50 … 90 %, 0 for 100 % (optional, saved with the attempt; on pages "
-                        "where digits answer, Tab to it)"),
+        ("1 … 9, 0, g", "how sure you are: tens of percent from the question's chance (2 is 25 % of four "
+                        "choices, 5 is 50 % of yes/no), 0 for 100 %, g a guess (the chance); optional, saved with "
+                        "the attempt; on pages where digits or g answer, Tab to the confidence line"),
         ("N", "on a yes/no page, or where n picks a choice: open the next exercise"),
         ("Enter", "in the answer box or on the confidence: run the check"),
     )
@@ -138,7 +139,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
                          classes="section-label")
             yield PredictionInput(ex, id="prediction")
             elsewhere = "digits pick a choice" if ex.kind.options else "digits type the answer"
-            yield ConfidencePicker(self._recall.confidence, page_keys=self._digits_free(ex),
+            yield ConfidencePicker(self._recall.confidence, chance=ex.kind.chance, page_keys=self._digits_free(ex),
                                    digits_elsewhere=elsewhere, id="confidence")
             yield Static("", id="answer-error")
             with Horizontal(id="exercise-buttons"):
@@ -175,7 +176,8 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         """Whether the confidence digits work from the page: no choice takes one, and no answer is typed."""
         if not exercise.kind.options:
             return False
-        return not set(exercise.kind.keys()) & set(CONFIDENCE_KEYS)
+        digits = set(confidence_keys(exercise.kind.chance)) - {GUESS_KEY}
+        return not set(exercise.kind.keys()) & digits
 
     def _reopen(self) -> None:
         """Show what the page had when it was last left: answer, confidence, hints, last result."""
@@ -210,13 +212,15 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         self.refresh_bindings()
 
     def page_keys(self) -> set[str]:
-        """On a choice or yes/no page, the choices' keys (and the confidence digits, where they work here)."""
+        """On a choice or yes/no page, the choices' keys, and the confidence keys that pick no choice
+        (g for a guess; the digits where no choice takes one)."""
         prediction = self.query(PredictionInput)
         if not prediction or not prediction.first().options:
             return set()
         keys = {k for k in prediction.first().keys if k}
         if self._digits_free(self.exercise):
-            keys |= set(CONFIDENCE_KEYS)
+            keys |= set(confidence_keys(self.exercise.kind.chance))
+        keys.add(GUESS_KEY)
         return keys
 
     def check_action(self, action: str, parameters) -> bool | None:
@@ -239,7 +243,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
     def action_tab_on(self) -> None:
         """Tab: the next field, but from the page after a pick where digits pick choices, the confidence.
 
-        There the digits 5…9, 0 pick choices everywhere but on the confidence line: a Tab that landed
+        There the digits pick choices everywhere but on the confidence line: a Tab that landed
         on the choice list would make the next digit change the answer instead of saying how sure.
         """
         prediction = self.query_one(PredictionInput)

@@ -13,7 +13,7 @@ from textual_plotext import PlotextPlot
 
 from tutor.model.attempts import LearnerProgress, ProgressError, show_time
 from tutor.model.calibration import accuracy_by_day, calibration_by_set
-from tutor.render import WordTable, attempt_row, calibration_renderables, set_totals
+from tutor.render import WordTable, attempt_row, calibration_renderables, set_totals, sure_cell
 from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.widgets.exercise_tree import MARKS, status_of
 
@@ -44,7 +44,7 @@ def exercise_renderable(exercise, progress) -> Group:
             when = show_time(a.time) + (" (before reset)" if a.before_reset else "")
             mode, prediction, observed, result = attempt_row(a, exercise)
             table.add_row(Text(when, style="dim" if a.before_reset else ""), mode, prediction,
-                          f"{a.confidence} %" if a.confidence is not None else "-", observed, result, a.device,
+                          sure_cell(a, exercise), observed, result, a.device,
                           *seed)
         parts.append(table)
     else:

@@ -23,7 +23,7 @@ import time
 from textual.widgets import Input, TextArea
 
 from tutor.model import answers
-from tutor.ui.widgets.confidence import ConfidencePicker
+from tutor.ui.widgets.confidence import GUESS_KEY, ConfidencePicker
 from tutor.ui.widgets.prediction import PredictionInput
 from tutor.ui.widgets.result_panel import ResultPanel
 
@@ -101,12 +101,14 @@ class ReadingKeys:
         A letter that follows another letter within :data:`WORD_GAP_S` is
         typing: what the word's first key did is undone (a pick goes back to
         the earlier one; a held key such as h never acts), and keys do
-        nothing until typing pauses. ``r`` (run) takes no part in telling
-        words apart, so a pick then r runs at once, as does r again; inside
-        a word it does nothing like every other key.
+        nothing until typing pauses. ``r`` (run), and ``g`` (a guess) where
+        no choice takes it, take no part in telling words apart, so a pick
+        then g then r says a guess and runs at once; inside a word they do
+        nothing like every other key.
         """
         now = time.monotonic()
-        letter = char.isalpha() and char != "r"
+        guess = char == GUESS_KEY and prediction.choice_for_key(char) is None
+        letter = char.isalpha() and char != "r" and not guess
         typing = now < self._word_until
         follows = letter and self._last_letter_at is not None and now - self._last_letter_at < WORD_GAP_S
         self._last_letter_at = now if letter else None
