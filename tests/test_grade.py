@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import threading
+import types
 
 import pytest
 
@@ -231,6 +232,34 @@ def test_a_worker_that_cannot_start_stops_the_grading(answers_csv, catalog):
     with pytest.raises(CouldNotRun, match="did not start"):
         grade_rows(catalog, read_answers(answers_csv, catalog),
                    pool(catalog, raises=WorkerError("the check worker did not start")))
+
+
+
+class DiesOnce(FakeRunner):
+    """A runner whose worker said hello, then died once while a check of ``dies_on`` ran (killed from outside;
+    a fresh one starts for the next check)."""
+
+    def __init__(self, catalog, device="cpu", dies_on="broadcast-loss"):
+        super().__init__(catalog, device)
+        self.worker = types.SimpleNamespace(hello=object())
+        self.dies_on = dies_on
+
+    def run(self, exercise, prediction=None, on_progress=None, seed=0, sides=None):
+        if exercise.id == self.dies_on:
+            self.dies_on = None
+            raise WorkerError("the check worker did not start: Killed")
+        return super().run(exercise, prediction, on_progress, seed, sides)
+
+
+def test_a_worker_that_dies_during_one_row_costs_that_row_alone(answers_csv, catalog):
+    results = grade_rows(catalog, read_answers(answers_csv, catalog),
+                         RunnerPool(catalog, "cpu", 1, lambda cat, dev: DiesOnce(cat, dev)))
+    died = [r for r in results if r.reason and r.reason.startswith("could not run: the check worker died")]
+    assert [(r.row.line, r.row.learner, r.status, r.score) for r in died] == [(3, "ADA", "error", 0)]
+    assert died[0].verdict == "could not run"  # --resume grades it again
+    assert {r.row.line: r.status for r in results if r.row.line != 3} == \
+        {line: status for line, status in CLASS_STATUS.items() if line != 3}  # line 10's broadcast-loss ran afresh
+    assert FakeRunner.made[0].closed  # the dead worker let go: the next check starts a fresh one
 
 
 # --- the files ----------------------------------------------------------------------------------

@@ -124,7 +124,7 @@ class Tally:
         self.rows += 1
         self.saved += outcome.saved_to is not None
         self.unsaved += bool(outcome.save_error)
-        if outcome.result is not None and outcome.status not in GRADED:
+        if outcome.status not in GRADED and (outcome.result is not None or outcome.verdict == gradebook.COULD_NOT_RUN):
             self.unfinished += 1
             if len(self.unfinished_lines) < 10:
                 self.unfinished_lines.append(outcome.row.line)
@@ -244,7 +244,7 @@ def _fix_graded(catalog, runner, row, plan, req: Request, writer: out_folder.Row
 
     Raises:
         UsageError: the device asked for is missing, or the runner refuses to run unconfined.
-        CouldNotRun: the worker cannot run at all.
+        CouldNotRun: no worker could start at all (one that started before and died is this row's).
         CouldNotSave: the row cannot be written.
     """
     try:
@@ -253,7 +253,10 @@ def _fix_graded(catalog, runner, row, plan, req: Request, writer: out_folder.Row
     except (DeviceError, UnconfinedError) as exc:
         raise UsageError(str(exc)) from None
     except WorkerError as exc:
-        raise CouldNotRun(str(exc)) from None
+        if not grading.worker_answered_before(runner):
+            raise CouldNotRun(str(exc)) from None
+        runner.close()  # the next row starts a fresh worker
+        outcome = grading.worker_died(row, exc, grading.points_for(plan, row.exercise))
     try:
         writer.append(outcome.to_dict())
         return outcome
@@ -269,8 +272,10 @@ def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[st
     """Grade every repair in ``req.fixes`` on one warm worker, at hidden seeds too (:mod:`tutor.instructor.fixes`).
 
     One repair's failure is its own row's (:func:`_fix_graded`): the rows after it are graded, results.json
-    is written, and ``--resume`` passes over it as over any graded row. Every notice is :func:`escaped
-    <tutor.instructor.gradebook.escaped>`: a file name or a side's sentence cannot act on the terminal."""
+    is written, and ``--resume`` passes over it as over any graded row — but a row whose worker died
+    (:data:`tutor.instructor.gradebook.COULD_NOT_RUN`), which it grades again on a fresh worker. Every notice
+    is :func:`escaped <tutor.instructor.gradebook.escaped>`: a file name or a side's sentence cannot act on
+    the terminal."""
     started = time.perf_counter()
     notice = _escaping(notice)
     plan = grading.chosen_assignment(req.assignment, req.exercises, catalog)
@@ -292,7 +297,7 @@ def grade_fixes(req: Request, catalog, on_graded: Callable, notice: Callable[[st
         for row in todo:
             outcome = _fix_graded(catalog, runner, row, plan, req, writer)
             tally.add(outcome)
-            if outcome.status == "error" and outcome.result is None:
+            if outcome.status == "error" and (outcome.result is None or outcome.verdict == gradebook.COULD_NOT_RUN):
                 notice(f"{row.learner}: {outcome.reason}")
             # what a side tried or could not do (a cgroup it could not join, a tree left behind), said per learner
             for side, said in (getattr(outcome.result, "refused", None) or {}).items():

@@ -94,7 +94,8 @@ class RowResult:
         save_error: why an attempt that should have been saved was not, else None.
         note_saved: whether the row's note was saved with it.
         already_saved: the progress file held this submission already (``--save`` twice).
-        verdict: a fix's verdict (fixed, not fixed, syntax error, could not run), else None.
+        verdict: a fix's verdict (fixed, not fixed, syntax error, could not run), or could not run for any row
+            whose worker died (``--resume`` grades it again); else None.
         diff: a fix's unified diff against the clean file (the gradebook's answer cell), else None.
     """
 
@@ -298,7 +299,10 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         except UnconfinedError as exc:
             raise UsageError(str(exc)) from None  # grading never runs a class's code unconfined by accident
         except WorkerError as exc:
-            raise CouldNotRun(str(exc)) from None  # a worker that cannot start is the machine's, for every row
+            if not worker_answered_before(runner):
+                raise CouldNotRun(str(exc)) from None  # a worker that cannot start is the machine's, for every row
+            runner.close()  # the next row starts a fresh worker
+            return worker_died(row, exc, points_for(assignment, row.exercise))
         result = memo.graded(ex, measured, row.answer)
         reason = None if result.status == "pass" else result.error
         if result.status == "fail":
@@ -311,6 +315,24 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
         return pool.run(rows, work, on_result, keep=keep)
     except DeviceError as exc:
         raise UsageError(str(exc)) from None
+
+
+def worker_answered_before(runner) -> bool:
+    """Whether ``runner``'s worker started and said hello at least once: a worker that fails after that died
+    during one row (killed, or killed while a fresh one started), while one that never started is the
+    machine's failure, for every row."""
+    return getattr(getattr(runner, "worker", None), "hello", None) is not None
+
+
+def worker_died(row: AnswerRow, exc: BaseException, points: float) -> RowResult:
+    """The row of a submission whose check worker died while it was graded (``exc``, the runner's
+    :class:`tutor.sandbox.runner.WorkerError`): status ``error``, score 0, verdict
+    :data:`tutor.instructor.gradebook.COULD_NOT_RUN`;
+    the rows after it are graded on a fresh worker, and ``--resume`` grades this one again."""
+    said = " ".join(str(exc).split())[:200]
+    return RowResult(row, "error", points=points, verdict=gradebook.COULD_NOT_RUN,
+                     reason=f"could not run: the check worker died ({said}); it scores 0 for now — "
+                            "grade it again with --resume")
 
 
 def points_for(assignment, ex_id: str | None) -> float:

@@ -148,9 +148,15 @@ class Earlier:
     newline: bool = True
 
 
+#: The verdict of a row whose check could not run for the machine's sake (its worker died, or the clean side
+#: did not measure): ``--resume`` grades such a row again (:func:`graded_so_far` does not count it).
+COULD_NOT_RUN = "could not run"
+
+
 def graded_so_far(folder: Path) -> Earlier:
     """What ``folder``'s ``rows.jsonl`` already holds, read a line at a time; memory grows with the number of
-    distinct submissions (one id and one count each), never with the size of the rows.
+    distinct submissions (one id and one count each), never with the size of the rows. A row whose check
+    :data:`could not run <COULD_NOT_RUN>` is not held: ``--resume`` grades it again, and the new row counts.
 
     Raises:
         OSError: the file exists but cannot be read.
@@ -162,7 +168,7 @@ def graded_so_far(folder: Path) -> Earlier:
         return found
     with fh:
         for offset, row, raw in _whole_lines(fh):
-            if row is not None:
+            if row is not None and row.get("verdict") != COULD_NOT_RUN:  # a row whose worker died is graded again
                 sid = row.get("submission", "")
                 found.held[sid] = found.held.get(sid, 0) + 1
                 found.rows += 1
