@@ -39,6 +39,14 @@ def get_batch(data: torch.Tensor, batch_size: int, block_size: int,
     Returns:
         (x, y), each (B, T) int64, with y[b, t] == data[start_b + t + 1].
 
+    The starts are the seed's draw, ``torch.randint(0, len(data) -
+    block_size - 1)``: uniform over 0 .. len(data) - block_size - 2, since
+    randint's upper bound is exclusive. That leaves out the last valid
+    start, len(data) - block_size - 1, whose target ends on the last token;
+    drawing it too (``high = len(data) - block_size``) would change every
+    seeded batch, and with it what the checks built on those batches
+    measure, so the engine keeps the seed's draws.
+
     Raises:
         ValueError: if data is too short for one window plus its target.
     """

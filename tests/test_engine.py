@@ -102,6 +102,16 @@ def test_token_id_out_of_range_raises_index_error(small_model):
         small_model(idx)
 
 
+def test_without_check_ids_the_range_is_left_to_the_embedding():
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(**{**SMALL.__dict__, "check_ids": False}))
+    idx = random_ids(1, 8)
+    idx[0, 3] = 37
+    with pytest.raises(IndexError) as caught:
+        model(idx)
+    assert "token id" not in str(caught.value)  # the embedding's own message, not the engine's
+
+
 def test_float_and_1d_ids_are_rejected(small_model):
     with pytest.raises(TypeError):
         small_model(random_ids(1, 8).float())
@@ -206,6 +216,15 @@ def test_real_batch_is_aligned(corpus, tokenizer):
     assert x.shape == y.shape == (8, 64) and x.dtype == torch.int64
     assert check_alignment(x, y)
     assert not check_alignment(x, x)  # y = x, the misaligned target
+
+
+def test_get_batch_starts_leave_out_the_last_window():
+    data = torch.arange(10)  # block_size 6: valid starts 0..3; the seed's draw gives 0..2
+    x, y = get_batch(data, 400, 6, generator=torch.Generator().manual_seed(0))
+    assert sorted(set(x[:, 0].tolist())) == [0, 1, 2]
+    assert check_alignment(x, y) and int(y.max()) == 8
+    with pytest.raises(ValueError, match="need at least 11"):
+        get_batch(data, 1, 9)
 
 
 # --- training ----------------------------------------------------------------
