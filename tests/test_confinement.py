@@ -339,13 +339,21 @@ runner.worker.request(Request(job=1, check="shapes.broadcast_loss", device="cpu"
 ORPHAN_S = 1.0
 
 
+#: Processes that keep every core busy (``BUSY`` of them) while a signal reaches the tutor: a loaded machine.
+BUSY = 4
+
+
 # SIGINT once left a worker running >10 s: the tutor, unwinding its Ctrl-C, waited in its exit handler
-# for the worker's cgroups to empty while the worker ran on; it now kills the worker first.
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
-def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(sig):
+# for the worker's cgroups to empty while the worker ran on; it now kills the worker first. On a loaded
+# machine a SIGINT left it 35 s more, while the tutor's exit was held up: the Ctrl-C now ends the worker
+# where the tutor waits for its answer, before it unwinds.
+@pytest.mark.parametrize("sig, busy", [(signal.SIGTERM, 0), (signal.SIGINT, 0), (signal.SIGKILL, 0),
+                                       (signal.SIGINT, BUSY), (signal.SIGHUP, BUSY)])
+def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(sig, busy):
     code = with_code("import os\nif os.fork() == 0:\n    os.execv('/bin/sleep', ['sleep', '1040'])\n"
                      "import time\ntime.sleep(10 ** 6)")
     proc = subprocess.Popen([sys.executable, "-c", TUTOR_HANGS, code], stdout=subprocess.PIPE, text=True)
+    load = []
     try:
         pid, factor = proc.stdout.readline().split()
         worker, limit_s = int(pid), ORPHAN_S * speed.probe_scale(float(factor))
@@ -353,6 +361,8 @@ def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(
         while not _processes_named("sleep 1040") and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _processes_named("sleep 1040")
+        load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+        time.sleep(0.5 if busy else 0)  # the busy processes have the cores when the signal comes
         proc.send_signal(sig)
         sent = time.monotonic()
         while (_running(worker) or _processes_named("sleep 1040")) and time.monotonic() - sent < 10 * limit_s:
@@ -364,6 +374,9 @@ def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(
         assert took < limit_s, f"{survivor} outlived the tutor by {took:.1f} s (the deadline here: {limit_s:.1f} s)"
         assert not _processes_named("sleep 1040")
     finally:
+        for busy_process in load:
+            busy_process.kill()
+            busy_process.wait()
         proc.kill()
         proc.wait()
 

@@ -195,6 +195,9 @@ class Worker:
                     return message if isinstance(message, Answer) else None
             except (BrokenPipeError, OSError, ValueError, AttributeError):
                 return None
+            except BaseException:  # Ctrl-C, or a signal handler's exit: the worker and its sides end first, now,
+                self.stop()  # not at the tutor's exit, which a loaded machine can hold up for many seconds
+                raise
 
     def _read_line(self, proc: subprocess.Popen, deadline: float) -> bytes | None:
         """The worker's next line (b"" at its end, or once a line passes :data:`MAX_WORKER_LINE_BYTES`, when the
