@@ -345,8 +345,8 @@ BUSY = 4
 
 # SIGINT once left a worker running >10 s: the tutor, unwinding its Ctrl-C, waited in its exit handler
 # for the worker's cgroups to empty while the worker ran on; it now kills the worker first. On a loaded
-# machine a SIGINT left it 35 s more, while the tutor's exit was held up: the Ctrl-C now ends the worker
-# where the tutor waits for its answer, before it unwinds.
+# machine a SIGINT was seen to leave it 35 s more: the Ctrl-C now ends the worker where the tutor waits for
+# its answer, before the tutor unwinds and exits, so nothing at its exit can hold the worker up.
 @pytest.mark.parametrize("sig, busy", [(signal.SIGTERM, 0), (signal.SIGINT, 0), (signal.SIGKILL, 0),
                                        (signal.SIGINT, BUSY), (signal.SIGHUP, BUSY)])
 def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(sig, busy):
