@@ -45,10 +45,10 @@ def levels_of(chance: int) -> tuple[int, ...]:
 
 def keys_said(chance: int) -> str:
     """What the keys of a scale give, as the confidence line says it: ``2…9, 0 = 25, 30…90, 100 %; g = a
-    guess (25 %)`` for the scale of four choices."""
+    guess`` for the scale of four choices (a guess is the chance, the scale's first level)."""
     keys = confidence_keys(chance)
     digits = [d for d in DIGITS[:-1] if d in keys]
-    guess = f"{GUESS_KEY} = a guess ({chance} %)"
+    guess = f"{GUESS_KEY} = a guess"
     if not digits:
         return f"0 = 100 %; {guess}"
     first = digits[0]
@@ -59,7 +59,7 @@ def keys_said(chance: int) -> str:
 
 
 class ConfidencePicker(Static, can_focus=True):
-    """``How sure are you? [25 guess] 30 40 … 100 %`` — saved with the attempt when given.
+    """``How sure are you?  25 [30] 40 … 100 %`` (``[25 guess]`` when a guess) — saved with the attempt when given.
 
     Focused, the digits (tens of percent, from the question's chance) and
     ``g`` (a guess: the chance) set it, ← and → move it, Backspace clears
@@ -143,8 +143,8 @@ class ConfidencePicker(Static, can_focus=True):
         parts: list = [("▶ " if self.has_focus else "  ", "bold"), ("How sure are you? ", "bold")]
         shown = sorted(set(self.levels) | ({self.value} if self.value is not None else set()))
         for level in shown:
-            label = f"{level} guess" if level == self.chance else str(level)
             chosen = level == self.value
+            label = f"{level} guess" if chosen and self.is_guess else str(level)  # short when not chosen
             parts.append((f"[{label}]" if chosen else f" {label} ", "bold reverse green" if chosen else ""))
         parts.append(" %  ")
         keys = keys_said(self.chance)
