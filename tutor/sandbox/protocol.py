@@ -478,7 +478,7 @@ def _json_message(line: str | bytes) -> dict:
         raise ProtocolError("the line nests deeper than JSON is read here") from None
     kind = data.get("type") if isinstance(data, dict) else None
     if not isinstance(kind, str) or kind not in _TYPES:
-        raise ProtocolError(f"the line names no known message type ({str(kind)[:40]!r})")
+        raise ProtocolError(f"the line names no known message type ({(kind[:40] if isinstance(kind, str) else kind)!r})")
     return data
 
 
@@ -487,4 +487,4 @@ def _from_wire(data: dict) -> Message:
     try:
         return _TYPES[kind].from_wire(data)
     except (KeyError, TypeError, ValueError) as exc:
-        raise ProtocolError(f"a {kind} message is missing or mistypes a field ({str(exc)[:200]})") from None
+        raise ProtocolError(f"a {kind} message is missing or mistypes a field ({repr(exc)[:200]})") from None
