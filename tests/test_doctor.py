@@ -67,7 +67,7 @@ def test_with_confinement_off_a_learners_runs_work_but_grading_would_refuse(tmp_
 
 
 def test_without_bubblewrap_the_report_says_it_is_missing_and_why(tmp_path):
-    proc = doctor("--progress-dir", str(tmp_path), env={bwrap.BWRAP_ENV: "/nonexistent"})
+    proc = doctor("--progress-dir", str(tmp_path), env={bwrap.BWRAP_ENV: "/nonexistent", "COLUMNS": "120"})
     assert proc.returncode == EXIT_UNCONFINED, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert "  no  bubblewrap         none: the check worker runs without its outer wall" in lines
