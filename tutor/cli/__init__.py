@@ -29,7 +29,7 @@ import importlib
 import os
 import sys
 
-from tutor.cli import learner
+from tutor.cli import browse, learner
 from tutor.cli.output import JsonOutput, RichOutput
 from tutor.cli.parser import ArgumentsError, build_parser
 from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_SAVE, EXIT_USAGE, CouldNotRun, CouldNotSave,
@@ -48,7 +48,7 @@ def _imported_when_run(module: str, name: str):
 
 
 #: The headless commands by name (``tutor audit`` and the TUI are dispatched apart).
-COMMANDS = {"list": learner.list_, "show": learner.show, "run": learner.run,
+COMMANDS = {"list": browse.list_, "show": browse.show, "run": learner.run,
             "check": _imported_when_run("author", "check"), "progress": learner.progress,
             "grade": _imported_when_run("instructor", "grade"), "report": _imported_when_run("instructor", "report"),
             "gradescope": _imported_when_run("instructor", "gradescope"),
