@@ -611,10 +611,12 @@ def test_ctrl_o_shows_only_where_there_is_an_editor_to_open(tmp_path, monkeypatc
 
     async def script(pilot):
         screen = await open_edit(pilot)
+        await wait_until(pilot, lambda: bool(_footer(screen)), "the edit page's footer")
         seen["none"] = set(_footer(screen))
         monkeypatch.setenv("EDITOR", "true")
         screen.refresh_bindings()
-        await pilot.pause()
+        # the footer redraws once the bindings are refreshed: on a busy machine that takes more than one pause
+        await wait_until(pilot, lambda: "ctrl+o" in _footer(screen), "ctrl+o in the footer once EDITOR is set")
         seen["set"] = set(_footer(screen))
     drive(app, script, size=(120, 40))
     assert "ctrl+o" not in seen["none"] and "ctrl+o" in seen["set"]
