@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from test_grading_submissions import Recording, clean_head_split, digest, grade_fixes, hand_in
+from test_grading_submissions import FailsOn, Recording, clean_head_split, digest, grade_fixes, hand_in
 from tutor.instructor import gradebook
 from tutor.model.patch import syntax_problem
 from tutor.model.verdict import first_difference
@@ -54,15 +54,12 @@ def assert_the_class_is_graded(tmp_path, before: dict) -> dict:
     return rows
 
 
-class Breaking(Recording):
+class Breaking(FailsOn):
     """The stand-in runner, failing inside the grader for a hand-in that says so (as a side's deep structure
     made ``RunResult.to_dict`` recurse)."""
 
-    def run(self, exercise, prediction=None, on_progress=None, seed=0, sides=None, **kw):
-        result = super().run(exercise, prediction, on_progress, seed, sides, **kw)
-        if BREAKS_THE_GRADER in (self.runs[-1][2] or ""):
-            raise RecursionError("maximum recursion depth exceeded while calling a Python object")
-        return result
+    marker, failure = BREAKS_THE_GRADER, RecursionError
+    message = "maximum recursion depth exceeded while calling a Python object"
 
 
 class MisShaped(Recording):

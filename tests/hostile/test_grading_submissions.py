@@ -59,6 +59,20 @@ class Recording:
         self.closed = True
 
 
+class FailsOn(Recording):
+    """The stand-in runner, raising ``failure(message)`` after recording a hand-in that holds ``marker``."""
+
+    marker: str
+    failure: type[Exception]
+    message: str
+
+    def run(self, exercise, prediction=None, on_progress=None, seed=0, sides=None, **kw):
+        result = super().run(exercise, prediction, on_progress, seed, sides, **kw)
+        if self.marker in (self.runs[-1][2] or ""):
+            raise self.failure(self.message)
+        return result
+
+
 @pytest.fixture(autouse=True)
 def _fresh():
     Recording.made = []

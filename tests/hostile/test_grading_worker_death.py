@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from test_grading_one_row import HONEST, assert_the_class_is_graded, batch, honest_class
-from test_grading_submissions import Recording, clean_head_split, hand_in
+from test_grading_submissions import FailsOn, clean_head_split, hand_in
 from tutor.instructor import gradebook
 from tutor.model.errors import CouldNotRun
 from tutor.sandbox.runner import Runner, WorkerError
@@ -34,19 +34,15 @@ class StandInWorker:
         self.hello = hello
 
 
-class DiesOnce(Recording):
+class DiesOnce(FailsOn):
     """The stand-in runner, with a worker that said hello: for a hand-in marked so, the fresh worker it
     starts dies before its hello (as a real runner's does when it is killed while starting)."""
+
+    marker, failure, message = KILLS_THE_WORKER, WorkerError, "the check worker did not start: Killed"
 
     def __init__(self, catalog, device="cpu"):
         super().__init__(catalog, device)
         self.worker = StandInWorker(Hello())
-
-    def run(self, exercise, prediction=None, on_progress=None, seed=0, sides=None, **kw):
-        result = super().run(exercise, prediction, on_progress, seed, sides, **kw)
-        if KILLS_THE_WORKER in (self.runs[-1][2] or ""):
-            raise WorkerError("the check worker did not start: Killed")
-        return result
 
 
 class NeverStarts(DiesOnce):
