@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import types
 
 import pytest
 
@@ -25,15 +26,6 @@ from tutor.sandbox.runner import Runner, WorkerError
 KILLS_THE_WORKER = "# the worker dies here\n"
 
 
-class Hello:
-    pid = 1
-
-
-class StandInWorker:
-    def __init__(self, hello):
-        self.hello = hello
-
-
 class DiesOnce(FailsOn):
     """The stand-in runner, with a worker that said hello: for a hand-in marked so, the fresh worker it
     starts dies before its hello (as a real runner's does when it is killed while starting)."""
@@ -42,7 +34,7 @@ class DiesOnce(FailsOn):
 
     def __init__(self, catalog, device="cpu"):
         super().__init__(catalog, device)
-        self.worker = StandInWorker(Hello())
+        self.worker = types.SimpleNamespace(hello=object())
 
 
 class NeverStarts(DiesOnce):
@@ -50,7 +42,7 @@ class NeverStarts(DiesOnce):
 
     def __init__(self, catalog, device="cpu"):
         super().__init__(catalog, device)
-        self.worker = StandInWorker(None)
+        self.worker = types.SimpleNamespace(hello=None)
 
     def run(self, exercise, prediction=None, on_progress=None, seed=0, sides=None, **kw):
         raise WorkerError("the check worker did not start: it said nothing")
