@@ -72,7 +72,7 @@ class MisShaped(Recording):
         series = {"type": "series", "title": "s", "values": [1.0, 2.0]}
         result.evidence["clean"] = [table, series]
         result.evidence["repeat"] = [table, series]
-        if "mallory" in (self.runs[-1][2] or "") or BREAKS_THE_GRADER in (self.runs[-1][2] or ""):
+        if "mallory" in (self.runs[-1][2] or ""):
             result.evidence["yours"] = [{**table, "rows": 7}, {**series, "values": "xyz"}]
         else:
             result.evidence["yours"] = [table, series]
