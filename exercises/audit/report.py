@@ -125,7 +125,7 @@ def format_report(data: dict, evidence: bool = True) -> str:
             for row in link["evidence"]:
                 lines.append(f"{'':>19}{row[0]}: {row[1]}")
     first = data.get("first_failure")
-    warned = [link["name"] for link in data["links"] if link["status"] == "warn"]
+    warned = data.get("warned")
     holds = "every link holds" + (f" (warnings: {', '.join(warned)})" if warned else "")
     lines.append(f"first failure: {first}" if first else f"first failure: none — {holds}")
     return "\n".join(lines)

@@ -46,12 +46,13 @@ class Attention(nn.Module):
     def forward(self, x):
         B, T, C = x.shape
         q, k, v = (self.heads(p(x)) for p in (self.q_proj, self.k_proj, self.v_proj))
-        q, k = self.normalise(q), self.normalise(k)
+        q, k = self.normalise(q, k)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return getattr(self, self.output_name)(y.transpose(1, 2).reshape(B, T, C))
 
-    def normalise(self, t):
-        return t
+    def normalise(self, q, k):
+        """q and k as the scores read them: unchanged here, normalised per head in ``QkNormAttention``."""
+        return q, k
 
 
 class PostNorm(nn.Module):
@@ -230,12 +231,8 @@ class QkNormAttention(OAttention):
         self.q_layernorm = PerHeadLayerNorm(self.head_dim, self.n_head)
         self.k_layernorm = PerHeadLayerNorm(self.head_dim, self.n_head)
 
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = (self.heads(p(x)) for p in (self.q_proj, self.k_proj, self.v_proj))
-        q, k = self.q_layernorm(q), self.k_layernorm(k)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.o_proj(y.transpose(1, 2).reshape(B, T, C))
+    def normalise(self, q, k):
+        return self.q_layernorm(q), self.k_layernorm(k)
 
 
 class QkNorm(nn.Module):
