@@ -94,7 +94,7 @@ def test_the_read_roots_are_the_installation_its_packages_metadata_and_the_syste
     assert reads.read_roots() == tuple(sorted(real(p) for p in [
         prefix + "/lib", entries[0], entries[1], entries[2], *paths.values(), tmp_path / "system",
         tmp_path / "checkout" / "tutor.egg-info", tmp_path / "checkout" / "engine-1.0.dist-info"]))
-    assert reads.listed_folders() == ()
+    assert reads.policy().listed == ()
 
 
 def test_the_tutor_and_engine_are_readable_where_installed_and_the_installed_catalog_only_listed(tmp_path, monkeypatch):
@@ -115,7 +115,7 @@ def test_the_tutor_and_engine_are_readable_where_installed_and_the_installed_cat
         assert real(packages / name) in roots
     assert not any(r == real(packages / "exercises") or r.startswith(real(packages / "exercises") + os.sep)
                    or r == real(packages) for r in roots)
-    assert reads.listed_folders() == (real(packages),)  # names in site-packages, for imports; no contents
+    assert reads.policy().listed == (real(packages),)  # names in site-packages, for imports; no contents
     # an editable checkout: its package folders are readable, the checkout around them (progress/) is not
     where["tutor"] = checkout / "tutor"
     roots = reads.read_roots()

@@ -90,8 +90,8 @@ def warden(request: Request, folder: str, threads: int, fd: int, key: bytes, sta
     for, so ``os.abort()`` or a signal to itself would behave otherwise.)
 
     Args:
-        roots: what the child may read when confined (:func:`tutor.sandbox.side.read_roots`).
-        listed: what it may list but not read (:func:`tutor.sandbox.confine.listed_folders`).
+        roots: what the child may read when confined (:func:`tutor.sandbox.reads.policy`).
+        listed: what it may list but not read (:func:`tutor.sandbox.reads.policy`).
     """
     code = 1
     try:

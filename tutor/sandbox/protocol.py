@@ -203,7 +203,7 @@ class SideSpec:
         key: the side's signing key, hex (:func:`sign`).
         status: how the worker confines sides (``tutor.sandbox.confine.Status.to_wire``).
         roots: what the side's child may read when confined.
-        listed: what it may list but not read (``tutor.sandbox.confine.listed_folders``).
+        listed: what it may list but not read (``tutor.sandbox.reads.policy``).
         cgroup, memory_cgroup: the side's pids and memory cgroups, or None.
         worker_pid: the worker's pid, as the warden sees it (its parent once adopted).
     """

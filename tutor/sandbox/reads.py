@@ -1,10 +1,10 @@
 """What a side's child may read: the Python installation, the tutor's own packages, the system's folders.
 
-:func:`read_roots` is the read half of a side's Landlock policy
+:func:`policy` is the read half of a side's Landlock policy
 (:mod:`tutor.sandbox.confine` has the rest, :mod:`tutor.sandbox.landlock`
 applies it): computed once in the worker, before the first side forks, and
-sent to each side's warden in its spec. :func:`listed_folders` names the
-folders a side may list but not read.
+sent to each side's warden in its spec: what it may read, and the folders
+it may list but not read.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import importlib.util
 import os
 import sys
 import sysconfig
+from dataclasses import dataclass
 from typing import Iterable
 
 #: The tutor's own packages. A side imports what it needs of them wherever they are installed; the one
@@ -69,18 +70,35 @@ def installed_packages(names: Iterable[str] | None = None) -> list[str]:
     return found
 
 
-def read_roots(forbidden: Iterable[str] = ()) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class Reads:
+    """What a side's child may read (``roots``) and what it may only list (``listed``)."""
+
+    roots: tuple[str, ...]
+    listed: tuple[str, ...]
+
+
+def policy(forbidden: Iterable[str] = ()) -> Reads:
     """What every side's child may read, less ``forbidden`` and the installed :data:`SECRET_PACKAGE`.
 
-    The Python installation (its standard library, and every ``sys.path``
-    entry inside it or named ``site-packages``: never the folder the tutor
-    was started in), the folders of the tutor's own ``tutor`` and ``engine``
-    packages wherever they are imported from (a checkout's package folders,
-    never the checkout around them), and :data:`SYSTEM_READ`. A forbidden
-    folder inside one of them (the worker's scratch; the installed
+    ``roots``: the Python installation (its standard library, and every
+    ``sys.path`` entry inside it or named ``site-packages``: never the folder
+    the tutor was started in), the folders of the tutor's own ``tutor`` and
+    ``engine`` packages wherever they are imported from (a checkout's package
+    folders, never the checkout around them), and :data:`SYSTEM_READ`. A
+    forbidden folder inside one of them (the worker's scratch; the installed
     ``exercises`` of a regular install, in ``site-packages``) is cut out by
-    allowing each of its siblings instead: :func:`listed_folders` names the
-    folders so cut open, which a side may list but not read.
+    allowing each of its siblings instead.
+
+    ``listed``: each folder cut open around the installed
+    :data:`SECRET_PACKAGE` (``site-packages`` in a regular install), which a
+    side may list but not read. Python finds a top-level module by listing
+    each ``sys.path`` folder: a side that first imports an installed package
+    (pyseccomp, or sympy for ``torch.compile``) after its confinement is on
+    must be able to list ``site-packages``. Listing gives names only, of that
+    folder and the folders below it (Landlock grants it for a whole
+    hierarchy), never a file's contents. The worker's scratch is never cut
+    open this way: no side lists the names of another side's tree.
 
     Everything a side must not read — the other sides' trees, progress
     files, submissions, an assignment, the catalog — is outside every root
@@ -89,32 +107,19 @@ def read_roots(forbidden: Iterable[str] = ()) -> tuple[str, ...]:
     secret = installed_packages([SECRET_PACKAGE])
     banned = sorted({os.path.realpath(p) for p in [*forbidden, *secret]})
     roots: list[str] = []
+    listed: set[str] = set()
     for path in _candidates():
         _allow_except(path, banned, roots)
+        listed.update(os.path.dirname(package) for package in secret if package != path and below(package, path))
     # A root inside another is redundant; keep the outer one.
     roots = sorted(set(roots))
-    return tuple(r for r in roots if not any(r != o and below(r, o) for o in roots))
+    return Reads(roots=tuple(r for r in roots if not any(r != o and below(r, o) for o in roots)),
+                 listed=tuple(sorted(listed)))
 
 
-def listed_folders() -> tuple[str, ...]:
-    """The folders a side may list but not read: each folder of the installation cut open around the installed
-    :data:`SECRET_PACKAGE` (``site-packages`` in a regular install).
-
-    Python finds a top-level module by listing each ``sys.path`` folder: a
-    side that first imports an installed package (pyseccomp, or sympy for
-    ``torch.compile``) after its confinement is on must be able to list
-    ``site-packages``. Listing gives names only, of that folder and the
-    folders below it (Landlock grants it for a whole hierarchy), never a
-    file's contents. The worker's scratch is never cut open this way: no
-    side lists the names of another side's tree.
-    """
-    secret = installed_packages([SECRET_PACKAGE])
-    listed = []
-    for path in _candidates():
-        for package in secret:
-            if below(package, path) and package != path:
-                listed.append(os.path.dirname(package))
-    return tuple(sorted(set(listed)))
+def read_roots(forbidden: Iterable[str] = ()) -> tuple[str, ...]:
+    """The folders and files :func:`policy` lets a side read."""
+    return policy(forbidden).roots
 
 
 def _candidates() -> list[str]:

@@ -11,7 +11,7 @@ a crash, a timeout (with where it hung) or a refusal are all outcomes.
 
 What confinement works here is probed once per worker (:func:`confinement`),
 and what a side may read is computed once, before the first side forks
-(:func:`read_roots`).
+(:func:`reads_of`).
 """
 
 from __future__ import annotations
@@ -110,15 +110,14 @@ class SideRun:
         if confinement().memory == "cgroup":  # the side's processes together, whatever each one's address space
             self.memory_cgroup = namespaces.make_memory_cgroup(name, child.MEMORY_CAP_MB * 1024 * 1024)
         # what the side may read: computed once, in the worker, before its first side forks
-        roots = read_roots(os.path.dirname(self.folder)) if confinement().landlock else ()
-        listed = listed_folders() if confinement().landlock else ()
+        allowed = reads_of(os.path.dirname(self.folder)) if confinement().landlock else reads.Reads((), ())
         # the side's output is read back through this descriptor, opened here before any subject code runs:
         # whatever the subject later puts at output.log (a FIFO, a link to someone's file) is never read
         self.log_fd = open_log(self.folder)
         read_fd, write_fd = os.pipe()
         spec = SideSpec(check=self.request.check, device=self.request.device, seed=self.request.seed,
                         folder=self.folder, threads=self.threads, key=self._key.hex(),
-                        status=confinement().to_wire(), roots=tuple(roots), listed=listed, cgroup=self.cgroup,
+                        status=confinement().to_wire(), roots=allowed.roots, listed=allowed.listed, cgroup=self.cgroup,
                         memory_cgroup=self.memory_cgroup, worker_pid=os.getpid())
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.started = time.perf_counter()
@@ -373,8 +372,7 @@ def _clipped(text: str) -> str:
 
 
 _STATUS: confine.Status | None = None
-_READ_ROOTS: tuple[str, ...] | None = None
-_LISTED: tuple[str, ...] | None = None
+_READS: reads.Reads | None = None
 
 
 def confinement() -> confine.Status:
@@ -385,21 +383,13 @@ def confinement() -> confine.Status:
     return _STATUS
 
 
-def read_roots(scratch: str) -> tuple[str, ...]:
-    """What a side may read: the Python install and system libraries, less the worker's scratch (every
-    side's tree): the scratch alone, not all of /tmp, where a checkout and its venv may live."""
-    global _READ_ROOTS
-    if _READ_ROOTS is None:
-        _READ_ROOTS = reads.read_roots(forbidden=[scratch])
-    return _READ_ROOTS
-
-
-def listed_folders() -> tuple[str, ...]:
-    """What a side may list but not read (:func:`tutor.sandbox.confine.listed_folders`), computed once."""
-    global _LISTED
-    if _LISTED is None:
-        _LISTED = reads.listed_folders()
-    return _LISTED
+def reads_of(scratch: str) -> reads.Reads:
+    """What a side may read and list (:func:`tutor.sandbox.reads.policy`), less the worker's scratch (every
+    side's tree): the scratch alone, not all of /tmp, where a checkout and its venv may live. Computed once."""
+    global _READS
+    if _READS is None:
+        _READS = reads.policy(forbidden=[scratch])
+    return _READS
 
 
 def reap(pids: list[int], polls: int = 20) -> None:

@@ -55,7 +55,7 @@ os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # ask CUDA without 
 from tutor.sandbox import child, forkserver, protocol, side, speed  # noqa: E402
 from tutor.sandbox.child import SIDE_THREADS, probe_child  # noqa: E402
 from tutor.sandbox.protocol import Answer, Hello, Message, Progress, ProtocolError, Refusal, Request  # noqa: E402
-from tutor.sandbox.side import SideRun, confinement, listed_folders, read_roots  # noqa: E402
+from tutor.sandbox.side import SideRun, confinement, reads_of  # noqa: E402
 
 #: Set by the runner when several workers share the machine (``tutor check -j N``): the cores this one may use.
 CORES_ENV = "TUTOR_WORKER_CORES"
@@ -87,8 +87,7 @@ def main() -> None:
     cores = worker_cores()
     status = confinement()
     if status.landlock:
-        read_roots(scratch)  # computed once, before the first side forks
-        listed_folders()
+        reads_of(scratch)  # computed once, before the first side forks
     _send(out, Hello(torch=torch.__version__, cuda=_cuda_available(torch), pid=os.getpid(),
                      cores=cores, scratch=scratch, speed=measure_speed(cores), confinement=status.to_wire()))
     try:
