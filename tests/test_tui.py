@@ -219,6 +219,20 @@ async def finish_runs(pilot) -> None:
     await pilot.pause()
 
 
+async def type_and_run(pilot, text: str) -> None:
+    """Type the answer, run the check with Enter, and let the run finish."""
+    await type_answer(pilot, text)
+    await pilot.press("enter")
+    await finish_runs(pilot)
+
+
+async def pick_and_run(pilot, choice_id: str) -> None:
+    """Pick the choice, run the check with r, and let the run finish."""
+    await pick(pilot, choice_id)
+    await pilot.press("r")
+    await finish_runs(pilot)
+
+
 def saved(tmp_path) -> dict:
     path = tmp_path / f"{LEARNER}.toml"
     return tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
@@ -262,9 +276,7 @@ def test_choice_prediction_runs_and_records_attempt(tmp_path):
 
     async def script(pilot):
         screen = await open_exercise(pilot, ex.id)
-        await pick(pilot, choice)
-        await pilot.press("r")
-        await finish_runs(pilot)
+        await pick_and_run(pilot, choice)
         text = text_of(screen.query_one("#result-text", Static))
         assert "✓ your prediction matched the observation" in text
         assert "canned rows" in text
@@ -304,9 +316,7 @@ def test_each_capstone_attempt_meets_a_new_mystery_and_other_exercises_keep_seed
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(pilot.app.screen, ExerciseScreen), "the home screen")
         await open_exercise(pilot, "head-split")
-        await pick(pilot, "a")
-        await pilot.press("r")
-        await finish_runs(pilot)
+        await pick_and_run(pilot, "a")
         await wait_until(pilot, lambda: len(runner.calls) == 4, "the fourth run")
     drive(app, script)
     assert [c[0] for c in runner.calls] == ["audit"] * 3 + ["head-split"]
@@ -319,9 +329,7 @@ def test_typed_prediction_enter_runs(tmp_path):
 
     async def script(pilot):
         screen = await open_exercise(pilot, ex.id)
-        await type_answer(pilot, "3x3")
-        await pilot.press("enter")
-        await finish_runs(pilot)
+        await type_and_run(pilot, "3x3")
         assert "✓ your prediction matched" in text_of(screen.query_one("#result-text", Static))
     drive(app, script)
     attempt = saved(tmp_path)["exercises"][ex.id]["attempts"][0]
@@ -334,9 +342,7 @@ def test_a_refused_answer_keeps_the_last_result_on_screen(tmp_path):
 
     async def script(pilot):
         screen = await open_exercise(pilot, ex.id)
-        await type_answer(pilot, "3x3")
-        await pilot.press("enter")
-        await finish_runs(pilot)
+        await type_and_run(pilot, "3x3")
         await type_answer(pilot, "banana")
         await pilot.press("enter")
         await pilot.pause()
@@ -384,9 +390,7 @@ def test_error_status_is_shown_as_an_outcome(tmp_path):
 
     async def script(pilot):
         screen = await open_exercise(pilot, ex.id)
-        await type_answer(pilot, "(3,)")
-        await pilot.press("enter")
-        await finish_runs(pilot)
+        await type_and_run(pilot, "(3,)")
         text = text_of(screen.query_one("#result-text", Static))
         assert "could not finish" in text
         assert "the subject crashed on purpose (canned)" in text
@@ -404,9 +408,7 @@ def test_runner_exception_is_shown_not_raised(tmp_path):
 
     async def script(pilot):
         screen = await open_exercise(pilot, ex.id)
-        await type_answer(pilot, "3")
-        await pilot.press("enter")
-        await finish_runs(pilot)
+        await type_and_run(pilot, "3")
         assert "the check worker did not start (canned)" in text_of(screen.query_one("#result-text", Static))
         assert not screen.running
     drive(app, script)
@@ -948,9 +950,7 @@ def test_evidence_titles_and_verdicts_are_shown_in_full(tmp_path, width):
 
     async def script(pilot):
         screen = await open_exercise(pilot, ex.id)
-        await type_answer(pilot, "3x3")
-        await pilot.press("enter")
-        await finish_runs(pilot)
+        await type_and_run(pilot, "3x3")
         lines = panel_lines(screen)
         assert max(len(line) for line in lines) <= width
         # the title is one line, not folded to the narrow table's width
@@ -1013,9 +1013,7 @@ def test_a_wrong_prediction_is_shown_as_did_not_match_and_recorded_as_such(tmp_p
 
     async def script(pilot):
         screen = await open_exercise(pilot, "head-split")
-        await pick(pilot, "c")
-        await pilot.press("r")
-        await finish_runs(pilot)
+        await pick_and_run(pilot, "c")
         text = text_of(screen.query_one("#result-text", Static))
         assert "✗ your prediction did not match the observation" in text
         assert "✓" not in text
@@ -1028,9 +1026,7 @@ def test_a_wrong_prediction_is_shown_as_did_not_match_and_recorded_as_such(tmp_p
         screen = await open_exercise(pilot, "head-split")
         history = text_of(screen.query_one("#exercise-history", Static))
         assert "✗ not solved yet · 1 prediction(s); last: you said c, the check observed b" in history
-        await pick(pilot, "b")
-        await pilot.press("r")
-        await finish_runs(pilot)
+        await pick_and_run(pilot, "b")
         assert "✓ your prediction matched the observation" in text_of(screen.query_one("#result-text", Static))
     drive(app, script, size=(100, 40))
     attempts = saved(tmp_path)["exercises"]["head-split"]["attempts"]
@@ -1044,9 +1040,7 @@ def test_a_wrong_typed_answer_is_graded_by_the_tutor_not_the_fake(tmp_path):
 
     async def script(pilot):
         screen = await open_exercise(pilot, ex.id)
-        await type_answer(pilot, "3x1")
-        await pilot.press("enter")
-        await finish_runs(pilot)
+        await type_and_run(pilot, "3x1")
         assert "✗ your prediction did not match" in text_of(screen.query_one("#result-text", Static))
         assert result_rows(screen)["your prediction"] == "(3, 1)"
     drive(app, script, size=(100, 40))
@@ -1070,9 +1064,7 @@ def test_attempts_are_saved_off_the_ui_thread_and_progress_is_read_once(tmp_path
 
     async def script(pilot):
         screen = await open_exercise(pilot, "head-split")
-        await pick(pilot, "a")
-        await pilot.press("r")
-        await finish_runs(pilot)
+        await pick_and_run(pilot, "a")
         assert "✓" in text_of(screen.query_one("#result-text", Static))
         await pilot.press("escape")
         await pilot.pause()

@@ -23,7 +23,7 @@ from rich.console import Console  # noqa: E402
 from textual.widgets import TextArea  # noqa: E402
 
 from test_tui import (LEARNER, FakeRunner, drive, finish_runs, make_app, open_exercise, open_note,  # noqa: E402
-                      saved, shows_page, text_of, type_answer, wait_until)
+                      saved, shows_page, text_of, type_and_run, type_answer, wait_until)
 from tutor.model.attempts import Attempt, now  # noqa: E402
 from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
 from tutor.ui.screens.progress import ProgressScreen, exercise_renderable  # noqa: E402
@@ -82,33 +82,32 @@ def test_a_digit_typed_right_after_tab_is_the_confidence(tmp_path, load, exercis
     assert (attempt["prediction"], attempt.get("confidence")) == (prediction, confidence)
 
 
-def test_a_key_typed_right_after_esc_acts_on_the_page_not_in_the_note(tmp_path, load):
-    """Esc then h: the note keeps what was typed, and h shows a hint."""
+def _shows_a_hint(pilot, screen) -> bool:
+    return screen.query_one(HintList).shown == 1
+
+
+def _shows_the_progress(pilot, screen) -> bool:
+    return isinstance(pilot.app.screen, ProgressScreen)
+
+
+@pytest.mark.parametrize("typed, key, reached, what", [
+    ("rows add", "h", _shows_a_hint, "the first hint"),  # a hint shows
+    ("later prefixes.", "p", _shows_the_progress, "the progress"),  # a page opens, no stray p in the note
+])
+def test_a_key_typed_right_after_esc_acts_on_the_page_and_leaves_the_note_as_typed(tmp_path, load, typed, key,
+                                                                                    reached, what):
+    """Esc then a page key: the key acts on the page, and the note keeps exactly what was typed."""
     app, _ = make_app(tmp_path)
 
     async def script(pilot):
         screen = await open_note(pilot, "broadcast-loss")
         await wait_until(pilot, lambda: isinstance(screen.focused, TextArea), "the note focused")
-        burst(pilot.app, *"rows add", "escape", "h")
-        hints = screen.query_one(HintList)
-        await wait_until(pilot, lambda: hints.shown == 1, "the first hint")
+        burst(pilot.app, *typed, "escape", key)
+        await wait_until(pilot, lambda: reached(pilot, screen), what)
         screen.flush_note()
-        assert screen.query_one("#note", TextArea).text == "rows add"
+        assert screen.query_one("#note", TextArea).text == typed
     drive(app, script)
-    assert saved(tmp_path)["exercises"]["broadcast-loss"]["note"] == "rows add"
-
-
-def test_a_key_typed_right_after_esc_that_opens_a_page_leaves_the_note_as_typed(tmp_path, load):
-    """Esc then p: the progress opens, and the note has no stray p."""
-    app, _ = make_app(tmp_path)
-
-    async def script(pilot):
-        screen = await open_note(pilot, "broadcast-loss")
-        await wait_until(pilot, lambda: isinstance(screen.focused, TextArea), "the note focused")
-        burst(pilot.app, *"later prefixes.", "escape", "p")
-        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ProgressScreen), "the progress")
-    drive(app, script)
-    assert saved(tmp_path)["exercises"]["broadcast-loss"]["note"] == "later prefixes."
+    assert saved(tmp_path)["exercises"]["broadcast-loss"]["note"] == typed
 
 
 def test_keys_typed_right_after_next_reach_neither_the_page_left_nor_the_new_page_s_answer(tmp_path, load):
@@ -119,9 +118,7 @@ def test_keys_typed_right_after_next_reach_neither_the_page_left_nor_the_new_pag
 
     async def script(pilot):
         screen = await open_exercise(pilot, "broadcast-loss")
-        await type_answer(pilot, "(3, 3)")
-        await pilot.press("enter")
-        await finish_runs(pilot)
+        await type_and_run(pilot, "(3, 3)")
         await wait_until(pilot, lambda: screen.query_one("#result").has_class("-shown"), "the result")
         burst(pilot.app, "n", "N", "7")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ExerciseScreen)
