@@ -22,7 +22,7 @@ from textual.widgets import Input, ListView, Static  # noqa: E402
 from textual_plotext import PlotextPlot  # noqa: E402
 
 from test_tui import (LEARNER, FakeRunner, canned_pass, drive, finish_runs, first_of_kind,  # noqa: E402
-                      make_app, on_page, open_exercise, pick, saved, screen_text, text_of, type_answer, walk)
+                      make_app, on_page, open_exercise, pick_and_run, saved, screen_text, text_of, type_answer, walk)
 from tutor.model import calibration  # noqa: E402
 from tutor.model import review  # noqa: E402
 from tutor.store.catalog_cache import load_catalog  # noqa: E402
@@ -317,9 +317,7 @@ def test_n_opens_the_next_exercise_after_a_result(tmp_path):
         await pilot.press("n")                       # no result yet: n does nothing here
         await pilot.pause(0.6)
         assert pilot.app.screen is screen
-        await pick(pilot, "b")
-        await pilot.press("r")
-        await finish_runs(pilot)
+        await pick_and_run(pilot, "b")
         following = order[order.index("head-split") + 1]
         assert following in text_of(screen.query_one("#next-hint", Static))
         screen.query_one("#exercise-body").focus()
@@ -624,9 +622,7 @@ def test_a_rerun_clears_the_old_panel(tmp_path):
 
     async def script(pilot):
         screen = await open_exercise(pilot, "head-split")
-        await pick(pilot, "b")
-        await pilot.press("r")
-        await finish_runs(pilot)
+        await pick_and_run(pilot, "b")
         panel = screen.query_one(ResultPanel)
         assert panel.has_class("-shown") and "ran out of time" in text_of(screen.query_one("#result-text", Static))
         runner.slow = True
@@ -694,9 +690,7 @@ def test_shared_scale_plots_render_in_the_tui(tmp_path, width):
 
     async def script(pilot):
         screen = await open_exercise(pilot, "head-split")
-        await pick(pilot, "b")
-        await pilot.press("r")
-        await finish_runs(pilot)
+        await pick_and_run(pilot, "b")
         widget = screen.query_one(SeriesPlotWidget)
         assert list(widget.group.curves) == ["clean", "faulted"]
         plot = widget.query_one(PlotextPlot)
