@@ -249,11 +249,11 @@ class EditScreen(Seeking, PageScreen):
         self._saved_text = after
         if problem is not None:
             if after != before:
-                self._editor.load_text(after)  # what the editor wrote is kept, not run
+                self._take_back(after)  # what the editor wrote is kept, not run
             self._offer_built_in(problem)
             return
         if after != before:
-            self._editor.load_text(after)
+            self._take_back(after)
             self.action_save_and_run()
         else:
             if self.edit_task.mode == "break" and after.replace("\r\n", "\n") == self.edit_task.start:
@@ -262,6 +262,16 @@ class EditScreen(Seeking, PageScreen):
             else:
                 self._status("Your editor closed without a change. Ctrl+S runs, Ctrl+O reopens your editor.")
             self._editor.focus()
+
+    def _take_back(self, text: str) -> None:
+        """The built-in editor holds what the learner's editor wrote, its cursor and view where they were
+        (loading a text puts both at line 1; the learner was working further down)."""
+        editor = self._editor
+        (row, column), (x, y) = editor.cursor_location, editor.scroll_offset
+        editor.load_text(text)
+        row = min(row, editor.document.line_count - 1)
+        editor.move_cursor((row, min(column, len(editor.document.get_line(row)))))
+        self.call_after_refresh(editor.scroll_to, x, y, animate=False)
 
     def _read_back(self, path) -> str | None:
         """The working copy as the editor left it, or None (said; the built-in editor keeps the text from before)."""

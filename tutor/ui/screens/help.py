@@ -73,7 +73,9 @@ def keys_markdown(app_class) -> str:
          key_rows(ConfidencePicker)),
         ("Fix it, Break it, Find and fix (edit mode)", key_rows(EditScreen)),
         ("The built-in code editor", key_rows(CodeEditor)),
-        ("Editing in the built-in code editor (Textual's text area)", key_rows(TextArea, skip=app_first)),
+        # the keys the code editor binds itself are its own table's, not the text area's
+        ("Editing in the built-in code editor (Textual's text area)",
+         key_rows(TextArea, skip=app_first | _declared_keys(CodeEditor))),
         ("Continue your working copy, or start fresh (the question)", key_rows(CopyChoiceScreen)),
         ("Progress", key_rows(ProgressScreen)),
         ("This help", key_rows(HelpScreen)),
@@ -83,6 +85,12 @@ def keys_markdown(app_class) -> str:
         parts += [f"\n### {title}\n", "| key | does |", "|---|---|"]
         parts += [f"| {_cell(keys)} | {_cell(does)} |" for keys, does in rows]
     return "\n".join(parts)
+
+
+def _declared_keys(owner) -> frozenset[str]:
+    """The keys ``owner`` binds in its own ``BINDINGS`` (each key of a binding such as ``home,ctrl+a``)."""
+    return frozenset(key.strip() for binding in owner.__dict__.get("BINDINGS", [])
+                     for key in (binding.key if isinstance(binding, Binding) else binding[0]).split(","))
 
 
 def _cell(text: str) -> str:

@@ -28,7 +28,10 @@ class CodeEditor(TextArea):
     """
 
     BINDINGS = [Binding("ctrl+s", "save", "Run", priority=True,
-                        tooltip="save your file and run the check on it")]
+                        tooltip="save your file and run the check on it"),
+                Binding("home", "cursor_line_start", "Line start", show=False,
+                        tooltip="the start of the line, column 1 (Shift+Home selects to there)"),
+                Binding("ctrl+a", "select_all", "Select all", show=False, tooltip="select the whole file")]
     #: keys the editor reads itself, for the help
     PAGE_KEYS = (
         ("Tab", "indent (in the editor Tab does not move the focus: Shift+Tab or Ctrl+T leaves it)"),
@@ -91,6 +94,12 @@ class CodeEditor(TextArea):
     def on_resize(self, event: events.Resize) -> None:
         """Shrunk (a result panel opened below, a smaller terminal): keep the line being edited on screen."""
         self.call_after_refresh(self.scroll_cursor_visible)
+
+    def action_cursor_line_start(self, select: bool = False) -> None:
+        """Home: the start of the line, column 1, as the help says (Textual's own Home stops at the
+        first character that is not a space first, which a learner reading "line start" does not expect)."""
+        row, _ = self.cursor_location
+        self.move_cursor((row, 0), select=select)
 
     def action_save(self) -> None:
         self.post_message(self.SaveRequested(self))

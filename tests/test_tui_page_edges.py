@@ -1,0 +1,71 @@
+"""The exercise and edit pages at their edges: the code editor's keys as the help states them, the view
+kept across an external editor, a focus mark that is a line and not a solid block under NO_COLOR, and the
+confidence line in view at 120×40.
+
+Driven through ``App.run_test()`` with the fake runners of ``test_tui`` and ``test_edit_tui``; each test
+waits for the state it asserts on, never for a fixed time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("textual")
+
+from test_edit_tui import drive as drive_edit, editor_script, make_app as make_edit_app, open_edit  # noqa: E402
+from test_tui_traps import until  # noqa: E402
+from tutor.ui.widgets.code_editor import CodeEditor  # noqa: E402
+
+
+# --- the built-in code editor: Home and Ctrl+A do what the help says -------------------------------------
+
+def test_home_goes_to_column_one_and_ctrl_a_selects_the_file_as_the_help_says(tmp_path, no_editor):
+    from tutor.ui.app import TutorApp
+    from tutor.ui.screens.help import keys_markdown
+    app, _ = make_edit_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        editor = screen.query_one(CodeEditor)
+        row = next(n for n, line in enumerate(editor.text.splitlines()) if line.startswith("    ") and line.strip())
+        editor.move_cursor((row, 8))
+        await pilot.press("home")
+        assert editor.cursor_location == (row, 0)  # column 1, not the first character after the indent
+        await pilot.press("end", "shift+home")
+        assert editor.selected_text == editor.document.get_line(row)
+        await pilot.press("ctrl+a")
+        assert editor.selected_text == editor.text
+    drive_edit(app, script)
+    text = keys_markdown(TutorApp)
+    own = text[text.index("### The built-in code editor"):].split("\n### ")[0]
+    assert "| Home | the start of the line, column 1" in own and "| Ctrl+A | select the whole file |" in own
+    text_area = text[text.index("### Editing in the built-in code editor"):].split("\n### ")[0]
+    assert "Ctrl+A" not in text_area and "| Home" not in text_area  # said once, as the editor does it
+
+
+# --- after the learner's own editor, the built-in one shows the same place ----------------------------------
+
+def test_after_an_external_editor_the_cursor_and_view_stay_where_they_were(tmp_path, monkeypatch):
+    """An editor that adds a line at the end of the file: the built-in editor takes its text back with the
+    cursor on the line it was on and the view where it was, not at line 1."""
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", editor_script(tmp_path / "..", 'open(path, "a").write("# looked again\\n")\n'))
+    app, _ = make_edit_app(tmp_path)
+
+    async def script(pilot):
+        screen = await open_edit(pilot)  # the editor opens at once, at the fault's line
+        editor = screen.query_one(CodeEditor)
+        await until(pilot, lambda: screen.outcome is not None and not screen.running, "the first run")
+        assert editor.text.endswith("# looked again\n")
+        assert editor.cursor_location[0] == screen.edit_task.line - 1 and editor.scroll_offset.y > 0
+        row = editor.document.line_count - 8
+        editor.move_cursor((row, 4), center=True)
+        await pilot.pause()
+        view = editor.scroll_offset
+        assert view.y > 0
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: editor.text.count("# looked again") == 2, "the second edit taken back")
+        await until(pilot, lambda: not screen.running, "the second run")
+        await pilot.pause()
+        assert editor.cursor_location == (row, 4) and editor.scroll_offset == view
+    drive_edit(app, script)
