@@ -69,3 +69,26 @@ def test_after_an_external_editor_the_cursor_and_view_stay_where_they_were(tmp_p
         await pilot.pause()
         assert editor.cursor_location == (row, 4) and editor.scroll_offset == view
     drive_edit(app, script)
+
+
+# --- under NO_COLOR the focused page is marked by a thin line, not a solid block column ------------------
+
+def test_under_no_color_the_focused_exercise_page_has_a_thin_line_at_its_left_not_a_block(tmp_path, monkeypatch):
+    from textual._border import BORDER_CHARS
+    from test_tui import drive, make_app, open_exercise
+    monkeypatch.setenv("NO_COLOR", "1")
+    app, _ = make_app(tmp_path)
+    seen = {}
+
+    async def script(pilot):
+        assert pilot.app.no_color
+        screen = await open_exercise(pilot, "broadcast-loss")
+        body = screen.query_one("#exercise-body")
+        await until(pilot, lambda: pilot.app.focused is body, "the page focused")
+        kind = body.styles.border_left[0]
+        seen["mark"] = BORDER_CHARS[kind][1][0] if kind else ""
+        lines = [str(line) for line in pilot.app.export_screenshot().splitlines()]
+        seen["blocks"] = sum(line.count("█") for line in lines)
+    drive(app, script)
+    assert seen["blocks"] == 0, seen
+    assert seen["mark"] == "│"  # a shape that says "this page has the focus", as light as a line
