@@ -373,18 +373,25 @@ def no_positions(ctx: Context) -> Measurement:
     return Measurement(observed=changed, evidence=evidence)
 
 
+#: norm_placement: a model "fits" its one fixed batch when its loss at the 40th step is below this (nats);
+#: it starts near ln 37 = 3.61, and both block recipes end far below (0.08 and 0.20 measured).
+FIT_LOSS = 0.5
+
+
 def norm_placement(ctx: Context) -> Measurement:
-    """Is the engine's block the pre-norm function, and does the engine still train?
+    """Is the engine's block the pre-norm function, and does the model still fit one batch?
 
     One block of a 1-layer engine (C = 64, H = 2, eval mode) maps x ~ N(0, 1)
     of shape (2, 8, 64); the check recomputes the pre-norm recipe
     ``h = x + attn(ln_1(x)); h + mlp(ln_2(h))`` from the block's own
     sub-modules, and the post-norm one ``ln_2(h + mlp(h)), h = ln_1(x +
-    attn(x))``. Observed: True when the block equals the pre-norm recipe
-    within 1e-6. Evidence: both gaps, the output's scale, and 40 AdamW steps
-    (lr 3e-3) on one fixed batch (4, 32): the loss falls either way.
-    Seed 000, section 4 ("Moving normalization outside the addition changes
-    the function").
+    attn(x))``. Then the model takes 40 AdamW steps (lr 3e-3) on one fixed
+    batch (4, 32) of random ids (V = 37, so it starts near ln 37 = 3.61).
+    Observed: ``[the block equals the pre-norm recipe within 1e-6, the loss
+    at the 40th step is below FIT_LOSS (0.5 nats)]``. Measured on CPU, seed
+    0: pre-norm 3.63 -> 0.076, post-norm 3.62 -> 0.201; the two functions
+    differ by up to 0.73. Seed 000, section 4 ("Moving normalization outside
+    the addition changes the function").
     """
     from engine.train import make_optimizer, train_step
 
@@ -410,9 +417,10 @@ def norm_placement(ctx: Context) -> Measurement:
               [["max |block(x) - pre-norm|", gap_pre], ["max |block(x) - post-norm|", gap_post],
                ["std of x", x.std().item()], ["std of block(x)", out.std().item()]]),
         series("Loss over 40 steps on one fixed batch (4, 32)", losses, "nats"),
-        table("Training", ["quantity", "value"], [["loss at step 0", losses[0]], ["loss at step 39", losses[-1]]]),
+        table("Training", ["quantity", "value"], [["loss at step 0", losses[0]], ["loss at step 39", losses[-1]],
+                                                 [f"fits the batch (below {FIT_LOSS})", losses[-1] < FIT_LOSS]]),
     ]
-    return Measurement(observed=bool(gap_pre <= 1e-6), evidence=evidence)
+    return Measurement(observed=[bool(gap_pre <= 1e-6), bool(losses[-1] < FIT_LOSS)], evidence=evidence)
 
 
 def kv_wrong_axis(ctx: Context) -> Measurement:

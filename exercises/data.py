@@ -104,13 +104,16 @@ def id_out_of_range(ctx: Context) -> Measurement:
 
 
 def alignment_contract(ctx: Context) -> Measurement:
-    """Draw a real batch with ``engine.data.get_batch`` and apply the shift check.
+    """Draw a real batch with ``engine.data.get_batch`` and try three one-line shift checks on it.
 
-    Batch (4, 32) from the encoded corpus (50,000 characters). Observed:
-    ``check_alignment(x, y)``, i.e. ``torch.equal(x[:, 1:], y[:, :-1])``.
-    Evidence: row 0 of x and y as text, the fraction of positions where the
-    shifted pair agrees, and the same one-line check on hand-built targets
-    shifted by 0, 1 and 2.
+    Batch (4, 32) from the encoded corpus (50,000 characters). The checks,
+    each a ``torch.equal`` over the whole batch: the contract
+    ``check_alignment(x, y)``, i.e. ``x[:, 1:] == y[:, :-1]`` (y is x one
+    step ahead); ``x[:, 2:] == y[:, :-2]`` (two steps ahead); and
+    ``x[:, :-1] == y[:, 1:]`` (y one step behind). Observed: the three
+    verdicts in that order. Evidence: row 0 of x and y as text, the fraction
+    of positions where the contract's pair agrees, and the contract on
+    hand-built targets shifted by 0, 1 and 2.
     Seed 004, "Data: batching and the alignment contract".
     """
     from engine.corpus import make_corpus
@@ -123,7 +126,7 @@ def alignment_contract(ctx: Context) -> Measurement:
     T = 32
     g = torch.Generator().manual_seed(ctx.seed)
     x, y = get_batch(data, 4, T, generator=g, device=ctx.device)
-    passes = bool(check_alignment(x, y))
+    verdicts = [bool(check_alignment(x, y)), torch.equal(x[:, 2:], y[:, :-2]), torch.equal(x[:, :-1], y[:, 1:])]
     agree = (x[:, 1:] == y[:, :-1]).float().mean().item()
 
     starts = torch.randint(0, len(data) - T - 2, (4,), generator=g)
@@ -135,11 +138,13 @@ def alignment_contract(ctx: Context) -> Measurement:
     evidence = [
         table("get_batch: row 0, first 24 tokens as text", ["tensor", "text"],
               [["x", repr(tok.decode(x[0, :24].tolist()))], ["y", repr(tok.decode(y[0, :24].tolist()))]]),
-        table("torch.equal(x[:, 1:], y[:, :-1])", ["targets", "passes"],
-              [["get_batch's y", passes], *hand]),
+        table("Three checks on get_batch's (x, y)", ["check", "passes"], [
+            ["torch.equal(x[:, 1:], y[:, :-1])", verdicts[0]], ["torch.equal(x[:, 2:], y[:, :-2])", verdicts[1]],
+            ["torch.equal(x[:, :-1], y[:, 1:])", verdicts[2]]]),
+        table("torch.equal(x[:, 1:], y[:, :-1]) on hand-built targets", ["targets", "passes"], hand),
         note(f"x[:, 1:] and y[:, :-1] agree at {agree:.1%} of positions in the get_batch pair."),
     ]
-    return Measurement(observed=passes, evidence=evidence)
+    return Measurement(observed=verdicts, evidence=evidence)
 
 
 def int32_ids(ctx: Context) -> Measurement:

@@ -74,9 +74,11 @@ def clip_nonfinite(ctx: Context) -> Measurement:
     to +inf, at a token the batch (4, 16) uses. One ``train_step`` with
     clipping to norm 1.0 (AdamW lr 1e-3); a step pre-hook reads the clipped
     gradients the optimizer is about to use. Observed: ``[the loss is finite,
-    the clipped gradient norm is finite, every weight is finite after the
-    step]``. Seed 000 §7 ("Gradient clipping cannot repair a forward pass that
-    has already produced invalid values").
+    the clipped gradient norm is finite, some weight that was finite before
+    the step is NaN after it]``: the last is what the step did to the healthy
+    weights, not the planted +inf (which is left out of it). Seed 000 §7
+    ("Gradient clipping cannot repair a forward pass that has already
+    produced invalid values").
     """
     from engine.train import make_optimizer, train_step
 
@@ -93,15 +95,17 @@ def clip_nonfinite(ctx: Context) -> Measurement:
         seen["nonfinite"] = sum(int((~torch.isfinite(g)).sum()) for g in grads)
 
     optimizer.register_step_pre_hook(read)
+    healthy = torch.isfinite(_flat(model))  # every weight but the planted +inf
     loss = train_step(model, optimizer, x, y, max_norm=1.0)
     weights = _flat(model)
-    finite_weights = bool(torch.isfinite(weights).all())
-    observed = [math.isfinite(loss), math.isfinite(seen["norm"]), finite_weights]
+    poisoned = int(torch.isnan(weights[healthy]).sum())  # finite before the step, NaN after it
+    observed = [math.isfinite(loss), math.isfinite(seen["norm"]), poisoned > 0]
     evidence = [
         table("One train_step with max_norm = 1.0", ["quantity", "value"], [
             ["loss", loss], ["gradient norm the optimizer used (after clipping)", seen["norm"]],
             ["non-finite gradient entries", f"{seen['nonfinite']:,}"],
-            ["non-finite weights after the step", f"{int((~torch.isfinite(weights)).sum()):,} of {weights.numel():,}"]]),
+            ["non-finite weights after the step", f"{int((~torch.isfinite(weights)).sum()):,} of {weights.numel():,}"],
+            ["finite before the step, NaN after it (graded)", f"{poisoned:,} of {int(healthy.sum()):,}"]]),
         note("Clipping multiplies every gradient by max_norm / norm. When the norm is NaN so is that factor, "
              "and it spreads to every gradient it touches: the place to look is the first operation whose "
              "output was not finite (the non-finite ledger), not the gradient."),

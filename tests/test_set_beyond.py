@@ -26,12 +26,13 @@ def test_group_baseline(run):
 def test_rank_offset(run):
     r = run("rank-offset")
     assert r.status == "ok", r.error
-    assert r.clean is True and r.faulted is False
+    assert r.clean == 128 and r.faulted == 64  # graded: the distinct positions the two ranks read
     clean = fact(r, "clean", "Token positions")
     faulted = fact(r, "faulted", "Token positions")
-    assert clean["read by both"] == "0" and clean["distinct positions"] == "128"
-    assert faulted["read by both"] == "64" and faulted["distinct positions"] == "64"
-    assert run("rank-offset", "no").status == "pass"
+    assert clean["read by both"] == "0" and clean["distinct positions (graded)"] == "128"
+    assert faulted["read by both"] == "64" and faulted["distinct positions (graded)"] == "64"
+    assert run("rank-offset", "64").status == "pass"
+    assert run("rank-offset", "128").status == "fail"
     # the ranks ask no hostname of a side's network namespace, so c10d and gloo print no warning before
     # the evidence (they did: "[c10d] The hostname of the client socket cannot be retrieved")
     for side in ("clean", "faulted"):

@@ -28,12 +28,15 @@ def test_id_equal_to_vocab_size_raises_index_error(run, catalog):
 
 
 def test_alignment_check_passes_aligned_fails_shifted_twice(run, catalog):
-    r = run("alignment-contract", "no")
+    # Graded: which of three one-line checks pass: x one ahead of y (the contract), two ahead, one behind.
+    r = run("alignment-contract", "no, yes, no")
     assert r.status == "pass", (r.status, r.error, r.observed)
-    assert r.clean is True and r.faulted is False
-    hand = dict(rows(r, "clean", "torch.equal"))
-    assert hand == {"get_batch's y": "True", "no shift (y = x)": "False",
-                    "shift by one": "True", "shift by two": "False"}
+    assert r.clean == [True, False, False] and r.faulted == [False, True, False]
+    assert dict(rows(r, "faulted", "Three checks")) == {
+        "torch.equal(x[:, 1:], y[:, :-1])": "False", "torch.equal(x[:, 2:], y[:, :-2])": "True",
+        "torch.equal(x[:, :-1], y[:, 1:])": "False"}
+    hand = dict(rows(r, "clean", "torch.equal(x[:, 1:], y[:, :-1]) on hand-built"))
+    assert hand == {"no shift (y = x)": "False", "shift by one": "True", "shift by two": "False"}
 
 
 # Seed gaps (CATALOG-3.md)

@@ -123,8 +123,10 @@ def test_ce_on_probs(ok, run):
     # trained with the faulted loss: the true cross entropy falls to 1.009994 at step 34, then
     # rises to 1.783530 by step 200 (CPU, seed 0; the snippet bigram it replaced gave 0.903 at
     # step 18 and 1.843), while the honest loss falls throughout to 0.735944.
+    # Graded: whether the true cross entropy ends more than 0.1 nats above its lowest point (the
+    # faulted loss climbs 0.77 past it; the honest one ends at its lowest).
     r = ok("ce-on-probs")
-    assert r.clean is True and r.faulted is False
+    assert r.clean is False and r.faulted is True
     clean, faulted = _series(r, "clean", "GPT trained"), _series(r, "faulted", "GPT trained")
     assert clean[0] == faulted[0] == pytest.approx(2.138890, abs=1e-6)
     assert clean[-1] == pytest.approx(0.735944, abs=1e-6)
@@ -137,6 +139,8 @@ def test_ce_on_probs(ok, run):
     assert faulted[34] == pytest.approx(1.009994, abs=1e-5)
     assert faulted[-1] == pytest.approx(1.783530, abs=1e-5)
     assert facts(r, "faulted", "True cross entropy")["34 (lowest)"] == ["1.00999"]
+    assert facts(r, "faulted", "True cross entropy")["last minus lowest (graded: more than 0.1?)"] == ["0.773536"]
+    assert facts(r, "clean", "True cross entropy")["last minus lowest (graded: more than 0.1?)"] == ["0"]
     after_a = facts(r, "faulted", "After 200 steps")
     assert after_a["'t'"] == ["0.5000", "0.9711"]  # pushed toward the most common successor
     # ...but not all the way: the faulted loss's own optimum for 'a' (successors 't' 1/2, ' ' 1/3,
@@ -157,7 +161,7 @@ def test_ce_on_probs(ok, run):
     assert facts(r, "clean", "After 200 steps")["'t'"] == ["0.5000", "0.4976"]  # near the counts
     assert facts(r, "faulted", "The GPT's reported loss")["equal (1e-9)"] == ["False"]
     assert "not cross entropy" in _notes(r, "faulted") and not _notes(r, "clean")
-    assert run("ce-on-probs", "no").status == "pass"
+    assert run("ce-on-probs", "yes").status == "pass"
 
 
 def test_microbatch_weighting(ok, run):
@@ -414,12 +418,16 @@ def test_pre_update_loss(ok, run):
 
 
 def test_optimizer_in_loop(ok, run):
+    # Graded: how many recorded losses the curves share before they part. The loss before any
+    # update, and the one after a first step (a first step in both runs), agree; the third parts.
     r = ok("optimizer-in-loop")
-    assert r.clean is True and r.faulted is False
+    assert r.clean == 40 and r.faulted == 2
+    assert facts(r, "faulted", "Facts")["losses shared before they part (graded)"] == ["2"]
     moved = facts(r, "faulted", "After 40 steps")["mean |Δw| between the last two forwards / lr"]
     assert float(moved[0]) == pytest.approx(1.0, abs=1e-3)  # every step a first step: about lr per weight
     assert float(moved[1]) < 0.2  # built once: the steps have shrunk
-    assert run("optimizer-in-loop", "no").status == "pass"
+    assert run("optimizer-in-loop", "2").status == "pass"
+    assert run("optimizer-in-loop", "1").status == "fail"  # the first update is a first step in both runs
 
 
 def test_decay_split(ok, run):

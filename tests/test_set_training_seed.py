@@ -26,14 +26,16 @@ def test_step_per_microbatch(run):
 
 
 def test_clip_nonfinite_cannot_repair_the_forward(run):
-    r = run("clip-nonfinite", "no, no, no")
+    r = run("clip-nonfinite", "no, no, yes")
     assert r.status == "pass", (r.status, r.error, r.observed)
-    assert r.clean == [False, False, False] and r.faulted is None  # no fault: the engine as shipped
+    assert r.clean == [False, False, True] and r.faulted is None  # no fault: the engine as shipped
     facts = fact(r, "clean", "One train_step with max_norm")
     assert facts["loss"] == "nan" and facts["gradient norm the optimizer used (after clipping)"] == "nan"
     # The one-layer small GPT holds 54,272 values; NaN reaches every gradient and so every weight.
     n = facts["non-finite weights after the step"].split(" of ")
     assert n[0] == n[1] == "54,272"
+    # Graded: the healthy weights (all but the planted +inf) that the step turned NaN: every one.
+    assert facts["finite before the step, NaN after it (graded)"] == "54,271 of 54,271"
 
 
 def test_mode_switches_are_not_steps(run):
