@@ -53,7 +53,8 @@ class Summary:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived: stop as Ctrl-C does (every worker stopped, the rows graded so far kept)."""
+    """SIGTERM or SIGHUP arrived: stop as Ctrl-C does (every worker stopped, its cgroups removed, the rows
+    graded so far kept). SIGHUP is the grader's terminal or ssh session going away mid-batch."""
 
 
 def refuse_unconfined(args) -> None:
@@ -99,17 +100,19 @@ def _store_to_save_in(args) -> ProgressStore | None:
 
 def grade(args, events: Events) -> GradeReply:
     """``tutor grade``: answers (``--answers``), repairs (``--fixes``) or ``merge DIR...`` — see
-    :mod:`tutor.instructor.grade`. SIGTERM ends it as Ctrl-C does: every worker stopped, the rows graded so far kept."""
-    previous = None
+    :mod:`tutor.instructor.grade`. SIGTERM and SIGHUP end it as Ctrl-C does: every worker stopped, the rows
+    graded so far kept."""
+    previous = {}
     if threading.current_thread() is threading.main_thread():
         def terminated(signum, _frame):
             raise Terminated()
-        previous = signal.signal(signal.SIGTERM, terminated)
+        signals = [signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]  # no SIGHUP on Windows
+        previous = {sig: signal.signal(sig, terminated) for sig in signals}
     try:
         return _grade(args, events)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _grade(args, events: Events) -> GradeReply:

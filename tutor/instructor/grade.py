@@ -54,7 +54,7 @@ Exit status: 0 every row has its result in the files; 2 bad input that
 stops the grading (no such file, no header, an ambiguous column, an
 unwritable folder, a missing CUDA device); 3 a row's check could not finish,
 or no worker could start; 4 a graded answer could not be saved to progress.
-SIGTERM stops the workers and ends the command like Ctrl-C.
+SIGTERM and SIGHUP stop the workers and end the command like Ctrl-C.
 
 Layers: this module imports neither torch nor Textual.
 """

@@ -215,6 +215,13 @@ def make_memory_cgroup(name: str, limit_bytes: int) -> str | None:
         return None
 
 
+def cgroup_bases() -> dict[str, str]:
+    """controller -> the folder a worker's cgroups are made in here (pids, memory), for those this process
+    may make one in (``TUTOR_CGROUPS`` names them for a worker, and for a tutor that is told where)."""
+    return {controller: base for controller, base in (("pids", _pids_base()), ("memory", _memory_base()))
+            if base is not None}
+
+
 def delegate(name: str, owner: int | None = None) -> dict[str, str]:
     """Make a cgroup ``name`` per controller (pids, memory) for one sandboxed worker, to bind into its sandbox,
     owned by uid and gid ``owner`` where given (the uid the sandbox runs as outside), so it can make its
@@ -224,10 +231,7 @@ def delegate(name: str, owner: int | None = None) -> dict[str, str]:
         controller -> folder, only those that could be made; :func:`delegation_env` writes them for the worker.
     """
     made = {}
-    for controller, base in (("pids", _pids_base()), ("memory", _memory_base())):
-        if base is None:
-            continue
-        _sweep(base)
+    for controller, base in cgroup_bases().items():
         path = os.path.join(base, name)
         try:
             os.mkdir(path)
@@ -241,16 +245,34 @@ def delegate(name: str, owner: int | None = None) -> dict[str, str]:
     return made
 
 
-def _sweep(base: str) -> None:
-    """Remove what a tutor that was killed left in ``base``: ``tutor-worker-PID-*`` cgroups whose tutor is gone."""
-    try:
-        names = [n for n in os.listdir(base) if n.startswith("tutor-worker-")]
-    except OSError:
-        return
-    for name in names:
-        pid = name.split("-")[2]
-        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-            remove_delegated({"stale": os.path.join(base, name)}, patience_s=0.2)
+#: The start of every worker cgroup's name: ``tutor-worker-PID-RANDOM``, PID the tutor's (its runner's process).
+WORKER_PREFIX = "tutor-worker-"
+
+
+def sweep() -> tuple[list[str], list[str]]:
+    """Remove the cgroups a tutor that ended without its own cleanup (``kill -9``, a crash) left behind:
+    every ``tutor-worker-PID-*`` folder of :func:`cgroup_bases` whose tutor PID is gone, its sides' first.
+
+    Returns:
+        (the folders removed, the folders that could not be: a process of the dead tutor's still in one);
+        the caller says both, since nothing is removed silently.
+    """
+    removed: list[str] = []
+    left: list[str] = []
+    for base in cgroup_bases().values():
+        try:
+            names = sorted(n for n in os.listdir(base) if n.startswith(WORKER_PREFIX))
+        except OSError:
+            continue
+        for name in names:
+            pid = name[len(WORKER_PREFIX):].split("-")[0]
+            path = os.path.join(base, name)
+            if pid.isdigit() and not os.path.exists(f"/proc/{pid}") and os.path.isdir(path):
+                stuck = remove_delegated({"stale": path}, patience_s=0.2)
+                left += stuck
+                if path not in stuck:
+                    removed.append(path)
+    return removed, left
 
 
 def delegation_env(made: dict[str, str]) -> str:

@@ -122,8 +122,10 @@ class Worker:
         wall = bwrap.available() if enabled() else bwrap.Bwrap(why="")
         self.sandboxed = bool(wall.path)
         if self.sandboxed:
+            _say_swept(*namespaces.sweep())  # what a tutor killed before its own cleanup left behind
             # cgroups made here, bound writable into the sandbox: the worker makes its sides' inside them
-            self.cgroups = namespaces.delegate(f"tutor-worker-{os.getpid()}-{secrets.token_hex(4)}", owner=wall.user)
+            self.cgroups = namespaces.delegate(f"{namespaces.WORKER_PREFIX}{os.getpid()}-{secrets.token_hex(4)}",
+                                               owner=wall.user)
             if self.cgroups:  # a tutor that ends without closing its runner leaves no empty cgroup behind
                 atexit.register(_end_at_exit, self, dict(self.cgroups))
             env[namespaces.CGROUPS_ENV] = namespaces.delegation_env(self.cgroups)
@@ -294,6 +296,18 @@ def _end_at_exit(worker: "Worker", cgroups: dict[str, str]) -> None:
         except (ProcessLookupError, PermissionError, OSError):
             pass
     namespaces.remove_delegated(cgroups)
+
+
+def _say_swept(removed: list[str], left: list[str]) -> None:
+    """Say on stderr which cgroup folders of a tutor killed before its cleanup this start removed, and which
+    it could not (never silently)."""
+    def folders(paths: list[str]) -> str:
+        return f"{len(paths)} cgroup folder{'s' if len(paths) > 1 else ''} a killed tutor left behind"
+    if removed:
+        sys.stderr.write(f"tutor: removed {folders(removed)} ({', '.join(removed)})\n")
+    if left:
+        sys.stderr.write(f"tutor: {folders(left)} could not be removed ({', '.join(left)}); remove them with "
+                         "rmdir once their processes have ended\n")
 
 
 def _host_pid(outer: int, inner: int) -> int:
