@@ -16,7 +16,14 @@ few ways, and ``detect`` finds which:
 - **own cache**: ``forward(idx, ..., start_pos=None)`` keeping its keys and
   values inside the model (as Meta's LLaMA does); ``start_pos`` is the
   position of the chunk's first token.
+- **positions**: ``forward(idx, input_pos)`` with a cache the model sets up
+  itself: litgpt's ``set_kv_cache``, lit-llama's ``reset_cache`` (caches
+  made on first use), gpt-fast's ``setup_caches(max_batch_size,
+  max_seq_length)``, which must run before any forward (every call then
+  gets ``input_pos``, and a batch smaller than the caches is padded).
 - **plain**: ``forward(idx) -> logits``, or a tuple or object holding them.
+- **the factory's own**: a dict's ``forward``, a function ``(model, idx)``
+  returning the logits, drives any other interface (one token per forward).
 
 A factory may return the model, ``(model, optimizer)``, or a dict (see
 ``FACTORY_KEYS``). ``Forward`` wraps the model so every link calls it one
@@ -28,6 +35,7 @@ from __future__ import annotations
 import inspect
 import reprlib
 import sys
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,8 +43,21 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from exercises.outcome import first_line
+
 #: What a factory's dict may hold: the model (required) and what the links use.
-FACTORY_KEYS = ("model", "optimizer", "tokenizer", "pad_id", "train_step", "evaluate", "scheduler", "scaler")
+FACTORY_KEYS = ("model", "optimizer", "tokenizer", "pad_id", "train_step", "evaluate", "scheduler", "scaler",
+                "forward")
+#: Methods that set up a cache the forward then fills at ``input_pos``, in the order they are looked for:
+#: litgpt's, gpt-fast's (required before any forward), another spelling of litgpt's, lit-llama's (it only
+#: drops caches made on first use).
+CACHE_SETUPS = ("set_kv_cache", "setup_caches", "build_kv_cache", "reset_cache")
+#: The code base each set-up method is named after, for the report.
+POSITION_STYLES = {"set_kv_cache": "litgpt", "setup_caches": "gpt-fast", "build_kv_cache": "litgpt",
+                   "reset_cache": "lit-llama"}
+#: How a cache set-up method's parameters are read: the batch rows, and the positions it must hold.
+ROWS_NAMES = ("batch_size", "max_batch_size", "B", "bsz", "max_batch")
+LENGTH_NAMES = ("max_seq_length", "max_seq_len", "seq_len", "max_length", "length")
 #: Keywords a forward may name its targets with, in the order they are tried.
 TARGET_NAMES = ("targets", "target", "labels", "y")
 #: Config flags that declare the output head tied to the token table.
@@ -193,6 +214,11 @@ class Interface:
             logits come from a call without them.
         logits_from: the child module that gives the logits when the model's
             own forward returns only a loss ("net" for an AutoregressiveWrapper).
+        setup: the method that sets up the ``input_pos`` cache (``CACHE_SETUPS``), or None.
+        positions_always: every call needs the cache set up and ``input_pos``
+            (gpt-fast: its forward reads its mask and rotary table at them).
+        length: the positions a cache is set up for (the model's block_size, at least T).
+        through: the factory's ``forward(model, idx)``, which replaces the model's own call.
     """
 
     style: str
@@ -205,10 +231,49 @@ class Interface:
     fixed: tuple = ()
     loss_only: bool = False
     logits_from: str | None = None
+    setup: str | None = None
+    positions_always: bool = False
+    length: int = 0
+    through: Any = None
 
     @property
     def hf(self) -> bool:
         return self.style == "Hugging Face"
+
+
+#: The rows each model's caches were last set up for by ``open_cache`` (gpt-fast keeps larger caches as they are).
+_CACHE_ROWS: "weakref.WeakKeyDictionary[nn.Module, int]" = weakref.WeakKeyDictionary()
+
+
+def open_cache(model: nn.Module, interface: Interface, rows: int, device: torch.device) -> int:
+    """Set up the model's ``input_pos`` cache for ``rows`` sequences through its own method, the arguments
+    read from its parameters' names (``ROWS_NAMES``, ``LENGTH_NAMES``, ``device``); return the rows the
+    caches now hold: more than ``rows`` where a method keeps larger caches (read from the model's attribute
+    named as the rows parameter, as gpt-fast's ``max_batch_size``), and the caller pads. Buffers an
+    earlier forward wrote a graph into are cut loose from it, so a second backward does not run into the
+    first's freed graph."""
+    method = getattr(model, interface.setup)
+    names, _ = parameters_of(method)
+    kwargs = {}
+    for name in names:
+        if name in ROWS_NAMES:
+            kwargs[name] = max(rows, _CACHE_ROWS.get(model, 0)) if interface.positions_always else rows
+        elif name in LENGTH_NAMES and interface.length:
+            kwargs[name] = interface.length
+        elif name == "device":
+            kwargs[name] = device
+    method(**kwargs)
+    for buffer in model.buffers():
+        if buffer.grad_fn is not None:
+            buffer.detach_()
+    rows_name = next((n for n in names if n in ROWS_NAMES), "")
+    held = kwargs.get(rows_name, rows)
+    kept = getattr(model, rows_name, None) if rows_name else None  # gpt-fast keeps larger caches as they are
+    if isinstance(kept, int) and kept > held:
+        held = kept
+    if interface.positions_always:
+        _CACHE_ROWS[model] = held
+    return held
 
 
 class Forward:
@@ -237,6 +302,10 @@ class Forward:
         """
         it = self.interface
         kwargs = {**dict(it.fixed), **extra}
+        if it.through is not None:
+            return it.through(self.model, idx)
+        if it.positions_always:
+            return self.at_positions(idx, kwargs)
         if it.logits_from is not None:  # the wrapper's forward is the loss; its net gives the logits
             if targets is not None:
                 return self.model(idx, **kwargs)
@@ -249,6 +318,26 @@ class Forward:
         if targets is not None and it.targets_kw is not None:
             kwargs[it.targets_kw] = targets
         return self.model(idx, **kwargs)
+
+    def at_positions(self, idx: torch.Tensor, kwargs: dict) -> Any:
+        """A call to a forward that needs its cache set up and ``input_pos`` every time (gpt-fast): a full
+        forward (no ``input_pos`` given) sets the cache up afresh and goes at positions 0..T-1; a batch
+        smaller than the caches is padded with copies of its first row, and only its own rows come back."""
+        B, T = idx.shape
+        if "input_pos" not in kwargs:
+            rows = open_cache(self.model, self.interface, B, idx.device)
+            kwargs["input_pos"] = torch.arange(T, device=idx.device)
+        else:
+            rows = _CACHE_ROWS.get(self.model, B)
+        if rows > B:
+            idx = torch.cat([idx, idx[:1].expand(rows - B, T)])
+        out = self.model(idx, **kwargs)
+        if rows <= B:
+            return out
+        if isinstance(out, torch.Tensor):
+            return out[:B]
+        return type(out)(v[:B] if isinstance(v, torch.Tensor) and v.dim() >= 2 else v for v in out) \
+            if isinstance(out, (tuple, list)) else out
 
     def __call__(self, idx: torch.Tensor) -> torch.Tensor:
         """Full logits (B, T, V) for ids (B, T)."""
@@ -311,7 +400,8 @@ class Forward:
 REQUIRED_DEFAULTS = {"start_pos": 0}
 
 
-def detect(model: nn.Module, idx: torch.Tensor, targets: torch.Tensor) -> Forward:
+def detect(model: nn.Module, idx: torch.Tensor, targets: torch.Tensor, block_size: int | None = None,
+           through: Any = None) -> Forward:
     """Find how the model is called; return the Forward and its one-line description.
 
     Hugging Face style means a ``transformers.PreTrainedModel`` or a forward
@@ -324,18 +414,24 @@ def detect(model: nn.Module, idx: torch.Tensor, targets: torch.Tensor) -> Forwar
 
     Args:
         idx, targets: (B, T) int64 ids within the model's token table.
+        block_size: the positions an ``input_pos`` cache is set up for (at least T).
+        through: the factory's ``forward(model, idx)``, when it handed one.
 
     Raises:
         ContractError: no call gives logits (B, T, ·); the message names the shape.
-        whatever the model's forward raises on ``model(idx)``.
+        Undrivable: the first call raised; the message names the call, the
+            forward's signature and the factory key that drives it.
     """
     B, T = idx.shape
+    if through is not None:
+        return _through(model, idx, through)
     names, var_kw = parameters_of(model.forward)
     hf = hugging_face(model) or (bool(names) and names[0] == "input_ids")
     targets_kw = "labels" if hf and "labels" in names or hf and var_kw else \
         next((n for n in TARGET_NAMES if n in names), None)
     takes_targets = targets_kw is not None
     fixed = tuple((n, REQUIRED_DEFAULTS[n]) for n in required_of(model.forward) if n in REQUIRED_DEFAULTS)
+    setup = next((m for m in CACHE_SETUPS if callable(getattr(model, m, None))), None)
     if "cache" in names and callable(getattr(model, "new_cache", None)):
         cache = "engine"
     elif "past_key_values" in names:
@@ -344,7 +440,7 @@ def detect(model: nn.Module, idx: torch.Tensor, targets: torch.Tensor) -> Forwar
         cache = "cache"
     elif "start_pos" in names:
         cache = "start_pos"
-    elif "input_pos" in names and callable(getattr(model, "set_kv_cache", None)):
+    elif "input_pos" in names and setup is not None:
         cache = "input_pos"
     elif "past_kv_cache" in names and hasattr(model, "cfg"):
         cache = "past_kv_cache"
@@ -356,14 +452,18 @@ def detect(model: nn.Module, idx: torch.Tensor, targets: torch.Tensor) -> Forwar
     def interface(full: str, loss_only: bool = False, logits_from: str | None = None, shifted: bool = hf,
                   style: str | None = None) -> Interface:
         style = style or ("Hugging Face" if hf else "engine" if cache == "engine" else
-                          "own cache" if cache == "start_pos" else "litgpt" if cache == "input_pos" else
+                          "own cache" if cache == "start_pos" else POSITION_STYLES[setup] if cache == "input_pos" else
                           "nanoGPT" if targets_kw is not None else "plain")
         return Interface(style, full, targets_kw, takes_targets or logits_from is not None, shifted, cache,
-                         tuple(names), fixed, loss_only, logits_from)
+                         tuple(names), fixed, loss_only, logits_from, setup if cache == "input_pos" else None,
+                         cache == "input_pos" and setup == "setup_caches", max(block_size or 0, T))
 
     plain = Forward(model, interface("plain"))
     with torch.no_grad():
-        first_out = plain.call(idx)
+        try:
+            first_out = plain.call(idx)
+        except Exception as exc:
+            raise Undrivable(undrivable(model, plain, idx, exc)) from exc
         first, first_loss, _ = split_output(first_out)
         if first is None and first_loss is not None:
             # A loss wrapper: model(idx) scores idx itself; a child module gives the logits.
@@ -404,10 +504,70 @@ def detect(model: nn.Module, idx: torch.Tensor, targets: torch.Tensor) -> Forwar
                         "logits (B, T, V)")
 
 
+class Undrivable(Exception):
+    """The model's first forward raised: the message, one sentence, names the call the audit made, the
+    forward's signature, and the factory key that would drive it."""
+
+
+def call_text(forward: Forward, idx: torch.Tensor) -> str:
+    """The call the audit makes for full logits, in words: ``model(idx (4, 32), start_pos=0)``."""
+    it = forward.interface
+    extra = "".join(f", {k}={v}" for k, v in it.fixed)
+    if it.positions_always:
+        return (f"model.{it.setup}(...) then model(idx {tuple(idx.shape)}, input_pos=torch.arange({idx.size(1)})"
+                f"{extra})")
+    if it.hf:
+        return f"model(input_ids=idx {tuple(idx.shape)}{extra})"
+    return f"model(idx {tuple(idx.shape)}{extra})"
+
+
+def undrivable(model: nn.Module, forward: Forward, idx: torch.Tensor, exc: Exception) -> str:
+    """One sentence for a first forward that raised: what it raised, the call made, the forward's signature,
+    whether one token at a time runs (measured), and the factory's ``forward`` key that drives any interface."""
+    sig = signature_of(model.forward)
+    shown = f"{type(model).__name__}.forward{sig}" if sig is not None else f"{type(model).__name__}.forward"
+    one = ""
+    if idx.size(1) > 1:
+        try:
+            with torch.no_grad():
+                logits_of(forward.call(idx[:, :1]))
+            one = (f" (it runs on one token, {call_text(forward, idx[:, :1])}: a forward that takes one token per "
+                   "call runs each idx[:, t:t + 1] at its own position and concatenates the logits)")
+        except Exception:
+            pass
+    return (f"the forward pass raised {type(exc).__name__}: {first_line(exc, with_type=False, limit=200)}, called as "
+            f"{call_text(forward, idx)} on {shown}; the audit cannot drive this interface: return a dict from the "
+            "factory with 'forward', a function (model, idx) -> logits (B, T, V) that calls the model your way"
+            f"{one}")
+
+
+def _through(model: nn.Module, idx: torch.Tensor, through: Any) -> Forward:
+    """The Forward for a factory's own ``forward(model, idx)``: it gives the logits; the audit computes the
+    loss; generate, if the model has one, is its only cached path."""
+    names, _ = parameters_of(model.forward)
+    cache = "generate" if callable(getattr(model, "generate", None)) else None
+    it = Interface("the factory's forward", "plain", None, False, False, cache, tuple(names), through=through)
+    forward = Forward(model, it)
+    with torch.no_grad():
+        try:
+            first = logits_of(forward.call(idx))
+        except Exception as exc:
+            raise Undrivable(f"the factory's forward(model, idx) raised {type(exc).__name__}: "
+                             f"{first_line(exc, with_type=False, limit=200)}, called with idx {tuple(idx.shape)}") from exc
+    if first.dim() != 3 or first.shape[:2] != idx.shape:
+        raise ContractError(f"the factory's forward(model, idx) returns logits of shape {tuple(first.shape)} for ids "
+                            f"of shape {tuple(idx.shape)}; the audit needs logits (B, T, V)")
+    return Forward(model, it, _described(it, f"logits {tuple(first.shape)}"))
+
+
 def _described(it: Interface, logits: str) -> str:
     """The report's line for an interface: how logits and the loss come out, and the cache and generate calls found."""
     fixed = "".join(f", {k}={v}" for k, v in it.fixed)
-    if it.hf:
+    if it.through is not None:
+        call = f"{getattr(it.through, '__name__', 'forward')}(model, idx); the loss by the audit"
+    elif it.positions_always:
+        call = f"model.{it.setup}(B, {it.length}), then model(idx, input_pos=positions); the loss by the audit"
+    elif it.hf:
         call = "model(input_ids=idx, labels=idx) -> .logits, .loss; labels shifted inside"
     elif it.logits_from:
         call = f"model(idx) -> the loss alone (it shifts idx itself); model.{it.logits_from}(idx) -> logits"
@@ -421,7 +581,7 @@ def _described(it: Interface, logits: str) -> str:
              "past_key_values": "cache: past_key_values in and out",
              "cache": "cache: a Cache object in and out (cache=...)",
              "start_pos": "cache kept inside the model, model(idx, start_pos=n)",
-             "input_pos": "cache: model.set_kv_cache(B), model(idx, input_pos=positions)",
+             "input_pos": f"cache: model.{it.setup}(...), model(idx, input_pos=positions)",
              "past_kv_cache": "cache: a HookedTransformerKeyValueCache, model(idx, past_kv_cache=cache)",
              "generate": "generate(idx, max_new_tokens=n, ...) only"}.get(it.cache, "no cache interface")
     return f"{it.style} style: {call} -> {logits}; {cache}"

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import torch
 import torch.nn as nn
 
-from exercises.audit.adapter import (Built, ContractError, Forward, declared_tie, detect, output_head,
+from exercises.audit.adapter import (Built, ContractError, Forward, Undrivable, declared_tie, detect, output_head,
                                      plain_attributes, token_table, unpack)
 from exercises.audit.constants import B_AUDIT, CORPUS_CHARS, T_MAX
 from exercises.audit.measure import dtype_name, dtype_of, rounding_tol
@@ -255,6 +255,9 @@ def prepare(factory: Callable[[], Any], vocab_size: int | None, block_size: int 
     say(0.0, f"the factory call {name}")
     built = _build(factory, name)
     model = built.model
+    if built.get("forward") is not None and not callable(built.get("forward")):
+        raise Crash(f"the factory {name} returned a dict whose 'forward' is not callable; it must be a function "
+                    "(model, idx) -> logits (B, T, V)")
     attributes = plain_attributes(model)
     try:
         model.to(dev)
@@ -285,10 +288,10 @@ def prepare(factory: Callable[[], Any], vocab_size: int | None, block_size: int 
     say(0.02, "the model's first forward pass")
     limit = min(v for v in (vocab_size, rows, int(ids.max()) + 1) if v)
     try:
-        forward = detect(model, x % limit, y % limit)
+        forward = detect(model, x % limit, y % limit, block, built.get("forward"))
         with torch.no_grad():
             V = int(forward(x % limit).size(-1))
-    except ContractError as exc:
+    except (ContractError, Undrivable) as exc:
         raise Crash(str(exc)) from None
     except Exception as exc:
         raise Crash(f"the forward pass raised {type(exc).__name__}: {exc}") from None

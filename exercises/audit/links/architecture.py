@@ -30,7 +30,7 @@ from exercises.audit.report import Link
 from exercises.audit.subject import Subject
 
 #: Names of a packed q, k, v projection; of separate ones; of the output projection.
-PACKED = ("c_attn", "qkv", "in_proj", "query_key_value", "Wqkv", "qkv_proj", "att_proj")
+PACKED = ("c_attn", "qkv", "in_proj", "query_key_value", "Wqkv", "wqkv", "qkv_proj", "att_proj")
 SEPARATE = (("q_proj", "k_proj", "v_proj"), ("wq", "wk", "wv"), ("query", "key", "value"), ("q", "k", "v"),
             ("to_q", "to_k", "to_v"), ("c_q", "c_k", "c_v"))
 OUTPUT = ("c_proj", "proj", "o_proj", "out_proj", "wo", "dense", "to_out", "out")
@@ -333,6 +333,10 @@ def attention(s: Subject) -> Link:
         got = seen.get((name, "into output"))
         if got is None or any((name, p) not in seen for p in projections):
             skipped.append(f"{label} (its projections did not run in the forward)")
+            continue
+        if got.dim() == 3 and got.size(1) != T:
+            skipped.append(f"{label} (it attends {got.size(1)} position(s) per call, not the forward's {T}: the "
+                           "model is driven a chunk at a time, and the comparison needs whole sequences)")
             continue
         call = calls.calls.get(name)
         at_call = call is not None and call.q.dim() == 4 and call.q.size(2) == T

@@ -15,7 +15,8 @@ import inspect
 import torch
 import torch.nn as nn
 
-from exercises.audit.adapter import Forward, hugging_face, library_generate, logits_of, parameters_of, split_output
+from exercises.audit.adapter import (Forward, hugging_face, library_generate, logits_of, open_cache, parameters_of,
+                                     split_output)
 from exercises.audit.measure import finite_delta, finite_scale, mode, seeded, some
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
@@ -99,8 +100,9 @@ def cached_logits(forward: Forward, idx: torch.Tensor, chunks: list[int]) -> lis
     The cache is the model's own, spoken its way: the engine's
     ``new_cache(B)``; ``past_key_values`` or transformers 5's ``cache`` (a
     ``Cache`` object or per-layer tuples) handed back and passed in again;
-    Meta's ``start_pos``; litgpt's ``set_kv_cache(B)`` with ``input_pos``
-    (the chunk's positions); TransformerLens' ``past_kv_cache``. The logits of a chunk are (B, p, V) for its last
+    Meta's ``start_pos``; ``input_pos`` (the chunk's positions) after the
+    model's own set-up: litgpt's ``set_kv_cache(B)``, gpt-fast's
+    ``setup_caches(B, L)``, lit-llama's ``reset_cache()``; TransformerLens' ``past_kv_cache``. The logits of a chunk are (B, p, V) for its last
     p positions (p is the chunk's length, or 1 for a forward that returns the
     last position only).
 
@@ -113,8 +115,8 @@ def cached_logits(forward: Forward, idx: torch.Tensor, chunks: list[int]) -> lis
     state, start, out = None, 0, []
     if kind == "engine":
         state = model.new_cache(idx.size(0))
-    elif kind == "input_pos":
-        model.set_kv_cache(batch_size=idx.size(0), device=idx.device)
+    elif kind == "input_pos":  # litgpt's set_kv_cache(B), gpt-fast's setup_caches(B, L), lit-llama's reset_cache()
+        open_cache(model, forward.interface, idx.size(0), idx.device)
     elif kind == "past_kv_cache":  # TransformerLens builds its cache from the model's config
         import importlib
 
@@ -140,8 +142,10 @@ def cached_logits(forward: Forward, idx: torch.Tensor, chunks: list[int]) -> lis
             out.append((start + n - logits.size(1), logits))
             start += n
     finally:
-        if kind == "input_pos" and callable(getattr(model, "clear_kv_cache", None)):
-            model.clear_kv_cache()
+        clear = next((getattr(model, m) for m in ("clear_kv_cache", "reset_cache") if callable(getattr(model, m, None))),
+                     None)
+        if kind == "input_pos" and clear is not None:
+            clear()
     return out
 
 
@@ -159,6 +163,9 @@ def cache(s: Subject) -> Link:
     "skip" when the model has no cache interface at all.
     """
     kind = s.forward.interface.cache
+    if kind is None and s.forward.interface.through is not None:
+        return Link("CACHE", "skip", "no cache interface the audit drives: the factory's forward gives the full "
+                                     f"logits, and {type(s.model).__name__} has no generate")
     if kind is None:
         names = ", ".join(s.forward.interface.forward_params) or "nothing the signature shows"
         return Link("CACHE", "skip", "no cache interface: the forward takes no cache, past_key_values or start_pos "

@@ -1,0 +1,96 @@
+"""``tutor audit`` on forwards driven by token positions (tests/audit_models/zoo_positions.py): gpt-fast's
+``setup_caches`` then ``forward(idx, input_pos)``, lit-llama's ``input_pos`` cache made on first use, a
+model that takes one token per forward, and a forward that needs an argument the audit cannot know.
+
+A model the audit can drive holds at every link (its cache compared with its full forward); one it
+cannot drive stops with exit 3 and one sentence naming the call made, the forward's signature and the
+factory key that drives it; the factory's ``forward(model, idx)`` then drives it.
+"""
+
+import pytest
+import torch
+
+from audit_support import factory, link, report_of
+from exercises.audit import LINKS, audit
+
+#: Each test on one torch thread (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+#: Each drivable style, the interface the report names, and the links that skip with the words they say.
+DRIVEN = {
+    "zoo_positions:build_fast": ("gpt-fast", {"GENERATE": "no generate method"}),
+    "zoo_positions:build_lit": ("lit-llama", {"GENERATE": "no generate method"}),
+    "zoo_positions:build_one_token_driven": ("the factory's forward", {
+        "GENERATE": "no generate method",
+        "CACHE": "no cache interface the audit drives: the factory's forward gives the full logits",
+        "ATTENTION": "layers.0.attention (it attends 1 position(s) per call, not the forward's 8: the model is "
+                     "driven a chunk at a time"}),
+}
+
+
+@pytest.mark.parametrize("name", list(DRIVEN))
+def test_a_forward_driven_by_positions_holds_at_every_link(name):
+    style, skips = DRIVEN[name]
+    report = report_of(name)
+    assert report.first_failure is None and report.exit_code == 0, report.text()
+    assert report.setup["interface"] == style
+    skips = {"CAPABILITY": "no step budget", "LOOP": "no train_step", **skips}
+    assert {l.name: l.status for l in report.links} == {n: "skip" if n in skips else "ok" for n in LINKS}, \
+        report.text()
+    for l in report.links:
+        if l.status == "skip":
+            assert skips[l.name] in l.verdict, (l.name, l.verdict)
+
+
+def test_gpt_fast_caches_are_set_up_and_compared_with_the_full_forward():
+    assert report_of("zoo_positions:build_fast").setup["convention"].startswith(
+        "gpt-fast style: model.setup_caches(B, 64), then model(idx, input_pos=positions)")
+    assert link("zoo_positions:build_fast", "CACHE").verdict.startswith("cached logits equal the full forward's")
+    attention = link("zoo_positions:build_fast", "ATTENTION")
+    assert attention.evidence[0][1].startswith("packed [q | k | v], H=4, D=16"), attention.evidence
+
+
+@pytest.mark.parametrize("name", ["zoo_positions:build_fast_positions_restart", "zoo_positions:build_lit_mask_open"])
+def test_a_planted_cache_bug_in_a_positions_cache_fails_at_cache(name):
+    report = report_of(name)
+    assert report.first_failure == "CACHE", report.text()
+    assert link(name, "CACHE").verdict.startswith("cached logits differ from the full forward by ")
+
+
+def test_a_model_taking_one_token_per_forward_is_named_with_the_call_its_signature_and_the_key():
+    report = report_of("zoo_positions:build_one_token")
+    assert report.status == "crashed" and report.exit_code == 3
+    assert report.error == (
+        "the forward pass raised AssertionError: Only one token at a time can be processed, called as "
+        "model(idx (4, 32), start_pos=0) on OneTokenLlama.forward(tokens: torch.Tensor, start_pos: int); the audit "
+        "cannot drive this interface: return a dict from the factory with 'forward', a function (model, idx) -> "
+        "logits (B, T, V) that calls the model your way (it runs on one token, model(idx (4, 1), start_pos=0): a "
+        "forward that takes one token per call runs each idx[:, t:t + 1] at its own position and concatenates the "
+        "logits)")
+
+
+def test_a_forward_needing_an_argument_the_audit_cannot_give_is_one_sentence():
+    report = audit(factory("zoo_positions:build_needs_mask"), overfit_steps=0)
+    assert report.exit_code == 3
+    assert report.error.startswith("the forward pass raised TypeError: "), report.error
+    assert report.error.endswith(" missing 1 required positional argument: 'attention_bias', called as "
+                                 "model(idx (4, 32)) on NeedsMask.forward(idx, attention_bias); the audit cannot "
+                                 "drive this interface: return a dict from the factory with 'forward', a function "
+                                 "(model, idx) -> logits (B, T, V) that calls the model your way"), report.error
+
+
+def test_the_factorys_forward_that_raises_or_is_no_function_is_one_sentence():
+    def raising():
+        return {"model": torch.nn.Linear(2, 2), "forward": lambda model, idx: model(idx)}
+
+    def not_callable():
+        return {"model": torch.nn.Linear(2, 2), "forward": "model(idx)"}
+
+    report = audit(raising, overfit_steps=0)
+    assert report.exit_code == 3
+    assert report.error.startswith("the factory's forward(model, idx) raised RuntimeError: "), report.error
+    assert report.error.endswith(", called with idx (4, 32)"), report.error
+    report = audit(not_callable, overfit_steps=0)
+    assert report.exit_code == 3
+    assert report.error == ("the factory not_callable() returned a dict whose 'forward' is not callable; it must be "
+                            "a function (model, idx) -> logits (B, T, V)")
