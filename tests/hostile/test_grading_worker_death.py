@@ -9,6 +9,7 @@ new row counts). A worker that never started at all is still the machine's: noth
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import threading
@@ -76,6 +77,20 @@ def test_a_worker_that_dies_while_one_row_is_graded_costs_that_row_alone(tmp_pat
     assert last_rows(tmp_path / "o")["mallory"]["status"] == "pass"
     results = json.loads((tmp_path / "o" / "results.json").read_text(encoding="utf-8"))
     assert {e["extra_data"]["learner"]: e["score"] for e in results["learners"]}["mallory"] == 1
+    assert_only_the_new_row_counts(tmp_path / "o", "mallory")
+
+
+def assert_only_the_new_row_counts(out, who: str) -> None:
+    """rows.jsonl and gradebook.csv keep ``who``'s old could-not-run row beside the new one (a log of every
+    grading), marked as not counting; the new row alone counts, and results.json scores it alone."""
+    kept = [(r["verdict"], r["counts"]) for r in gradebook.read_rows(out) if r["learner"] == who]
+    assert kept == [(gradebook.COULD_NOT_RUN, False), ("fixed", True)], kept
+    with open(out / gradebook.GRADEBOOK, newline="", encoding="utf-8") as fh:
+        book = [(r["verdict"], r["counts"]) for r in csv.DictReader(fh) if r["learner"] == who]
+    assert book == [(gradebook.COULD_NOT_RUN, "no"), ("fixed", "yes")], book
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    [entry] = [e for e in results["learners"] if e["extra_data"]["learner"] == who]
+    assert entry["score"] == 1 and all("could not" not in t["output"] for t in entry["tests"]), entry
 
 
 def test_a_worker_that_never_starts_is_the_machines_and_grades_nothing(tmp_path, catalog):
@@ -119,3 +134,4 @@ def test_a_real_worker_killed_mid_batch_costs_one_row_and_resume_grades_it_again
     graded = [r["learner"] for r in gradebook.read_rows(tmp_path / "o")]
     assert sorted(graded) == sorted([*HONEST, "mallory", "zed", "mallory"])  # mallory alone graded again
     assert last_rows(tmp_path / "o")["mallory"]["status"] == "pass"
+    assert_only_the_new_row_counts(tmp_path / "o", "mallory")
