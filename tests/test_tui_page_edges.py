@@ -92,3 +92,28 @@ def test_under_no_color_the_focused_exercise_page_has_a_thin_line_at_its_left_no
     drive(app, script)
     assert seen["blocks"] == 0, seen
     assert seen["mark"] == "│"  # a shape that says "this page has the focus", as light as a line
+
+
+# --- at 120×40 a pick brings the confidence line into view ------------------------------------------------
+
+@pytest.mark.parametrize("exercise_id, key", [("audit", "3"), ("head-split", "a"), ("floor-every-cell", "b"),
+                                              ("lr-10x", "2")])
+def test_at_120_by_40_a_pick_on_a_long_choice_page_brings_the_confidence_line_into_view(tmp_path, exercise_id, key):
+    """The next key may say how sure the learner is: the line it sets is on screen, not below the fold."""
+    from test_tui import drive, make_app, open_exercise
+    from tutor.ui.widgets.confidence import ConfidencePicker
+    from tutor.ui.widgets.prediction import PredictionInput
+    app, _ = make_app(tmp_path)
+
+    def in_view(screen) -> bool:
+        line, page = screen.query_one(ConfidencePicker).region, screen.query_one("#exercise-body").content_region
+        return line.height > 0 and page.y <= line.y and line.bottom <= page.bottom
+
+    async def script(pilot):
+        screen = await open_exercise(pilot, exercise_id)
+        await pilot.pause()
+        assert not in_view(screen)  # a long page: the prompt comes first, the confidence further down
+        await pilot.press(key)
+        await until(pilot, lambda: screen.query_one(PredictionInput).chosen is not None, "the pick")
+        await until(pilot, lambda: in_view(screen), "the confidence line in view")
+    drive(app, script, size=(120, 40))

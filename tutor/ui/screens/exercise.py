@@ -330,7 +330,11 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         """A new answer: the complaint about the old one no longer applies."""
         event.stop()
         self._clear_answer_error()
-        self._recall.answer = self.query_one(PredictionInput).value
+        prediction = self.query_one(PredictionInput)
+        if prediction.options and prediction.chosen and prediction.value != self._recall.answer:
+            # a pick (not the page reopened): the confidence line the next key may set comes into view too
+            self.call_after_refresh(self.query_one(ConfidencePicker).scroll_visible, animate=False)
+        self._recall.answer = prediction.value
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
