@@ -385,3 +385,12 @@ def test_a_link_that_raises_is_named_there_and_the_links_after_it_still_run():
     # A NaN gradient is GRADIENTS' alone: CACHE, before it, compares generate on a copy as built.
     nan = audit(load_factory(str(ZOO / "bug_numerics_nan_grad.py"), "build"), overfit_steps=0)
     assert nan.first_failure == "GRADIENTS"
+
+
+def test_cli_expect_sdpa_reaches_the_audit_and_fails_a_departure_from_it(capsys):
+    target = f"{ZOO / 'zoo_scores.py'}:build_alibi"
+    assert _cli(["audit", target, "--expect", "sdpa", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["first_failure"] == "ATTENTION", report["text"]
+    assert report["setup"]["expect"].startswith("every attention module computes causal SDPA at 1/sqrt(D)")
+    assert [l["status"] for l in report["links"] if l["name"] == "ATTENTION"] == ["FAIL"]

@@ -184,3 +184,33 @@ def test_a_query_pre_attn_scalar_and_a_soft_cap_are_named_together():
                                  "width) and soft-capped at 50 (tanh) in transformer.h.0.attn, "
                                  "transformer.h.1.attn"), link.verdict
     assert len(link.warnings) == 2 and link.warnings[0].startswith("a scale other than 1/sqrt(D)"), link.warnings
+
+
+@pytest.mark.parametrize("build, departure", [
+    (build_with(MupScale), "scale the scores by other than 1/sqrt(D), where --expect sdpa holds them to causal SDPA "
+                           "at 1/sqrt(D): 0.0625 (1/D, muP's) in transformer.h.0.attn, transformer.h.1.attn"),
+    (zoo_scores.build_alibi, "apply their own scores, not q @ k^T / sqrt(D), where --expect sdpa holds them to causal "
+                             "SDPA at 1/sqrt(D): ALiBi (a per-head bias linear in the distance"),
+    (zoo_scores.build_soft_capped, "apply their own scores, not q @ k^T / sqrt(D), where --expect sdpa holds them "
+                                   "to causal SDPA at 1/sqrt(D): soft-capped at 50 (tanh) in transformer.h.0.attn"),
+])
+def test_expecting_sdpa_turns_a_departure_from_it_into_attentions_failure(build, departure):
+    warned = audit(build, overfit_steps=0, links=["ATTENTION"])
+    assert warned.exit_code == 0 and warned.links[0].status == "warn", warned.text()
+    report = audit(build, overfit_steps=0, links=["ATTENTION"], expect=["sdpa"])
+    assert report.first_failure == "ATTENTION" and report.exit_code == 1, report.text()
+    verdict = report.links[0].verdict
+    assert verdict.startswith(f"2 of 2 attention modules {departure}"), verdict
+    assert "(each equals causal attention over its own scores, max " in verdict, verdict
+    assert report.setup["expect"].startswith("every attention module computes causal SDPA at 1/sqrt(D)")
+    assert "expected: every attention module computes causal SDPA at 1/sqrt(D)" in report.text()
+
+
+def test_expecting_sdpa_passes_a_model_that_computes_it():
+    report = audit(lambda: zoo_nano.build(), overfit_steps=0, links=["ATTENTION"], expect=["sdpa"])
+    assert report.exit_code == 0 and report.links[0].status == "ok", report.text()
+
+
+def test_an_unknown_convention_to_expect_is_refused():
+    with pytest.raises(ValueError, match=r"unknown conventions \['flash'\] to expect; the conventions are sdpa"):
+        audit(lambda: zoo_nano.build(), overfit_steps=0, expect=["flash"])

@@ -66,7 +66,8 @@ it is. Each link's wall time is in the report.
 
 A link whose contract holds while the model departs from a common
 convention (a scale other than 1/sqrt(D)) says "warn", naming it; it fails
-nothing. A link that cannot apply says "skip" with the reason (no cache interface, no
+nothing, unless the audit is asked to expect the convention (``expect``,
+``--expect sdpa``: causal SDPA at 1/sqrt(D)), when it fails. A link that cannot apply says "skip" with the reason (no cache interface, no
 generate, no train_step, no attention module it can read), naming what it
 looked for and what it found. Comparisons bounded by rounding allow the
 link's float32 tolerance or 8 unit roundoffs of the model's dtype, whichever
@@ -76,7 +77,9 @@ The model comes from a *factory*: a callable with no arguments returning an
 ``nn.Module``; a ``(model, optimizer)`` pair, when the code under audit
 builds its own optimizer (how a stale optimizer shows); or a dict with
 ``model`` and any of ``optimizer``, ``tokenizer``, ``pad_id``,
-``train_step``, ``evaluate``, ``scheduler``, ``scaler``. Without an
+``train_step``, ``evaluate``, ``scheduler``, ``scaler``, ``forward`` (a
+function ``(model, idx)`` giving the logits, for an interface the audit
+cannot drive: one token per forward). Without an
 optimizer the audit builds AdamW (lr 3e-3, no weight decay). The interface
 is read from the forward's signature, every argument after the ids by
 keyword, and reported (``adapter``): nanoGPT style (targets by keyword,
@@ -85,7 +88,8 @@ loss alone given targets, as nanochat's, is recognised), Hugging Face style
 (a ``PreTrainedModel`` or a first parameter ``input_ids``; ``labels``
 shifted inside; ``past_key_values`` or ``cache``), engine style
 (``new_cache``), a model keeping its own cache (``start_pos``, supplied
-where it is required), litgpt (``input_pos``), a loss wrapper whose child
+where it is required), an ``input_pos`` cache the model sets up itself
+(litgpt, lit-llama, gpt-fast's ``setup_caches``), a loss wrapper whose child
 gives the logits (x-transformers' ``AutoregressiveWrapper``), or plain.
 
 The package, by layer:

@@ -1,4 +1,4 @@
-"""``python -m exercises.audit FILE FACTORY [--vocab V] [--block T] [--device D] [--json]``.
+"""``python -m exercises.audit FILE FACTORY [--vocab V] [--block T] [--device D] [--expect sdpa] [--json]``.
 
 What ``tutor audit`` starts in a separate process. The report goes to
 stdout (text, or one JSON object with ``--json``, its ``text`` included)
@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from exercises.audit.constants import EXIT_USAGE, STAGE_MARKER
+from exercises.audit.constants import EXIT_USAGE, EXPECTATIONS, STAGE_MARKER
 
 
 def main(argv: list[str] | None = None, report_to=None) -> int:
@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None, report_to=None) -> int:
     parser.add_argument("--vocab", type=int)
     parser.add_argument("--block", type=int)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--expect", action="append", default=[], choices=sorted(EXPECTATIONS))
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     out, err = report_to or sys.stdout, sys.stderr
@@ -69,7 +70,8 @@ def main(argv: list[str] | None = None, report_to=None) -> int:
         device = args.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        report = audit(factory, vocab_size=args.vocab, block_size=args.block, device=device, progress=stage)
+        report = audit(factory, vocab_size=args.vocab, block_size=args.block, device=device, progress=stage,
+                       expect=args.expect)
     watch.on = False
     refused = watch.refused()
     if refused:  # a read the confinement refused explains the failure better than the audited code's own words

@@ -18,6 +18,11 @@ SEED_LINKS = ("TOKENIZER", "ALIGNMENT", "CAUSALITY", "SHAPE", "INIT", "REGISTRAT
 LINKS = ("TOKENIZER", "ALIGNMENT", "CAUSALITY", "SHAPE", "INIT", "REGISTRATION", "TIE", "EVAL", "ATTENTION",
          "RESIDUAL", "CACHE", "GENERATE", "GRADIENTS", "OWNERSHIP", "UPDATE", "CAPABILITY", "LOOP")
 
+#: Conventions ``--expect`` may hold a model to, each with what it asks, in words: by default a departure
+#: from them that keeps every contract is a warning; expected, it fails its link.
+EXPECTATIONS = {"sdpa": "every attention module computes causal SDPA at 1/sqrt(D): no other scale, soft-cap "
+                        "or bias on the scores"}
+
 #: The batch every link uses: B windows of at most T_MAX tokens.
 B_AUDIT, T_MAX = 4, 32
 #: CAPABILITY's default budget and bar: below OVERFIT_BELOW nats per token within OVERFIT_STEPS steps.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Sequence
 
-from exercises.audit.constants import LINKS, OVERFIT_STEPS
+from exercises.audit.constants import EXPECTATIONS, LINKS, OVERFIT_STEPS
 from exercises.audit.links import architecture, data, inference, learning, loop, structure
 from exercises.audit.report import AuditReport, Link
 from exercises.audit.subject import Crash, Subject, prepare
@@ -56,7 +56,7 @@ def run_link(name: str, link: Callable[[Subject], Link], s: Subject) -> Link:
 def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size: int | None = None,
           device: str = "cpu", seed: int = 0, get_batch: Callable | None = None,
           overfit_steps: int = OVERFIT_STEPS, progress: Callable[[float, str], None] | None = None,
-          links: Sequence[str] | None = None) -> AuditReport:
+          links: Sequence[str] | None = None, expect: Sequence[str] = ()) -> AuditReport:
     """Run the links of ``PIPELINE``, in order, on the model ``factory()`` builds.
 
     Args:
@@ -75,6 +75,8 @@ def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size:
             ``what`` naming it ("the factory call build()", "CAUSALITY", ...).
         links: the names of the links to run (default: all of ``LINKS``); they
             run in pipeline order whatever order they are given in.
+        expect: conventions the model is held to (``EXPECTATIONS``: "sdpa"),
+            whose departures then fail their link instead of warning.
 
     Returns:
         An AuditReport. It never raises for the model's faults: a factory that
@@ -83,8 +85,11 @@ def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size:
         raises fails with the exception in its verdict.
 
     Raises:
-        ValueError: ``links`` names a link that does not exist.
+        ValueError: ``links`` names a link that does not exist, or ``expect`` a convention that does not.
     """
+    odd = sorted(set(expect) - set(EXPECTATIONS))
+    if odd:
+        raise ValueError(f"unknown conventions {odd} to expect; the conventions are {', '.join(EXPECTATIONS)}")
     unknown = sorted(set(links or ()) - set(LINKS))
     if unknown:
         raise ValueError(f"unknown links {unknown}; the links are {', '.join(LINKS)}")
@@ -100,6 +105,9 @@ def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size:
         s = prepare(factory, vocab_size, block_size, device, seed, get_batch, overfit_steps, say)
     except Crash as crash:
         return AuditReport.crashed(str(crash))
+    s.expect = tuple(expect)
+    if s.expect:
+        s.setup["expect"] = "; ".join(EXPECTATIONS[e] for e in s.expect)
     report = AuditReport(setup=s.setup)
     weights = [WEIGHTS.get(name, 1) if name != "CAPABILITY" or overfit_steps > 0 else 1 for name, _ in chosen]
     done, total = 0.0, float(sum(weights))

@@ -111,6 +111,8 @@ def format_report(data: dict, evidence: bool = True) -> str:
              + (f"  factory returned {s['factory']}" if s.get("factory") else "")]
     if s.get("convention"):
         lines.append(f"forward: {s['convention']}")
+    if s.get("expect"):
+        lines.append(f"expected: {s['expect']}")
     if s.get("refused_reads"):
         lines.append(f"refused: {sentence(s['refused_reads'])}")
     if data.get("status") == "crashed":

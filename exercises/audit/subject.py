@@ -90,6 +90,8 @@ class Subject:
             None; the training links then skip with it.
         rebuild: runs the factory again at the audit's seed and returns its
             model on the device (``twin``'s way when a copy fails), or None.
+        expect: the conventions the model is held to (``--expect``: "sdpa"); a
+            departure from one fails its link rather than warning.
     """
 
     model: nn.Module
@@ -116,6 +118,7 @@ class Subject:
     untrainable: str | None = None
     dtype: torch.dtype = torch.float32
     rebuild: Callable[[], nn.Module] | None = None
+    expect: tuple = ()
 
     def tol(self, base: float) -> float:
         """A rounding-bounded relative tolerance for this model: ``base`` in float32, wider in a

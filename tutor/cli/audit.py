@@ -180,6 +180,8 @@ def run(args) -> int:
         command += ["--vocab", str(args.vocab)]
     if args.block is not None:
         command += ["--block", str(args.block)]
+    for convention in getattr(args, "expect", None) or []:
+        command += ["--expect", convention]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_source_root(), env.get("PYTHONPATH", "")) if p)
     with tempfile.TemporaryDirectory(prefix="tutor-audit-") as root:

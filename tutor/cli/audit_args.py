@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from exercises.audit.constants import LINKS
+from exercises.audit.constants import EXPECTATIONS, LINKS
 from tutor.sandbox.audit_limit import AUDIT_BASE_S
 
 
@@ -19,8 +19,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "audit", help=f"audit a GPT: {len(LINKS)} links in order, one verdict each, the first failure named",
         description=f"Run the audit ({', '.join(LINKS)}) on the model FACTORY() in FILE.py builds. FACTORY takes "
                     "no arguments and returns an nn.Module, (model, optimizer), or a dict with 'model' and any of "
-                    "'optimizer', 'tokenizer', 'pad_id', 'train_step', 'evaluate', 'scheduler', 'scaler' ('optimizer' "
-                    "and 'scheduler' may each be a list, stepped in order). "
+                    "'optimizer', 'tokenizer', 'pad_id', 'train_step', 'evaluate', 'scheduler', 'scaler', 'forward' "
+                    "('optimizer' and 'scheduler' may each be a list, stepped in order; 'forward' is a function "
+                    "(model, idx) -> logits for an interface the audit cannot drive). "
                     "nanoGPT-style, Hugging Face-style and engine-style models are recognised; the report "
                     "says which.")
     p.add_argument("target", metavar="FILE.py:FACTORY", help="a Python file and the factory function in it")
@@ -36,5 +37,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--allow-read", action="append", default=[], metavar="PATH", dest="allow_read",
                    help="let the factory read PATH (a file or folder) outside its own folder: its model code, a "
                         "checkpoint, a git mirror; repeatable. A read the audit refused is named in its report")
+    p.add_argument("--expect", action="append", default=[], choices=sorted(EXPECTATIONS), metavar="CONVENTION",
+                   help="hold the model to a convention, so that a departure fails its link instead of warning: "
+                        "sdpa, every attention module computes causal SDPA at 1/sqrt(D) (no other scale, soft-cap "
+                        "or bias); repeatable")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p

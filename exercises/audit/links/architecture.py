@@ -476,7 +476,8 @@ def _attention_verdict(checked: list, skipped: list[str], worst: tuple, s: Subje
     The contract every correct GPT keeps: each query position attends, causally, over its own head's
     keys and values. It fails on a difference from causal attention over the scores the module applies
     itself; a scale that is not 1/sqrt(D) (muP's 1/D, GPT-Neo's unscaled scores), a soft-cap (Gemma 2) or
-    a per-head bias by distance (ALiBi) keeps the contract and is a warning."""
+    a per-head bias by distance (ALiBi) keeps the contract and is a warning, unless the audit was asked
+    to expect causal SDPA at 1/sqrt(D) (``--expect sdpa``): then it fails, naming the departure."""
     evidence = checked + ([["not checked", "; ".join(skipped)]] if skipped else [])
     if not checked:
         return Link("ATTENTION", "skip", f"no attention module could be checked: {'; '.join(skipped)}", evidence)
@@ -489,7 +490,7 @@ def _attention_verdict(checked: list, skipped: list[str], worst: tuple, s: Subje
             return Link("ATTENTION", "FAIL", f"{label} differs from softmax(q k^T / sqrt(D)) v by {difference:.3g} "
                                              f"{said}: check the scale (1/sqrt(D), D the head size) and the mask",
                         evidence)
-        mask = (f"; its SDPA call passed neither is_causal=True nor an attn_mask" if label in unmasked else "")
+        mask = ("; its SDPA call passed neither is_causal=True nor an attn_mask" if label in unmasked else "")
         scores = f"q k^T x {own:.4g}" + "".join(f", {c}" for c in convention if c)
         return Link("ATTENTION", "FAIL", f"{label} differs from causal softmax({scores}) v, at the scale "
                                          f"it applies itself, by {difference:.3g} {said}: not a matter of scale; "
@@ -508,6 +509,12 @@ def _attention_verdict(checked: list, skipped: list[str], worst: tuple, s: Subje
             warnings.append("a scale other than 1/sqrt(D) is right for a model trained with it (muP's 1/D, "
                             "GPT-Neo's unscaled scores); otherwise its attention is flatter or sharper than intended")
         warnings += [CONVENTIONS[k] for k in CONVENTIONS if any(k in c.convention for _, c in unconventional)]
+        if "sdpa" in s.expect:
+            evidence.append(["expected (--expect sdpa)", "causal SDPA at 1/sqrt(D), no other scale, soft-cap or bias"])
+            return Link("ATTENTION", "FAIL", f"{len(unconventional)} of {len(checked)} attention modules "
+                                             f"{what}, where --expect sdpa holds them to causal SDPA at 1/sqrt(D): "
+                                             f"{departures} (each equals causal attention over its own scores, max "
+                                             f"{difference:.1e})", evidence)
         equal = "causal SDPA at their own scale" if scale_only else \
             "causal attention over the scores they apply"
         return Link("ATTENTION", "warn", f"{len(checked)} attention modules equal {equal} "
