@@ -117,3 +117,42 @@ def test_at_120_by_40_a_pick_on_a_long_choice_page_brings_the_confidence_line_in
         await until(pilot, lambda: screen.query_one(PredictionInput).chosen is not None, "the pick")
         await until(pilot, lambda: in_view(screen), "the confidence line in view")
     drive(app, script, size=(120, 40))
+
+
+# --- the verdict's line stays while the engine's instruments run after it ------------------------------------
+
+def test_the_instruments_progress_follows_the_verdict_and_never_replaces_it(tmp_path, no_editor):
+    """A side that reports 0 % and is then quiet (the instruments run long): the status line goes on saying
+    the verdict, with every side's share, never a bare "Running… yours: 0%" under the verdict's panel."""
+    import threading
+
+    from test_edit_tui import ReadingRunner, settle, status_text
+    from tutor.sandbox.protocol import Progress
+    release = threading.Event()
+
+    class SlowInstruments(ReadingRunner):
+        def run(self, exercise, prediction=None, on_progress=None, seed=0, sides=None):
+            for side in sides:
+                if on_progress is not None:
+                    on_progress(Progress(fraction=0.0, message="starting", side=side.name))
+            if exercise.check.startswith("edit_mode."):  # the engine's instruments, after the verdict
+                release.wait(30)
+            return super().run(exercise, prediction, on_progress, seed, sides)
+
+    app, _ = make_edit_app(tmp_path, SlowInstruments())
+
+    async def script(pilot):
+        screen = await open_edit(pilot)
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: screen.outcome is not None, "the verdict")
+        await until(pilot, lambda: "0%" in status_text(screen), "the instruments' progress")
+        line = status_text(screen)
+        release.set()
+        assert line.startswith("not fixed · ") and "instruments are running" in line, line
+        assert "clean 0%" in line and "Running…" not in line, line
+        await settle(pilot)
+        assert status_text(screen).startswith("not fixed · the instruments ran"), status_text(screen)
+    try:
+        drive_edit(app, script)
+    finally:
+        release.set()

@@ -79,6 +79,9 @@ class EditScreen(Seeking, PageScreen):
         self._timer: Timer | None = None
         self._run = None
         self._editor = CodeEditor("", id="edit-code")
+        self._done: dict[str, float] = {}  # side name -> fraction done, in the run or the instruments' run
+        self._verdict_line: str | None = None  # the verdict's status line while the instruments run after it
+        self._verdict_error = False
 
     # --- layout --------------------------------------------------------------
 
@@ -333,7 +336,7 @@ class EditScreen(Seeking, PageScreen):
         except EditError as exc:
             self._status(str(exc), error=True)
             return
-        self.running = True
+        self.running, self._done, self._verdict_line = True, {}, None
         self._status("Running your file… (Esc cancels)")
         self._execute(self._run, time.perf_counter())
 
@@ -388,8 +391,17 @@ class EditScreen(Seeking, PageScreen):
             self.post_message(EditInstrumentsFinished(outcome))
 
     def on_edit_progressed(self, message: EditProgressed) -> None:
-        if self.running:
-            self._status(f"Running… {message.side}: {message.fraction:.0%} {message.message}  (Esc cancels)")
+        """Every side's share done (each kept at its highest); once the verdict is shown, the instruments'
+        progress follows it on its line and never takes the verdict's place."""
+        if not self.running:
+            return
+        self._done[message.side] = max(self._done.get(message.side, 0.0), min(1.0, max(0.0, message.fraction)))
+        each = " · ".join(f"{side} {done:.0%}" for side, done in self._done.items())
+        if self._verdict_line is not None:
+            self._status(f"{self._verdict_line} · the engine's instruments are running… {each}",
+                         error=self._verdict_error)
+        else:
+            self._status(f"Running… {each} — {message.side}: {message.message}  (Esc cancels)")
 
     def on_edit_finished(self, message: EditFinished) -> None:
         outcome = message.outcome
@@ -400,9 +412,10 @@ class EditScreen(Seeking, PageScreen):
         saved = "" if outcome.saved_to is None else " · attempt saved"
         if outcome.save_error:
             self.notify(f"The attempt was not saved: {outcome.save_error}", severity="error", markup=False)
+        self._verdict_line = f"{outcome.verdict.status} · {message.seconds:.1f} s from save to verdict{saved}"
+        self._verdict_error, self._done = outcome.verdict.status in ("not fixed", "syntax error"), {}
         more = " · the engine's instruments are running…" if self.running else ""
-        self._status(f"{outcome.verdict.status} · {message.seconds:.1f} s from save to verdict{saved}{more}",
-                     error=outcome.verdict.status in ("not fixed", "syntax error"))
+        self._status(self._verdict_line + more, error=self._verdict_error)
 
     def on_edit_instruments_finished(self, message: EditInstrumentsFinished) -> None:
         self.running = False
