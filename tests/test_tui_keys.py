@@ -158,6 +158,37 @@ def test_a_whole_exercise_typed_at_twenty_milliseconds_a_key_is_saved_as_typed(t
     assert entry["note"] == "rows add"
 
 
+def test_from_the_list_to_the_next_exercise_typed_at_twenty_milliseconds_a_key(tmp_path, load):
+    """The whole loop from the first screen, every key 20 ms after the one before: find the exercise and
+    open it, answer, Tab, a confidence digit, run; the note; Esc, n to the next exercise, and its answer
+    too. The saved file holds each answer and confidence as typed, and the note."""
+    from tutor.model.review import next_after
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        await wait_until(pilot, lambda: pilot.app.screen.query("#exercise-tree"), "the list")
+        await type_at_speed(pilot, "/", *"broadcast-loss", "enter", "enter")
+        await wait_until(pilot, lambda: shows_page(pilot, "broadcast-loss"), "the page of broadcast-loss")
+        screen = pilot.app.screen
+        await type_at_speed(pilot, *"(3, 3)", "tab", "7", "r")
+        await wait_until(pilot, lambda: screen.query_one("#result").has_class("-shown"), "the result")
+        following = next_after(pilot.app.catalog, pilot.app.session.progress, "broadcast-loss")
+        await type_at_speed(pilot, "e", *"rows add", "escape", "n")
+        await wait_until(pilot, lambda: shows_page(pilot, following), f"the page of {following}")
+        await type_at_speed(pilot, *"(2, 3)", "tab", "9", "enter")
+        await wait_until(pilot, lambda: len(runner.calls) == 2, "the second run")
+        await finish_runs(pilot)
+    drive(app, script)
+    exercises = saved(tmp_path)["exercises"]
+    first = exercises["broadcast-loss"]
+    assert [(a["prediction"], a["confidence"]) for a in first["attempts"]] == [("(3, 3)", 70)]
+    assert first["note"] == "rows add"
+    [(other, entry)] = [(k, v) for k, v in exercises.items() if k != "broadcast-loss"]
+    assert runner.calls == [("broadcast-loss", "(3, 3)"), (other, "(2, 3)")]  # the next one, as typed
+    assert [(a["prediction"], a["confidence"]) for a in entry["attempts"]] == [("(2, 3)", 90)]
+
+
 def test_r_in_the_answer_box_of_a_number_runs_the_check(tmp_path):
     """No number has an r in it, so r in its box runs, as from the page; in a shape's box it types."""
     runner = FakeRunner()
