@@ -12,7 +12,7 @@ import math
 import torch
 
 from exercises.context import Context
-from exercises.outcome import Measurement, note, series, table
+from exercises.outcome import Measurement, note, table
 
 
 def _flat(model: torch.nn.Module) -> torch.Tensor:

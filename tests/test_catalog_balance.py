@@ -30,6 +30,12 @@ def test_base_rates_count_graded_yes_letters_and_list_items(catalog):
     assert rates["list_items"] == 3 and rates["list_yes"] == pytest.approx(2 / 3)  # numbers are not yes/no
 
 
+def test_a_warm_up_is_no_part_of_the_base_rates(catalog):
+    yes_no, lettered = _exercise(catalog, "bool"), _exercise(catalog, "choice")
+    rates = base_rates([(yes_no, True), (replace(yes_no, graded=False), False), (replace(lettered, graded=False), "a")])
+    assert rates["bools"] == 1 and rates["yes"] == 1.0 and rates["lettered"] == 0  # the ungraded bets are left out
+
+
 def test_base_rates_of_nothing_measured_are_none(catalog):
     rates = base_rates([(_exercise(catalog, "bool"), None)])
     assert rates["yes"] is None and rates["bools"] == 0 and rates["letters"] == {} and rates["list_yes"] is None

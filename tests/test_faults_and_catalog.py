@@ -137,7 +137,7 @@ def test_the_keys_an_exercise_table_allows_are_the_exercise_fields_and_subject_i
     assert str(err.value) == (
         "demo.toml: exercise 'demo-one': unknown key 'subject'; allowed keys are id, set, title, source, prompt, "
         "kind, check, explain, hints, budget_s, fault, choices, tolerance, observe, timeout_s, answer_length, "
-        "answer_items, seed_per_attempt")
+        "answer_items, seed_per_attempt, graded")
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -166,6 +166,7 @@ def test_an_exercise_as_data_has_every_short_field_in_plain_types(tmp_path):
         "id": "demo-one", "set": "demo", "title": "t", "source": "000 · 1", "kind": "list", "check": "demo.one",
         "budget_s": 0.1, "fault": "demo-fault", "choices": [], "tolerance": 1.0, "observe": "faulted",
         "timeout_s": 0.0, "answer_length": None, "answer_items": ["bool", "error"], "seed_per_attempt": False,
+        "graded": True,
         "source_label": "From chapter 000, Shapes, storage, gradients and state: 1",
         "answer_format": "a list of 2 items, in order: yes or no; an exception name or none"}
     assert (ex.prompt, ex.explain, ex.hints) == ("p", "e", ("a", "b"))  # the long texts stay off the list

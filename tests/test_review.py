@@ -26,7 +26,7 @@ def attempt(day: float = 0, correct: bool = False, **fields) -> Attempt:
 
 
 def catalog(*ids: str):
-    return SimpleNamespace(exercises=[SimpleNamespace(id=i) for i in ids])
+    return SimpleNamespace(exercises=[SimpleNamespace(id=i, graded=True) for i in ids])
 
 
 def progress(**entries: list) -> LearnerProgress:

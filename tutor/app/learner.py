@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tutor.app.outcome import EditOutcome, Outcome
-from tutor.model.attempts import RECORDED, Attempt, ExerciseProgress, LearnerProgress, ProgressError
+from tutor.model.attempts import PREDICT, RECORDED, WARMUP, Attempt, ExerciseProgress, LearnerProgress, ProgressError
 from tutor.model.catalog import Exercise
 
 if TYPE_CHECKING:  # named in annotations only: tasks, results and the store are made elsewhere
@@ -230,7 +230,8 @@ class LearnerRecord:
         """Save the attempt, then its note; ``saved_to`` says whether the attempt was saved, whatever
         became of the note (a note that fails is said in ``save_error``)."""
         outcome = Outcome(result)
-        attempt = Attempt.of(result, confidence=confidence, time=time, submission=submission, hints=hints)
+        attempt = Attempt.of(result, confidence=confidence, time=time, submission=submission, hints=hints,
+                             mode=PREDICT if exercise.graded else WARMUP)  # a warm-up is saved, never counted
         with self._lock:
             try:
                 self.progress = self.store.record_attempt(self.learner, exercise.id, attempt)

@@ -149,11 +149,11 @@ def base_rates(graded) -> dict:
     correct letter; ``list_yes``: the share of yes among the yes/no items of
     ``list`` answers. Each comes with its count (``bools``, ``lettered``,
     ``list_items``). Only measured observations count: an exercise whose check
-    did not run is left out.
+    did not run is left out, and so is a warm-up (``graded`` false), which grades nothing.
     """
     yes, letters, items = [], {}, []
     for ex, observed in graded:
-        if observed is None:
+        if observed is None or not ex.graded:
             continue
         name = ex.kind.name
         if name == "bool":

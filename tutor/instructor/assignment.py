@@ -22,7 +22,9 @@ without a file. With neither, the assignment is inferred: every catalog
 exercise that some readable row names — and the output says so.
 
 ``max_score`` is the sum of the points. Rows for exercises outside the
-assignment are reported in the gradebook and never scored.
+assignment are reported in the gradebook and never scored. A warm-up (an
+exercise whose ``graded`` is false, the capstone's blind bet) is practice
+whatever the assignment says: 0 points, and a file that gives it more is refused.
 
 Pure except :func:`load`, which reads the one file.
 """
@@ -115,12 +117,14 @@ def from_ids(text: str, catalog) -> Assignment:
     ids = [part.strip().lower() for part in text.split(",") if part.strip()]
     if not ids:
         raise UsageError("--exercises needs exercise ids separated by commas, such as head-split,broadcast-loss")
-    return Assignment(tuple(Assigned(_known(i, catalog, "--exercises")) for i in _unique(ids, "--exercises")))
+    return Assignment(tuple(Assigned(_known(i, catalog, "--exercises"), _points(i, catalog))
+                            for i in _unique(ids, "--exercises")))
 
 
 def inferred(catalog, named: set) -> Assignment:
     """The assignment when none was given: every catalog exercise in ``named``, in the catalog's order."""
-    return Assignment(tuple(Assigned(e.id) for e in catalog.exercises if e.id in named), inferred=True)
+    return Assignment(tuple(Assigned(e.id, _points(e.id, catalog)) for e in catalog.exercises if e.id in named),
+                      inferred=True)
 
 
 def load(path: str | Path, catalog) -> Assignment:
@@ -183,7 +187,11 @@ def parse(data: dict, catalog, where: str = "the assignment") -> Assignment:
         if vis not in VISIBILITIES:
             raise UsageError(f"the visibility {vis!r} of {item['id']!r} in {where} is not one of "
                              f"{', '.join(VISIBILITIES)}")
-        out.append(Assigned(_known(item["id"].strip().lower(), catalog, where), float(points), tuple(seeds), vis))
+        ex_id = _known(item["id"].strip().lower(), catalog, where)
+        if points and not _points(ex_id, catalog):
+            raise UsageError(f"{ex_id!r} in {where} is an ungraded warm-up, so it can score nothing; "
+                             "give it points = 0 (practice) or leave it out")
+        out.append(Assigned(ex_id, float(points), tuple(seeds), vis))
     _unique([a.id for a in out], where)
     return Assignment(tuple(out), name=name, due=due, observations=observations, source=where)
 
@@ -211,6 +219,11 @@ def _known(ex_id: str, catalog, where: str) -> str:
         return catalog.get(ex_id).id
     except KeyError as exc:
         raise UsageError(f"{where} names {ex_id!r}, which is not an exercise ({exc.args[0]})") from None
+
+
+def _points(ex_id: str, catalog) -> float:
+    """An exercise's default points: 1, or 0 for a warm-up (``Exercise.graded`` false), which never scores."""
+    return 1.0 if catalog.get(ex_id).graded else 0.0
 
 
 def _unique(ids: list[str], where: str) -> list[str]:

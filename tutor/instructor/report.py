@@ -57,7 +57,7 @@ from pathlib import Path
 
 from tutor.model import answers
 from tutor.model.errors import UsageError
-from tutor.model.attempts import PREDICT, ExerciseProgress, ProgressError, confidence_of, in_time_order, is_prediction
+from tutor.model.attempts import ANSWER_MODES, ExerciseProgress, ProgressError, confidence_of, in_time_order, is_prediction
 from tutor.model.calibration import calibrate
 from tutor.store.files import spreadsheet_safe
 from tutor.store.progress import DamagedProgressError, ProgressStore
@@ -317,7 +317,7 @@ class _Tally:
             self.fix_tried += 1
             self.fix_fixed += bool(fixes[-1].correct)
         for a in ordered:
-            if a.mode != PREDICT:  # fix, break, hunt: counted by verdict
+            if a.mode not in ANSWER_MODES:  # fix, break, hunt: counted by verdict (a warm-up: by nothing)
                 verdicts = self.edits.setdefault(a.mode, {})
                 verdict = a.verdict or a.status or "?"
                 verdicts[verdict] = verdicts.get(verdict, 0) + 1

@@ -11,8 +11,9 @@ Every other module asks here what an attempt is:
   prediction met an observation); a ``timeout`` is *recorded* too
   (:data:`RECORDED`), as a fact about the run, never as a wrong prediction;
   ``ok``, ``error`` and ``cancelled`` are outcomes to show, never attempts;
-* its **mode** (:data:`MODES`): ``predict``, or an edit mode (``fix``,
-  ``break``, ``hunt``);
+* its **mode** (:data:`MODES`): ``predict``, ``warmup`` (the prediction of
+  an ungraded exercise, ``Exercise.graded`` false: run, shown and saved,
+  never counted), or an edit mode (``fix``, ``break``, ``hunt``);
 * whether it **is a prediction** that counts towards solving, calibration
   and review (:func:`is_prediction`: graded, and of mode ``predict``);
 * its **confidence** (:data:`CONFIDENCE_RANGE`: from the question's chance to 100 %; :func:`confidence_of`);
@@ -34,8 +35,12 @@ from tutor.model import answers
 
 #: The mode of a prediction, the classic run.
 PREDICT = "predict"
+#: The mode of a warm-up's prediction: an ungraded exercise's (``Exercise.graded`` false), saved but never counted.
+WARMUP = "warmup"
 #: The modes an attempt can have (``Attempt.mode``).
-MODES = (PREDICT, "fix", "break", "hunt")
+MODES = (PREDICT, "fix", "break", "hunt", WARMUP)
+#: The modes of an answer to the exercise's question (a prediction, counted or not), as against an edit.
+ANSWER_MODES = (PREDICT, WARMUP)
 #: The status of a run whose prediction met its observation, and of one whose prediction did not.
 PASS, FAIL = "pass", "fail"
 #: The statuses of a graded attempt: the prediction met an observation.
@@ -72,7 +77,7 @@ class Attempt:
     device: str
     engine_hash: str
     seed: int = 0  # the check's seed (the capstone's mystery); 0 for every other exercise
-    mode: str = PREDICT  # predict, or an edit mode: fix, break, hunt (:data:`MODES`)
+    mode: str = PREDICT  # predict, warmup, or an edit mode: fix, break, hunt (:data:`MODES`)
     diff: str = ""  # edit modes: the learner's unified diff against the clean file (a hunt: against the mystery)
     verdict: str = ""  # edit modes: fixed / not fixed (fix, hunt), changed / unchanged (break)
     #: how sure the learner said they were, in percent (the question's chance, a guess, to 100), or None
@@ -86,7 +91,7 @@ class Attempt:
 
     @classmethod
     def of(cls, result, confidence: int | None = None, *, time: str | None = None,
-           submission: str = "", hints: int = 0) -> "Attempt":
+           submission: str = "", hints: int = 0, mode: str = PREDICT) -> "Attempt":
         """The attempt a recorded run (a ``tutor.sandbox.runner.RunResult``) leaves.
 
         The prediction is saved as it was read and graded, so ``6`` for a
@@ -102,13 +107,14 @@ class Attempt:
             time: when (ISO 8601, as :func:`now` writes it); None is now, "" untimed (older than every time).
             submission: the graded submission's id, or "".
             hints: the hints revealed before the prediction was made (0 for none).
+            mode: :data:`PREDICT`, or :data:`WARMUP` for an ungraded exercise's prediction.
         """
         graded = result.status in GRADED
         return cls(time=now() if time is None else time, prediction=result.prediction_text or result.prediction or "",
                    observed=answers.show_observed(result.kind, result.observed) if graded else "",
                    correct=graded and bool(result.correct), status=result.status, device=result.device,
                    engine_hash=engine_hash(), seed=result.seed, confidence=confidence, submission=submission,
-                   hints=hints)
+                   hints=hints, mode=mode)
 
     @classmethod
     def of_edit(cls, result, mode: str, diff: str, verdict, prediction: str = "") -> "Attempt":
@@ -136,7 +142,7 @@ class Attempt:
         so a file without confidences, resets or edits reads as it always did."""
         data = {key: value for key, value in asdict(self).items()
                 if not (key in _UNSET_KEYS and value == _UNSET_KEYS[key])}
-        if self.mode == PREDICT:
+        if self.mode in ANSWER_MODES:
             for key in ("diff", "verdict"):
                 if not data[key]:
                     del data[key]
@@ -168,8 +174,8 @@ def check_confidence(value, chance: int) -> int | None:
 def is_prediction(attempt: Attempt) -> bool:
     """Whether an attempt is a graded prediction: a pass or a fail of mode ``predict``.
 
-    A timeout, and every edit-mode attempt, is not: they count towards no
-    solving, calibration, review or class report.
+    A timeout, a warm-up (:data:`WARMUP`) and every edit-mode attempt are
+    not: they count towards no solving, calibration, review or class report.
     """
     return attempt.status in GRADED and attempt.mode == PREDICT
 
@@ -187,7 +193,7 @@ def confidence_of(attempt: Attempt) -> int | None:
 def verdict_of(attempt: Attempt) -> str:
     """What an attempt came to, in one word: a prediction's status (``pass``, ``fail``, ``timeout``),
     an edit-mode attempt's verdict (``fixed``, ``not fixed``, ``changed``, ``unchanged``)."""
-    if attempt.mode == PREDICT:
+    if attempt.mode in ANSWER_MODES:
         return attempt.status
     return attempt.verdict or attempt.status
 
@@ -233,12 +239,12 @@ class ExerciseProgress:
 
     @property
     def predictions(self) -> list[Attempt]:
-        """The attempts of mode ``predict`` (timeouts included), in order."""
-        return [a for a in self.attempts if a.mode == PREDICT]
+        """The answers to the exercise's question, of mode ``predict`` or ``warmup`` (timeouts included), in order."""
+        return [a for a in self.attempts if a.mode in ANSWER_MODES]
 
     def edits(self, mode: str | None = None) -> list[Attempt]:
         """The edit-mode attempts (fix, break, hunt), or only those of ``mode``, in order."""
-        return [a for a in self.attempts if a.mode != PREDICT and (mode is None or a.mode == mode)]
+        return [a for a in self.attempts if a.mode not in ANSWER_MODES and (mode is None or a.mode == mode)]
 
 
 @dataclass

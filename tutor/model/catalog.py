@@ -90,6 +90,9 @@ class Exercise:
     answer_length: int | None = _key(int, default=None)
     answer_items: str | tuple[str, ...] | None = _key((str, list), default=None)
     seed_per_attempt: bool = _key(bool, default=False)
+    #: False for a warm-up: its prediction is run, shown and saved (as mode ``warmup``), but never
+    #: counts towards solving, calibration, review, a class's score or the report
+    graded: bool = _key(bool, default=True)
 
     def __post_init__(self) -> None:
         name = self.kind if isinstance(self.kind, str) else self.kind.name

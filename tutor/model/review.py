@@ -102,6 +102,12 @@ def _first_untried_after(catalog, progress, index: int) -> str | None:
     return None
 
 
+def _done(exercise, progress) -> bool:
+    """Whether the path may move past ``exercise``: solved, or a warm-up (ungraded) whose bet is made."""
+    entry = progress.of(exercise.id)
+    return entry.solved or (not exercise.graded and bool(entry.current))
+
+
 def continue_point(catalog, progress, due_now: Sequence[ReviewState] = ()) -> Continue:
     """Where to put the cursor at launch (module docstring); ``due_now``: the exercises due for review
     (:func:`due`), soonest first, the first of which comes before anything else."""
@@ -117,12 +123,12 @@ def continue_point(catalog, progress, due_now: Sequence[ReviewState] = ()) -> Co
     if latest is None:
         return Continue(order[0].id, "start here")
     last = order[latest[1]]
-    if not progress.of(last.id).solved:
+    if not _done(last, progress):
         return Continue(last.id, "left unsolved")
     following = _first_untried_after(catalog, progress, latest[1])
     if following is not None:
         return Continue(following, f"next after {last.id}")
-    unsolved = next((e.id for e in order if not progress.of(e.id).solved), None)
+    unsolved = next((e.id for e in order if not _done(e, progress)), None)
     if unsolved is not None:
         return Continue(unsolved, "not solved yet")
     return Continue(last.id, "every exercise solved")

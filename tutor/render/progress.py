@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from tutor.model.attempts import PREDICT, counting, show_time, verdict_of
+from tutor.model.attempts import ANSWER_MODES, PREDICT, WARMUP, counting, show_time, verdict_of
 from tutor.render.result import VERDICT_STYLE, VERDICT_TEXT
 from tutor.render.tables import WordTable
 
@@ -14,12 +14,13 @@ def _percent(fraction: float | None) -> str:
 
 
 def set_totals(catalog, progress, per_set: dict | None = None) -> WordTable:
-    """Per set: solved, tried, of how many, and (with calibration) the Brier score of its rated predictions."""
+    """Per set: solved, tried, of how many, and (with calibration) the Brier score of its rated predictions.
+    A warm-up (an ungraded exercise) is none of these: it is never solved, so it is not counted at all."""
     columns = ["set", "solved", "tried", "exercises"] + (["rated", "Brier"] if per_set is not None else [])
     table = WordTable(columns, styles=["bold"] + [""] * (len(columns) - 1))
     totals = [0, 0, 0]
     for exercise_set in catalog.sets:
-        entries = [progress.of(e.id) for e in exercise_set.exercises]
+        entries = [progress.of(e.id) for e in exercise_set.exercises if e.graded]
         row = [sum(e.solved for e in entries), sum(bool(e.current) for e in entries), len(entries)]
         totals = [a + b for a, b in zip(totals, row)]
         extra = []
@@ -54,7 +55,7 @@ def calibration_renderables(overall) -> list:
 # --- attempts by mode (the progress screen, `tutor progress`) ----------------------------
 
 #: How each attempt mode is named in a progress table.
-MODE_WORDS = {PREDICT: "predict", "fix": "fix", "break": "break", "hunt": "hunt"}
+MODE_WORDS = {PREDICT: "predict", WARMUP: "warm-up", "fix": "fix", "break": "break", "hunt": "hunt"}
 _SHORT_STYLE = {"fixed": "green", "not fixed": "red", "changed": "cyan", "unchanged": "yellow"}
 
 
@@ -66,9 +67,11 @@ def attempt_result(attempt, exercise=None) -> Text:
     prediction matched (``free text`` when it does not read as ``exercise``'s
     kind, so it was not graded).
     """
-    if attempt.mode == PREDICT:
+    if attempt.mode in ANSWER_MODES:
         if attempt.status == "timeout":
             return Text("timed out", style="yellow")
+        if attempt.mode == WARMUP:  # a bet that counts for nothing: said as it came out, in no colour of a score
+            return Text(("matched" if attempt.correct else "missed") + " · ungraded", style="cyan")
         return Text("yes", style="green") if attempt.correct else Text("no", style="red")
     verdict = attempt.verdict or attempt.status
     text = Text(verdict, style=_SHORT_STYLE.get(verdict, ""))
@@ -147,7 +150,8 @@ def progress_table(progress, catalog, seeded: set, preview) -> WordTable:
             observed += f" (seed {last.seed})"  # which mystery the last attempt met
         reset = " (reset)" if p.reset_time and not p.current else ""
         table.add_row(ex_id, f"{len(p.predictions)}{reset}", Text((last.prediction if last else "-") + hinted(last)),
-                      Text(observed), "yes" if p.solved else "no",
+                      Text(observed), "ungraded" if ex_id in known and not known[ex_id].graded else
+                      "yes" if p.solved else "no",
                       *([edits_summary(p, known.get(ex_id))] if edited else []), Text(preview(p.note)))
     return table
 
@@ -163,8 +167,10 @@ def exercise_history(progress) -> Text:
     """An exercise page's line about its attempts since the last reset:
     ``✓ solved · 2 prediction(s); last: you said X, the check observed Y · 1 edit attempt(s)``."""
     current = progress.current
-    said = [a for a in current if a.mode == PREDICT]  # fix, break and hunt attempts are no answers
+    said = [a for a in current if a.mode in ANSWER_MODES]  # fix, break and hunt attempts are no answers
     verdict = ("✓ solved", "green") if progress.solved else ("✗ not solved yet", "red")
+    if said and all(a.mode == WARMUP for a in said):
+        verdict = ("○ warm-up: ungraded", "cyan")
     edits = len(current) - len(said)
     edited = f" · {edits} edit attempt(s) (p shows them)" if edits else ""
     if not said:

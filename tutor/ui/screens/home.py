@@ -280,7 +280,8 @@ class HomeScreen(PageScreen):
         exercise_id = data
         exercise = catalog.get(exercise_id)
         progress = self.progress.of(exercise_id)
-        state = {"solved": "solved", "attempted": "attempted, not yet matched", "untried": "not tried yet"}
+        state = {"solved": "solved", "attempted": "attempted, not yet matched", "warmed": "warm-up made (ungraded)",
+                 "untried": "not tried yet"}
         # A choice's options are on the exercise's page; here its kind is enough.
         answer = exercise.kind.summary
         review = " · ↻ due for review" if exercise_id in getattr(self, "_due", ()) else ""

@@ -6,12 +6,12 @@ from rich.cells import cell_len
 from rich.text import Span, Text
 from textual.widgets import Tree
 
-from tutor.model.attempts import ExerciseProgress, LearnerProgress
+from tutor.model.attempts import WARMUP, ExerciseProgress, LearnerProgress
 from tutor.model.catalog import Catalog, Exercise
 from tutor.model.finding import matches, named
 
-#: status mark per exercise: solved, attempted, untried
-MARKS = {"solved": ("✓", "green"), "attempted": ("✗", "red"), "untried": ("·", "dim")}
+#: status mark per exercise: solved, attempted, warmed up (an ungraded warm-up's bet made), untried
+MARKS = {"solved": ("✓", "green"), "attempted": ("✗", "red"), "warmed": ("○", "cyan"), "untried": ("·", "dim")}
 
 
 SET_PREFIX = "set:"
@@ -25,9 +25,12 @@ def set_id_of(data: str | None) -> str | None:
 
 
 def status_of(progress: ExerciseProgress) -> str:
-    """``solved``, ``attempted`` or ``untried`` for one exercise's progress (since its last reset)."""
+    """``solved``, ``attempted``, ``warmed`` (only warm-up bets, which count for nothing) or ``untried``
+    for one exercise's progress (since its last reset)."""
     if progress.solved:
         return "solved"
+    if progress.current and all(a.mode == WARMUP for a in progress.current):
+        return "warmed"
     return "attempted" if progress.current else "untried"
 
 
@@ -161,12 +164,13 @@ class ExerciseTree(Tree[str]):
 
     @staticmethod
     def _set_label(exercise_set, progress: LearnerProgress) -> tuple[tuple, Text]:
-        """A set's line, ``Shapes  3/9``, with the counts it was drawn from."""
-        solved = sum(progress.of(e.id).solved for e in exercise_set.exercises)
-        title, counts = exercise_set.title, f"  {solved}/{len(exercise_set.exercises)}"
+        """A set's line, ``Shapes  3/9``, with the counts it was drawn from (a warm-up is not counted)."""
+        graded = [e for e in exercise_set.exercises if e.graded]
+        solved = sum(progress.of(e.id).solved for e in graded)
+        title, counts = exercise_set.title, f"  {solved}/{len(graded)}"
         label = Text(title + counts, spans=[Span(0, len(title), "bold"),
                                             Span(len(title), len(title) + len(counts), "cyan")])
-        return (solved, len(exercise_set.exercises)), label
+        return (solved, len(graded)), label
 
     def process_label(self, label) -> Text:
         """A label as it is given when it is one line of ``Text`` (every label of this tree): Textual's

@@ -1,0 +1,152 @@
+"""A warm-up (an exercise with ``graded = false``: the capstone's blind bet on a hidden mystery) is run,
+shown and saved, and counts for nothing: not towards solving, a set's total, calibration, review, the
+class report or a class's score. Its bet still meets its mystery, so the next one meets a new mystery.
+
+The figures are worked out by hand from the attempts written here.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import tomli_w
+
+from tutor.app.learner import LearnerRecord
+from tutor.app.seeds import next_seed
+from tutor.cli import main
+from tutor.instructor import assignment
+from tutor.model import calibration, review
+from tutor.model.attempts import WARMUP, Attempt, ExerciseProgress, LearnerProgress, is_prediction
+from tutor.model.errors import UsageError
+from tutor.render.progress import attempt_result, exercise_history, progress_table, set_totals
+from tutor.store.catalog_cache import load_catalog
+from tutor.store.names import file_stem
+from tutor.store.progress import ProgressStore
+
+T0 = datetime(2026, 1, 1, 10, 0, tzinfo=timezone.utc)
+WARM = "audit"  # the capstone's blind bet
+
+
+def row(prediction: str, correct: bool, confidence: int, minute: int, mode: str = "predict", seed: int = 0) -> dict:
+    """One attempt as a progress file holds it."""
+    return {"time": (T0 + timedelta(minutes=minute)).isoformat(timespec="seconds"), "prediction": prediction,
+            "observed": "causality", "correct": correct, "status": "pass" if correct else "fail",
+            "device": "cpu", "engine_hash": "abc123def456", "seed": seed, "mode": mode, "confidence": confidence}
+
+
+def write(folder, learner: str, exercises: dict) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = {"format_version": 2, "learner": learner, "exercises": exercises}
+    (folder / f"{file_stem(learner)}.toml").write_text(tomli_w.dumps(data), encoding="utf-8")
+
+
+def warm(correct: bool, seed: int = 0, minute: int = 0) -> Attempt:
+    return Attempt(time=(T0 + timedelta(minutes=minute)).isoformat(timespec="seconds"), prediction="causality",
+                   observed="causality", correct=correct, status="pass" if correct else "fail", device="cpu",
+                   engine_hash="h", seed=seed, mode=WARMUP, confidence=90)
+
+
+def test_the_capstones_blind_bet_is_the_one_warm_up():
+    catalog = load_catalog()
+    assert [e.id for e in catalog.exercises if not e.graded] == [WARM]
+    assert "warm-up, never graded" in " ".join(catalog.get(WARM).prompt.replace("**", "").split())
+
+
+def test_a_warm_ups_run_is_saved_as_a_warm_up(tmp_path):
+    from tutor.sandbox.result import RunResult
+    catalog = load_catalog()
+    record = LearnerRecord(ProgressStore(tmp_path), "ada")
+    record.load()
+    for ex_id in (WARM, "first-link-detach"):
+        result = RunResult(id=ex_id, status="pass", device="cpu", torch="t", fault=None, kind="choice", seed=0,
+                           prediction="causality", prediction_text="causality", observed="causality", correct=True)
+        assert record.record(catalog.get(ex_id), result).saved_to is not None
+    saved = ProgressStore(tmp_path).load("ada")
+    assert [a.mode for a in saved.of(WARM).attempts] == [WARMUP]
+    assert [a.mode for a in saved.of("first-link-detach").attempts] == ["predict"]
+    assert not saved.of(WARM).solved and saved.of("first-link-detach").solved
+
+
+def test_a_right_warm_up_solves_nothing_and_rates_nothing():
+    entry = ExerciseProgress(attempts=[warm(True)])
+    assert not is_prediction(entry.attempts[0]) and not entry.solved
+    assert entry.predictions == entry.attempts and entry.edits() == []  # an answer, not an edit
+    rated = calibration.calibrate(entry.attempts)
+    assert rated.count == 0 and rated.unrated == 0
+    assert review.review_state(WARM, entry) is None  # never due for review
+
+
+def test_each_warm_up_meets_a_new_mystery():
+    capstone = load_catalog().get(WARM)
+    assert next_seed(capstone, [], set()) == 0
+    assert next_seed(capstone, [warm(False, seed=0), warm(True, seed=1, minute=1)], set()) == 2
+
+
+def test_the_path_moves_past_a_warm_up_once_its_bet_is_made():
+    catalog = load_catalog()
+    progress = LearnerProgress("ada", {WARM: ExerciseProgress(attempts=[warm(False)])})
+    point = review.continue_point(catalog, progress)
+    assert point.exercise_id != WARM and point.reason != "left unsolved"
+
+
+def test_a_warm_up_is_counted_in_no_total_and_said_as_ungraded():
+    catalog = load_catalog()
+    progress = LearnerProgress("ada", {WARM: ExerciseProgress(attempts=[warm(True)])})
+    cells = {r[0]: r[1:] for r in _rows(set_totals(catalog, progress))}
+    assert cells["Capstone"] == ["0", "0", str(len(catalog.get_set("capstone").exercises) - 1)]
+    assert cells["all"][2] == str(len(catalog.exercises) - 1)
+    assert attempt_result(warm(True)).plain == "matched · ungraded"
+    assert exercise_history(progress.of(WARM)).plain.startswith("○ warm-up: ungraded · 1 prediction(s)")
+    table = progress_table(progress, catalog, {WARM}, lambda note: note)
+    assert _rows(table)[0][:5] == [WARM, "1", "causality", "causality (seed 0)", "ungraded"]
+
+
+def _rows(table) -> list[list[str]]:
+    """A word table's cells as text, row by row."""
+    return [[str(getattr(c, "plain", c)) for c in r] for r in table.rows]
+
+
+def test_tutor_progress_and_tutor_report_leave_a_warm_up_out(tmp_path, capsys):
+    folder = tmp_path / "class"
+    # head-split: a right 80 % and a wrong 60 %; the warm-up: two bets at 90 %, one right, that count for nothing
+    write(folder, "ada", {"head-split": {"attempts": [row("b", True, 80, 0), row("a", False, 60, 1)]},
+                          WARM: {"attempts": [row("causality", True, 90, 2, mode=WARMUP),
+                                              row("shape", False, 90, 3, mode=WARMUP, seed=1)]}})
+    assert main(["progress", "--json", "--progress-dir", str(folder), "--learner", "ada"]) == 0
+    overall = json.loads(capsys.readouterr().out)["calibration"]["overall"]
+    assert (overall["count"], overall["right"]) == (2, 1)
+    assert overall["brier"] == pytest.approx((0.2 ** 2 + 0.6 ** 2) / 2)
+    assert main(["report", str(folder), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    (rated,) = report["calibration"]
+    assert rated["predictions"] == 2 and rated["accuracy"] == pytest.approx(0.5)
+    by_id = {e["id"]: e for e in report["exercises"]}
+    assert by_id["head-split"]["tried"] == 1
+    assert (by_id[WARM]["tried"], by_id[WARM]["ever_solved"], by_id[WARM]["other_attempts"], by_id[WARM]["edits"]) \
+        == (0, 0, 2, {})  # two attempts saved, none of them a prediction that counts, nor an edit
+
+
+def test_an_assignment_never_scores_a_warm_up():
+    catalog = load_catalog()
+    assert [a.points for a in assignment.from_ids(f"head-split,{WARM}", catalog).exercises] == [1.0, 0.0]
+    assert assignment.inferred(catalog, {"head-split", WARM}).max_score == 1.0
+    practice = assignment.parse({"exercises": [{"id": WARM, "points": 0}]}, catalog)
+    assert practice.max_score == 0.0
+    with pytest.raises(UsageError, match="'audit' in the assignment is an ungraded warm-up, so it can score nothing"):
+        assignment.parse({"exercises": [{"id": WARM, "points": 2}]}, catalog)
+    with pytest.raises(UsageError, match="ungraded warm-up"):
+        assignment.parse({"exercises": [WARM]}, catalog)  # the short form's one point each
+
+
+def test_the_exercise_tree_marks_a_warm_up_apart_and_leaves_it_out_of_its_sets_count():
+    pytest.importorskip("textual")
+    from tutor.ui.widgets.exercise_tree import MARKS, ExerciseTree, status_of
+    catalog = load_catalog()
+    made = ExerciseProgress(attempts=[warm(False)])
+    assert status_of(made) == "warmed" and MARKS["warmed"][0] == "○"  # not ✗: a bet that counts for nothing
+    assert status_of(ExerciseProgress()) == "untried"
+    capstone = catalog.get_set("capstone")
+    key, label = ExerciseTree._set_label(capstone, LearnerProgress("ada", {WARM: made}))
+    assert key == (0, len(capstone.exercises) - 1) and label.plain.endswith(f"0/{len(capstone.exercises) - 1}")
