@@ -7,15 +7,19 @@ The page lists every seed item once: seed 000 and seed 001 as table rows
 (``| # | item | … | exercise | evidence | not taught |``), seed 004 as
 bullet lines holding ``**exercise**``, ``**evidence**`` or ``**not taught**``.
 An item counts as taught when its exercise cell (or its ``**exercise**``
-part) names an exercise, as evidence when only its evidence cell does, and
-as not taught otherwise. The counts between the page's
+part) names an exercise that *grades* it, as evidence when only its evidence
+cell does, and as not taught otherwise. The counts between the page's
 ``<!-- counts:begin -->`` and ``<!-- counts:end -->`` markers are written
 from those rows, never typed.
 
 The check fails when the written counts differ from the rows, when an
 exercise of the catalog appears nowhere on the page (every exercise maps to
-a seed item or to the "Beyond the seeds" list), or when a row's exercise
-cell names an id the catalog does not have.
+a seed item or to the "Beyond the seeds" list), when a row's exercise cell
+names an id the catalog does not have, or when it credits an exercise for
+what the exercise does not grade: an ungraded exercise (a warm-up), a side
+the exercise does not grade (``(clean side …)`` on an exercise graded on
+its faulted side), or its evidence, hints or explain-back (those belong in
+the evidence cell).
 """
 
 from __future__ import annotations
@@ -41,6 +45,20 @@ class Item:
     text: str
     status: str  # one of STATUSES
     taught_by: list[str] = field(default_factory=list)  # ids in its exercise cell
+    #: {id: the words after it in the exercise cell, up to the next id}: what the row says it grades
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+#: Words in an exercise cell's note that credit what an exercise shows but does not grade.
+UNGRADED_WORDS = ("evidence", "hint", "explain-back", "ungraded", "warm-up")
+#: The side a note names, and the ``observe`` values that grade it.
+SIDE_WORDS = {"clean side": ("clean", "both"), "faulted side": ("faulted", "both")}
+
+
+def _notes(cell: str) -> dict[str, str]:
+    """{id: the text after it up to the next id} for each id an exercise cell names."""
+    parts = ID.split(cell)  # text, id, text, id, text, ...
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}
 
 
 def _cells(line: str) -> list[str]:
@@ -69,17 +87,17 @@ def parse(text: str) -> list[Item]:
             status = "exercise" if exercise else "evidence" if evidence else "not taught" if not_taught else None
             if status is None:
                 raise ValueError(f"seed {seed}, row {cells[0]}: no exercise, evidence or reason is given")
-            items.append(Item(seed, cells[1], status, ID.findall(exercise.split("(")[0])))
+            items.append(Item(seed, cells[1], status, ID.findall(exercise.split("(")[0]), _notes(exercise)))
         elif seed == "004" and line.startswith("- "):
             marks = [s for s in STATUSES if f"**{s}**" in line]
             if not marks:
                 raise ValueError(f"seed 004: the line {line[:60]!r} names no **exercise**, **evidence** or **not taught**")
             status = marks[0]
-            taught = []
+            taught, notes = [], {}
             if status == "exercise":
-                part = line.split("**exercise**", 1)[1].split("**evidence**")[0].split("(")[0]
-                taught = ID.findall(part)
-            items.append(Item("004", line[2:], status, taught))
+                part = line.split("**exercise**", 1)[1].split("**evidence**")[0]
+                taught, notes = ID.findall(part.split("(")[0]), _notes(part)
+            items.append(Item("004", line[2:], status, taught, notes))
     return items
 
 
@@ -108,8 +126,15 @@ def refresh(text: str, items: list[Item]) -> str:
     return text[:start] + render(counts(items)) + text[end:]
 
 
-def problems(text: str, catalog_ids: set[str]) -> list[str]:
-    """Each way the page disagrees with itself or with the catalog, one sentence each."""
+def problems(text: str, catalog: dict[str, str | None]) -> list[str]:
+    """Each way the page disagrees with itself or with the catalog, one sentence each.
+
+    Args:
+        text: the page.
+        catalog: {exercise id: the side it grades (its ``observe``: clean, faulted or both), or None
+            for an exercise that grades nothing (a warm-up)}.
+    """
+    catalog_ids = set(catalog)
     found = []
     if BEGIN not in text or END not in text:
         return [f"the page lacks the {BEGIN} … {END} block the counts are written into"]
@@ -120,17 +145,34 @@ def problems(text: str, catalog_ids: set[str]) -> list[str]:
     for missing in sorted(catalog_ids - named):
         found.append(f"exercise {missing!r} is on no row: map it to a seed item or list it under 'Beyond the seeds'")
     for item in items:
+        where = f"seed {item.seed}, {item.text[:50]!r}"
         for unknown in sorted(set(item.taught_by) - catalog_ids):
-            found.append(f"seed {item.seed}, {item.text[:50]!r}: its exercise {unknown!r} is not in the catalog")
+            found.append(f"{where}: its exercise {unknown!r} is not in the catalog")
+        for ex_id, note in item.notes.items():
+            if item.status != "exercise" or ex_id not in catalog:
+                continue
+            graded = catalog[ex_id]
+            if graded is None:
+                found.append(f"{where}: {ex_id!r} is ungraded (a warm-up), so it teaches nothing by grading; "
+                             "name it in the evidence cell")
+                continue
+            words = [w for w in UNGRADED_WORDS if w in note.lower()]
+            sides = [side for side, grading in SIDE_WORDS.items() if side in note.lower() and graded not in grading]
+            if words:
+                found.append(f"{where}: the exercise cell credits {ex_id!r} for its {words[0]}, which is not what "
+                             "it grades; move it to the evidence cell")
+            elif sides:
+                found.append(f"{where}: the exercise cell credits {ex_id!r} for its {sides[0]}, but it grades its "
+                             f"{graded} side; move it to the evidence cell")
     return found
 
 
-def catalog_ids() -> set[str]:
-    """The ids of every exercise of the shipped catalog."""
+def catalog_ids() -> dict[str, str | None]:
+    """{id: the side it grades, or None for an ungraded warm-up} for every exercise of the shipped catalog."""
     sys.path.insert(0, str(ROOT))
     from tutor.store.catalog_cache import load_catalog  # the tutor's loader, once the root is importable
 
-    return {e.id for e in load_catalog().exercises}
+    return {e.id: e.observe if getattr(e, "graded", True) else None for e in load_catalog().exercises}
 
 
 def main(argv: list[str]) -> int:
