@@ -281,6 +281,9 @@ def non_causal(ctx: Context) -> Measurement:
         x, y = get_batch(train_data, NON_CAUSAL_BATCH, T, generator=g, device=ctx.device)
         train_curve.append(train_step(model, optimizer, x, y))
     val_loss = evaluate(model, x_val, y_val)
+    if not math.isfinite(val_loss):  # NaN compares false with everything: it is neither below the floor nor above
+        raise FloatingPointError(f"the validation loss is {val_loss} (not finite) after {NON_CAUSAL_STEPS} steps, "
+                                 "so it is neither below nor above the entropy floor: no choice describes it")
     val_curve.append(val_loss)
     ctx.progress(1.0, "intervention and sample")
 

@@ -80,3 +80,17 @@ def test_sdpa_dropout_eval_two_eval_forwards_differ(run, catalog):
     assert r.clean is False and r.faulted is True
     facts = dict(rows(r, "faulted", "Two eval-mode"))
     assert facts["model.training"] == "False" and facts["nn.Dropout modules in train mode"].startswith("0 of")
+
+
+def test_a_non_finite_validation_loss_is_named_not_classed_above_the_floor(monkeypatch):
+    """A side whose loss went NaN (a learner's own fault in Break it): NaN compares false with the floor,
+    and would read as "above the floor"; the check says it is not finite instead."""
+    import pytest
+    pytest.importorskip("torch")
+    import engine.train
+    from exercises.attention import non_causal
+    from exercises.context import Context
+    monkeypatch.setattr(engine.train, "train_step", lambda *args, **kwargs: float("nan"))  # no training: fast
+    monkeypatch.setattr(engine.train, "evaluate", lambda *args, **kwargs: float("nan"))
+    with pytest.raises(FloatingPointError, match=r"validation loss is nan \(not finite\).*neither below nor above"):
+        non_causal(Context())
