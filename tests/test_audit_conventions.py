@@ -103,10 +103,14 @@ def test_grouped_query_attention_holds_and_kv_heads_read_by_the_wrong_query_head
     assert clean.status == "ok", clean.verdict
     tiled = attention_of(TiledWrong)
     assert tiled.status == "FAIL", tiled.verdict
-    assert re.match(r"transformer\.h\.[01]\.attn differs from causal softmax\(q k\^T x 0\.25\) v, at the scale it "
-                    r"applies itself, by [0-9.]+ ", tiled.verdict), tiled.verdict
-    assert tiled.verdict.endswith("not a matter of scale; check the causal mask, how heads are split and merged, and "
-                                  "which kv head each query head reads"), tiled.verdict
+    assert re.match(r"transformer\.h\.[01]\.attn differs from causal attention over its own scores by [0-9.]+ "
+                    r"\(relative, tolerance 1\.0e-04 for float32\) on unit-scale scores, and equals it with the kv heads "
+                    r"tiled \(relative 0\.0e\+00\): ", tiled.verdict), tiled.verdict
+    assert tiled.verdict.endswith("the key/value heads are shared with the wrong query heads (check repeat vs "
+                                  "repeat_interleave / the head grouping)"), tiled.verdict
+    assert "check the scale" not in tiled.verdict and "check the causal mask" not in tiled.verdict
+    assert dict(tiled.evidence)["kv heads tiled, not grouped"].endswith(
+        ": query head h reading kv head h mod Hkv (what repeat gives) matches its output, relative 0.000e+00")
 
 
 def test_an_unmasked_call_fails_at_its_own_scale_and_says_it_asked_for_no_mask():
@@ -214,3 +218,45 @@ def test_expecting_sdpa_passes_a_model_that_computes_it():
 def test_an_unknown_convention_to_expect_is_refused():
     with pytest.raises(ValueError, match=r"unknown conventions \['flash'\] to expect; the conventions are sdpa"):
         audit(lambda: zoo_nano.build(), overfit_steps=0, expect=["flash"])
+
+
+#: Scores whose bias reaches the attention call another way, each clean: ALiBi as SDPA's float attn_mask
+#: (MPT's, BLOOM's SDPA path), BLOOM's alibi.baddbmm over heads folded into the batch, a bool sliding window.
+BIAS_AT_THE_CALL = {
+    "build_alibi_mask": "ALiBi (a per-head bias linear in the distance, slopes 0.25 .. 0.003906) as an SDPA attn_mask",
+    "build_bloom_baddbmm": "ALiBi (a per-head bias linear in the distance, slopes 0.25 .. 0.003906)",
+    "build_sliding_window": "a sliding window of 4 positions (an attn_mask hiding older keys)",
+}
+
+
+@pytest.mark.parametrize("build", list(BIAS_AT_THE_CALL))
+def test_a_bias_read_from_the_call_keeps_the_contract_and_warns_naming_it(build):
+    link = architecture.attention(subject_of(getattr(zoo_scores, build)))
+    assert link.status == "warn", link.verdict
+    assert link.verdict.endswith(f"apply their own scores, not q @ k^T / sqrt(D): {BIAS_AT_THE_CALL[build]} in "
+                                 "transformer.h.0.attn, transformer.h.1.attn"), link.verdict
+    rows = [v for _, v in link.evidence if "relative" in v]
+    assert len(rows) == 2 and all(float(v.rsplit("relative ", 1)[1]) < 1e-6 for v in rows), rows
+    assert len(link.warnings) == 1, link.warnings
+    report = audit(getattr(zoo_scores, build), overfit_steps=0)
+    assert report.first_failure is None and report.warned == ["ATTENTION"], report.text()
+
+
+def test_an_alibi_mask_that_lets_the_next_position_in_fails_at_its_own_bias():
+    link = architecture.attention(subject_of(zoo_scores.build_alibi_mask_leaks))
+    assert link.status == "FAIL", link.verdict
+    assert "differs from causal softmax(q k^T x 0.25, ALiBi (a per-head bias linear in the distance, slopes 0.25 .. " \
+           "0.003906) as an SDPA attn_mask) v" in link.verdict, link.verdict
+    assert audit(zoo_scores.build_alibi_mask_leaks, overfit_steps=0, links=["CAUSALITY", "ATTENTION"]).first_failure \
+        == "CAUSALITY"
+
+
+@pytest.mark.parametrize("build", ["build_alibi_mask_sign_flipped", "build_bloom_baddbmm_sign_flipped"])
+def test_alibi_slopes_of_the_wrong_sign_fail_attention_saying_so(build):
+    report = audit(getattr(zoo_scores, build), overfit_steps=0)
+    assert report.first_failure == "ATTENTION", report.text()
+    verdict = next(l for l in report.links if l.name == "ATTENTION").verdict
+    assert verdict.startswith("transformer.h.0.attn, transformer.h.1.attn add ALiBi with slopes of the wrong sign "
+                              "(slopes -0.25 .. -0.003906: the bias grows with the distance)"), verdict
+    assert verdict.endswith("so each query favours the keys furthest in its past: ALiBi subtracts slope x distance, "
+                            "every slope positive; check the sign of the slopes or of the distance"), verdict

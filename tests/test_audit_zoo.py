@@ -45,7 +45,8 @@ BUGS = [
                                          "works up to block_size 64 tokens and fails past it"),
     ("bug_tie_copy", "TIE", "lm_head.weight is wte.weight is False: the head starts equal to the table but is a copy"),
     ("bug_tie_assign", "TIE", "two Parameters over one storage (load_state_dict(..., assign=True)"),
-    ("bug_attention_kv_tiling", "ATTENTION", "at the scale it applies itself, by "),
+    ("bug_attention_kv_tiling", "ATTENTION", "the key/value heads are shared with the wrong query heads (check repeat "
+                                             "vs repeat_interleave / the head grouping)"),
     ("bug_residual_from_norm", "RESIDUAL", "the residual was built from norm(x)"),
     ("bug_residual_lost", "RESIDUAL", "the residual connection is lost"),
     ("bug_loop_no_zero_grad", "LOOP", "zero_grad: two identical steps: relative |Δ grad| 1.00e+00; the second saw "

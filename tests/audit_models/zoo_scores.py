@@ -94,3 +94,97 @@ def build_soft_capped_scalar():
 
 def build_soft_capped_unmasked():
     return zoo_nano.build(model_class=with_attention(SoftCappedUnmasked))
+
+
+# ---------------------------------------------------------------------------
+# ALiBi handed to SDPA as a float mask (MPT's and BLOOM's SDPA paths), and BLOOM's eager path on 3-D
+# tensors: the bias and the scale folded into torch.baddbmm over (B·H, T, D).
+
+
+class AlibiMask(zoo_nano.SelfAttention):
+    """ALiBi and the causal mask in one float ``attn_mask`` to SDPA: slope x key position where a key may be
+    read, the dtype's minimum where it may not. ``future_from`` is how far past the query the mask starts."""
+
+    future_from = 1
+    slope_sign = 1.0
+
+    def attend(self, q, k, v):
+        B, H, T, D = q.shape
+        position = torch.arange(T, device=q.device)
+        bias = self.slope_sign * alibi_slopes(H).to(q)[:, None, None] * position[None, None, :]  # (H, 1, T)
+        future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(diagonal=self.future_from)
+        attn_mask = bias.masked_fill(future, torch.finfo(q.dtype).min)[None]  # (1, H, T, T)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+
+
+class AlibiMaskLeaks(AlibiMask):
+    """The bug: the mask starts two past the query, so position t also reads t + 1."""
+
+    future_from = 2
+
+
+class AlibiMaskSignFlipped(AlibiMask):
+    """The bug: the slopes' sign flipped, so each query favours the keys furthest in its past."""
+
+    slope_sign = -1.0
+
+
+class BloomBaddbmm(zoo_nano.SelfAttention):
+    """BLOOM's eager attention: heads flattened into the batch, alibi.baddbmm(q, k^T, beta=1, alpha=1/sqrt(D)),
+    the future filled with the dtype's minimum, softmax in float32, then bmm with v."""
+
+    slope_sign = 1.0
+
+    def attend(self, q, k, v):
+        B, H, T, D = q.shape
+        slopes = self.slope_sign * alibi_slopes(H).to(q)
+        alibi = (slopes[:, None] * torch.arange(T, device=q.device)[None, :]).repeat(B, 1)[:, None, :]  # (B·H, 1, T)
+        query_layer, key_layer = q.reshape(B * H, T, D), k.reshape(B * H, T, D).transpose(1, 2)
+        matmul_result = alibi.baddbmm(batch1=query_layer, batch2=key_layer, beta=1.0, alpha=1 / math.sqrt(D))
+        attention_scores = matmul_result.view(B, H, T, T)
+        future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(diagonal=1)
+        attn_weights = attention_scores.masked_fill(future, torch.finfo(attention_scores.dtype).min)
+        attention_probs = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(q.dtype)
+        context = torch.bmm(attention_probs.view(B * H, T, T), v.reshape(B * H, T, D))
+        return context.view(B, H, T, D)
+
+
+class BloomBaddbmmSignFlipped(BloomBaddbmm):
+    slope_sign = -1.0
+
+
+def build_alibi_mask():
+    return zoo_nano.build(model_class=with_attention(AlibiMask))
+
+
+def build_alibi_mask_leaks():
+    return zoo_nano.build(model_class=with_attention(AlibiMaskLeaks))
+
+
+def build_alibi_mask_sign_flipped():
+    return zoo_nano.build(model_class=with_attention(AlibiMaskSignFlipped))
+
+
+def build_bloom_baddbmm():
+    return zoo_nano.build(model_class=with_attention(BloomBaddbmm))
+
+
+def build_bloom_baddbmm_sign_flipped():
+    return zoo_nano.build(model_class=with_attention(BloomBaddbmmSignFlipped))
+
+
+class SlidingWindow(zoo_nano.SelfAttention):
+    """A causal sliding window (Mistral's) as a bool attn_mask: each query reads its own key and the
+    ``window - 1`` before it."""
+
+    window = 4
+
+    def attend(self, q, k, v):
+        T = q.size(2)
+        position = torch.arange(T, device=q.device)
+        distance = position[:, None] - position[None, :]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=(distance >= 0) & (distance < self.window))
+
+
+def build_sliding_window():
+    return zoo_nano.build(model_class=with_attention(SlidingWindow))

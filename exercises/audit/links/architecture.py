@@ -24,8 +24,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from exercises.audit.adapter import n_head_of
-from exercises.audit.links.attention_call import AttentionCalls, unscaled
-from exercises.audit.measure import mode, seeded
+from exercises.audit.links.attention_call import SCALE_SPREAD, WRONG_SIGN, AttentionCalls, mask_bias, unscaled
+from exercises.audit.measure import mode, rounding_tol, seeded
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
 
@@ -250,13 +250,16 @@ def _with_rotary(proj: torch.Tensor, rotated: torch.Tensor | None) -> torch.Tens
 
 
 def attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None,
-                        softcap: float | None = None, bias: torch.Tensor | None = None) -> torch.Tensor:
+                        softcap: float | None = None, bias: torch.Tensor | None = None,
+                        grouped: bool = True) -> torch.Tensor:
     """Causal SDPA from heads q (B, H, T, D), k and v (B, Hkv, T, D), kv repeated to H (grouped-query
-    attention), scores scaled by ``scale`` (default 1/sqrt(D)), soft-capped as c * tanh(scores / c) where
-    ``softcap`` gives c, plus ``bias`` (1, H, T, T) where given (ALiBi), merged to (B, T, H·D): what goes
-    into the output projection."""
+    attention: query head h reads kv head h // (H / Hkv); with ``grouped`` False, tiled instead, h mod Hkv,
+    what ``repeat`` gives), scores scaled by ``scale`` (default 1/sqrt(D)), soft-capped as
+    c * tanh(scores / c) where ``softcap`` gives c, plus ``bias`` (1, H, T, T) where given (ALiBi), merged to
+    (B, T, H·D): what goes into the output projection."""
     H = q.size(1)
-    k, v = (t.repeat_interleave(H // t.size(1), dim=1) for t in (k, v))
+    k, v = (t.repeat_interleave(H // t.size(1), dim=1) if grouped else t.repeat(1, H // t.size(1), 1, 1)
+            for t in (k, v))
     q, k, v = q.float(), k.float(), v.float()
     if softcap is None and bias is None:
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)  # (B, H, T, D)
@@ -305,7 +308,7 @@ def attention(s: Subject) -> Link:
                                          "Conv1D, beside an output projection named like one: "
                                          f"{', '.join(OUTPUT)}); {_projection_owners(s.model)}")
     seen, rotary, current, handles = {}, {}, [], []
-    skipped, checked, worst = [], [], (0.0, "", None)
+    skipped, checked, worst, tiled = [], [], (0.0, "", None), {}
     readable, unconventional, unmasked = [], [], []
     for name, module, kind, projections, output in found:
         readable.append((name, module, kind, projections, output, n_head_of(module, s.model)))
@@ -319,7 +322,7 @@ def attention(s: Subject) -> Link:
     generator = torch.Generator().manual_seed(0)
     idx = s.xs[:2, :8]
     T = idx.size(1)
-    calls = AttentionCalls(current)
+    calls = AttentionCalls(current, batch=idx.size(0))
     try:
         with randomised([r[1] for r in readable], generator), watching_rotary([(r[0], r[1]) for r in readable],
                                                                                current, rotary), \
@@ -341,6 +344,12 @@ def attention(s: Subject) -> Link:
         call = calls.calls.get(name)
         at_call = call is not None and call.q.dim() == 4 and call.q.size(2) == T
         heads_from = "attribute"
+        if at_call and call.k.size(2) > T:  # a cache's slots past the sequence: its keys are the first T
+            call.k = call.k[:, :, :T]
+            call.mask = None if call.mask is None else call.mask[..., :T]
+        if at_call and call.mask is not None and call.bias is None:  # SDPA's attn_mask, read as a bias
+            spread = rounding_tol(SCALE_SPREAD, call.q.dtype)
+            call.bias, call.convention = mask_bias(call.mask, spread)
         if at_call and (H is None or call.q.size(1) != H):
             H, heads_from = int(call.q.size(1)), f"from its {'SDPA call' if call.kind == 'sdpa' else 'q @ k^T'}"
         if H is None:
@@ -378,6 +387,10 @@ def attention(s: Subject) -> Link:
             relative = absolute / max(1.0, float(ref.abs().max()))
             if best is None or relative < best.relative:
                 best = Compared(layout, k.size(1), how, absolute, relative, own, conventional, q.size(1), convention)
+                if 1 < v.size(1) < q.size(1):  # grouped kv heads: would the other tiling explain the output?
+                    other = attention_reference(q, k, v, own if own is not None else conventional, softcap, bias,
+                                                grouped=False)
+                    best.tiled = float((got - other).abs().max()) / max(1.0, float(other.abs().max()))
         if best is None:
             skipped.append(f"{label} (no layout of its projections gives q, k, v for H={H})")
             continue
@@ -389,18 +402,21 @@ def attention(s: Subject) -> Link:
                                f"{best.scale_words()}: max |Δ| {best.absolute:.3e}, relative {best.relative:.3e}"])
         if best.relative >= worst[0]:
             worst = (best.relative, label, best.own, best.convention)
+        if best.tiled is not None:
+            tiled[label] = best.tiled
         if best.unconventional:
             unconventional.append((label, best))
         if at_call and call.kind == "sdpa" and not call.causal_asked:
             unmasked.append(label)
-    return _attention_verdict(checked, skipped, worst, s, unconventional, unmasked)
+    return _attention_verdict(checked, skipped, worst, s, unconventional, unmasked, tiled)
 
 
 @dataclass
 class Compared:
     """One attention module against causal SDPA: the layout read, its kv heads, how q and k were read,
     the difference, and the scale compared at: the module's own (``own``, read from its call, None
-    where unread) or, without it, the 1/sqrt(D) convention."""
+    where unread) or, without it, the 1/sqrt(D) convention; with grouped kv heads, the relative difference
+    from the reference whose kv heads are tiled rather than grouped (``tiled``), else None."""
 
     layout: str
     kv: int
@@ -411,6 +427,7 @@ class Compared:
     conventional: float
     heads: int
     convention: str = ""
+    tiled: float | None = None
 
     def scale_words(self) -> str:
         if self.own is None:
@@ -446,6 +463,9 @@ CONVENTIONS = {
     "ALiBi": "ALiBi's per-head bias by distance stands in for position embeddings in the models trained with "
              "it (BLOOM, MPT)",
     "bias by distance": "a per-head bias by distance (relative positions) is right for a model trained with it",
+    "sliding window": "a sliding window is right for a model trained with it (Mistral, Gemma 2's local layers); it "
+                      "reads no key older than the window",
+    "additive bias": "an additive bias on the scores from the model's own mask is right for a model trained with it",
 }
 #: A module's own scale is the 1/sqrt(D) convention within this relative difference (float32 rounding
 #: of a pre-scale measured from the norms is ~1e-6; the smallest named departure, 1/sqrt(C) at H=2, is 0.29).
@@ -466,12 +486,13 @@ def scale_name(scale: float, conventional: float, heads: int) -> str:
 
 
 def _attention_verdict(checked: list, skipped: list[str], worst: tuple, s: Subject,
-                       unconventional: list = (), unmasked: list[str] = ()) -> Link:
+                       unconventional: list = (), unmasked: list[str] = (), tiled: dict | None = None) -> Link:
     """ATTENTION's verdict from the modules checked (label, what was compared), those skipped (why), the
     worst relative difference from causal SDPA as (difference, module label, its own scale or None where
     the reference used 1/sqrt(D), and optionally the scores' convention read at its call), the modules
-    whose scores depart from q @ k^T / sqrt(D) (label, ``Compared``) and the SDPA calls that asked for no
-    mask.
+    whose scores depart from q @ k^T / sqrt(D) (label, ``Compared``), the SDPA calls that asked for no
+    mask, and, per module with grouped kv heads, its relative difference from the reference with the kv
+    heads tiled the other way (``repeat``'s h mod Hkv): where that one matches, the advice says so.
 
     The contract every correct GPT keeps: each query position attends, causally, over its own head's
     keys and values. It fails on a difference from causal attention over the scores the module applies
@@ -486,6 +507,15 @@ def _attention_verdict(checked: list, skipped: list[str], worst: tuple, s: Subje
     difference, label, own, *convention = worst
     if difference > tol:
         said = f"(relative, tolerance {tol:.1e} for {s.precision}) on unit-scale scores"
+        other = (tiled or {}).get(label)
+        if other is not None and other <= tol:
+            evidence.append(["kv heads tiled, not grouped", f"{label}: query head h reading kv head h mod Hkv (what "
+                             f"repeat gives) matches its output, relative {other:.3e}"])
+            return Link("ATTENTION", "FAIL", f"{label} differs from causal attention over its own scores by "
+                                             f"{difference:.3g} {said}, and equals it with the kv heads tiled "
+                                             f"(relative {other:.1e}): the key/value heads are shared with the wrong "
+                                             "query heads (check repeat vs repeat_interleave / the head grouping)",
+                        evidence)
         if own is None:
             return Link("ATTENTION", "FAIL", f"{label} differs from softmax(q k^T / sqrt(D)) v by {difference:.3g} "
                                              f"{said}: check the scale (1/sqrt(D), D the head size) and the mask",
@@ -495,6 +525,13 @@ def _attention_verdict(checked: list, skipped: list[str], worst: tuple, s: Subje
         return Link("ATTENTION", "FAIL", f"{label} differs from causal softmax({scores}) v, at the scale "
                                          f"it applies itself, by {difference:.3g} {said}: not a matter of scale; "
                                          f"check the causal mask, how heads are split and merged, and which kv head each query head reads{mask}", evidence)
+    flipped = [(name, c) for name, c in unconventional if c.convention.startswith(WRONG_SIGN)]
+    if flipped:
+        names = ", ".join(name for name, _ in flipped)
+        return Link("ATTENTION", "FAIL", f"{names} add{'s' if len(flipped) == 1 else ''} {flipped[0][1].convention}, "
+                                         "so each query favours the keys furthest in its past: ALiBi subtracts "
+                                         "slope x distance, every slope positive; check the sign of the slopes or of "
+                                         "the distance", evidence)
     if unconventional:
         by_departure: dict[str, list[str]] = {}
         for name, c in unconventional:

@@ -8,8 +8,11 @@ every way of doing that, ATTENTION watches the one place they all lead to: a
 ``TorchFunctionMode`` sees every torch call inside the model's forward, and
 for each attention module keeps the first call of
 ``F.scaled_dot_product_attention`` (its q, k, v and what the module asked
-for: ``scale``, ``is_causal``, ``attn_mask``) or, for attention written by
-hand, the first matmul of two 4-D tensors (the scores' q @ k^T), the first
+for: ``scale``, ``is_causal``, ``attn_mask``, whose float entries are a bias
+on the scores, ALiBi as MPT and BLOOM pass it, read by ``mask_bias``) or, for
+attention written by hand, the first matmul of two 4-D tensors, or of two
+3-D ones with the heads folded into the batch (``bmm``, ``baddbmm``: the
+scores' q @ k^T), the first
 ``tanh`` after it (a soft-cap) and the input of the softmax after that, from
 which the scores the module applied are read (``read_scores``): a scale, a
 soft-cap, a per-head bias by distance (ALiBi). The q there also gives the
@@ -26,8 +29,11 @@ from torch.overrides import TorchFunctionMode
 
 from exercises.audit.measure import rounding_tol
 
-#: The torch functions that compute scores by hand: q @ k^T.
-MATMULS = {"matmul", "__matmul__", "bmm"}
+#: The torch functions that compute scores by hand: q @ k^T, on (B, H, T, D) or with the heads folded into
+#: the batch, (B·H, T, D); ``baddbmm`` adds a bias to them as it goes (BLOOM's ALiBi).
+MATMULS = {"matmul", "__matmul__", "bmm", "baddbmm"}
+#: A mask entry at or below this is a key the query may not read (the dtype's minimum, -1e4, -inf).
+MASKED = -1e4
 #: The softmax of hand-written attention, whose input is the scaled (and masked) scores.
 SOFTMAXES = {"softmax", "_softmax"}
 #: ``F.scaled_dot_product_attention``'s positional arguments after q, k, v, by name.
@@ -57,6 +63,8 @@ class Call:
             distance i - j (ALiBi; taken relative to each query's own key, which softmax cannot tell
             apart), or None.
         convention: what the scores do besides a scale, in words ("" for plain scaled scores).
+        mask: SDPA's ``attn_mask`` as an additive bias (B or 1, H, T, S), float32, a bool mask's False as
+            -inf; None without one (``mask_bias`` reads it).
     """
 
     kind: str
@@ -67,6 +75,7 @@ class Call:
     asked: str = ""
     causal_asked: bool = True
     scores: torch.Tensor | None = None
+    mask: torch.Tensor | None = None
     tanh: tuple | None = None
     softcap: float | None = None
     bias: torch.Tensor | None = None
@@ -75,11 +84,11 @@ class Call:
 
 class AttentionCalls(TorchFunctionMode):
     """Records, per attention module (the innermost one running, ``current[-1]``), its first attention call
-    as a ``Call`` in ``calls[name]``."""
+    as a ``Call`` in ``calls[name]``. ``batch`` is the forward's B, which unfolds (B·H, T, D) operands."""
 
-    def __init__(self, current: list) -> None:
+    def __init__(self, current: list, batch: int = 0) -> None:
         super().__init__()
-        self.current, self.calls = current, {}
+        self.current, self.calls, self.batch = current, {}, batch
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -90,22 +99,51 @@ class AttentionCalls(TorchFunctionMode):
         call = self.calls.get(name)
         if call is None and fname == "scaled_dot_product_attention" and len(args) >= 3:
             self.calls[name] = sdpa_call(args, kwargs)
-        elif call is None and fname in MATMULS and len(args) == 2 and all(
-                isinstance(a, torch.Tensor) and a.dim() == 4 for a in args) and args[0].size(-1) == args[1].size(-2):
+        elif call is None and fname in MATMULS and self._scores(fname, args, kwargs) is not None:
+            q, kt = self._scores(fname, args, kwargs)
             out = func(*args, **kwargs)
-            self.calls[name] = Call("matmul", args[0].detach(), args[1].detach().transpose(-2, -1),
-                                    asked="no softmax after q @ k^T read", scores=out.detach())
+            self.calls[name] = Call("matmul", q, kt.transpose(-2, -1), asked="no softmax after q @ k^T read",
+                                    scores=(q @ kt) if fname == "baddbmm" else out.detach().view(q.shape[:-1] + (-1,)))
             return out
         elif call is not None and call.kind == "matmul" and call.scores is not None and call.tanh is None \
                 and fname == "tanh" and args and isinstance(args[0], torch.Tensor):
             out = func(*args, **kwargs)
-            call.tanh = (args[0].detach(), out.detach())
+            call.tanh = (_like(args[0], call.scores), _like(out, call.scores))
             return out
         elif call is not None and call.kind == "matmul" and call.scores is not None and fname in SOFTMAXES \
                 and args and isinstance(args[0], torch.Tensor):
-            read_scores(call, args[0].detach())
+            read_scores(call, _like(args[0], call.scores))
             call.scores = call.tanh = None
         return func(*args, **kwargs)
+
+    def _scores(self, fname: str, args: tuple, kwargs: dict) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(q (B, H, T, D), k^T (B, H, D, S)) when a matmul computes attention scores: two 4-D operands, or
+        two 3-D ones (B·H, T, D) @ (B·H, D, S) with the batch's B dividing B·H (``bmm``, ``matmul``, and
+        ``baddbmm``'s ``batch1`` and ``batch2``, by position or keyword); else None. A 3-D product needs D
+        of at least 4 (a rotary table's outer product is (B, D/2, 1) @ (B, 1, T))."""
+        if fname == "baddbmm":
+            rest = list(args[1:3])
+            a, b = (rest + [kwargs.get("batch1"), kwargs.get("batch2")][len(rest):])[:2]
+        elif len(args) == 2:
+            a, b = args
+        else:
+            return None
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.dim() != b.dim() \
+                or a.size(-1) != b.size(-2):
+            return None
+        if a.dim() == 4:
+            return a.detach(), b.detach()
+        if a.dim() == 3 and self.batch and a.size(0) == b.size(0) and a.size(0) % self.batch == 0 \
+                and a.size(-1) >= 4:
+            H = a.size(0) // self.batch
+            return (a.detach().reshape(self.batch, H, *a.shape[1:]), b.detach().reshape(self.batch, H, *b.shape[1:]))
+        return None
+
+
+def _like(t: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """A tensor of the scores' size in the scores' (B, H, T, S) shape (a softmax over (B·H, T, S) unfolded)."""
+    t = t.detach()
+    return t.reshape(scores.shape) if t.shape != scores.shape and t.numel() == scores.numel() else t
 
 
 def sdpa_call(args: tuple, kwargs: dict) -> Call:
@@ -119,8 +157,71 @@ def sdpa_call(args: tuple, kwargs: dict) -> Call:
     if isinstance(mask, torch.Tensor):
         said.append(f"attn_mask {tuple(mask.shape)} {str(mask.dtype).removeprefix('torch.')}")
     effective = float(scale) if scale is not None else 1.0 / math.sqrt(q.size(-1))
+    bias = None
+    if isinstance(mask, torch.Tensor):
+        B, H, T, S = q.size(0), q.size(1), q.size(2), k.size(2)
+        bias = mask.detach()
+        bias = torch.zeros(bias.shape, device=bias.device).masked_fill(~bias, float("-inf")) \
+            if bias.dtype == torch.bool else bias.float()
+        bias = torch.broadcast_to(bias, (B, H, T, S))
+        if B > 1 and bool((bias == bias[:1]).all()):
+            bias = bias[:1]
     return Call("sdpa", q, k, v, effective, "SDPA " + ", ".join(said),
-                causal_asked=causal or isinstance(mask, torch.Tensor))
+                causal_asked=causal or isinstance(mask, torch.Tensor), mask=bias)
+
+
+def mask_bias(mask: torch.Tensor, spread: float = SCALE_SPREAD) -> tuple[torch.Tensor | None, str]:
+    """What an SDPA ``attn_mask`` (B or 1, H, T, T), as an additive bias, does to the scores where a causal
+    mask keeps them (key position <= query position), each row taken relative to its own diagonal
+    (softmax ignores a constant per row): (None, "") when nothing (a plain causal mask); else (the bias,
+    in words: "ALiBi ... as an SDPA attn_mask" when it is linear in the distance per head, "a sliding
+    window of w positions ..." where it masks keys a causal mask keeps, else "an additive bias on the
+    scores"). What it does to the future is not read here: the reference is causal, so a mask that
+    lets the future in differs from it."""
+    T = mask.size(-1)
+    if mask.size(-2) != T:
+        return None, ""
+    kept = torch.ones(T, T, dtype=torch.bool, device=mask.device).tril()
+    diagonal = torch.arange(T, device=mask.device)
+    distance = (diagonal[:, None] - diagonal[None, :]).clamp_min(0)
+    hidden = (mask <= MASKED) & kept
+    if bool(hidden.any()):
+        reach = distance[kept & ~hidden.any(0).any(0)]
+        w = int(reach.max()) + 1 if reach.numel() else 0
+        return mask, f"a sliding window of {w} positions (an attn_mask hiding older keys)"
+    rel = mask.double() - mask.double()[..., diagonal, diagonal].unsqueeze(-1)
+    scale = max(float(mask[..., kept].abs().max()), 1.0)
+    if float(rel[..., kept].abs().max()) <= spread * scale:
+        return None, ""
+    H = rel.size(1)
+    by = torch.zeros(H, T, dtype=rel.dtype, device=rel.device)
+    for d in range(T):  # the bias at each distance, per head, over the batch: ALiBi's is -slope x d
+        by[:, d] = rel[..., (distance == d) & kept].mean(dim=(0, -1))
+    fitted = by[:, distance][None]  # (1, H, T, T)
+    if float((rel - fitted)[..., kept].abs().max()) > spread * scale:
+        return mask, "an additive bias on the scores (attn_mask)"
+    return mask, alibi_words(by, spread) + " as an SDPA attn_mask"
+
+
+def alibi_words(by_distance: torch.Tensor, spread: float) -> str:
+    """A per-head bias by distance (H, T) in words: ALiBi with its slopes when linear in the distance
+    (the wrong sign said: a bias that grows with the distance), else a bias by distance."""
+    T = by_distance.size(-1)
+    d = torch.arange(T, dtype=by_distance.dtype, device=by_distance.device)
+    slopes = -(by_distance[:, 1:] / d[1:]).mean(-1)  # (H,)
+    linear = float((by_distance + slopes[:, None] * d).abs().max()) <= \
+        10 * spread * max(float(by_distance.abs().max()), 1e-30)
+    if not linear:
+        return "a per-head bias by distance (relative positions)"
+    words = f"slopes {float(slopes[0]):.4g} .. {float(slopes[-1]):.4g}"
+    if bool((slopes < 0).all()):
+        return f"{WRONG_SIGN} ({words}: the bias grows with the distance)"
+    return f"ALiBi (a per-head bias linear in the distance, {words})"
+
+
+#: How a bias linear in the distance whose every slope has the wrong sign is named: each query then
+#: favours the keys furthest in its past, which no model trained with ALiBi does.
+WRONG_SIGN = "ALiBi with slopes of the wrong sign"
 
 
 def scale_by_hand(scores: torch.Tensor, logits: torch.Tensor, spread: float = SCALE_SPREAD
@@ -205,12 +306,7 @@ def scale_and_bias(scores: torch.Tensor, logits: torch.Tensor, spread: float = S
         return None, None, ""
     full = torch.zeros(H, T, T, dtype=torch.float32, device=scores.device)
     full[:, kept] = bias[:, groups].float()
-    d = torch.arange(T, dtype=bias.dtype, device=bias.device)
-    slopes = -(bias[:, 1:] / d[1:]).mean(-1)  # (H,)
-    linear = float((bias + slopes[:, None] * d).abs().max()) <= 10 * spread * max(float(bias.abs().max()), 1e-30)
-    words = (f"ALiBi (a per-head bias linear in the distance, slopes {float(slopes[0]):.4g} .. "
-             f"{float(slopes[-1]):.4g})" if linear else "a per-head bias by distance (relative positions)")
-    return s, full[None], words
+    return s, full[None], alibi_words(bias, spread)
 
 
 def unscaled(at_call: torch.Tensor, projected: torch.Tensor | None) -> tuple[torch.Tensor, float, str]:
