@@ -33,7 +33,11 @@ wrong past them, each failing where its bug first shows:
                  input's ratio to q @ k^T), read by hooks and a torch
                  function mode in the model's own forward (packed, Conv1D,
                  grouped kv heads; the head count from the call when no
-                 attribute names it); a scale other than 1/sqrt(D) warns
+                 attribute names it); a scale other than 1/sqrt(D), a
+                 soft-cap, ALiBi (fit from the softmax's input or read from
+                 SDPA's attn_mask) or a sliding window warns; ALiBi slopes
+                 of the wrong sign fail; kv heads tiled where they should
+                 be grouped are named as such
 10 RESIDUAL      with its output projections zeroed in place, each block
                  returns its input inside the model's own forward
 11 CACHE         KV-cached decoding (prefill, then one token at a time and
