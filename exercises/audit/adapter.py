@@ -168,6 +168,13 @@ def parameters_of(fn: Any) -> tuple[list[str], bool]:
     return names, any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
 
 
+def _required(fn: Any) -> list[str]:
+    """Every parameter of a callable that has no default, by name."""
+    sig = signature_of(fn)
+    return [] if sig is None else [p.name for p in sig.parameters.values()
+                                   if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
 def required_of(fn: Any) -> list[str]:
     """The parameters of a callable that have no default (after the first, which takes the ids)."""
     try:
@@ -247,18 +254,20 @@ _CACHE_ROWS: "weakref.WeakKeyDictionary[nn.Module, int]" = weakref.WeakKeyDictio
 
 def open_cache(model: nn.Module, interface: Interface, rows: int, device: torch.device) -> int:
     """Set up the model's ``input_pos`` cache for ``rows`` sequences through its own method, the arguments
-    read from its parameters' names (``ROWS_NAMES``, ``LENGTH_NAMES``, ``device``); return the rows the
+    read from its parameters' names (``ROWS_NAMES``; ``LENGTH_NAMES`` only where the method has no default
+    for it; ``device``); return the rows the
     caches now hold: more than ``rows`` where a method keeps larger caches (read from the model's attribute
     named as the rows parameter, as gpt-fast's ``max_batch_size``), and the caller pads. Buffers an
     earlier forward wrote a graph into are cut loose from it, so a second backward does not run into the
     first's freed graph."""
     method = getattr(model, interface.setup)
     names, _ = parameters_of(method)
+    required = set(_required(method))
     kwargs = {}
     for name in names:
         if name in ROWS_NAMES:
             kwargs[name] = max(rows, _CACHE_ROWS.get(model, 0)) if interface.positions_always else rows
-        elif name in LENGTH_NAMES and interface.length:
+        elif name in LENGTH_NAMES and interface.length and name in required:  # else the model's own default
             kwargs[name] = interface.length
         elif name == "device":
             kwargs[name] = device
