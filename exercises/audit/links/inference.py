@@ -206,12 +206,22 @@ def _cache_through_forward(s: Subject) -> Link:
                 worst, worst_mode = delta, name
             changed += kinds_changed
     evidence.append(["tolerance", f"{tol:.1e} ({s.precision}: {s.tol(CACHE_TOL):.0e} of the largest logit)"])
+    # NaN equals nothing, so a NaN is said as one: never folded into a difference of 0 nor into "equal"
+    nan = int(torch.isnan(full).sum())
+    if nan == full.numel():
+        return Link("CACHE", "skip", f"every one of the full forward's {nan} logits is NaN (not finite): there is no "
+                                     "number for the cached logits to equal", evidence)
+    nan_too = f"; {nan} of the full forward's {full.numel()} logits are NaN (not finite) on both paths" if nan else ""
     if worst > tol or changed:
-        return Link("CACHE", "FAIL", f"cached logits differ from the full forward by {worst:.3g} (prefill {k}, "
-                                     f"then {worst_mode}; tolerance {tol:.1e} for {s.precision}): check the mask of a multi-token chunk, is_causal with a "
+        by = f"by {worst:.3g}" if worst > tol else (
+            f"in kind: {changed} logits are NaN or infinite on one path and not on the other (the finite ones "
+            f"agree within {tol:.1e})")
+        return Link("CACHE", "FAIL", f"cached logits differ from the full forward {by} (prefill {k}, "
+                                     f"then {worst_mode}; tolerance {tol:.1e} for {s.precision}{nan_too}): check the mask of a multi-token chunk, is_causal with a "
                                      "cache, and positions offset by the cache length", evidence)
-    return Link("CACHE", "ok", f"cached logits equal the full forward's (max |Δ| {worst:.1e}; prefill {k}, "
-                               "then one token at a time and chunks of 3)", evidence)
+    equal = "where finite, and are NaN where it is " if nan else ""
+    return Link("CACHE", "ok", f"cached logits equal the full forward's {equal}(max |Δ| {worst:.1e}; prefill {k}, "
+                               f"then one token at a time and chunks of 3{nan_too})", evidence)
 
 
 def greedy_kwargs(generate) -> dict | None:
