@@ -57,16 +57,33 @@ def test_a_planted_cache_bug_in_a_positions_cache_fails_at_cache(name):
     assert link(name, "CACHE").verdict.startswith("cached logits differ from the full forward by ")
 
 
-def test_a_model_taking_one_token_per_forward_is_named_with_the_call_its_signature_and_the_key():
+def test_a_model_taking_one_token_per_forward_is_driven_token_by_token():
     report = report_of("zoo_positions:build_one_token")
+    assert report.first_failure is None and report.exit_code == 0, report.text()
+    assert report.setup["convention"].startswith(
+        "one token per forward style: model(idx[:, t:t + 1], start_pos=t) for each t in order, the logits "
+        "concatenated; the loss by the audit -> logits (4, 32, 37)"), report.setup["convention"]
+    statuses = {l.name: l.status for l in report.links}
+    assert statuses["CAUSALITY"] == statuses["EVAL"] == statuses["RESIDUAL"] == "ok", report.text()
+    assert link("zoo_positions:build_one_token", "CACHE").verdict.startswith(
+        "the forward takes one token per call, so its full logits already come through its cache")
+    for name in ("GRADIENTS", "UPDATE", "CAPABILITY"):  # its cache is written in place: measured, said
+        verdict = link("zoo_positions:build_one_token", name).verdict
+        assert statuses[name] == "skip" and verdict.startswith(
+            "the forward takes one token per call, and backward() through two of them raised RuntimeError: one of "
+            "the variables needed for gradient computation has been modified by an inplace operation"), verdict
+        assert verdict.endswith("a factory dict's 'forward' (model, idx) -> logits can drive training your way")
+
+
+def test_a_one_token_forward_whose_position_the_audit_cannot_name_is_one_sentence():
+    report = audit(factory("zoo_positions:build_one_token_pos"), overfit_steps=0)
     assert report.status == "crashed" and report.exit_code == 3
     assert report.error == (
         "the forward pass raised AssertionError: Only one token at a time can be processed, called as "
-        "model(idx (4, 32), start_pos=0) on OneTokenLlama.forward(tokens: torch.Tensor, start_pos: int); the audit "
-        "cannot drive this interface: return a dict from the factory with 'forward', a function (model, idx) -> "
-        "logits (B, T, V) that calls the model your way (it runs on one token, model(idx (4, 1), start_pos=0): a "
-        "forward that takes one token per call runs each idx[:, t:t + 1] at its own position and concatenates the "
-        "logits)")
+        "model(idx (4, 32)) on OneTokenPos.forward(tokens, pos=0); the audit cannot drive this interface: return a "
+        "dict from the factory with 'forward', a function (model, idx) -> logits (B, T, V) that calls the model "
+        "your way (it runs on one token, model(idx (4, 1)): a forward that takes one token per call is driven "
+        "token by token when its position parameter is named start_pos or input_pos)"), report.error
 
 
 def test_a_forward_needing_an_argument_the_audit_cannot_give_is_one_sentence():

@@ -93,7 +93,8 @@ loss alone given targets, as nanochat's, is recognised), Hugging Face style
 shifted inside; ``past_key_values`` or ``cache``), engine style
 (``new_cache``), a model keeping its own cache (``start_pos``, supplied
 where it is required), an ``input_pos`` cache the model sets up itself
-(litgpt, lit-llama, gpt-fast's ``setup_caches``), a loss wrapper whose child
+(litgpt, lit-llama, gpt-fast's ``setup_caches``), one token per forward
+(``start_pos`` or ``input_pos``, run token by token), a loss wrapper whose child
 gives the logits (x-transformers' ``AutoregressiveWrapper``), or plain.
 
 The package, by layer:

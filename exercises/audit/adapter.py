@@ -22,8 +22,12 @@ few ways, and ``detect`` finds which:
   max_seq_length)``, which must run before any forward (every call then
   gets ``input_pos``, and a batch smaller than the caches is padded).
 - **plain**: ``forward(idx) -> logits``, or a tuple or object holding them.
+- **one token per forward**: ``forward(tokens, start_pos)`` (or
+  ``input_pos``) that takes a single token per call, keeping its keys and
+  values in its cache: each token goes in at its own position and the
+  logits are concatenated.
 - **the factory's own**: a dict's ``forward``, a function ``(model, idx)``
-  returning the logits, drives any other interface (one token per forward).
+  returning the logits, drives any other interface.
 
 A factory may return the model, ``(model, optimizer)``, or a dict (see
 ``FACTORY_KEYS``). ``Forward`` wraps the model so every link calls it one
@@ -226,6 +230,8 @@ class Interface:
             (gpt-fast: its forward reads its mask and rotary table at them).
         length: the positions a cache is set up for (the model's block_size, at least T).
         through: the factory's ``forward(model, idx)``, which replaces the model's own call.
+        one_token: the position keyword ("start_pos" or "input_pos") of a forward
+            that takes one token per call; None otherwise.
     """
 
     style: str
@@ -242,10 +248,20 @@ class Interface:
     positions_always: bool = False
     length: int = 0
     through: Any = None
+    one_token: str | None = None
 
     @property
     def hf(self) -> bool:
         return self.style == "Hugging Face"
+
+
+def _cut_loose(model: nn.Module) -> None:
+    """Detach, in place, every buffer and plain tensor attribute an earlier forward wrote a graph into (a
+    KV cache filled in place), so a later backward does not reach into that forward's freed graph."""
+    for module in model.modules():
+        for value in [*module._buffers.values(), *vars(module).values()]:
+            if isinstance(value, torch.Tensor) and value.grad_fn is not None and value._base is None:
+                value.detach_()
 
 
 #: The rows each model's caches were last set up for by ``open_cache`` (gpt-fast keeps larger caches as they are).
@@ -272,9 +288,7 @@ def open_cache(model: nn.Module, interface: Interface, rows: int, device: torch.
         elif name == "device":
             kwargs[name] = device
     method(**kwargs)
-    for buffer in model.buffers():
-        if buffer.grad_fn is not None:
-            buffer.detach_()
+    _cut_loose(model)
     rows_name = next((n for n in names if n in ROWS_NAMES), "")
     held = kwargs.get(rows_name, rows)
     kept = getattr(model, rows_name, None) if rows_name else None  # gpt-fast keeps larger caches as they are
@@ -315,6 +329,8 @@ class Forward:
             return it.through(self.model, idx)
         if it.positions_always:
             return self.at_positions(idx, kwargs)
+        if it.one_token is not None:
+            return self.token_by_token(idx, kwargs)
         if it.logits_from is not None:  # the wrapper's forward is the loss; its net gives the logits
             if targets is not None:
                 return self.model(idx, **kwargs)
@@ -347,6 +363,18 @@ class Forward:
             return out[:B]
         return type(out)(v[:B] if isinstance(v, torch.Tensor) and v.dim() >= 2 else v for v in out) \
             if isinstance(out, (tuple, list)) else out
+
+    def token_by_token(self, idx: torch.Tensor, kwargs: dict) -> torch.Tensor:
+        """Logits (B, T, V) from a forward that takes one token per call: token t goes in at position t
+        (``start_pos=t``, or ``input_pos`` as a one-element tensor), in order, so each reads the keys and
+        values the ones before it left in the model's cache. Tensors an earlier call wrote a graph into
+        (the cache) are cut loose from it first."""
+        _cut_loose(self.model)
+        key, logits = self.interface.one_token, []
+        for t in range(idx.size(1)):
+            position = t if key == "start_pos" else torch.tensor([t], device=idx.device)
+            logits.append(logits_of(self.model(idx[:, t:t + 1], **{**kwargs, key: position})))
+        return torch.cat(logits, dim=1)
 
     def __call__(self, idx: torch.Tensor) -> torch.Tensor:
         """Full logits (B, T, V) for ids (B, T)."""
@@ -472,7 +500,10 @@ def detect(model: nn.Module, idx: torch.Tensor, targets: torch.Tensor, block_siz
         try:
             first_out = plain.call(idx)
         except Exception as exc:
-            raise Undrivable(undrivable(model, plain, idx, exc)) from exc
+            token = _one_token(model, interface, idx) if {"start_pos", "input_pos"} & set(names) else None
+            if token is None:
+                raise Undrivable(undrivable(model, plain, idx, exc)) from exc
+            return token
         first, first_loss, _ = split_output(first_out)
         if first is None and first_loss is not None:
             # A loss wrapper: model(idx) scores idx itself; a child module gives the logits.
@@ -541,13 +572,30 @@ def undrivable(model: nn.Module, forward: Forward, idx: torch.Tensor, exc: Excep
             with torch.no_grad():
                 logits_of(forward.call(idx[:, :1]))
             one = (f" (it runs on one token, {call_text(forward, idx[:, :1])}: a forward that takes one token per "
-                   "call runs each idx[:, t:t + 1] at its own position and concatenates the logits)")
+                   "call is driven token by token when its position parameter is named start_pos or input_pos)")
         except Exception:
             pass
     return (f"the forward pass raised {type(exc).__name__}: {first_line(exc, with_type=False, limit=200)}, called as "
             f"{call_text(forward, idx)} on {shown}; the audit cannot drive this interface: return a dict from the "
             "factory with 'forward', a function (model, idx) -> logits (B, T, V) that calls the model your way"
             f"{one}")
+
+
+def _one_token(model: nn.Module, interface, idx: torch.Tensor) -> Forward | None:
+    """The Forward for a forward that takes one token per call at a position (``start_pos`` or
+    ``input_pos``), when feeding the ids that way gives logits (B, T, V); else None."""
+    key = "start_pos" if "start_pos" in parameters_of(model.forward)[0] else "input_pos"
+    it = interface("plain", style="one token per forward")
+    it = Interface(it.style, "plain", None, False, False, None, it.forward_params, it.fixed, one_token=key)
+    forward = Forward(model, it)
+    try:
+        with torch.no_grad():
+            logits = forward(idx)
+    except Exception:
+        return None
+    if logits.dim() != 3 or logits.shape[:2] != idx.shape:
+        return None
+    return Forward(model, it, _described(it, f"logits {tuple(logits.shape)}"))
 
 
 def _through(model: nn.Module, idx: torch.Tensor, through: Any) -> Forward:
@@ -574,6 +622,9 @@ def _described(it: Interface, logits: str) -> str:
     fixed = "".join(f", {k}={v}" for k, v in it.fixed)
     if it.through is not None:
         call = f"{getattr(it.through, '__name__', 'forward')}(model, idx); the loss by the audit"
+    elif it.one_token is not None:
+        call = (f"model(idx[:, t:t + 1], {it.one_token}=t) for each t in order, the logits concatenated; the loss "
+                "by the audit")
     elif it.positions_always:
         call = f"model.{it.setup}(B, {it.length}), then model(idx, input_pos=positions); the loss by the audit"
     elif it.hf:

@@ -307,6 +307,8 @@ def prepare(factory: Callable[[], Any], vocab_size: int | None, block_size: int 
                            "outputs carry no graph, so nothing can be trained through it")
     except Exception:
         pass
+    if untrainable is None and forward.interface.one_token is not None:
+        untrainable = _backward_fails(model, forward, x[:1, :2] % limit)
     described = forward.description
     if vocab_size is not None and vocab_size != V:
         described += f"; --vocab {vocab_size} but the logits have {V}"
@@ -333,6 +335,22 @@ def prepare(factory: Callable[[], Any], vocab_size: int | None, block_size: int 
                    extras=dict(built.extras or {}), attributes=attributes, tie=tie_snapshot(model, V),
                    schedule_start=schedule_start, setup=setup, fresh=fresh, untrainable=untrainable,
                    dtype=dtype, rebuild=lambda: _rebuild(factory, name, seed, dev))
+
+
+def _backward_fails(model: nn.Module, forward: Forward, idx: torch.Tensor) -> str | None:
+    """Why nothing can be trained through a forward that takes one token per call, measured with a
+    backward() through two tokens (a cache written in place breaks the first token's graph), or None when
+    it can; the gradients it left are cleared."""
+    try:
+        with torch.enable_grad():
+            forward(idx).float().sum().backward()
+    except Exception as exc:
+        return (f"the forward takes one token per call, and backward() through two of them raised "
+                f"{first_line(exc, limit=160)} (a cache written in place?): nothing can be trained through it "
+                "this way; a factory dict's 'forward' (model, idx) -> logits can drive training your way")
+    finally:
+        model.zero_grad(set_to_none=True)
+    return None
 
 
 def _rebuild(factory: Callable[[], Any], name: str, seed: int, device: torch.device) -> nn.Module:

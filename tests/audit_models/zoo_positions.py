@@ -10,7 +10,8 @@ audit's test zoo (written for these tests, independent of engine/):
   ``input_pos`` a plain causal pass, with it per-layer caches made on first use (``reset_cache()`` drops
   them), written out of place with ``index_copy``.
 - ``OneTokenLlama``, the style of a from-scratch Llama written for inference: ``forward(tokens, start_pos)``
-  takes one token per call and keeps its keys and values in buffers.
+  takes one token per call and keeps its keys and values in buffers, written in place (so nothing can be
+  trained through it token by token; ``one_token_at_a_time`` is a factory's ``forward`` that can).
 
 Each builder has a planted bug beside it: rotary positions that restart at 0 for every chunk
 (``build_fast_positions_restart``), a cache read past the chunk (``build_lit_mask_open``).
@@ -329,6 +330,17 @@ class OneTokenLlama(nn.Module):
 
 def build_one_token():
     return OneTokenLlama()
+
+
+class OneTokenPos(OneTokenLlama):
+    """The same model with its position parameter under a name the audit does not know."""
+
+    def forward(self, tokens, pos=0):
+        return super().forward(tokens, start_pos=pos)
+
+
+def build_one_token_pos():
+    return OneTokenPos()
 
 
 def one_token_at_a_time(model, idx):

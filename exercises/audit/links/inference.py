@@ -163,6 +163,9 @@ def cache(s: Subject) -> Link:
     "skip" when the model has no cache interface at all.
     """
     kind = s.forward.interface.cache
+    if kind is None and s.forward.interface.one_token is not None:
+        return Link("CACHE", "skip", "the forward takes one token per call, so its full logits already come "
+                                     "through its cache: there is no second path to compare them with")
     if kind is None and s.forward.interface.through is not None:
         return Link("CACHE", "skip", "no cache interface the audit drives: the factory's forward gives the full "
                                      f"logits, and {type(s.model).__name__} has no generate")
