@@ -219,3 +219,38 @@ def test_report_never_imports_torch(fixture_class):
             "print('torch' in sys.modules, file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", code, str(fixture_class)], capture_output=True, text=True, timeout=60)
     assert proc.stderr.strip().splitlines()[-1] == "False"
+
+
+# --- a prediction recorded as a guess shows as one -----------------------------------------------------
+
+def test_a_guess_shows_in_the_class_report_its_csv_and_json_and_in_tutor_progress(tmp_path, catalog):
+    """A guess is a confidence at the question's chance (g in the TUI, --confidence guess): the class report
+    counts the exercise's guesses and each learner's, in its table, CSV and JSON; tutor progress marks the
+    last answer "(a guess)"."""
+    from rich.console import Console
+    from tutor.cli.views import show_report
+    from tutor.model.attempts import Attempt, ExerciseProgress, LearnerProgress
+    from tutor.render import progress_table
+    chance = catalog.get("head-split").kind.chance  # 1 in its number of choices
+    write(tmp_path, "ada", {"head-split": {"attempts": [attempt("a", False, chance), attempt("b", True, 90, minute=1)]},
+                            "broadcast-loss": {"attempts": [attempt("(3, 3)", True, 80)]}})
+    write(tmp_path, "bob", {"head-split": {"attempts": [attempt("b", True, chance)]}})
+    report = build_report(tmp_path, catalog)
+    by_id = {e.id: e for e in report.exercises}
+    assert (by_id["head-split"].guessed, by_id["broadcast-loss"].guessed) == (2, 0)
+    assert {c.learner: c.guesses for c in report.calibration} == {"ada": 1, "bob": 1}
+    data = report.to_dict()
+    assert [e["guessed"] for e in data["exercises"]] == [0, 2] and [c["guesses"] for c in data["calibration"]] == [1, 1]
+    rows = list(csv.DictReader(io.StringIO(to_csv(report))))
+    assert [r["guessed"] for r in rows] == ["0", "2"]
+    console = Console(width=200, record=True, color_system=None, file=io.StringIO())
+    show_report(console, report)
+    shown = console.export_text()
+    assert "guesses" in shown.split("Calibration")[0] and "guesses" in shown.split("Calibration")[1]
+    # tutor progress: the last answer that counts, marked as the guess it was
+    guessed = Attempt(time="2026-11-29T10:00:00+00:00", prediction="a", observed="b", correct=False, status="fail",
+                      device="cpu", engine_hash="abc", confidence=chance)
+    progress = LearnerProgress(learner="ada", exercises={"head-split": ExerciseProgress(attempts=[guessed])})
+    console = Console(width=200, record=True, color_system=None, file=io.StringIO())
+    console.print(progress_table(progress, catalog, set(), lambda note: note))
+    assert "a (a guess)" in console.export_text()

@@ -23,19 +23,19 @@ def test_the_reports_json_holds_every_hand_derived_count(fixture_class, catalog)
              "solved_latest": 1, "ever_solved": 1, "median_attempts": 1.5, "median_attempts_to_solve": 2.0,
              "other_attempts": 0, "hinted": 0, "fix_tried": 0, "fix_fixed": 0,
              "wrong_predictions": [{"prediction": "(3,)", "learners": 2, "attempts": 2}], "note_count": 0, "notes": [],
-             "edits": {}},
+             "edits": {}, "guessed": 0},
             {"id": "head-split", "title": hs.title, "set": hs.set, "in_catalog": True, "tried": 4, "solved_first": 2,
              "solved_latest": 3, "ever_solved": 3, "median_attempts": 1.5, "median_attempts_to_solve": 1.0,
              "other_attempts": 1, "hinted": 0, "fix_tried": 0, "fix_fixed": 0,
              "wrong_predictions": [{"prediction": "a", "learners": 2, "attempts": 3},
                                    {"prediction": "c", "learners": 1, "attempts": 1}], "note_count": 2,
              "notes": [{"learner": "ada", "note": "the reshape cuts time into head-sized blocks"},
-                       {"learner": "Cyd", "note": "heads see other positions"}], "edits": {}}],
+                       {"learner": "Cyd", "note": "heads see other positions"}], "edits": {}, "guessed": 0}],
         "calibration": [
             {"learner": "ada", "predictions": 3, "mean_confidence": 0.8, "accuracy": 0.6667,
-             "brier": round((0.01 + 0.64 + 0.09) / 3, 4), "overconfidence": round(0.8 - 2 / 3, 4)},
+             "brier": round((0.01 + 0.64 + 0.09) / 3, 4), "overconfidence": round(0.8 - 2 / 3, 4), "guesses": 0},
             {"learner": "dan", "predictions": 1, "mean_confidence": 1.0, "accuracy": 1.0, "brier": 0.0,
-             "overconfidence": 0.0}],
+             "overconfidence": 0.0, "guesses": 0}],
         "kept_aside": [str(fixture_class / "gus.toml.corrupt-20261129-100000-000000")], "shadowed": [],
         "read_only": []}
     assert build_report(fixture_class, catalog, top=1).exercises[1].wrong_predictions[0].prediction == "a"
@@ -46,10 +46,10 @@ def test_the_reports_csv_is_one_row_per_exercise_with_its_wrong_predictions(fixt
     hs, bl = catalog.get("head-split"), catalog.get("broadcast-loss")
     header = ("exercise,set,title,tried,solved_first,ever_solved,median_attempts,median_attempts_to_solve,"
               "other_attempts,notes,wrong_prediction_1,wrong_prediction_1_learners,wrong_prediction_2,"
-              "wrong_prediction_2_learners,solved_latest,fix_tried,fix_fixed,edits,hinted")
+              "wrong_prediction_2_learners,solved_latest,fix_tried,fix_fixed,edits,hinted,guessed")
     assert to_csv(report).split("\n") == [
-        header, f"broadcast-loss,{bl.set},{bl.title},2,0,1,1.5,2,0,0,\"(3,)\",2,,,1,0,0,,0",
-        f"head-split,{hs.set},{hs.title},4,2,3,1.5,1,1,2,a,2,c,1,3,0,0,,0", ""]
+        header, f"broadcast-loss,{bl.set},{bl.title},2,0,1,1.5,2,0,0,\"(3,)\",2,,,1,0,0,,0,0",
+        f"head-split,{hs.set},{hs.title},4,2,3,1.5,1,1,2,a,2,c,1,3,0,0,,0,0", ""]
     assert to_csv(report, top=1).split("\n")[0].count("wrong_prediction_") == 2
     empty = reporting.ClassReport(folder=fixture_class)
     assert to_csv(empty).split("\n")[0].count("wrong_prediction_") == 2  # one column pair at the least
@@ -180,7 +180,7 @@ def test_without_fork_the_files_are_read_here(fixture_class, catalog, monkeypatc
 def test_an_exercise_without_catalog_or_attempts_leaves_its_cells_empty(tmp_path):
     write(tmp_path, "ada", {"zz-gone": {"attempts": [attempt("b", False, status="timeout")]}})
     report = build_report(tmp_path)
-    assert to_csv(report).split("\n")[1] == "zz-gone,,,0,0,0,,,1,0,,,0,0,0,,0"
+    assert to_csv(report).split("\n")[1] == "zz-gone,,,0,0,0,,,1,0,,,0,0,0,,0,0"
 
 
 def test_exercises_come_in_the_catalogs_order_then_unknown_ones_by_id(tmp_path, catalog):

@@ -64,8 +64,9 @@ def show_report(console, report) -> None:
         table.add_column("exercise", no_wrap=True)
         fixes = any(e.fix_tried for e in report.exercises)
         hinted = any(e.hinted for e in report.exercises)  # predictions made after a hint, where there are any
+        guessed = any(e.guessed for e in report.exercises)  # predictions recorded as a guess, where there are any
         for column in ("tried", "1st try", "solved", "median tries", "notes") + (("fixed",) if fixes else ()) \
-                + (("after a hint",) if hinted else ()):
+                + (("after a hint",) if hinted else ()) + (("guesses",) if guessed else ()):
             table.add_column(column, justify="right", overflow="fold")
         table.add_column("wrong predictions (learners)", overflow="fold", ratio=1)
         if edited := any(e.edits for e in report.exercises):  # fix, break and hunt attempts by verdict
@@ -74,18 +75,20 @@ def show_report(console, report) -> None:
             wrong = " · ".join(f"{w.prediction} ×{w.learners}" for w in e.wrong_predictions) or "-"
             cells = [str(e.tried), str(e.solved_first), str(e.ever_solved), _number(e.median_attempts) or "-",
                      str(len(e.notes))] + ([f"{e.fix_fixed}/{e.fix_tried}"] if fixes else []) \
-                + ([str(e.hinted)] if hinted else [])
+                + ([str(e.hinted)] if hinted else []) + ([str(e.guessed)] if guessed else [])
             table.add_row(e.id if e.in_catalog else f"{e.id} (not in the catalog)", *cells, Text(wrong),
                           *([Text(edits_words(e.edits) or "-")] if edited else []))
         console.print(table)
     if report.calibration:
         table = Table(title="Calibration: confidence against how often right")
         table.add_column("learner", no_wrap=True)
-        for column in ("predictions", "mean confidence", "right", "Brier", "over-confidence"):
+        guesses = any(c.guesses for c in report.calibration)  # a column only where some prediction was a guess
+        for column in ("predictions", "mean confidence", "right", "Brier", "over-confidence") + \
+                (("guesses",) if guesses else ()):
             table.add_column(column, justify="right")
         for c in report.calibration:
             table.add_row(Text(c.learner), str(c.predictions), f"{c.mean_confidence:.0%}", f"{c.accuracy:.0%}",
-                          f"{c.brier:.3f}", f"{c.overconfidence:+.0%}")
+                          f"{c.brier:.3f}", f"{c.overconfidence:+.0%}", *([str(c.guesses)] if guesses else []))
         console.print(table)
     for d in report.damaged:
         console.print(Text(f"not counted, cannot be read: {d['file']}", style="red"))

@@ -22,6 +22,8 @@ Per exercise, over the learners whose files hold attempts at it:
   fix``, ``tutor grade --fixes``), and those whose attempt that counts (the
   latest) fixed it;
 * ``hinted`` — graded predictions made after the learner revealed a hint;
+* ``guessed`` — graded predictions recorded as a guess (``g``, ``--confidence guess``: the
+  confidence at the question's chance; known with the catalog);
 * ``notes`` — the learners' explain-back notes.
 
 Per learner whose predictions carry a ``confidence`` (a whole percent,
@@ -29,7 +31,7 @@ from the question's chance to 100; optional everywhere): calibration — how man
 confidence, how often right, the Brier score (mean of (confidence -
 right)², 0 is perfect; :func:`tutor.model.calibration.calibrate`, the
 figure ``tutor progress`` shows) and over-confidence (mean confidence minus
-how often right). Files are read through the progress store
+how often right), and how many of those predictions were recorded as guesses. Files are read through the progress store
 (:meth:`tutor.store.progress.ProgressStore.review_file`), as every other
 command reads them.
 
@@ -58,7 +60,7 @@ from pathlib import Path
 from tutor.model import answers
 from tutor.model.errors import UsageError
 from tutor.model.attempts import ANSWER_MODES, ExerciseProgress, ProgressError, confidence_of, in_time_order, is_prediction
-from tutor.model.calibration import calibrate
+from tutor.model.calibration import calibrate, is_guess
 from tutor.store.files import spreadsheet_safe
 from tutor.store.progress import DamagedProgressError, ProgressStore
 
@@ -91,6 +93,7 @@ class ExerciseReport:
     median_attempts_to_solve: float | None = None
     other_attempts: int = 0
     hinted: int = 0
+    guessed: int = 0
     fix_tried: int = 0
     fix_fixed: int = 0
     wrong_predictions: list[WrongPrediction] = field(default_factory=list)
@@ -105,7 +108,7 @@ class ExerciseReport:
                 "median_attempts": self.median_attempts, "median_attempts_to_solve": self.median_attempts_to_solve,
                 "other_attempts": self.other_attempts, "hinted": self.hinted, "fix_tried": self.fix_tried, "fix_fixed": self.fix_fixed,
                 "wrong_predictions": [w.to_dict() for w in self.wrong_predictions],
-                "note_count": len(self.notes), "notes": self.notes, "edits": self.edits}
+                "note_count": len(self.notes), "notes": self.notes, "edits": self.edits, "guessed": self.guessed}
 
 
 @dataclass
@@ -117,6 +120,7 @@ class Calibration:
     mean_confidence: float
     accuracy: float
     brier: float
+    guesses: int = 0  # of those predictions, the ones recorded as a guess
 
     @property
     def overconfidence(self) -> float:
@@ -125,7 +129,8 @@ class Calibration:
     def to_dict(self) -> dict:
         return {"learner": self.learner, "predictions": self.predictions,
                 "mean_confidence": round(self.mean_confidence, 4), "accuracy": round(self.accuracy, 4),
-                "brier": round(self.brier, 4), "overconfidence": round(self.overconfidence, 4)}
+                "brier": round(self.brier, 4), "overconfidence": round(self.overconfidence, 4),
+                "guesses": self.guesses}
 
 
 @dataclass
@@ -224,9 +229,11 @@ def _count(store: ProgressStore, catalog, files: list) -> _Part:
         rated = calibrate(attempts)  # the Brier score and the counts of 'tutor progress', computed once
         if rated.count:
             stated = [confidence_of(a) for a in attempts if is_prediction(a) and confidence_of(a) is not None]
+            guesses = sum(1 for ex_id, entry in progress.exercises.items() for a in entry.attempts
+                          if is_prediction(a) and canonical.guessed(ex_id, a))
             part.calibration.append(Calibration(
                 learner=name, predictions=rated.count, mean_confidence=sum(stated) / 100 / rated.count,
-                accuracy=rated.right / rated.count, brier=rated.brier))
+                accuracy=rated.right / rated.count, brier=rated.brier, guesses=guesses))
     part.tallies = dict(tallies)
     return part
 
@@ -276,12 +283,19 @@ class _Reader:
             self.cache[key] = shown
         return shown
 
+    def guessed(self, ex_id: str, attempt) -> bool:
+        """Whether ``attempt`` was recorded as a guess at its exercise's chance (False for an exercise the
+        catalog does not know: its chance is not known)."""
+        ex = self.exercises.get(ex_id)
+        return ex is not None and is_guess(attempt, ex.kind.chance)
+
 
 class _Tally:
     """One exercise's counts while the files are read."""
 
     def __init__(self) -> None:
         self.tried = self.solved_first = self.solved_latest = self.ever_solved = self.other = self.hinted = 0
+        self.guessed = 0
         self.fix_tried = self.fix_fixed = 0
         self.attempts: list[int] = []
         self.to_solve: list[int] = []
@@ -293,7 +307,7 @@ class _Tally:
     def merge(self, other: "_Tally") -> None:
         """Add another run of files' counts of the same exercise to these."""
         for name in ("tried", "solved_first", "solved_latest", "ever_solved", "other", "hinted", "fix_tried",
-                     "fix_fixed"):
+                     "fix_fixed", "guessed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.attempts += other.attempts
         self.to_solve += other.to_solve
@@ -328,6 +342,7 @@ class _Tally:
             return
         self.tried += 1
         self.hinted += sum(1 for a in graded if a.hints)
+        self.guessed += sum(1 for a in graded if read.guessed(ex_id, a))
         self.attempts.append(len(graded))
         self.solved_first += bool(graded[0].correct)
         self.solved_latest += bool(graded[-1].correct)
@@ -349,7 +364,7 @@ class _Tally:
             id=ex_id, title=ex.title if ex else None, set=ex.set if ex else None, in_catalog=ex is not None,
             tried=self.tried, solved_first=self.solved_first, solved_latest=self.solved_latest, ever_solved=self.ever_solved,
             median_attempts=_median(self.attempts), median_attempts_to_solve=_median(self.to_solve),
-            other_attempts=self.other, hinted=self.hinted, fix_tried=self.fix_tried, fix_fixed=self.fix_fixed, wrong_predictions=wrong[:top],
+            other_attempts=self.other, hinted=self.hinted, guessed=self.guessed, fix_tried=self.fix_tried, fix_fixed=self.fix_fixed, wrong_predictions=wrong[:top],
             notes=sorted(self.notes, key=lambda n: n["learner"].casefold()),
             edits={mode: dict(sorted(v.items())) for mode, v in sorted(self.edits.items())})
 
@@ -386,7 +401,7 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
     for n in range(1, top + 1):
         header += [f"wrong_prediction_{n}", f"wrong_prediction_{n}_learners"]
     header += ["solved_latest", "fix_tried", "fix_fixed"]
-    header += ["edits", "hinted"]
+    header += ["edits", "hinted", "guessed"]
     writer.writerow(header)
     for e in report.exercises:
         row = [e.id, e.set or "", e.title or "", e.tried, e.solved_first, e.ever_solved, _number(e.median_attempts),
@@ -395,7 +410,7 @@ def to_csv(report: ClassReport, top: int | None = None) -> str:
             w = e.wrong_predictions[n] if n < len(e.wrong_predictions) else None
             row += [w.prediction, w.learners] if w else ["", ""]
         row += [e.solved_latest, e.fix_tried, e.fix_fixed]
-        row += [edits_words(e.edits), e.hinted]
+        row += [edits_words(e.edits), e.hinted, e.guessed]
         writer.writerow([spreadsheet_safe(c) for c in row])
     return out.getvalue()
 

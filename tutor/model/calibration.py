@@ -25,6 +25,12 @@ from dataclasses import dataclass, field
 
 from tutor.model.attempts import confidence_of, is_prediction
 
+def is_guess(attempt, chance: int) -> bool:
+    """Whether an attempt was recorded as a guess: its confidence is the question's chance (``chance``,
+    ``AnswerKind.chance``), as the ``g`` key and ``--confidence guess`` record it."""
+    return attempt.confidence is not None and attempt.confidence == chance
+
+
 #: The bucket floors, in percent: 10-19 is the 10 bucket (and below 10, a guess among more than ten
 #: choices), …, 100 is its own.
 BUCKETS = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from tutor.model.attempts import ANSWER_MODES, PREDICT, WARMUP, counting, show_time, verdict_of
+from tutor.model.calibration import is_guess
 from tutor.render.result import VERDICT_STYLE, VERDICT_TEXT
 from tutor.render.tables import WordTable
 
@@ -104,8 +105,15 @@ def sure_cell(attempt, exercise=None) -> str:
     ``g`` or ``--confidence guess``; known with ``exercise``), ``-`` for none."""
     if attempt.confidence is None:
         return "-"
-    guess = exercise is not None and attempt.confidence == exercise.kind.chance
+    guess = exercise is not None and is_guess(attempt, exercise.kind.chance)
     return f"{attempt.confidence} %" + (" guess" if guess else "")
+
+
+def guessed(attempt, exercise=None) -> str:
+    """What follows a prediction recorded as a guess (``g``, ``--confidence guess``): `` (a guess)``; ""
+    for any other, and without ``exercise`` (its chance is not known)."""
+    guess = attempt is not None and exercise is not None and is_guess(attempt, exercise.kind.chance)
+    return " (a guess)" if guess else ""
 
 
 def attempt_row(attempt, exercise=None) -> list:
@@ -149,7 +157,8 @@ def progress_table(progress, catalog, seeded: set, preview) -> WordTable:
         if last and ex_id in seeded:
             observed += f" (seed {last.seed})"  # which mystery the last attempt met
         reset = " (reset)" if p.reset_time and not p.current else ""
-        table.add_row(ex_id, f"{len(p.predictions)}{reset}", Text((last.prediction if last else "-") + hinted(last)),
+        table.add_row(ex_id, f"{len(p.predictions)}{reset}",
+                      Text((last.prediction if last else "-") + hinted(last) + guessed(last, known.get(ex_id))),
                       Text(observed), "ungraded" if ex_id in known and not known[ex_id].graded else
                       "yes" if p.solved else "no",
                       *([edits_summary(p, known.get(ex_id))] if edited else []), Text(preview(p.note)))
