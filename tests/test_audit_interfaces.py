@@ -63,6 +63,9 @@ def test_a_model_taking_one_token_per_forward_is_driven_token_by_token():
     assert report.setup["convention"].startswith(
         "one token per forward style: model(idx[:, t:t + 1], start_pos=t) for each t in order, the logits "
         "concatenated; the loss by the audit -> logits (4, 32, 37)"), report.setup["convention"]
+    assert report.setup["convention"].endswith(
+        "; a whole sequence, model(idx (4, 32), start_pos=0) raised AssertionError: Only one token at a time can be "
+        "processed"), report.setup["convention"]
     statuses = {l.name: l.status for l in report.links}
     assert statuses["CAUSALITY"] == statuses["EVAL"] == statuses["RESIDUAL"] == "ok", report.text()
     assert link("zoo_positions:build_one_token", "CACHE").verdict.startswith(

@@ -500,7 +500,8 @@ def detect(model: nn.Module, idx: torch.Tensor, targets: torch.Tensor, block_siz
         try:
             first_out = plain.call(idx)
         except Exception as exc:
-            token = _one_token(model, interface, idx) if {"start_pos", "input_pos"} & set(names) else None
+            token = _one_token(model, interface, idx, f"{call_text(plain, idx)} raised {first_line(exc, limit=120)}") \
+                if {"start_pos", "input_pos"} & set(names) else None
             if token is None:
                 raise Undrivable(undrivable(model, plain, idx, exc)) from exc
             return token
@@ -581,9 +582,10 @@ def undrivable(model: nn.Module, forward: Forward, idx: torch.Tensor, exc: Excep
             f"{one}")
 
 
-def _one_token(model: nn.Module, interface, idx: torch.Tensor) -> Forward | None:
+def _one_token(model: nn.Module, interface, idx: torch.Tensor, whole: str) -> Forward | None:
     """The Forward for a forward that takes one token per call at a position (``start_pos`` or
-    ``input_pos``), when feeding the ids that way gives logits (B, T, V); else None."""
+    ``input_pos``), when feeding the ids that way gives logits (B, T, V); else None. ``whole`` says what
+    the call with the whole sequence raised, for the report (a crash on T > 1 is then never silent)."""
     key = "start_pos" if "start_pos" in parameters_of(model.forward)[0] else "input_pos"
     it = interface("plain", style="one token per forward")
     it = Interface(it.style, "plain", None, False, False, None, it.forward_params, it.fixed, one_token=key)
@@ -595,7 +597,7 @@ def _one_token(model: nn.Module, interface, idx: torch.Tensor) -> Forward | None
         return None
     if logits.dim() != 3 or logits.shape[:2] != idx.shape:
         return None
-    return Forward(model, it, _described(it, f"logits {tuple(logits.shape)}"))
+    return Forward(model, it, _described(it, f"logits {tuple(logits.shape)}") + f"; a whole sequence, {whole}")
 
 
 def _through(model: nn.Module, idx: torch.Tensor, through: Any) -> Forward:
