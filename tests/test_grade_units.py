@@ -1068,6 +1068,18 @@ def test_a_learners_result_scores_each_assigned_exercise_by_its_counting_row():
     assert learner_result([{"line": 2, "exercise": "x", "status": "pass"}], plan, {})["output"].startswith("0 of 3.5")
 
 
+def test_a_row_the_machine_could_not_run_is_not_one_of_the_learners_attempts():
+    from tutor.instructor import gradebook
+    from tutor.instructor.assignment import Assigned, Assignment
+    from tutor.instructor.results import learner_result
+    died = {"line": 1, "exercise": "head-split", "status": "error", "verdict": gradebook.COULD_NOT_RUN}
+    regraded = {"line": 2, "exercise": "head-split", "status": "pass", "verdict": "fixed"}
+    out = learner_result([died, regraded], Assignment((Assigned("head-split"),), name="hw"), {})
+    assert (out["score"], out["tests"][0]["extra_data"]["attempts"]) == (1.0, 1)
+    alone = learner_result([died], Assignment((Assigned("head-split"),), name="hw"), {})
+    assert (alone["score"], alone["tests"][0]["extra_data"]["attempts"]) == (0.0, 0)
+
+
 def test_before_the_due_time_a_result_says_how_many_were_recorded_and_no_grade():
     import datetime as dt
     from tutor.instructor.assignment import Assigned, Assignment

@@ -91,6 +91,8 @@ def assert_only_the_new_row_counts(out, who: str) -> None:
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     [entry] = [e for e in results["learners"] if e["extra_data"]["learner"] == who]
     assert entry["score"] == 1 and all("could not" not in t["output"] for t in entry["tests"]), entry
+    graded = [t["extra_data"] for t in entry["tests"] if t["extra_data"]["status"] != "missing"]
+    assert [t["attempts"] for t in graded] == [1], graded  # the machine's failure is not one of the learner's attempts
 
 
 def test_a_worker_that_never_starts_is_the_machines_and_grades_nothing(tmp_path, catalog):

@@ -153,6 +153,13 @@ class Earlier:
 COULD_NOT_RUN = "could not run"
 
 
+def an_attempt(row: dict) -> bool:
+    """Whether ``row`` is one of the learner's attempts at its exercise: a hand-in or an answer for an assigned
+    exercise that its check judged or refused. A row the machine :data:`could not run <COULD_NOT_RUN>` is not:
+    it is graded again, and only the learner's own attempts are counted."""
+    return row.get("status") != "not_assigned" and row.get("verdict") != COULD_NOT_RUN
+
+
 def graded_so_far(folder: Path) -> Earlier:
     """What ``folder``'s ``rows.jsonl`` already holds, read a line at a time; memory grows with the number of
     distinct submissions (one id and one count each), never with the size of the rows. A row whose check

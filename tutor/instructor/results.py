@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from tutor.instructor import gradebook
 from tutor.model.attempts import GRADED, counting  # GRADED: row statuses whose check ran to a verdict
 
 
@@ -43,7 +44,7 @@ class Learner:
         elapsed: seconds of the checks their rows ran (a reused measurement took none).
         ran: how many rows ran a check; confined: how many of those ran confined.
         counted: assigned exercise id -> the row that counts (:func:`counted`).
-        attempts: assigned exercise id -> how many rows answered it.
+        attempts: assigned exercise id -> how many of the learner's attempts answered it (:func:`gradebook.an_attempt`).
     """
 
     name: str = ""
@@ -82,7 +83,7 @@ def learner_result(rows: list[dict], assignment, titles: dict, now: dt.datetime 
         summary.take((r.get("line") or 0, position), r)
     for assigned in assignment.exercises:
         mine = [r for r in rows if r.get("exercise") == assigned.id and r.get("status") != "not_assigned"]
-        summary.attempts[assigned.id] = len(mine)
+        summary.attempts[assigned.id] = sum(map(gradebook.an_attempt, mine))
         summary.counted[assigned.id] = counted(mine)
     return result_of(summary, assignment, titles, now, name)
 

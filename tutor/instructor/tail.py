@@ -88,7 +88,7 @@ def scan(fh, plan) -> Scan:
                 learner = found.learners[key] = class_results.Learner()
             learner.take((line, offset), r)
             if ex in ids and r.get("status") != "not_assigned":
-                learner.attempts[ex] = learner.attempts.get(ex, 0) + 1
+                learner.attempts[ex] = learner.attempts.get(ex, 0) + gradebook.an_attempt(r)
                 candidate = (time_key(r.get("submitted_at")), line, offset)
                 if (key, ex) not in found.best or candidate > found.best[key, ex]:
                     found.best[key, ex] = candidate
