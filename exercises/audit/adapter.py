@@ -271,11 +271,10 @@ _CACHE_ROWS: "weakref.WeakKeyDictionary[nn.Module, int]" = weakref.WeakKeyDictio
 def open_cache(model: nn.Module, interface: Interface, rows: int, device: torch.device) -> int:
     """Set up the model's ``input_pos`` cache for ``rows`` sequences through its own method, the arguments
     read from its parameters' names (``ROWS_NAMES``; ``LENGTH_NAMES`` only where the method has no default
-    for it; ``device``); return the rows the
-    caches now hold: more than ``rows`` where a method keeps larger caches (read from the model's attribute
-    named as the rows parameter, as gpt-fast's ``max_batch_size``), and the caller pads. Buffers an
-    earlier forward wrote a graph into are cut loose from it, so a second backward does not run into the
-    first's freed graph."""
+    for it; ``device``); return the rows the caches now hold: more than ``rows`` where a method keeps
+    larger caches (read from the model's attribute named as the rows parameter, as gpt-fast's
+    ``max_batch_size``), and the caller pads. Tensors an earlier forward wrote a graph into are cut loose
+    from it (``_cut_loose``)."""
     method = getattr(model, interface.setup)
     names, _ = parameters_of(method)
     required = set(_required(method))
