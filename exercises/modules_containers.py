@@ -222,3 +222,39 @@ def empty_unfilled(ctx: Context) -> Measurement:
         evidence.append(note("The table holds whatever memory held when it was allocated (its values are not shown: "
                              "they differ from run to run). Nothing raised: training would start from it silently."))
     return Measurement(observed=initialised, evidence=evidence)
+
+
+def module_dict(ctx: Context) -> Measurement:
+    """``task_heads.TaskHeads(C=8, {"next": 5, "sentiment": 2})`` converted with ``.double()``, then run.
+
+    The model is built in float32, converted with ``model.double()`` (as a
+    float64 gradient check would), and fed a float64 (4, 8) batch. Observed:
+    the class name of the exception the forward raises, or ``"none"``.
+    Evidence: the exception's first line, the dtype of the trunk's and each
+    head's weight after ``.double()``, the parameter tensors ``parameters()``
+    yields and the state_dict's keys. Seed 000 §3 ("Use ModuleList or
+    ModuleDict for child modules").
+    """
+    from exercises.outcome import first_line
+    from exercises.snippets.task_heads import TaskHeads
+
+    torch.manual_seed(ctx.seed)
+    model = TaskHeads(8, {"next": 5, "sentiment": 2}).to(ctx.device)
+    model.double()
+    g = torch.Generator().manual_seed(ctx.seed)
+    x = torch.randn(4, 8, generator=g, dtype=torch.float64).to(ctx.device)
+    try:
+        shapes = {task: tuple(out.shape) for task, out in model(x).items()}
+        error, said = "none", ", ".join(f"{t} {s}" for t, s in shapes.items())
+    except Exception as exc:  # the outcome to report
+        error, said = type(exc).__name__, first_line(exc, limit=90)
+    dtypes = [["trunk.weight", str(model.trunk.weight.dtype).replace("torch.", "")]]
+    dtypes += [[f"heads[{task!r}].weight", str(head.weight.dtype).replace("torch.", "")]
+               for task, head in model.heads.items()]
+    evidence = [
+        table("model.double(), then a float64 (4, 8) batch", ["quantity", "value"], [
+            ["forward", said], ["parameter tensors in parameters()", len(list(model.parameters()))],
+            ["state_dict keys", ", ".join(model.state_dict())]]),
+        table("Weight dtypes after model.double()", ["weight", "dtype"], dtypes),
+    ]
+    return Measurement(observed=error, evidence=evidence)

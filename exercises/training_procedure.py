@@ -397,3 +397,50 @@ def mask_the_input(ctx: Context) -> Measurement:
     evidence.append(note("torch.where keeps an invalid value out of the forward value only. Make the invalid value "
                          "impossible (feed log a safe input) instead of masking only the output."))
     return Measurement(observed=observed, evidence=evidence)
+
+
+def evaluate_mixed_modes(ctx: Context) -> Measurement:
+    """What ``engine.train.evaluate`` gives back to a model whose modes were mixed on purpose.
+
+    The small engine GPT (2 layers) with dropout 0.1, in train mode, with its
+    first block switched to eval mode by the caller (a frozen block whose
+    dropout should stay off while the rest trains). One ``evaluate`` on a
+    (2, 16) batch. Observed: ``[the model is in train mode afterwards, the
+    first block is still in eval mode afterwards]``, read from the modules'
+    own ``training`` flags. Evidence: each block's mode before and after, and
+    the fraction of the first block's residual-dropout inputs zeroed in the
+    next training forward (about 0.1 when its dropout is back on). Seed 001,
+    Part 6 ("Our helper restores the caller's root train/eval mode", and not
+    a deliberately mixed one).
+    """
+    from engine.train import evaluate
+
+    model = ctx.gpt("small", dropout=0.1)
+    model.train()
+    model.blocks[0].eval()  # the caller's choice: the first block runs without dropout
+    before = [model.training, *(block.training for block in model.blocks)]
+    x, y = _batch(ctx, model.config.vocab_size, 2, 16)
+    evaluate(model, x, y)
+    after = [model.training, *(block.training for block in model.blocks)]
+    seen: dict = {}
+
+    def count(_module, args, out) -> None:
+        kept = args[0] != 0
+        seen["zeroed"] = ((out == 0) & kept).sum().item() / max(int(kept.sum()), 1)
+
+    hook = model.blocks[0].attn.resid_dropout.register_forward_hook(count)
+    with torch.no_grad():
+        model(x)
+    hook.remove()
+    mode = {True: "train", False: "eval"}
+    evidence = [
+        table("Modes around one evaluate()", ["module", "before", "after"],
+              [["model", mode[before[0]], mode[after[0]]],
+               *[[f"blocks[{i}]", mode[b], mode[a]] for i, (b, a) in enumerate(zip(before[1:], after[1:]))]]),
+        table("Next training forward", ["question", "answer"],
+              [["blocks[0]'s residual dropout: inputs zeroed", f"{seen['zeroed']:.3f}"]]),
+    ]
+    if after[1]:
+        evidence.append(note("model.train(True) sets every submodule, so restoring the root's mode undid the "
+                             "caller's choice: the first block trains with dropout again."))
+    return Measurement(observed=[after[0], not after[1]], evidence=evidence)

@@ -92,6 +92,20 @@ def test_parameter_list_plain_list_registers_nothing(run):
     assert fact(r, "faulted", "Training")["optimizer"] == "ValueError: optimizer got an empty parameter list"
 
 
+def test_module_dict_plain_dict_is_not_converted(run):
+    # model.double() walks the registered children: heads in a plain dict keep float32 weights, and the
+    # trunk's float64 output meets them in the first head's matrix product.
+    r = run("module-dict", "RuntimeError")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == "none" and r.faulted == "RuntimeError"
+    assert fact(r, "faulted", "model.double()")["forward"].startswith("RuntimeError: mat1 and mat2 must have the same dtype")
+    assert fact(r, "faulted", "model.double()")["state_dict keys"] == "trunk.weight, trunk.bias"
+    assert fact(r, "clean", "model.double()")["parameter tensors in parameters()"] == "6"
+    assert fact(r, "faulted", "Weight dtypes")["heads['next'].weight"] == "float32"
+    assert fact(r, "clean", "Weight dtypes")["heads['next'].weight"] == "float64"
+    assert run("module-dict", "none").status == "fail"
+
+
 def test_sequential_vs_modulelist_has_no_forward(run):
     r = run("sequential-vs-modulelist", "NotImplementedError")
     assert r.status == "pass", (r.status, r.error, r.observed)

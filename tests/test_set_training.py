@@ -53,8 +53,9 @@ def test_every_training_exercise_has_a_fault(catalog):
     # invalid operation prevented rather than masked (mask-the-input, tests/test_set_training_seed.py), and a
     # run's state beyond its weights (adam-coupled-decay, unfreeze-rebuilds-optimizer, resume-random-state;
     # tests/test_set_training_state.py), an evaluate that resets the gradients and copying with no attention
-    # (evaluate-zero-grad, copy-needs-no-attention; tests/test_set_training_state.py)
-    assert len(exercises) == 55
+    # (evaluate-zero-grad, copy-needs-no-attention; tests/test_set_training_state.py), and an evaluate that
+    # restores only the root's mode (evaluate-mixed-modes, tests/test_set_training_seed.py)
+    assert len(exercises) == 56
     # Four seed items measure the engine as shipped, with no edit to predict: what clipping does to an
     # already non-finite forward, what a mode switch changes, how much of the data an epoch's worth of
     # random batches scores, and which transitions a fit rewards. Every other exercise has a fault.

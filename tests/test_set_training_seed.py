@@ -106,6 +106,20 @@ def test_evaluate_restores_the_mode_even_on_an_error(run):
     assert fact(r, "clean", "Next training forward")["dropout active (two forwards differ)"] == "True"
 
 
+def test_evaluate_restores_the_roots_mode_not_a_deliberate_mix(run):
+    # Graded on the engine as shipped: model.train(True) in the finally sets every submodule, so the
+    # first block the caller kept in eval mode trains again (its residual dropout zeroes about 0.1).
+    r = run("evaluate-mixed-modes", "yes, no")
+    assert r.status == "pass", (r.status, r.error, r.observed)
+    assert r.clean == [True, False] and r.faulted == [True, True]
+    modes = {row[0]: row[1:] for row in rows(r, "clean", "Modes around one evaluate()")}
+    assert modes == {"model": ["train", "train"], "blocks[0]": ["eval", "train"], "blocks[1]": ["train", "train"]}
+    zeroed = "blocks[0]'s residual dropout: inputs zeroed"
+    assert abs(float(fact(r, "clean", "Next training forward")[zeroed]) - 0.1) < 0.03
+    assert fact(r, "faulted", "Next training forward")[zeroed] == "0.000"  # each module's own mode kept
+    assert run("evaluate-mixed-modes", "yes, yes").status == "fail"
+
+
 def test_mask_times_nan(run, catalog):
     r = run("mask-times-nan", "yes")
     assert r.status == "pass", (r.status, r.error, r.observed)
