@@ -7,11 +7,16 @@ cannot drive stops with exit 3 and one sentence naming the call made, the forwar
 factory key that drives it; the factory's ``forward(model, idx)`` then drives it.
 """
 
+import sys
+
 import pytest
 import torch
 
-from audit_support import factory, link, report_of
+from audit_support import ZOO, factory, link, report_of, subject_of
 from exercises.audit import LINKS, audit
+
+sys.path.insert(0, str(ZOO))
+import zoo_positions  # noqa: E402  (tests/audit_models, put on the path above)
 
 #: Each test on one torch thread (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -114,3 +119,11 @@ def test_the_factorys_forward_that_raises_or_is_no_function_is_one_sentence():
     assert report.exit_code == 3
     assert report.error == ("the factory not_callable() returned a dict whose 'forward' is not callable; it must be "
                             "a function (model, idx) -> logits (B, T, V)")
+
+
+def test_gpt_fast_caches_the_factory_never_set_up_are_set_up_by_the_audit():
+    s = subject_of(zoo_positions.FastTransformer)
+    assert s.forward.interface.style == "gpt-fast" and s.forward.interface.setup == "setup_caches"
+    with torch.no_grad():
+        assert tuple(s.forward(s.xs[:1]).shape) == (1, s.T, 37)  # one row, padded to the caches' rows and back
+    assert s.model.max_batch_size == 4 and s.model.max_seq_length == 64
