@@ -67,6 +67,73 @@ def table(title: str, columns: list[str], rows: list[list[Any]]) -> dict:
             "rows": [[fmt(cell) for cell in row] for row in rows]}
 
 
+#: Up to this many entries an output is recorded entry by entry (:func:`whole_output`); a larger one as one
+#: row per slice along its first axis.
+WHOLE_OUTPUT_ENTRIES = 64
+
+
+def whole_output(title: str, output: Any, name: str, column: str = "col") -> dict:
+    """The whole output of the code under test (a tensor, or what ``.tolist()`` gives) as one table.
+
+    A fix is judged on everything its function hands back, not only on the
+    quantity graded: the verdict compares every evidence table of the
+    learner's side with the clean side's, row by row, so a repair that also
+    changes what it was not asked to (one more token banned, entries
+    scrambled into the right shape) differs here, and the first difference
+    names the row and column. Up to :data:`WHOLE_OUTPUT_ENTRIES` entries,
+    one row per index of every axis but the last (``name[0, 1]``) and one
+    column per entry of the last (``column 0``, ``column 1``, …); a larger
+    output, one row per slice along its first axis: its shape, smallest and
+    largest entry, and its position-weighted sum Σ (i + 1)·x_i over the
+    slice's entries in order, so entries moved to other places change it,
+    not only entries changed. Plain Python: reads ``output.tolist()``.
+    """
+    values = output.detach().cpu().tolist() if hasattr(output, "detach") else \
+        output.tolist() if hasattr(output, "tolist") else output
+    if not isinstance(values, list):  # a scalar
+        return table(title, ["output", "value"], [[name, values]])
+    shape = _shape(values)
+    flat = _flat(values)
+    if len(flat) <= WHOLE_OUTPUT_ENTRIES and len(shape) >= 1:
+        if len(shape) == 1:
+            return table(title, ["output", *(f"{column} {c}" for c in range(shape[0]))], [[name, *values]])
+        rows = [[f"{name}[{', '.join(str(i) for i in index)}]", *last] for index, last in _lasts(values, ())]
+        return table(title, ["row", *(f"{column} {c}" for c in range(shape[-1]))], rows)
+    slices = [(f"{name}[{i}]", part) for i, part in enumerate(values)] if len(shape) >= 2 else [(name, values)]
+    rows = []
+    for label, part in slices:
+        entries = [float(x) for x in _flat(part)]
+        weighted = sum((i + 1) * x for i, x in enumerate(entries))
+        rows.append([label, tuple(_shape(part)), min(entries, default=float("nan")),
+                     max(entries, default=float("nan")), weighted])
+    return table(title, ["slice", "shape", "smallest", "largest", "position-weighted sum"], rows)
+
+
+def _shape(values: Any) -> list[int]:
+    """The shape of nested lists (as ``tolist()`` gives them)."""
+    shape = []
+    while isinstance(values, list):
+        shape.append(len(values))
+        values = values[0] if values else None
+    return shape
+
+
+def _flat(values: Any) -> list:
+    """Every entry of nested lists, in order."""
+    if not isinstance(values, list):
+        return [values]
+    return [x for part in values for x in _flat(part)]
+
+
+def _lasts(values: list, index: tuple):
+    """(index, the list along the last axis) for every index of the axes before it, in order."""
+    if values and isinstance(values[0], list):
+        for i, part in enumerate(values):
+            yield from _lasts(part, index + (i,))
+    else:
+        yield index, values
+
+
 def series(title: str, values: list[float], label: str = "") -> dict:
     """A list of numbers in order (a loss curve), drawn as a sparkline."""
     return {"type": "series", "title": title, "label": label,

@@ -7,7 +7,7 @@ returns a :class:`~exercises.outcome.Measurement`.
 import torch
 
 from exercises.context import Context
-from exercises.outcome import Measurement, first_line, note, table
+from exercises.outcome import Measurement, first_line, note, table, whole_output
 
 
 def broadcast_loss(ctx: Context) -> Measurement:
@@ -180,8 +180,7 @@ def index_assign(ctx: Context) -> Measurement:
     evidence = [
         table("The banned entries after ban_tokens", ["row", "token", "logit", "probability"],
               [[r, c, logits[r, c].item(), probs[r, c].item()] for r, c in zip(rows.tolist(), cols.tolist())]),
-        table("The logits after ban_tokens", ["row", *(f"token {v}" for v in range(logits.shape[-1]))],
-              [[f"logits[{r}]", *logits[r].tolist()] for r in range(logits.shape[0])]),
+        whole_output("The logits after ban_tokens", logits, "logits", "token"),
         table("Shares logits' storage?", ["expression", "kind of indexing", "shares"],
               [["logits[rows, cols]", "advanced (read)", logits[rows, cols].untyped_storage().data_ptr() == ptr],
                ["logits[0]", "basic slicing", logits[0].untyped_storage().data_ptr() == ptr],
@@ -324,7 +323,10 @@ def batched_transpose(ctx: Context) -> Measurement:
     """The shape of ``key_transpose.keys_for_scores`` on keys (B, H, T, D) = (2, 3, 5, 4).
 
     Observed: that shape, as a list. Evidence: whether ``scores(q, k)`` runs
-    and its shape, and any warning PyTorch raised. Seed 000 §4 ("for a
+    and its shape, any warning PyTorch raised, and every entry of what
+    ``keys_for_scores`` returns (:func:`~exercises.outcome.whole_output`: a
+    repair with the right shape and the entries in the wrong places, such
+    as a reshape to (B, H, D, T), differs there). Seed 000 §4 ("for a
     batched tensor, .T is not a synonym for transpose the matrix inside each
     batch").
     """
@@ -347,6 +349,7 @@ def batched_transpose(ctx: Context) -> Measurement:
         table("Keys (B, H, T, D) = (2, 3, 5, 4)", ["expression", "value"], [
             ["keys_for_scores(k).shape", str(tuple(kt.shape))], ["k.transpose(-2, -1).shape", str(tuple(k.transpose(-2, -1).shape))],
             ["scores(q, k)", outcome]]),
+        whole_output("What keys_for_scores(k) returns, all of it", kt, "keys_for_scores(k)"),
         note("PyTorch warned: " + said[0] if said else "PyTorch raised no warning."),
     ]
     return Measurement(observed=list(kt.shape), evidence=evidence)

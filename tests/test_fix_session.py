@@ -104,6 +104,21 @@ def test_a_repair_that_bans_more_than_asked_names_the_entry_and_one_that_copies_
     assert verdict.status == "not fixed" and verdict.sentence.startswith("not fixed at a hidden seed"), verdict.sentence
 
 
+def test_a_repair_with_the_right_shape_and_scrambled_entries_differs_in_the_whole_output(session, catalog):
+    """batched-transpose observes the keys' shape: a reshape to (B, H, D, T) has it, with every entry in the
+    wrong place. The check records keys_for_scores' whole output, so the repair is not fixed, the slice named."""
+    ex = catalog.get("batched-transpose")
+    text = edited(session, "batched-transpose", "    return k.T  # the transpose",
+                  "    return k.reshape(*k.shape[:-2], k.shape[-1], k.shape[-2])  # the transposed shape")
+    verdict = session.fix(ex, text).verdict
+    assert verdict.yours_observed == [2, 3, 4, 5]  # the graded shape, as the clean code's
+    assert verdict.status == "not fixed", verdict.sentence
+    assert verdict.difference.startswith("table 'What keys_for_scores(k) returns, all of it', row 1 "
+                                         "(keys_for_scores(k)[0]): position-weighted sum: yours "), verdict.difference
+    right = edited(session, "batched-transpose", "    return k.T  # the transpose", "    return k.mT  # the transpose")
+    assert session.fix(ex, right).verdict.status == "fixed"  # a different but correct repair still is
+
+
 # --- what a learner's file can do wrong is an outcome ----------------------------------
 
 def test_a_file_with_a_syntax_error_names_the_line_and_runs_nothing(session, catalog):
