@@ -172,7 +172,7 @@ def catalog_ids() -> dict[str, str | None]:
     sys.path.insert(0, str(ROOT))
     from tutor.store.catalog_cache import load_catalog  # the tutor's loader, once the root is importable
 
-    return {e.id: e.observe if getattr(e, "graded", True) else None for e in load_catalog().exercises}
+    return {e.id: e.observe if e.graded else None for e in load_catalog().exercises}
 
 
 def main(argv: list[str]) -> int:
