@@ -88,9 +88,9 @@ def test_a_one_token_forward_whose_position_the_audit_cannot_name_is_one_sentenc
     assert report.status == "crashed" and report.exit_code == 3
     assert report.error == (
         "the forward pass raised AssertionError: Only one token at a time can be processed, called as "
-        "model(idx (4, 32)) on OneTokenPos.forward(tokens, pos=0); the audit cannot drive this interface: return a "
-        "dict from the factory with 'forward', a function (model, idx) -> logits (B, T, V) that calls the model "
-        "your way (it runs on one token, model(idx (4, 1)): a forward that takes one token per call is driven "
+        "model(idx (4, 32)) on OneTokenPos.forward(tokens, pos=0); if the model is meant to be called another way, "
+        "return a dict from the factory with 'forward', a function (model, idx) -> logits (B, T, V) that calls it "
+        "so (it runs on one token, model(idx (4, 1)): a forward that takes one token per call is driven "
         "token by token when its position parameter is named start_pos or input_pos)"), report.error
 
 
@@ -99,9 +99,9 @@ def test_a_forward_needing_an_argument_the_audit_cannot_give_is_one_sentence():
     assert report.exit_code == 3
     assert report.error.startswith("the forward pass raised TypeError: "), report.error
     assert report.error.endswith(" missing 1 required positional argument: 'attention_bias', called as "
-                                 "model(idx (4, 32)) on NeedsMask.forward(idx, attention_bias); the audit cannot "
-                                 "drive this interface: return a dict from the factory with 'forward', a function "
-                                 "(model, idx) -> logits (B, T, V) that calls the model your way"), report.error
+                                 "model(idx (4, 32)) on NeedsMask.forward(idx, attention_bias); if the model is "
+                                 "meant to be called another way, return a dict from the factory with 'forward', a "
+                                 "function (model, idx) -> logits (B, T, V) that calls it so"), report.error
 
 
 def test_the_factorys_forward_that_raises_or_is_no_function_is_one_sentence():

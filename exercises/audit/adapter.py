@@ -576,8 +576,8 @@ def undrivable(model: nn.Module, forward: Forward, idx: torch.Tensor, exc: Excep
         except Exception:
             pass
     return (f"the forward pass raised {type(exc).__name__}: {first_line(exc, with_type=False, limit=200)}, called as "
-            f"{call_text(forward, idx)} on {shown}; the audit cannot drive this interface: return a dict from the "
-            "factory with 'forward', a function (model, idx) -> logits (B, T, V) that calls the model your way"
+            f"{call_text(forward, idx)} on {shown}; if the model is meant to be called another way, return a dict "
+            "from the factory with 'forward', a function (model, idx) -> logits (B, T, V) that calls it so"
             f"{one}")
 
 
