@@ -346,6 +346,7 @@ def attention(s: Subject) -> Link:
         heads_from = "attribute"
         if at_call and call.k.size(2) > T:  # a cache's slots past the sequence: its keys are the first T
             call.k = call.k[:, :, :T]
+            call.v = None if call.v is None else call.v[:, :, :T]
             call.mask = None if call.mask is None else call.mask[..., :T]
         if at_call and call.mask is not None and call.bias is None:  # SDPA's attn_mask, read as a bias
             spread = rounding_tol(SCALE_SPREAD, call.q.dtype)
@@ -370,6 +371,11 @@ def attention(s: Subject) -> Link:
             if at_call and q is not None and k is not None and call.q.size(-1) == q.size(-1):
                 (q, c_q, q_how), (k, c_k, k_how) = unscaled(call.q, q), unscaled(call.k, k)
                 how = f", q {q_how} and k {k_how} at the attention call"
+                if call.v is not None and v is not None and call.v.shape == v.shape:
+                    # the values the module attends over, whatever packed layout made them (CodeGen's
+                    # model-parallel q, v, k); a v tiled to the query heads before the call keeps the
+                    # projection's, so a kv head read by the wrong query heads still shows
+                    v, how = call.v.float(), how + ", v as passed"
                 own = None if call.scale is None else call.scale * c_q * c_k
                 if own is not None:
                     softcap, bias, convention = call.softcap, call.bias, call.convention

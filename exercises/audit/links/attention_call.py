@@ -224,15 +224,16 @@ def alibi_words(by_distance: torch.Tensor, spread: float) -> str:
 WRONG_SIGN = "ALiBi with slopes of the wrong sign"
 
 
-def scale_by_hand(scores: torch.Tensor, logits: torch.Tensor, spread: float = SCALE_SPREAD
-                  ) -> tuple[float | None, str]:
+def scale_by_hand(scores: torch.Tensor, logits: torch.Tensor, spread: float = SCALE_SPREAD,
+                  hidden: torch.Tensor | None = None) -> tuple[float | None, str]:
     """The factor between hand-written scores q @ k^T and the softmax's input, read where a causal mask
-    keeps them (key position <= query position), and a word on it; (None, why) when it is not one
-    factor (an additive bias, a soft-cap) or the shapes differ."""
+    keeps them (key position <= query position) and ``hidden`` (T, S), a window's, does not, and a word
+    on it; (None, why) when it is not one factor (an additive bias, a soft-cap) or the shapes differ."""
     if scores.shape != logits.shape or scores.dim() != 4:
         return None, f"softmax input {tuple(logits.shape)} is not q @ k^T's shape {tuple(scores.shape)}"
     T, S = scores.shape[-2:]
-    kept = torch.ones(T, S, dtype=torch.bool, device=scores.device).tril(S - T).expand_as(scores)
+    kept = torch.ones(T, S, dtype=torch.bool, device=scores.device).tril(S - T)
+    kept = (kept if hidden is None else kept & ~hidden).expand_as(scores)
     raw, seen = scores.float()[kept], logits.float()[kept]
     big = raw.abs() > 1e-3 * float(raw.abs().max().clamp_min(1e-30))
     if not bool(big.any()) or not bool(torch.isfinite(seen[big]).all()):
@@ -250,27 +251,54 @@ def read_scores(call: Call, logits: torch.Tensor) -> None:
     ``asked`` always, ``softcap``, ``bias`` and ``convention`` where it has them. In order: one multiple
     of q @ k^T (``scale_by_hand``); a soft-cap, c * tanh(u) with u one multiple of q @ k^T; a scale and a
     bias by distance (``scale_and_bias``). Unread (scale None, ``asked`` saying why) otherwise."""
-    scale, asked = scale_by_hand(call.scores, logits)
+    hidden, window = hidden_keys(logits)
+    scale, asked = scale_by_hand(call.scores, logits, hidden=hidden)
     spread = max(rounding_tol(SCALE_SPREAD, t.dtype) for t in (call.scores, logits))  # they round in the model's dtype
     if scale is None and call.tanh is not None:
         into, out = call.tanh
-        cap, _ = scale_by_hand(out, logits, spread)
+        cap, _ = scale_by_hand(out, logits, spread, hidden)
         pre, _ = scale_by_hand(call.scores, into, spread)
         if cap is not None and pre is not None:
             scale, call.softcap = pre * cap, cap
             call.convention = f"soft-capped at {cap:.3g} (tanh)"
             asked = f"softmax input = {cap:.4g} x tanh({pre:.4g} x q @ k^T)"
     if scale is None and call.tanh is None:
-        scale, bias, words = scale_and_bias(call.scores, logits, spread)
+        scale, bias, words = scale_and_bias(call.scores, logits, spread, hidden)
         if scale is not None:
             call.bias, call.convention = bias, words
             asked = f"softmax input = {scale:.4g} x q @ k^T + {words}"
+    if scale is not None and hidden is not None:  # the window goes into the reference as a mask
+        H, T, S = logits.shape[-3:]
+        masked = torch.zeros(1, H, T, S, device=logits.device).masked_fill(hidden, float("-inf"))
+        call.bias = masked if call.bias is None else call.bias.float() + masked
+        call.convention = " and ".join(w for w in (call.convention, window) if w)
+        asked += f", {window}"
     call.scale, call.asked = scale, asked
 
 
-def scale_and_bias(scores: torch.Tensor, logits: torch.Tensor, spread: float = SCALE_SPREAD
-                   ) -> tuple[float | None, torch.Tensor | None, str]:
-    """Fit logits = s * scores + b[h, i - j] over the entries a causal mask keeps, each row taken relative
+def hidden_keys(logits: torch.Tensor) -> tuple[torch.Tensor | None, str]:
+    """The keys a causal mask keeps that a hand-written softmax's input (B, H, T, S) hides (at or below
+    ``MASKED``) in every row of the batch and every head, as (T, S), and that in words ("a sliding window
+    of w positions ..."); (None, "") where none is hidden, where rows or heads hide different keys (a
+    padding mask, a bias of its own), or where a query's own key is hidden (no window does that)."""
+    if logits.dim() != 4 or not logits.is_floating_point():
+        return None, ""
+    T, S = logits.shape[-2:]
+    kept = torch.ones(T, S, dtype=torch.bool, device=logits.device).tril(S - T)
+    below = (logits.detach() <= MASKED) & kept
+    hidden = below[0, 0]
+    own = torch.arange(T, device=logits.device) + (S - T)
+    if not bool(hidden.any()) or not bool((below == hidden).all()) or bool(hidden[torch.arange(T), own].any()):
+        return None, ""
+    distance = (own[:, None] - torch.arange(S, device=logits.device)[None, :]).clamp_min(0)
+    reach = distance[kept & ~hidden]
+    return hidden, f"a sliding window of {int(reach.max()) + 1} positions (the softmax input hiding older keys)"
+
+
+def scale_and_bias(scores: torch.Tensor, logits: torch.Tensor, spread: float = SCALE_SPREAD,
+                   hidden: torch.Tensor | None = None) -> tuple[float | None, torch.Tensor | None, str]:
+    """Fit logits = s * scores + b[h, i - j] over the entries a causal mask keeps (less ``hidden``, a
+    window's), each row taken relative
     to its own diagonal (softmax ignores a constant per row, so a bias by key position, as BLOOM's and
     MPT's ALiBi, is a bias by distance). Returns (s, b as (1, H, T, S) with b = 0 on the diagonal, words:
     "ALiBi ..." when b is linear in the distance per head) or (None, None, "") when the fit leaves more
@@ -280,6 +308,7 @@ def scale_and_bias(scores: torch.Tensor, logits: torch.Tensor, spread: float = S
     raw, seen = scores.double(), logits.double()
     T = raw.size(-1)
     kept = torch.ones(T, T, dtype=torch.bool, device=raw.device).tril()
+    kept = kept if hidden is None else kept & ~hidden
     diagonal = torch.arange(T, device=raw.device)
     raw = raw - raw[..., diagonal, diagonal].unsqueeze(-1)
     seen = seen - seen[..., diagonal, diagonal].unsqueeze(-1)
