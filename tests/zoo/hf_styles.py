@@ -2,7 +2,7 @@
 
 Each factory builds one transformers architecture from its config (no
 download, no checkpoint): V = 37 (the audit corpus' characters), 2 layers,
-4 heads, C = 32 (head size D = 8), block 32 where the architecture has
+4 heads, C = 64 (head size D = 16), block 32 where the architecture has
 positions, dropout off. Each stands for a style the audit must hold clean:
 
 - ``bloom``: ALiBi added to the scores through ``alibi.baddbmm``, heads
@@ -27,7 +27,7 @@ They train with the audit's AdamW.
 
 from __future__ import annotations
 
-V, BLOCK, LAYERS, HEADS, C = 37, 32, 2, 4, 32
+V, BLOCK, LAYERS, HEADS, C = 37, 32, 2, 4, 64
 
 
 def _built(model):
@@ -74,7 +74,7 @@ def gemma2():
 
     config = Gemma2Config(vocab_size=V, max_position_embeddings=BLOCK, hidden_size=C, num_hidden_layers=LAYERS,
                           num_attention_heads=HEADS, num_key_value_heads=2, head_dim=C // HEADS,
-                          intermediate_size=4 * C, query_pre_attn_scalar=16, attn_logit_softcapping=50.0,
+                          intermediate_size=4 * C, query_pre_attn_scalar=2 * C // HEADS, attn_logit_softcapping=50.0,
                           final_logit_softcapping=30.0, sliding_window=4, attention_dropout=0.0)
     return _built(Gemma2ForCausalLM(config))
 
