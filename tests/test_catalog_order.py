@@ -47,7 +47,7 @@ def test_data_comes_before_the_training_sets_and_the_training_sets_are_several(c
     training = [s for s in catalog.sets if s.id.startswith(TRAINING)]
     assert len(training) >= 4
     assert all(order["data"] < s.order for s in training)
-    assert sum(len(s.exercises) for s in training) == 55  # the split keeps every exercise
+    assert sum(len(s.exercises) for s in training) == 56  # the split keeps every exercise (evaluate-mixed-modes added)
 
 
 def test_the_first_training_set_opens_with_the_seeds_first_worked_example(catalog):
