@@ -175,6 +175,32 @@ def test_a_refused_read_is_named_and_allow_read_grants_it(tmp_path, capsys):
     assert code == 2 and missing["error"].startswith(f"--allow-read {tmp_path / 'nope'}: no such file or folder")
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Landlock confines the audit on Linux only")
+def test_a_model_under_audit_reads_the_tutors_packages_but_nothing_else_beside_them(tmp_path, capsys):
+    """In a checkout the folder that holds the tutor's packages also holds the learner's progress and the
+    owner's files: the audited code may import the packages (the audit's instruments) but read nothing else
+    there."""
+    from exercises.faults import source_root
+    from tutor.sandbox import confine, landlock
+
+    if not confine.enabled() or landlock.landlock_abi() < 1:
+        pytest.skip("no Landlock here: nothing is refused")
+    beside = source_root() / "pyproject.toml"
+    if not beside.is_file():
+        pytest.skip("the tutor is installed, not checked out: no owner's file sits beside its packages")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "reader.py").write_text(
+        "import os\nimport engine, exercises, tutor\n"
+        f"def build():\n    listed = 'pyproject.toml' in os.listdir({str(source_root())!r})\n"
+        f"    text = open({str(beside)!r}).read()\n"
+        "    raise RuntimeError(f'listed {listed}, read {len(text)} characters')\n")
+    code, refused = _cli(["audit", f"{model / 'reader.py'}:build", "--json"], capsys)
+    assert code == 3
+    assert refused["error"].startswith(f"the factory build() raised PermissionError: [Errno 13] Permission denied: "
+                                       f"'{beside}'"), refused
+
+
 # ---------------------------------------------------------------------------
 # The same verdict across dtypes and machines
 

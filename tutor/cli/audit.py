@@ -275,12 +275,16 @@ def _limits(cap_memory: bool, policy=None) -> None:
 def _audit_policy(work: str, audited: str, granted: list[str] = ()):
     """The Landlock policy of the audit process, as ``(Policy, abi)``, or None where confinement is off or absent.
 
-    The audited model's own folder, the tutor's source (the audit's
-    instruments), the Python installation and the paths ``--allow-read``
-    grants (``granted``) are readable; only ``work`` is writable; every TCP
-    bind and connect is refused (ABI 4 and later). With a grant, git's
-    configuration files (``GIT_CONFIG``) are readable too: git refuses to
-    run at all when one exists that it cannot read.
+    The audited model's own folder, the tutor's packages (``tutor``,
+    ``engine``, ``exercises``: the audit's instruments), the Python
+    installation and the paths ``--allow-read`` grants (``granted``) are
+    readable; only ``work`` is writable; every TCP bind and connect is
+    refused (ABI 4 and later). The folder that holds the packages is only
+    listed, so that Python finds them there: in a checkout it also holds
+    the learner's ``progress/``, the git history and whatever else the
+    owner keeps, none of which a model under audit may read. With a grant,
+    git's configuration files (``GIT_CONFIG``) are readable too: git
+    refuses to run at all when one exists that it cannot read.
     """
     if not confine.enabled():
         return None
@@ -288,12 +292,14 @@ def _audit_policy(work: str, audited: str, granted: list[str] = ()):
     if abi < 1:
         return None
     executable = os.path.realpath(sys.executable)
-    extra = [os.path.dirname(os.path.abspath(audited)), _source_root(), os.path.dirname(executable),
+    packages = [os.path.join(_source_root(), name) for name in reads.PRIVATE_PACKAGES]
+    extra = [os.path.dirname(os.path.abspath(audited)), *packages, os.path.dirname(executable),
              os.path.dirname(os.path.abspath(sys.executable)), os.path.join(sys.prefix, "pyvenv.cfg"), *granted]
     if granted:  # a factory granted a git mirror runs git, which stops on a config file it may not read
         extra += [p for p in GIT_CONFIG if os.path.exists(p)]
     roots = reads.read_roots()
-    return landlock.Policy(tree=os.path.realpath(work), read=roots + tuple(extra), network=True), abi
+    return landlock.Policy(tree=os.path.realpath(work), read=roots + tuple(extra), network=True,
+                           listed=(_source_root(),)), abi
 
 
 #: git's configuration files, read-only to a factory granted reads outside its folder.
