@@ -23,7 +23,6 @@ not grow past ``OUTPUT_CAP_BYTES``.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
@@ -32,7 +31,7 @@ import sys
 import tempfile
 import time
 
-from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, FLOOD_BYTES, LINKS,
+from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, FLOOD_BYTES,
                                        OUTPUT_CAP_BYTES, STAGE_MARKER, TAIL_BYTES, memory_cap_bytes)
 from exercises.faults import source_root
 from tutor.cli.audit_args import add_parser
