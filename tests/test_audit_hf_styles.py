@@ -148,3 +148,15 @@ def test_each_planted_bug_fails_first_at_its_own_link(name):
     factory, link = planted_hf.BUGS[name]
     report = report_of(factory)
     assert report.first_failure == link, report.text()
+
+
+@pytest.mark.zoo
+@pytest.mark.parametrize("name, seed", [("mixtral", 7), ("gemma2", 9)])
+def test_a_correct_model_whose_greedy_text_reaches_its_end_of_sequence_id_still_generates_the_length_asked(name, seed):
+    """At these seeds the clean model's greedy continuation emits its config's eos_token_id (Mixtral's 2,
+    Gemma 2's 1) and transformers' generate stops there: correct, so GENERATE asks for the length it needs."""
+    pytest.importorskip("transformers")
+    with contextlib.redirect_stdout(io.StringIO()):
+        link = audit(hf_styles.STYLES[name], overfit_steps=0, seed=seed, links=["GENERATE"]).links[0]
+    assert link.status == "ok", (link.verdict, link.evidence)
+    assert "'min_new_tokens': 28" in link.evidence[0][1]

@@ -383,7 +383,9 @@ def generate(s: Subject) -> Link:
     context to its last block_size tokens. A 4-token prompt is extended to
     block_size + 6 tokens (70 for block 64); a generate that never crops
     fails on the position table. The output must be (B, 4 + new) integer ids
-    within [0, V), beginning with the prompt. "skip" without a generate
+    within [0, V), beginning with the prompt (transformers' generate is
+    asked for ``min_new_tokens`` too: stopping at an end-of-sequence id is
+    correct, and would shorten the output). "skip" without a generate
     method or a known block_size.
     """
     gen = getattr(s.model, "generate", None)
@@ -401,6 +403,8 @@ def generate(s: Subject) -> Link:
     n = block + 6 - P if crops else block - P
     prompt = s.xs[:2, :P]
     kwargs = greedy_kwargs(gen) or {}
+    if hugging_face(s.model):  # its generate stops once every row has emitted an end-of-sequence id, which a
+        kwargs["min_new_tokens"] = n  # correct model may do at any step: the length asked is then kept
     evidence = [["call", f"generate(idx {tuple(prompt.shape)}, {new_tokens_keyword(gen)}={n}, "
                          f"{kwargs or 'defaults'})"]]
     if not crops:
