@@ -150,3 +150,15 @@ def test_the_exercise_tree_marks_a_warm_up_apart_and_leaves_it_out_of_its_sets_c
     capstone = catalog.get_set("capstone")
     key, label = ExerciseTree._set_label(capstone, LearnerProgress("ada", {WARM: made}))
     assert key == (0, len(capstone.exercises) - 1) and label.plain.endswith(f"0/{len(capstone.exercises) - 1}")
+
+
+def test_a_warm_ups_verdict_says_it_is_never_graded():
+    from tutor.render.result import render_result
+    from tutor.sandbox.result import RunResult
+    catalog = load_catalog()
+    for ex_id, said in ((WARM, True), ("first-link-detach", False)):
+        result = RunResult(id=ex_id, status="fail", device="cpu", torch="t", fault=None, kind="choice", seed=0,
+                           prediction="shape", prediction_text="shape", observed="causality", correct=False)
+        verdict = render_result(catalog.get(ex_id), result)[0].plain
+        assert verdict.startswith("✗ your prediction did not match the observation")
+        assert ("a warm-up: saved, never graded" in verdict) is said

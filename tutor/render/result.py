@@ -81,6 +81,8 @@ def render_result(ex, result, series: bool = True, timeout_advice: str = TIMEOUT
     verdict = VERDICT_TEXT.get(result.status, result.status)
     if result.status == "timeout" and timeout_advice:
         verdict = f"{verdict} — {timeout_advice}"
+    if not ex.graded and result.status in VERDICT_TEXT and result.correct is not None:
+        verdict = f"{verdict} — a warm-up: saved, never graded"  # counted in no score (Exercise.graded)
     parts: list = [Text(verdict, style=VERDICT_STYLE.get(result.status, "bold"))]
     parts.append(comparison_table(ex, result))
     # With no fault there is one side, and naming it "clean" would mislead
