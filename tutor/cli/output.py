@@ -31,7 +31,6 @@ import sys
 from functools import singledispatchmethod
 from typing import Any
 
-from tutor.model import answers
 from tutor.cli.replies import (CheckReply, DoctorReply, EditReply, EveryoneReply, GradeReply, GradescopeReply, ListReply,
                                ProgressReply, Reply, ReportReply, ReviewReply, RunReply, ShowReply, ShowSetReply,
                                VersionReply)

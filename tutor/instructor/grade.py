@@ -73,7 +73,7 @@ from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook, memo, results as class_results
 from tutor.instructor.answer_rows import AnswerRow
 from tutor.instructor.columns import IDENTITY
-from tutor.model.attempts import GRADED, PREDICT  # a row whose check ran to a verdict; the rest score 0 with a reason
+from tutor.model.attempts import PREDICT
 from tutor.sandbox.runner import DeviceError, Runner, RunResult, UnconfinedError, WorkerError, standard_sides
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from tutor.model import answers
 from tutor.model.verdict import first_instrument_divergence, instruments_holding
 from tutor.render.result import evidence_renderables, render_diff
 

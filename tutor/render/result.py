@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from tutor.model import answers
 from tutor.render.series import SeriesPlot, series_groups
 from tutor.render.tables import WordTable
 

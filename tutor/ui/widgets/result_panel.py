@@ -8,7 +8,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from tutor.model.catalog import Exercise
-from tutor.render import TIMEOUT_ADVICE, render_result, series_groups
+from tutor.render import render_result, series_groups
 from tutor.sandbox.runner import RunResult
 from tutor.ui.widgets.series_plot import SeriesPlot
 
