@@ -201,6 +201,26 @@ def watching_rotary(modules: list[tuple[str, nn.Module]], current: list, seen: d
             namespace[fname] = fn
 
 
+def _entering(current: list, by_projection: set, name: str):
+    """A projection's forward hook that marks its attention module as running where the module's own hooks
+    did not (a block that calls ``self.attention.forward(...)`` directly, as llama2.c's does, bypasses them):
+    whatever runs between its q, k, v projections and its output projection is that module's attention."""
+    def hook(module, args, out):
+        if not current or current[-1] != name:
+            current.append(name)
+            by_projection.add(name)
+    return hook
+
+
+def _leaving(current: list, by_projection: set, name: str):
+    """The output projection's pre-hook that ends what ``_entering`` began: the attention call is over."""
+    def hook(module, args):
+        if name in by_projection and current and current[-1] == name:
+            current.pop()
+            by_projection.discard(name)
+    return hook
+
+
 def _keep(store: dict, key, what: str):
     """A hook that keeps the first input or output of a module under ``key`` and changes nothing (returns None)."""
     if what == "input":
@@ -307,7 +327,7 @@ def attention(s: Subject) -> Link:
         return Link("ATTENTION", "skip", "no attention module found (a packed qkv or q/k/v projections, Linear or "
                                          "Conv1D, beside an output projection named like one: "
                                          f"{', '.join(OUTPUT)}); {_projection_owners(s.model)}")
-    seen, rotary, current, handles = {}, {}, [], []
+    seen, rotary, current, handles, by_projection = {}, {}, [], [], set()
     skipped, checked, worst, tiled = [], [], (0.0, "", None), {}
     readable, unconventional, unmasked = [], [], []
     for name, module, kind, projections, output in found:
@@ -315,10 +335,12 @@ def attention(s: Subject) -> Link:
         parts = dict(module.named_children())
         for proj in projections:
             handles.append(parts[proj].register_forward_hook(_keep(seen, (name, proj), "output")))
+            handles.append(parts[proj].register_forward_hook(_entering(current, by_projection, name)))
         handles.append(parts[output].register_forward_pre_hook(_keep(seen, (name, "into output"), "input")))
+        handles.append(parts[output].register_forward_pre_hook(_leaving(current, by_projection, name)))
         handles.append(module.register_forward_pre_hook(lambda m, args, name=name: current.append(name) and None))
-        handles.append(module.register_forward_hook(lambda m, args, out: (current.pop() if current else None)
-                                                    and None))
+        handles.append(module.register_forward_hook(
+            lambda m, args, out, name=name: (current.pop() if current and current[-1] == name else None) and None))
     generator = torch.Generator().manual_seed(0)
     idx = s.xs[:2, :8]
     T = idx.size(1)

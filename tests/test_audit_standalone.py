@@ -1,0 +1,58 @@
+"""``tutor audit`` on standalone GPT code bases nobody here wrote, vendored unchanged with their licence
+(tests/audit_models/third_party/NAME/model.py), each at a tiny size: clean, every link holds (warnings
+and skips pinned, each naming its reason), and with one realistic bug planted by its factory, named first
+at its link. CAPABILITY's budget is 0 here (seconds per audit)."""
+
+import functools
+
+import pytest
+
+from audit_support import factory
+from exercises.audit import LINKS, audit
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@functools.lru_cache(maxsize=None)
+def report_of(name):
+    return audit(factory(f"third_party/{name}"), overfit_steps=0)
+
+
+def verdicts(report):
+    return {link.name: link for link in report.links}
+
+
+#: Each clean code base, and its links that skip or warn, with what the verdict must say.
+CLEAN = {
+    "llama2c/factory": {"LOOP": ("skip", "no train_step"), "CAPABILITY": ("skip", ""),
+                        "OWNERSHIP": ("ok", "")},
+}
+#: Each planted bug: the factory, the link it must fail first, and what that link's verdict must say.
+BUGS = [
+    ("llama2c/factory:build_kv_tiled", "ATTENTION", "the key/value heads are shared with the wrong query heads"),
+]
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN))
+def test_each_clean_code_base_holds_every_link(name):
+    report = report_of(name)
+    assert report.first_failure is None and report.exit_code == 0, report.text()
+    got = verdicts(report)
+    for link in LINKS:
+        status, says = CLEAN[name].get(link, ("ok", ""))
+        assert got[link].status == status, (link, got[link].verdict)
+        assert says in got[link].verdict, (link, got[link].verdict)
+
+
+@pytest.mark.parametrize("name, link, says", BUGS, ids=[b[0] for b in BUGS])
+def test_each_planted_bug_is_named_first_at_its_link(name, link, says):
+    report = report_of(name)
+    assert report.exit_code == 1 and report.first_failure == link, report.text()
+    assert says in verdicts(report)[link].verdict
+
+
+def test_attention_called_through_forward_directly_is_still_read():
+    """llama2.c's blocks call ``self.attention.forward(...)``, which bypasses the module's hooks: its
+    attention call is found between its projections and its output projection, and each module checked."""
+    attention = verdicts(report_of("llama2c/factory"))["ATTENTION"]
+    assert attention.verdict.startswith("2 attention modules equal the SDPA reference"), attention.verdict
