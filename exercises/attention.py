@@ -21,7 +21,7 @@ def _ledger_choice(ctx: Context) -> Measurement:
     head-split round trip diverges first; ``c``: shape unchanged, a block row
     first; ``d``: the logits shape changes.
     """
-    from engine.instruments.intervention import future_token_intervention
+    from engine.instruments.intervention import future_token_intervention, not_finite
     from engine.instruments.shape_ledger import shape_ledger
 
     model, config = _model(ctx)
@@ -50,7 +50,8 @@ def _ledger_choice(ctx: Context) -> Measurement:
               ["quantity", "value"],
               [["logits shape", tuple(logits.shape)], ["prefix max |Δ logits|", probe["prefix_max_delta"]],
                ["suffix max |Δ logits|", probe["suffix_max_delta"]], ["tolerance", probe["tolerance"]],
-               ["causal", probe["causal"]]]),
+               ["causal", probe["causal"] if not_finite(probe) is None else
+                f"cannot say: logits not finite ({not_finite(probe)})"]]),
         note(f"first divergence: {first or 'none'}"),
     ]
     return Measurement(observed=observed, evidence=evidence)
@@ -258,7 +259,7 @@ def non_causal(ctx: Context) -> Measurement:
     from engine.corpus import make_corpus
     from engine.data import get_batch, split
     from engine.generate import generate
-    from engine.instruments.intervention import future_token_intervention
+    from engine.instruments.intervention import future_token_intervention, require_finite
     from engine.tokenizer import CharTokenizer
     from engine.train import evaluate, make_optimizer, train_step
 
@@ -281,13 +282,13 @@ def non_causal(ctx: Context) -> Measurement:
         x, y = get_batch(train_data, NON_CAUSAL_BATCH, T, generator=g, device=ctx.device)
         train_curve.append(train_step(model, optimizer, x, y))
     val_loss = evaluate(model, x_val, y_val)
+    ctx.progress(1.0, "intervention and sample")
+    probe = future_token_intervention(model, x_val[:8], position=7, generator=g)
+    require_finite(probe)  # NaN logits neither moved nor stayed: said before the loss they make NaN too
     if not math.isfinite(val_loss):  # NaN compares false with everything: it is neither below the floor nor above
         raise FloatingPointError(f"the validation loss is {val_loss} (not finite) after {NON_CAUSAL_STEPS} steps, "
                                  "so it is neither below nor above the entropy floor: no choice describes it")
     val_curve.append(val_loss)
-    ctx.progress(1.0, "intervention and sample")
-
-    probe = future_token_intervention(model, x_val[:8], position=7, generator=g)
     prompt = tok.encode_tensor("The ")[None].to(ctx.device)
     sample = tok.decode(generate(model, prompt, 60, greedy=True)[0].tolist())
 

@@ -42,7 +42,7 @@ def probe_changes_nothing(ctx: Context) -> Measurement:
     still holds its ids after the probe]``. Evidence: both models' deltas and
     verdicts.
     """
-    from engine.instruments.intervention import future_token_intervention
+    from engine.instruments.intervention import future_token_intervention, require_finite
 
     gpt = ctx.gpt("small").eval()
     V = gpt.config.vocab_size
@@ -54,6 +54,7 @@ def probe_changes_nothing(ctx: Context) -> Measurement:
         results[name] = future_token_intervention(model, idx, position=POSITION,
                                                   generator=torch.Generator().manual_seed(ctx.seed))
         intact[name] = torch.equal(idx, batch)
+        require_finite(results[name])  # the answer is the probe's flags: NaN logits set none of them
     rows = [[name, f"{p['prefix_max_delta']:.3g}", f"{p['suffix_max_delta']:.3g}", p["causal"]]
             for name, p in results.items()]
     leaky = results["reads one token ahead"]

@@ -131,12 +131,13 @@ def mask_tiny_fill(ctx: Context) -> Measurement:
     block 0's first query puts on keys after it. Seed 004, "The model:
     attention", Level 4.
     """
-    from engine.instruments.intervention import future_token_intervention
+    from engine.instruments.intervention import future_token_intervention, require_finite
 
     model = written_out(ctx.gpt("small")).eval()
     g = torch.Generator().manual_seed(ctx.seed)
     idx = torch.randint(0, model.config.vocab_size, (1, 16), generator=g).to(ctx.device)
     probe = future_token_intervention(model, idx, position=7, generator=g)
+    require_finite(probe)  # the answer is whether the past moved: NaN logits cannot say
     with torch.no_grad():
         model(idx)
     weights = model.blocks[0].attn.weights  # (1, H, 16, 16)
@@ -167,12 +168,13 @@ def norm_over_time(ctx: Context) -> Measurement:
     shorter sequence does. Seed 000, section 4 (one LayerNorm rule per
     position); seed 004, Level 4.
     """
-    from engine.instruments.intervention import future_token_intervention
+    from engine.instruments.intervention import future_token_intervention, require_finite
 
     model = ctx.gpt("small", block_size=16).eval()
     g = torch.Generator().manual_seed(ctx.seed)
     idx = torch.randint(0, model.config.vocab_size, (1, 16), generator=g).to(ctx.device)
     probe = future_token_intervention(model, idx, position=7, generator=g)
+    require_finite(probe)  # the answer is whether the past moved: NaN logits cannot say
     ln = model.blocks[0].ln_1
     try:
         with torch.no_grad():

@@ -164,7 +164,7 @@ def bool_mask_added(ctx: Context) -> Measurement:
     the 4 heads. Evidence: the future-token intervention (tokens after
     position 7 changed). Seed 004, "The model: attention" (Level 4).
     """
-    from engine.instruments.intervention import future_token_intervention
+    from engine.instruments.intervention import future_token_intervention, not_finite
 
     model = ctx.gpt("seed").eval()
     for block in model.blocks:
@@ -189,7 +189,9 @@ def bool_mask_added(ctx: Context) -> Measurement:
               [[h, gap(h)] for h in range(forbidden.numel())]),
         table("Future-token intervention (tokens after position 7 changed)", ["quantity", "value"],
               [["prefix max |Δ logits| (0..7)", probe["prefix_max_delta"]],
-               ["suffix max |Δ logits|", probe["suffix_max_delta"]], ["causal", probe["causal"]]]),
+               ["suffix max |Δ logits|", probe["suffix_max_delta"]],
+               ["causal", probe["causal"] if not_finite(probe) is None else
+                f"cannot say: logits not finite ({not_finite(probe)})"]]),
         note(f"If every score were equal and the 15 forbidden keys merely lost 1.0, the first query would "
              f"keep 15 / (15 + e) = {15 / (15 + math.e):.4f} of its weight on them."),
     ]

@@ -18,6 +18,7 @@ from engine.corpus import make_corpus
 from engine.data import check_alignment, get_batch, split
 from engine.generate import generate
 from engine.instruments import cached_vs_full, future_token_intervention, shape_ledger
+from engine.instruments.intervention import require_finite
 from engine.model import GPT, KVCache, causal_mask, merge_heads, split_heads
 from engine.tokenizer import CharTokenizer
 from engine.train import evaluate, make_optimizer, overfit_batch, train_step
@@ -152,6 +153,26 @@ def test_future_token_intervention_clean_model_is_causal(small_model):
     assert result["prefix_max_delta"] <= result["tolerance"] == 1e-5
     assert result["suffix_max_delta"] > 1e-5
     assert result["causal"] is True
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_future_token_intervention_says_nothing_moved_or_stayed_when_logits_are_not_finite(small_model, bad):
+    """NaN compares false with the tolerance (it read as "the past moved"), and inf - inf is NaN: the probe
+    counts the non-finite logits and leaves its verdicts unset."""
+    hook = small_model.lm_head.register_forward_hook(lambda module, args, out: out.index_fill(1, torch.tensor([0]), bad))
+    try:
+        result = future_token_intervention(small_model, random_ids(2, 16), position=7,
+                                           generator=torch.Generator().manual_seed(0))
+    finally:
+        hook.remove()
+    assert result["prefix_ok"] is None and result["informative"] is None and result["causal"] is None
+    counted = 2 * 2 * 37  # both forwards, B = 2, position 0's V = 37 logits
+    assert (result["nan"], result["inf"], result["logits"]) == \
+        ((counted, 0) if bad != bad else (0, counted)) + (2 * 2 * 16 * 37,)
+    with pytest.raises(FloatingPointError, match=r"logits are not finite \((148 NaN and 0|0 NaN and 148) inf of "
+                       r"2368 logits.*cannot say whether the past moved"):
+        require_finite(result)
+    require_finite(future_token_intervention(small_model, random_ids(2, 16), position=7))  # finite: nothing raised
 
 
 @pytest.mark.parametrize("chunks", [[1] * 7, [3, 1, 3]])

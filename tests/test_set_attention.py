@@ -3,6 +3,8 @@
 import math
 import re
 
+import pytest
+
 from helpers import graded, rows
 
 
@@ -94,3 +96,27 @@ def test_a_non_finite_validation_loss_is_named_not_classed_above_the_floor(monke
     monkeypatch.setattr(engine.train, "evaluate", lambda *args, **kwargs: float("nan"))
     with pytest.raises(FloatingPointError, match=r"validation loss is nan \(not finite\).*neither below nor above"):
         non_causal(Context())
+
+
+@pytest.mark.parametrize("val_loss", [float("nan"), 0.1])
+def test_non_finite_logits_in_the_future_token_test_are_named_never_read_as_the_past_moving(monkeypatch, val_loss):
+    """A side whose logits went NaN (a learner's own fault in Break it): a NaN delta compares false with the
+    tolerance and read as "the past moved" (choice a or c); the check says the logits are not finite, counted,
+    before the validation loss those logits make NaN too."""
+    torch = pytest.importorskip("torch")
+    import engine.train
+    from exercises.attention import non_causal
+    from exercises.context import Context
+    monkeypatch.setattr(engine.train, "train_step", lambda *args, **kwargs: 1.0)  # no training: fast
+    monkeypatch.setattr(engine.train, "evaluate", lambda *args, **kwargs: val_loss)  # NaN as those logits make it
+    build = Context.gpt
+
+    def nan_logits(self, *args, **kwargs):
+        model = build(self, *args, **kwargs)
+        model.lm_head.register_forward_hook(lambda module, inputs, out: torch.full_like(out, float("nan")))
+        return model
+    monkeypatch.setattr(Context, "gpt", nan_logits)
+    with pytest.raises(FloatingPointError, match=r"logits are not finite \(\d+ NaN and 0 inf of \d+ logits.*"
+                       r"cannot say whether the past moved") as raised:
+        non_causal(Context())
+    assert "validation loss" not in str(raised.value)  # the cause is named, not the loss it spoils

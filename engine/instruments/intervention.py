@@ -4,6 +4,11 @@ Seed 004, "The model: attention", Level 4: a triangular mask is a claim; the
 evidence is behavioural. Change only the tokens after a position, rerun, and
 require the logits up to that position to stay put (within a tolerance)
 while some later logit moves (otherwise the test proved nothing).
+
+A NaN compares false with every tolerance, and inf - inf is NaN: logits that
+are not finite say neither that the past moved nor that it stayed, so the
+probe counts them and leaves its verdicts unset (:func:`require_finite`
+turns that into one sentence for a check whose answer rests on them).
 """
 
 from __future__ import annotations
@@ -27,9 +32,13 @@ def future_token_intervention(model, idx: torch.Tensor, position: int,
 
     Returns:
         {"position", "prefix_max_delta", "suffix_max_delta", "tolerance",
-        "prefix_ok", "informative", "causal"}: deltas are max |delta logits|
-        over positions 0..position and position+1..T-1; prefix_ok is
-        prefix <= tol, informative is suffix > tol, causal is both.
+        "prefix_ok", "informative", "causal", "nan", "inf", "logits"}: deltas
+        are max |delta logits| over positions 0..position and
+        position+1..T-1; prefix_ok is prefix <= tol, informative is
+        suffix > tol, causal is both; nan and inf count the non-finite
+        entries of the two forwards' logits (of ``logits`` in all). When
+        either count is nonzero, prefix_ok, informative and causal are None:
+        no comparison of such logits says whether anything moved.
 
     Raises:
         ValueError: if position leaves no suffix to change.
@@ -53,15 +62,42 @@ def future_token_intervention(model, idx: torch.Tensor, position: int,
     finally:
         model.train(was_training)
 
+    both = torch.stack([before, after])  # (2, B, T, V)
+    nan = int(torch.isnan(both).sum().item())
+    inf = int(torch.isinf(both).sum().item())
     delta = (after - before).abs()  # (B, T, V)
     prefix = delta[:, : position + 1].max().item()
     suffix = delta[:, position + 1:].max().item()
+    finite = nan == 0 and inf == 0
     return {
         "position": position,
         "prefix_max_delta": prefix,
         "suffix_max_delta": suffix,
         "tolerance": tol,
-        "prefix_ok": prefix <= tol,
-        "informative": suffix > tol,
-        "causal": prefix <= tol and suffix > tol,
+        "prefix_ok": prefix <= tol if finite else None,
+        "informative": suffix > tol if finite else None,
+        "causal": (prefix <= tol and suffix > tol) if finite else None,
+        "nan": nan,
+        "inf": inf,
+        "logits": both.numel(),
     }
+
+
+def not_finite(probe: dict) -> str | None:
+    """``probe``'s logits counted when some are not finite (``"3 NaN and 0 inf of 1184"``), else None."""
+    if not probe["nan"] and not probe["inf"]:
+        return None
+    return f"{probe['nan']} NaN and {probe['inf']} inf of {probe['logits']}"
+
+
+def require_finite(probe: dict) -> None:
+    """Raise when ``probe``'s logits are not all finite: whether the past moved cannot then be said.
+
+    Raises:
+        FloatingPointError: one sentence with the counts, for a check whose answer rests on the probe.
+    """
+    counted = not_finite(probe)
+    if counted is not None:
+        raise FloatingPointError(f"the future-token test's logits are not finite ({counted} logits, both "
+                                 "forwards), so it cannot say whether the past moved: a NaN compares false "
+                                 "with every tolerance")
