@@ -544,6 +544,19 @@ def test_at_80_by_24_the_exercise_footer_shows_fix_break_next_and_back(tmp_path)
     drive(app, script, size=(80, 24))
 
 
+def test_at_80_by_24_the_home_footer_shows_c_back_to_the_continue_point(tmp_path):
+    """c moves the cursor back to the exercise ▶ continue names: listed with the list's other keys, whole."""
+    app, _ = make_app(tmp_path)
+
+    async def script(pilot):
+        await until(pilot, lambda: {"x", "slash", "c"} <= {k.key for k in pilot.app.screen.query("FooterKey")},
+                    "the home footer's keys, c among them")
+        keys = {k.key: k.description for k in pilot.app.screen.query("FooterKey")}
+        assert keys["c"] == "Continue"
+        assert _footer_cut(pilot) == []
+    drive(app, script, size=(80, 24))
+
+
 def test_fix_it_without_a_fault_points_at_b(tmp_path):
     app, _ = make_app(tmp_path)
     exercise = next(e for e in app.catalog.exercises if app.catalog.fault_of(e) is None and e.id != "audit")

@@ -38,7 +38,7 @@ class HomeScreen(PageScreen):
         Binding("slash", "find", "Find", tooltip="find: filter by id, title, set or words of the prompt; "
                 "due (or ↻) lists the exercises due for review"),
         Binding("x", "reset", "Reset", tooltip="reset the highlighted exercise (asks first; its attempts are kept)"),
-        Binding("c", "to_continue", "Continue", show=False,
+        Binding("c", "to_continue", "Continue",
                 tooltip="back to the exercise to continue with (the one ▶ continue names)"),
         Binding("escape", "clear_find", "Clear search", show=False, tooltip="clear the search"),
     ]
