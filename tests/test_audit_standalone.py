@@ -26,10 +26,18 @@ def verdicts(report):
 CLEAN = {
     "llama2c/factory": {"LOOP": ("skip", "no train_step"), "CAPABILITY": ("skip", ""),
                         "OWNERSHIP": ("ok", "")},
+    # its attention and MLP share one fused projection, so no module has q, k, v projections to read
+    "palm/factory": {"ATTENTION": ("skip", "the modules with projections are net.1.fn (fused_attn_ff_proj, "
+                                           "attn_out)"),
+                     "CACHE": ("skip", "generate has no greedy setting"), "LOOP": ("skip", "no train_step"),
+                     "CAPABILITY": ("skip", ""), "GENERATE": ("ok", "generated 70 tokens past block_size 64"),
+                     "RESIDUAL": ("ok", "2 blocks carry their input forward")},
 }
 #: Each planted bug: the factory, the link it must fail first, and what that link's verdict must say.
 BUGS = [
     ("llama2c/factory:build_kv_tiled", "ATTENTION", "the key/value heads are shared with the wrong query heads"),
+    ("palm/factory:build_mask_shifted", "CAUSALITY", "the past moved"),
+    ("palm/factory:build_residual_dropped", "RESIDUAL", "the block drops its input"),
 ]
 
 
@@ -56,3 +64,16 @@ def test_attention_called_through_forward_directly_is_still_read():
     attention call is found between its projections and its output projection, and each module checked."""
     attention = verdicts(report_of("llama2c/factory"))["ATTENTION"]
     assert attention.verdict.startswith("2 attention modules equal the SDPA reference"), attention.verdict
+
+
+def test_a_generate_behind_a_decorator_without_wraps_is_called_by_its_own_parameters():
+    """PaLM-pytorch's ``generate`` is ``torch.no_grad()`` over ``eval_decorator``'s ``inner(model, *args,
+    **kwargs)``: below the bound method, ``model`` is the instance, and the count goes by ``seq_len``."""
+    generate = verdicts(report_of("palm/factory"))["GENERATE"]
+    assert dict(generate.evidence)["call"] == "generate(idx (2, 4), seq_len=66, defaults)", generate.evidence
+
+
+def test_blocks_in_a_sequential_are_found_by_their_run():
+    residual = verdicts(report_of("palm/factory"))["RESIDUAL"]
+    assert residual.evidence[0][0] == "net[1:3][0]" and residual.evidence[0][1].startswith("zeroed fn.ff_out.1: "), \
+        residual.evidence

@@ -135,12 +135,19 @@ def logits_of(out: Any) -> torch.Tensor:
 
 def signature_of(fn: Any) -> inspect.Signature | None:
     """The signature of a callable, looking through decorators that hide it behind ``(*args, **kwargs)``
-    without ``functools.wraps`` (x-transformers' ``eval_decorator``): the function their closure holds."""
+    without ``functools.wraps`` (x-transformers' ``eval_decorator``): the function their closure holds.
+    Below a bound method, each function found is unbound, so its first parameter is the instance, whatever
+    it is called (PaLM-pytorch's ``inner(model, *args, **kwargs)``), and is dropped."""
+    bound, below = getattr(fn, "__self__", None) is not None and inspect.ismethod(fn), False
     for _ in range(4):
         try:
             sig = inspect.signature(fn)
         except (TypeError, ValueError):
             return None
+        first = next(iter(sig.parameters.values()), None)
+        if bound and below and first is not None and first.kind in (first.POSITIONAL_ONLY,
+                                                                    first.POSITIONAL_OR_KEYWORD):
+            sig = sig.replace(parameters=list(sig.parameters.values())[1:])
         kinds = {p.kind for p in sig.parameters.values() if p.name != "self"}
         if kinds - {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}:
             return sig
@@ -149,7 +156,7 @@ def signature_of(fn: Any) -> inspect.Signature | None:
         wrapped = next((c for c in cells if inspect.isfunction(c)), None)
         if wrapped is None:
             return sig
-        fn = wrapped
+        fn, below = wrapped, True
     return sig
 
 

@@ -639,11 +639,25 @@ def _projections_in(block: nn.Module) -> int:
 
 def find_blocks(model: nn.Module) -> tuple[str, nn.ModuleList] | None:
     """The stack of transformer blocks: the first ModuleList of one class whose items hold two or more
-    projections (``nn.Linear``, Hugging Face's ``Conv1D``, or TransformerLens' ``W_O`` and ``W_out``)."""
+    projections (``nn.Linear``, Hugging Face's ``Conv1D``, or TransformerLens' ``W_O`` and ``W_out``); without
+    one, the longest run of such items in an ``nn.Sequential`` (PaLM-pytorch's embedding, ``Residual``
+    blocks, norm and head in one), named by its slice."""
     for name, m in model.named_modules():
         if isinstance(m, nn.ModuleList) and len(m) and len({type(b) for b in m}) == 1 and _projections_in(m[0]) >= 2:
             return name, m
-    return None
+    best = None
+    for name, m in model.named_modules():
+        if not isinstance(m, nn.Sequential):
+            continue
+        items, start = list(m), 0
+        while start < len(items):
+            stop = start
+            while stop < len(items) and type(items[stop]) is type(items[start]) and _projections_in(items[stop]) >= 2:
+                stop += 1
+            if stop - start >= 2 and (best is None or stop - start > len(best[1])):
+                best = (f"{name or 'model'}[{start}:{stop}]", nn.ModuleList(items[start:stop]))
+            start = max(stop, start + 1)
+    return best
 
 
 def output_projections(block: nn.Module, C: int) -> list[tuple[str, nn.Module]]:

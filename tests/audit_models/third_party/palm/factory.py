@@ -1,0 +1,70 @@
+"""PaLM-pytorch's own files (vendored beside this one) at a tiny size, clean and with one planted bug.
+
+PaLM's block is parallel (attention and SwiGLU from one fused projection,
+``fused_attn_ff_proj``, added to the stream by a ``Residual`` wrapper in an
+``nn.Sequential``), its attention is multi-query with scores by ``einsum``,
+and its ``AutoregressiveWrapper`` is a loss wrapper whose ``generate`` hides
+its signature behind a decorator without ``functools.wraps`` and returns the
+new tokens alone.
+"""
+
+import importlib.util
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load(name, file):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, file))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _vendored():
+    """palm_pytorch.py and autoregressive_wrapper.py, with einops' ``rearrange`` from the stub where einops
+    is not installed (the stub is in ``sys.modules`` only while they import)."""
+    stub = None
+    try:
+        import einops  # noqa: F401
+    except ImportError:
+        stub = sys.modules["einops"] = _load("einops", "einops_stub.py")
+    try:
+        return _load("palm_pytorch_model", "palm_pytorch.py"), _load("palm_pytorch_wrapper",
+                                                                     "autoregressive_wrapper.py")
+    finally:
+        if stub is not None and sys.modules.get("einops") is stub:
+            del sys.modules["einops"]
+
+
+def _build(palm, wrapper):
+    torch.manual_seed(0)
+    net = palm.PaLM(dim=64, num_tokens=64, depth=2, dim_head=16, heads=4, ff_mult=2)
+    model = wrapper.AutoregressiveWrapper(net, max_seq_len=64)
+    return {"model": model, "optimizer": torch.optim.Adam(model.parameters(), lr=1e-3)}
+
+
+def build():
+    return _build(*_vendored())
+
+
+def build_mask_shifted():
+    """The planted bug: the causal mask built with ``triu(2)`` for ``triu(1)``, so each position also reads
+    the next one."""
+    palm, wrapper = _vendored()
+
+    def get_mask(self, n, device):
+        return torch.ones((n, n), device=device, dtype=torch.bool).triu(2)
+
+    palm.ParallelTransformerBlock.get_mask = get_mask
+    return _build(palm, wrapper)
+
+
+def build_residual_dropped():
+    """The planted bug: ``Residual`` returns its block's output without adding its input."""
+    palm, wrapper = _vendored()
+    palm.Residual.forward = lambda self, x: self.fn(x)
+    return _build(palm, wrapper)
