@@ -28,9 +28,7 @@ def _vendored():
     """palm_pytorch.py and autoregressive_wrapper.py, with einops' ``rearrange`` from the stub where einops
     is not installed (the stub is in ``sys.modules`` only while they import)."""
     stub = None
-    try:
-        import einops  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("einops") is None:
         stub = sys.modules["einops"] = _load("einops", "einops_stub.py")
     try:
         return _load("palm_pytorch_model", "palm_pytorch.py"), _load("palm_pytorch_wrapper",
