@@ -159,7 +159,8 @@ def test_future_token_intervention_clean_model_is_causal(small_model):
 def test_future_token_intervention_says_nothing_moved_or_stayed_when_logits_are_not_finite(small_model, bad):
     """NaN compares false with the tolerance (it read as "the past moved"), and inf - inf is NaN: the probe
     counts the non-finite logits and leaves its verdicts unset."""
-    hook = small_model.lm_head.register_forward_hook(lambda module, args, out: out.index_fill(1, torch.tensor([0]), bad))
+    first = torch.tensor([0])
+    hook = small_model.lm_head.register_forward_hook(lambda module, args, out: out.index_fill(1, first, bad))
     try:
         result = future_token_intervention(small_model, random_ids(2, 16), position=7,
                                            generator=torch.Generator().manual_seed(0))
