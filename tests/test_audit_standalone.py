@@ -32,12 +32,26 @@ CLEAN = {
                      "CACHE": ("skip", "generate has no greedy setting"), "LOOP": ("skip", "no train_step"),
                      "CAPABILITY": ("skip", ""), "GENERATE": ("ok", "generated 70 tokens past block_size 64"),
                      "RESIDUAL": ("ok", "2 blocks carry their input forward")},
+    "gptfast/factory": {"GENERATE": ("skip", "no generate method"), "LOOP": ("skip", "no train_step"),
+                        "CAPABILITY": ("skip", ""), "ATTENTION": ("ok", "2 attention modules equal the SDPA"),
+                        "CACHE": ("ok", "cached logits equal the full forward's")},
+    "lit_llama/factory": {"GENERATE": ("skip", "no generate method"), "LOOP": ("skip", "no train_step"),
+                          "CAPABILITY": ("skip", ""), "CACHE": ("ok", "cached logits equal the full forward's")},
+    "nanogpt_mup/factory": {"ATTENTION": ("warn", "0.0625 (1/D, muP's)"), "LOOP": ("skip", "no train_step"),
+                            "CAPABILITY": ("skip", "")},
+    "modded_nanogpt/factory": {"REGISTRATION": ("warn", "plain tensors the model carries along itself"),
+                               "CACHE": ("skip", "no cache interface"), "GENERATE": ("skip", "no generate method"),
+                               "CAPABILITY": ("skip", ""), "LOOP": ("ok", "optimizer.step 2 calls")},
 }
 #: Each planted bug: the factory, the link it must fail first, and what that link's verdict must say.
 BUGS = [
     ("llama2c/factory:build_kv_tiled", "ATTENTION", "the key/value heads are shared with the wrong query heads"),
     ("palm/factory:build_mask_shifted", "CAUSALITY", "the past moved"),
     ("palm/factory:build_residual_dropped", "RESIDUAL", "the block drops its input"),
+    ("gptfast/factory:build_rotary_not_offset", "CACHE", "cached logits differ from the full forward"),
+    ("lit_llama/factory:build_is_causal_with_cache", "CACHE", "cached logits differ from the full forward"),
+    ("nanogpt_mup/factory:build_mask_shifted", "CAUSALITY", "the past moved"),
+    ("modded_nanogpt/factory:build_unnormalised", "LOOP", "|step gradient| / |full-batch gradient| 2.000"),
 ]
 
 
@@ -77,3 +91,16 @@ def test_blocks_in_a_sequential_are_found_by_their_run():
     residual = verdicts(report_of("palm/factory"))["RESIDUAL"]
     assert residual.evidence[0][0] == "net[1:3][0]" and residual.evidence[0][1].startswith("zeroed fn.ff_out.1: "), \
         residual.evidence
+
+
+def test_a_model_whose_tables_stay_behind_when_it_moves_fails_registration():
+    """pytorch-llama keeps its rotary table and its KV caches as plain attributes made on ``args.device``: a
+    real defect (``model.to("cuda")`` leaves them behind, and the forward then mixes devices), named at
+    REGISTRATION. Its forward takes one token per call, so ATTENTION, which compares whole sequences, skips
+    and says why; CACHE has no second path to compare."""
+    report = report_of("pytorch_llama/factory")
+    assert report.first_failure == "REGISTRATION", report.text()
+    got = verdicts(report)
+    assert got["REGISTRATION"].verdict.startswith("not registered: freqs_complex"), got["REGISTRATION"].verdict
+    assert "it attends 1 position(s) per call" in got["ATTENTION"].verdict and got["ATTENTION"].status == "skip"
+    assert [name for name, link in got.items() if link.status == "FAIL"] == ["REGISTRATION"], report.text()
