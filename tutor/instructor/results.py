@@ -96,12 +96,14 @@ def result_of(summary: Learner, assignment, titles: dict, now: dt.datetime | Non
     tests = []
     for n, assigned in enumerate(assignment.exercises, 1):
         row = summary.counted.get(assigned.id)
-        score = float(assigned.points) if row is not None and row.get("status") == "pass" else 0.0
+        # passed by its verdict, not its score: a practice exercise (0 points) that matched scores 0 and passed
+        passed = row is not None and row.get("status") == "pass"
+        score = float(assigned.points) if passed else 0.0
         title = titles.get(assigned.id)
         status = row.get("status") if row else "missing"
         tests.append({"name": f"{assigned.id} · {title}" if title else assigned.id, "number": str(n),
                       "score": score, "max_score": float(assigned.points),
-                      "status": "passed" if score > 0 else "failed",
+                      "status": "passed" if passed else "failed",
                       "output": output_for(row, show, assignment), "visibility": _visibility(assigned.visibility, show),
                       "extra_data": {"exercise": assigned.id,
                                      "status": status if show or status not in GRADED else "recorded",
@@ -113,7 +115,7 @@ def result_of(summary: Learner, assignment, titles: dict, now: dt.datetime | Non
     who = name or summary.name or ""
     answered = sum(t["extra_data"]["status"] != "missing" for t in tests)
     output = (f"{who + ': ' if who else ''}{score:g} of {assignment.max_score:g} points: "
-              f"{sum(t['score'] > 0 for t in tests)} of {len(tests)} exercises matched what their checks observed.")
+              f"{sum(t['status'] == 'passed' for t in tests)} of {len(tests)} exercises matched what their checks observed.")
     if not show:
         output = (f"{who + ': ' if who else ''}{answered} of {len(tests)} exercises answered and recorded; the "
                   "scores and what the checks observed are shown after the due time.")
