@@ -431,7 +431,7 @@ def test_progress_all_summarises_every_learner_and_reports_a_damaged_file(tmp_pa
     assert proc.returncode == 0, proc.stderr
     rows = {r["learner"]: r for r in json.loads(proc.stdout)["learners"]}
     assert rows["ada"] == {"learner": "ada", "file": str(folder / "ada.toml"), "error": None, "tried": 1,
-                           "solved": 1, "attempts": 2, "notes": 1, "last_attempt": "2026-11-29T10:01:00+00:00"}
+                           "warm_ups": 0, "solved": 1, "attempts": 2, "notes": 1, "last_attempt": "2026-11-29T10:01:00+00:00"}
     assert rows["bob"]["solved"] == 0 and rows["bob"]["attempts"] == 1
     damaged = folder / "cyd.toml"
     damaged.write_text("format_version = 1\n[exercises.x\n")

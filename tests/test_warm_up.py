@@ -98,7 +98,8 @@ def test_a_warm_up_is_counted_in_no_total_and_said_as_ungraded():
     assert cells["Capstone"] == ["0", "0", str(len(catalog.get_set("capstone").exercises) - 1)]
     assert cells["all"][2] == str(len(catalog.exercises) - 1)
     assert attempt_result(warm(True)).plain == "matched · ungraded"
-    assert exercise_history(progress.of(WARM)).plain.startswith("○ warm-up: ungraded · 1 prediction(s)")
+    assert exercise_history(progress.of(WARM)).plain == \
+        "○ warm-up: ungraded · 1 bet(s); last: you bet causality; the mystery's first failing link was causality"
     table = progress_table(progress, catalog, {WARM}, lambda note: note)
     assert _rows(table)[0][:5] == [WARM, "1", "causality", "causality (seed 0)", "ungraded"]
 
@@ -162,3 +163,72 @@ def test_a_warm_ups_verdict_says_it_is_never_graded():
         verdict = render_result(catalog.get(ex_id), result)[0].plain
         assert verdict.startswith("✗ your prediction did not match the observation")
         assert ("a warm-up: saved, never graded" in verdict) is said
+
+
+def test_a_saved_warm_up_is_said_as_a_bet_never_as_a_graded_prediction():
+    from tutor.render.progress import answers_count, saved_attempt
+    shown = saved_attempt(warm(False, seed=3)).plain
+    assert shown.startswith("○ warm-up: you bet causality (90 % sure); the mystery's first failing link was causality")
+    assert "saved, never graded" in shown and "mystery seed 3" in shown and "on a new mystery" in shown
+    assert "prediction" not in shown and "✗" not in shown and "✓" not in shown  # no pass, no fail
+    held = Attempt(**{**warm(True).__dict__, "prediction": "none", "observed": "none"})
+    assert "every link of the mystery held (none)" in saved_attempt(held).plain
+    edit = Attempt(time="t", prediction="", observed="ok", correct=False, status="ok", device="cpu",
+                   engine_hash="h", mode="hunt", verdict="not fixed")
+    assert answers_count([warm(False), warm(True, seed=1), edit]) == "2 warm-up bet(s), ungraded · 1 edit(s)"
+    assert answers_count([]) == "0 prediction(s)"
+
+
+def test_the_tui_shows_a_saved_warm_up_bet_after_a_relaunch_on_its_page_and_the_home_pane(tmp_path):
+    """A relaunch reads the bet from the file: the page shows it as the last result, said as a warm-up's
+    bet, and the home screen's detail pane counts it as a bet (it said "0 prediction(s)")."""
+    pytest.importorskip("textual")
+    from textual.widgets import Static
+    from test_tui import drive, make_app, open_exercise, text_of, wait_until
+    from tutor.ui.widgets.exercise_tree import ExerciseTree
+
+    ProgressStore(tmp_path).record_attempt("ada", WARM, Attempt(**{**warm(False, seed=0).__dict__,
+                                                                   "prediction": "shape"}))
+    app, _ = make_app(tmp_path)
+    seen = {}
+
+    async def script(pilot):
+        home = pilot.app.screen
+        await wait_until(pilot, lambda: bool(home.query(ExerciseTree)), "the exercise list")
+        home.query_one(ExerciseTree).move_to(WARM)
+        detail = home.query_one("#home-detail-text", Static)
+        await wait_until(pilot, lambda: WARM in text_of(detail), "the warm-up in the detail pane")
+        seen["home"] = " ".join(text_of(detail).split())
+        screen = await open_exercise(pilot, WARM)
+        panel = screen.query_one("#result")
+        await wait_until(pilot, lambda: panel.has_class("-shown"), "the saved bet on the page")
+        seen["page"] = " ".join(" ".join(text_of(s) for s in panel.query(Static)).split())
+        seen["history"] = " ".join(text_of(screen.query_one("#exercise-history", Static)).split())
+        seen["answer"] = screen.query_one("PredictionInput").value
+    drive(app, script, size=(120, 40))
+    assert "warm-up made (ungraded) · 1 warm-up bet(s), ungraded" in seen["home"]
+    assert "prediction(s)" not in seen["home"]
+    assert "warm-up: you bet shape (90 % sure); the mystery's first failing link was causality" in seen["page"]
+    assert "saved, never graded" in seen["page"] and "did not match" not in seen["page"]
+    assert seen["history"].startswith("○ warm-up: ungraded · 1 bet(s); last: you bet shape;")
+    assert seen["answer"] == "shape"  # the bet is back in its box, as a prediction would be
+
+
+def test_tutor_progress_all_counts_a_warm_up_apart_from_the_exercises_tried(tmp_path, capsys, monkeypatch):
+    """A learner expects a warm-up to be tried and never scored: ``--all`` counts it beside the exercises
+    tried (it counted as one of them, beside an "ever solved" it can never reach)."""
+    folder = tmp_path / "class"
+    write(folder, "ada", {"head-split": {"attempts": [row("b", True, 80, 0)]},
+                          WARM: {"attempts": [row("causality", True, 90, 2, mode=WARMUP)]}})
+    write(folder, "bob", {"head-split": {"attempts": [row("a", False, 80, 0)]}})
+    assert main(["progress", "--all", "--json", "--progress-dir", str(folder)]) == 0
+    rows = {r["learner"]: r for r in json.loads(capsys.readouterr().out)["learners"]}
+    assert (rows["ada"]["tried"], rows["ada"]["warm_ups"], rows["ada"]["solved"]) == (1, 1, 1)
+    assert (rows["bob"]["tried"], rows["bob"]["warm_ups"]) == (1, 0)
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["progress", "--all", "--progress-dir", str(folder)]) == 0
+    out = capsys.readouterr().out
+    total = len(load_catalog().exercises)
+    assert f"({total} exercises, 1 of them an ungraded warm-up)" in out
+    lines = {line.split()[1]: line for line in out.splitlines() if line.startswith("│ ")}
+    assert "1 + 1 warm-up (ungraded)" in lines["ada"] and "warm-up" not in lines["bob"]

@@ -22,7 +22,7 @@ from tutor.cli.common import (catalog, catalog_or_none, choice_text, confidence_
 from tutor.cli.replies import (EXIT_CHECK, EXIT_MATCH, EXIT_MISMATCH, EXIT_SAVE, EXIT_USAGE, CouldNotRun, EditReply,
                                Events, EveryoneReply, ProgressReply, Reply, ReviewReply, RunReply, UsageError,
                                VersionReply)
-from tutor.model.attempts import ProgressError
+from tutor.model.attempts import WARMUP, ProgressError
 
 # The rules only some commands use (calibration, review, patches, verdicts, the progress format) are
 # imported by those commands: 'tutor list' loads none of them.
@@ -413,7 +413,10 @@ def progress_of_everyone(args) -> EveryoneReply:
         row["learner"] = loaded.learner
         entries = loaded.exercises.values()
         times = [a.time for e in entries for a in e.attempts]
-        row.update(tried=sum(bool(e.attempts) for e in entries), solved=sum(e.solved for e in entries),
+        # a warm-up's bet was made but scores nothing: counted apart from the exercises tried, never in them
+        bet_only = sum(bool(e.attempts) and all(a.mode == WARMUP for a in e.attempts) for e in entries)
+        row.update(tried=sum(bool(e.attempts) for e in entries) - bet_only, warm_ups=bet_only,
+                   solved=sum(e.solved for e in entries),
                    attempts=len(times), notes=sum(bool(e.note.strip()) for e in entries),
                    last_attempt=max(times) if times else None)
         rows.append(row)
@@ -424,7 +427,7 @@ def progress_of_everyone(args) -> EveryoneReply:
         data["error"] = (f"{len(bad)} progress file{'s' if len(bad) > 1 else ''} cannot be read "
                          f"({', '.join(Path(r['file']).name for r in bad)}); each row says why")
     return EveryoneReply(data, EXIT_USAGE if bad else 0, folder=store.folder, total=total, rows=rows,
-                         kept_aside=kept)
+                         kept_aside=kept, ungraded=sum(not e.graded for e in cat.exercises) if cat else 0)
 
 
 def version(args, events: Events) -> VersionReply:

@@ -305,7 +305,8 @@ class RichOutput:
             console.print(Text(f"No progress files in {reply.folder}."))
             _kept_aside_lines(console, reply.kept_aside)
             return
-        total = f" ({reply.total} exercises)" if reply.total else ""
+        warm = f", {reply.ungraded} of them an ungraded warm-up" if reply.ungraded else ""
+        total = f" ({reply.total} exercises{warm})" if reply.total else ""
         console.print(Text(f"Learners in {reply.folder}{total}", style="bold"))
         table = Table()
         table.add_column("learner", no_wrap=True)
@@ -316,8 +317,9 @@ class RichOutput:
                 table.add_row(r["learner"], Text("cannot be read (below)", style="red"), "", "", "", "")
             else:
                 when = show_time(r["last_attempt"]) if r["last_attempt"] else "-"
-                table.add_row(r["learner"], str(r["tried"]), str(r["solved"]), str(r["attempts"]), str(r["notes"]),
-                              when)
+                bets = f" + {r['warm_ups']} warm-up (ungraded)" if r.get("warm_ups") else ""
+                table.add_row(r["learner"], f"{r['tried']}{bets}", str(r["solved"]), str(r["attempts"]),
+                              str(r["notes"]), when)
         console.print(table)
         _kept_aside_lines(console, reply.kept_aside)
         for r in rows:

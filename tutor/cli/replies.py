@@ -133,6 +133,7 @@ class ReviewReply(Reply):
 class EveryoneReply(Reply):
     folder: Path | None = None
     total: int | None = None
+    ungraded: int = 0  # of the total, the warm-ups: tried, never scored
     rows: list = field(default_factory=list)
     kept_aside: list = field(default_factory=list)
 

@@ -20,7 +20,7 @@ CLI and the TUI draw with are gathered here.
 """
 
 from tutor.render.edit import EDIT_STYLE, EDIT_TEXT, edit_columns, instruments_table, render_edit, side_cell
-from tutor.render.progress import (attempt_result, attempt_row, calibration_renderables, edits_summary,
+from tutor.render.progress import (answers_count, attempt_result, attempt_row, calibration_renderables, edits_summary,
                                    exercise_history, last_said, progress_table, saved_attempt, set_totals,
                                    sure_cell)
 from tutor.render.result import (TIMEOUT_ADVICE, VERDICT_STYLE, VERDICT_TEXT, DiffView, comparison_table,
@@ -31,7 +31,7 @@ from tutor.render.tables import WordTable, column_widths
 
 __all__ = ["EDIT_STYLE", "EDIT_TEXT", "LOG_SPAN", "PLOT_HEIGHT", "SIDE_STYLE", "TIMEOUT_ADVICE", "VERDICT_STYLE",
            "VERDICT_TEXT", "DiffView", "attempt_result", "attempt_row", "edits_summary", "exercise_history", "last_said",
-           "progress_table", "saved_attempt",
+           "progress_table", "saved_attempt", "answers_count",
            "SeriesGroup", "SeriesPlot", "WordTable", "calibration_renderables",
            "column_widths", "comparison_table", "draw_series", "edit_columns", "evidence_renderables",
            "instruments_table", "legend", "nice_ticks", "plot_scale", "render_diff", "render_edit", "render_result",

@@ -166,10 +166,38 @@ def progress_table(progress, catalog, seeded: set, preview) -> WordTable:
 
 
 def last_said(attempt) -> Text:
-    """``you said X, the check observed Y`` (or ``…, the check ran out of time``) for a saved prediction."""
+    """``you said X, the check observed Y`` (or ``…, the check ran out of time``) for a saved prediction;
+    a warm-up's bet is said as one (:func:`warm_up_said`)."""
+    if attempt.mode == WARMUP:
+        return warm_up_said(attempt)
     seen = (", the check ran out of time",) if attempt.status == "timeout" else \
         (", the check observed ", (attempt.observed, "bold"))
     return Text.assemble("you said ", (attempt.prediction, "bold"), *seen)
+
+
+def warm_up_said(attempt, sure: str = "", named: bool = True) -> Text:
+    """A warm-up's saved bet as what it is, never a graded prediction:
+    ``warm-up: you bet X; the mystery's first failing link was Y`` (or ``…; the check ran out of time``);
+    ``sure`` follows the bet (`` (90 % sure)``); ``named`` false leaves out ``warm-up:`` where the line says it."""
+    if attempt.status == "timeout":
+        seen: tuple = ("; the check ran out of time",)
+    elif attempt.observed == "none":  # the answer that names no link: every link of the mystery held
+        seen = ("; every link of the mystery held (", ("none", "bold"), ")")
+    else:
+        seen = ("; the mystery's first failing link was ", (attempt.observed, "bold"))
+    return Text.assemble("warm-up: " if named else "", "you bet ", (attempt.prediction, "bold"), sure, *seen)
+
+
+def answers_count(attempts) -> str:
+    """How many answers ``attempts`` (an exercise's, since its reset) hold, edits apart: ``2 prediction(s)``;
+    warm-up bets are counted as what they are (``1 warm-up bet(s), ungraded``), never as predictions."""
+    said = sum(a.mode == PREDICT for a in attempts)
+    bets = sum(a.mode == WARMUP for a in attempts)
+    edits = sum(a.mode not in ANSWER_MODES for a in attempts)
+    parts = [f"{said} prediction(s)"] if said or not bets else []
+    parts += [f"{bets} warm-up bet(s), ungraded"] if bets else []
+    parts += [f"{edits} edit(s)"] if edits else []
+    return " · ".join(parts)
 
 
 def exercise_history(progress) -> Text:
@@ -184,11 +212,20 @@ def exercise_history(progress) -> Text:
     edited = f" · {edits} edit attempt(s) (p shows them)" if edits else ""
     if not said:
         return Text.assemble(verdict, " · no prediction yet", edited)
-    return Text.assemble(verdict, f" · {len(said)} prediction(s); last: ", last_said(said[-1]), edited)
+    if all(a.mode == WARMUP for a in said):
+        return Text.assemble(verdict, f" · {len(said)} bet(s); last: ", warm_up_said(said[-1], named=False), edited)
+    return Text.assemble(verdict, f" · {answers_count(said)}; last: ", last_said(said[-1]), edited)
 
 
 def saved_attempt(attempt) -> Text:
-    """A saved prediction as an exercise page shows it after a relaunch (its evidence was not kept)."""
+    """A saved prediction as an exercise page shows it after a relaunch (its evidence was not kept).
+    A warm-up's bet is shown as one: no pass or fail, since it was never graded."""
+    if attempt.mode == WARMUP:
+        sure = f" ({attempt.confidence} % sure)" if attempt.confidence is not None else ""
+        return Text.assemble(("○ ", "bold cyan"), warm_up_said(attempt, sure),
+                             ("\nsaved, never graded: it counts towards no score", "cyan"),
+                             (f"\n{show_time(attempt.time)} · {attempt.device} · mystery seed {attempt.seed} · "
+                              "r bets again, on a new mystery", "dim"))
     word = verdict_of(attempt)  # a saved timeout is shown as one, never as a wrong prediction
     verdict = (VERDICT_TEXT.get(word, word), VERDICT_STYLE.get(word, "bold"))
     sure = f" ({attempt.confidence} % sure)" if attempt.confidence is not None else ""

@@ -19,7 +19,7 @@ from textual.widgets import Button, Header, Input, Markdown, Static, TextArea
 
 from tutor.model import answers
 from tutor.app.run import Run
-from tutor.model.attempts import PREDICT, ProgressError
+from tutor.model.attempts import ANSWER_MODES, ProgressError
 from tutor.model.catalog import Exercise
 from tutor.model.review import due_state, next_after, seen_ago
 from tutor.render import exercise_history, last_said, saved_attempt
@@ -101,7 +101,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         self._session = app.session
         progress = self._session.progress_of(ex.id)
         current = progress.current  # since the last reset: a reset exercise shows as fresh
-        said = [a for a in current if a.mode == PREDICT]  # fix, break and hunt attempts are no answers
+        said = [a for a in current if a.mode in ANSWER_MODES]  # a warm-up's bet too; fix, break, hunt are no answers
         self._said_before = said
         # due for review: asked as a recall, so the last answer and observation show only after the new run
         self._review = due_state(ex.id, progress)

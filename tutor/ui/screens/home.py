@@ -10,8 +10,9 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Header, Input, Static, Tree
 
-from tutor.model.attempts import PREDICT, LearnerProgress, ProgressError
+from tutor.model.attempts import LearnerProgress, ProgressError
 from tutor.model.review import continue_point, due
+from tutor.render import answers_count
 from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.widgets.exercise_tree import ExerciseTree, set_id_of, status_of
 from tutor.ui.widgets.ordered_input import OrderedInput
@@ -292,11 +293,8 @@ class HomeScreen(PageScreen):
 
     @staticmethod
     def _tries(progress) -> str:
-        """``2 prediction(s)``, and the edit attempts apart (``· 1 edit(s)``): an edit is no answer."""
-        current = progress.current
-        said = sum(a.mode == PREDICT for a in current)
-        edits = len(current) - said
-        return f"{said} prediction(s)" + (f" · {edits} edit(s)" if edits else "")
+        """``2 prediction(s)``, a warm-up's bets as bets, and the edit attempts apart (``· 1 edit(s)``)."""
+        return answers_count(progress.current)
 
 
 class ConfirmReset(ModalScreen[bool]):
