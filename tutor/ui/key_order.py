@@ -16,6 +16,12 @@ app (``Widget.focus`` moves the focus through the app's queue) — and only
 then hands it to the widget that has the focus now. A key typed while a
 new screen is being made goes to that screen, which reads it once it is
 mounted, never to the page underneath.
+
+A terminal sends Esc as the single byte ESC, so Esc typed just before a
+letter arrives in the same read as ESC + letter, which Textual's parser
+reads as alt+letter with the letter as its character: the note would take
+the letter and keep the focus. The app binds no alt+letter, so such a key
+is read as what was typed, Esc and then the letter (:func:`as_typed`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,20 @@ from textual import events
 #: How often (seconds) the app looks whether the key it waits on was lost: the widget holding it was
 #: removed before handling it. Only a lost key releases the keys behind it early; a slow one never does.
 LOST_KEY_CHECK_S = 0.5
+
+
+def as_typed(key: events.Key) -> list[events.Key]:
+    """``key`` as the learner typed it: alt+letter (ESC and a letter in one read) is Esc, then the letter.
+
+    Both keys keep the time the terminal's key was read. Any other key is itself.
+    """
+    letter = key.character
+    if not (key.key.startswith("alt+") and letter and len(letter) == 1 and letter.isalpha()):
+        return [key]
+    typed = [events.Key("escape", "\x1b"), events.Key(letter, letter)]
+    for k in typed:
+        k.time = key.time
+    return typed
 
 
 class KeysInOrder:
@@ -43,7 +63,7 @@ class KeysInOrder:
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded:
-            self._held.append(event)
+            self._held.extend(as_typed(event))
             if self._in_flight is None:
                 await self._hand_on_next()
             return
