@@ -267,3 +267,20 @@ def test_tutor_break_runs_the_learners_fault_against_the_prediction(tmp_path, ca
     assert data["verdict"]["status"] == "changed" and data["yours"]["observed"] is True
     proc = tutor("break", "softmax-axis", "--file", str(mine), "--predict", "no", "--no-save", "--device", "cpu")
     assert proc.returncode == 1 and "your prediction did not match" in proc.stdout
+
+
+def test_a_break_whose_logits_go_nan_is_said_not_finite_never_the_past_moving(tmp_path, catalog):
+    """non-causal under a learner's fault that makes every logit NaN: the future-token test cannot compare
+    such logits, and the learner is told so, with the counts (NaN read as "the past moved" before)."""
+    task = break_task(catalog, catalog.get("non-causal"))
+    line = "logits = self.lm_head(x)  # (B, T, V)"
+    assert task.start.count(line) == 1
+    mine = tmp_path / "model.py"
+    mine.write_text(task.start.replace(line, 'logits = self.lm_head(x) * float("nan")  # (B, T, V)'))
+    proc = tutor("break", "non-causal", "--file", str(mine), "--predict", "c", "--json", "--device", "cpu",
+                 "--no-save", "--no-instruments")
+    data = json.loads(proc.stdout)
+    assert data["yours"]["status"] == "error" and data["verdict"]["status"] == "changed", proc.stdout
+    sentence = data["verdict"]["sentence"]
+    assert "your fault stops the check" in sentence and "cannot say whether the past moved" in sentence
+    assert "logits are not finite (" in sentence and " NaN and 0 inf of " in sentence
