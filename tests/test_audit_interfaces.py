@@ -27,9 +27,7 @@ DRIVEN = {
     "zoo_positions:build_lit": ("lit-llama", {"GENERATE": "no generate method"}),
     "zoo_positions:build_one_token_driven": ("the factory's forward", {
         "GENERATE": "no generate method",
-        "CACHE": "no cache interface the audit drives: the factory's forward gives the full logits",
-        "ATTENTION": "layers.0.attention (it attends 1 position(s) per call, not the forward's 8: the model is "
-                     "driven a chunk at a time"}),
+        "CACHE": "no cache interface the audit drives: the factory's forward gives the full logits"}),
 }
 
 

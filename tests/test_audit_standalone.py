@@ -96,11 +96,20 @@ def test_blocks_in_a_sequential_are_found_by_their_run():
 def test_a_model_whose_tables_stay_behind_when_it_moves_fails_registration():
     """pytorch-llama keeps its rotary table and its KV caches as plain attributes made on ``args.device``: a
     real defect (``model.to("cuda")`` leaves them behind, and the forward then mixes devices), named at
-    REGISTRATION. Its forward takes one token per call, so ATTENTION, which compares whole sequences, skips
-    and says why; CACHE has no second path to compare."""
+    REGISTRATION, and at no other link; CACHE has no second path to compare."""
     report = report_of("pytorch_llama/factory")
     assert report.first_failure == "REGISTRATION", report.text()
     got = verdicts(report)
     assert got["REGISTRATION"].verdict.startswith("not registered: freqs_complex"), got["REGISTRATION"].verdict
-    assert "it attends 1 position(s) per call" in got["ATTENTION"].verdict and got["ATTENTION"].status == "skip"
     assert [name for name, link in got.items() if link.status == "FAIL"] == ["REGISTRATION"], report.text()
+    assert got["CACHE"].status == "skip" and "one token per call" in got["CACHE"].verdict
+
+
+def test_attention_driven_one_token_per_call_is_joined_over_the_calls():
+    """pytorch-llama's attention sees one query per call and the keys cached so far: its calls are joined
+    into one over the sequence, so it is checked (and its kv heads tiled the wrong way fail)."""
+    attention = verdicts(report_of("pytorch_llama/factory"))["ATTENTION"]
+    assert attention.status == "ok", attention.verdict
+    assert "8 calls of one position each, joined" in attention.evidence[0][1], attention.evidence
+    tiled = verdicts(report_of("pytorch_llama/factory:build_kv_tiled"))["ATTENTION"]
+    assert tiled.status == "FAIL" and "shared with the wrong query heads" in tiled.verdict, tiled.verdict

@@ -201,12 +201,13 @@ def watching_rotary(modules: list[tuple[str, nn.Module]], current: list, seen: d
             namespace[fname] = fn
 
 
-def _entering(current: list, by_projection: set, name: str):
+def _entering(current: list, by_projection: set, name: str, calls: AttentionCalls):
     """A projection's forward hook that marks its attention module as running where the module's own hooks
     did not (a block that calls ``self.attention.forward(...)`` directly, as llama2.c's does, bypasses them):
     whatever runs between its q, k, v projections and its output projection is that module's attention."""
     def hook(module, args, out):
         if not current or current[-1] != name:
+            calls.begin(name)
             current.append(name)
             by_projection.add(name)
     return hook
@@ -219,6 +220,29 @@ def _leaving(current: list, by_projection: set, name: str):
             current.pop()
             by_projection.discard(name)
     return hook
+
+
+def _every(store: dict, key, what: str):
+    """A hook that appends each input or output of a module to ``store[key]`` and changes nothing."""
+    if what == "input":
+        def hook(module, args):
+            store.setdefault(key, []).append(args[0])
+    else:
+        def hook(module, args, out):
+            store.setdefault(key, []).append(_first_tensor(out))
+    return hook
+
+
+def _joined(tensors: list, T: int):
+    """What a module saw over the forward: its first call's tensor, or, where the model is driven one
+    position (or chunk) per call and the calls' (B, t, ...) tensors add up to T positions, all of them
+    joined along the sequence (pytorch-llama's one token per forward)."""
+    first = tensors[0]
+    if len(tensors) > 1 and isinstance(first, torch.Tensor) and first.dim() == 3 and first.size(1) < T \
+            and all(isinstance(t, torch.Tensor) and t.dim() == 3 and t.shape[0::2] == first.shape[0::2]
+                    for t in tensors) and sum(t.size(1) for t in tensors) == T:
+        return torch.cat(tensors, dim=1)
+    return first
 
 
 def _keep(store: dict, key, what: str):
@@ -327,24 +351,25 @@ def attention(s: Subject) -> Link:
         return Link("ATTENTION", "skip", "no attention module found (a packed qkv or q/k/v projections, Linear or "
                                          "Conv1D, beside an output projection named like one: "
                                          f"{', '.join(OUTPUT)}); {_projection_owners(s.model)}")
-    seen, rotary, current, handles, by_projection = {}, {}, [], [], set()
+    seen, rotary, current, handles, by_projection, steps = {}, {}, [], [], set(), {}
     skipped, checked, worst, tiled = [], [], (0.0, "", None), {}
     readable, unconventional, unmasked = [], [], []
-    for name, module, kind, projections, output in found:
-        readable.append((name, module, kind, projections, output, n_head_of(module, s.model)))
-        parts = dict(module.named_children())
-        for proj in projections:
-            handles.append(parts[proj].register_forward_hook(_keep(seen, (name, proj), "output")))
-            handles.append(parts[proj].register_forward_hook(_entering(current, by_projection, name)))
-        handles.append(parts[output].register_forward_pre_hook(_keep(seen, (name, "into output"), "input")))
-        handles.append(parts[output].register_forward_pre_hook(_leaving(current, by_projection, name)))
-        handles.append(module.register_forward_pre_hook(lambda m, args, name=name: current.append(name) and None))
-        handles.append(module.register_forward_hook(
-            lambda m, args, out, name=name: (current.pop() if current and current[-1] == name else None) and None))
     generator = torch.Generator().manual_seed(0)
     idx = s.xs[:2, :8]
     T = idx.size(1)
     calls = AttentionCalls(current, batch=idx.size(0))
+    for name, module, kind, projections, output in found:
+        readable.append((name, module, kind, projections, output, n_head_of(module, s.model)))
+        parts = dict(module.named_children())
+        for proj in projections:
+            handles.append(parts[proj].register_forward_hook(_every(steps, (name, proj), "output")))
+            handles.append(parts[proj].register_forward_hook(_entering(current, by_projection, name, calls)))
+        handles.append(parts[output].register_forward_pre_hook(_every(steps, (name, "into output"), "input")))
+        handles.append(parts[output].register_forward_pre_hook(_leaving(current, by_projection, name)))
+        handles.append(module.register_forward_pre_hook(
+            lambda m, args, name=name: (calls.begin(name), current.append(name)) and None))
+        handles.append(module.register_forward_hook(
+            lambda m, args, out, name=name: (current.pop() if current and current[-1] == name else None) and None))
     try:
         with randomised([r[1] for r in readable], generator), watching_rotary([(r[0], r[1]) for r in readable],
                                                                                current, rotary), \
@@ -353,6 +378,7 @@ def attention(s: Subject) -> Link:
     finally:
         for h in handles:
             h.remove()
+    seen = {key: _joined(tensors, T) for key, tensors in steps.items()}
     for name, module, kind, projections, output, H in readable:
         label = name or "model"
         got = seen.get((name, "into output"))
@@ -363,7 +389,7 @@ def attention(s: Subject) -> Link:
             skipped.append(f"{label} (it attends {got.size(1)} position(s) per call, not the forward's {T}: the "
                            "model is driven a chunk at a time, and the comparison needs whole sequences)")
             continue
-        call = calls.calls.get(name)
+        call = calls.call_of(name, T)
         at_call = call is not None and call.q.dim() == 4 and call.q.size(2) == T
         heads_from = "attribute"
         if at_call and call.k.size(2) > T:  # a cache's slots past the sequence: its keys are the first T

@@ -22,7 +22,7 @@ head count, H = q.size(1), where no attribute names it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -88,7 +88,29 @@ class AttentionCalls(TorchFunctionMode):
 
     def __init__(self, current: list, batch: int = 0) -> None:
         super().__init__()
-        self.current, self.calls, self.batch = current, {}, batch
+        self.current, self.calls, self.batch, self.history = current, {}, batch, {}
+
+    def begin(self, name: str) -> None:
+        """Module ``name`` is entered again: the call it made last time goes to its history."""
+        if name in self.calls:
+            self.history.setdefault(name, []).append(self.calls.pop(name))
+
+    def call_of(self, name: str, T: int) -> Call | None:
+        """Module ``name``'s attention call over the forward's T positions: its first call, or, where the
+        model was driven one position per call (each call's queries after the last's, each reading the
+        cached keys so far) and the last call reads T keys, one call stitched from them: every call's
+        queries in order, the last call's keys and values, scale and softcap. Each call's query reads
+        only the keys cached so far, so no mask is asked for, and none is needed."""
+        calls = self.history.get(name, []) + ([self.calls[name]] if name in self.calls else [])
+        if not calls:
+            return None
+        first, last = calls[0], calls[-1]
+        if len(calls) == 1 or first.q.dim() != 4 or first.q.size(2) >= T \
+                or sum(c.q.size(2) for c in calls) != T or last.k.size(2) < T \
+                or any(c.q.shape[:2] != first.q.shape[:2] or c.q.size(-1) != first.q.size(-1) for c in calls):
+            return first
+        return replace(last, q=torch.cat([c.q for c in calls], dim=2), causal_asked=True, mask=None,
+                       asked=f"{last.asked}; {len(calls)} calls of one position each, joined")
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
