@@ -254,9 +254,12 @@ def test_two_columns_for_one_field_are_refused_naming_both():
                                                   ("Time", "submitted_at", "the time spent")])
 def test_an_ambiguous_column_is_never_guessed(column, field, other):
     header = [h for h in ["learner", "exercise", "answer"] if h != field] + [column]
+    # a field every row needs cannot be said absent ("=-"): the advice names the column form instead
+    instead = f"--columns {field}=-" if field == "submitted_at" else \
+        f"--columns {field}=COLUMN naming the column that holds it"
     assert _refusal(header) == (
         f"the column {column!r} of the answers file may be the {field} or {other}, so it is not guessed; say "
-        f"which with --columns {field}={column} or --columns {field}=- (the header has {', '.join(header)})")
+        f"which with --columns {field}={column} or {instead} (the header has {', '.join(header)})")
 
 
 def test_a_header_without_the_required_fields_says_which_are_missing():

@@ -135,9 +135,12 @@ def resolve(header: list[str], named: dict | None = None, source: str = "the ans
         kind, i = found[0]
         if kind == 2:
             other = AMBIGUOUS[normal(header[i])][1]
+            # every row needs a required field, so "=-" (no such column) would only stop the next run
+            instead = (f"--columns {field}=COLUMN naming the column that holds it" if field in REQUIRED
+                       else f"--columns {field}=-")
             raise UsageError(f"the column {header[i].strip()!r} of {source} may be the {field} or {other}, so it is "
-                             f"not guessed; say which with --columns {field}={header[i].strip()} or --columns "
-                             f"{field}=- (the header has {shown})")
+                             f"not guessed; say which with --columns {field}={header[i].strip()} or {instead} "
+                             f"(the header has {shown})")
         columns[field] = i
     missing = [f for f in REQUIRED if f not in columns]
     if missing:
