@@ -442,3 +442,35 @@ def test_audit_runs_the_links_it_is_given_in_pipeline_order():
         assert str(exc).startswith("unknown links ['TOKENISER']; the links are TOKENIZER, ALIGNMENT")
     else:
         raise AssertionError("an unknown link name must raise")
+
+
+class GoesNaN(Bigram):
+    """Logits that are NaN everywhere (an overflow upstream, a 0/0 in a norm): nothing can be compared."""
+
+    def forward(self, idx, targets=None):
+        logits = self.table(idx) * float("nan")
+        loss = None if targets is None else F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        return logits, loss
+
+
+def test_causality_says_non_finite_logits_are_not_finite_never_that_the_suffix_did_not_move():
+    link = structure.causality(subject(GoesNaN()))
+    assert link.status == "FAIL"
+    B, T = subject(GoesNaN()).xs.shape
+    assert link.verdict == (f"the logits are not finite ({B * T * V} NaN and 0 +inf of {B * T * V} logits), so whether "
+                            "the past moved cannot be read: a correct GPT's logits are finite, −inf only where it "
+                            "bans a token"), link.verdict
+    assert structure.causality(subject(Bigram())).status == "ok"  # −inf-free finite logits are read as before
+
+
+def test_loop_says_non_finite_gradients_are_not_finite_never_that_they_accumulate():
+    def train_step(model, optimizer, batch):
+        optimizer.zero_grad()
+        model(*batch)[1].backward()
+        optimizer.step()
+
+    model = GoesNaN()
+    built = {"model": model, "optimizer": torch.optim.SGD(model.parameters(), lr=0.1), "train_step": train_step}
+    verdict = loop.loop(subject_of(lambda: built)).verdict
+    assert verdict.startswith("gradients: optimizer.step() saw gradients that are not finite ("), verdict
+    assert "accumulate across steps" not in verdict and "microbatch" not in verdict

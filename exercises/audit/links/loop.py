@@ -240,6 +240,11 @@ def loop(s: Subject) -> Link:
                                   f"loss has one (norm {float(full.norm()):.3g}): zero_grad() runs between "
                                   "backward() and optimizer.step(), so the step never moves anything; call it "
                                   "before the forward or after the step", False))
+    elif saw is not None and not bool(torch.isfinite(saw).all()):
+        rows.append(("gradients", f"optimizer.step() saw gradients that are not finite "
+                                  f"({int(torch.isnan(saw).sum())} NaN and {int(torch.isinf(saw).sum())} infinite of "
+                                  f"{saw.numel()}), so whether they accumulate or are normalised cannot be read: "
+                                  "find the first non-finite value in the forward", False))
     elif steps:
         _restore(s, saved)  # the same state again; the first step's gradients stay where it left them
         second = Watch(model, s.optimizer, scaler)

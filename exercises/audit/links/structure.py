@@ -37,6 +37,11 @@ def causality(s: Subject) -> Link:
             before = s.forward(idx)
         with seeded(0):
             after = s.forward(changed)
+    invalid = _not_finite(before)
+    if invalid:
+        return Link("CAUSALITY", "FAIL", f"the logits are not finite ({invalid}), so whether the past moved cannot "
+                    "be read: a correct GPT's logits are finite, −inf only where it bans a token",
+                    [["changed", f"tokens after position {position} (eval mode)"], ["non-finite logits", invalid]])
     prefix, prefix_kinds = finite_delta(before[:, : position + 1], after[:, : position + 1])
     suffix, suffix_kinds = finite_delta(before[:, position + 1:], after[:, position + 1:])
     tol = s.tol(1e-5) * finite_scale(before)
@@ -67,6 +72,12 @@ def causality(s: Subject) -> Link:
         evidence.append(["non-finite logits", f"{banned} −inf before the change; kinds changed: prefix "
                                               f"{prefix_kinds}, suffix {suffix_kinds}"])
     return Link("CAUSALITY", "ok" if ok else "FAIL", verdict, evidence)
+
+
+def _not_finite(logits: torch.Tensor) -> str:
+    """'' when every logit is finite or −inf (a banned token); else how many are NaN and +inf, of how many."""
+    nan, inf = int(torch.isnan(logits).sum()), int((logits == float("inf")).sum())
+    return f"{nan} NaN and {inf} +inf of {logits.numel()} logits" if nan or inf else ""
 
 
 def _into_head(s: Subject, idx: torch.Tensor, changed: torch.Tensor, position: int):
