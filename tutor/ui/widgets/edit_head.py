@@ -19,8 +19,9 @@ def edit_head(task, ex, has_editor: bool) -> Text:
         title.append(f"This {task.path} carries the hidden fault of mystery {task.seed}. Edit it until every "
                      "audit link holds; the fault's diff stays hidden.", style="dim")
     else:
+        yours = "your engine" if task.engine else "your code"  # a snippet exercise's file is no engine
         title.append(f"The clean {task.path}. First predict above what a fault of your own will do, then "
-                     "write it here and run: the tutor shows what your engine does and where it first "
+                     f"write it here and run: the tutor shows what {yours} does and where it first "
                      "diverges from clean.", style="dim")
     keys = ("Ctrl+S save and run · Tab indents · Ctrl+T result · Ctrl+F find · Ctrl+G line · "
             "Esc back (your text is kept) · Ctrl+N fresh copy")
