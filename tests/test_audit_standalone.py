@@ -113,3 +113,7 @@ def test_attention_driven_one_token_per_call_is_joined_over_the_calls():
     assert "8 calls of one position each, joined" in attention.evidence[0][1], attention.evidence
     tiled = verdicts(report_of("pytorch_llama/factory:build_kv_tiled"))["ATTENTION"]
     assert tiled.status == "FAIL" and "shared with the wrong query heads" in tiled.verdict, tiled.verdict
+    unread = verdicts(report_of("pytorch_llama/factory:build_cache_not_read_back"))["ATTENTION"]
+    assert unread.status == "FAIL" and unread.verdict.startswith(
+        "layers.0.attention is driven one token per call, and its query at position 7 reads 1 key(s), not the 8"), \
+        unread.verdict

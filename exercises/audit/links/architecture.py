@@ -389,6 +389,13 @@ def attention(s: Subject) -> Link:
             skipped.append(f"{label} (it attends {got.size(1)} position(s) per call, not the forward's {T}: the "
                            "model is driven a chunk at a time, and the comparison needs whole sequences)")
             continue
+        short = calls.short_read(name, T)
+        if short is not None:
+            return Link("ATTENTION", "FAIL", f"{label} is driven one token per call, and its query at position "
+                                             f"{T - 1} reads {short[1]} key(s), not the {T} of positions 0..{T - 1}: "
+                                             "each position attends over its whole past, so the cache must be read "
+                                             "back up to the current position (keys[:, :start_pos + 1])",
+                        [["calls", f"{short[0]} of one query each"], ["keys at the last call", str(short[1])]])
         call = calls.call_of(name, T)
         at_call = call is not None and call.q.dim() == 4 and call.q.size(2) == T
         heads_from = "attribute"

@@ -95,6 +95,16 @@ class AttentionCalls(TorchFunctionMode):
         if name in self.calls:
             self.history.setdefault(name, []).append(self.calls.pop(name))
 
+    def short_read(self, name: str, T: int) -> tuple[int, int] | None:
+        """Where module ``name`` was driven one query per call over T positions and its last call's query
+        read fewer than T keys: (calls, keys read). Each position attends over every key before it, so
+        the last of T reads T; fewer means the cache is not read back."""
+        calls = self.history.get(name, []) + ([self.calls[name]] if name in self.calls else [])
+        if len(calls) < 2 or any(c.q.dim() != 4 or c.q.size(2) != 1 for c in calls) or len(calls) != T:
+            return None
+        keys = calls[-1].k.size(2)
+        return (len(calls), keys) if keys < T else None
+
     def call_of(self, name: str, T: int) -> Call | None:
         """Module ``name``'s attention call over the forward's T positions: its first call, or, where the
         model was driven one position per call (each call's queries after the last's, each reading the

@@ -12,10 +12,17 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _vendored():
-    spec = importlib.util.spec_from_file_location("pytorch_llama_model", os.path.join(HERE, "model.py"))
+def _vendored(*edits: tuple[str, str]):
+    """model.py as a module, with each (old, new) edit made to its source first (the file stays as it is)."""
+    path = os.path.join(HERE, "model.py")
+    spec = importlib.util.spec_from_file_location("pytorch_llama_model", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    with open(path) as f:
+        source = f.read()
+    for old, new in edits:
+        assert old in source, old
+        source = source.replace(old, new)
+    exec(compile(source, path, "exec"), module.__dict__)
     return module
 
 
@@ -40,3 +47,11 @@ def build_kv_tiled():
     module = _vendored()
     module.repeat_kv = lambda x, n_rep: x if n_rep == 1 else x.repeat(1, 1, n_rep, 1)
     return _build(module)
+
+
+def build_cache_not_read_back():
+    """The planted bug: each step reads the cache from ``start_pos`` rather than from 0, so a token attends
+    to itself alone."""
+    return _build(_vendored(*[(f"{t} = self.cache_{c}[:batch_size, : start_pos + seq_len]",
+                               f"{t} = self.cache_{c}[:batch_size, start_pos : start_pos + seq_len]")
+                              for t, c in (("keys", "k"), ("values", "v"))]))
