@@ -232,3 +232,53 @@ def test_tutor_progress_all_counts_a_warm_up_apart_from_the_exercises_tried(tmp_
     assert f"({total} exercises, 1 of them an ungraded warm-up)" in out
     lines = {line.split()[1]: line for line in out.splitlines() if line.startswith("│ ")}
     assert "1 + 1 warm-up (ungraded)" in lines["ada"] and "warm-up" not in lines["bob"]
+
+
+class _MissedBet:
+    """A runner whose every run observed ``alignment``, graded against the prediction it is given."""
+
+    def warm_up(self) -> dict:
+        return {"torch": "fake"}
+
+    def run(self, exercise, prediction=None, on_progress=None, seed=0, sides=None, timeout_scale=None):
+        from tutor.sandbox.result import RunResult
+        said = exercise.kind.show_prediction(exercise.parse_answer(prediction))
+        right = said == "alignment"
+        return RunResult(id=exercise.id, status="pass" if right else "fail", device="cpu", torch="fake", fault=None,
+                         kind=exercise.kind.name, seed=seed or 0, prediction=said, prediction_text=said,
+                         observed="alignment", correct=right)
+
+    def cancel(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_warm_ups_verdict_says_whether_its_bet_was_saved(tmp_path, capsys, monkeypatch):
+    """``--no-save`` keeps nothing, so the verdict must not say the bet was saved."""
+    import tutor.cli.common
+    monkeypatch.setattr(tutor.cli.common, "make_runner", lambda *args, **kwargs: _MissedBet())
+    monkeypatch.setenv("COLUMNS", "200")
+    where = ["--progress-dir", str(tmp_path), "--learner", "ada"]
+    main(["run", WARM, "--predict", "2", "--no-save", *where])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "a warm-up: not saved, never graded" in out and "saved to" not in out
+    assert not list(tmp_path.glob("*.toml"))
+    main(["run", WARM, "--predict", "2", *where])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "a warm-up: saved, never graded" in out and "saved to" in out
+
+
+def test_a_missed_warm_up_bet_exits_0_and_its_json_says_it_is_ungraded(tmp_path, capsys, monkeypatch):
+    """Exit 1 tells a script the prediction did not match: a bet that counts for nothing is no such miss."""
+    import tutor.cli.common
+    monkeypatch.setattr(tutor.cli.common, "make_runner", lambda *args, **kwargs: _MissedBet())
+    assert main(["run", WARM, "--predict", "causality", "--json", "--no-save"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["status"], data["correct"], data["graded"]) == ("fail", False, False)
+    assert main(["run", WARM, "--predict", "2", "--json", "--no-save"]) == 0  # the key 2: alignment
+    assert json.loads(capsys.readouterr().out)["graded"] is False
+    assert main(["run", "first-link-detach", "--predict", "causality", "--json", "--no-save"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert (data["status"], data["graded"]) == ("fail", True)

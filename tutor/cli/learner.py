@@ -82,7 +82,9 @@ def run(args, events: Events) -> RunReply:
     data["note"] = args.explain if outcome.note_saved else ""
     data["note_saved"] = outcome.note_saved
     data["confidence"] = confidence  # as given with --confidence (saved with the attempt), or None
-    code = {"pass": EXIT_MATCH, "fail": EXIT_MISMATCH}.get(result.status, EXIT_CHECK)
+    # A warm-up (graded false) is a bet that counts for nothing: a missed bet is no mismatch, so it exits 0.
+    data["graded"] = ex.graded
+    code = {"pass": EXIT_MATCH, "fail": EXIT_MISMATCH if ex.graded else EXIT_MATCH}.get(result.status, EXIT_CHECK)
     if outcome.save_error and code != EXIT_CHECK:
         code = EXIT_SAVE
         data["error"] = outcome.save_error

@@ -214,7 +214,7 @@ class RichOutput:
     def _(self, reply: RunReply) -> None:
         # deferred: Rich loads only when something is drawn (--json draws nothing)
         from tutor.render import render_result
-        for renderable in render_result(reply.exercise, reply.result):
+        for renderable in render_result(reply.exercise, reply.result, saved=reply.saved_to is not None):
             self.console.print(renderable)
         if reply.saved_to:
             self.console.print(f"[dim]saved to {reply.saved_to}[/dim]")
