@@ -95,8 +95,10 @@ def test_a_warm_up_is_counted_in_no_total_and_said_as_ungraded():
     catalog = load_catalog()
     progress = LearnerProgress("ada", {WARM: ExerciseProgress(attempts=[warm(True)])})
     cells = {r[0]: r[1:] for r in _rows(set_totals(catalog, progress))}
-    assert cells["Capstone"] == ["0", "0", str(len(catalog.get_set("capstone").exercises) - 1)]
-    assert cells["all"][2] == str(len(catalog.exercises) - 1)
+    assert cells["Capstone"] == ["0", "0", f"{len(catalog.get_set('capstone').exercises) - 1} + warm-up"]
+    assert cells["all"][2] == f"{len(catalog.exercises) - 1} + warm-up"
+    first = catalog.sets[0]
+    assert cells[first.title][2] == str(len(first.exercises))  # a set with no warm-up: its count alone
     assert attempt_result(warm(True)).plain == "matched · ungraded"
     assert exercise_history(progress.of(WARM)).plain == \
         "○ warm-up: ungraded · 1 bet(s); last: you bet causality; the mystery's first failing link was causality"
@@ -141,7 +143,7 @@ def test_an_assignment_never_scores_a_warm_up():
         assignment.parse({"exercises": [WARM]}, catalog)  # the short form's one point each
 
 
-def test_the_exercise_tree_marks_a_warm_up_apart_and_leaves_it_out_of_its_sets_count():
+def test_the_exercise_tree_marks_a_warm_up_apart_and_counts_it_beside_its_sets_exercises():
     pytest.importorskip("textual")
     from tutor.ui.widgets.exercise_tree import MARKS, ExerciseTree, status_of
     catalog = load_catalog()
@@ -149,8 +151,33 @@ def test_the_exercise_tree_marks_a_warm_up_apart_and_leaves_it_out_of_its_sets_c
     assert status_of(made) == "warmed" and MARKS["warmed"][0] == "○"  # not ✗: a bet that counts for nothing
     assert status_of(ExerciseProgress()) == "untried"
     capstone = catalog.get_set("capstone")
+    graded = len(capstone.exercises) - 1
     key, label = ExerciseTree._set_label(capstone, LearnerProgress("ada", {WARM: made}))
-    assert key == (0, len(capstone.exercises) - 1) and label.plain.endswith(f"0/{len(capstone.exercises) - 1}")
+    # the set's four lines read as three exercises and the warm-up, as tutor progress counts them
+    assert key == (0, graded, 1) and label.plain.endswith(f"0/{graded} + warm-up")
+    shapes = catalog.sets[0]
+    assert ExerciseTree._set_label(shapes, LearnerProgress("ada", {}))[1].plain.endswith(f"0/{len(shapes.exercises)}")
+
+
+def test_a_warm_up_bet_and_a_fixed_hunt_of_its_mystery_are_never_marked_as_a_miss():
+    """A hunt on the warm-up (Find and fix) counts for nothing too: the exercise stays ○, never ✗ in red."""
+    pytest.importorskip("textual")
+    from tutor.ui.screens.progress import exercise_renderable
+    from tutor.ui.widgets.exercise_tree import ExerciseTree, status_of
+    from rich.console import Console
+    catalog = load_catalog()
+    hunt = Attempt(time="t", prediction="", observed="ok", correct=True, status="ok", device="cpu",
+                   engine_hash="h", mode="hunt", verdict="fixed")
+    for attempts in ([warm(False), hunt], [hunt]):
+        entry = ExerciseProgress(attempts=attempts)
+        assert status_of(entry, graded=False) == "warmed"
+        label = ExerciseTree.exercise_label(catalog.get(WARM), entry)
+        assert label.plain.startswith("○ ") and label.spans[0].style == "cyan"
+        console = Console(width=160, record=True)
+        console.print(exercise_renderable(catalog.get(WARM), entry))
+        assert console.export_text().startswith("○ audit")
+    # a graded exercise with only an edit is attempted, as before
+    assert status_of(ExerciseProgress(attempts=[hunt])) == "attempted"
 
 
 def test_a_warm_ups_verdict_says_it_is_never_graded():

@@ -14,23 +14,34 @@ def _percent(fraction: float | None) -> str:
     return "-" if fraction is None else f"{100 * fraction:.0f} %"
 
 
+def with_warm_ups(graded: int, warm_ups: int) -> str:
+    """How many exercises there are as a learner reads a list: the graded ones, and the warm-ups beside them
+    (``3``, ``3 + warm-up``, ``3 + 2 warm-ups``), the same in ``tutor progress`` and on the home screen."""
+    if not warm_ups:
+        return str(graded)
+    return f"{graded} + warm-up" if warm_ups == 1 else f"{graded} + {warm_ups} warm-ups"
+
+
 def set_totals(catalog, progress, per_set: dict | None = None) -> WordTable:
     """Per set: solved, tried, of how many, and (with calibration) the Brier score of its rated predictions.
-    A warm-up (an ungraded exercise) is none of these: it is never solved, so it is not counted at all."""
+    A warm-up (an ungraded exercise) is none of these: it is never solved, so it is counted beside the
+    exercises (``3 + warm-up``), never among them."""
     columns = ["set", "solved", "tried", "exercises"] + (["rated", "Brier"] if per_set is not None else [])
     table = WordTable(columns, styles=["bold"] + [""] * (len(columns) - 1))
-    totals = [0, 0, 0]
+    totals = [0, 0, 0, 0]
     for exercise_set in catalog.sets:
         entries = [progress.of(e.id) for e in exercise_set.exercises if e.graded]
-        row = [sum(e.solved for e in entries), sum(bool(e.current) for e in entries), len(entries)]
+        warm_ups = sum(not e.graded for e in exercise_set.exercises)
+        row = [sum(e.solved for e in entries), sum(bool(e.current) for e in entries), len(entries), warm_ups]
         totals = [a + b for a, b in zip(totals, row)]
         extra = []
         if per_set is not None:
             c = per_set.get(exercise_set.id)
             extra = [str(c.count) if c else "0", f"{c.brier:.3f}" if c and c.brier is not None else "-"]
-        table.add_row(exercise_set.title, *[str(v) for v in row], *extra)
+        table.add_row(exercise_set.title, str(row[0]), str(row[1]), with_warm_ups(row[2], row[3]), *extra)
     extra = [""] * 2 if per_set is not None else []
-    table.add_row(Text("all", style="bold"), *[Text(str(v), style="bold") for v in totals], *extra)
+    table.add_row(Text("all", style="bold"), *[Text(str(v), style="bold") for v in totals[:2]],
+                  Text(with_warm_ups(totals[2], totals[3]), style="bold"), *extra)
     return table
 
 

@@ -288,7 +288,7 @@ class HomeScreen(PageScreen):
         review = " · ↻ due for review" if exercise_id in getattr(self, "_due", ()) else ""
         return Text.assemble((f"{exercise.id}", "bold"), f" · {exercise.title}\n",
                              (exercise.source_label, "dim"), "\n",
-                             f"{state[status_of(progress)]} · {self._tries(progress)} · "
+                             f"{state[status_of(progress, exercise.graded)]} · {self._tries(progress)} · "
                              f"answer: {answer}{review}")
 
     @staticmethod

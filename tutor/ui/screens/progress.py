@@ -32,7 +32,7 @@ def summary_renderable(catalog, progress: LearnerProgress, where: str) -> Group:
 
 def exercise_renderable(exercise, progress) -> Group:
     """One exercise: its mark, id and title, its attempts as a table, its note wrapped at words."""
-    mark, style = MARKS[status_of(progress)]
+    mark, style = MARKS[status_of(progress, exercise.graded)]
     parts: list = [Text.assemble((mark, style), " ", (exercise.id, "bold"), f" — {exercise.title}")]
     if progress.attempts:
         # mode: predict, or an edit mode (fix, break, hunt), whose result is its verdict, not "correct"

@@ -9,6 +9,7 @@ from textual.widgets import Tree
 from tutor.model.attempts import WARMUP, ExerciseProgress, LearnerProgress
 from tutor.model.catalog import Catalog, Exercise
 from tutor.model.finding import matches, named
+from tutor.render.progress import with_warm_ups
 
 #: status mark per exercise: solved, attempted, warmed up (an ungraded warm-up's bet made), untried
 MARKS = {"solved": ("✓", "green"), "attempted": ("✗", "red"), "warmed": ("○", "cyan"), "untried": ("·", "dim")}
@@ -24,12 +25,15 @@ def set_id_of(data: str | None) -> str | None:
     return data[len(SET_PREFIX):] if data and data.startswith(SET_PREFIX) else None
 
 
-def status_of(progress: ExerciseProgress) -> str:
-    """``solved``, ``attempted``, ``warmed`` (only warm-up bets, which count for nothing) or ``untried``
-    for one exercise's progress (since its last reset)."""
+def status_of(progress: ExerciseProgress, graded: bool = True) -> str:
+    """``solved``, ``attempted``, ``warmed`` or ``untried`` for one exercise's progress (since its last reset).
+
+    ``warmed``: a warm-up (``graded`` false) with anything since its reset — a bet, or a Find and fix of its
+    mystery — which counts for nothing, so it is never ``attempted`` (✗); so are only warm-up bets.
+    """
     if progress.solved:
         return "solved"
-    if progress.current and all(a.mode == WARMUP for a in progress.current):
+    if progress.current and (not graded or all(a.mode == WARMUP for a in progress.current)):
         return "warmed"
     return "attempted" if progress.current else "untried"
 
@@ -87,7 +91,7 @@ class ExerciseTree(Tree[str]):
                 set_node.set_label(label)
             for node in set_node.children:
                 exercise_progress = progress.of(node.data)
-                key = (status_of(exercise_progress), node.data in self.due)
+                key = (status_of(exercise_progress, self.catalog.get(node.data).graded), node.data in self.due)
                 if self._drawn.get(node.data) != key:
                     self._drawn[node.data] = key
                     node.set_label(self.exercise_label(self.catalog.get(node.data), exercise_progress, key[1]))
@@ -151,7 +155,7 @@ class ExerciseTree(Tree[str]):
                 exercise_progress = progress.of(exercise.id)
                 due = exercise.id in self.due
                 node.add_leaf(self.exercise_label(exercise, exercise_progress, due), data=exercise.id)
-                self._drawn[exercise.id] = (status_of(exercise_progress), due)
+                self._drawn[exercise.id] = (status_of(exercise_progress, exercise.graded), due)
                 shown += 1
         return shown
 
@@ -164,13 +168,15 @@ class ExerciseTree(Tree[str]):
 
     @staticmethod
     def _set_label(exercise_set, progress: LearnerProgress) -> tuple[tuple, Text]:
-        """A set's line, ``Shapes  3/9``, with the counts it was drawn from (a warm-up is not counted)."""
+        """A set's line, ``Shapes  3/9``, with the counts it was drawn from; a warm-up is counted beside the
+        graded exercises, never among them (``Capstone  0/3 + warm-up``, as ``tutor progress`` says it)."""
         graded = [e for e in exercise_set.exercises if e.graded]
         solved = sum(progress.of(e.id).solved for e in graded)
-        title, counts = exercise_set.title, f"  {solved}/{len(graded)}"
+        warm_ups = len(exercise_set.exercises) - len(graded)
+        title, counts = exercise_set.title, f"  {solved}/{with_warm_ups(len(graded), warm_ups)}"
         label = Text(title + counts, spans=[Span(0, len(title), "bold"),
                                             Span(len(title), len(title) + len(counts), "cyan")])
-        return (solved, len(graded)), label
+        return (solved, len(graded), warm_ups), label
 
     def process_label(self, label) -> Text:
         """A label as it is given when it is one line of ``Text`` (every label of this tree): Textual's
@@ -188,7 +194,7 @@ class ExerciseTree(Tree[str]):
     @staticmethod
     def exercise_label(exercise: Exercise, progress: ExerciseProgress, due: bool = False) -> Text:
         """``✓ head-split — title`` with the mark coloured by status; ``↻`` when it is due for review."""
-        mark, style = MARKS[status_of(progress)]
+        mark, style = MARKS[status_of(progress, exercise.graded)]
         review = "↻ " if due else ""
         start = len(mark) + 1 + len(review)  # one Text built whole, not assembled piece by piece (a long catalog)
         spans = [Span(0, len(mark), style), Span(start, start + len(exercise.id), "bold")]
