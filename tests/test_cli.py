@@ -524,3 +524,16 @@ def test_run_exits_3_when_the_subject_times_out(probe_checkout):
                         r"exercises/snippets/losses\.py line 2[34] \(squared_errors\); "
                         r"the limit is this exercise's 2 s × 1, as --timeout-scale asked", data["error"]), data["error"]
     assert data["exit_code"] == 3 and data["schema_version"] == 1  # every non-zero exit says its code
+
+
+@pytest.mark.parametrize("argv, unknown", [
+    (["run", "broadcast-loss", "--frobnicate"], "--frobnicate"),
+    (["run", "broadcast-loss", "--frobnicate=3", "--json"], "--frobnicate"),
+])
+def test_an_unknown_option_is_named_before_the_missing_required_one(argv, unknown):
+    from tutor.cli.parser import ArgumentsError, build_parser
+    with pytest.raises(ArgumentsError) as caught:
+        build_parser().parse_args(argv)
+    message = str(caught.value)
+    assert message.startswith(f"unrecognized arguments: {unknown} ")
+    assert "--predict is required" in message and message.endswith("see 'tutor run --help'.")

@@ -26,8 +26,37 @@ class _Parser(argparse.ArgumentParser):
         # --predict -1e-3 and --predict -.5 are answers (no option of tutor starts with a digit).
         self._negative_number_matcher = NEGATIVE_NUMBER
 
+    def parse_known_args(self, args=None, namespace=None):
+        self._reading = list(args) if args is not None else None  # what error() looks through for unknown options
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> None:  # one sentence, exit 2, like every other input error
+        unknown = self._unknown_options()
+        if unknown and message.startswith("the following arguments are required: "):
+            # argparse checks what is missing before what is unknown: a mistyped option would hide behind
+            # the required one it may have been meant as, so the unknown option is named first
+            missing = message.removeprefix("the following arguments are required: ")
+            names = ", ".join(unknown)
+            raise ArgumentsError(f"unrecognized arguments: {names} ('{self.prog}' has no such option: remove it or "
+                                 f"check its spelling), and {missing} is required; see '{self.prog} --help'.")
         raise ArgumentsError(f"{message}; see '{self.prog} --help'.")
+
+    def _unknown_options(self) -> list[str]:
+        """The options in the arguments being read that this parser does not know (nor abbreviates)."""
+        unknown = []
+        for arg in getattr(self, "_reading", None) or ():
+            if arg == "--":
+                break
+            if not arg.startswith("-") or arg == "-" or self._negative_number_matcher.match(arg):
+                continue
+            name = arg.split("=", 1)[0]
+            known = self._option_string_actions
+            if name in known or (name.startswith("--") and any(o.startswith(name) for o in known)):
+                continue
+            if not name.startswith("--") and name[:2] in known:  # -j4: a short option with its value
+                continue
+            unknown.append(name)
+        return unknown
 
 
 #: ``--device`` values: :data:`tutor.sandbox.runner.DEVICES`, spelled here so that parsing the arguments
