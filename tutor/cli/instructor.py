@@ -180,7 +180,8 @@ class Progress:
 
     def graded(self, outcome) -> None:
         self.rows += 1
-        self.counts[outcome.status] = self.counts.get(outcome.status, 0) + 1
+        said = getattr(outcome, "tally", outcome.status)  # a warm-up's row apart from the passes and fails
+        self.counts[said] = self.counts.get(said, 0) + 1
         if self.bar is not None:
             self.bar.update(self.task, completed=self.rows, description=self._counts())
         elif self.rows % self.EVERY == 0:

@@ -143,8 +143,9 @@ class RichOutput:
         """One ``tutor grade`` line as soon as a row is graded: verdict, learner, exercise, the answer."""
         # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
-        style = {"pass": "green", "fail": "yellow"}.get(row.status, "red")
-        line = Text(f"{row.status:<10}", style=style)
+        said = getattr(row, "tally", row.status)  # a warm-up's answer is said as one, never as a pass or a fail
+        style = {"pass": "green", "fail": "yellow", "warm-up": "cyan"}.get(said, "red")
+        line = Text(f"{said:<10}", style=style)
         line.append(f" {fit(row.learner or '?', 20):<20} {fit(row.exercise or '?', 23):<23} ")
         line.append(fit(row.answer_text, 30))
         self.console.print(line, no_wrap=True, overflow="ellipsis")
@@ -452,7 +453,7 @@ def show_summary(console, reply: GradeReply) -> None:
     # deferred: Rich loads only when something is drawn (--json draws nothing)
     from rich.text import Text
     s = reply.summary
-    order = ("pass", "fail", "unreadable", "not_assigned", "error", "timeout", "cancelled")
+    order = ("pass", "fail", "warm-up", "unreadable", "not_assigned", "error", "timeout", "cancelled")
     counts = ", ".join(f"{s.counts[k]} {k.replace('_', ' ')}" for k in order if s.counts.get(k))
     console.print(Text(f"Graded {s.rows} row{'s' if s.rows != 1 else ''} ({s.learners} learner"
                        f"{'s' if s.learners != 1 else ''}, {len(s.exercises)} exercise"

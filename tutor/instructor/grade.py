@@ -73,7 +73,7 @@ from tutor.instructor import assignment as assignments
 from tutor.instructor import gradebook, memo, results as class_results
 from tutor.instructor.answer_rows import AnswerRow
 from tutor.instructor.columns import IDENTITY
-from tutor.model.attempts import PREDICT
+from tutor.model.attempts import ANSWER_MODES, WARMUP
 from tutor.sandbox.runner import DeviceError, Runner, RunResult, UnconfinedError, WorkerError, standard_sides
 
 
@@ -97,6 +97,8 @@ class RowResult:
         verdict: a fix's verdict (fixed, not fixed, syntax error, could not run), or could not run for any row
             whose worker died (``--resume`` grades it again); else None.
         diff: a fix's unified diff against the clean file (the gradebook's answer cell), else None.
+        warmup: the row answers a warm-up (``Exercise.graded`` false): its mode is ``warmup``, and it is
+            told and counted as one (:func:`tutor.instructor.gradebook.tally_of`), never as a pass or a fail.
     """
 
     row: AnswerRow
@@ -111,6 +113,17 @@ class RowResult:
     already_saved: bool = False
     verdict: str | None = None
     diff: str | None = None
+    warmup: bool = False
+
+    @property
+    def mode(self) -> str:
+        """The row's mode as the gradebook says it: the answer's (``predict``, ``fix``), ``warmup`` for a warm-up."""
+        return WARMUP if self.warmup else self.row.mode
+
+    @property
+    def tally(self) -> str:
+        """What the row is counted and said as (:func:`tutor.instructor.gradebook.tally_of`)."""
+        return gradebook.tally_of({"mode": self.mode, "status": self.status})
 
     @property
     def learner(self) -> str | None:
@@ -136,10 +149,10 @@ class RowResult:
         return {"line": r.line, "learner": r.learner, "key": r.key,
                 **{k: r.identity.get(k) for k in IDENTITY}, "exercise": r.exercise,
                 "answer": self.diff if self.diff is not None else r.answer,
-                "mode": r.mode, "status": self.status, "score": int(score) if float(score).is_integer() else score,
+                "mode": self.mode, "status": self.status, "score": int(score) if float(score).is_integer() else score,
                 "points": int(self.points) if float(self.points).is_integer() else self.points,
                 "correct": res.correct if res else None,
-                "prediction_text": res.prediction_text if res and r.mode == PREDICT else None,
+                "prediction_text": res.prediction_text if res and self.mode in ANSWER_MODES else None,
                 "observed": observed,
                 "observed_text": _shown(res), "verdict": self.verdict, "reason": self.reason,
                 "warnings": list(r.warnings), "note": r.note or "", "submitted_at": r.submitted_at, "seed": r.seed,
@@ -309,7 +322,7 @@ def grade_rows(catalog, rows: list[AnswerRow], pool: RunnerPool,
             reason = (f"the prediction {result.prediction_text} is not what the check observed "
                       f"({_shown(result)})")
         return RowResult(row, result.status, reason=reason, result=result, points=points_for(assignment, row.exercise),
-                         reused=reused)
+                         reused=reused, warmup=not ex.graded)
 
     try:
         return pool.run(rows, work, on_result, keep=keep)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from tutor.model.attempts import GRADED, WARMUP
 from tutor.store.files import spreadsheet_safe  # the one rule for a spreadsheet cell, every CSV
 
 #: The gradebook's columns, in order; each is a key of a row's JSON (see :func:`cells`).
@@ -151,6 +152,18 @@ class Earlier:
 #: The verdict of a row whose check could not run for the machine's sake (its worker died, or the clean side
 #: did not measure): ``--resume`` grades such a row again (:func:`graded_so_far` does not count it).
 COULD_NOT_RUN = "could not run"
+
+
+#: How a warm-up's row is told and counted (its mode is ``warmup``): a bet its check judged, scored by nothing,
+#: so never among the passes and fails.
+WARM_UP = "warm-up"
+
+
+def tally_of(row: dict) -> str:
+    """What a row is counted as in a grading's summary and said as on its line: its status, but
+    :data:`WARM_UP` for a warm-up's answer that its check judged (a pass or a fail that scores nothing)."""
+    status = row.get("status")
+    return WARM_UP if row.get("mode") == WARMUP and status in GRADED else status
 
 
 def an_attempt(row: dict) -> bool:

@@ -22,7 +22,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from tutor.instructor import gradebook
-from tutor.model.attempts import GRADED, counting  # GRADED: row statuses whose check ran to a verdict
+from tutor.model.attempts import GRADED, WARMUP, counting  # GRADED: row statuses whose check ran to a verdict
 
 
 def utc_now() -> dt.datetime:
@@ -164,6 +164,9 @@ def output_for(row: dict | None, show_observed: bool, assignment=None) -> str:
         observed = f" Your version observed {row.get('observed_text')}." if row.get("observed_text") else ""
         return f"Your repair: {said}.{observed}"
     verdict = "matched" if status == "pass" else "did not match"
+    if row.get("mode") == WARMUP:  # a bet that scores nothing either way, and says so
+        return (f"You bet {row.get('prediction_text')}. The check observed {row.get('observed_text')}. "
+                f"Your bet {verdict}: a warm-up, never graded.")
     return (f"You predicted {row.get('prediction_text')}. The check observed {row.get('observed_text')}. "
             f"Your prediction {verdict}.")
 

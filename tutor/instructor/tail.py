@@ -74,7 +74,8 @@ def scan(fh, plan) -> Scan:
         if last is not None and line < last:
             found.in_order = False
         last = line
-        found.counts[r["status"]] = found.counts.get(r["status"], 0) + 1
+        tally = gradebook.tally_of(r)  # a warm-up's row apart from the passes and fails
+        found.counts[tally] = found.counts.get(tally, 0) + 1
         found.warnings += bool(r.get("warnings"))
         if r.get("confined") is not None:
             found.ran += 1
