@@ -67,3 +67,20 @@ def test_the_prediction_is_shown_as_it_was_read_and_saved():
     table_text = plain(render_result(ex, result), width=80)
     line = next(line for line in table_text.splitlines() if "your prediction" in line and "│" in line)
     assert "capability" in line and " 6 " not in line
+
+
+def test_a_narrow_table_folds_a_long_cell_word_before_it_breaks_a_header_word():
+    """80 columns of piped output, seven columns and long words in the cells: every header reads whole."""
+    import io
+    from rich.text import Text
+    from tutor.render.tables import WordTable
+    headers = ["exercise", "predictions", "last answer", "observed", "ever solved", "edits", "note"]
+    table = WordTable(headers)
+    table.add_row("temperature-after-topp", "1 (reset)", Text("0.123456789012"), Text("RuntimeError:something"),
+                  "yes", Text("fix: pass · break: fail-to-show"), Text("a note with supercalifragilisticwords"))
+    console = Console(width=80, file=io.StringIO(), color_system=None, record=True)
+    console.print(table)
+    lines = console.export_text().splitlines()
+    header_lines = lines[1:next(i for i, line in enumerate(lines) if line.startswith("┡"))]
+    columns = zip(*[[c.strip() for c in line.strip("┃").split("┃")] for line in header_lines])
+    assert [" ".join(part for part in column if part) for column in columns] == headers

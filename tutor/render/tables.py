@@ -21,17 +21,22 @@ def column_widths(columns: list, rows: list[list], available: int) -> list[int]:
 
     Each column gets at least its longest word and at most its longest line.
     When even the longest words do not fit side by side, the widest columns
-    give way first (only then is a word folded).
+    give way first (only then is a word folded), down to their header's
+    longest word: a cell's long word is folded before a header's word is, so
+    a header reads whole ("predictions", never "prediction" over "s") while
+    any column is wider than its header.
     """
     cells = [[columns[i]] + [row[i] for row in rows if i < len(row)] for i in range(len(columns))]
     low = [max(1, max(_longest_word(c) for c in column)) for column in cells]
     high = [max(low[i], max(_longest_line(c) for c in column)) for i, column in enumerate(cells)]
+    header = [max(1, _longest_word(c)) for c in columns]
     available = max(len(columns), available)
     if sum(high) <= available:
         return high
     widths = list(low)
     while sum(widths) > available:
-        widest = max(range(len(widths)), key=lambda i: widths[i])
+        above = [i for i in range(len(widths)) if widths[i] > header[i]] or range(len(widths))
+        widest = max(above, key=lambda i: widths[i])
         if widths[widest] <= 1:
             break
         widths[widest] -= 1
