@@ -17,7 +17,7 @@ def test_the_reports_json_holds_every_hand_derived_count(fixture_class, catalog)
     [damaged] = data.pop("damaged")
     assert damaged["file"] == str(fixture_class / "fay.toml") and damaged["problem"]
     assert data == {
-        "folder": str(fixture_class), "learner_count": 5,
+        "folder": str(fixture_class), "learner_count": 5, "exercises_tried": 2, "exercises_with_other_attempts_only": 0,
         "exercises": [
             {"id": "broadcast-loss", "title": bl.title, "set": bl.set, "in_catalog": True, "tried": 2, "solved_first": 0,
              "solved_latest": 1, "ever_solved": 1, "median_attempts": 1.5, "median_attempts_to_solve": 2.0,

@@ -309,3 +309,23 @@ def test_a_missed_warm_up_bet_exits_0_and_its_json_says_it_is_ungraded(tmp_path,
     assert main(["run", "first-link-detach", "--predict", "causality", "--json", "--no-save"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert (data["status"], data["graded"]) == ("fail", True)
+
+
+def test_tutor_reports_header_counts_tried_as_its_rows_do(tmp_path, capsys, monkeypatch):
+    """The header's "N exercises tried" follows the rows' rule (a graded prediction): a warm-up with a bet
+    and a fixed hunt is listed with tried 0, so the header counts it apart, never among the tried."""
+    folder = tmp_path / "class"
+    hunt = {**row("", False, 0, 4, mode="hunt"), "status": "ok", "observed": "ok", "verdict": "fixed"}
+    hunt.pop("confidence")
+    write(folder, "ada", {"head-split": {"attempts": [row("b", True, 80, 0)]},
+                          WARM: {"attempts": [row("shape", False, 90, 2, mode=WARMUP), hunt]}})
+    assert main(["report", str(folder), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    by_id = {e["id"]: e for e in data["exercises"]}
+    assert (by_id[WARM]["tried"], by_id[WARM]["edits"]) == (0, {"hunt": {"fixed": 1}})
+    assert (data["exercises_tried"], data["exercises_with_other_attempts_only"]) == (1, 1)
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["report", str(folder)]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert header.endswith("1 learner, 1 exercise tried, 1 more with only ungraded attempts (warm-up bets, fix, "
+                           "break, hunt)")

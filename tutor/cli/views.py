@@ -56,9 +56,12 @@ def show_doctor(console, data: dict) -> None:
 def show_report(console, report) -> None:
     """``tutor report``'s view (a :class:`tutor.instructor.report.ClassReport`): the exercise table,
     calibration, and the files not counted."""
+    # "tried" as each row's tried counts it (a graded prediction); the rows with only other attempts apart
+    others = (f", {report.only_other} more with only ungraded attempts (warm-up bets, fix, break, hunt)"
+              if report.only_other else "")
     console.print(Text(f"Class report of {report.folder}: {report.learners} learner"
-                       f"{'s' if report.learners != 1 else ''}, {len(report.exercises)} exercise"
-                       f"{'s' if len(report.exercises) != 1 else ''} tried", style="bold"))
+                       f"{'s' if report.learners != 1 else ''}, {report.tried} exercise"
+                       f"{'s' if report.tried != 1 else ''} tried{others}", style="bold"))
     if report.exercises:
         table = Table()
         table.add_column("exercise", no_wrap=True)

@@ -146,8 +146,20 @@ class ClassReport:
     shadowed: list[dict] = field(default_factory=list)
     read_only: list[str] = field(default_factory=list)
 
+    @property
+    def tried(self) -> int:
+        """The exercises some learner tried, by the rule of each exercise's ``tried``: a graded prediction."""
+        return sum(1 for e in self.exercises if e.tried)
+
+    @property
+    def only_other(self) -> int:
+        """The exercises listed whose attempts are all others (warm-up bets, fix, break, hunt, timeouts):
+        none of them is tried."""
+        return len(self.exercises) - self.tried
+
     def to_dict(self) -> dict:
         return {"folder": str(self.folder), "learner_count": self.learners,
+                "exercises_tried": self.tried, "exercises_with_other_attempts_only": self.only_other,
                 "exercises": [e.to_dict() for e in self.exercises],
                 "calibration": [c.to_dict() for c in self.calibration],
                 "damaged": self.damaged, "kept_aside": self.kept_aside, "shadowed": self.shadowed,
