@@ -259,7 +259,7 @@ def test_a_factory_that_returns_no_model_says_what_it_returned():
     expected = {fortytwo: "42 (an int)", triple: "a tuple of 3 items", pair: "a pair whose first item is None",
                 nameless: "a dict without 'model'",
                 misspelt: "a dict with unknown keys 'optimiser' (known: model, optimizer, tokenizer, pad_id, "
-                          "train_step, evaluate, scheduler, scaler, forward)"}
+                          "train_step, evaluate, scheduler, scaler, forward, label_smoothing)"}
     for factory, returned in expected.items():
         report = audit(factory, overfit_steps=0)
         assert report.status == "crashed" and report.exit_code == 3 and report.links == []

@@ -83,7 +83,8 @@ builds its own optimizer (how a stale optimizer shows); or a dict with
 ``model`` and any of ``optimizer``, ``tokenizer``, ``pad_id``,
 ``train_step``, ``evaluate``, ``scheduler``, ``scaler``, ``forward`` (a
 function ``(model, idx)`` giving the logits, for an interface the audit
-cannot drive: one token per forward). Without an
+cannot drive: one token per forward), ``label_smoothing`` (the ε of a loss
+that smooths its labels on purpose, which INIT then recomputes). Without an
 optimizer the audit builds AdamW (lr 3e-3, no weight decay). The interface
 is read from the forward's signature, every argument after the ids by
 keyword, and reported (``adapter``): nanoGPT style (targets by keyword,

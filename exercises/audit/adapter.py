@@ -51,7 +51,7 @@ from exercises.outcome import first_line
 
 #: What a factory's dict may hold: the model (required) and what the links use.
 FACTORY_KEYS = ("model", "optimizer", "tokenizer", "pad_id", "train_step", "evaluate", "scheduler", "scaler",
-                "forward")
+                "forward", "label_smoothing")
 #: Methods that set up a cache the forward then fills at ``input_pos``, in the order they are looked for:
 #: litgpt's, gpt-fast's (required before any forward), another spelling of litgpt's, lit-llama's (it only
 #: drops caches made on first use).
@@ -424,6 +424,14 @@ class Forward:
         if logits is None:
             raise TypeError(f"the forward returned {type(out).__name__}, which holds no logits tensor")
         return logits, loss
+
+    def cross_entropy(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Mean cross entropy of the model's logits against the next tokens (nats per token, float32), whatever
+        objective the model reports itself: label smoothing, an auxiliary loss or a lower precision change
+        what it trains on, never what it predicts."""
+        logits, _, labels = self.logits_and_loss(x, y)
+        z, t = self.aligned(logits, labels)
+        return nn.functional.cross_entropy(z.float(), t)
 
     def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """The loss to train on: the model's own, else mean cross entropy of its logits (nats per token)."""

@@ -62,8 +62,8 @@ def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size:
     Args:
         factory: no arguments; returns an nn.Module, (nn.Module, optimizer),
             or a dict with "model" and any of "optimizer", "tokenizer",
-            "pad_id", "train_step", "evaluate", "scheduler", "scaler"
-            (``adapter.FACTORY_KEYS``).
+            "pad_id", "train_step", "evaluate", "scheduler", "scaler", "forward",
+            "label_smoothing" (``adapter.FACTORY_KEYS``).
         vocab_size: the V the model claims (default: the logits' last axis).
         block_size: the longest sequence it accepts (default: ``config.block_size``
             or ``block_size`` on the model, else 64); the audit uses T = min(block_size, 32).

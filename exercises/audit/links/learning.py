@@ -19,8 +19,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from exercises.audit.constants import OVERFIT_BELOW
-from exercises.audit.measure import (clear_grads, close, cross_entropy_by_hand, mode, names_of, seeded, some,
-                                     trainable)
+from exercises.audit.measure import (ROUNDING_UNITS, ROUNDOFF, clear_grads, close, cross_entropy_by_hand, mode,
+                                     names_of, seeded, some, trainable)
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
 from exercises.outcome import first_line
@@ -75,9 +75,17 @@ def init(s: Subject) -> Link:
     link_warnings = []
     if reported is not None:
         rel = s.tol(1e-4)
-        rows.append(("reported loss", f"model {initial:.5f} vs mean by hand {by_hand:.5f}"
-                     + ("" if s.dtype == torch.float32 else f" (rel. tolerance {rel:.1e}, {s.precision})"),
-                     close(initial, by_hand, rel=rel)))
+        same = close(initial, by_hand, rel=rel)
+        said = f"model {initial:.5f} vs mean by hand {by_hand:.5f}" + \
+            ("" if s.dtype == torch.float32 else f" (rel. tolerance {rel:.1e}, {s.precision})")
+        why = "" if same else _reported_loss_explained(s, z, t, initial, rel)
+        if why:
+            link_warnings.append(f"reported loss {initial:.5f} is not the mean cross entropy by hand "
+                                 f"{by_hand:.5f}: {why}")
+        elif not same and not s.extras.get("label_smoothing"):
+            said += ("; a model that smooths its labels on purpose names its ε with the factory's "
+                     "'label_smoothing' key")
+        rows.append(("reported loss", said, same or bool(why)))
         padded, warning = _padded(s, x, y)
         if padded is not None:
             rows.append(padded)
@@ -86,6 +94,30 @@ def init(s: Subject) -> Link:
     link = _link("INIT", rows, quiet=("logits",))
     link.warnings += link_warnings
     return link
+
+
+def _reported_loss_explained(s: Subject, z: torch.Tensor, t: torch.Tensor, reported: float, rel: float) -> str:
+    """Why a reported loss that is not the mean cross entropy by hand is still a correct one, or ''.
+
+    Two conventions, each checked against a recomputation rather than
+    assumed: label smoothing at the ε the factory declares
+    (``label_smoothing``), and cross entropy computed in a lower precision —
+    the reported loss is then a number of that dtype, within a few of its
+    units (``ROUNDING_UNITS``) of the float64 value.
+    """
+    eps = s.extras.get("label_smoothing")
+    if eps:
+        smoothed = float(F.cross_entropy(z.double(), t, label_smoothing=float(eps)))
+        if close(reported, smoothed, rel=rel):
+            return f"it is cross entropy with label smoothing ε = {float(eps):g} (by hand {smoothed:.5f}), as declared"
+    exact = float(cross_entropy_by_hand(z, t).mean())
+    for dtype in (torch.bfloat16, torch.float16):
+        representable = float(torch.tensor(reported).to(dtype).float()) == reported
+        if representable and close(reported, exact, rel=ROUNDING_UNITS * ROUNDOFF[dtype]):
+            return (f"it is a {str(dtype).removeprefix('torch.')} number within 8 of its units of the float64 "
+                    f"mean ({abs(reported - exact) / abs(exact):.1e} relative): the loss is computed in "
+                    f"{str(dtype).removeprefix('torch.')}")
+    return ""
 
 
 def _padded(s: Subject, x: torch.Tensor, y: torch.Tensor) -> tuple[tuple[str, str, bool] | None, str | None]:
@@ -108,8 +140,12 @@ def _padded(s: Subject, x: torch.Tensor, y: torch.Tensor) -> tuple[tuple[str, st
         return None, None
     z, t = s.forward.aligned(logits, labels)
     want, got = float(cross_entropy_by_hand(z, t).mean()), float(loss)
+    rel = s.tol(1e-4)
+    same = close(got, want, rel=rel)
+    why = "" if same else _reported_loss_explained(s, z, t, got, rel)
     return (("padded loss", f"model {got:.5f} vs mean over the {t.numel()} real tokens {want:.5f} "
-                            f"({labels.eq(-100).sum()} targets -100)", close(got, want, rel=s.tol(1e-4))), None)
+                            f"({labels.eq(-100).sum()} targets -100)" + (f": {why}" if why else ""),
+             same or bool(why)), None)
 
 
 def gradients(s: Subject) -> Link:
@@ -281,20 +317,24 @@ CURVE_EVERY = 25
 
 
 def _eval_loss(s: Subject, model: nn.Module) -> float:
+    """The cross entropy of ``model``'s logits on the batch, in eval mode: what it predicts, not the objective
+    it reports (a smoothed or auxiliary loss has a floor of its own)."""
     forward = s.forward if model is s.model else type(s.forward)(model, s.forward.interface)
     with mode(model, False), torch.no_grad(), seeded(0):
-        return float(forward.loss(s.xs, s.ys))
+        return float(forward.cross_entropy(s.xs, s.ys))
 
 
 def _overfit(s: Subject, model: nn.Module, optimizer, scheduler, steps: int, within: tuple[float, float],
-             what: str) -> list[float]:
+             what: str, own_objective: bool = True) -> list[float]:
     """Train ``model`` on the batch for ``steps`` (train mode, the audit's loop: zero_grad, backward,
-    step, then the scheduler); return its eval-mode loss at step 0 and every CURVE_EVERY steps, and at the end."""
+    step, then the scheduler) on its own loss, or on the cross entropy of its logits when not
+    ``own_objective``; return the eval-mode cross entropy at step 0 and every CURVE_EVERY steps, and at the end."""
     forward = s.forward if model is s.model else type(s.forward)(model, s.forward.interface)
+    objective = forward.loss if own_objective else forward.cross_entropy
     curve = [_eval_loss(s, model)]
     with mode(model, True):
         for step in range(steps):
-            loss = forward.loss(s.xs, s.ys)
+            loss = objective(s.xs, s.ys)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -311,12 +351,15 @@ def capability(s: Subject) -> Link:
     """CAPABILITY: the model learns one batch, and its own recipe teaches it as well as a reference does.
 
     Seed 004, "Training: prove it is happening". Two runs of ``s.overfit_steps``
-    steps in train mode, each loss read in eval mode (dropout off) every
-    CURVE_EVERY steps, the curves in the evidence:
+    steps in train mode, each read in eval mode (dropout off) every
+    CURVE_EVERY steps as the cross entropy of the logits — what the model
+    predicts, never the objective it reports, which label smoothing or an
+    auxiliary loss keeps above the bar — the curves in the evidence:
 
     - the reference: AdamW (lr 3e-3, no weight decay) on a copy of the model
-      as built. It must fit the batch, below ``OVERFIT_BELOW`` nats: else the
-      model cannot learn (a cut residual, a detached path);
+      as built, trained on that cross entropy. It must fit the batch, below
+      ``OVERFIT_BELOW`` nats: else the model cannot learn (a cut residual, a
+      detached path);
     - the recipe: the factory's optimizer (and scheduler) on the model. Its
       loss must fall by at least RECIPE_SHARE of the reference's fall from
       where it started: a recipe at lr 1e-3 still falling passes, one that
@@ -342,7 +385,7 @@ def capability(s: Subject) -> Link:
                     if name in s.fresh and s.fresh[name].shape == t.shape:
                         t.copy_(s.fresh[name])
             reference = _overfit(s, twin, torch.optim.AdamW(twin.parameters(), lr=REFERENCE_LR, weight_decay=0.0),
-                                 None, steps, (0.0, 0.5), "reference step")
+                                 None, steps, (0.0, 0.5), "reference step", own_objective=False)
     recipe = _overfit(s, s.model, s.optimizer, s.extras.get("scheduler"), steps, (0.5 if reference else 0.0, 1.0),
                       "step")
     start, final = recipe[0], recipe[-1]
