@@ -64,7 +64,13 @@ def test_a_fix_that_observes_and_shows_what_clean_does_is_fixed_in_words(choice)
     verdict = judge(choice, result_of(choice, clean=ok("a", FACTS), repeat=ok("a", FACTS), yours=ok("a", FACTS)))
     assert verdict == Verdict("fix", "fixed", "fixed: it observes what the clean code observes, a", None, "ok", "a")
     hunt = judge(choice, result_of(choice, clean=ok("a", FACTS), yours=ok("a", FACTS)), "hunt")
-    assert (hunt.mode, hunt.sentence) == ("hunt", "fixed: every audit link holds, a")
+    assert (hunt.mode, hunt.sentence) == ("hunt", "fixed: the audit observes what the clean code observes, a")
+
+
+def test_a_hunt_fixed_where_no_link_fails_says_so_in_words_without_the_answer_value(choice):
+    """The capstone's "none" (no link fails) is an answer's id: the sentence says what it means instead."""
+    hunt = judge(choice, result_of(choice, clean=ok("none", FACTS), yours=ok("none", FACTS)), "hunt")
+    assert hunt.sentence == "fixed: every audit link holds"
 
 
 def test_the_same_observation_with_other_evidence_is_not_fixed(choice):

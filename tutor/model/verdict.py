@@ -204,12 +204,14 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
     varies = _varies(exercise, runs)
     matched = next((run for run in runs if same_observation(exercise, observed, run)), None)
     if matched is not None and (difference is None or not measured.reproduces):
-        what = "every audit link holds" if mode == "hunt" else "it observes what the clean code observes"
+        if mode == "hunt" and matched == "none":  # the audit's answer for "no link fails": the words say it
+            what = "every audit link holds"
+        else:
+            what = f"{'the audit' if mode == 'hunt' else 'it'} observes what the clean code observes, {show(matched)}"
         jitter = "" if difference is None else (
             f" (its evidence differs at {difference}, but the clean code's own evidence varies from run to run, "
             "so only the observation counts)")
-        return Verdict(mode, "fixed", f"fixed: {what}, {show(matched)}{varies}{jitter}", difference,
-                       status, observed)
+        return Verdict(mode, "fixed", f"fixed: {what}{varies}{jitter}", difference, status, observed)
     if matched is not None:
         return Verdict(mode, "not fixed", f"not fixed: yours observes {show(observed)} as the clean "
                        f"code does, but the evidence behind it differs — {difference}", difference, status, observed)
