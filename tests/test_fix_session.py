@@ -126,6 +126,9 @@ def test_a_file_with_a_syntax_error_names_the_line_and_runs_nothing(session, cat
     assert outcome.verdict.status == "syntax error" and outcome.verdict.fixed is False
     assert outcome.result.status == "error" and "at line 1" in outcome.result.errors["yours"]
     assert edit_exit_code(outcome) == 1
+    from tutor.render.edit import render_edit
+    shown = [part.plain for part in render_edit(catalog.get("softmax-axis"), outcome) if hasattr(part, "plain")]
+    assert not any(line.startswith("device ") for line in shown), shown  # nothing ran: no device line
 
 
 def test_a_wrong_repair_that_raises_in_torch_names_the_learners_line(session, catalog):

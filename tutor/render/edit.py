@@ -148,6 +148,7 @@ def render_edit(ex, outcome, series: bool = True, diff: bool = True) -> list:
         first = first_instrument_divergence(outcome.instruments)
         parts.append(Text(f"First instrument that diverges from clean: {first}" if first else
                           "Every instrument agrees with the clean engine.", style="bold" if first else "green"))
-    ran = f" · {result.duration_s:.2f} s" if result.duration_s else ""
-    parts.append(Text(f"device {result.device} · torch {result.torch}{ran}", style="dim"))
+    if any(value not in (None, "", "-") for value in (result.device, result.torch)):  # else nothing ran
+        ran = f" · {result.duration_s:.2f} s" if result.duration_s else ""
+        parts.append(Text(f"device {result.device} · torch {result.torch}{ran}", style="dim"))
     return parts
