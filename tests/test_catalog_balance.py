@@ -65,3 +65,13 @@ def test_the_measured_base_rates_of_the_catalog_are_in_band(runner, catalog):
     assert low <= rates["yes"] <= high, rates
     assert max(rates["letters"].values()) <= MOST_PER_LETTER, rates
     assert low <= rates["list_yes"] <= high, rates
+
+
+def test_a_subset_s_base_rates_are_not_judged_against_the_catalog_s_bands(catalog):
+    """Two yes/no questions of one set, both yes: the line gives the shares and judges no band."""
+    yes_no = _exercise(catalog, "bool")
+    rates = base_rates([(yes_no, True), (yes_no, True)])
+    line = base_rates_sentence(rates, whole=False)
+    assert "out of band" not in line and "judged over the whole catalog only" in line
+    assert line.startswith("base rates: yes in 100 % of 2 yes/no answers; no lettered choices; no yes/no list items")
+    assert "out of band" in base_rates_sentence(rates)  # the same shares over the whole catalog are judged

@@ -66,7 +66,7 @@ def check(args, events: Events) -> CheckReply:
     data = {"results": rows, "passed": passed, "total": len(rows), "faults_shown": shown, "faults": len(faulted),
             "timeouts": timeouts, "wall_s": wall_s, "jobs": jobs, "base_rates": rates}
     if rates["bools"] or rates["lettered"] or rates["list_items"]:
-        events.notice(base_rates_sentence(rates))
+        events.notice(base_rates_sentence(rates, whole=len(exercises) == len(cat.exercises)))
     if passed != len(rows):
         data["error"] = (f"{len(rows) - passed} of {len(rows)} checks did not run or their fault changed nothing; "
                          "see the rows marked FAIL")
@@ -168,17 +168,27 @@ def base_rates(graded) -> dict:
             "list_yes": sum(items) / len(items) if items else None, "list_items": len(items)}
 
 
-def base_rates_sentence(rates: dict) -> str:
-    """The base rates in one line for the author's view."""
+def base_rates_sentence(rates: dict, whole: bool = True) -> str:
+    """The base rates in one line for the author's view.
+
+    The bands are the catalog's: they are judged only when ``whole`` (every
+    exercise was checked). A set or a few ids hold too few answers for a
+    share of them to say anything, so their line says the shares and that.
+    """
     def share(x):
-        return "n/a" if x is None else f"{100 * x:.0f} %"
-    letters = ", ".join(f"{c} {share(s)}" for c, s in rates["letters"].items()) or "none"
+        return f"{100 * x:.0f} %"
+    parts = [f"yes in {share(rates['yes'])} of {rates['bools']} yes/no answers" if rates["bools"]
+             else "no yes/no answers",
+             f"correct letters ({rates['lettered']}): " + ", ".join(f"{c} {share(s)}" for c, s in rates["letters"].items())
+             if rates["lettered"] else "no lettered choices",
+             f"yes in {share(rates['list_yes'])} of {rates['list_items']} yes/no list items" if rates["list_items"]
+             else "no yes/no list items"]
+    line = "base rates: " + "; ".join(parts)
+    if not whole:
+        return line + " (the bands are judged over the whole catalog only: check every exercise to judge them)"
     low, high = YES_BAND
     outside = [f"yes/no answers should be yes {share(low)} to {share(high)} of the time"
                for x in [rates["yes"]] if x is not None and not low <= x <= high]
     outside += [f"no letter should be right in more than {share(MOST_PER_LETTER)} of lettered exercises"
                 for x in [max(rates["letters"].values(), default=0.0)] if x > MOST_PER_LETTER]
-    return (f"base rates: yes in {share(rates['yes'])} of {rates['bools']} yes/no answers; "
-            f"correct letters ({rates['lettered']}): {letters}; "
-            f"yes in {share(rates['list_yes'])} of {rates['list_items']} yes/no list items"
-            + (f" — out of band: {'; '.join(outside)}" if outside else ""))
+    return line + (f" — out of band: {'; '.join(outside)}" if outside else "")
