@@ -23,12 +23,13 @@ from rich.console import Console  # noqa: E402
 from textual.widgets import TextArea  # noqa: E402
 
 from test_tui import (LEARNER, FakeRunner, drive, finish_runs, make_app, open_exercise, open_note,  # noqa: E402
-                      saved, shows_page, text_of, type_and_run, type_answer, wait_until)
+                      saved, shows_page, text_of, type_and_run, type_answer, wait_until, walk)
 from tutor.model.attempts import Attempt, now  # noqa: E402
 from tutor.ui.screens.exercise import ExerciseScreen  # noqa: E402
 from tutor.ui.screens.progress import ProgressScreen, exercise_renderable  # noqa: E402
 from tutor.ui.widgets.confidence import ConfidencePicker  # noqa: E402
 from tutor.ui.widgets.hint_list import HintList  # noqa: E402
+from tutor.ui.widgets.exercise_tree import ExerciseTree  # noqa: E402
 from tutor.ui.widgets.prediction import PredictionInput  # noqa: E402
 
 #: what a terminal sends as the character of a named key that is not printable
@@ -129,7 +130,35 @@ def test_keys_typed_right_after_next_reach_neither_the_page_left_nor_the_new_pag
         await pilot.pause()
         assert following.query_one(PredictionInput).value == ""
         assert pilot.app.recall["broadcast-loss"].answer == "(3, 3)"
+        # the learner did not pick the page n opened, so the keys are left out of it, and the page says so
+        assert "typed early" in [n.title for n in pilot.app._notifications]
     drive(app, script)
+
+
+@pytest.mark.parametrize("exercise_id, keys, prediction, confidence", [
+    ("pairwise-index", [*"(3,)", "tab", "9", "r"], "(3,)", 90),
+    ("topp-crossing", ["7", "tab", "6", "r"], "7", 60),
+])
+def test_keys_typed_with_the_enter_that_opens_a_page_reach_that_page_in_order(tmp_path, load, exercise_id, keys,
+                                                                             prediction, confidence):
+    """From the list, Enter and the whole answer at once (queued before the page is made): the keys wait
+    for the new page and reach it as typed, answer, Tab, confidence, run; none is lost or left in the list."""
+    runner = FakeRunner()
+    app, _ = make_app(tmp_path, runner)
+
+    async def script(pilot):
+        await wait_until(pilot, lambda: bool(pilot.app.screen.query(ExerciseTree)), "the exercise list")
+        tree = pilot.app.screen.query_one(ExerciseTree)
+        tree.focus()
+        tree.cursor_line = next(n for n in walk(tree.root) if n.data == exercise_id).line
+        await pilot.pause()
+        burst(pilot.app, "enter", *keys)
+        await wait_until(pilot, lambda: runner.calls, "the run")
+        await finish_runs(pilot)
+    drive(app, script)
+    assert runner.calls == [(exercise_id, prediction)]
+    attempt = _attempt(tmp_path, exercise_id)
+    assert (attempt["prediction"], attempt.get("confidence")) == (prediction, confidence)
 
 
 async def type_at_speed(pilot, *keys: str, gap_s: float = 0.02) -> None:

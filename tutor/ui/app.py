@@ -159,8 +159,12 @@ class TutorApp(KeysInOrder, App):
             if hasattr(self.screen, "update_header"):  # the home screen adds where to continue
                 self.screen.update_header()
 
-    def open_exercise(self, exercise_id: str) -> None:
-        """Push the exercise screen for this id (any case; an unknown id is said, with close ones)."""
+    def open_exercise(self, exercise_id: str, unseen: bool = False) -> None:
+        """Push the exercise screen for this id (any case; an unknown id is said, with close ones).
+
+        ``unseen``: the learner did not pick this exercise (n opened the one after), so keys typed before
+        its page is drawn cannot answer it: the page drops them, saying so (:mod:`tutor.ui.screens.reading_keys`).
+        """
         # deferred: a screen loads when it first opens, so the first screen stays fast
         from tutor.ui.screens.exercise import ExerciseScreen
         try:
@@ -169,7 +173,9 @@ class TutorApp(KeysInOrder, App):
             self.notify(exc.args[0], severity="warning", markup=False)
             return
         self._leave_exercise_pages()
-        self.push_screen(ExerciseScreen(exercise))
+        screen = ExerciseScreen(exercise)
+        screen.unseen = unseen
+        self.push_screen(screen)
 
     def _leave_exercise_pages(self) -> None:
         """Close the exercise pages on top of the stack (an exercise, its edit mode, their questions),

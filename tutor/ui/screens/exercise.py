@@ -162,7 +162,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
     def on_mount(self) -> None:
         # Focus the scrolling body (not the answer box) so the prompt is read
         # first, the arrow keys scroll, and the footer shows every key.
-        self.query_one("#exercise-body").focus()
+        self.set_focus(self.query_one("#exercise-body"))  # now: the keys held for the page read it
         self.sub_title = self.exercise.id
         self._reopen()
         self.call_after_refresh(self.mark_shown)
@@ -238,7 +238,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             self.notify("This is the last exercise.")
             return
         self.flush_note()
-        self.app.open_exercise(following)  # in place of this page
+        self.app.open_exercise(following, unseen=True)  # in place of this page
 
     def action_tab_on(self) -> None:
         """Tab: the next field, but from the page after a pick where digits pick choices, the confidence.

@@ -8,8 +8,13 @@ is undone and keys do nothing until typing pauses. On a typed-answer page,
 any printable key that is no command starts the answer in its box, so
 nothing typed is lost. The app hands keys on one at a time
 (:mod:`tutor.ui.key_order`), so each key here is read in the state the
-keys before it left; a printable key typed before the page was first
-drawn was typed for the page being left and is dropped.
+keys before it left; keys typed while the page was being made are held
+by the app until it is first drawn (:attr:`ReadingKeys.keys_ready`), then
+read here in order, as typed for this page: Enter on a listed exercise
+and its answer typed at once reach this page. Only a page the learner did
+not pick (n opened the one after) drops the printable keys typed before
+it was drawn, and says so: they cannot answer a question not yet seen
+(n then N 7 was typed for the page left).
 
 :class:`ReadingKeys` is mixed into :class:`tutor.ui.screens.exercise.ExerciseScreen`,
 whose widgets (the prediction, the confidence, the result panel) and
@@ -46,14 +51,25 @@ class ReadingKeys:
     _word_until = 0.0
     _undo = None  # undoes what the last single key did, if a word follows
     _said_words = False
-    #: when the page was first drawn (``time.monotonic``, the clock Textual stamps each key with as it
-    #: reads it), or None before: a printable key typed before then was typed for the page being left
-    #: (the N 7 after an n), so it is dropped, never typed into this page's answer
+    #: when the page was first drawn (``time.monotonic``), or None before: until then the app holds
+    #: the keys typed for this page (:mod:`tutor.ui.key_order`), so none lands in the page being left
     shown_at: float | None = None
+    #: whether the learner did not pick this page (n opened the exercise after the last): then the
+    #: printable keys typed before it was drawn were meant for the page left, and are dropped
+    unseen = False
+    _said_typed_early = False  # whether the page said it dropped such keys (it says so once)
+
+    @property
+    def keys_ready(self) -> bool:
+        """Whether the page reads keys: once it is first drawn, its focus set."""
+        return self.shown_at is not None and self.focused is not None
 
     def mark_shown(self) -> None:
-        """The page is on the screen: the keys typed from now on are read."""
+        """The page is on the screen: the keys held for it are handed on, in the order typed."""
         self.shown_at = time.monotonic()
+        ready = getattr(self.app, "screen_ready_for_keys", None)
+        if ready is not None:
+            ready()
 
     def on_key(self, event) -> None:
         """Keys that answer straight away while reading.
@@ -73,10 +89,10 @@ class ReadingKeys:
         prediction = self.query_one(PredictionInput)
         if isinstance(self.focused, TextArea):
             return
-        if self.shown_at is None or event.time < self.shown_at:
-            # typed before the page was on the screen (a second n, say): it was meant for the page left
+        if self.unseen and event.time < (self.shown_at or float("inf")):
             event.stop()
             event.prevent_default()
+            self._say_typed_before_shown()
             return
         if prediction.options:
             if char in "FB":
@@ -162,6 +178,12 @@ class ReadingKeys:
             self.app.action_help()
         elif char == "q":
             self.app.action_quit()
+
+    def _say_typed_before_shown(self) -> None:
+        if not self._said_typed_early:
+            self._said_typed_early = True
+            self.notify("The keys typed before this exercise showed were left out of it: read its question, "
+                        "then answer.", title="typed early", timeout=6)
 
     def _say_typing_picks_nothing(self, prediction: PredictionInput) -> None:
         if self._said_words:
