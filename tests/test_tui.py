@@ -167,8 +167,8 @@ async def wait_until(pilot, ready, what: str, pauses: int = 3000) -> None:
 
 
 def shows_page(pilot, exercise_id: str) -> bool:
-    """Whether the app's screen now is the drawn page of this exercise (a key typed before it is drawn
-    was meant for the page before, and is dropped)."""
+    """Whether the app's screen now is the drawn page of this exercise (the keys typed before then are
+    held for it, and read once it is drawn)."""
     screen = pilot.app.screen
     return (isinstance(screen, ExerciseScreen) and screen.exercise.id == exercise_id
             and bool(screen.query("#exercise-body")) and screen.shown_at is not None)
@@ -481,10 +481,15 @@ def test_hints_are_revealed_one_at_a_time(tmp_path):
     async def script(pilot):
         screen = await open_exercise(pilot, ex.id)
         assert not screen.query(".hint")
+        status = screen.query_one(".hint-status")
+        n = len(ex.hints)
+        # before any is shown, none is "left" and there is no "next": the first is offered
+        assert text_of(status).strip() == f"{n} hints — press h (or the Hint button) to see the first."
         await pilot.press("h")
         await pilot.pause()
         assert len(screen.query(".hint")) == 1
         assert ex.hints[0] in text_of(screen.query(".hint").first())
+        assert text_of(status).strip().startswith(f"{n - 1} hint{'s' if n - 1 != 1 else ''} left — ")
         await pilot.press("h")
         await pilot.pause()
         assert len(screen.query(".hint")) == 2

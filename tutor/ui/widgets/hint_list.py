@@ -39,6 +39,8 @@ class HintList(Vertical):
         left = len(self.hints) - self.shown
         if left == 0:
             return f"All {len(self.hints)} hints shown."
+        if self.shown == 0:  # none seen yet: there is no "next" or "left" to speak of
+            return f"{left} hint{'s' if left != 1 else ''} — press h (or the Hint button) to see the first."
         return f"{left} hint{'s' if left != 1 else ''} left — press h (or the Hint button) to see the next."
 
     def reveal(self, scroll: bool = True) -> bool:
