@@ -8,6 +8,7 @@ no compiler. Its rotary ``inv_freq`` is a plain attribute the model carries itse
 """
 
 import os
+import sys
 import warnings
 
 import torch
@@ -22,15 +23,16 @@ def _definitions() -> dict:
     with open(path) as f:
         source = f.read()
     namespace = {"__name__": "modded_nanogpt"}
-    compile_ = torch.compile
+    compile_, argv = torch.compile, sys.argv
     torch.compile = lambda fn=None, **kwargs: fn if fn is not None else (lambda f: f)
+    sys.argv = [path]  # the script reads its own source from argv[0] to log it (a test worker's is '-c')
     try:
         with warnings.catch_warnings():  # its Newton-Schulz docstring holds a LaTeX-style backslash
             warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
             code = compile(source[:source.index("def _peek_data_shard")], path, "exec")
         exec(code, namespace)
     finally:
-        torch.compile = compile_
+        torch.compile, sys.argv = compile_, argv
     return namespace
 
 
