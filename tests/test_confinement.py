@@ -347,7 +347,9 @@ BUSY = 4
 # for the worker's cgroups to empty while the worker ran on; it now kills the worker first. On a loaded
 # machine a SIGINT was seen to leave it 35 s more: the Ctrl-C now ends the worker where the tutor waits for
 # its answer, before the tutor unwinds and exits, so nothing at its exit can hold the worker up.
-@pytest.mark.parametrize("busy", [0, BUSY])
+# With the machine loaded (4 processes spinning for the test's length) the case is in the slow tier: in the
+# default suite those processes would slow every test the other test process runs meanwhile.
+@pytest.mark.parametrize("busy", [0, pytest.param(BUSY, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL])
 def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(sig, busy):
     code = with_code("import os\nif os.fork() == 0:\n    os.execv('/bin/sleep', ['sleep', '1040'])\n"
