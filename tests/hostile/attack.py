@@ -25,11 +25,13 @@ an attack raises with ``x``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
 import secrets
+import socket
 import subprocess
 import sys
 import textwrap
@@ -240,3 +242,22 @@ class _Scene:
             left = marked_processes(self.mark)
         return Outcome(proc.returncode, data, proc.stdout + proc.stderr, left, sorted(os.listdir(self.temp)),
                        self.witness, self.mark)
+
+
+@contextlib.contextmanager
+def unix_listeners(folder: Path, abstract: str):
+    """A pathname UNIX socket in ``folder`` and an abstract one named ``abstract``, both listening outside every
+    sandbox (no side may reach either); yields (the path, the listening sockets) and closes them after."""
+    path = str(folder / "agent.sock")
+    listening = []
+    try:
+        for address in (path, abstract):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listening.append(s)
+            s.bind(address)
+            s.listen(4)
+            s.setblocking(False)
+        yield path, listening
+    finally:
+        for s in listening:
+            s.close()

@@ -2,11 +2,10 @@
 
 import os
 import secrets
-import socket
 
 import pytest
 
-from attack import run_fix
+from attack import run_fix, unix_listeners
 
 ATTACK = """
 import socket
@@ -28,19 +27,9 @@ report(res)
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("agent")
-    path = str(folder / "agent.sock")
     abstract = "\0tutor-test-" + secrets.token_hex(6)
-    listening = []
-    for address in (path, abstract):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.bind(address)
-        s.listen(4)
-        s.setblocking(False)
-        listening.append(s)
-    yield path, abstract, listening
-    for s in listening:
-        s.close()
+    with unix_listeners(tmp_path_factory.mktemp("agent"), abstract) as (path, listening):
+        yield path, abstract, listening
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,6 @@ import json
 import os
 import re
 import secrets
-import socket
 
 import pytest
 
@@ -45,7 +44,7 @@ import test_side_floods
 import test_socket_families
 import test_syscalls
 import test_unix_socket
-from attack import CLEAN, SECRET, SQUEEZE, _Scene, attack_file
+from attack import CLEAN, SECRET, SQUEEZE, _Scene, attack_file, unix_listeners
 from test_grading_escapes import ACTING, ERASE, TITLE
 from test_grading_identity import FUTURE
 from test_grading_one_row import DEEP as TOO_DEEP_TO_COMPILE
@@ -156,17 +155,8 @@ class Class:
 @pytest.fixture(scope="module")
 def sockets(tmp_path_factory):
     """A pathname and an abstract UNIX socket listening outside every sandbox: no side may reach either."""
-    path = str(tmp_path_factory.mktemp("agent") / "agent.sock")
-    listening = []
-    for address in (path, ABSTRACT):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.bind(address)
-        s.listen(4)
-        s.setblocking(False)
-        listening.append(s)
-    yield (path, ABSTRACT), listening
-    for s in listening:
-        s.close()
+    with unix_listeners(tmp_path_factory.mktemp("agent"), ABSTRACT) as (path, listening):
+        yield (path, ABSTRACT), listening
 
 
 @pytest.fixture(scope="module")
