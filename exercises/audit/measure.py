@@ -20,6 +20,11 @@ def kinds(t: torch.Tensor) -> torch.Tensor:
     return k
 
 
+def invalid_logits(logits: torch.Tensor) -> tuple[int, int]:
+    """(how many logits are NaN, how many +inf): what no correct GPT emits. −inf is how a model bans a token."""
+    return int(torch.isnan(logits).sum()), int((logits == float("inf")).sum())
+
+
 def finite_delta(a: torch.Tensor, b: torch.Tensor) -> tuple[float, int]:
     """(max |a − b| over entries finite in both, number of entries whose kind differs).
 

@@ -19,8 +19,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from exercises.audit.constants import OVERFIT_BELOW
-from exercises.audit.measure import (ROUNDING_UNITS, ROUNDOFF, clear_grads, close, cross_entropy_by_hand, mode,
-                                     names_of, seeded, some, trainable)
+from exercises.audit.measure import (ROUNDING_UNITS, ROUNDOFF, clear_grads, close, cross_entropy_by_hand,
+                                     invalid_logits, mode, names_of, seeded, some, trainable)
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
 from exercises.outcome import first_line
@@ -57,7 +57,7 @@ def init(s: Subject) -> Link:
     x, y, V = s.xs, s.ys, s.V
     with mode(s.model, False), torch.no_grad(), seeded(0):
         logits, reported, labels = s.forward.logits_and_loss(x, y)
-    nan, pos_inf = int(torch.isnan(logits).sum()), int((logits == float("inf")).sum())
+    nan, pos_inf = invalid_logits(logits)
     rows = [("logits", f"{nan} NaN, {pos_inf} +inf among {logits.numel():,}" if nan or pos_inf else
              f"no NaN or +inf among {logits.numel():,}", not (nan or pos_inf))]
     z, t = s.forward.aligned(logits, labels)

@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 
 from exercises.audit.adapter import Forward, engine_like, output_head
-from exercises.audit.measure import finite_delta, finite_scale, mode, seeded
+from exercises.audit.measure import finite_delta, finite_scale, invalid_logits, mode, seeded
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
 
@@ -76,7 +76,7 @@ def causality(s: Subject) -> Link:
 
 def _not_finite(logits: torch.Tensor) -> str:
     """'' when every logit is finite or −inf (a banned token); else how many are NaN and +inf, of how many."""
-    nan, inf = int(torch.isnan(logits).sum()), int((logits == float("inf")).sum())
+    nan, inf = invalid_logits(logits)
     return f"{nan} NaN and {inf} +inf of {logits.numel()} logits" if nan or inf else ""
 
 
