@@ -111,6 +111,30 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
     return None
 
 
+def first_record_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_name: str = "clean",
+                            repeat: list | None = None, tolerance: float = 0.0) -> str | None:
+    """The first difference in the whole output of the code under test, as two sides recorded it; None when
+    none. Records (``tutor.sandbox.record``: the first calls of a snippet module's functions, each return
+    value and written argument a table titled ``ban_tokens, call 1: logits after the call``) are compared as
+    :func:`first_difference` compares evidence — a record that the clean code does not reproduce on its
+    ``repeat`` run is skipped, one on a side only is a difference, and so are records of a shape no recorder
+    writes (records that are not a list among them: never a pass) — and the sentence names the record
+    itself: ``the output of ban_tokens, call 1: logits after the call, row 2 (logits[0]): col 4: yours -inf
+    · clean 0``."""
+    ours = ours if ours is not None else []
+    theirs = theirs if theirs is not None else []
+    difference = first_difference(ours, theirs, ours_name, theirs_name, repeat, tolerance)
+    if difference is None:
+        return None
+    if not isinstance(ours, list):
+        return f"the records of the {ours_name} side are not a list of tables"
+    for item in [*theirs, *ours] if isinstance(theirs, list) else ours:
+        prefix = f"table {_item_key(item)[1]!r}" if isinstance(item, dict) else None
+        if prefix and difference.startswith(prefix):
+            return f"the output of {_item_key(item)[1]}{difference[len(prefix):]}"
+    return f"the output of the code under test differs: {difference}"
+
+
 #: What a table's cell may be: text as ``exercises.outcome.fmt`` writes it, or a plain value.
 _CELL_TYPES = (str, int, float, bool, type(None))
 

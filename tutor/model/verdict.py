@@ -4,8 +4,9 @@ Read off a :class:`tutor.sandbox.runner.RunResult` whose sides are ``clean``,
 ``repeat`` (the clean code once more), maybe ``faulted``, and ``yours`` (the
 learner's file): **fix** and **hunt** are *fixed* when the learner's side
 measured and its observation equals the clean side's within the exercise's
-tolerance, and its evidence agrees row by row (:func:`judge`;
-:mod:`tutor.model.evidence` compares it); **break** shows what the learner's
+tolerance, its evidence agrees row by row and so does the recorded whole
+output of the snippet it repairs (:func:`judge`; :mod:`tutor.model.evidence`
+compares both); **break** shows what the learner's
 side observed and the first evidence row that diverges from clean
 (:func:`observe_break`). Never a comparison of texts. Pure: imports neither torch nor Textual.
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 from tutor.model import answers
 from tutor.model.catalog import Exercise
-from tutor.model.evidence import REPEAT, YOURS, first_difference
+from tutor.model.evidence import REPEAT, YOURS, first_difference, first_record_difference
 from tutor.model.grading import Prediction, is_correct, read_prediction
 
 
@@ -129,6 +130,17 @@ def _difference(exercise: Exercise, result, clean: _Clean) -> str | None:
                             repeat=clean.repeat_evidence, tolerance=exercise.tolerance)
 
 
+def _record_difference(exercise: Exercise, result) -> str | None:
+    """The first difference in the whole output of the code under test (:func:`first_record_difference`):
+    the records of the snippet module's calls, yours against clean's; None for a run that recorded none."""
+    records = getattr(result, "records", None) or {}
+    clean = records.get("clean")
+    if not clean:
+        return None  # nothing recorded (a plain run, an engine file): the check's evidence is all there is
+    repeat = records.get(REPEAT) if REPEAT in result.observations else None
+    return first_record_difference(records.get(YOURS), clean, repeat=repeat, tolerance=exercise.tolerance)
+
+
 def evidence_reproduces(result) -> bool:
     """Whether the clean code's evidence came out exactly alike on its two runs (clean and repeat).
 
@@ -180,7 +192,14 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
       (:func:`evidence_reproduces`: every check but those that time or weigh
       memory), the learner's evidence agrees with it row by row
       (:func:`first_difference`): a repair that returns a constant matching
-      the observation still shows in the evidence behind it.
+      the observation still shows in the evidence behind it; and
+    * where the run recorded the whole output of the faulted snippet module
+      (its functions' return values and written arguments on their first
+      calls: ``tutor.sandbox.record``), yours agrees with clean's record by
+      record (:func:`first_record_difference`, the same rule, rows the clean
+      code does not reproduce skipped): a repair that also changes what it
+      was not asked to is not fixed, even where the check's evidence does
+      not show that output.
 
     Otherwise **not fixed**, naming the first evidence row that differs (or
     the error that stopped the learner's side). **Could not run** when the
@@ -203,6 +222,10 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
     difference = _difference(exercise, result, measured)
     varies = _varies(exercise, runs)
     matched = next((run for run in runs if same_observation(exercise, observed, run)), None)
+    output = _record_difference(exercise, result)
+    if matched is not None and (difference is None or not measured.reproduces) and output is not None:
+        return Verdict(mode, "not fixed", f"not fixed: yours observes {show(observed)} as the clean code does, "
+                       f"but not the same whole output — {output}", output, status, observed)
     if matched is not None and (difference is None or not measured.reproduces):
         if mode == "hunt" and matched == "none":  # the audit's answer for "no link fails": the words say it
             what = "every audit link holds"

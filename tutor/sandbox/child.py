@@ -12,8 +12,9 @@ forks the first):
 * the **child** (:func:`run_check`) keeps only its log, ``/dev/null`` and
   its own result pipe open, moves into the side's private tree, caps its
   memory, confines itself (:mod:`tutor.sandbox.confine`), seeds every
-  generator and calls the check, sending each message signed with the
-  side's key (:func:`tutor.sandbox.protocol.sign`).
+  generator, wraps the snippet module the request records
+  (:mod:`tutor.sandbox.record`) and calls the check, sending each message
+  signed with the side's key (:func:`tutor.sandbox.protocol.sign`).
 
 The speed probe's children (:func:`probe_child`) run the same way, unconfined,
 with :data:`SIDE_THREADS` torch threads.
@@ -32,7 +33,7 @@ import tempfile
 import time
 import traceback
 
-from tutor.sandbox import confine, landlock, namespaces, protocol, seccomp, speed
+from tutor.sandbox import confine, landlock, namespaces, protocol, record, seccomp, speed
 from tutor.sandbox.protocol import Attempted, Measured, Message, Progress, Raised, Request, Unjoined
 
 #: Torch threads every side's child runs with, whatever the machine: intra-op
@@ -245,6 +246,10 @@ def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, 
         def progress(fraction: float, message: str) -> None:
             send(Progress(fraction=fraction, message=message))
 
+        # the snippet module's calls are recorded: wrapped before the check's module imports anything of it
+        recorder = record.Recorder() if request.record else None
+        if recorder is not None and not recorder.install(request.record).__file__.startswith(folder):
+            raise RuntimeError("the recorded module did not load from the private copy")
         module_name, _, function_name = request.check.partition(".")
         module = importlib.import_module(f"exercises.{module_name}")
         if not module.__file__.startswith(folder):
@@ -254,7 +259,10 @@ def run_check(request: Request, folder: str, threads: int, fd: int, key: bytes, 
         from exercises.context import Context
         context = Context(device=request.device, seed=request.seed, on_progress=progress)
         measurement = check(context).to_dict()
-        send(Measured(observed=measurement["observed"], evidence=measurement["evidence"]))
+        # the records share the measurement's one line (protocol.MAX_MESSAGE_BYTES) with what the check sent
+        room = protocol.MAX_MESSAGE_BYTES - len(json.dumps(measurement)) - 1024
+        send(Measured(observed=measurement["observed"], evidence=measurement["evidence"],
+                      records=recorder.fit(room) if recorder is not None else []))
         code = 0
     except BaseException as exc:  # everything the subject does wrong is an outcome
         tb = traceback.extract_tb(exc.__traceback__)

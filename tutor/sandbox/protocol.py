@@ -166,6 +166,8 @@ class Request(Message):
         limit_why: which limit that is and why, as a clause
             (``tutor.sandbox.speed.TimeLimit.why``); a timeout's sentence ends with
             it. "" says nothing more.
+        record: the snippet module whose calls every side's check records (``exercises/snippets/x.py``:
+            :mod:`tutor.sandbox.record`, for a run where a side replaces it), or "" to record nothing.
     """
 
     TYPE: ClassVar[str] = "request"
@@ -176,6 +178,7 @@ class Request(Message):
     timeout_s: float
     sides: tuple[Side, ...]
     limit_why: str = ""
+    record: str = ""
 
     def to_wire(self) -> dict:
         data = super().to_wire()
@@ -186,7 +189,7 @@ class Request(Message):
     def from_wire(cls, data: dict) -> "Request":
         return cls(job=data["job"], check=data["check"], device=data["device"], seed=int(data["seed"]),
                    timeout_s=float(data["timeout_s"]), sides=tuple(Side.from_wire(s) for s in data["sides"]),
-                   limit_why=str(data.get("limit_why", "")))
+                   limit_why=str(data.get("limit_why", "")), record=str(data.get("record", "")))
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,7 @@ class SideSpec:
         listed: what it may list but not read (``tutor.sandbox.reads.policy``).
         cgroup, memory_cgroup: the side's pids and memory cgroups, or None.
         worker_pid: the worker's pid, as the warden sees it (its parent once adopted).
+        record: the module the side's check records (:attr:`Request.record`).
     """
 
     check: str
@@ -220,6 +224,7 @@ class SideSpec:
     cgroup: str | None = None
     memory_cgroup: str | None = None
     worker_pid: int = 0
+    record: str = ""
 
     @property
     def key_bytes(self) -> bytes:
@@ -227,7 +232,8 @@ class SideSpec:
 
     def request(self) -> "Request":
         """The side's check as a request with no sides: what the warden and child read (check, device, seed)."""
-        return Request(job=0, check=self.check, device=self.device, seed=self.seed, timeout_s=0.0, sides=())
+        return Request(job=0, check=self.check, device=self.device, seed=self.seed, timeout_s=0.0, sides=(),
+                       record=self.record)
 
     def encode(self) -> bytes:
         """One line of JSON, newline included."""
@@ -288,11 +294,13 @@ class Unjoined(Message):
 
 @dataclass(frozen=True)
 class Measured(Message):
-    """A child's check returned (``exercises.outcome.Measurement``, as JSON-able data)."""
+    """A child's check returned (``exercises.outcome.Measurement``, as JSON-able data), with the records of
+    the snippet module's calls when the request named one (:mod:`tutor.sandbox.record`)."""
 
     TYPE: ClassVar[str] = "measured"
     observed: Any
     evidence: list = field(default_factory=list)
+    records: list = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -345,7 +353,7 @@ class SideResult(Message):
         status: ``ok`` (the check measured), ``error`` (the subject raised or
             crashed, or the tree could not be built) or ``timeout``.
         observed: the measurement's observation (status ok only).
-        evidence: the measurement's evidence (status ok only).
+        evidence: the measurement's evidence (status ok only); records: its calls' records (``Measured``).
         error: one sentence saying what went wrong (other statuses).
         exception: the class name of what was raised, when something was.
         output: an excerpt of what the side printed.
@@ -369,6 +377,7 @@ class SideResult(Message):
     status: str
     observed: Any = None
     evidence: list = field(default_factory=list)
+    records: list = field(default_factory=list)
     error: str | None = None
     exception: str | None = None
     output: str = ""

@@ -68,6 +68,8 @@ class RunResult:
         tampered: the sides whose result pipe carried lines the check did
             not write (their results are not taken).
         timed_out: the sides stopped at their time limit (their sentence is in ``errors``).
+        records: per side that measured, the records of the snippet module's calls (an edit-mode run's:
+            ``tutor.sandbox.record``), compared by the verdict like evidence. Not part of ``to_dict``.
     """
 
     id: str
@@ -95,6 +97,7 @@ class RunResult:
     refused: dict = field(default_factory=dict)
     tampered: list = field(default_factory=list)
     timed_out: list = field(default_factory=list)
+    records: dict = field(default_factory=dict)
 
     @property
     def retry_scale(self) -> float:
@@ -107,7 +110,7 @@ class RunResult:
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        del data["observations"]
+        del data["observations"], data["records"]
         data["error"] = self.error
         return data
 
@@ -187,6 +190,7 @@ def grade(exercise: Exercise, answer: Answer, prediction: str | None = None, see
             continue
         result.observations[name] = side.observed
         result.evidence[name] = side.evidence
+        result.records[name] = side.records
     result.clean = result.observations.get("clean")
     result.faulted = result.observations.get("faulted")
     needed = GRADED_SIDES[exercise.observe]

@@ -39,6 +39,7 @@ from tutor.sandbox.confine import Status, enabled, remove_cgroups
 from tutor.sandbox.launch import launch, why_not_started
 from tutor.sandbox.protocol import Answer, Hello, Progress, ProtocolError, Request, Side
 from tutor.sandbox.result import RunResult, grade, read_prediction
+from tutor.sandbox.record import record_path
 from tutor.sandbox.speed import Speed, TimeLimit, pin_cpu_kernels
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -457,9 +458,9 @@ class Runner:
             if not status.confined:
                 raise UnconfinedError(unconfined_sentence(status.why))
         limit = self._limit(exercise, timeout_scale)  # the worker is up: self.device started it
+        sides = tuple(sides) if sides is not None else standard_sides(self.catalog, exercise)
         request = Request(job=next(self._jobs), check=exercise.check, device=device, seed=seed,
-                          timeout_s=limit.seconds, limit_why=limit.why,
-                          sides=tuple(sides) if sides is not None else standard_sides(self.catalog, exercise))
+                          timeout_s=limit.seconds, limit_why=limit.why, sides=sides, record=record_path(sides))
         started = time.perf_counter()
         try:
             answer = self.worker.request(request, on_progress)

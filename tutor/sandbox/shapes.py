@@ -3,7 +3,7 @@
 The HMAC on a side's line (:func:`tutor.sandbox.protocol.verify`) proves
 who sent it; :func:`shape_problem` proves it is a message a side sends, each
 field of its type's shape, before anything reads it. A measurement's
-``observed`` and ``evidence`` are measured for depth without recursion
+``observed``, ``evidence`` and ``records`` are measured for depth without recursion
 (:func:`nesting`), so a value nested past the interpreter's recursion limit
 is refused, never raised on in the grader.
 """
@@ -60,7 +60,8 @@ SIDE_SHAPES: dict[str, dict[str, Any]] = {
     "progress": {"fraction": _fraction, "message": _text, "job": _job, "side": _text},
     "attempted": {"what": _text},
     "unjoined": {"controller": lambda v: v in ("pids", "memory"), "why": _text},
-    "measured": {"observed": _shallow, "evidence": lambda v: isinstance(v, list) and _shallow(v)},
+    "measured": {"observed": _shallow, "evidence": lambda v: isinstance(v, list) and _shallow(v),
+                 "records": lambda v: isinstance(v, list) and _shallow(v)},
     "raised": {"exception": _text, "message": _text, "where": _text, "frames": _texts},
 }
 
@@ -74,7 +75,7 @@ def shape_problem(data: dict) -> str:
         return f"a side sent a {str(kind)[:40]!r} message, which no side sends"
     for name, fits in shape.items():
         if name in data and not fits(data[name]):
-            deep = name in ("observed", "evidence") and nesting(data[name]) > MAX_DEPTH
+            deep = name in ("observed", "evidence", "records") and nesting(data[name]) > MAX_DEPTH
             return (f"a {kind} message's {name} nests deeper than {MAX_DEPTH} levels" if deep
                     else f"a {kind} message's {name} is not of its shape")
     return ""

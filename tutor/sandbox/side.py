@@ -118,7 +118,7 @@ class SideRun:
         spec = SideSpec(check=self.request.check, device=self.request.device, seed=self.request.seed,
                         folder=self.folder, threads=self.threads, key=self._key.hex(),
                         status=confinement().to_wire(), roots=allowed.roots, listed=allowed.listed, cgroup=self.cgroup,
-                        memory_cgroup=self.memory_cgroup, worker_pid=os.getpid())
+                        memory_cgroup=self.memory_cgroup, worker_pid=os.getpid(), record=self.request.record)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.started = time.perf_counter()
         try:
@@ -342,7 +342,8 @@ class SideRun:
                               error=f"the subject started more than {namespaces.MAX_PROCESSES} processes at once and "
                                     f"was stopped{refused}", **common)
         if isinstance(self._last, Measured):
-            return SideResult(status="ok", observed=self._last.observed, evidence=self._last.evidence, **common)
+            return SideResult(status="ok", observed=self._last.observed, evidence=self._last.evidence,
+                              records=self._last.records, **common)
         if isinstance(self._last, Raised):
             raised = self._last.in_files(path for path, _ in self.side.files)  # the learner's line, where theirs
             return SideResult(status="error", error=raised.sentence + refused, exception=raised.exception,
