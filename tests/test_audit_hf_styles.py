@@ -100,7 +100,7 @@ def test_a_sliding_window_written_by_hand_warns_naming_its_width_and_a_leak_in_i
 # --- the Hugging Face styles (zoo tier) ---------------------------------------------
 
 #: Each clean style's links that skip, and what the skip names.
-SKIPS = {"bloom": {"GENERATE": "no position table in BloomForCausalLM (pass --block)"}}
+SKIPS = {}
 #: Each clean style's warnings: link -> the start of each warning, in order (every other link: none).
 SCALE = "a scale other than 1/sqrt(D) is right for a model trained with it"
 SOFTCAP = "soft-capped scores, c * tanh(scores / c), are right for a model trained with them"
@@ -160,3 +160,19 @@ def test_a_correct_model_whose_greedy_text_reaches_its_end_of_sequence_id_still_
         link = audit(hf_styles.STYLES[name], overfit_steps=0, seed=seed, links=["GENERATE"]).links[0]
     assert link.status == "ok", (link.verdict, link.evidence)
     assert "'min_new_tokens': 28" in link.evidence[0][1]
+
+
+@pytest.mark.zoo
+def test_bloom_declares_no_length_and_its_greedy_generate_is_checked_token_by_token_past_t():
+    """BLOOM has ALiBi and no position table: GENERATE holds its generate to the prompt followed by the
+    new tokens, each the full forward's greedy choice, the end-of-sequence id its min_new_tokens bans
+    left out of the argmax."""
+    pytest.importorskip("transformers")
+    with contextlib.redirect_stdout(io.StringIO()):
+        link = audit(hf_styles.STYLES["bloom"], overfit_steps=0, links=["GENERATE"]).links[0]
+    assert link.status == "ok", (link.verdict, link.evidence)
+    assert link.verdict.startswith("no block_size declared: generated 32 tokens after a prompt of 8, to 40"), \
+        link.verdict
+    rows = dict(link.evidence)
+    assert rows["greedy tokens vs argmax of the full forward"].startswith("0 of 64 differ"), rows
+    assert rows["end-of-sequence ids"].startswith("[2]: banned by min_new_tokens"), rows

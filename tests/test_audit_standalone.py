@@ -26,16 +26,27 @@ def verdicts(report):
 CLEAN = {
     "llama2c/factory": {"LOOP": ("skip", "no train_step"), "CAPABILITY": ("skip", ""),
                         "OWNERSHIP": ("ok", "")},
-    # its attention and MLP share one fused projection, so no module has q, k, v projections to read
-    "palm/factory": {"ATTENTION": ("skip", "the modules with projections are net.1.fn (fused_attn_ff_proj, "
-                                           "attn_out)"),
+    # its attention and MLP share one fused projection, so no module has q, k, v projections to read: its
+    # attention is found by what it computes (scores by einsum, a softmax, a product with v)
+    "palm/factory": {"ATTENTION": ("ok", "2 attention modules equal the SDPA reference"),
                      "CACHE": ("skip", "generate has no greedy setting"), "LOOP": ("skip", "no train_step"),
                      "CAPABILITY": ("skip", ""), "GENERATE": ("ok", "generated 70 tokens past block_size 64"),
                      "RESIDUAL": ("ok", "2 blocks carry their input forward")},
-    "gptfast/factory": {"GENERATE": ("skip", "no generate method"), "LOOP": ("skip", "no train_step"),
+    # its rotary table and causal mask are plain tensors setup_caches makes: measured, the forward still runs
+    # after .to(torch.float64) but not once its parameters move to another device after the set-up
+    "gptfast/factory": {"REGISTRATION": ("warn", "outside state_dict(): freqs_cis and causal_mask, plain tensors "
+                                                 "made after the build (by setup_caches(...) or the first forward; "
+                                                 "the forward still runs after .to(torch.float64), not after a "
+                                                 "move to another device)"),
+                        "GENERATE": ("skip", "no generate method"), "LOOP": ("skip", "no train_step"),
                         "CAPABILITY": ("skip", ""), "ATTENTION": ("ok", "2 attention modules equal the SDPA"),
                         "CACHE": ("ok", "cached logits equal the full forward's")},
-    "lit_llama/factory": {"GENERATE": ("skip", "no generate method"), "LOOP": ("skip", "no train_step"),
+    # its first forward makes rope_cache and mask_cache as plain tensors on the ids' device: measured likewise
+    "lit_llama/factory": {"REGISTRATION": ("warn", "outside state_dict(): rope_cache and mask_cache, plain tensors "
+                                                   "made after the build (by reset_cache(...) or the first forward; "
+                                                   "the forward still runs after .to(torch.float64), not after a "
+                                                   "move to another device)"),
+                          "GENERATE": ("skip", "no generate method"), "LOOP": ("skip", "no train_step"),
                           "CAPABILITY": ("skip", ""), "CACHE": ("ok", "cached logits equal the full forward's")},
     "nanogpt_mup/factory": {"ATTENTION": ("warn", "0.0625 (1/D, muP's)"), "LOOP": ("skip", "no train_step"),
                             "CAPABILITY": ("skip", "")},
@@ -48,6 +59,7 @@ BUGS = [
     ("llama2c/factory:build_kv_tiled", "ATTENTION", "the key/value heads are shared with the wrong query heads"),
     ("palm/factory:build_mask_shifted", "CAUSALITY", "the past moved"),
     ("palm/factory:build_residual_dropped", "RESIDUAL", "the block drops its input"),
+    ("palm/factory:build_softmax_over_queries", "CAUSALITY", "the past moved"),
     ("gptfast/factory:build_rotary_not_offset", "CACHE", "cached logits differ from the full forward"),
     ("lit_llama/factory:build_is_causal_with_cache", "CACHE", "cached logits differ from the full forward"),
     ("nanogpt_mup/factory:build_mask_shifted", "CAUSALITY", "the past moved"),
@@ -117,3 +129,39 @@ def test_attention_driven_one_token_per_call_is_joined_over_the_calls():
     assert unread.status == "FAIL" and unread.verdict.startswith(
         "layers.0.attention is driven one token per call, and its query at position 7 reads 1 key(s), not the 8"), \
         unread.verdict
+
+
+def test_attention_written_by_hand_outside_named_modules_is_found_by_its_data_flow():
+    """PaLM's attention sits in its parallel block beside the MLP, from one fused projection, multi-query,
+    scores by einsum over a q scaled before the product: it is found by what it computes, its scale read
+    whole from the scores (q's 0.25 included), and checked against causal SDPA."""
+    attention = verdicts(report_of("palm/factory"))["ATTENTION"]
+    rows = dict(attention.evidence)
+    assert list(rows)[:2] == ["net.1.fn", "net.2.fn"], attention.evidence
+    assert rows["net.1.fn"].startswith("by its data flow: einsum 'b h i d, b j d -> b h i j', q scaled by 0.25 "
+                                       "before it; softmax input = 0.25 x q @ k^T, H=4, D=16, 1 kv heads; against "
+                                       "causal SDPA at its own scale 0.25: max |Δ|"), rows["net.1.fn"]
+
+
+@pytest.mark.parametrize("name, says", [
+    ("palm/factory:build_mask_shifted", "net.1.fn's softmax weights are nonzero on keys after the query's own "
+                                        "position (query 0 reads key 1, up to 1 position(s) ahead)"),
+    ("palm/factory:build_softmax_over_queries", "net.1.fn's softmax normalises over the query positions, not over "
+                                                "the keys"),
+])
+def test_attention_found_by_its_data_flow_names_a_broken_contract(name, says):
+    """CAUSALITY fails these first (each lets a later token move an earlier position); ATTENTION names which
+    step of the attention does it, read from the softmax's weights and axis."""
+    attention = verdicts(report_of(name))["ATTENTION"]
+    assert attention.status == "FAIL" and attention.verdict.startswith(says), attention.verdict
+
+
+def test_a_scale_by_the_attention_width_read_from_the_data_flow_is_a_warning_naming_it():
+    """q scaled by 1/sqrt(H x D) before the scores keeps the contract (a warning naming the scale); with
+    ``--expect sdpa`` it fails ATTENTION, first."""
+    report = report_of("palm/factory:build_scale_width")
+    attention = verdicts(report)["ATTENTION"]
+    assert report.first_failure is None and attention.status == "warn", report.text()
+    assert "0.125 (1/sqrt(C), C = 64 the heads' width) in net.1.fn, net.2.fn" in attention.verdict, attention.verdict
+    held = audit(factory("third_party/palm/factory:build_scale_width"), overfit_steps=0, expect=("sdpa",))
+    assert held.first_failure == "ATTENTION", held.text()

@@ -18,6 +18,7 @@ import torch.nn as nn
 from exercises.audit.adapter import (Forward, hugging_face, library_generate, logits_of, open_cache, parameters_of,
                                      split_output)
 from exercises.audit.measure import finite_delta, finite_scale, mode, seeded, some
+from exercises.audit.links import unbounded
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
 from exercises.outcome import first_line
@@ -386,7 +387,9 @@ def generate(s: Subject) -> Link:
     within [0, V), beginning with the prompt (transformers' generate is
     asked for ``min_new_tokens`` too: stopping at an end-of-sequence id is
     correct, and would shorten the output). "skip" without a generate
-    method or a known block_size.
+    method. A model that declares no length is held to generation's contract
+    without the crop (``unbounded``): the prompt, then each new token the
+    full forward's greedy choice.
     """
     gen = getattr(s.model, "generate", None)
     if not callable(gen):
@@ -395,9 +398,7 @@ def generate(s: Subject) -> Link:
         return Link("GENERATE", "skip", f"{type(s.model).__name__}.generate needs model.tokenizer, which is None")
     block = s.block_size
     if block is None:
-        return Link("GENERATE", "skip", "block_size unknown: no config.block_size, n_positions, "
-                                        "max_position_embeddings, max_seq_len, context_length, n_ctx or sequence_len, "
-                                        f"and no position table in {type(s.model).__name__} (pass --block)")
+        return unbounded.generate_without_length(s)
     P = 4
     crops = not library_generate(s.model)  # transformers' generate never crops: its position table is a hard limit
     n = block + 6 - P if crops else block - P

@@ -10,6 +10,7 @@ import torch.nn as nn
 
 from exercises.audit.adapter import Forward, engine_like, output_head
 from exercises.audit.measure import finite_delta, finite_scale, invalid_logits, mode, seeded
+from exercises.audit.links import setup_tables
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
 
@@ -226,7 +227,24 @@ def registration(s: Subject) -> Link:
     warnings = [] if not (ok and managed) else [
         "a plain tensor attribute is not in state_dict(): a checkpoint does not hold it, so the model must rebuild "
         "it when built; register_buffer(name, tensor, persistent=False) says so and moves it with the model"]
-    return Link("REGISTRATION", "FAIL" if not ok else "warn" if managed else "ok", verdict, rows, warnings)
+    status = "FAIL" if not ok else "warn" if managed else "ok"
+    made = setup_tables.measure(s) if ok else None
+    if made is not None:
+        rows += setup_tables.rows(made)
+        if made.broken:
+            status = "FAIL"
+            verdict = (f"not registered: {made.names}, plain tensors made after the build (by {made.setup}(...) "
+                       f"or the first forward); after "
+                       f".to(torch.float64) and {made.setup} again the forward {made.dtype_move}")
+        else:
+            status = "warn"
+            verdict += (f"; outside state_dict(): {made.names}, plain tensors made after the build (by "
+                        f"{made.setup}(...) or the first forward; "
+                        + ("they follow .to(torch.float64)" if len(made.followed) == len(made.tables) else
+                           "the forward still runs after .to(torch.float64)")
+                        + ("" if made.device_move is None else ", not after a move to another device") + ")")
+            warnings.append(setup_tables.warning(made))
+    return Link("REGISTRATION", status, verdict, rows, warnings)
 
 
 def _forward_after_move(s: Subject) -> str | None:
