@@ -95,8 +95,8 @@ def test_a_warm_up_is_counted_in_no_total_and_said_as_ungraded():
     catalog = load_catalog()
     progress = LearnerProgress("ada", {WARM: ExerciseProgress(attempts=[warm(True)])})
     cells = {r[0]: r[1:] for r in _rows(set_totals(catalog, progress))}
-    assert cells["Capstone"] == ["0", "0", f"{len(catalog.get_set('capstone').exercises) - 1} + warm-up"]
-    assert cells["all"][2] == f"{len(catalog.exercises) - 1} + warm-up"
+    assert cells["Capstone"] == ["0", "0", f"{len(catalog.get_set('capstone').exercises) - 1} + 1 warm-up"]
+    assert cells["all"][2] == f"{len(catalog.exercises) - 1} + 1 warm-up"
     first = catalog.sets[0]
     assert cells[first.title][2] == str(len(first.exercises))  # a set with no warm-up: its count alone
     assert attempt_result(warm(True)).plain == "matched · ungraded"
@@ -154,7 +154,7 @@ def test_the_exercise_tree_marks_a_warm_up_apart_and_counts_it_beside_its_sets_e
     graded = len(capstone.exercises) - 1
     key, label = ExerciseTree._set_label(capstone, LearnerProgress("ada", {WARM: made}))
     # the set's four lines read as three exercises and the warm-up, as tutor progress counts them
-    assert key == (0, graded, 1) and label.plain.endswith(f"0/{graded} + warm-up")
+    assert key == (0, graded, 1) and label.plain.endswith(f"0/{graded} + 1 warm-up")
     shapes = catalog.sets[0]
     assert ExerciseTree._set_label(shapes, LearnerProgress("ada", {}))[1].plain.endswith(f"0/{len(shapes.exercises)}")
 
@@ -233,7 +233,7 @@ def test_the_tui_shows_a_saved_warm_up_bet_after_a_relaunch_on_its_page_and_the_
         seen["history"] = " ".join(text_of(screen.query_one("#exercise-history", Static)).split())
         seen["answer"] = screen.query_one("PredictionInput").value
     drive(app, script, size=(120, 40))
-    assert "warm-up made (ungraded) · 1 warm-up bet(s), ungraded" in seen["home"]
+    assert "warm-up bet made (ungraded) · 1 warm-up bet(s), ungraded" in seen["home"]
     assert "prediction(s)" not in seen["home"]
     assert "warm-up: you bet shape (90 % sure); the mystery's first failing link was causality" in seen["page"]
     assert "saved, never graded" in seen["page"] and "did not match" not in seen["page"]
@@ -256,9 +256,9 @@ def test_tutor_progress_all_counts_a_warm_up_apart_from_the_exercises_tried(tmp_
     assert main(["progress", "--all", "--progress-dir", str(folder)]) == 0
     out = capsys.readouterr().out
     total = len(load_catalog().exercises)
-    assert f"({total} exercises, 1 of them an ungraded warm-up)" in out
+    assert f"({total - 1} graded exercises + 1 warm-up)" in out
     lines = {line.split()[1]: line for line in out.splitlines() if line.startswith("│ ")}
-    assert "1 + 1 warm-up (ungraded)" in lines["ada"] and "warm-up" not in lines["bob"]
+    assert "1 + 1 warm-up" in lines["ada"] and "warm-up" not in lines["bob"]
 
 
 class _MissedBet:

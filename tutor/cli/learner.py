@@ -197,7 +197,7 @@ def _learner_text(args, task) -> str:
         with open(name, "rb") as fh:
             raw = fh.read(MAX_EDIT_BYTES * 4 + 1)
     except FileNotFoundError:
-        raise UsageError(f"there is no {what} {name!r}; give the path of your edited {task.path}") from None
+        raise UsageError(f"there is no {what} {name!r}; give the path of {_wanted(task, what)}") from None
     except OSError as exc:
         raise UsageError(f"cannot read the {what} {name!r} ({exc.strerror or exc})") from None
     if len(raw) > MAX_EDIT_BYTES * 4:
@@ -210,6 +210,16 @@ def _learner_text(args, task) -> str:
     if what == "patch":
         return apply_patch(task.start, text, task.path)
     return text
+
+
+def _wanted(task, what: str) -> str:
+    """What ``--file`` or ``--patch`` should name, said without giving a hunt away: a hunt's file is
+    named once its run has shown the mystery (before then the name tells where the hidden fault is)."""
+    if task.hidden:
+        mine = "your repaired copy of" if what == "file" else "your diff against"
+        return f"{mine} the file that hides mystery {task.seed}'s fault"
+    edited = "your repaired" if task.mode == "fix" else "your edited"
+    return f"{edited} {task.path}" if what == "file" else f"your diff against the faulted {task.path}"
 
 
 def edit_data(ex, outcome) -> dict:
@@ -389,6 +399,7 @@ def progress_of_everyone(args) -> EveryoneReply:
         raise UsageError(no_folder(store.folder))
     cat = catalog_or_none()
     total = len(cat.exercises) if cat else None
+    ungraded = {e.id for e in cat.exercises if not e.graded} if cat else set()
     rows = []
     for file in store.learner_files():
         if file.shadowed:
@@ -415,21 +426,24 @@ def progress_of_everyone(args) -> EveryoneReply:
         row["learner"] = loaded.learner
         entries = loaded.exercises.values()
         times = [a.time for e in entries for a in e.attempts]
-        # a warm-up's bet was made but scores nothing: counted apart from the exercises tried, never in them
-        bet_only = sum(bool(e.attempts) and all(a.mode == WARMUP for a in e.attempts) for e in entries)
-        row.update(tried=sum(bool(e.attempts) for e in entries) - bet_only, warm_ups=bet_only,
+        # a warm-up (its bets, a Find and fix of its mystery) scores nothing: counted apart from the exercises
+        # tried, never in them
+        warmed = sum(bool(e.attempts) and (ex_id in ungraded or all(a.mode == WARMUP for a in e.attempts))
+                     for ex_id, e in loaded.exercises.items())
+        row.update(tried=sum(bool(e.attempts) for e in entries) - warmed, warm_ups=warmed,
                    solved=sum(e.solved for e in entries),
                    attempts=len(times), notes=sum(bool(e.note.strip()) for e in entries),
                    last_attempt=max(times) if times else None)
         rows.append(row)
     kept = [str(p) for p in store.kept_aside()]
     bad = [r for r in rows if r["error"]]
-    data = {"folder": str(store.folder), "exercise_count": total, "learners": rows, "kept_aside": kept}
+    data = {"folder": str(store.folder), "exercise_count": total, "warm_up_count": len(ungraded) if cat else None,
+            "learners": rows, "kept_aside": kept}
     if bad:
         data["error"] = (f"{len(bad)} progress file{'s' if len(bad) > 1 else ''} cannot be read "
                          f"({', '.join(Path(r['file']).name for r in bad)}); each row says why")
     return EveryoneReply(data, EXIT_USAGE if bad else 0, folder=store.folder, total=total, rows=rows,
-                         kept_aside=kept, ungraded=sum(not e.graded for e in cat.exercises) if cat else 0)
+                         kept_aside=kept, ungraded=len(ungraded))
 
 
 def version(args, events: Events) -> VersionReply:

@@ -250,7 +250,7 @@ class RichOutput:
         # deferred: Rich loads only when something is drawn (--json draws nothing)
         from rich.text import Text
 
-        from tutor.render import calibration_renderables, progress_table, set_totals
+        from tutor.render import calibration_renderables, progress_table, set_totals, sure_bets
         progress, store, learner, console = reply.progress, reply.store, reply.learner, self.console
         kept = reply.data.get("kept_aside", [])
         if not progress.exercises:
@@ -268,7 +268,7 @@ class RichOutput:
             console.print(set_totals(reply.catalog, progress, per_set))
             console.print(Text("\nCalibration: how often you were right when you said how sure you were",
                                style="bold"))
-            for renderable in calibration_renderables(overall):
+            for renderable in calibration_renderables(overall, sure_bets(progress)):
                 console.print(renderable)
 
     @show.register
@@ -301,13 +301,13 @@ class RichOutput:
         from rich.table import Table
         from rich.text import Text
 
+        from tutor.render.progress import exercises_count, with_warm_ups
         console, rows = self.console, reply.rows
         if not rows:
             console.print(Text(f"No progress files in {reply.folder}."))
             _kept_aside_lines(console, reply.kept_aside)
             return
-        warm = f", {reply.ungraded} of them an ungraded warm-up" if reply.ungraded else ""
-        total = f" ({reply.total} exercises{warm})" if reply.total else ""
+        total = f" ({exercises_count(reply.total - reply.ungraded, reply.ungraded)})" if reply.total else ""
         console.print(Text(f"Learners in {reply.folder}{total}", style="bold"))
         table = Table()
         table.add_column("learner", no_wrap=True)
@@ -318,9 +318,8 @@ class RichOutput:
                 table.add_row(r["learner"], Text("cannot be read (below)", style="red"), "", "", "", "")
             else:
                 when = show_time(r["last_attempt"]) if r["last_attempt"] else "-"
-                bets = f" + {r['warm_ups']} warm-up (ungraded)" if r.get("warm_ups") else ""
-                table.add_row(r["learner"], f"{r['tried']}{bets}", str(r["solved"]), str(r["attempts"]),
-                              str(r["notes"]), when)
+                table.add_row(r["learner"], with_warm_ups(r["tried"], r.get("warm_ups", 0)), str(r["solved"]),
+                              str(r["attempts"]), str(r["notes"]), when)
         console.print(table)
         _kept_aside_lines(console, reply.kept_aside)
         for r in rows:

@@ -22,7 +22,7 @@ CLI and the TUI draw with are gathered here.
 from tutor.render.edit import EDIT_STYLE, EDIT_TEXT, edit_columns, instruments_table, render_edit, side_cell
 from tutor.render.progress import (answers_count, attempt_result, attempt_row, calibration_renderables, edits_summary,
                                    exercise_history, last_said, progress_table, saved_attempt, set_totals,
-                                   sure_cell)
+                                   sure_bets, sure_cell, warm_up_state)
 from tutor.render.result import (TIMEOUT_ADVICE, VERDICT_STYLE, VERDICT_TEXT, DiffView, comparison_table,
                                  evidence_renderables, render_diff, render_result)
 from tutor.render.series import (LOG_SPAN, PLOT_HEIGHT, SIDE_STYLE, SeriesGroup, SeriesPlot, draw_series, legend,
@@ -35,4 +35,4 @@ __all__ = ["EDIT_STYLE", "EDIT_TEXT", "LOG_SPAN", "PLOT_HEIGHT", "SIDE_STYLE", "
            "SeriesGroup", "SeriesPlot", "WordTable", "calibration_renderables",
            "column_widths", "comparison_table", "draw_series", "edit_columns", "evidence_renderables",
            "instruments_table", "legend", "nice_ticks", "plot_scale", "render_diff", "render_edit", "render_result",
-           "series_groups", "set_totals", "side_cell", "sparkline", "sure_cell"]
+           "series_groups", "set_totals", "side_cell", "sparkline", "sure_bets", "sure_cell", "warm_up_state"]

@@ -16,16 +16,24 @@ def _percent(fraction: float | None) -> str:
 
 def with_warm_ups(graded: int, warm_ups: int) -> str:
     """How many exercises there are as a learner reads a list: the graded ones, and the warm-ups beside them
-    (``3``, ``3 + warm-up``, ``3 + 2 warm-ups``), the same in ``tutor progress`` and on the home screen."""
+    (``3``, ``3 + 1 warm-up``, ``3 + 2 warm-ups``), the same in every count the tutor shows: ``tutor
+    progress`` (its totals, and ``--all``), the home screen's list."""
     if not warm_ups:
         return str(graded)
-    return f"{graded} + warm-up" if warm_ups == 1 else f"{graded} + {warm_ups} warm-ups"
+    return f"{graded} + {warm_ups} warm-up{'s' if warm_ups != 1 else ''}"
+
+
+def exercises_count(graded: int, warm_ups: int) -> str:
+    """:func:`with_warm_ups` in a sentence: ``186 graded exercises + 1 warm-up`` (``12 exercises`` with none)."""
+    if not warm_ups:
+        return f"{graded} exercise{'s' if graded != 1 else ''}"
+    return f"{graded} graded exercise{'s' if graded != 1 else ''}" + with_warm_ups(graded, warm_ups)[len(str(graded)):]
 
 
 def set_totals(catalog, progress, per_set: dict | None = None) -> WordTable:
     """Per set: solved, tried, of how many, and (with calibration) the Brier score of its rated predictions.
     A warm-up (an ungraded exercise) is none of these: it is never solved, so it is counted beside the
-    exercises (``3 + warm-up``), never among them."""
+    exercises (``3 + 1 warm-up``), never among them."""
     columns = ["set", "solved", "tried", "exercises"] + (["rated", "Brier"] if per_set is not None else [])
     table = WordTable(columns, styles=["bold"] + [""] * (len(columns) - 1))
     totals = [0, 0, 0, 0]
@@ -45,12 +53,21 @@ def set_totals(catalog, progress, per_set: dict | None = None) -> WordTable:
     return table
 
 
-def calibration_renderables(overall) -> list:
-    """How often the learner was right at each confidence, and the Brier score; a sentence when nothing is rated."""
+def sure_bets(progress) -> int:
+    """How many warm-up bets in ``progress`` carry a confidence: said, and never rated."""
+    return sum(a.mode == WARMUP and a.confidence is not None for e in progress.exercises.values() for a in e.attempts)
+
+
+def calibration_renderables(overall, bets: int = 0) -> list:
+    """How often the learner was right at each confidence, and the Brier score; a sentence when nothing is rated.
+    ``bets``: the warm-up bets that carry a confidence (:func:`sure_bets`), which no calibration rates; the
+    sentences say so, so a confidence given with a bet is never said to be missing."""
+    left = f"your {bets} warm-up bet(s) with a confidence are never rated" if bets else ""
     if not overall.count:
-        return [Text("No prediction carries a confidence yet: give one with each prediction (the digits and g "
-                     "in the TUI, --confidence with tutor run) to see how well you judge your own answers.",
-                     style="dim")]
+        said = f"No graded prediction carries a confidence yet ({left})" if bets else \
+            "No prediction carries a confidence yet"
+        return [Text(f"{said}: give one with each prediction (the digits and g in the TUI, --confidence with "
+                     "tutor run) to see how well you judge your own answers.", style="dim")]
     table = WordTable(["you said", "predictions", "right", "right %", "reads as"])
     for bucket in overall.buckets:
         if bucket.count:
@@ -59,6 +76,7 @@ def calibration_renderables(overall) -> list:
             table.add_row(f"{bucket.confidence} %", str(bucket.count), str(bucket.right), _percent(bucket.rate),
                           Text(bucket.verdict, style=style))
     unrated = f"; {overall.unrated} without a confidence are left out" if overall.unrated else ""
+    unrated += f"; {left}" if bets else ""
     return [table, Text.assemble(("Brier score ", "bold"), (f"{overall.brier:.3f}", "bold cyan"),
                                  f" over {overall.count} rated prediction(s) (0 is perfect, always saying 50 % "
                                  f"scores 0.250){unrated}")]
@@ -199,30 +217,41 @@ def warm_up_said(attempt, sure: str = "", named: bool = True) -> Text:
     return Text.assemble("warm-up: " if named else "", "you bet ", (attempt.prediction, "bold"), sure, *seen)
 
 
-def answers_count(attempts) -> str:
+def answers_count(attempts, graded: bool = True) -> str:
     """How many answers ``attempts`` (an exercise's, since its reset) hold, edits apart: ``2 prediction(s)``;
-    warm-up bets are counted as what they are (``1 warm-up bet(s), ungraded``), never as predictions."""
+    warm-up bets are counted as what they are (``1 warm-up bet(s), ungraded``), never as predictions, and so
+    is a warm-up (``graded`` false) with none yet (``0 warm-up bet(s), ungraded · 1 edit(s)``)."""
     said = sum(a.mode == PREDICT for a in attempts)
     bets = sum(a.mode == WARMUP for a in attempts)
     edits = sum(a.mode not in ANSWER_MODES for a in attempts)
-    parts = [f"{said} prediction(s)"] if said or not bets else []
-    parts += [f"{bets} warm-up bet(s), ungraded"] if bets else []
+    parts = [f"{said} prediction(s)"] if said or (graded and not bets) else []
+    parts += [f"{bets} warm-up bet(s), ungraded"] if bets or not graded else []
     parts += [f"{edits} edit(s)"] if edits else []
     return " · ".join(parts)
 
 
-def exercise_history(progress) -> Text:
+def warm_up_state(attempts) -> str:
+    """What a warm-up's attempts since its reset came to, for a line about the exercise: its bet made, or
+    no bet yet (only a Find and fix of its mystery); both count for nothing."""
+    if any(a.mode == WARMUP for a in attempts):
+        return "warm-up bet made (ungraded)"
+    return "no warm-up bet yet (ungraded)"
+
+
+def exercise_history(progress, graded: bool = True) -> Text:
     """An exercise page's line about its attempts since the last reset:
-    ``✓ solved · 2 prediction(s); last: you said X, the check observed Y · 1 edit attempt(s)``."""
+    ``✓ solved · 2 prediction(s); last: you said X, the check observed Y · 1 edit attempt(s)``.
+    A warm-up (``graded`` false, or only warm-up bets) is never "not solved": ``○ warm-up: ungraded``,
+    and with only a Find and fix of its mystery, ``· no bet yet``."""
     current = progress.current
     said = [a for a in current if a.mode in ANSWER_MODES]  # fix, break and hunt attempts are no answers
     verdict = ("✓ solved", "green") if progress.solved else ("✗ not solved yet", "red")
-    if said and all(a.mode == WARMUP for a in said):
+    if (said or not graded) and all(a.mode == WARMUP for a in said):
         verdict = ("○ warm-up: ungraded", "cyan")
     edits = len(current) - len(said)
     edited = f" · {edits} edit attempt(s) (p shows them)" if edits else ""
     if not said:
-        return Text.assemble(verdict, " · no prediction yet", edited)
+        return Text.assemble(verdict, " · no prediction yet" if graded else " · no bet yet", edited)
     if all(a.mode == WARMUP for a in said):
         return Text.assemble(verdict, f" · {len(said)} bet(s); last: ", warm_up_said(said[-1], named=False), edited)
     return Text.assemble(verdict, f" · {answers_count(said)}; last: ", last_said(said[-1]), edited)

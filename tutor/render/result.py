@@ -68,7 +68,8 @@ def comparison_table(ex, result) -> "WordTable":
     return table
 
 
-def render_result(ex, result, series: bool = True, timeout_advice: str = TIMEOUT_ADVICE, saved: bool = True) -> list:
+def render_result(ex, result, series: bool = True, timeout_advice: str = TIMEOUT_ADVICE, saved: bool = True,
+                  unsaved_why: str = "") -> list:
     """The verdict, prediction against observation, errors, and evidence.
 
     ``series=False`` leaves the plots of the series out, for a caller that
@@ -76,13 +77,14 @@ def render_result(ex, result, series: bool = True, timeout_advice: str = TIMEOUT
     a :class:`SeriesPlot`. An error that several sides
     share (both timed out, say) is said once, naming the sides; a timeout's
     verdict ends with ``timeout_advice``. A warm-up's verdict says whether its bet was ``saved``
-    (``tutor run --no-save``, or a save that failed, keeps nothing).
+    (``tutor run --no-save``, or a save that failed, keeps nothing), and ``unsaved_why``, when given,
+    why it was not.
     """
     verdict = VERDICT_TEXT.get(result.status, result.status)
     if result.status == "timeout" and timeout_advice:
         verdict = f"{verdict} — {timeout_advice}"
     if not ex.graded and result.status in VERDICT_TEXT and result.correct is not None:
-        kept = "saved" if saved else "not saved"
+        kept = "saved" if saved else f"not saved ({unsaved_why})" if unsaved_why else "not saved"
         verdict = f"{verdict} — a warm-up: {kept}, never graded"  # counted in no score (Exercise.graded)
     parts: list = [Text(verdict, style=VERDICT_STYLE.get(result.status, "bold"))]
     parts.append(comparison_table(ex, result))

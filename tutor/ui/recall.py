@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tutor.ui.saving import Kept
+
 
 @dataclass
 class Recall:
@@ -14,6 +16,7 @@ class Recall:
         confidence: the confidence set, in percent, or None.
         hints: how many hints were revealed.
         result: the last run's full result, or None.
+        kept: what the save of that run did (saved, or not and why).
         note: explain-back text that could not be saved when the page was left (None: nothing unsaved);
             the page offers it again and saves it.
         ran: the (answer, confidence) the page last ran and recorded, or the saved answer it opened with;
@@ -26,6 +29,7 @@ class Recall:
     confidence: int | None = None
     hints: int = 0
     result: object = None
+    kept: Kept = Kept()
     note: str | None = None
     ran: tuple[str, int | None] | None = None
     opened: bool = False

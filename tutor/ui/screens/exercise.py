@@ -25,6 +25,7 @@ from tutor.model.review import due_state, next_after, seen_ago
 from tutor.render import exercise_history, last_said, saved_attempt
 from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.recall import recall_of
+from tutor.ui.saving import kept_of, save_notice
 from tutor.ui.screens.reading_keys import ReadingKeys
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
 from tutor.ui.widgets.confidence import GUESS_KEY, ConfidencePicker, confidence_keys
@@ -125,7 +126,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
                                            " — predict it again from memory; your last answer shows after the run"),
                              id="exercise-history")
             elif current:
-                yield Static(exercise_history(progress), id="exercise-history")
+                yield Static(exercise_history(progress, ex.graded), id="exercise-history")
             yield Markdown(ex.prompt, id="exercise-prompt")
             yield FaultView(app.catalog.fault_of(ex), ex.observe, hidden=ex.seed_per_attempt, id="exercise-fault")
             # A list is picked from, so its ids (the typed format) are not shown here.
@@ -189,7 +190,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             hints.reveal(scroll=False)
         panel = self.query_one(ResultPanel)
         if recall.result is not None:
-            panel.show(self.exercise, recall.result, title="last result")
+            panel.show(self.exercise, recall.result, title="last result", kept=recall.kept)
         elif self._review is None and self._said_before:  # a review shows the last answer only after the run
             panel.show_text(saved_attempt(self._said_before[-1]), title="last result (saved)")
         self._update_next_hint()
@@ -376,22 +377,21 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         outcome = message.outcome
         self._set_running(False)
         panel = self.query_one(ResultPanel)
-        panel.show(self.exercise, outcome.result)
+        panel.show(self.exercise, outcome.result, kept=kept_of(outcome))
         self._timed_out = outcome.result if outcome.result.status == "timeout" else None
         if self._timed_out is not None:
             panel.mount(Static(Text(f"the machine may be busy: r retries with twice the limit"
                                     f"{self._retry_seconds(self._timed_out)}", style="bold yellow"),
                                id="retry-hint"), after="#result-text")
-        self._recall.result = outcome.result
+        self._recall.result, self._recall.kept = outcome.result, kept_of(outcome)
         if self._review is not None and self._said_before:  # recalled and run: now the last answer shows
             self._review = None
             self.query_one("#exercise-history", Static).update(Text.assemble(
                 ("↻ reviewed", "bold yellow"), " · before this run: ", last_said(self._said_before[-1])))
         if outcome.saved_to is not None and self._run is not None:  # recorded: no longer a draft
             self._recall.ran = (self._run.prediction or "", getattr(self._run, "confidence", None))
-        if outcome.save_error:
-            self.notify(f"The attempt was not saved: {outcome.save_error}", severity="error", timeout=10,
-                        markup=False)
+        if (notice := save_notice(outcome)) is not None:  # not saved (why), or saved without its note
+            self.notify(notice, severity="error", timeout=10, markup=False)
         self.query_one(NoteEditor).display = True
         # the answer stays in the box: r runs it again, a (or typing from the page) changes it
         self._update_next_hint()

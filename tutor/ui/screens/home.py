@@ -12,7 +12,7 @@ from textual.widgets import Header, Input, Static, Tree
 
 from tutor.model.attempts import LearnerProgress, ProgressError
 from tutor.model.review import continue_point, due
-from tutor.render import answers_count
+from tutor.render import answers_count, warm_up_state
 from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.widgets.exercise_tree import ExerciseTree, set_id_of, status_of
 from tutor.ui.widgets.ordered_input import OrderedInput
@@ -281,20 +281,16 @@ class HomeScreen(PageScreen):
         exercise_id = data
         exercise = catalog.get(exercise_id)
         progress = self.progress.of(exercise_id)
-        state = {"solved": "solved", "attempted": "attempted, not yet matched", "warmed": "warm-up made (ungraded)",
-                 "untried": "not tried yet"}
+        state = {"solved": "solved", "attempted": "attempted, not yet matched",
+                 "warmed": warm_up_state(progress.current), "untried": "not tried yet"}
         # A choice's options are on the exercise's page; here its kind is enough.
         answer = exercise.kind.summary
         review = " · ↻ due for review" if exercise_id in getattr(self, "_due", ()) else ""
         return Text.assemble((f"{exercise.id}", "bold"), f" · {exercise.title}\n",
                              (exercise.source_label, "dim"), "\n",
-                             f"{state[status_of(progress, exercise.graded)]} · {self._tries(progress)} · "
+                             f"{state[status_of(progress, exercise.graded)]} · "
+                             f"{answers_count(progress.current, exercise.graded)} · "
                              f"answer: {answer}{review}")
-
-    @staticmethod
-    def _tries(progress) -> str:
-        """``2 prediction(s)``, a warm-up's bets as bets, and the edit attempts apart (``· 1 edit(s)``)."""
-        return answers_count(progress.current)
 
 
 class ConfirmReset(ModalScreen[bool]):

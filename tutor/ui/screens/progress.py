@@ -13,7 +13,7 @@ from textual_plotext import PlotextPlot
 
 from tutor.model.attempts import LearnerProgress, ProgressError, show_time
 from tutor.model.calibration import accuracy_by_day, calibration_by_set
-from tutor.render import WordTable, attempt_row, calibration_renderables, set_totals, sure_cell
+from tutor.render import WordTable, attempt_row, calibration_renderables, set_totals, sure_bets, sure_cell
 from tutor.ui.keys import PageFooter, PageScreen
 from tutor.ui.widgets.exercise_tree import MARKS, status_of
 
@@ -26,7 +26,7 @@ def summary_renderable(catalog, progress: LearnerProgress, where: str) -> Group:
         parts.append(Text(warning, style="yellow"))
     parts += [Text("\nTotals", style="bold underline"), set_totals(catalog, progress, per_set),
               Text("\nCalibration: how often you were right when you said how sure you were",
-                   style="bold underline"), *calibration_renderables(overall)]
+                   style="bold underline"), *calibration_renderables(overall, sure_bets(progress))]
     return Group(*parts)
 
 

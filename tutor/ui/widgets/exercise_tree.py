@@ -169,7 +169,7 @@ class ExerciseTree(Tree[str]):
     @staticmethod
     def _set_label(exercise_set, progress: LearnerProgress) -> tuple[tuple, Text]:
         """A set's line, ``Shapes  3/9``, with the counts it was drawn from; a warm-up is counted beside the
-        graded exercises, never among them (``Capstone  0/3 + warm-up``, as ``tutor progress`` says it)."""
+        graded exercises, never among them (``Capstone  0/3 + 1 warm-up``, as ``tutor progress`` says it)."""
         graded = [e for e in exercise_set.exercises if e.graded]
         solved = sum(progress.of(e.id).solved for e in graded)
         warm_ups = len(exercise_set.exercises) - len(graded)

@@ -10,6 +10,7 @@ from textual.widgets import Static
 from tutor.model.catalog import Exercise
 from tutor.render import render_result, series_groups
 from tutor.sandbox.runner import RunResult
+from tutor.ui.saving import Kept
 from tutor.ui.widgets.series_plot import SeriesPlot
 
 
@@ -38,11 +39,13 @@ class ResultPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="result-text")
 
-    def show(self, exercise: Exercise, result: RunResult, title: str = "result") -> None:
-        """Replace the panel's content with this result (``title`` on its border)."""
+    def show(self, exercise: Exercise, result: RunResult, title: str = "result", kept: Kept = Kept()) -> None:
+        """Replace the panel's content with this result (``title`` on its border); ``kept`` is what its
+        save did, which a warm-up's verdict says (saved, or not saved and why)."""
         self.border_title = title
         self.query_one("#result-text", Static).update(
-            Group(*render_result(exercise, result, series=False, timeout_advice=self.timeout_advice)))
+            Group(*render_result(exercise, result, series=False, timeout_advice=self.timeout_advice,
+                                 saved=kept.saved, unsaved_why=kept.why)))
         self.query(SeriesPlot).remove()
         groups = series_groups(result.evidence)
         if groups:
