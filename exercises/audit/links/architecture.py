@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from exercises.audit.adapter import n_head_of
 from exercises.audit.links.attention_call import SCALE_SPREAD, WRONG_SIGN, AttentionCalls, mask_bias, unscaled
+from exercises.audit.links.attention_flow import FlowWatch, checked_flows
 from exercises.audit.measure import mode, rounding_tol, seeded
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
@@ -340,24 +341,24 @@ def attention(s: Subject) -> Link:
     The reference is causal SDPA with k, v repeated to the query heads
     (grouped-query attention); a packed projection is read in each layout
     its width allows and the closest taken. The tolerance follows the
-    model's dtype (``Subject.tol``). "skip" where no module can be read:
-    none found, the head count neither named nor read from a call, or no
-    hook fired.
+    model's dtype (``Subject.tol``). Attention computed by hand outside the
+    modules found (none named like projections: PaLM's fused block) is
+    found in the same forward by its data flow (``attention_flow``: scores,
+    softmax, a product with v) and checked from what it computed; a module
+    found by its projections keeps the one record of the attention inside it.
+    "skip" where no module can be read: none found either way, the head
+    count neither named nor read from a call, or no hook fired.
     """
     found = find_attention(s.model)
     if not found and find_hooked_attention(s.model):
         return _hooked_attention(s)
-    if not found:
-        return Link("ATTENTION", "skip", "no attention module found (a packed qkv or q/k/v projections, Linear or "
-                                         "Conv1D, beside an output projection named like one: "
-                                         f"{', '.join(OUTPUT)}); {_projection_owners(s.model)}")
     seen, rotary, current, handles, by_projection, steps = {}, {}, [], [], set(), {}
     skipped, checked, worst, tiled = [], [], (0.0, "", None), {}
     readable, unconventional, unmasked = [], [], []
     generator = torch.Generator().manual_seed(0)
     idx = s.xs[:2, :8]
     T = idx.size(1)
-    calls = AttentionCalls(current, batch=idx.size(0))
+    calls, flows = AttentionCalls(current, batch=idx.size(0)), FlowWatch(s.model, idx.size(0), T, current)
     for name, module, kind, projections, output in found:
         readable.append((name, module, kind, projections, output, n_head_of(module, s.model)))
         parts = dict(module.named_children())
@@ -373,7 +374,7 @@ def attention(s: Subject) -> Link:
     try:
         with randomised([r[1] for r in readable], generator), watching_rotary([(r[0], r[1]) for r in readable],
                                                                                current, rotary), \
-                mode(s.model, False), torch.no_grad(), seeded(0), calls:
+                mode(s.model, False), torch.no_grad(), seeded(0), calls, flows:
             s.forward(idx)
     finally:
         for h in handles:
@@ -469,6 +470,21 @@ def attention(s: Subject) -> Link:
             unconventional.append((label, best))
         if at_call and call.kind == "sdpa" and not call.causal_asked:
             unmasked.append(label)
+    for c in checked_flows(flows.flows, [r[0] for r in readable], attention_reference):  # attention by hand
+        if c.fail:  # elsewhere, found by what it computes: its softmax's axis or its mask breaks the contract
+            return Link("ATTENTION", "FAIL", c.fail, checked + [[c.label, f"by its data flow: {c.asked}"]])
+        best = Compared("by its data flow", c.kv, "", c.absolute, c.relative, c.own, 1 / math.sqrt(c.D), c.heads,
+                        c.convention)
+        checked.append([c.label, f"by its data flow: {c.asked}, H={c.heads}, D={c.D}"
+                                 f"{f', {c.kv} kv heads' if c.kv != c.heads else ''}; against causal SDPA at "
+                                 f"{best.scale_words()}: max |Δ| {c.absolute:.3e}, relative {c.relative:.3e}"])
+        worst = (c.relative, c.label, c.own, c.convention) if c.relative >= worst[0] else worst
+        unconventional += [(c.label, best)] if best.unconventional else []
+    if not found and not checked:
+        return Link("ATTENTION", "skip", "no attention module found (a packed qkv or q/k/v projections, Linear or "
+                                         "Conv1D, beside an output projection named like one: "
+                                         f"{', '.join(OUTPUT)}; nor a softmax between two products computed by "
+                                         f"hand); {_projection_owners(s.model)}")
     return _attention_verdict(checked, skipped, worst, s, unconventional, unmasked, tiled)
 
 
