@@ -70,7 +70,7 @@ def test_the_sides_are_built_as_named():
 def test_a_requests_sides_travel_under_the_names_the_worker_reads():
     wire = json.loads(encode(MESSAGES[1]))
     assert wire == {"type": "request", "job": 7, "check": "edit_mode.hunt", "device": "cuda", "seed": 3,
-                    "timeout_s": 12.5, "limit_why": "the exercise's 10 s, scaled",
+                    "timeout_s": 12.5, "limit_why": "the exercise's 10 s, scaled", "record": "",
                     "sides": [{"name": "clean", "fault": None, "files": []},
                               {"name": "faulted", "fault": FAULT.to_dict(), "files": []},
                               {"name": "yours", "fault": None, "files": [["engine/model.py", "x = 1\n"]]}]}

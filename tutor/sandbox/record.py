@@ -10,9 +10,9 @@ check child imports that module from its private copy *before* the check's
 module (a check's ``from exercises.snippets.x import f`` then gets the
 wrapped ``f``) and wraps its functions and the methods of its classes
 (:meth:`Recorder.install`). The first :data:`CALLS` outermost calls of each
-are recorded: the value returned, every tensor, array or module argument
-after the call (an in-place write shows), and for a method its object after
-the call — each as a bounded table (:func:`rows`): a small tensor entry by
+are recorded: the value returned (or the class of what it raised), every
+tensor, array or module argument after the call (an in-place write shows),
+and for a method its object after the call — each as a bounded table (:func:`rows`): a small tensor entry by
 entry, a larger one as its shape and dtype then at most :data:`SLICES` slice
 rows of smallest, largest, Σ|x|, Σ (i + 1)·|x| and the count of negatives,
 a module as one row per parameter and buffer. The tables travel beside the
@@ -131,6 +131,10 @@ class Recorder:
             inside.depth = 1
             try:
                 result = function(*args, **kwargs)
+            except Exception as exc:  # what it raised is its output too (and what it wrote before raising)
+                inside.depth = 0
+                recorder._note(name, names, args, kwargs, Raised(type(exc).__name__), method, skip)
+                raise
             finally:
                 inside.depth = 0
             recorder._note(name, names, args, kwargs, result, method, skip)
@@ -141,14 +145,14 @@ class Recorder:
               skip: int) -> None:
         """Record one call (never raises: what cannot be read is recorded by its type's name)."""
         count = self._calls[name] = self._calls.get(name, 0) + 1
-        parts = [("returned", result)]
+        parts = [("raised" if isinstance(result, Raised) else "returned", result)]
         for i, value in enumerate(args[skip:], start=skip):
             label = "self" if method and i == 0 else names[i] if i < len(names) else f"argument {i + 1}"
             if label == "self" or _argument(value):
                 parts.append((label, value))
         parts.extend((key, value) for key, value in kwargs.items() if _argument(value))
         for label, value in parts:
-            what = "the value returned" if label == "returned" else f"{label} after the call"
+            what = {"returned": "the value returned", "raised": "what it raised"}.get(label, f"{label} after the call")
             try:
                 found = rows(label, value)
             except Exception as exc:  # an output no summary reads: its type, and why
@@ -175,6 +179,10 @@ class Recorder:
                 break
             kept.append(table)
         return kept
+
+
+class Raised(str):
+    """The class name of the exception a recorded call raised, recorded in place of a value returned."""
 
 
 def _compiling() -> bool:
@@ -215,6 +223,8 @@ def _columns(value: Any, found: list[list]) -> list[str]:
 
 def rows(label: str, value: Any, depth: int = 0) -> list[list]:
     """``value`` as bounded table rows, each starting with the name of what it shows (``logits[0]``)."""
+    if isinstance(value, Raised):
+        return [[label, "raised", str(value)]]
     if value is None or isinstance(value, (bool, int, float)):
         return [[label, fmt(value)]]
     if isinstance(value, str):
