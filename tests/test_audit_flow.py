@@ -58,9 +58,9 @@ class Wrapper(nn.Module):
         return self.blend(q, k, v)
 
 
-def _checked(mixer: Mixer):
+def _checked(mixer: Mixer, dtype=torch.float32):
     torch.manual_seed(0)
-    q, k, v = torch.randn(B, H, T, D), torch.randn(B, mixer.kv, T, D), torch.randn(B, mixer.kv, T, D)
+    q, k, v = (torch.randn(B, n, T, D).to(dtype) for n in (H, mixer.kv, mixer.kv))
     model = Wrapper(mixer)
     watch = FlowWatch(model, B, T)
     with torch.no_grad(), watch:
@@ -84,10 +84,12 @@ def test_a_mask_that_opens_the_future_fails_at_the_softmax_weights(style):
     assert c.fail is not None and "nonzero on keys after the query's own position (query 0 reads key 1" in c.fail, c
 
 
-@pytest.mark.parametrize("style", ["einsum", "mixed"])
-def test_the_scale_is_read_from_the_scores_where_q_was_scaled_before_the_product(style):
-    c = _checked(Mixer(style, 2 if style == "einsum" else H, scale=1 / math.sqrt(H * D)))[0]
-    assert c.fail is None and math.isclose(c.own, 1 / math.sqrt(H * D), rel_tol=1e-4), c.asked
+@pytest.mark.parametrize("style, dtype", [("einsum", torch.float32), ("mixed", torch.float32),
+                                          ("einsum", torch.bfloat16), ("mixed", torch.float16)])
+def test_the_scale_is_read_from_the_scores_where_q_was_scaled_before_the_product(style, dtype):
+    """In half precision too: the scores are compared with q k^T rounded to the model's own dtype."""
+    c = _checked(Mixer(style, 2 if style == "einsum" else H, scale=1 / math.sqrt(H * D)), dtype)[0]
+    assert c.fail is None and c.own is not None and math.isclose(c.own, 1 / math.sqrt(H * D), rel_tol=1e-2), c.asked
     assert "q scaled by 0.125 before it" in c.asked, c.asked
 
 

@@ -364,10 +364,13 @@ def check(flow: Flow, label: str, reference) -> Checked:
                 f"up to {ahead} position(s) ahead): the mask it applies lets the future in; hide every key j > i "
                 "(a mask of ones.triu(1), or tril() kept)")
     k = flow.k.float().repeat_interleave(H // kv, dim=1)
-    call = Call("matmul", flow.q, flow.k, scores=flow.q.float() @ k.transpose(-2, -1), tanh=None)
+    # q k^T in the dtype the model computed its scores in, so the scale is read to that dtype's rounding
+    scores = (flow.q.float() @ k.transpose(-2, -1)).to(flow.logits.dtype if flow.logits.is_floating_point()
+                                                       else torch.float32)
+    call = Call("matmul", flow.q, flow.k, scores=scores, tanh=None)
     if flow.tanh is not None and flow.tanh[0].numel() == call.scores.numel():
-        call.tanh = tuple(t.detach().float().reshape(call.scores.shape) for t in flow.tanh)
-    read_scores(call, flow.logits.float())
+        call.tanh = tuple(t.detach().reshape(call.scores.shape) for t in flow.tanh)
+    read_scores(call, flow.logits)
     conventional = 1.0 / math.sqrt(D)
     ref = reference(flow.q.float(), flow.k.float(), flow.v.float(), call.scale if call.scale is not None
                     else conventional, call.softcap, call.bias)
