@@ -3,12 +3,15 @@ by what it computes — scores, a softmax, a product with v — in whatever modu
 the contract; where the projection path already reads a module, its attention is not checked twice."""
 
 import math
+import sys
 
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
-from audit_support import link
+from audit_support import ZOO, link
+from exercises.audit import audit
 from exercises.audit.links.architecture import attention_reference
 from exercises.audit.links.attention_flow import FlowWatch, checked_flows
 
@@ -108,3 +111,38 @@ def test_hand_written_attention_the_projection_path_reads_is_not_checked_twice()
     evidence = link("zoo_scores:build_alibi", "ATTENTION").evidence
     rows = [row for row in evidence if row[0] != "tolerance"]
     assert len(rows) == 2 and not any("by its data flow" in row[1] for row in rows), evidence
+
+
+def _bypassing(future: int = 0):
+    """zoo_nano's GPT whose attention applies its projections' weights with ``F.linear``, past their
+    modules' hooks, so the projection path reads nothing of it; ``future`` opens that many keys after each
+    query."""
+    sys.path.insert(0, str(ZOO))
+    import zoo_nano
+    from bug_attention_kv_tiling import with_attention
+
+    class Bypassing(zoo_nano.SelfAttention):
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = F.linear(x, self.c_attn.weight, self.c_attn.bias).split(C, dim=2)
+            q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+            hidden = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1 + future)
+            y = att.masked_fill(hidden, float("-inf")).softmax(dim=-1) @ v
+            return F.linear(y.transpose(1, 2).reshape(B, T, C), self.c_proj.weight, self.c_proj.bias)
+
+    return zoo_nano.build(model_class=with_attention(Bypassing))
+
+
+def test_a_module_the_projection_path_skips_is_checked_by_its_data_flow_instead():
+    """Its projections never run as modules (skipped by the projection path: they did not run in the
+    forward); what it computes stands in, one record per module, and a mask that opens the future fails."""
+    attention = audit(_bypassing, overfit_steps=0, links=["ATTENTION"]).links[0]
+    rows = dict(attention.evidence)
+    assert attention.status == "ok" and "not checked" not in rows, attention.evidence
+    assert [name for name in rows if name != "tolerance"] == ["transformer.h.0.attn", "transformer.h.1.attn"], rows
+    assert rows["transformer.h.0.attn"].startswith("by its data flow: matmul (2, 4, 8, 16) x (2, 4, 16, 8); "
+                                                   "softmax input = 0.25 x q @ k^T"), rows
+    leaky = audit(lambda: _bypassing(future=1), overfit_steps=0, links=["ATTENTION"]).links[0]
+    assert leaky.status == "FAIL" and leaky.verdict.startswith(
+        "transformer.h.0.attn's softmax weights are nonzero on keys after the query's own position"), leaky.verdict

@@ -345,7 +345,9 @@ def attention(s: Subject) -> Link:
     modules found (none named like projections: PaLM's fused block) is
     found in the same forward by its data flow (``attention_flow``: scores,
     softmax, a product with v) and checked from what it computed; a module
-    found by its projections keeps the one record of the attention inside it.
+    read by its projections keeps the one record of the attention inside it,
+    and one it skips (its projections never ran as modules) is checked by
+    its data flow instead.
     "skip" where no module can be read: none found either way, the head
     count neither named nor read from a call, or no hook fired.
     """
@@ -470,7 +472,11 @@ def attention(s: Subject) -> Link:
             unconventional.append((label, best))
         if at_call and call.kind == "sdpa" and not call.causal_asked:
             unmasked.append(label)
-    for c in checked_flows(flows.flows, [r[0] for r in readable], attention_reference):  # attention by hand
+    # attention by hand outside the modules read by their projections (or in one skipped: it stands in)
+    read = [r[0] for r in readable if (r[0] or "model") in {row[0] for row in checked}]
+    by_flow = checked_flows(flows.flows, read, attention_reference)
+    skipped = [w for w in skipped if not any(w.startswith(f"{c.label} (") for c in by_flow)]
+    for c in by_flow:
         if c.fail:  # elsewhere, found by what it computes: its softmax's axis or its mask breaks the contract
             return Link("ATTENTION", "FAIL", c.fail, checked + [[c.label, f"by its data flow: {c.asked}"]])
         best = Compared("by its data flow", c.kv, "", c.absolute, c.relative, c.own, 1 / math.sqrt(c.D), c.heads,
