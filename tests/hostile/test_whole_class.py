@@ -49,6 +49,7 @@ from test_grading_escapes import ACTING, ERASE, TITLE
 from test_grading_identity import FUTURE
 from test_grading_one_row import DEEP as TOO_DEEP_TO_COMPILE
 from test_grading_submissions import digest
+from tutor.app.session import Session
 from tutor.instructor import gradebook
 
 EXERCISE = "broadcast-loss"
@@ -68,7 +69,7 @@ ABSTRACT = "\0tutor-class-" + secrets.token_hex(6)
 
 def attacks(sockets: tuple[str, str], forged: tuple) -> dict[str, str]:
     """learner -> the attack code of every hostile ``tutor fix`` test (``attack.attack_file`` wraps it)."""
-    observed, evidence = forged
+    observed, evidence, records = forged
     hunt = test_hunt_mystery.ATTACK.replace("REVERSED", repr(["nothing-to-find"])).replace("SEED", "0")
     return {
         "capabilities": test_capabilities.ATTACK,
@@ -77,7 +78,8 @@ def attacks(sockets: tuple[str, str], forged: tuple) -> dict[str, str]:
         "self-repair": test_each_side_alone.ATTACK,
         "environ": test_environ.ATTACK,
         "environ-names": test_environ_names.ATTACK,
-        "forger": test_harness_patch.ATTACK.replace("OBSERVED", repr(observed)).replace("EVIDENCE", repr(evidence)),
+        "forger": test_harness_patch.ATTACK.replace("OBSERVED", repr(observed)).replace(
+            "EVIDENCE", repr(evidence)).replace("RECORDS", repr(records)),
         "hunter": hunt,
         "immutable": test_immutable_and_size.ATTACK,
         "log": test_log.ATTACK,
@@ -161,9 +163,13 @@ def sockets(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def forged(runner, catalog):
-    """Seed 0's clean observation and evidence (what every learner is shown), for the forger to sign."""
-    clean = runner.run(catalog.get(EXERCISE))
-    return (json.loads(json.dumps(clean.observations["clean"])), json.loads(json.dumps(clean.evidence["clean"])))
+    """Seed 0's clean observation and evidence (what every learner is shown) and the records of the snippet's
+    calls there (which the forger's own code could compute), for the forger to sign."""
+    ex = catalog.get(EXERCISE)
+    session = Session(catalog, runner)
+    clean = session.fix(ex, session.edit_task(ex, "fix").clean, hidden_seeds=0).result
+    return tuple(json.loads(json.dumps(part)) for part in
+                 (clean.observations["clean"], clean.evidence["clean"], clean.records["clean"]))
 
 
 def test_every_hostile_hand_in_in_one_batch_leaves_the_honest_learners_graded_right(tmp_path, sockets, forged):
