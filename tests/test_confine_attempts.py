@@ -9,12 +9,15 @@ sentence is called for directly.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import subprocess
+import sys
 
 import pytest
 
-from tutor.sandbox import confine
+from tutor.sandbox import confine, landlock
 from tutor.sandbox.landlock import Policy
 from tutor.sandbox.namespaces import MAX_PROCESSES
 
@@ -56,6 +59,62 @@ def test_an_open_the_side_may_make_says_nothing(args):
 def test_a_relative_path_is_read_from_the_working_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert said("open", ("x.txt", "r", 0)) == [f"tried to read {tmp_path / 'x.txt'}: refused"]
+
+
+def test_an_open_for_the_path_alone_is_no_read():
+    """O_PATH gives a descriptor that reads nothing (Landlock checks no such open): the confinement's own
+    rules open each folder so, a list-only one outside every read root among them."""
+    assert said("open", ("/srv/class", None, os.O_PATH | os.O_CLOEXEC)) == []
+    assert said("open", ("/srv/class", None, os.O_RDONLY | os.O_CLOEXEC)) == ["tried to read /srv/class: refused"]
+
+
+def test_a_list_only_folder_may_be_listed_but_its_files_are_refused(tmp_path):
+    """Below a folder the policy lets a side list, a folder opened to list it is no attempt (Landlock allows
+    it); a file opened there is a read, refused."""
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "exercises" / "catalog.toml").write_text("")
+    notes = []
+    hook = confine.Attempts(Policy(tree=TREE, read=("/usr",), listed=(str(tmp_path),)), notes.append, home=HOME)
+    for path in (tmp_path, tmp_path / "exercises", tmp_path / "exercises" / "catalog.toml", tmp_path / "gone"):
+        hook("open", (str(path), None, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+    assert notes == [f"tried to read {tmp_path / 'exercises' / 'catalog.toml'}: refused",
+                     f"tried to read {tmp_path / 'gone'}: refused"]
+
+
+_CONFINED = """
+import json, os, sys
+from tutor.sandbox import confine, landlock
+listed, tree, abi = sys.argv[1], sys.argv[2], int(sys.argv[3])
+notes = []
+policy = landlock.Policy(tree=tree, read=(), listed=(listed,))
+confine.Attempts(policy, notes.append).install()
+landlock.restrict(policy, abi)
+names = sorted(os.listdir(listed))
+try:
+    open(os.path.join(listed, "secret.toml")).read()
+    read = "read"
+except PermissionError:
+    read = "refused"
+print(json.dumps({"notes": notes, "names": names, "read": read}))
+"""
+
+
+def test_confinement_with_a_list_only_folder_says_only_the_refused_read(tmp_path):
+    """A child confined as a side is, with a list-only folder (site-packages around an installed catalog):
+    applying the policy says nothing, listing the folder works and says nothing, reading a file there is
+    refused by the kernel and said so."""
+    abi = landlock.landlock_abi()
+    if not abi:
+        pytest.skip("this kernel has no Landlock")
+    listed, tree = tmp_path / "site-packages", tmp_path / "side"
+    listed.mkdir()
+    tree.mkdir()
+    (listed / "secret.toml").write_text("answer = 1\n")
+    done = subprocess.run([sys.executable, "-c", _CONFINED, str(listed), str(tree), str(abi)], capture_output=True,
+                          text=True, cwd=tree, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"notes": [f"tried to read {listed / 'secret.toml'}: refused"],
+                                       "names": ["secret.toml"], "read": "refused"}
 
 
 def test_a_write_to_a_read_only_folder_is_said_refused():

@@ -78,6 +78,7 @@ def test_list_shows_every_exercise_of_the_catalog(learner, catalog):
 
 def test_run_grades_a_right_and_a_wrong_prediction_and_saves_both(learner):
     right = learner.reply("run", "broadcast-loss", "--predict", "(3, 3)")
+    assert right["refused"] == {}  # nothing tried outside what a side may read: site-packages listed, not read
     assert (right["status"], right["correct"], right["observed_text"], right["confined"]) == ("pass", True, "(3, 3)",
                                                                                                True)
     wrong = learner.reply("run", "broadcast-loss", "--predict", "(3,)", code=1)
@@ -91,7 +92,7 @@ def test_fix_grades_the_clean_file_fixed_and_the_faulted_file_not_fixed(learner,
     clean = learner.write("clean/model.py", subject(catalog, "head-split"))
     faulted = learner.write("faulted/model.py", subject(catalog, "head-split", fixed=False))
     fixed = learner.reply("fix", "head-split", "--file", str(clean))
-    assert (fixed["fixed"], fixed["verdict"]["status"]) == (True, "fixed")
+    assert (fixed["fixed"], fixed["verdict"]["status"], fixed["refused"]) == (True, "fixed", {})
     not_fixed = learner.reply("fix", "head-split", "--file", str(faulted), code=1)
     assert (not_fixed["fixed"], not_fixed["verdict"]["status"]) == (False, "not fixed")
     saved_in_data_folder(learner, not_fixed)
@@ -105,6 +106,7 @@ def test_break_measures_a_fault_of_ones_own(learner, catalog):
     held = learner.reply("break", "broadcast-loss", "--file", str(mine), "--predict", "(3, 3)")
     assert (held["verdict"]["status"], held["yours"]["observed_text"], held["prediction_correct"]) == (
         "changed", "(3, 3)", True)
+    assert held["refused"] == {}
     saved_in_data_folder(learner, held)
 
 

@@ -269,6 +269,9 @@ def status_from(said: bytes, abi: int, *, sandbox: str, sandbox_why: str, user_n
 # --- what the child tried ----------------------------------------------------------------------------
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+#: ``O_PATH``: a descriptor that names a path and reads nothing through it (Landlock checks no such open;
+#: :func:`tutor.sandbox.landlock.restrict` opens each folder of its rules so, listed ones included).
+_PATH_ONLY = getattr(os, "O_PATH", 0)
 
 
 #: Calls that change a file's metadata: the seccomp filter refuses them wherever the file is.
@@ -356,6 +359,11 @@ class Attempts:
     def readable(self, path: str) -> bool:
         return self.writable(path) or any(below(path, root) for root in self.policy.read)
 
+    def listable(self, path: str) -> bool:
+        """Whether ``path`` is a folder at or below one the policy lets the child list but not read
+        (Landlock grants listing for the whole hierarchy; a file's contents there stay refused)."""
+        return any(below(path, folder) for folder in self.policy.listed) and os.path.isdir(path)
+
     def __call__(self, event: str, args: tuple) -> None:
         try:
             if event == "open" and args:
@@ -363,10 +371,13 @@ class Attempts:
                 if path is None:
                     return
                 mode, flags = (args[1] if len(args) > 1 else "r") or "r", (args[2] if len(args) > 2 else 0) or 0
+                if flags & _PATH_ONLY:
+                    return  # a descriptor for the path alone, as for stat: no contents, and Landlock allows it
                 writes = any(c in str(mode) for c in "wax+") or bool(flags & _WRITE_FLAGS)
                 if writes and not self.writable(path):
                     self._note(f"tried to write {self._shown(path)}", self.landlock)
-                elif not writes and not self.readable(path) and not path.startswith("/proc/"):
+                elif not writes and not self.readable(path) and not path.startswith("/proc/") \
+                        and not self.listable(path):
                     self._note(f"tried to read {self._shown(path)}", self.landlock)
             elif event in _METADATA:
                 path = self._path(args[0]) if args else None
