@@ -192,7 +192,7 @@ def test_what_does_not_reproduce_on_the_clean_code_is_not_held_against_yours(cat
     assert "only the observation counts" in verdict.sentence
     yours = measured("d", [["backward ms", "8.4"], ["threads", "2"]])
     verdict = judge(ex, result_of(ex, clean=clean, repeat=repeat, yours=yours))
-    assert verdict.status == "not fixed" and "row 2 (threads)" in verdict.difference
+    assert verdict.status == "not fixed" and "row 2: quantity: yours threads" in verdict.difference
 
 
 def test_a_side_that_raised_timed_out_or_a_clean_side_that_did_not_measure(cat):

@@ -389,18 +389,25 @@ def test_a_side_only_evidence_item_is_named_with_the_sides_names():
     assert first_difference([{"title": "odd"}], []) == "? 'odd' is on the yours side only"
 
 
-def test_a_differing_row_names_its_number_its_first_word_and_each_changed_cell():
+def test_a_differing_row_names_its_number_the_cells_both_sides_share_and_each_changed_cell():
     clean = table("Loss", [[1, "2.5", "ok"], [2, "1.25", "ok"]], columns=("step", "loss", "state"))
     yours = table("Loss", [[1, "2.5", "ok"], [2, "9", "bad"]], columns=("step", "loss", "state"))
-    # the row's name is its first cell that is not all digits: "9" is, "bad" is not
-    assert first_difference([yours], [clean]) == "table 'Loss', row 2 (bad): loss: yours 9 · clean 1.25; state: " \
+    # the row is named by the cells both sides share ("step 2"), never by a value of one side ("bad")
+    assert first_difference([yours], [clean]) == "table 'Loss', row 2 (step 2): loss: yours 9 · clean 1.25; state: " \
                                                  "yours bad · clean ok"
     digits = table("Loss", [[1, 2], [3, 4]], columns=("a", "b", "c"))     # columns that do not fit the rows
     assert first_difference([digits], [table("Loss", [[1, 2], [3, 5]])]) == \
         "table 'Loss', row 2: cell 2: yours 4 · clean 5"
     short = table("Loss", [[1, "2.5", "ok"], [2]])
     assert first_difference([short], [clean], "mine", "ref") == "table 'Loss', row 2: mine 2 · ref 2, 1.25, ok"
-    assert first_difference([clean], [short]) == "table 'Loss', row 2 (1.25): yours 2, 1.25, ok · clean 2"
+    assert first_difference([clean], [short]) == "table 'Loss', row 2 (step 2): yours 2, 1.25, ok · clean 2"
+    labelled = table("Banned", [[0, 3, "-inf"], [1, 0, "-inf"]], columns=("row", "token", "logit"))
+    missed = table("Banned", [[0, 3, "0"], [1, 0, "-inf"]], columns=("row", "token", "logit"))
+    # a cell that reads as a number ("-inf", "0.2") is a value, not a name: the shared leading ones name the row
+    assert first_difference([missed], [labelled]) == "table 'Banned', row 1 (row 0, token 3): logit: yours 0 · clean -inf"
+    named = table("Facts", [["first head", "mixed"]], columns=("quantity", "value"))
+    renamed = table("Facts", [["last head", "mixed"]], columns=("quantity", "value"))
+    assert first_difference([renamed], [named]) == "table 'Facts', row 1: quantity: yours last head · clean first head"
 
 
 def test_a_table_without_rows_or_columns_or_a_series_without_values_has_none():

@@ -86,7 +86,7 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
                 if again_rows is not None and (n > len(again_rows) or other_row != again_rows[n - 1]):
                     continue  # this row of the clean code does not reproduce exactly: a timing, a reading
                 if not _rows_agree(row, other_row, tolerance):
-                    name = next((str(c) for c in row if not str(c).isdigit()), "")
+                    name = _row_name(row, other_row, item.get("columns", []))
                     label = f"row {n}" + (f" ({name})" if name else "")
                     return f"table {title!r}, {label}: " + _changed_cells(row, other_row, item.get("columns", []),
                                                                           ours_name, theirs_name, tolerance)
@@ -187,6 +187,25 @@ def _rows_agree(row: list, other: list, tolerance: float) -> bool:
 def _item_key(item: dict) -> tuple[str, str]:
     """An evidence item's kind and title, which pair it across sides (notes are never paired)."""
     return str(item.get("type", "?")), str(item.get("title", ""))
+
+
+def _row_name(row: list, other: list, columns: list) -> str:
+    """What identifies a row that differs, from its leading cells, those both sides agree on before the
+    first that differs: the first of them that is text (a label: "first head", "logits[0]"), else up to
+    two numbers with their columns ("row 0, token 3"); "" when the first cell already differs, or the
+    columns do not fit the row to name a bare number. Never a cell of one side only: the value that
+    differs is named after the label, not as it."""
+    leading = []
+    for a, b in zip(row, other):
+        if str(a) != str(b):
+            break
+        leading.append(a)
+    text = next((str(a) for a in leading if _number(a) is None and str(a).strip()), None)
+    if text is not None:
+        return text
+    if len(columns) != len(row):
+        return ""  # a bare number names nothing without its column
+    return ", ".join(f"{name} {a}" for name, a in list(zip(columns, leading))[:2])
 
 
 def _changed_cells(row: list, other: list, columns: list, ours_name: str, theirs_name: str,
