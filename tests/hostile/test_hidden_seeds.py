@@ -2,7 +2,7 @@
 names a hidden seed or anything measured at one.
 
 A hand-in that forges the clean outputs of the seeds it learned (the visible seed 0 and the assignment's
-hidden 7 and 11, learned from earlier feedback) is fixed at those and at nothing else. Grading draws two
+hidden 7919 and 104729, learned from earlier feedback) is fixed at those and at nothing else. Grading draws two
 more seeds afresh for every run, so it is not fixed; and its row, its results.json entry and every notice
 hold neither a hidden seed nor what its side observed there. An honest classmate is fixed at every seed.
 """
@@ -17,7 +17,9 @@ from tutor.instructor import gradebook
 from tutor.sandbox.protocol import Answer, SideResult
 from tutor.sandbox.runner import grade
 
-LEARNED = (0, 7, 11)
+#: The visible seed and the assignment's two hidden ones. The hidden ones are numbers no timestamp,
+#: duration or count in the feedback holds by chance (7 and 11 did: "04:11:23" matched 11).
+LEARNED = (0, 7919, 104729)
 FORGED = "# forges the outputs of the seeds it learned\n"
 
 
@@ -41,7 +43,7 @@ def test_a_hand_in_fixed_only_at_learned_seeds_is_not_fixed_and_the_feedback_nam
     honest = digest(hand_in(tmp_path / "fixes", "ada", clean_head_split(catalog)))
     hand_in(tmp_path / "fixes", "mallory", clean_head_split(catalog) + FORGED)
     plan = tmp_path / "a.toml"
-    plan.write_text('[[exercises]]\nid = "head-split"\nhidden_seeds = [7, 11]\n')
+    plan.write_text('[[exercises]]\nid = "head-split"\nhidden_seeds = [7919, 104729]\n')
     reply, said = grade_fixes(["grade", "--fixes", str(tmp_path / "fixes"), "--out", str(tmp_path / "o"),
                                "--assignment", str(plan)], runner=Forging)
     assert reply.code in (0, 1)
@@ -52,7 +54,7 @@ def test_a_hand_in_fixed_only_at_learned_seeds_is_not_fixed_and_the_feedback_nam
     assert rows["mallory"]["reason"].startswith("not fixed at a hidden seed (fixed at seed 0, the one you could see)")
     runs = [(seed, text) for _, seed, text in Recording.made[-1].runs]
     hidden = {seed for seed, text in runs if FORGED in text} - {0}
-    assert {7, 11} < hidden and len(hidden) >= 4  # the assignment's two, and two drawn afresh
+    assert {7919, 104729} < hidden and len(hidden) >= 4  # the assignment's two, and two drawn afresh
     told = (json.dumps(rows["mallory"]) + (tmp_path / "o" / "results.json").read_text(encoding="utf-8")
             + (tmp_path / "o" / "gradebook.csv").read_text(encoding="utf-8") + "\n".join(said.notices))
     for seed in hidden:
