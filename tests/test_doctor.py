@@ -89,7 +89,7 @@ def test_a_progress_folder_that_cannot_be_written_is_exit_1_with_the_reason(tmp_
 
 def test_an_unknown_option_is_a_usage_error():
     data = envelope_of(doctor("--bogus", "--json"), 2)
-    assert data["status"] == "usage_error" and "unrecognized arguments: --bogus" in data["error"]
+    assert data["status"] == "usage_error" and "'tutor doctor' has no option --bogus" in data["error"]
     assert "doctor              run this first on a new machine" in build_parser().format_help()
 
 

@@ -75,7 +75,7 @@ def _main(argv: list[str]) -> int:
     except ArgumentsError as exc:
         # Best effort: the arguments did not parse, so --json counts wherever it appears.
         output = JsonOutput() if "--json" in argv else RichOutput()
-        return output.error("usage_error", str(exc), EXIT_USAGE, shown=f"error: {exc}")
+        return output.error("usage_error", str(exc), EXIT_USAGE)
     output = JsonOutput() if getattr(args, "json", False) else RichOutput()
     try:
         if args.version:

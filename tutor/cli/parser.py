@@ -36,10 +36,21 @@ class _Parser(argparse.ArgumentParser):
             # argparse checks what is missing before what is unknown: a mistyped option would hide behind
             # the required one it may have been meant as, so the unknown option is named first
             missing = message.removeprefix("the following arguments are required: ")
-            names = ", ".join(unknown)
-            raise ArgumentsError(f"unrecognized arguments: {names} ('{self.prog}' has no such option: remove it or "
-                                 f"check its spelling), and {missing} is required; see '{self.prog} --help'.")
-        raise ArgumentsError(f"{message}; see '{self.prog} --help'.")
+            raise ArgumentsError(f"'{self.prog}' has no option {', '.join(unknown)} (remove it or check its "
+                                 f"spelling), and {_joined(missing.split(', '))} is required; see "
+                                 f"'{self.prog} --help'.")
+        prog = self._command_prog()
+        raise ArgumentsError(f"{house_sentence(message, prog)}; see '{prog} --help'.")
+
+    def _command_prog(self) -> str:
+        """``tutor run`` where the arguments name the command ``run`` (the top parser reports what is left
+        over after the command's parser ran), else this parser's own name."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for arg in getattr(self, "_reading", None) or ():
+                    if arg in action.choices:
+                        return action.choices[arg].prog
+        return self.prog
 
     def _unknown_options(self) -> list[str]:
         """The options in the arguments being read that this parser does not know (nor abbreviates)."""
@@ -57,6 +68,62 @@ class _Parser(argparse.ArgumentParser):
                 continue
             unknown.append(name)
         return unknown
+
+
+_ARGUMENT = re.compile(r"argument (?P<name>[^:]+): (?P<detail>.*)$", re.S)
+_CHOICE = re.compile(r"invalid choice: (?P<got>'.*?') \(choose from (?P<choices>.*)\)$", re.S)
+_TYPED = re.compile(r"invalid (?P<type>\w+) value: (?P<got>.*)$", re.S)
+#: How argparse's own type names read in a sentence.
+_TYPE_WORDS = {"int": "a whole number", "float": "a number"}
+
+
+def _joined(names: list[str], last: str = "and") -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
+
+
+def house_sentence(message: str, prog: str) -> str:
+    """argparse's ``message`` as the tutor says any bad input: what is wrong and what to give instead.
+
+    ``argument --seed: invalid int value: 'x'`` reads ``--seed expected a
+    whole number, got 'x'``; an unknown option, a bad choice, a missing
+    value or argument, and two options that exclude each other each get
+    their own sentence; anything else loses only argparse's ``argument``.
+    """
+    if message.startswith("unrecognized arguments: "):
+        extra = message.removeprefix("unrecognized arguments: ").split()
+        options = [a for a in extra if a.startswith("-")]
+        if options:
+            return f"'{prog}' has no option {_joined(options)}: remove it or check its spelling"
+        return (f"'{prog}' takes no argument {_joined([repr(a) for a in extra])} there: remove it, or quote a "
+                "value that has spaces")
+    if message.startswith("the following arguments are required: "):
+        missing = message.removeprefix("the following arguments are required: ").split(", ")
+        one = len(missing) == 1
+        return f"{_joined(missing)} {'is' if one else 'are'} required: give {'it' if one else 'them'}"
+    if message.startswith("one of the arguments ") and message.endswith(" is required"):
+        names = message.removeprefix("one of the arguments ").removesuffix(" is required").split()
+        return f"one of {_joined(names, 'or')} is required: give one"
+    found = _ARGUMENT.match(message)
+    if not found:
+        return message
+    name, detail = found["name"], found["detail"]
+    if (choice := _CHOICE.match(detail)) is not None:
+        choices = [c.strip().strip("'") for c in choice["choices"].split(",")]
+        if name == "COMMAND":
+            return f"{choice['got']} is no command of {prog}: use one of {_joined(choices, 'or')}"
+        return f"{name} has no choice {choice['got']}: use one of {_joined(choices, 'or')}"
+    if (typed := _TYPED.match(detail)) is not None:
+        return f"{name} expected {_TYPE_WORDS.get(typed['type'], 'a ' + typed['type'])}, got {typed['got']}"
+    if detail == "expected one argument":
+        return f"{name} needs a value after it"
+    if detail == "expected at least one argument":
+        return f"{name} needs at least one value after it"
+    if detail.startswith("not allowed with argument "):
+        return f"{name} and {detail.removeprefix('not allowed with argument ')} cannot be given together: give one"
+    if detail.startswith("ignored explicit argument "):
+        return f"{name} takes no value, got {detail.removeprefix('ignored explicit argument ')}"
+    return f"{name} {detail}" if detail.startswith("expected ") else f"{name}: {detail}"
 
 
 #: ``--device`` values: :data:`tutor.sandbox.runner.DEVICES`, spelled here so that parsing the arguments
