@@ -126,9 +126,15 @@ class RichOutput:
     @property
     def console(self):
         if self._console is None:
-            # deferred: Rich loads only when something is drawn (--json draws nothing)
-            from rich.console import Console
-            self._console = Console(highlight=False, width=output_width())
+            width = output_width()
+            if width is None:  # a terminal, or COLUMNS: Rich wraps at its width
+                # deferred: Rich loads only when something is drawn (--json draws nothing)
+                from rich.console import Console
+                self._console = Console(highlight=False)
+            else:  # a pipe or a file: prose whole, tables as wide as their content
+                # deferred: Rich loads only when something is drawn (--json draws nothing)
+                from tutor.cli.piped import PipedConsole
+                self._console = PipedConsole(highlight=False, width=width)
         return self._console
 
     def notice(self, sentence: str) -> None:
