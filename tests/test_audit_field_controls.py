@@ -19,7 +19,7 @@ def test_a_correct_convention_holds_at_every_link(name):
 
 def test_declared_label_smoothing_is_recomputed_and_named():
     init = link("field_controls:build_label_smoothing", "INIT")
-    assert init.status == "ok"
+    assert init.status == "warn", init.verdict  # a warning line is counted: the link is "warn"
     assert init.warnings[0].endswith("it is cross entropy with label smoothing ε = 0.1 (by hand 3.68701), as declared")
 
 

@@ -85,7 +85,7 @@ def test_values_packed_in_a_model_parallel_layout_are_read_at_the_sdpa_call():
     assert link.status == "ok", (link.verdict, link.evidence)
     assert "v as passed" in link.evidence[0][1]
     leaking = attention_of(ModelParallelPackedNotCausal)  # the layout read, the future still fails
-    assert leaking.status == "FAIL" and "check the causal mask" in leaking.verdict, leaking.verdict
+    assert leaking.status == "FAIL" and "check the causal mask" in leaking.advice, (leaking.verdict, leaking.advice)
 
 
 def test_a_sliding_window_written_by_hand_warns_naming_its_width_and_a_leak_in_it_fails():

@@ -38,10 +38,13 @@ def test_the_same_attribute_used_unconverted_fails_naming_the_device_mismatch():
     for name in ("zoo_plain_rotary:build_unconverted", "bug_buffer_plain_mask"):
         link = registration_of(name)
         assert link.status == "FAIL", link.verdict
-        assert link.verdict.endswith("kept as a plain attribute, not a buffer); with its parameters on another "
-                                     "device the forward raises FakeTensorDeviceMismatchError"), link.verdict
-        assert dict(link.evidence)[MOVED].startswith("raises FakeTensorDeviceMismatchError: Expected all tensors "
-                                                     "to be on the same device"), link.evidence
+        # in the user's terms: the tensor that stayed behind and where, not the fake device the move went to
+        assert " not a buffer); with its parameters on another device the forward fails: " in link.verdict, link.verdict
+        assert link.verdict.endswith(" stayed on cpu"), link.verdict
+        moved = dict(link.evidence)[MOVED]
+        assert moved.startswith("fails: ") and moved.endswith(" stayed on cpu while the weights moved "
+                                                              "(FakeTensorDeviceMismatchError)"), moved
+        assert "meta" not in link.verdict + moved, (link.verdict, moved)
 
 
 def test_the_converted_rotary_holds_at_every_link_and_the_unconverted_fails_first_at_registration():

@@ -68,9 +68,11 @@ structural links 7-12 need no training and run before the training links,
 so a fault that also cripples training (a dropped residual) is named where
 it is. Each link's wall time is in the report.
 
-A link whose contract holds while the model departs from a common
-convention (a scale other than 1/sqrt(D)) says "warn", naming it; it fails
-nothing, unless the audit is asked to expect the convention (``expect``,
+A failure carries advice read from what was measured (``Link.advice``, the
+report's "fix:" line). A link whose contract holds while the model departs
+from a common convention (a scale other than 1/sqrt(D), weight decay on
+1-D tensors) carries a warning line and says "warn", naming it (a link with
+a warning is never "ok": ``Link.settle``); it fails nothing, unless the audit is asked to expect the convention (``expect``,
 ``--expect sdpa``: causal SDPA at 1/sqrt(D)), when it fails. A link that cannot apply says "skip" with the reason (no cache interface, no
 generate, no train_step, no attention module it can read), naming what it
 looked for and what it found. Comparisons bounded by rounding allow the

@@ -48,9 +48,12 @@ def run_link(name: str, link: Callable[[Subject], Link], s: Subject) -> Link:
     try:
         result = link(s)
     except Exception as exc:
-        result = Link(name, "FAIL", f"raised {first_line(exc)[:200]}")
+        result = Link(name, "FAIL", f"raised {first_line(exc)[:200]}",
+                      advice=f"the model raised inside {name}'s measurement, not at the first forward: "
+                             f"run the same call on your model ({name} in the README's table says which) and fix "
+                             f"what the exception names")
     result.seconds = round(time.perf_counter() - started, 3)
-    return result
+    return result.settle()
 
 
 def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size: int | None = None,
@@ -116,6 +119,23 @@ def audit(factory: Callable[[], Any], vocab_size: int | None = None, block_size:
         say(s.span[0], name)
         report.links.append(run_link(name, link, s))
         done += weight
+    _point_causality_at_attention(report.links)
     report.status = "ok" if report.first_failure is None else "failed"
     say(1.0, "done")
     return report
+
+
+def _point_causality_at_attention(links: list[Link]) -> None:
+    """A CAUSALITY failure's advice, completed by what ATTENTION (which runs later) found: the module whose
+    mask lets the future in, or that every attention module it read is causal, so the leak is elsewhere."""
+    named = {link.name: (i, link) for i, link in enumerate(links, start=1)}
+    if "CAUSALITY" not in named or "ATTENTION" not in named or named["CAUSALITY"][1].status != "FAIL":
+        return
+    causality, (i, attention) = named["CAUSALITY"][1], named["ATTENTION"]
+    if attention.status == "FAIL":
+        found = attention.verdict if len(attention.verdict) <= 240 else attention.verdict[:239] + "…"
+        causality.advice += f". ATTENTION (link {i}) found the module: {found}"
+    elif attention.status in ("ok", "warn"):
+        causality.advice += (f". ATTENTION (link {i}) finds every attention module it read causal, so the leak is "
+                             "outside them: an op over the sequence, a mask built once and shared wrongly, or an "
+                             "attention the audit did not read")

@@ -28,8 +28,11 @@ class Link:
             verdict: not a failure), "FAIL" or "skip" (the link could not apply, with the reason as verdict).
         verdict: one line saying what was measured and what it means.
         evidence: rows of [quantity, value], both short text.
-        warnings: lines worth reading that do not fail the link (weight decay
-            on LayerNorm gains, a stale tie flag), printed even without evidence.
+        warnings: the conventions the model departs from while the contract holds (weight decay on
+            LayerNorm gains, a stale tie flag), printed even without evidence; a link that carries one is
+            "warn", never "ok" (``settle``).
+        advice: for a failure, what to change, read from what was measured (where the fault sits, what
+            in a model does that), printed under the verdict as "fix:"; empty otherwise.
         seconds: the link's wall time, seconds (set by the pipeline).
     """
 
@@ -39,6 +42,13 @@ class Link:
     evidence: list[list[str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    advice: str = ""
+
+    def settle(self) -> "Link":
+        """The link with its status agreeing with its lines: "ok" with a warning is "warn"."""
+        if self.status == "ok" and self.warnings:
+            self.status = "warn"
+        return self
 
     @property
     def ok(self) -> bool:
@@ -94,7 +104,7 @@ class AuditReport:
         return {"status": self.status, "error": self.error, "setup": self.setup,
                 "first_failure": self.first_failure, "warned": self.warned,
                 "links": [{"name": l.name, "status": l.status, "verdict": l.verdict, "evidence": l.evidence,
-                           "warnings": l.warnings, "seconds": l.seconds} for l in self.links]}
+                           "warnings": l.warnings, "advice": l.advice, "seconds": l.seconds} for l in self.links]}
 
     def text(self, evidence: bool = True) -> str:
         """The report as lines of text, one verdict per link, evidence indented."""
@@ -121,6 +131,8 @@ def format_report(data: dict, evidence: bool = True) -> str:
     for i, link in enumerate(data["links"], start=1):
         took = f"  ({link['seconds']:.2f} s)" if evidence and "seconds" in link else ""
         lines.append(f"{i:>2} {link['name']:<13}{MARKS[link['status']]}  {link['verdict']}{took}")
+        if link.get("advice"):
+            lines.append(f"{'':>19}fix: {link['advice']}")
         for warning in link.get("warnings", []):
             lines.append(f"{'':>19}warning: {warning}")
         if evidence:

@@ -5,7 +5,8 @@ be broken: it runs in a separate process (``python -m
 tutor.sandbox.audit_process``, which measures the machine and runs
 ``exercises.audit``), inside a fresh temporary folder, under a time limit
 scaled by that measurement, and this process never
-imports it (nor torch). Exit status: 0 every link holds, 1 a link failed,
+imports it (nor torch): it only parses the source (``ast``) to refuse at
+once a factory name the file plainly does not define, naming those it does. Exit status: 0 every link holds, 1 a link failed,
 2 a usage error (no such file, no such factory, a bad option), 3 the factory
 raised or returned no model, the forward pass crashed, or the audit ran past
 its time limit. An error is one sentence on stderr; with ``--json`` stdout
@@ -33,6 +34,7 @@ import time
 
 from exercises.audit.constants import (EXIT_CRASHED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, FLOOD_BYTES,
                                        OUTPUT_CAP_BYTES, STAGE_MARKER, TAIL_BYTES, memory_cap_bytes)
+from exercises.audit.loading import missing_factory
 from exercises.faults import source_root
 from tutor.cli.audit_args import add_parser
 from tutor.cli.output import envelope
@@ -158,10 +160,13 @@ def run(args) -> int:
                 raise ValueError(f"{name} must be a positive integer, got {value}")
     except ValueError as exc:
         return _error(EXIT_USAGE, "usage_error", str(exc), as_json)
-    path = os.path.abspath(path)
+    given, path = path, os.path.abspath(path)
     if not os.path.isfile(path):
         return _error(EXIT_USAGE, "usage_error",
                       f"no such file: {path}; pass the path to a Python file, e.g. tutor audit mygpt.py:build", as_json)
+    absent = missing_factory(path, factory)  # the source read, not run: the file itself runs only confined
+    if absent is not None:
+        return _error(EXIT_USAGE, "usage_error", absent.replace(path, given), as_json)
     try:
         scale = environment_scale()
     except ScaleError as exc:

@@ -396,9 +396,10 @@ def attention(s: Subject) -> Link:
         if short is not None:
             return Link("ATTENTION", "FAIL", f"{label} is driven one token per call, and its query at position "
                                              f"{T - 1} reads {short[1]} key(s), not the {T} of positions 0..{T - 1}: "
-                                             "each position attends over its whole past, so the cache must be read "
-                                             "back up to the current position (keys[:, :start_pos + 1])",
-                        [["calls", f"{short[0]} of one query each"], ["keys at the last call", str(short[1])]])
+                                             "each position attends over its whole past",
+                        [["calls", f"{short[0]} of one query each"], ["keys at the last call", str(short[1])]],
+                        advice="read the cache back up to the current position (keys[:, :start_pos + 1]), after "
+                               "writing this call's key and value into it")
         call = calls.call_of(name, T)
         at_call = call is not None and call.q.dim() == 4 and call.q.size(2) == T
         heads_from = "attribute"
@@ -478,7 +479,8 @@ def attention(s: Subject) -> Link:
     skipped = [w for w in skipped if not any(w.startswith(f"{c.label} (") for c in by_flow)]
     for c in by_flow:
         if c.fail:  # elsewhere, found by what it computes: its softmax's axis or its mask breaks the contract
-            return Link("ATTENTION", "FAIL", c.fail, checked + [[c.label, f"by its data flow: {c.asked}"]])
+            return Link("ATTENTION", "FAIL", c.fail, checked + [[c.label, f"by its data flow: {c.asked}"]],
+                        advice=c.advice)
         best = Compared("by its data flow", c.kv, "", c.absolute, c.relative, c.own, 1 / math.sqrt(c.D), c.heads,
                         c.convention)
         checked.append([c.label, f"by its data flow: {c.asked}, H={c.heads}, D={c.D}"
@@ -597,24 +599,28 @@ def _attention_verdict(checked: list, skipped: list[str], worst: tuple, s: Subje
             return Link("ATTENTION", "FAIL", f"{label} differs from causal attention over its own scores by "
                                              f"{difference:.3g} {said}, and equals it with the kv heads tiled "
                                              f"(relative {other:.1e}): the key/value heads are shared with the wrong "
-                                             "query heads (check repeat vs repeat_interleave / the head grouping)",
-                        evidence)
+                                             "query heads", evidence,
+                        advice="query head h must read kv head h // (H / Hkv): expand k and v with "
+                               "repeat_interleave(H // Hkv, dim=head axis), not repeat (which gives h mod Hkv)")
         if own is None:
             return Link("ATTENTION", "FAIL", f"{label} differs from softmax(q k^T / sqrt(D)) v by {difference:.3g} "
-                                             f"{said}: check the scale (1/sqrt(D), D the head size) and the mask",
-                        evidence)
+                                             f"{said}", evidence,
+                        advice="check the scale (1/sqrt(D), D the head size, not n_embd), the causal mask, and "
+                               "how heads are split and merged")
         mask = ("; its SDPA call passed neither is_causal=True nor an attn_mask" if label in unmasked else "")
         scores = f"q k^T x {own:.4g}" + "".join(f", {c}" for c in convention if c)
         return Link("ATTENTION", "FAIL", f"{label} differs from causal softmax({scores}) v, at the scale "
-                                         f"it applies itself, by {difference:.3g} {said}: not a matter of scale; "
-                                         f"check the causal mask, how heads are split and merged, and which kv head each query head reads{mask}", evidence)
+                                         f"it applies itself, by {difference:.3g} {said}: not a matter of scale{mask}",
+                    evidence, advice="check the causal mask, how heads are split and merged (transpose before "
+                                     "view), and which kv head each query head reads")
     flipped = [(name, c) for name, c in unconventional if c.convention.startswith(WRONG_SIGN)]
     if flipped:
         names = ", ".join(name for name, _ in flipped)
         return Link("ATTENTION", "FAIL", f"{names} add{'s' if len(flipped) == 1 else ''} {flipped[0][1].convention}, "
                                          "so each query favours the keys furthest in its past: ALiBi subtracts "
-                                         "slope x distance, every slope positive; check the sign of the slopes or of "
-                                         "the distance", evidence)
+                                         "slope x distance, every slope positive", evidence,
+                    advice="check the sign of the slopes or of the distance (bias = -slope x (i - j) for key j "
+                           "at or before query i)")
     if unconventional:
         by_departure: dict[str, list[str]] = {}
         for name, c in unconventional:
@@ -634,7 +640,9 @@ def _attention_verdict(checked: list, skipped: list[str], worst: tuple, s: Subje
             return Link("ATTENTION", "FAIL", f"{len(unconventional)} of {len(checked)} attention modules "
                                              f"{what}, where --expect sdpa holds them to causal SDPA at 1/sqrt(D): "
                                              f"{departures} (each equals causal attention over its own scores, max "
-                                             f"{difference:.1e})", evidence)
+                                             f"{difference:.1e})", evidence,
+                        advice="drop --expect sdpa if the model was trained with this convention; otherwise use "
+                               "F.scaled_dot_product_attention(q, k, v, is_causal=True) with its default scale")
         equal = "causal SDPA at their own scale" if scale_only else \
             "causal attention over the scores they apply"
         return Link("ATTENTION", "warn", f"{len(checked)} attention modules equal {equal} "
@@ -887,9 +895,8 @@ def residual(s: Subject) -> Link:
         names = [n for n, _ in projections[i]]
         return Link("RESIDUAL", "FAIL", f"{stack_name}[{i}] with {' and '.join(names) or 'its branches'} zeroed "
                                         f"returns something other than its input (max |Δ| {deltas[i]:.3g}), and "
-                                        f"no norm after its branches explains it: {why}; a block carries x forward "
-                                        "and adds its branches to it (x + attn(ln(x)), then + mlp(ln(x)); or "
-                                        "ln(x + attn(x)) after it, post-norm)", evidence)
+                                        f"no norm after its branches explains it: {why}", evidence,
+                    advice=_residual_advice(why, f"{stack_name}[{i}]"))
     counts: dict[str, int] = {}
     for layout in layouts.values():
         counts[layout.split(" (")[0]] = counts.get(layout.split(" (")[0], 0) + 1
@@ -1064,9 +1071,22 @@ def _residual_of_stack(s: Subject, stack_name: str, layers: nn.ModuleList) -> Li
         why = "the residual connection is lost" if float(out.abs().max()) < RESIDUAL_TOL else \
             "the residual stream does not carry x"
         return Link("RESIDUAL", "FAIL", f"{stack_name} with its {len(projections)} output projections zeroed "
-                                        f"changes the stream (max |Δ| {delta:.3g}): {why}", evidence)
+                                        f"changes the stream (max |Δ| {delta:.3g}): {why}", evidence,
+                    advice=_residual_advice(why, stack_name))
     return Link("RESIDUAL", "ok", f"{stack_name}: with all {len(projections)} output projections zeroed the stream "
                                   "passes through its layers unchanged", evidence)
+
+
+def _residual_advice(why: str, where: str) -> str:
+    """What to change in ``where`` for the residual fault ``why`` names."""
+    form = "x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)) (pre-norm), or x = ln(x + attn(x)) (post-norm)"
+    if "more than once" in why:
+        return f"{where} adds its input twice: write each sum once, {form}"
+    if "norm(x)" in why:
+        return f"{where} adds its branches to ln(x), not to x: keep the un-normalised x for the sum, {form}"
+    if "drops" in why or "lost" in why:
+        return f"{where} returns its branches' output without its input: add the branch to x, {form}"
+    return f"{where} must carry x forward and add its branches to it: {form}"
 
 
 def _width(block: nn.Module) -> int:

@@ -338,6 +338,7 @@ class Checked:
     own: float | None
     convention: str
     fail: str | None = None
+    advice: str = ""
 
 
 def check(flow: Flow, label: str, reference) -> Checked:
@@ -347,12 +348,13 @@ def check(flow: Flow, label: str, reference) -> Checked:
     D, kv = flow.q.size(-1), flow.k.size(1)
     weights = flow.weights.float()
     words = f"{flow.how}" + (f", q scaled by {flow.prescale:.4g} before it" if flow.prescale != 1.0 else "")
-    fail = None
+    fail, advice = None, ""
     if flow.axis != "key":
         sums = weights.sum(-1)
         fail = (f"{label}'s softmax normalises over {'the query positions' if flow.axis == 'query' else flow.axis}, "
                 f"not over the keys: each query's weights must sum to 1 over the keys it reads, and they sum to "
-                f"{float(sums.min()):.3g}..{float(sums.max()):.3g}; softmax over the last axis of the scores (dim=-1)")
+                f"{float(sums.min()):.3g}..{float(sums.max()):.3g}")
+        advice = "take the softmax over the keys, the last axis of the scores (dim=-1)"
     future = torch.ones(T, S, dtype=torch.bool, device=weights.device).triu(S - T + 1)
     read = (weights > LEAK) & future
     if fail is None and bool(read.any()):
@@ -361,8 +363,9 @@ def check(flow: Flow, label: str, reference) -> Checked:
         first = int(rows.min())
         fail = (f"{label}'s softmax weights are nonzero on keys after the query's own position (query {first} "
                 f"reads key {first + (S - T) + int((cols[rows == first] - rows[rows == first] - (S - T)).max())}, "
-                f"up to {ahead} position(s) ahead): the mask it applies lets the future in; hide every key j > i "
-                "(a mask of ones.triu(1), or tril() kept)")
+                f"up to {ahead} position(s) ahead): the mask it applies lets the future in")
+        advice = ("hide every key j > i from query i (a mask of ones.triu(1) filled with −inf, or tril() kept)"
+                  + (f"; reading {ahead} position(s) ahead is a mask shifted by {ahead}" if ahead <= 2 else ""))
     k = flow.k.float().repeat_interleave(H // kv, dim=1)
     # q k^T in the dtype the model computed its scores in, so the scale is read to that dtype's rounding
     scores = (flow.q.float() @ k.transpose(-2, -1)).to(flow.logits.dtype if flow.logits.is_floating_point()
@@ -377,7 +380,7 @@ def check(flow: Flow, label: str, reference) -> Checked:
     got = flow.out.float().transpose(1, 2).reshape(ref.shape)
     absolute = float((got - ref).abs().max())
     relative = absolute / max(1.0, float(ref.abs().max()))
-    return Checked(label, H, kv, D, f"{words}; {call.asked}", absolute, relative, call.scale, call.convention, fail)
+    return Checked(label, H, kv, D, f"{words}; {call.asked}", absolute, relative, call.scale, call.convention, fail, advice)
 
 
 def checked_flows(flows: list[Flow], owned: list[str], reference) -> list[Checked]:

@@ -25,7 +25,10 @@ def tokenizer(s: Subject) -> Link:
         round_trip = tok.decode(ids.tolist()) == s.text
     except Exception as exc:
         return Link("TOKENIZER", "FAIL", f"{tok.source} cannot round-trip the corpus: {first_line(exc)[:160]}",
-                    [["tokenizer", tok.source]])
+                    [["tokenizer", tok.source]],
+                    advice="the tokenizer raised on the audit's corpus: give it a vocabulary that covers every "
+                           "character it may meet (or an unknown-token id), or return the tokenizer the model was "
+                           "trained with from the factory")
     lo, hi = int(ids.min()), int(ids.max())
     vocab = tok.vocab_size
     rows = s.rows if s.rows is not None else s.V
@@ -46,7 +49,20 @@ def tokenizer(s: Subject) -> Link:
         evidence.append(["token table rows", str(s.rows)])
     if tok.source != "the tutor's CharTokenizer":
         evidence.append(["tokenizer", tok.source])
-    return Link("TOKENIZER", "ok" if ok else "FAIL", verdict, evidence)
+    if ok:
+        advice = ""
+    elif not round_trip:
+        lost = next((i for i, (a, b) in enumerate(zip(s.text, tok.decode(ids.tolist()))) if a != b), None)
+        advice = ("decode(encode(text)) loses text" + (f" from character {lost} ({s.text[lost]!r})"
+                                                       if lost is not None else " at its end")
+                  + ": encode and decode must be inverse maps (one table for both, no characters dropped or "
+                    "merged, no special tokens added on decode)")
+    elif rows < min(vocab, s.V) or hi >= rows:
+        advice = f"make the token table at least {vocab} rows (nn.Embedding(vocab_size, n_embd) from the tokenizer's " \
+                 "vocab_size), or use a tokenizer with as many ids as the table has rows"
+    else:
+        advice = f"build the model with V = the tokenizer's vocab_size ({vocab}) or more (--vocab says which V to audit)"
+    return Link("TOKENIZER", "ok" if ok else "FAIL", verdict, evidence, advice=advice)
 
 
 def alignment(s: Subject) -> Link:
@@ -56,6 +72,17 @@ def alignment(s: Subject) -> Link:
     same = torch.equal(x, y)
     verdict = "x[:, 1:] == y[:, :-1] on a real batch" if ok else (
         "y == x: the targets are the inputs (no shift)" if same else "x[:, 1:] != y[:, :-1]")
+    if ok:
+        advice = ""
+    elif x.shape != y.shape:
+        advice = f"x and y must have the same shape (B, T), got {tuple(x.shape)} and {tuple(y.shape)}: take both " \
+                 "windows of block_size tokens, y starting one token after x"
+    else:
+        shift = next((k for k in range(-3, 4) if k and torch.equal(x[:, max(k, 0):x.size(1) + min(k, 0)],
+                                                                     y[:, max(-k, 0):y.size(1) + min(-k, 0)])), None)
+        advice = ("y must be x moved one token on: x = data[i:i+T], y = data[i+1:i+T+1]"
+                  + ("; here y is x itself" if same else
+                     f"; here y is x moved by {-shift}" if shift is not None else ""))
     return Link("ALIGNMENT", "ok" if ok else "FAIL", verdict,
                 [["x, y shapes", f"{tuple(x.shape)}, {tuple(y.shape)}"], ["x[0, :8]", str(x[0, :8].tolist())],
-                 ["y[0, :8]", str(y[0, :8].tolist())]])
+                 ["y[0, :8]", str(y[0, :8].tolist())]], advice=advice)

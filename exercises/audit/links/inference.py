@@ -63,11 +63,16 @@ def eval_mode(s: Subject) -> Link:
     evidence = [["two eval forwards, same input", f"max |Δ logits| {delta:.3e} (tolerance {tol:.1e}, {s.precision})"],
                 ["modules still training after eval()", some(still) if still else "none"]]
     if still:
-        return Link("EVAL", "FAIL", f"model.eval() leaves {some(still)} in training mode", evidence)
+        return Link("EVAL", "FAIL", f"model.eval() leaves {some(still)} in training mode", evidence,
+                    advice=f"eval() reaches only registered submodules: register {some(still)} (an nn.Module "
+                           "attribute or nn.ModuleList, not a plain list), or do not override train()/eval() "
+                           "without calling super()")
     if delta > tol or kinds_changed:
-        return Link("EVAL", "FAIL", f"two eval-mode forwards on the same input differ by {delta:.3g}: dropout is "
-                                    "still active in eval (F.dropout(..., training=True), SDPA dropout_p without "
-                                    "self.training, or a Dropout where .eval() cannot reach it)", evidence)
+        return Link("EVAL", "FAIL", f"two eval-mode forwards on the same input differ by {delta:.3g}: randomness "
+                                    "is still active in eval", evidence,
+                    advice="make the forward's randomness follow self.training: F.dropout(x, p, "
+                           "training=self.training), SDPA's dropout_p=p if self.training else 0.0, and no Dropout "
+                           "kept where .eval() cannot reach it")
     return Link("EVAL", "ok", f"eval() reaches every module; two forwards on the same input agree "
                               f"(max |Δ| {delta:.1e})", evidence)
 
@@ -198,7 +203,7 @@ def _cache_through_forward(s: Subject) -> Link:
     with mode(s.model, False), torch.no_grad():
         full = s.forward(idx)
         tol = s.tol(CACHE_TOL) * finite_scale(full)
-        evidence, worst, worst_mode, changed = [], 0.0, "", 0
+        evidence, worst, worst_mode, changed, deltas = [], 0.0, "", 0, {}
         for name, chunks in modes.items():
             delta, kinds_changed = 0.0, 0
             for start, logits in cached_logits(s.forward, idx, chunks):
@@ -206,6 +211,7 @@ def _cache_through_forward(s: Subject) -> Link:
                 delta, kinds_changed = max(delta, d), kinds_changed + c
             evidence.append([f"prefill {k}, then {name}", f"max |Δ logits| {delta:.3e}"
                              + (f", {kinds_changed} changed kind" if kinds_changed else "")])
+            deltas[name] = delta > tol or kinds_changed > 0
             if delta >= worst:
                 worst, worst_mode = delta, name
             changed += kinds_changed
@@ -221,8 +227,8 @@ def _cache_through_forward(s: Subject) -> Link:
             f"in kind: {changed} logits are NaN or infinite on one path and not on the other (the finite ones "
             f"agree within {tol:.1e})")
         return Link("CACHE", "FAIL", f"cached logits differ from the full forward {by} (prefill {k}, "
-                                     f"then {worst_mode}; tolerance {tol:.1e} for {s.precision}{nan_too}): check the mask of a multi-token chunk, is_causal with a "
-                                     "cache, and positions offset by the cache length", evidence)
+                                     f"then {worst_mode}; tolerance {tol:.1e} for {s.precision}{nan_too})", evidence,
+                    advice=_cache_advice(deltas))
     equal = "where finite, and are NaN where it is " if nan else ""
     return Link("CACHE", "ok", f"cached logits equal the full forward's {equal}(max |Δ| {worst:.1e}; prefill {k}, "
                                f"then one token at a time and chunks of 3{nan_too})", evidence)
@@ -368,7 +374,11 @@ def _cache_through_generate(s: Subject) -> Link:
                 ["call", str(kwargs)]]
     if wrong:
         return Link("CACHE", "FAIL", f"greedy generate departs from the full forward at new token {first}: "
-                                     f"{wrong} of {got.numel()} tokens differ (a cache inside generate?)", evidence)
+                                     f"{wrong} of {got.numel()} tokens differ", evidence,
+                    advice=f"generate's new token {first} is not the argmax of the full forward over the same "
+                           "prefix: a cache inside generate that is read back wrong (positions not offset by the "
+                           "cache length, a mask or is_causal applied to a one-token step), or a context cropped "
+                           "before block_size")
     return Link("CACHE", "ok", f"greedy generate equals the argmax of the full forward on each prefix "
                                f"({got.numel()} tokens; the model exposes no cache of its own)", evidence)
 
@@ -422,11 +432,13 @@ def generate(s: Subject) -> Link:
                     inside = True
                 except Exception:
                     pass
-            where = (f"it works up to block_size {block} tokens and fails past it: crop the context to its last "
-                     f"block_size tokens (idx[:, -{block}:]) before each step" if inside else
+            where = (f"it works up to block_size {block} tokens and fails past it" if inside else
                      "it fails even within block_size")
+            fix = (f"crop the context to its last block_size tokens (idx[:, -{block}:]) before each step" if inside
+                   else "generate fails on a short prompt too: run it by hand and fix what the exception names "
+                        "(the forward's convention, a cache set up for another batch size)")
             return Link("GENERATE", "FAIL", f"generate to {P + n} tokens raised {first_line(exc)[:120]}; {where}",
-                        evidence)
+                        evidence, advice=fix)
     shape_ok = tuple(out.shape) == (2, P + n)
     ids_ok = not out.is_floating_point() and bool(((out >= 0) & (out < s.V)).all())
     prompt_ok = shape_ok and bool(torch.equal(out[:, :P], prompt))
@@ -434,6 +446,19 @@ def generate(s: Subject) -> Link:
     if not (shape_ok and ids_ok and prompt_ok):
         problem = (f"returned {tuple(out.shape)}, expected {(2, P + n)}" if not shape_ok else
                    f"ids outside [0, {s.V}) or not integers" if not ids_ok else "does not begin with the prompt")
-        return Link("GENERATE", "FAIL", f"generate {problem}", evidence)
+        return Link("GENERATE", "FAIL", f"generate {problem}", evidence, advice=unbounded.generate_advice(shape_ok, ids_ok))
     past = f"past block_size {block}" if crops else f"up to block_size {block}"
     return Link("GENERATE", "ok", f"generated {P + n} tokens {past}; ids within [0, {s.V})", evidence)
+
+
+def _cache_advice(departed: dict[str, bool]) -> str:
+    """What to look for when cached decoding departs from the full forward, by which modes departed."""
+    single = departed.get("one token at a time", False)
+    if not single and departed.get("chunks of 3", False):
+        return ("one token at a time agrees but chunks of 3 depart: a chunk of several tokens needs a causal mask "
+                "within itself, offset by the cache length (query i of the chunk sees keys up to cache length + i); "
+                "is_causal=True with a cache masks the wrong keys")
+    return ("one token at a time departs: offset positions (the position table's index, the rotary angle) by the "
+            "cache length, append this step's k and v to the cache before attending, and give a one-token step no "
+            "causal mask over the cached keys")
+

@@ -30,8 +30,10 @@ from exercises.outcome import first_line
 MIN_RATIO, MAX_RATIO = 1 / 3, 3.0
 
 
-def _link(name: str, rows: list[tuple[str, str, bool]], quiet: tuple[str, ...] = ()) -> Link:
-    """A link from its checks (check, value, ok): FAIL names the first that does not hold.
+def _link(name: str, rows: list[tuple[str, str, bool]], quiet: tuple[str, ...] = (),
+          advice: dict[str, str] | None = None) -> Link:
+    """A link from its checks (check, value, ok): FAIL names the first that does not hold, and its advice is
+    ``advice[check]`` for that check (built by the caller from what it measured).
 
     Checks named in ``quiet`` join the evidence but not a passing verdict.
     """
@@ -39,7 +41,8 @@ def _link(name: str, rows: list[tuple[str, str, bool]], quiet: tuple[str, ...] =
     verdict = (f"{bad[0][0]}: {bad[0][1]}" if bad else
                "; ".join(f"{check} {value}" for check, value, _ in rows if check not in quiet))
     return Link(name, "FAIL" if bad else "ok", verdict,
-                [[check, f"{value} {'ok' if ok else 'X'}"] for check, value, ok in rows])
+                [[check, f"{value} {'ok' if ok else 'X'}"] for check, value, ok in rows],
+                advice=(advice or {}).get(bad[0][0], "") if bad else "")
 
 
 def init(s: Subject) -> Link:
@@ -91,8 +94,26 @@ def init(s: Subject) -> Link:
             rows.append(padded)
         if warning:
             link_warnings.append(warning)
-    link = _link("INIT", rows, quiet=("logits",))
+    link = _link("INIT", rows, quiet=("logits",), advice={
+        "logits": "a NaN or +inf logit at init: look for a mask filled with +inf or NaN, a division by a norm "
+                  "that can be zero, a log of zero, or an initialisation that overflows",
+        "initial loss": (f"at init every token should be about equally likely (loss near ln {V} = {math.log(V):.2f}); "
+                         + ("a loss this far above it means confident wrong logits: initialise the head and "
+                            "embeddings small (std 0.02), scale residual projections by 1/sqrt(2 x layers)"
+                            if ratio > MAX_RATIO else
+                            "a loss this far below it means the model sees its targets: check that the "
+                            "targets are not fed in as inputs and the mask hides the future")
+                         if math.isfinite(ratio) else "the loss is not finite: fix the first NaN the logits hold"),
+        "one-example CE": "F.cross_entropy disagrees with -log softmax by hand on the same logits: the logits "
+                          "are not what the loss is given (a reshape that mixes B and T, or targets of another row)",
+        "reported loss": "the loss the model reports is not the mean cross entropy of its own logits: check the "
+                         "shift (targets = inputs moved by one), the reduction (mean over real tokens), and that "
+                         "logits and targets are flattened the same way",
+        "padded loss": "a loss that counts positions whose target is −100: pass ignore_index=-100 to "
+                          "F.cross_entropy (its default) and do not average over the padded positions yourself"})
     link.warnings += link_warnings
+    if link.status == "ok" and link_warnings:  # a warning: the verdict names the convention departed from
+        link.verdict += f"; {link_warnings[0].split(': ')[0]}"
     return link
 
 
@@ -181,7 +202,14 @@ def gradients(s: Subject) -> Link:
             *([("a step later", f"{len(late)} start with a zero gradient and get one within a few steps, as a "
                                 f"zero-initialised projection feeds them ({some(late)})", True)] if late else []),
             ("finite", f"{len(grads) - len(broken)}/{len(grads)} gradients{where}", not broken)]
-    return _link("GRADIENTS", rows, quiet=("loss",))
+    return _link("GRADIENTS", rows, quiet=("loss",), advice={
+        "loss": "the training-mode loss is not finite: fix the first NaN or inf (INIT reads the same forward)",
+        "present": f"no gradient reaches {some(missing)}: the path from it to the loss is cut (a .detach(), "
+                   "torch.no_grad(), .item() or .data in the forward, a module built but never called, or a "
+                   "parameter used only under a branch the forward does not take)",
+        "finite": (f"a NaN or inf gradient under a finite loss, nearest its start at {broken[-1]}: look there for "
+                   "a sqrt or log at 0, a division by a norm that can be 0, or torch.where over a NaN branch "
+                   "(the gradient of the branch not taken still flows)") if broken else ""})
 
 
 #: How many steps a zero-initialised chain may take to pass gradients to all it feeds: a zero head, then
@@ -231,8 +259,17 @@ def ownership(s: Subject) -> Link:
     link = _link("OWNERSHIP", [
         ("owned", f"{len(model_ids & owned_ids)}/{len(params)}" + (f" (not owned: {some(orphans)})" if orphans else ""),
          not orphans),
-        ("foreign", f"{foreign} optimizer tensors not in the model", foreign == 0)])
+        ("foreign", f"{foreign} optimizer tensors not in the model", foreign == 0)], advice={
+        "owned": f"the optimizer never steps {some(orphans)}: build it after the model is complete, from "
+                 "model.parameters() (or every param group's union of them), not from a list made before a "
+                 "module was added or replaced",
+        "foreign": f"the optimizer holds {foreign} tensor(s) the model no longer has: a module was replaced (or "
+                   "the model copied or rebuilt) after the optimizer was made; make the optimizer last"})
     link.warnings += decay_warnings(model, optimizer)
+    reached = [what for what, key in (("1-D tensors", "1-D tensors"), ("the embedding table", "embedding table"))
+               if any(key in w for w in link.warnings)]
+    if link.status == "ok" and reached:  # a warning: the verdict names the convention departed from
+        link.verdict += f"; weight decay on {' and '.join(reached)}"
     return link
 
 
@@ -297,7 +334,7 @@ def update(s: Subject) -> Link:
     except Exception as exc:
         s.memo["step raised"] = first_line(exc)[:160]
         rows.append(("step", f"optimizer.step() raised {s.memo['step raised']}", False))
-        return _link("UPDATE", rows)
+        return _link("UPDATE", rows, advice=_update_advice(mismatched, []))
     unmoved = [names.get(id(p), "?") for b, p in zip(before, params) if torch.equal(b, p.detach())]
     later = [n for n in unmoved if n in s.memo.get("gradient a step later", ())]
     moved = len(params) - len(unmoved)
@@ -305,7 +342,20 @@ def update(s: Subject) -> Link:
                                                       f"step later: {some(later)})" if later else "")
                  + (f" (not moved: {some([n for n in unmoved if n not in later])})" if len(unmoved) > len(later)
                     else ""), len(unmoved) == len(later)))
-    return _link("UPDATE", rows, quiet=("state",))
+    return _link("UPDATE", rows, quiet=("state",),
+                 advice=_update_advice(mismatched, [n for n in unmoved if n not in later]))
+
+
+def _update_advice(mismatched: list[str], unmoved: list[str]) -> dict[str, str]:
+    """UPDATE's advice for each check, from the state tensors that differ and the parameters that stayed."""
+    state = ("make the optimizer after the model's last .to() / .double() / .cuda() (its state was made for "
+             f"the parameters as they were: {mismatched[0]})") if mismatched else ""
+    return {"state": state,
+            "step": state or "the step raised on this model's parameters: read the exception; a parameter "
+                             "whose dtype or device changed after the optimizer was made is the usual cause",
+            "moved": f"the step left {some(unmoved)} where they were: a learning rate of 0 in their param group, "
+                     "their gradient zeroed or cleared between backward() and step(), or the optimizer holding "
+                     "copies of them rather than the parameters themselves"}
 
 
 #: CAPABILITY's reference: the audit's own optimizer, run on a copy of the model as built.
@@ -402,7 +452,15 @@ def capability(s: Subject) -> Link:
         rows.append(("recipe", f"{s.setup.get('optimizer', 'the optimizer')}: {start:.4f} -> {final:.4f}, "
                                f"{share:.0%} of the reference's fall (need {RECIPE_SHARE:.0%})",
                      math.isfinite(final) and math.isfinite(share) and share >= RECIPE_SHARE))
-    link = _link("CAPABILITY", rows)
+    link = _link("CAPABILITY", rows, advice={
+        "overfit": f"the model cannot fit one batch ({start:.3g} -> {final:.3g} nats): something cuts what it can "
+                   "learn (a dropped residual, a detached path, a frozen or zero-initialised layer that never "
+                   "moves, a learning rate of 0); the links above name most of these",
+        "reference": "even the reference AdamW cannot fit one batch on this model: the model itself cannot learn "
+                     "it (a dropped residual, a detached path, a frozen layer); the links above name most of these",
+        "recipe": "the reference AdamW fits the batch but your optimizer falls less than half as far: check its "
+                  "learning rate (and a scheduler that starts at 0 or decays too soon), its param groups, and "
+                  "weight decay that pulls against the fit"})
     if made:  # the reference is not a copy of the model: say how it was made, or why there is none
         said = made if reference is not None else f"{made}; no reference run, so the recipe is held to the " \
                                                     f"overfit bar itself"

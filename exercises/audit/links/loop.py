@@ -199,6 +199,7 @@ def loop(s: Subject) -> Link:
     model, scaler, scheduler = s.model, s.extras.get("scaler"), s.extras.get("scheduler")
     params = trainable(model)
     rows: list[tuple[str, str, bool]] = []
+    fixes = dict(FIXES)
     if scheduler is not None and s.schedule_start is not None:  # CAPABILITY stepped it: start the schedule over
         state, lrs = s.schedule_start
         scheduler.load_state_dict(copy.deepcopy(state))
@@ -262,10 +263,11 @@ def loop(s: Subject) -> Link:
         cosine = float((a @ full) / (a.norm() * full.norm()).clamp_min(1e-30))
         lo, hi = NORM_RATIO_BAND
         ok = lo <= ratio <= hi
-        advice = "" if ok else ": divide each microbatch's loss by the number of microbatches" if ratio > hi else \
-            ": the loss is divided once too often (by the number of microbatches twice, or a sum divided again)"
-        rows.append(("normalisation", f"|step gradient| / |full-batch gradient| {ratio:.3f} (cosine {cosine:.3f})"
-                     + advice, ok))
+        fixes["normalisation"] = ("divide each microbatch's loss by the number of microbatches before backward()"
+                                  if ratio > hi else "the loss is divided once too often (by the number of "
+                                  "microbatches twice, or a sum divided again): divide it once")
+        rows.append(("normalisation", f"|step gradient| / |full-batch gradient| {ratio:.3f} (cosine {cosine:.3f})",
+                     ok))
 
     evaluate = s.extras.get("evaluate")
     if evaluate is not None:
@@ -278,4 +280,18 @@ def loop(s: Subject) -> Link:
     bad = [r for r in rows if not r[2]]
     verdict = f"{bad[0][0]}: {bad[0][1]}" if bad else "; ".join(f"{check} {value}" for check, value, _ in rows)
     return Link("LOOP", "FAIL" if bad else "ok", verdict,
-                [[check, f"{value} {'ok' if ok else 'X'}"] for check, value, ok in rows])
+                [[check, f"{value} {'ok' if ok else 'X'}"] for check, value, ok in rows],
+                advice=fixes.get(bad[0][0], "") if bad else "")
+
+
+#: LOOP's advice for each check that fails, where the check's own words do not already say what to do.
+FIXES = {
+    "optimizer.step": "call optimizer.step() once per train_step, after backward() (and after any clipping)",
+    "clipping": "clip between backward() and optimizer.step(); with a GradScaler, call scaler.unscale_(optimizer) "
+                "first",
+    "scheduler": "call scheduler.step() after optimizer.step(), so the first step uses the schedule's first lr",
+    "zero_grad": "call optimizer.zero_grad() once per step, before the forward or after optimizer.step(), never "
+                 "between backward() and the step",
+    "gradients": "find the first NaN or inf in the forward or the loss (GRADIENTS names the parameter nearest it)",
+    "evaluate": "end evaluate() with model.train(), or save model.training and restore it",
+}

@@ -90,7 +90,7 @@ def measure(s: Subject) -> SetupTables | None:
     found = SetupTables(s.forward.interface.setup, tables)
     ids = s.xs[:1, :8]
     _cut_loose(s.model)  # a KV cache an earlier forward wrote a graph into cannot be deep-copied
-    found.device_move = _after_device_move(s)
+    found.device_move = _after_device_move(s, tables)
     try:
         twin = copy.deepcopy(s.model).to(torch.float64)
     except Exception as exc:
@@ -121,7 +121,23 @@ def _get(model: nn.Module, where: str):
         return None
 
 
-def _after_device_move(s: Subject) -> str | None:
+def left_behind(exc: Exception, stayed: list[tuple[str, torch.Tensor]]) -> str:
+    """A forward that failed once the weights moved to another device, in the user's terms: which plain tensors
+    stayed where they were made, then the exception's class as secondary evidence.
+
+    The move is measured on ``meta`` with fake tensors (no second device needed); the exception then names
+    ``meta``, a device the user never chose, so its message is left out when it is a device mismatch."""
+    said = first_line(exc, limit=160)
+    if "device" not in said.lower():
+        return f"raises {said}"
+    where = sorted({str(t.device) for _, t in stayed}) or ["its first device"]
+    names = [name for name, _ in stayed]
+    what = (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) if names else \
+        "a plain tensor"
+    return f"fails: {what} stayed on {' and '.join(where)} while the weights moved ({type(exc).__name__})"
+
+
+def _after_device_move(s: Subject, tables: list[tuple[str, torch.Tensor]]) -> str | None:
     """The set-up model's forward with its parameters and buffers on ``meta`` (fake tensors) while its plain
     tables stay on their device: None when it runs, else what it raised."""
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -145,7 +161,7 @@ def _after_device_move(s: Subject) -> str | None:
             with mode(twin, False), torch.no_grad():
                 Forward(twin, s.forward.interface)(ids)
     except Exception as exc:
-        return f"raises {first_line(exc, limit=160)}"
+        return left_behind(exc, tables)
     return None
 
 
@@ -169,7 +185,7 @@ def warning(found: SetupTables) -> str:
                f"{found.setup} does not remake them once its caches are large enough")
     device = ("" if found.device_move is None else
               f"; moved to another device after {found.setup}, the forward breaks on them "
-              f"({'a device mismatch' if 'device' in found.device_move.lower() else found.device_move[:80]}), so "
+              f"({found.device_move.removeprefix('fails: ').split(' while ')[0][:80]}), so "
               "set the model up after moving it")
     return (f"{found.names}, made after the build (by {found.setup}(...) or the first forward), are plain tensors: not in state_dict(), and .to() leaves "
             f"them behind; {remakes}{device}; register_buffer(name, tensor, persistent=False) moves them with the "

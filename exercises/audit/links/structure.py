@@ -42,7 +42,10 @@ def causality(s: Subject) -> Link:
     if invalid:
         return Link("CAUSALITY", "FAIL", f"the logits are not finite ({invalid}), so whether the past moved cannot "
                     "be read: a correct GPT's logits are finite, −inf only where it bans a token",
-                    [["changed", f"tokens after position {position} (eval mode)"], ["non-finite logits", invalid]])
+                    [["changed", f"tokens after position {position} (eval mode)"], ["non-finite logits", invalid]],
+                    advice="find the first NaN or +inf: a mask filled with +inf or NaN instead of −inf, a row "
+                           "masked entirely (softmax over −inf only gives NaN), or a division by a zero norm; "
+                           "INIT and the engine's shape ledger read the same forward")
     prefix, prefix_kinds = finite_delta(before[:, : position + 1], after[:, : position + 1])
     suffix, suffix_kinds = finite_delta(before[:, position + 1:], after[:, position + 1:])
     tol = s.tol(1e-5) * finite_scale(before)
@@ -72,7 +75,47 @@ def causality(s: Subject) -> Link:
     if banned or prefix_kinds or suffix_kinds:
         evidence.append(["non-finite logits", f"{banned} −inf before the change; kinds changed: prefix "
                                               f"{prefix_kinds}, suffix {suffix_kinds}"])
-    return Link("CAUSALITY", "ok" if ok else "FAIL", verdict, evidence)
+    advice = ""
+    if not prefix_ok:
+        first = _first_moved(before, after if stream is None else None, position, tol)
+        if first is not None:
+            evidence.append(["first position that moved", f"{first} of 0..{position}"])
+            verdict += f", first at position {first} of 0..{position}"
+        advice = causality_advice(first, position)
+    elif not ok:
+        advice = (f"the tokens after position {position} changed and no logit after it moved: the logits do not "
+                  "read the tokens they follow (a forward that returns a constant, or ignores idx past a point)")
+    return Link("CAUSALITY", "ok" if ok else "FAIL", verdict, evidence, advice=advice)
+
+
+def _first_moved(before: torch.Tensor, after: torch.Tensor | None, position: int, tol: float) -> int | None:
+    """The first position of 0..``position`` whose logits moved past ``tol`` (or changed kind), or None
+    when ``after`` is not the logits' (CAUSALITY read one layer down)."""
+    if after is None:
+        return None
+    for p in range(position + 1):
+        delta, kinds = finite_delta(before[:, p:p + 1], after[:, p:p + 1])
+        if kinds or delta > tol:
+            return p
+    return None
+
+
+def causality_advice(first: int | None, position: int) -> str:
+    """What to look for when changing the tokens after ``position`` moved the logits at ``first``."""
+    where = ("a mask that lets query i see key j > i (a causal mask shifted by one: triu(2) where triu(1) "
+             "belongs), is_causal off with no mask, or an op that mixes positions along T (a cumulative sum "
+             "run backwards, a mean or norm over the sequence)")
+    if first is None:
+        return f"a position reads tokens after it: hide every key j > i from query i; look for {where}"
+    ahead = position + 1 - first
+    if first == 0:
+        reach = (f"the change from position {position + 1} on reached position 0: the whole future leaks in "
+                 "(no mask at all, or an op over the whole sequence)")
+    else:
+        reach = (f"the change from position {position + 1} on reached position {first} first, {ahead} position(s) "
+                 "back (a leak of k keys ahead in each layer reaches k x layers back: one position per layer is a "
+                 "causal mask shifted by one)")
+    return f"{reach}; hide every key j > i from query i. Look for {where}"
 
 
 def _not_finite(logits: torch.Tensor) -> str:
@@ -127,7 +170,10 @@ def shape(s: Subject) -> Link:
                 if not r.ok or r.stage in ("head split", "lm_head")]
         verdict = (f"{len(ledger.rows)} ledger rows hold, head-split round trip included" if first is None else
                    f"first divergence: {first}")
-        return Link("SHAPE", "ok" if first is None else "FAIL", verdict, rows)
+        return Link("SHAPE", "ok" if first is None else "FAIL", verdict, rows,
+                    advice="" if first is None else f"the first stage whose shape breaks its invariant is {first}: "
+                    "check the view/transpose there (split into heads as (B, T, H, D).transpose(1, 2), merge back "
+                    "with .transpose(1, 2).contiguous().view(B, T, C))")
     with mode(model, False), torch.no_grad():
         logits = s.forward(idx)
     shape_ok = tuple(logits.shape) == (B, T, V)
@@ -143,7 +189,19 @@ def shape(s: Subject) -> Link:
     verdict = ("contract only (no engine-style ledger for this structure): (B, T) -> (B, T, V)" if ok else
                f"contract broken: logits {tuple(logits.shape)}, expected {(B, T, V)}" if not shape_ok else
                f"n_embd {cfg.n_embd} is not a multiple of n_head {cfg.n_head}")
-    return Link("SHAPE", "ok" if ok else "FAIL", verdict, rows)
+    if ok:
+        advice = ""
+    elif not shape_ok and logits.dim() == 2 and logits.shape[0] == B:
+        advice = "the forward returns one row per sequence: return the logits at every position, (B, T, V) " \
+                 "(a forward that keeps only the last position, logits[:, -1], should do so only without targets)"
+    elif not shape_ok and logits.dim() == 2 and logits.shape[0] == B * T:
+        advice = "the logits come flattened to (B*T, V): return them as (B, T, V) and flatten only inside the loss"
+    elif not shape_ok:
+        advice = f"the forward must map (B, T) ids to (B, T, V) logits, V = {V} the vocabulary: check the head's " \
+                 "out_features and any transpose or reshape after it"
+    else:
+        advice = "choose n_embd a multiple of n_head, so each head gets D = n_embd // n_head dimensions"
+    return Link("SHAPE", "ok" if ok else "FAIL", verdict, rows, advice=advice)
 
 
 def registration(s: Subject) -> Link:
@@ -174,7 +232,7 @@ def registration(s: Subject) -> Link:
     registered_tensors = {id(t) for t in model.parameters()} | {id(t) for t in model.buffers()}
     registered_storage = {t.data_ptr() for t in list(model.parameters()) + list(model.buffers()) if t.numel()}
     registered_modules = {id(m) for m in model.modules()}
-    hidden, plain, accepted = [], [], []
+    hidden, plain, accepted, plain_tensors = [], [], [], []
     for where, value in s.attributes:
         container = isinstance(value, (list, tuple, dict))
         items = list(value.values()) if isinstance(value, dict) else list(value) if container else [value]
@@ -191,19 +249,21 @@ def registration(s: Subject) -> Link:
             accepted.append(f"{where} (kept out of state_dict() on purpose: the forward moves it itself)")
         elif tensors:
             plain.append(f"{where} ({_kind(tensors[0])} kept as a plain attribute, not a buffer)")
+            plain_tensors.append((where, tensors[0]))
         elif modules and all(id(m) in registered_modules for m in modules):
             accepted.append(f"{where} (a plain {type(value).__name__} of modules registered elsewhere: an index)")
         elif container and any(isinstance(v, nn.Module) and any(True for _ in v.parameters()) for v in items):
             hidden.append(f"{where} (modules in a plain {type(value).__name__})")
     unique = sum(p.numel() for p in {id(p): p for _, p in named}.values())
-    moved = _forward_after_move(s) if plain else None
+    moved = _forward_after_move(s, plain_tensors) if plain else None
     managed = plain if moved is None else []
     problems = hidden + (plain if moved is not None else [])
     ok = not problems and unique > 0
     verdict = (f"{len(first_name)} parameter tensors, {unique:,} values" + (f"; tied: {tied[0]}" if tied else "")
                if ok else f"not registered: {problems[0]}" if problems else "the model has no parameters")
-    if not ok and problems and problems[0] in plain and moved.startswith("raises"):
-        verdict += f"; with its parameters on another device the forward {moved.split(':')[0]}"
+    if not ok and problems and problems[0] in plain and moved.startswith(("raises", "fails")):
+        verdict += ("; with its parameters on another device the forward "
+                    + (moved.split(" while ")[0] if moved.startswith("fails") else moved.split(":")[0]))
     if ok and managed:
         verdict += (f"; outside state_dict(): {managed[0].split(' (')[0]}" + (f" and {len(managed) - 1} more"
                                                                               if len(managed) > 1 else "")
@@ -244,10 +304,26 @@ def registration(s: Subject) -> Link:
                            "the forward still runs after .to(torch.float64)")
                         + ("" if made.device_move is None else ", not after a move to another device") + ")")
             warnings.append(setup_tables.warning(made))
-    return Link("REGISTRATION", status, verdict, rows, warnings)
+    advice = ""
+    if status == "FAIL" and made is not None and made.broken:
+        advice = (f"make {made.names} with register_buffer(name, tensor, persistent=False) in {made.setup} (or "
+                  "the first forward), so .to() converts and moves them, or rebuild them in the dtype and device "
+                  "of the weights each time")
+    elif status == "FAIL" and problems:
+        name = problems[0].split(" (")[0]
+        advice = (f"{name} holds Parameters or modules nn.Module cannot see: use nn.ModuleList / nn.ModuleDict / "
+                  "nn.ParameterList, or assign each to an attribute" if problems[0] in hidden and
+                  "wanting grad" not in problems[0] else
+                  f"{name} needs gradients but is a plain tensor: make it nn.Parameter(...) so named_parameters() "
+                  "and the optimizer see it" if problems[0] in hidden else
+                  f"{name} stays where it was made when the model moves: register_buffer('{name.split('.')[-1]}', "
+                  "tensor, persistent=False) moves it with the model, or move it to the input's device in forward")
+    elif status == "FAIL":
+        advice = "the model has no parameters: build its layers as nn.Module attributes (nn.Linear, nn.Embedding)"
+    return Link("REGISTRATION", status, verdict, rows, warnings, advice=advice)
 
 
-def _forward_after_move(s: Subject) -> str | None:
+def _forward_after_move(s: Subject, stayed: list[tuple[str, torch.Tensor]]) -> str | None:
     """Whether the model still runs once its parameters and buffers are on another device while its plain
     tensor attributes stay behind: None when it does (the model reconciles them itself, as modded-nanogpt's
     rotary ``type_as(self.inv_freq)`` and ``.to(x.device)`` do), else what happened, in words.
@@ -279,9 +355,10 @@ def _forward_after_move(s: Subject) -> str | None:
                 Forward(twin, s.forward.interface)(ids)
     except Exception as exc:
         said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        device = "device" in said.lower()
-        return (f"{'raises' if device else 'not measured: the forward under fake tensors raised'} "
-                f"{type(exc).__name__}" + (f": {said[:160]}" if said else ""))
+        if "device" in said.lower():
+            return setup_tables.left_behind(exc, stayed)
+        return f"not measured: the forward under fake tensors raised {type(exc).__name__}" + \
+            (f": {said[:160]}" if said else "")
     return None
 
 
@@ -376,10 +453,12 @@ def tie(s: Subject) -> Link:
     if t["equal"]:
         how = ("two Parameters over one storage (load_state_dict(..., assign=True) breaks a tie this way)"
                if t["shared"] else "a copy of the table")
-        return Link("TIE", "FAIL", f"{pair} is False: the head starts equal to the table but is {how}; tie with "
-                                   f"{t['head']}.weight = {t['table']}.weight after loading", evidence)
+        return Link("TIE", "FAIL", f"{pair} is False: the head starts equal to the table but is {how}", evidence,
+                    advice=f"tie them: {t['head']}.weight = {t['table']}.weight, after any load_state_dict, so "
+                           "both names hold one Parameter")
     link = Link("TIE", "ok", "untied: the head and the token table are separate matrices", evidence)
-    if t["declared"]:
+    if t["declared"]:  # a warning: the verdict names the stale flag
+        link.verdict += f"; {t['declared']} is set all the same"
         link.warnings.append(f"{t['declared']} is true but {pair} is False and their values differ "
                              "(a replaced head? then the flag is stale)")
     return link

@@ -65,11 +65,14 @@ def generate_without_length(s: Subject) -> Link:
         except Exception as exc:
             return Link("GENERATE", "FAIL", f"generate to {P + n} tokens raised {first_line(exc)[:120]} "
                                             "(no block_size declared, so no length should be out of reach)",
-                        evidence)
+                        evidence, advice="a model that declares no block_size must generate any length: a table "
+                                         "or buffer sized at build (a mask, an ALiBi bias) has to grow with the "
+                                         "sequence, or the model should declare its block_size")
         evidence.append(["returned", f"{tuple(seq.shape)} {seq.dtype}".replace("torch.", "")])
         problem = _contract(seq, prompt, n, s.V)
         if problem:
-            return Link("GENERATE", "FAIL", f"generate {problem}", evidence)
+            return Link("GENERATE", "FAIL", f"generate {problem}", evidence,
+                        advice=generate_advice("expected" not in problem, "outside" not in problem))
         if not greedy:
             return Link("GENERATE", "ok", f"{why}; ids within [0, {s.V}) (generate has no greedy setting, so its "
                                           "choices cannot be compared with the full forward's)", evidence)
@@ -95,7 +98,9 @@ def generate_without_length(s: Subject) -> Link:
         return Link("GENERATE", "FAIL", f"greedy generate departs from the full forward at new token {k} (position "
                                         f"{P + k}, row {row}): it gave id {int(got[row, k])}, the full forward's "
                                         f"argmax is {int(expected[row, k])}; {wrong} of {got.numel()} tokens differ",
-                    evidence)
+                    evidence, advice=f"generate's token at position {P + k} is not the full forward's greedy choice: "
+                                     "its cached step departs there (a bias or mask sized for a shorter sequence, "
+                                     "positions not offset by the cache length)")
     return Link("GENERATE", "ok", f"{why}, each the full forward's greedy choice; ids within [0, {s.V})", evidence)
 
 
@@ -119,3 +124,12 @@ def _contract(seq: torch.Tensor, prompt: torch.Tensor, n: int, V: int) -> str:
     if not torch.equal(seq[:, :P], prompt):
         return "does not begin with the prompt"
     return ""
+
+
+def generate_advice(shape_ok: bool, ids_ok: bool) -> str:
+    """What to change when generate returns the wrong thing (shape, ids, prompt)."""
+    if not shape_ok:
+        return "return the prompt with the new tokens appended, (B, prompt + max_new_tokens): torch.cat((idx, next), 1)"
+    if not ids_ok:
+        return "sample integer token ids (argmax or torch.multinomial over softmax(logits)), not logits or probabilities"
+    return "keep the prompt at the front of what generate returns and append each new token after it"
