@@ -11,8 +11,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from audit_support import subject_of
-from exercises.audit import LINKS, PIPELINE, SEED_LINKS
+from audit_support import factory, subject_of
+from exercises.audit import LINKS, PIPELINE, SEED_LINKS, audit
 from exercises.audit.links import architecture, data, inference, learning, loop, structure
 from exercises.audit.pipeline import run_link
 
@@ -474,3 +474,25 @@ def test_loop_says_non_finite_gradients_are_not_finite_never_that_they_accumulat
     verdict = loop.loop(subject_of(lambda: built)).verdict
     assert verdict.startswith("gradients: optimizer.step() saw gradients that are not finite ("), verdict
     assert "accumulate across steps" not in verdict and "microbatch" not in verdict
+
+
+def test_alignment_and_ownership_failures_say_what_to_change_from_what_they_measured():
+    from engine.data import get_batch
+
+    def two_ahead(data, B, T, generator=None, device="cpu"):
+        x, y = get_batch(data, B, T + 1, generator=generator, device=device)
+        return x[:, :T], y[:, 1:]  # y is x moved by 2: one token too far
+
+    report = audit(factory("clean_nano"), get_batch=two_ahead, overfit_steps=0, links=["ALIGNMENT"])
+    alignment = report.links[0]
+    assert alignment.status == "FAIL" and alignment.advice == (
+        "y must be x moved one token on: x = data[i:i+T], y = data[i+1:i+T+1]; here y is x moved by 2"), alignment
+
+    def stale():
+        model = factory("clean_nano")()["model"]
+        optimizer = torch.optim.AdamW(list(model.parameters())[1:], lr=1e-3)  # made without the first one
+        return model, optimizer
+
+    ownership = audit(stale, overfit_steps=0, links=["OWNERSHIP"]).links[0]
+    assert ownership.status == "FAIL" and ownership.advice.startswith(
+        "the optimizer never steps transformer.wte.weight: build it after the model is complete"), ownership.advice

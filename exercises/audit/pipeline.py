@@ -134,7 +134,8 @@ def _point_causality_at_attention(links: list[Link]) -> None:
     causality, (i, attention) = named["CAUSALITY"][1], named["ATTENTION"]
     if attention.status == "FAIL":
         found = attention.verdict if len(attention.verdict) <= 240 else attention.verdict[:239] + "…"
-        causality.advice += f". ATTENTION (link {i}) found the module: {found}"
+        causality.advice += f". ATTENTION (link {i}) found the module: {found}" + \
+            (f"; its fix: {attention.advice}" if attention.advice else "")
     elif attention.status in ("ok", "warn"):
         causality.advice += (f". ATTENTION (link {i}) finds every attention module it read causal, so the leak is "
                              "outside them: an op over the sequence, a mask built once and shared wrongly, or an "

@@ -82,7 +82,7 @@ def alignment(s: Subject) -> Link:
                                                                      y[:, max(-k, 0):y.size(1) + min(-k, 0)])), None)
         advice = ("y must be x moved one token on: x = data[i:i+T], y = data[i+1:i+T+1]"
                   + ("; here y is x itself" if same else
-                     f"; here y is x moved by {-shift}" if shift is not None else ""))
+                     f"; here y is x moved by {shift}" if shift is not None else ""))
     return Link("ALIGNMENT", "ok" if ok else "FAIL", verdict,
                 [["x, y shapes", f"{tuple(x.shape)}, {tuple(y.shape)}"], ["x[0, :8]", str(x[0, :8].tolist())],
                  ["y[0, :8]", str(y[0, :8].tolist())]], advice=advice)
