@@ -236,7 +236,7 @@ def test_only_the_import_can_tell_when_the_file_binds_names_as_it_runs(tmp_path)
     (tmp_path / "dynamic.py").write_text("def helper(x):\n    pass\nglobals()['made'] = 1\n")
     with pytest.raises(LookupError, match="^dynamic.py defines no 'nope', and no function that could be a factory"):
         load_factory(str(tmp_path / "dynamic.py"), "nope")
-    (tmp_path / "found.py").write_text("def build_small():\n    pass\ndef helper(x):\n    pass\n"
+    (tmp_path / "found.py").write_text("def build_small():\n    pass\ndef helper(x):\n    pass\nclass Tiny:\n    pass\n"
                                        "globals()['made'] = lambda: None\n")
     with pytest.raises(LookupError, match="its factories could be build_small, made: name one"):
         load_factory(str(tmp_path / "found.py"), "nope")

@@ -496,3 +496,27 @@ def test_alignment_and_ownership_failures_say_what_to_change_from_what_they_meas
     ownership = audit(stale, overfit_steps=0, links=["OWNERSHIP"]).links[0]
     assert ownership.status == "FAIL" and ownership.advice.startswith(
         "the optimizer never steps transformer.wte.weight: build it after the model is complete"), ownership.advice
+
+
+def test_a_leak_outside_attention_is_said_to_be_outside_the_modules_attention_read():
+    """Each attention module is causal, but a mean over the sequence before the head lets the future in:
+    CAUSALITY's advice says ATTENTION found every module causal, so the leak is elsewhere."""
+
+    class MeanOverT(nn.Module):
+        def forward(self, x):
+            return x + x.mean(dim=1, keepdim=True)
+
+    def build():
+        built = factory("clean_nano")()
+        model = built["model"]
+        model.transformer.ln_f = nn.Sequential(model.transformer.ln_f, MeanOverT())
+        return model
+
+    report = audit(build, overfit_steps=0, links=["CAUSALITY", "ATTENTION"])
+    causality, attention = report.links
+    assert causality.status == "FAIL" and attention.status == "ok", report.text()
+    assert causality.verdict.endswith("first at position 0 of 0..15"), causality.verdict
+    assert causality.advice.startswith("the change from position 16 on reached position 0: the whole future leaks in")
+    assert causality.advice.endswith("ATTENTION (link 2) finds every attention module it read causal, so the leak is "
+                                     "outside them: an op over the sequence, a mask built once and shared wrongly, "
+                                     "or an attention the audit did not read"), causality.advice

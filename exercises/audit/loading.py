@@ -58,9 +58,10 @@ def no_such_factory(path: str, name: str, candidates: list[str]) -> str:
 
 
 def _candidate(name: str, value) -> bool:
-    """Whether a module attribute could be a factory: a function of this file (or a class) callable with no
-    arguments, or one named build*, factory*, make*."""
-    if name.startswith("_") or not callable(value) or getattr(value, "__module__", None) != "_audited_model":
+    """Whether a module attribute could be a factory: a function of this file callable with no arguments, or
+    one named build*, factory*, make* (classes left out, as ``missing_factory`` leaves them)."""
+    if name.startswith("_") or not callable(value) or inspect.isclass(value) or \
+            getattr(value, "__module__", None) != "_audited_model":
         return False
     if name.lower().startswith(FACTORY_PREFIXES):
         return True
