@@ -777,7 +777,7 @@ def test_the_home_screen_is_usable_at_40_by_12(tmp_path):
 
 # --- confidence ----------------------------------------------------------------------------------
 
-def test_a_confidence_key_is_saved_with_the_attempt_and_remembered(tmp_path):
+def test_a_confidence_key_is_saved_with_the_attempt_and_shown_as_the_last_run(tmp_path):
     app, _ = make_app(tmp_path)
 
     async def script(pilot):
@@ -794,7 +794,8 @@ def test_a_confidence_key_is_saved_with_the_attempt_and_remembered(tmp_path):
         await pilot.press("escape")
         await pilot.pause()
         screen = await open_exercise(pilot, "cache-offset")
-        assert screen.query_one(ConfidencePicker).value == 100     # remembered
+        picker = screen.query_one(ConfidencePicker)               # a new attempt: said afresh, the last shown
+        assert picker.value is None and "last run 100 %" in text_of(picker)
         await pilot.press("escape")
         await pilot.pause()
         screen = await open_exercise(pilot, "broadcast-loss")     # a typed answer: Tab to the picker

@@ -293,14 +293,23 @@ def test_g_records_a_guess_at_the_question_s_chance_and_progress_says_guess(tmp_
 @pytest.mark.parametrize("confidence, shown, left", [(25, "[25 guess]", None), (75, "[75]", 70),
                                                      (40, "[40]", 30), (10, None, None)])
 def test_a_confidence_saved_by_tutor_run_shows_on_the_page(tmp_path, confidence, shown, left):
-    """``tutor run --confidence`` takes any whole percent from the chance: the page shows it in its place
-    on the scale (one below the chance, hand-written, is none), and ← moves to the level below."""
+    """``tutor run --confidence`` takes any whole percent from the chance: the reopened page shows it as the
+    last run's beside an empty scale (a new attempt says how sure afresh); kept unrun as a draft, it shows
+    in its place on the scale (one below the chance, hand-written, is none), and ← moves to the level below."""
     app, store = make_app(tmp_path)
     store.record_attempt(LEARNER, "init-scale", Attempt(  # just now: not yet due for review, so the page shows it
         time=now(), prediction="a", observed="b", correct=False, status="fail", device="cpu",
         engine_hash="test", confidence=confidence))
 
     async def script(pilot):
+        screen = await open_exercise(pilot, "init-scale")
+        picker = screen.query_one(ConfidencePicker)
+        assert picker.value is None and f"last run {confidence} %" in text_of(picker)  # as it was recorded
+    drive(app, script)
+    store.save_draft(LEARNER, "init-scale", "a", confidence)
+    app, _ = make_app(tmp_path)
+
+    async def draft(pilot):
         screen = await open_exercise(pilot, "init-scale")
         picker = screen.query_one(ConfidencePicker)
         if shown is None:
@@ -310,4 +319,4 @@ def test_a_confidence_saved_by_tutor_run_shows_on_the_page(tmp_path, confidence,
         picker.focus()
         await pilot.press("left")
         assert picker.value == (left if left is not None else confidence)  # the chance is the scale's floor
-    drive(app, script)
+    drive(app, draft)

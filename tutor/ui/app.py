@@ -213,7 +213,7 @@ class TutorApp(KeysInOrder, App):
         this run of the app holds and has not run (its page offers it again after a relaunch; nothing
         is run or recorded); a draft the learner cleared is dropped. ``skip``: exercise ids whose
         draft was kept otherwise (a check cancelled as the app quits). Returns the sentences to say
-        as the tutor ends: which predictions were kept, or why one was not."""
+        as the tutor ends: which predictions (or confidences alone) were kept, or why one was not."""
         kept, said = [], []
         for exercise_id, recall in list(self.recall.items()):
             if exercise_id in skip or not recall.opened:
@@ -227,11 +227,8 @@ class TutorApp(KeysInOrder, App):
                 said.append(f"your unrun prediction for {exercise_id} was not kept: {exc}")
                 continue
             if draft:
-                kept.append(exercise_id)
-        if kept:
-            said.insert(0, f"your unrun prediction for {', '.join(kept)} is kept and offered when you "
-                           f"open {'it' if len(kept) == 1 else 'them'} again.")
-        return said
+                kept.append((exercise_id, draft))
+        return kept_words(kept) + said
 
     def action_quit(self) -> None:
         """Quit: every note and working copy saved first; a check still running is cancelled (at
@@ -247,6 +244,21 @@ class TutorApp(KeysInOrder, App):
             skip = {screen.exercise.id for screen in running if isinstance(screen, ExerciseScreen)}
         said += self.keep_drafts(skip=skip)
         self.exit(message="\n".join(f"tutor: {s}" for s in said if s) or None)
+
+
+def kept_words(kept: list[tuple[str, dict]]) -> list[str]:
+    """What the tutor says as it ends of the drafts it kept ((exercise id, draft) pairs): a prediction is
+    said as one; a confidence set with no prediction is said as only that, never as a prediction."""
+    predictions = [exercise_id for exercise_id, draft in kept if draft["prediction"].strip()]
+    alone = [f"{exercise_id} ({draft['confidence']} %)" for exercise_id, draft in kept
+             if not draft["prediction"].strip()]
+    said = []
+    for what, ids, how in (("your unrun prediction for", predictions, ""),
+                           ("your confidence for", alone, ", set with no prediction yet,")):
+        if ids:
+            said.append(f"{what} {', '.join(ids)}{how} is kept and offered when you open "
+                        f"{'it' if len(ids) == 1 else 'them'} again.")
+    return said
 
 
 def build_app(catalog: Catalog, store: ProgressStore, learner: str, runner: RunnerLike,

@@ -44,6 +44,33 @@ class Recall:
         return {"prediction": self.answer, "confidence": self.confidence}
 
 
+def open_page(recall: Recall, draft: dict, said: list, review) -> tuple[bool, int | None]:
+    """Set what an exercise page opens with on ``recall``, and say what the page offers beside it.
+
+    The first opening in this run of the app offers a draft the progress file kept (``draft``: left
+    unrun when the learner quit). Otherwise a page reopened after a relaunch shows the last saved answer
+    (``said``: the answers, oldest first), unless it is due for review (``review`` not None: asked as a
+    recall, so it opens blank). Where the page holds what was last run and recorded, it opens for a new
+    attempt: the answer stays (r runs it again) but how sure is said afresh, so the confidence starts
+    empty and the last run's is returned to show beside it, never carried silently into the next attempt.
+
+    Returns:
+        (whether a kept draft is offered, the last run's confidence to show, or None).
+    """
+    first_opening, recall.opened = not recall.opened, True
+    if first_opening and draft:
+        recall.answer, recall.confidence = draft["prediction"], draft.get("confidence")
+        return True, None
+    if not recall.answer and said and review is None:  # reopened after a relaunch
+        recall.answer, recall.confidence = said[-1].prediction, said[-1].confidence
+        recall.ran = (recall.answer, recall.confidence)  # saved, so not a draft
+    if recall.ran is None or (recall.answer, recall.confidence) != recall.ran:
+        return False, None  # nothing run yet, or a change left unrun: kept as it was left
+    last, recall.confidence = recall.confidence, None
+    recall.ran = (recall.answer, None)
+    return False, last
+
+
 def recall_of(app, exercise_id: str) -> Recall:
     """The app's memory of this exercise's page (made empty on first use); it lasts while the app runs."""
     return app.recall.setdefault(exercise_id, Recall())

@@ -24,7 +24,7 @@ from tutor.model.catalog import Exercise
 from tutor.model.review import due_state, next_after, seen_ago
 from tutor.render import exercise_history, last_said, saved_attempt
 from tutor.ui.keys import PageFooter, PageScreen
-from tutor.ui.recall import recall_of
+from tutor.ui.recall import open_page, recall_of
 from tutor.ui.saving import kept_of, save_notice
 from tutor.ui.screens.reading_keys import ReadingKeys
 from tutor.ui.messages import RunCrashed, RunFinished, RunProgress
@@ -79,7 +79,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
                         "choices, 5 is 50 % of yes/no), 0 for 100 %, g a guess (the chance); optional, saved with "
                         "the attempt; on pages where digits or g answer, Tab to the confidence line"),
         ("N", "on a yes/no page, or where n picks a choice: open the next exercise"),
-        ("Enter", "in the answer box or on the confidence: run the check"),
+        ("Enter", "in the answer box, on the confidence, or right after a confidence key: run the check"),
     )
 
     def __init__(self, exercise: Exercise) -> None:
@@ -108,15 +108,8 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         self._review = due_state(ex.id, progress)
         self._recall = recall_of(app, ex.id)
         self._recall.hints = max(self._recall.hints, progress.hints)  # revealed before a relaunch: still seen
-        first_opening, self._recall.opened = not self._recall.opened, True
-        if first_opening and progress.draft:  # left unrun when the learner quit: offered again
-            self._recall.answer = progress.draft["prediction"]
-            self._recall.confidence = progress.draft.get("confidence")
-            self._offer_draft = True
-        elif not self._recall.answer and said and self._review is None:  # reopened after a relaunch
-            self._recall.answer = said[-1].prediction
-            self._recall.confidence = said[-1].confidence
-            self._recall.ran = (self._recall.answer, self._recall.confidence)  # saved, so not a draft
+        # a draft left unrun when the learner quit is offered again; a new attempt says how sure afresh
+        self._offer_draft, last_confidence = open_page(self._recall, progress.draft, said, self._review)
         yield Header()
         with VerticalScroll(id="exercise-body"):
             yield Static(Text.assemble((ex.id, "bold"), f" · {ex.title}\n", (ex.source_label, "dim")),
@@ -141,7 +134,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
             yield PredictionInput(ex, id="prediction")
             elsewhere = "digits pick a choice" if ex.kind.options else "digits type the answer"
             yield ConfidencePicker(self._recall.confidence, chance=ex.kind.chance, page_keys=self._digits_free(ex),
-                                   digits_elsewhere=elsewhere, id="confidence")
+                                   digits_elsewhere=elsewhere, last=last_confidence, id="confidence")
             yield Static("", id="answer-error")
             with Horizontal(id="exercise-buttons"):
                 yield Button("Run ▶ r", id="run-button", variant="primary")
@@ -167,7 +160,7 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         self.sub_title = self.exercise.id
         self._reopen()
         self.call_after_refresh(self.mark_shown)
-        if getattr(self, "_offer_draft", False):
+        if self._offer_draft:
             what = "prediction" if self._recall.answer.strip() else "confidence"
             self.notify(f"Your {what} from last time, left unrun when you quit, is back: r runs it.",
                         title="kept", timeout=10)

@@ -4,7 +4,11 @@ On a choice or yes/no page the key shown beside a choice picks it, and
 single keys act (h a hint, n the next exercise); but a learner who types a
 word there should not fire one action per letter. A letter that follows
 another within :data:`WORD_GAP_S` is typing: what the word's first key did
-is undone and keys do nothing until typing pauses. On a typed-answer page,
+is undone and keys do nothing until typing pauses; an ``e`` that starts
+no word moves to the note at once once the note shows, so the note typed
+right behind it is the note's. A confidence key read from the page (a digit, g)
+then Enter runs the check, as Enter on the confidence line does. On a
+typed-answer page,
 any printable key that is no command starts the answer in its box, so
 nothing typed is lost. The app hands keys on one at a time
 (:mod:`tutor.ui.key_order`), so each key here is read in the state the
@@ -29,6 +33,7 @@ from textual.widgets import Input, TextArea
 
 from tutor.model import answers
 from tutor.ui.widgets.confidence import GUESS_KEY, ConfidencePicker
+from tutor.ui.widgets.note_editor import NoteEditor
 from tutor.ui.widgets.prediction import PredictionInput
 from tutor.ui.widgets.result_panel import ResultPanel
 
@@ -51,6 +56,7 @@ class ReadingKeys:
     _word_until = 0.0
     _undo = None  # undoes what the last single key did, if a word follows
     _said_words = False
+    _confidence_keyed = False  # whether the last key read was a confidence key from the page
     #: when the page was first drawn (``time.monotonic``), or None before: until then the app holds
     #: the keys typed for this page (:mod:`tutor.ui.key_order`), so none lands in the page being left
     shown_at: float | None = None
@@ -79,9 +85,13 @@ class ReadingKeys:
         For a typed answer, any printable key that is not a command
         key starts the answer in the answer box, so nothing typed is lost.
         """
-        if event.key == "enter" and isinstance(self.focused, ConfidencePicker):
+        after_confidence, self._confidence_keyed = self._confidence_keyed, False
+        if event.key == "enter" and (isinstance(self.focused, ConfidencePicker)
+                                     or (after_confidence and self.focused is self.query_one("#exercise-body"))):
             event.stop()
-            self.action_run()  # Enter runs from the confidence too (after Tab from a typed answer)
+            # Enter runs from the confidence (after Tab from a typed answer), and right after a confidence
+            # key read from the page (y 7 Enter on a yes/no page), as it runs from the answer box
+            self.action_run()
             return
         char = event.character
         if char is None or not char.isprintable():
@@ -120,10 +130,13 @@ class ReadingKeys:
         nothing until typing pauses. ``r`` (run), and ``g`` (a guess) where
         no choice takes it, take no part in telling words apart, so a pick
         then g then r says a guess and runs at once; inside a word they do
-        nothing like every other key.
+        nothing like every other key. ``e`` that starts no word, once the
+        note shows, moves to the note at once (it is not held like h), so
+        the words typed right behind it are the note's.
         """
         now = time.monotonic()
         guess = char == GUESS_KEY and prediction.choice_for_key(char) is None
+        explain = char == "e" and prediction.choice_for_key(char) is None and self.query_one(NoteEditor).display
         letter = char.isalpha() and char != "r" and not guess
         typing = now < self._word_until
         follows = letter and self._last_letter_at is not None and now - self._last_letter_at < WORD_GAP_S
@@ -152,6 +165,13 @@ class ReadingKeys:
         if self.query_one(ConfidencePicker).set_from_key(char):
             event.stop()
             event.prevent_default()
+            self._confidence_keyed = True  # an Enter right after it runs the check
+            return
+        if explain:  # at once: the keys typed after it are the note's, never a word that picks or acts
+            event.stop()
+            event.prevent_default()
+            self._last_letter_at = None  # the next key read here (after Esc) starts no word with it
+            self.action_explain()
             return
         if char in _HELD_KEYS:
             event.stop()

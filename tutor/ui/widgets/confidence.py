@@ -73,6 +73,8 @@ class ConfidencePicker(Static, can_focus=True):
         chance: the question's chance, in percent, where the scale starts (``AnswerKind.chance``).
         page_keys: whether the keys work from the page (said in the label).
         digits_elsewhere: what the digits do where they do not set it ("digits pick a choice").
+        last: the confidence of the last run, shown beside the scale while none is set (a new attempt
+            starts with none: how sure is said afresh), never set by itself.
     """
 
     DEFAULT_CSS = """
@@ -110,8 +112,9 @@ class ConfidencePicker(Static, can_focus=True):
             self.value = value
 
     def __init__(self, value: int | None = None, chance: int = 50, page_keys: bool = True,
-                 digits_elsewhere: str = "", **kwargs) -> None:
+                 digits_elsewhere: str = "", last: int | None = None, **kwargs) -> None:
         super().__init__("", **kwargs)
+        self.last = last
         self.chance = chance
         self.keys = confidence_keys(chance)
         self.levels = levels_of(chance)
@@ -155,7 +158,8 @@ class ConfidencePicker(Static, can_focus=True):
         else:
             elsewhere = f"{self.digits_elsewhere}; " if self.digits_elsewhere else ""
             how = f"{elsewhere}Tab here, then {keys}"
-        parts.append((f"(optional; {how})", "dim" if not self.has_focus else "bold"))
+        last = f"last run {self.last} %; " if self.value is None and self.last is not None else ""
+        parts.append((f"(optional; {last}{how})", "dim" if not self.has_focus else "bold"))
         self.update(Text.assemble(*parts))
 
     def set_value(self, value: int | None) -> None:

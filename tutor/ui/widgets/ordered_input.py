@@ -6,6 +6,11 @@ from textual import events
 from textual.widgets import Input
 
 
+#: the keys of the editing bindings Textual's ``Input`` declares itself (not those it inherits)
+EDITING_KEYS = frozenset(key.strip() for binding in Input.BINDINGS
+                         for key in (binding.key if hasattr(binding, "key") else binding[0]).split(","))
+
+
 class OrderedInput(Input):
     """Textual's ``Input``, with its own editing keys (Backspace, Delete, the arrows, Enter…) applied
     as they arrive, like the characters; the characters of ``submit_keys`` submit (as Enter does)
@@ -16,7 +21,9 @@ class OrderedInput(Input):
     so in a fast burst (a busy machine, a screen re-filtering its list) the
     characters typed after a Backspace land before it: ``rotary``, six
     Backspaces and ``swiglu`` read ``rotary``. Here a bound key runs its
-    action straight away, in order.
+    action straight away, in order. Only the box's own editing keys (``Input.BINDINGS``) act at once:
+    the scrolling keys a one-line box inherits (↑, ↓, PgUp, PgDn: they scroll nothing) go on to the
+    screen first as Textual hands them, so ↓ from the find box reaches the list.
     """
 
     def __init__(self, *args, submit_keys: frozenset[str] = frozenset(), **kwargs) -> None:
@@ -29,7 +36,7 @@ class OrderedInput(Input):
             event.prevent_default()
             await self.action_submit()
             return
-        bound = self._bindings.key_to_bindings.get(event.key)
+        bound = self._bindings.key_to_bindings.get(event.key) if event.key in EDITING_KEYS else None
         if bound and not event.is_printable:
             binding = bound[0]
             if not binding.priority and self.check_action(binding.action.split("(")[0], ()) is not False:
