@@ -29,6 +29,7 @@ def with_fresh_head(model: nn.Module) -> torch.optim.Optimizer:
         The optimizer to train ``model`` with.
     """
     C, V = model.config.n_embd, model.config.vocab_size
+    model.config.tie_weights = False  # the config says what the model now is: an untied head
     model.lm_head = nn.Linear(C, V, bias=False)  # a new Parameter, (V, C)
     nn.init.normal_(model.lm_head.weight, mean=0.0, std=0.02)
     optimizer = build_optimizer(model)  # built last: it sees the new head
