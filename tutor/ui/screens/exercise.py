@@ -77,7 +77,8 @@ class ExerciseScreen(ReadingKeys, PageScreen):
         ("a, b, c… / 1, 2, 3… / y, n", "on a choice or yes/no page: pick the choice with that key (shown beside it)"),
         ("1 … 9, 0, g", "how sure you are: tens of percent from the question's chance (2 is 25 % of four "
                         "choices, 5 is 50 % of yes/no), 0 for 100 %, g a guess (the chance); optional, saved with "
-                        "the attempt; on pages where digits or g answer, Tab to the confidence line"),
+                        "the attempt and said afresh for each (the last run's shows beside the scale); on pages "
+                        "where digits or g answer, Tab to the confidence line"),
         ("N", "on a yes/no page, or where n picks a choice: open the next exercise"),
         ("Enter", "in the answer box, on the confidence, or right after a confidence key: run the check"),
     )
