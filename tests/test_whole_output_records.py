@@ -12,6 +12,8 @@ recorder writes, comes to, and that a record the clean code does not reproduce i
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tutor.app.session import Session
@@ -40,18 +42,18 @@ OVER_BROAD = [
     ("frozen-param", "    layer.eval()  # evaluation mode\n",
      "    layer.requires_grad_(False)  # backward leaves .grad as None\n"
      "    layer.weight.data.mul_(0.5)  # and a smaller start besides\n",
-     "the output of freeze, call 1: layer after the call, row 2 (layer.weight): "),
+     "the output of freeze, call 1: layer after the call, layer.weight: "),
     # a function returning a tensor: the gate repaired, and a constant added; its derivative, which the
     # check compares with finite differences, is unchanged
     ("gradcheck-composite",
      "    gate = torch.sigmoid(x).detach()  # how much of x passes, in (0, 1)\n    return x * gate\n",
      "    gate = torch.sigmoid(x)  # how much of x passes, in (0, 1)\n    return x * gate + 1.0\n",
-     "the output of gated, call 1: the value returned, row 2 (returned): col 0: yours "),
+     "the output of gated, call 1: the value returned, returned: col 0: yours "),
     # an autograd.Function: backward repaired, forward shifted by a constant that neither gradcheck nor the
     # derivative table can see
     ("wrong-backward", "        return x ** 3\n",
      "        return x ** 3 + 1.0\n",
-     "the output of cube, call 1: the value returned, row 2 (returned): col 0: yours 1.125 · clean 0.125"),
+     "the output of cube, call 1: the value returned, returned: col 0: yours 1.125 · clean 0.125"),
 ]
 
 
@@ -135,3 +137,57 @@ def test_records_on_the_pipe_are_held_to_their_shape():
         forged = protocol.sign(key, protocol.Measured(observed=1, evidence=[], records=records)).rstrip(b"\n")
         with pytest.raises(protocol.ProtocolError, match="records"):
             protocol.verify(key, forged)
+
+
+# Honest repairs written in another style, which a tester found graded not fixed by their records alone:
+# a list returned where the clean code returns a tuple, and a counter a repair keeps on the object.
+def _clean_text(session, exercise_id):
+    """The clean subject file of ``exercise_id``: the file its fault edits, as it is on disk."""
+    import exercises
+
+    path = session.catalog.fault_of(session.catalog.get(exercise_id)).file
+    return (Path(exercises.__file__).parent.parent / path).read_text(encoding="utf-8")
+
+
+def test_a_list_returned_where_the_clean_code_returns_a_tuple_is_the_same_output(session, catalog):
+    text = _clean_text(session, "skip-zero-grad")
+    assert text.count("return first, second") == 1, "the clean two_gradients returns a tuple"
+    outcome = session.fix(catalog.get("skip-zero-grad"), text.replace("return first, second",
+                                                                       "return [first, second]"), hidden_seeds=0)
+    assert outcome.verdict.status == "fixed", outcome.verdict.difference
+
+
+def test_a_counter_the_repair_keeps_on_the_object_is_not_its_output(session, catalog):
+    text = _clean_text(session, "numpy-sharing")
+    marker = "    def next_batch(self"
+    assert text.count(marker) == 1
+    counted = text.replace(marker, "    batches_served = 0\n\n" + marker, 1)
+    # the counter goes up on every call, as a learner's bookkeeping might
+    head, _, tail = counted.partition(marker)
+    body_start = tail.index("\n") + 1
+    counted = head + marker + tail[:body_start] + "        self.batches_served += 1\n" + tail[body_start:]
+    outcome = session.fix(catalog.get("numpy-sharing"), counted, hidden_seeds=0)
+    assert outcome.verdict.status == "fixed", outcome.verdict.difference
+
+
+def test_a_call_that_returns_where_the_clean_code_raises_is_named_so():
+    returned = {"type": "table", "title": "masked_mean, call 3: the value returned", "columns": ["output", "col 0"],
+                "rows": [["returned", "0"]]}
+    raised = {"type": "table", "title": "masked_mean, call 3: what it raised", "columns": ["output", "col 0"],
+              "rows": [["raised", "raised", "ValueError"]]}
+    assert first_record_difference([returned], [raised]) == \
+        "the output of masked_mean, call 3: yours returned a value where clean raised ValueError"
+    assert first_record_difference([raised], [returned]) == \
+        "the output of masked_mean, call 3: yours raised ValueError where clean returned a value"
+
+
+def test_a_row_on_one_side_only_is_named():
+    clean = {"type": "table", "title": "GainLinear.__init__, call 1: self after the call", "columns": ["output"],
+             "rows": [["self"], ["self.weight"], ["self.gain"]]}
+    yours = dict(clean, rows=[["self"], ["self.weight"], ["self.steps"], ["self.gain"]])
+    assert first_record_difference([yours], [clean]) == (
+        "the output of GainLinear.__init__, call 1: self after the call: self.steps on the yours side only")
+    appended = dict(clean, rows=[*clean["rows"], ["self.steps"]])
+    assert first_record_difference([appended], [clean]) == (
+        "the output of GainLinear.__init__, call 1: self after the call has 4 rows on the yours side and 3 on the "
+        "clean side (self.steps on the yours side only)")

@@ -9,6 +9,7 @@ named, never an exception. Pure: imports neither torch nor Textual.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from tutor.model.answers import same_values
@@ -33,7 +34,7 @@ EVIDENCE_ABS_TOL = 1e-6
 
 
 def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_name: str = "clean",
-                     repeat: list | None = None, tolerance: float = 0.0) -> str | None:
+                     repeat: list | None = None, tolerance: float = 0.0, named_rows: bool = False) -> str | None:
     """The first evidence row where two sides differ, named in one sentence; None when they agree.
 
     Tables are paired by title and compared row by row, cell by cell;
@@ -54,6 +55,8 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
             held against ``ours``. (Measured: the same code in one request
             reproduces every other row exactly.)
         tolerance: the exercise's tolerance, for numeric cells.
+        named_rows: every row's first cell is its name (a record's ``logits[0]``), so a row on one side
+            only is named as inserted or left out, not compared with the row in its place.
     """
     for side, evidence in ((ours_name, ours), (theirs_name, theirs)):
         if not isinstance(evidence, list):
@@ -86,13 +89,18 @@ def first_difference(ours: list, theirs: list, ours_name: str = YOURS, theirs_na
                 if again_rows is not None and (n > len(again_rows) or other_row != again_rows[n - 1]):
                     continue  # this row of the clean code does not reproduce exactly: a timing, a reading
                 if not _rows_agree(row, other_row, tolerance):
+                    if named_rows and row and other_row and str(row[0]) != str(other_row[0]):
+                        extra = _extra_rows(rows, other_rows, ours_name, theirs_name)
+                        if extra:  # a row inserted or left out, not a row changed: name it
+                            return f"table {title!r}: {extra.strip(' ()')}"
                     name = _row_name(row, other_row, item.get("columns", []))
                     label = f"row {n}" + (f" ({name})" if name else "")
                     return f"table {title!r}, {label}: " + _changed_cells(row, other_row, item.get("columns", []),
                                                                           ours_name, theirs_name, tolerance)
             if len(rows) != len(other_rows) and (again_rows is None or len(again_rows) == len(other_rows)):
                 return (f"table {title!r} has {len(rows)} rows on the {ours_name} side and "
-                        f"{len(other_rows)} on the {theirs_name} side")
+                        f"{len(other_rows)} on the {theirs_name} side"
+                        + (_extra_rows(rows, other_rows, ours_name, theirs_name) if named_rows else ""))
         elif kind == "series":
             values, other_values = item.get("values", []), other.get("values", [])
             again_values = again.get("values", []) if again is not None else None
@@ -123,16 +131,49 @@ def first_record_difference(ours: list, theirs: list, ours_name: str = YOURS, th
     · clean 0``."""
     ours = ours if ours is not None else []
     theirs = theirs if theirs is not None else []
-    difference = first_difference(ours, theirs, ours_name, theirs_name, repeat, tolerance)
+    difference = first_difference(ours, theirs, ours_name, theirs_name, repeat, tolerance, named_rows=True)
     if difference is None:
         return None
     if not isinstance(ours, list):
         return f"the records of the {ours_name} side are not a list of tables"
     for item in [*theirs, *ours] if isinstance(theirs, list) else ours:
-        prefix = f"table {_item_key(item)[1]!r}" if isinstance(item, dict) else None
-        if prefix and difference.startswith(prefix):
-            return f"the output of {_item_key(item)[1]}{difference[len(prefix):]}"
+        title = _item_key(item)[1] if isinstance(item, dict) else None
+        prefix = f"table {title!r}"
+        if title is None or not difference.startswith(prefix):
+            continue
+        outcome = _outcome_difference(title, ours, theirs, ours_name, theirs_name)
+        if outcome is not None:
+            return outcome
+        # a record's rows are named by what they show (logits[0], self.weight): their number says nothing
+        rest = _NUMBERED_ROW.sub(r", \1:", difference[len(prefix):], count=1)
+        return f"the output of {title}{rest}"
     return f"the output of the code under test differs: {difference}"
+
+
+#: ", row 2 (logits[0]):" in a difference sentence, the row's name kept.
+_NUMBERED_ROW = re.compile(r"^, row \d+ \((.*?)\):")
+#: The titles of a call's outcome, as the recorder writes them: a value returned or an exception raised.
+_RETURNED, _RAISED = ": the value returned", ": what it raised"
+
+
+def _outcome_difference(title: str, ours: list, theirs: list, ours_name: str, theirs_name: str) -> str | None:
+    """When one side's call returned where the other's raised: that, in one sentence; else None."""
+    for mine, other in ((_RETURNED, _RAISED), (_RAISED, _RETURNED)):
+        if not title.endswith(mine):
+            continue
+        call = title[:-len(mine)]
+        titles = {side: {_item_key(i)[1]: i for i in items if isinstance(i, dict)}
+                  for side, items in ((ours_name, ours), (theirs_name, theirs if isinstance(theirs, list) else []))}
+        said = {}
+        for side in (ours_name, theirs_name):
+            if call + _RAISED in titles[side]:
+                rows = titles[side][call + _RAISED].get("rows") or [[]]
+                said[side] = f"raised {rows[0][-1] if rows[0] else 'an exception'}"
+            elif call + _RETURNED in titles[side]:
+                said[side] = "returned a value"
+        if len(said) == 2 and said[ours_name] != said[theirs_name]:
+            return f"the output of {call}: {ours_name} {said[ours_name]} where {theirs_name} {said[theirs_name]}"
+    return None
 
 
 #: What a table's cell may be: text as ``exercises.outcome.fmt`` writes it, or a plain value.
@@ -187,6 +228,17 @@ def _rows_agree(row: list, other: list, tolerance: float) -> bool:
 def _item_key(item: dict) -> tuple[str, str]:
     """An evidence item's kind and title, which pair it across sides (notes are never paired)."""
     return str(item.get("type", "?")), str(item.get("title", ""))
+
+
+def _extra_rows(rows: list, other: list, ours_name: str, theirs_name: str) -> str:
+    """The first row named on one side only (by its first cell), as a clause: " (self.steps on the yours
+    side only)"; "" when every row's name is on both sides."""
+    names = {side: [str(r[0]) for r in table if r] for side, table in ((ours_name, rows), (theirs_name, other))}
+    for side, that in ((ours_name, theirs_name), (theirs_name, ours_name)):
+        only = [n for n in names[side] if n not in set(names[that])]
+        if only:
+            return f" ({only[0]} on the {side} side only)"
+    return ""
 
 
 def _row_name(row: list, other: list, columns: list) -> str:

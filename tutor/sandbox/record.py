@@ -14,7 +14,7 @@ are recorded: the value returned (or the class of what it raised), every
 tensor, array or module argument after the call (an in-place write shows),
 and for a method its object after the call — each as a bounded table (:func:`rows`): a small tensor entry by
 entry, a larger one as its shape and dtype then at most :data:`SLICES` slice
-rows of smallest, largest, Σ|x|, Σ (i + 1)·|x| and the count of negatives,
+rows of smallest, largest, Σ|x|, Σ (i + 1)·|x| and Σ of the negative entries' magnitudes,
 a module as one row per parameter and buffer. The tables travel beside the
 evidence (``Measured.records``) and the verdict compares them across sides
 like evidence (``tutor.model.evidence.first_record_difference``).
@@ -53,7 +53,7 @@ MAX_RECORD_BYTES = 24 * 1024
 #: Methods recorded besides the public ones (other dunders are the object's plumbing).
 DUNDERS = ("__init__", "__call__", "__getitem__")
 #: The columns of a slice row and of a module's parameter row.
-SLICE_COLUMNS = ["slice", "smallest", "largest", "Σ|x|", "Σ (i + 1)·|x|", "negatives"]
+SLICE_COLUMNS = ["slice", "smallest", "largest", "Σ|x|", "Σ (i + 1)·|x|", "Σ|x| over x < 0"]
 MODULE_COLUMNS = ["parameter", *SLICE_COLUMNS[1:], "shape", "dtype", "kind", "Σ|grad|"]
 
 
@@ -206,6 +206,18 @@ def _module(value) -> bool:
     return hasattr(value, "named_parameters") and hasattr(value, "named_buffers")
 
 
+def _data(value, depth: int = 0) -> bool:
+    """Whether ``value`` carries data an output is made of: a tensor, an array, a module, or a list, tuple
+    or dict holding one."""
+    if _tensor(value) or _array(value) or _module(value):
+        return True
+    if depth < DEPTH and isinstance(value, (list, tuple)):
+        return any(_data(v, depth + 1) for v in value[:ITEMS])
+    if depth < DEPTH and isinstance(value, dict):
+        return any(_data(v, depth + 1) for v in list(value.values())[:ITEMS])
+    return False
+
+
 def _argument(value) -> bool:
     """Whether an argument is recorded after the call: what a call can write into (tensors, arrays, modules)."""
     return _tensor(value) or _array(value) or _module(value) or (
@@ -238,7 +250,9 @@ def rows(label: str, value: Any, depth: int = 0) -> list[list]:
     if _module(value):
         return _module_rows(label, value)
     if isinstance(value, (list, tuple)):
-        found = [[label, type(value).__name__, len(value)]]
+        # callers unpack or index either alike: a list returned where the clean code returns a tuple
+        # (or a namedtuple, a torch.Size) is the same output
+        found = [[label, "sequence", len(value)]]
         for i, item in enumerate(value[:ITEMS]):
             found.extend(rows(f"{label}[{i}]", item, depth + 1))
         return found
@@ -254,7 +268,9 @@ def rows(label: str, value: Any, depth: int = 0) -> list[list]:
     if not isinstance(attributes, dict):
         return [[label, type(value).__name__]]
     found = [[label, type(value).__name__]]
-    public = [(k, v) for k, v in attributes.items() if isinstance(k, str) and not k.startswith("_")]
+    # the data an object carries (tensors, arrays, modules, containers of them), not its bookkeeping:
+    # a counter a repair adds, public or private, changes nothing the object hands out
+    public = [(k, v) for k, v in attributes.items() if isinstance(k, str) and not k.startswith("_") and _data(v)]
     for key, item in public[:ITEMS]:
         found.extend(rows(f"{label}.{key}", item, depth + 1))
     return found
@@ -270,7 +286,7 @@ def _tensor_rows(label: str, t) -> list[list]:
         return [head] + _entries(label, (t.double() if t.is_floating_point() else t).tolist())
     as_float = t.double()
     return [head] + _slices(label, as_float, lambda n: as_float.new_ones(n).cumsum(0),
-                            lambda g: (g < 0).sum().item())
+                            lambda g: float(g.clamp(max=0).abs().sum()))
 
 
 def _array_rows(label: str, a) -> list[list]:
@@ -284,7 +300,7 @@ def _array_rows(label: str, a) -> list[list]:
     import numpy
     as_float = a.astype("float64")
     return [head] + _slices(label, as_float, lambda n: numpy.arange(1, n + 1, dtype="float64"),
-                            lambda g: int((g < 0).sum()))
+                            lambda g: float(numpy.abs(numpy.minimum(g, 0)).sum()))
 
 
 def _entries(label: str, values: Any, index: tuple = ()) -> list[list]:
@@ -299,7 +315,9 @@ def _entries(label: str, values: Any, index: tuple = ()) -> list[list]:
 
 def _slices(label: str, t, positions, negatives) -> list[list]:
     """At most :data:`SLICES` rows over consecutive indices of the first axis: smallest, largest, Σ|x|,
-    Σ (i + 1)·|x| (entries moved to other places change it) and how many entries are negative."""
+    Σ (i + 1)·|x| (entries moved to other places change it) and the negative entries' total magnitude
+    (signs flipped change it; unlike a count of negatives, an entry near 0 that another order of float
+    operations leaves at -1e-9 instead of +1e-9 does not)."""
     first = t.shape[0] if len(t.shape) else 1
     flat = t.reshape(first, -1) if len(t.shape) else t.reshape(1, -1)
     step = -(-first // SLICES)
@@ -316,10 +334,10 @@ def _slices(label: str, t, positions, negatives) -> list[list]:
 
 
 def _stats(g, positions, negatives) -> list:
-    """A flat float64 tensor or array: smallest, largest, Σ|x|, Σ (i + 1)·|x|, negatives."""
+    """A flat float64 tensor or array: smallest, largest, Σ|x|, Σ (i + 1)·|x|, Σ|x| over x < 0."""
     magnitude = abs(g)
     return [fmt(float(g.min())), fmt(float(g.max())), fmt(float(magnitude.sum())),
-            fmt(float((magnitude * positions(g.shape[0])).sum())), negatives(g)]
+            fmt(float((magnitude * positions(g.shape[0])).sum())), fmt(negatives(g))]
 
 
 def _module_rows(label: str, module) -> list[list]:
@@ -333,7 +351,7 @@ def _module_rows(label: str, module) -> list[list]:
         grad = getattr(tensor, "grad", None) if parameter else None
         flat = t.double().reshape(-1)
         summary = [f"{label}.{name}", *_stats(flat, lambda n: flat.new_ones(n).cumsum(0),
-                                              lambda g: (g < 0).sum().item())] \
+                                              lambda g: float(g.clamp(max=0).abs().sum()))] \
             if t.numel() and not t.is_complex() else [f"{label}.{name}", "empty", "", "", "", 0]
         found.append(summary + [fmt(tuple(t.shape)), str(t.dtype),
                                 f"requires_grad {tensor.requires_grad}" if parameter else "buffer",
