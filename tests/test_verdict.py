@@ -523,3 +523,14 @@ def test_the_first_divergent_instrument_says_which_side_did_not_run():
     assert first_instrument_divergence(result) == "LOOP: holds on clean, skip on yours — the loss falls"
     result = Instruments({"clean": instruments(("LOOP", "holds", "")), "yours": instruments(("LOOP", "fails", ""))})
     assert first_instrument_divergence(result) == "LOOP: holds on clean, fails on yours"
+
+
+def test_a_reading_with_a_unit_agrees_within_the_tolerance_of_its_number_and_only_in_the_same_unit():
+    """A memory reading "2,816 KiB" against "2,817 KiB" is the jitter EVIDENCE_REL_TOL allows (it was compared
+    as text and named as the difference, hiding the real one); a unit that differs never agrees."""
+    clean = table("Peak", [["peak intermediates", "2,817 KiB"]])
+    assert first_difference([table("Peak", [["peak intermediates", "2,816 KiB"]])], [clean]) is None
+    assert first_difference([table("Peak", [["peak intermediates", "2,817 MiB"]])], [clean]) == \
+        "table 'Peak', row 1 (peak intermediates): value: yours 2,817 MiB · clean 2,817 KiB"
+    assert first_difference([table("Peak", [["peak intermediates", "3,400 KiB"]])], [clean]) == \
+        "table 'Peak', row 1 (peak intermediates): value: yours 3,400 KiB · clean 2,817 KiB"

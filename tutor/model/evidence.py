@@ -197,22 +197,35 @@ def _unreadable(item: dict, side: str) -> str | None:
     return None
 
 
-def _number(cell: Any) -> float | None:
-    """A cell as a float when it reads as one ("0.25", "1.2e-07", "804,224", "12.5%"), else None."""
+#: A number with a unit after it, as checks write a reading: "2,816 KiB", "0.41 ms", "3 rows".
+_WITH_UNIT = re.compile(r"^(.*?\d)\s+([A-Za-zµ]{1,5})$")
+
+
+def _reading(cell: Any) -> tuple[float | None, str]:
+    """A cell as (the float it reads as, its unit): ("0.25", "") , (2816.0, "KiB") from "2,816 KiB"; (None, "")
+    for a cell that is not a number ("1.2e-07", "804,224" and "12.5%" are)."""
     if isinstance(cell, bool):
-        return None
+        return None, ""
     if isinstance(cell, (int, float)):
-        return float(cell)
-    text = str(cell).strip().rstrip("%").replace(",", "")
+        return float(cell), ""
+    text, unit = str(cell).strip(), ""
+    found = _WITH_UNIT.match(text)
+    if found:
+        text, unit = found.groups()
     try:
-        return float(text)
+        return float(text.rstrip("%").replace(",", "")), unit
     except ValueError:
-        return None
+        return None, ""
+
+
+def _number(cell: Any) -> float | None:
+    """A cell as a float when it reads as one ("0.25", "1.2e-07", "804,224", "12.5%", "2,816 KiB"), else None."""
+    return _reading(cell)[0]
 
 
 def _numbers_agree(a: Any, b: Any, tolerance: float) -> bool:
-    x, y = _number(a), _number(b)
-    if x is None or y is None:
+    (x, x_unit), (y, y_unit) = _reading(a), _reading(b)
+    if x is None or y is None or x_unit != y_unit:
         return same_values(a, b) or str(a) == str(b)
     if math.isnan(x) or math.isnan(y):
         return math.isnan(x) and math.isnan(y)
