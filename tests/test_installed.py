@@ -155,7 +155,11 @@ def test_audit_holds_on_the_vendored_nanogpt(learner):
     shutil.copy(ZOO / "subjects.py", learner.cwd / "zoo")
     report = learner.reply("audit", "zoo/subjects.py:nanogpt")
     assert (report["status"], report["first_failure"]) == ("ok", None)
-    assert [link["name"] for link in report["links"] if link["status"] != "ok"] == []
+    # two conventions it departs from, each a warning with its reason: its loss rejects targets padded with
+    # -100 (it ignores -1), and its optimizer decays the embedding tables; no link fails or skips
+    departed = {link["name"]: link for link in report["links"] if link["status"] != "ok"}
+    assert {name: link["status"] for name, link in departed.items()} == {"INIT": "warn", "OWNERSHIP": "warn"}
+    assert report["warned"] == ["INIT", "OWNERSHIP"] and all(link["warnings"] for link in departed.values())
 
 
 def test_an_ordinary_user_runs_and_saves_in_their_own_data_folder(ordinary):
