@@ -180,14 +180,36 @@ def _processes_named(marker: str) -> list[int]:
     return found
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` is a live process. A zombie has ended: it waits only for its parent, or (an orphan)
-    for init to reap it, which some container inits do seconds later."""
+def _started(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot, /proc's field 22), or None when there is no such process."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _running(pid: int, started: int | None = None) -> bool:
+    """Whether ``pid`` is a live process (the one that started at ``started``, when given: a pid the kernel
+    handed to a new process after the first ended — this machine's pid_max may be 32,768 — is not it). A
+    zombie has ended: it waits only for its parent, or (an orphan) for init to reap it, which some container
+    inits do seconds later."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return False
-    return state not in ("Z", "X")
+    if started is not None and fields[19] != str(started):
+        return False
+    return fields[0] not in ("Z", "X")
+
+
+def _what(pid: int) -> str:
+    """A process's command line and state, for a failure message."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "gone"
+    return f"{command[:120]!r}, state {state}"
 
 
 def test_children_are_ended_with_the_side(jail):
@@ -359,6 +381,7 @@ def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(
     try:
         pid, factor = proc.stdout.readline().split()
         worker, limit_s = int(pid), ORPHAN_S * speed.probe_scale(float(factor))
+        started = _started(worker)
         deadline = time.monotonic() + 60
         while not _processes_named("sleep 1040") and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -367,13 +390,15 @@ def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(
         time.sleep(0.5 if busy else 0)  # the busy processes have the cores when the signal comes
         proc.send_signal(sig)
         sent = time.monotonic()
-        while (_running(worker) or _processes_named("sleep 1040")) and time.monotonic() - sent < 10 * limit_s:
+        while (_running(worker, started) or _processes_named("sleep 1040")) and \
+                time.monotonic() - sent < 10 * limit_s:
             time.sleep(0.05)
         # within a second on a machine of the reference speed (the limit scaled as the checks' are), not the
         # minutes a worker behind a hanging check used to take
-        survivor = "the worker" if _running(worker) else "the side's child"
+        survivor = f"the worker ({_what(worker)})" if _running(worker, started) else "the side's child"
         took = time.monotonic() - sent
-        assert took < limit_s, f"{survivor} outlived the tutor by {took:.1f} s (the deadline here: {limit_s:.1f} s)"
+        assert took < limit_s, f"{survivor} outlived the tutor by {took:.1f} s (the deadline here: {limit_s:.1f} " \
+                               f"s; the tutor {'ended' if proc.poll() is not None else 'still running'})"
         assert not _processes_named("sleep 1040")
     finally:
         for busy_process in load:
