@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -374,7 +375,11 @@ BUSY = 4
 @pytest.mark.parametrize("busy", [0, pytest.param(BUSY, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL])
 def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(sig, busy):
-    code = with_code("import os\nif os.fork() == 0:\n    os.execv('/bin/sleep', ['sleep', '1040'])\n"
+    # the side's child is found by its command line, which no other test run on this machine shares (two
+    # suites at once, a CI runner's neighbour): "sleep 1040" alone was another run's child, seen as ours
+    seconds = f"1040{os.getpid()}{secrets.randbelow(10 ** 6):06d}"
+    marker = f"sleep {seconds}"
+    code = with_code(f"import os\nif os.fork() == 0:\n    os.execv('/bin/sleep', ['sleep', '{seconds}'])\n"
                      "import time\ntime.sleep(10 ** 6)")
     proc = subprocess.Popen([sys.executable, "-c", TUTOR_HANGS, code], stdout=subprocess.PIPE, text=True)
     load = []
@@ -383,14 +388,14 @@ def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(
         worker, limit_s = int(pid), ORPHAN_S * speed.probe_scale(float(factor))
         started = _started(worker)
         deadline = time.monotonic() + 60
-        while not _processes_named("sleep 1040") and time.monotonic() < deadline:
+        while not _processes_named(marker) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert _processes_named("sleep 1040")
+        assert _processes_named(marker)
         load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
         time.sleep(0.5 if busy else 0)  # the busy processes have the cores when the signal comes
         proc.send_signal(sig)
         sent = time.monotonic()
-        while (_running(worker, started) or _processes_named("sleep 1040")) and \
+        while (_running(worker, started) or _processes_named(marker)) and \
                 time.monotonic() - sent < 10 * limit_s:
             time.sleep(0.05)
         # within a second on a machine of the reference speed (the limit scaled as the checks' are), not the
@@ -399,7 +404,7 @@ def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(
         took = time.monotonic() - sent
         assert took < limit_s, f"{survivor} outlived the tutor by {took:.1f} s (the deadline here: {limit_s:.1f} " \
                                f"s; the tutor {'ended' if proc.poll() is not None else 'still running'})"
-        assert not _processes_named("sleep 1040")
+        assert not _processes_named(marker)
     finally:
         for busy_process in load:
             busy_process.kill()

@@ -7,6 +7,9 @@ or the state it asserts on, never for a fixed time.
 
 from __future__ import annotations
 
+import os
+import secrets
+
 import pytest
 
 pytest.importorskip("textual")
@@ -462,7 +465,10 @@ def test_ctrl_c_during_a_fix_run_with_the_real_runner_ends_the_tutor_and_its_wor
     from tutor.store.catalog_cache import load_catalog
     runner = Runner(load_catalog(), device="cpu")
     app, _ = make_edit_app(tmp_path, runner)
-    hang = ("import os, time\nif os.fork() == 0:\n    os.execv('/bin/sleep', ['sleep', '1042'])\n"
+    # found by a command line no other test run on this machine shares
+    seconds = f"1042{os.getpid()}{secrets.randbelow(10 ** 6):06d}"
+    marker = f"sleep {seconds}"
+    hang = (f"import os, time\nif os.fork() == 0:\n    os.execv('/bin/sleep', ['sleep', '{seconds}'])\n"
             "time.sleep(10 ** 6)\n")
     seen, before = {}, set(threading.enumerate())
 
@@ -476,10 +482,10 @@ def test_ctrl_c_during_a_fix_run_with_the_real_runner_ends_the_tutor_and_its_wor
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: screen.running, f"the run ({status_text(screen)})")
         for _ in range(600):  # the side's child is up: the check is in the worker, not starting
-            if _processes_named("sleep 1042"):
+            if _processes_named(marker):
                 break
             await asyncio.sleep(0.1)
-        assert _processes_named("sleep 1042"), f"the learner's file never ran ({status_text(screen)})"
+        assert _processes_named(marker), f"the learner's file never ran ({status_text(screen)})"
         seen["sent"] = time.monotonic()
         await pilot.press("ctrl+c")
     try:
@@ -491,21 +497,21 @@ def test_ctrl_c_during_a_fix_run_with_the_real_runner_ends_the_tutor_and_its_wor
 
         def waited_on():  # what the interpreter's exit would wait for: a thread still in the run, say
             return [t.name for t in threading.enumerate() if not t.daemon and t.is_alive() and t not in before]
-        while ((alive(worker) or _processes_named("sleep 1042") or waited_on())
+        while ((alive(worker) or _processes_named(marker) or waited_on())
                and time.monotonic() - seen["sent"] < 10 * limit_s):
             time.sleep(0.05)
         gone = time.monotonic()
         assert ended - seen["sent"] <= limit_s, \
             f"the tutor took {ended - seen['sent']:.1f} s to end after Ctrl+C (the deadline here: {limit_s:.1f} s)"
         left = ([f"the worker {worker}"] if alive(worker) else []) + \
-            [f"the side's child {pid}" for pid in _processes_named("sleep 1042")] + \
+            [f"the side's child {pid}" for pid in _processes_named(marker)] + \
             [f"the thread {name}" for name in waited_on()]
         assert not left and gone - seen["sent"] <= limit_s, \
             (f"{', '.join(left) or 'all'} outlived Ctrl+C by {gone - seen['sent']:.1f} s "
              f"(the deadline here: {limit_s:.1f} s)")
     finally:
         runner.close()
-        for pid in _processes_named("sleep 1042"):
+        for pid in _processes_named(marker):
             __import__("os").kill(pid, 9)
 
 
