@@ -345,13 +345,18 @@ def test_a_real_repair_is_fixed_at_hidden_seeds_too(session, catalog):
 # --- the worker ends with the tutor ---------------------------------------------------------------------
 
 TUTOR_HANGS = """
+import signal
 import sys
+# a tutor started from a shell has Ctrl-C's default disposition; one started by a test process inherits that
+# process's (an ignored SIGINT survives exec), so it is set here as a terminal would leave it
+inherited = signal.getsignal(signal.SIGINT)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from tutor.store.catalog_cache import load_catalog
 from tutor.sandbox.runner import Runner
 from tutor.sandbox.protocol import Request, Side
 runner = Runner(load_catalog(), device="cpu")
 hello = runner.warm_up()
-print(hello["pid"], (hello["speed"] or {}).get("factor", 1.0), flush=True)
+print(hello["pid"], (hello["speed"] or {}).get("factor", 1.0), inherited == signal.SIG_IGN, flush=True)
 runner.worker.request(Request(job=1, check="shapes.broadcast_loss", device="cpu", seed=0, timeout_s=600,
                               sides=(Side.replacing("yours", "exercises/snippets/losses.py", sys.argv[1]),)))
 """
@@ -384,7 +389,7 @@ def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(
     proc = subprocess.Popen([sys.executable, "-c", TUTOR_HANGS, code], stdout=subprocess.PIPE, text=True)
     load = []
     try:
-        pid, factor = proc.stdout.readline().split()
+        pid, factor, sigint_ignored = proc.stdout.readline().split()
         worker, limit_s = int(pid), ORPHAN_S * speed.probe_scale(float(factor))
         started = _started(worker)
         deadline = time.monotonic() + 60
@@ -403,7 +408,8 @@ def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(
         survivor = f"the worker ({_what(worker)})" if _running(worker, started) else "the side's child"
         took = time.monotonic() - sent
         assert took < limit_s, f"{survivor} outlived the tutor by {took:.1f} s (the deadline here: {limit_s:.1f} " \
-                               f"s; the tutor {'ended' if proc.poll() is not None else 'still running'})"
+                               f"s; the tutor {'ended' if proc.poll() is not None else 'still running'}; it inherited an ignored " \
+                               f"SIGINT: {sigint_ignored})"
         assert not _processes_named(marker)
     finally:
         for busy_process in load:
