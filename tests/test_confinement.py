@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import signal
 import socket
 import subprocess
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+import proctree
 from exercises.faults import source_root
 from tutor.app.session import Session
 from tutor.sandbox import bwrap, confine, namespaces, speed
@@ -169,75 +169,27 @@ def test_no_network_beyond_its_own_loopback(jail):
         listener.close()
 
 
-def _processes_named(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker in Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode():
-                    found.append(int(entry))
-            except OSError:
-                pass
-    return found
-
-
-def _started(pid: int) -> int | None:
-    """When ``pid`` started (clock ticks since boot, /proc's field 22), or None when there is no such process."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _running(pid: int, started: int | None = None) -> bool:
-    """Whether ``pid`` is a live process (the one that started at ``started``, when given: a pid the kernel
-    handed to a new process after the first ended — this machine's pid_max may be 32,768 — is not it). A
-    zombie has ended: it waits only for its parent, or (an orphan) for init to reap it, which some container
-    inits do seconds later."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return False
-    if started is not None and fields[19] != str(started):
-        return False
-    return fields[0] not in ("Z", "X")
-
-
-def _what(pid: int) -> str:
-    """A process's command line and state, for a failure message."""
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return "gone"
-    return f"{command[:120]!r}, state {state}"
-
-
 def test_children_are_ended_with_the_side(jail):
-    forks = "import os\nfor i in range(20):\n    if os.fork() == 0:\n        os.execv('/bin/sleep', ['sleep', '1037'])"
+    seconds, marker = proctree.sleep_marker(1037)
+    forks = f"import os\nfor i in range(20):\n    if os.fork() == 0:\n        os.execv('/bin/sleep', ['sleep', '{seconds}'])"
     side = side_of(jail, forks)
     assert side.status == "ok" and side.observed == [3]
     time.sleep(0.2)
-    assert _processes_named("sleep 1037") == []
+    assert proctree.named(marker) == []
     assert _left_behind(jail.worker.hello.pid) == []
 
 
 def _left_behind(worker):
     """The worker's descendants but its fork server (tutor.sandbox.forkserver: its first child, which
     lives as long as the worker, forks each side's warden and holds nothing of any side)."""
-    def started(pid):
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                return int(fh.read().rsplit(")", 1)[1].split()[19])
-        except (OSError, ValueError, IndexError):
-            return 0
     children = namespaces.children(worker)
-    server = min(children, key=started) if children else None
+    server = min(children, key=lambda pid: proctree.started(pid) or 0) if children else None
     return [pid for pid in namespaces.descendants(worker) if pid != server]
 
 
 def test_fifty_children_per_call_hit_the_process_limit_and_end(jail):
-    forks = "import os\nfor i in range(50):\n    if os.fork() == 0:\n        os.execv('/bin/sleep', ['sleep', '1038'])"
+    seconds, marker = proctree.sleep_marker(1038)
+    forks = f"import os\nfor i in range(50):\n    if os.fork() == 0:\n        os.execv('/bin/sleep', ['sleep', '{seconds}'])"
     side = side_of(jail, forks)
     assert side.status == "error", side
     if confine.Status.from_wire(jail.worker.hello.confinement).processes == "cgroup":  # the kernel refuses the 65th
@@ -248,19 +200,20 @@ def test_fifty_children_per_call_hit_the_process_limit_and_end(jail):
         assert side.exception == "ProcessLimit"
     assert f"more than {confine.MAX_PROCESSES} processes" in side.error
     time.sleep(0.2)
-    assert _processes_named("sleep 1038") == []
+    assert proctree.named(marker) == []
 
 
 def test_sleeping_forever_costs_one_limit_and_leaves_nothing(jail):
     started = time.monotonic()
-    side = side_of(jail, "import os, time\nif os.fork() == 0:\n    os.execv('/bin/sleep', ['sleep', '1039'])\n"
+    seconds, marker = proctree.sleep_marker(1039)
+    side = side_of(jail, f"import os, time\nif os.fork() == 0:\n    os.execv('/bin/sleep', ['sleep', '{seconds}'])\n"
                          "time.sleep(10 ** 6)", timeout_s=3.0)
     assert side.status == "timeout" and "losses.py line" in side.error
     # One limit, not two or three (the instruments do not rerun a side that hung): under two limits even
     # on a busy machine, where the 1.5x the product aims for (benchmarks) can be missed by start-up time.
     assert time.monotonic() - started < 3.0 * 2
     time.sleep(0.2)
-    assert _processes_named("sleep 1039") == []
+    assert proctree.named(marker) == []
 
 
 def test_no_signal_reaches_the_worker(jail):
@@ -380,10 +333,9 @@ BUSY = 4
 @pytest.mark.parametrize("busy", [0, pytest.param(BUSY, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL])
 def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(sig, busy):
-    # the side's child is found by its command line, which no other test run on this machine shares (two
-    # suites at once, a CI runner's neighbour): "sleep 1040" alone was another run's child, seen as ours
-    seconds = f"1040{os.getpid()}{secrets.randbelow(10 ** 6):06d}"
-    marker = f"sleep {seconds}"
+    # the side's child is found by a command line no other test run on this machine shares: "sleep 1040"
+    # alone was another suite's child, seen as ours
+    seconds, marker = proctree.sleep_marker(1040)
     code = with_code(f"import os\nif os.fork() == 0:\n    os.execv('/bin/sleep', ['sleep', '{seconds}'])\n"
                      "import time\ntime.sleep(10 ** 6)")
     proc = subprocess.Popen([sys.executable, "-c", TUTOR_HANGS, code], stdout=subprocess.PIPE, text=True)
@@ -391,26 +343,26 @@ def test_a_signal_to_the_tutor_ends_its_worker_and_the_side_within_the_deadline(
     try:
         pid, factor, sigint_ignored = proc.stdout.readline().split()
         worker, limit_s = int(pid), ORPHAN_S * speed.probe_scale(float(factor))
-        started = _started(worker)
+        started = proctree.started(worker)
         deadline = time.monotonic() + 60
-        while not _processes_named(marker) and time.monotonic() < deadline:
+        while not proctree.named(marker) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert _processes_named(marker)
+        assert proctree.named(marker)
         load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
         time.sleep(0.5 if busy else 0)  # the busy processes have the cores when the signal comes
         proc.send_signal(sig)
         sent = time.monotonic()
-        while (_running(worker, started) or _processes_named(marker)) and \
+        while (proctree.alive(worker, started) or proctree.named(marker)) and \
                 time.monotonic() - sent < 10 * limit_s:
             time.sleep(0.05)
         # within a second on a machine of the reference speed (the limit scaled as the checks' are), not the
         # minutes a worker behind a hanging check used to take
-        survivor = f"the worker ({_what(worker)})" if _running(worker, started) else "the side's child"
+        survivor = f"the worker ({proctree.describe(worker)})" if proctree.alive(worker, started) else "the side's child"
         took = time.monotonic() - sent
         assert took < limit_s, f"{survivor} outlived the tutor by {took:.1f} s (the deadline here: {limit_s:.1f} " \
                                f"s; the tutor {'ended' if proc.poll() is not None else 'still running'}; it inherited an ignored " \
                                f"SIGINT: {sigint_ignored})"
-        assert not _processes_named(marker)
+        assert not proctree.named(marker)
     finally:
         for busy_process in load:
             busy_process.kill()

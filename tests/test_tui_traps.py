@@ -7,9 +7,6 @@ or the state it asserts on, never for a fixed time.
 
 from __future__ import annotations
 
-import os
-import secrets
-
 import pytest
 
 pytest.importorskip("textual")
@@ -428,20 +425,6 @@ def test_ctrl_c_during_a_fix_run_cancels_it_and_says_so(tmp_path, capsys, no_edi
     assert "cancelled as you quit; your file is kept" in message
 
 
-def _processes_named(marker: str) -> list[int]:
-    import os
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    if marker in fh.read().replace(b"\0", b" ").decode():
-                        found.append(int(entry))
-            except OSError:
-                pass
-    return found
-
-
 #: Seconds, on a machine of the reference speed, from Ctrl+C during a Fix run with the real runner until
 #: the tutor has ended and its worker and the side's child are gone; scaled, like every check's limit, by
 #: the speed the worker measured (tutor.sandbox.speed).
@@ -458,7 +441,7 @@ def test_ctrl_c_during_a_fix_run_with_the_real_runner_ends_the_tutor_and_its_wor
     import asyncio
     import threading
     import time
-    from proctree import alive
+    import proctree
     from test_edit_tui import make_app as make_edit_app, open_edit, status_text
     from tutor.sandbox import speed
     from tutor.sandbox.runner import Runner
@@ -466,8 +449,7 @@ def test_ctrl_c_during_a_fix_run_with_the_real_runner_ends_the_tutor_and_its_wor
     runner = Runner(load_catalog(), device="cpu")
     app, _ = make_edit_app(tmp_path, runner)
     # found by a command line no other test run on this machine shares
-    seconds = f"1042{os.getpid()}{secrets.randbelow(10 ** 6):06d}"
-    marker = f"sleep {seconds}"
+    seconds, marker = proctree.sleep_marker(1042)
     hang = (f"import os, time\nif os.fork() == 0:\n    os.execv('/bin/sleep', ['sleep', '{seconds}'])\n"
             "time.sleep(10 ** 6)\n")
     seen, before = {}, set(threading.enumerate())
@@ -482,10 +464,10 @@ def test_ctrl_c_during_a_fix_run_with_the_real_runner_ends_the_tutor_and_its_wor
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: screen.running, f"the run ({status_text(screen)})")
         for _ in range(600):  # the side's child is up: the check is in the worker, not starting
-            if _processes_named(marker):
+            if proctree.named(marker):
                 break
             await asyncio.sleep(0.1)
-        assert _processes_named(marker), f"the learner's file never ran ({status_text(screen)})"
+        assert proctree.named(marker), f"the learner's file never ran ({status_text(screen)})"
         seen["sent"] = time.monotonic()
         await pilot.press("ctrl+c")
     try:
@@ -497,21 +479,21 @@ def test_ctrl_c_during_a_fix_run_with_the_real_runner_ends_the_tutor_and_its_wor
 
         def waited_on():  # what the interpreter's exit would wait for: a thread still in the run, say
             return [t.name for t in threading.enumerate() if not t.daemon and t.is_alive() and t not in before]
-        while ((alive(worker) or _processes_named(marker) or waited_on())
+        while ((proctree.alive(worker) or proctree.named(marker) or waited_on())
                and time.monotonic() - seen["sent"] < 10 * limit_s):
             time.sleep(0.05)
         gone = time.monotonic()
         assert ended - seen["sent"] <= limit_s, \
             f"the tutor took {ended - seen['sent']:.1f} s to end after Ctrl+C (the deadline here: {limit_s:.1f} s)"
-        left = ([f"the worker {worker}"] if alive(worker) else []) + \
-            [f"the side's child {pid}" for pid in _processes_named(marker)] + \
+        left = ([f"the worker {worker}"] if proctree.alive(worker) else []) + \
+            [f"the side's child {pid}" for pid in proctree.named(marker)] + \
             [f"the thread {name}" for name in waited_on()]
         assert not left and gone - seen["sent"] <= limit_s, \
             (f"{', '.join(left) or 'all'} outlived Ctrl+C by {gone - seen['sent']:.1f} s "
              f"(the deadline here: {limit_s:.1f} s)")
     finally:
         runner.close()
-        for pid in _processes_named(marker):
+        for pid in proctree.named(marker):
             __import__("os").kill(pid, 9)
 
 
