@@ -1,6 +1,7 @@
 """Layers point one way: the domain never loads Textual, and nothing on the
 first-screen path loads torch (DESIGN.md, principle 4)."""
 
+import os
 import subprocess
 import sys
 
@@ -49,7 +50,10 @@ def test_tutor_list_imports_no_runner_and_the_parser_offers_the_runners_devices(
             "    main(['list'])\n"
             "bad = [m for m in ('torch', 'textual', 'tutor.sandbox.runner', 'rich.table') if m in sys.modules]\n"
             "print(','.join(bad)); sys.exit(1 if bad else 0)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    # no COLUMNS (pytest sets one): stdout is no terminal, so tutor list draws as into a pipe, its usual reader
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, f"tutor list loaded {proc.stdout.strip()} {proc.stderr[-300:]}"
 
 

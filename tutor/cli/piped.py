@@ -15,10 +15,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.measure import Measurement
-from rich.table import Table
 from rich.text import Text
-
-from tutor.render.tables import WordTable
 
 #: The widest a table is drawn into a pipe or a file: as wide as its content, never wider than this.
 TABLE_WIDTH = 200
@@ -36,9 +33,16 @@ class PipedConsole(Console):
 
     def print(self, *objects, **options) -> None:
         asks = any(options.get(key) is not None for key in ("soft_wrap", "no_wrap", "overflow", "width", "crop"))
-        if objects and not asks and all(isinstance(o, (str, Text)) for o in objects):
-            options["soft_wrap"] = True
-        elif objects and not asks and all(isinstance(o, (Table, WordTable)) for o in objects):
+        if not objects or asks:
+            return super().print(*objects, **options)
+        if all(isinstance(o, (str, Text)) for o in objects):
+            return super().print(*objects, **{**options, "soft_wrap": True})
+        # deferred: a table is looked for only among what is no text, so `tutor list | cat`, all text,
+        # loads neither Rich's tables nor tutor.render
+        from rich.table import Table
+
+        from tutor.render.tables import WordTable
+        if all(isinstance(o, (Table, WordTable)) for o in objects):
             wide = self.options.update(width=TABLE_WIDTH)
             needed = max(Measurement.get(self, wide, o).maximum for o in objects)
             width = self.width
