@@ -17,7 +17,7 @@ copy of the set-up model:
   and did each table follow (remade in the new dtype, or a bool mask, which a
   dtype change leaves alone) or stay behind;
 - its parameters and buffers moved to another device (``meta`` under fake
-  tensors, as ``structure._forward_after_move`` does) while the tables stay
+  tensors, ``forward_after_move``, which REGISTRATION also runs on the build's plain tensors) while the tables stay
   where they were: does the forward still run.
 
 A forward that breaks after the dtype change fails the link; otherwise the
@@ -48,10 +48,12 @@ class SetupTables:
         setup: the set-up method's name ("setup_caches").
         tables: [(where, tensor)] plain tensor attributes present as the forward runs that were not
             tensors when the factory returned the model.
-        dtype_move: None when the forward runs after ``.to(torch.float64)``, else what it raised.
+        dtype_move: None when the forward runs after ``.to(torch.float64)``, else what it raised ("not
+            measured: ..." when the move could not be made).
         followed: the tables whose dtype follows the model's after that move (remade, or bool).
         remade: the tables the set-up call made anew after the move.
-        device_move: None when the forward runs with the parameters on another device, else what happened.
+        device_move: None when the forward runs with the parameters on another device, else what happened
+            ("not measured: ..." likewise).
     """
 
     setup: str
@@ -68,7 +70,22 @@ class SetupTables:
 
     @property
     def broken(self) -> bool:
-        return self.dtype_move is not None and not self.dtype_move.startswith("not measured")
+        """Whether the forward was measured breaking after ``.to(torch.float64)``."""
+        return _measured_failure(self.dtype_move)
+
+    @property
+    def device_broken(self) -> bool:
+        """Whether the forward was measured breaking with the parameters on another device."""
+        return _measured_failure(self.device_move)
+
+
+def _measured_failure(move: str | None) -> bool:
+    return move is not None and not move.startswith("not measured")
+
+
+def _outcome(move: str | None) -> str:
+    """A move's evidence cell: the forward runs, breaks (how), or the move was not measured (why)."""
+    return "the forward runs" if move is None else move if not _measured_failure(move) else f"the forward {move}"
 
 
 def made_by_setup(s: Subject) -> list[tuple[str, torch.Tensor]]:
@@ -90,20 +107,20 @@ def measure(s: Subject) -> SetupTables | None:
     found = SetupTables(s.forward.interface.setup, tables)
     ids = s.xs[:1, :8]
     _cut_loose(s.model)  # a KV cache an earlier forward wrote a graph into cannot be deep-copied
-    found.device_move = _after_device_move(s, tables)
+    found.device_move = forward_after_move(s, tables)
     try:
         twin = copy.deepcopy(s.model).to(torch.float64)
     except Exception as exc:
         found.dtype_move = f"not measured: copying the model raised {type(exc).__name__}"
         return found
-    before = {where: id(_get(twin, where)) for where, _ in tables}
+    before = {where: id(attribute_at(twin, where)) for where, _ in tables}
     try:
         with mode(twin, False), torch.no_grad():
             Forward(twin, s.forward.interface)(ids)
     except Exception as exc:
         found.dtype_move = f"raises {first_line(exc, limit=160)}"
     for where, _ in tables:
-        value = _get(twin, where)
+        value = attribute_at(twin, where)
         if not isinstance(value, torch.Tensor):
             continue
         if id(value) != before[where]:
@@ -113,7 +130,8 @@ def measure(s: Subject) -> SetupTables | None:
     return found
 
 
-def _get(model: nn.Module, where: str):
+def attribute_at(model: nn.Module, where: str):
+    """The attribute at dotted path ``where`` ("layers.0.attn.mask") of ``model``; None where there is none."""
     owner, _, attr = where.rpartition(".")
     try:
         return getattr(model.get_submodule(owner) if owner else model, attr)
@@ -121,25 +139,17 @@ def _get(model: nn.Module, where: str):
         return None
 
 
-def left_behind(exc: Exception, stayed: list[tuple[str, torch.Tensor]]) -> str:
-    """A forward that failed once the weights moved to another device, in the user's terms: which plain tensors
-    stayed where they were made, then the exception's class as secondary evidence.
+def forward_after_move(s: Subject, stayed: list[tuple[str, torch.Tensor]]) -> str | None:
+    """Whether the model still runs once its parameters and buffers are on another device while its plain
+    tensors ``stayed`` behind: None when it does (the model reconciles them itself, as modded-nanogpt's
+    rotary ``type_as(self.inv_freq)`` and ``.to(x.device)`` do), else what happened, in words.
 
-    The move is measured on ``meta`` with fake tensors (no second device needed); the exception then names
-    ``meta``, a device the user never chose, so its message is left out when it is a device mismatch."""
-    said = first_line(exc, limit=160)
-    if "device" not in said.lower():
-        return f"raises {said}"
-    where = sorted({str(t.device) for _, t in stayed}) or ["its first device"]
-    names = [name for name, _ in stayed]
-    what = (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) if names else \
-        "a plain tensor"
-    return f"fails: {what} stayed on {' and '.join(where)} while the weights moved ({type(exc).__name__})"
-
-
-def _after_device_move(s: Subject, tables: list[tuple[str, torch.Tensor]]) -> str | None:
-    """The set-up model's forward with its parameters and buffers on ``meta`` (fake tensors) while its plain
-    tables stay on their device: None when it runs, else what it raised."""
+    Measured without a second device: a copy of the model gets fake tensors (``FakeTensorMode``: shapes,
+    dtypes and devices, no data) on the ``meta`` device for every parameter and buffer, and runs one forward
+    on fake ids there; a plain attribute, a real CPU tensor, joins the computation as a fake CPU tensor, so
+    an operation mixing it with the moved tensors raises a device mismatch, as it would on a GPU. Any other
+    exception is the fake tensors' limit, not the model's: "not measured".
+    """
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     try:
@@ -161,8 +171,23 @@ def _after_device_move(s: Subject, tables: list[tuple[str, torch.Tensor]]) -> st
             with mode(twin, False), torch.no_grad():
                 Forward(twin, s.forward.interface)(ids)
     except Exception as exc:
-        return left_behind(exc, tables)
+        said = first_line(exc, with_type=False, limit=160)
+        if "device" in said.lower():
+            return _left_behind(exc, stayed)
+        return f"not measured: the forward under fake tensors raised {type(exc).__name__}" + \
+            (f": {said}" if said else "")
     return None
+
+
+def _left_behind(exc: Exception, stayed: list[tuple[str, torch.Tensor]]) -> str:
+    """A forward that failed on a device mismatch once the weights moved, in the user's terms: which plain
+    tensors stayed where they were made, then the exception's class as secondary evidence. The exception's
+    message is left out: it names ``meta``, the fake device of the measurement, which the user never chose."""
+    where = sorted({str(t.device) for _, t in stayed}) or ["its first device"]
+    names = [name for name, _ in stayed]
+    what = (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) if names else \
+        "a plain tensor"
+    return f"fails: {what} stayed on {' and '.join(where)} while the weights moved ({type(exc).__name__})"
 
 
 def rows(found: SetupTables) -> list[list[str]]:
@@ -172,18 +197,18 @@ def rows(found: SetupTables) -> list[list[str]]:
     stayed = [where for where, _ in found.tables if where not in found.followed]
     return [[f"made after the build ({found.setup}(...), the first forward) as plain attributes", kinds],
             [f"after .to(torch.float64) and {found.setup} again",
-             ("the forward runs" if found.dtype_move is None else f"the forward {found.dtype_move}")
+             _outcome(found.dtype_move)
              + (f"; remade: {', '.join(found.remade)}" if found.remade else f"; {found.setup} remade none of them")
              + (f"; left in their dtype: {', '.join(stayed)}" if stayed else "")],
             [f"after {found.setup}, parameters and buffers moved to another device",
-             "the forward runs" if found.device_move is None else f"the forward {found.device_move}"]]
+             _outcome(found.device_move)]]
 
 
 def warning(found: SetupTables) -> str:
     """Why the tables are a warning, in one sentence built from what was measured."""
     remakes = (f"{found.setup} remakes them on its next call" if len(found.remade) == len(found.tables) else
                f"{found.setup} does not remake them once its caches are large enough")
-    device = ("" if found.device_move is None else
+    device = ("" if not found.device_broken else
               f"; moved to another device after {found.setup}, the forward breaks on them "
               f"({found.device_move.removeprefix('fails: ').split(' while ')[0][:80]}), so "
               "set the model up after moving it")

@@ -212,7 +212,7 @@ def registration(s: Subject) -> Link:
     never trained), on a plain tensor attribute the model breaks without
     once its parameters are on another device (a mask or a constant left
     behind by ``.to()``: register it with ``register_buffer``;
-    ``_forward_after_move`` measures it), and on a module with parameters
+    ``setup_tables.forward_after_move`` measures it), and on a module with parameters
     kept in a plain list, tuple or dict (use nn.ModuleList / nn.ModuleDict).
     A plain tensor the model carries along itself (modded-nanogpt's rotary
     ``inv_freq``, converted where it is used) is a warning: it is still
@@ -255,7 +255,7 @@ def registration(s: Subject) -> Link:
         elif container and any(isinstance(v, nn.Module) and any(True for _ in v.parameters()) for v in items):
             hidden.append(f"{where} (modules in a plain {type(value).__name__})")
     unique = sum(p.numel() for p in {id(p): p for _, p in named}.values())
-    moved = _forward_after_move(s, plain_tensors) if plain else None
+    moved = setup_tables.forward_after_move(s, plain_tensors) if plain else None
     managed = plain if moved is None else []
     problems = hidden + (plain if moved is not None else [])
     ok = not problems and unique > 0
@@ -301,8 +301,9 @@ def registration(s: Subject) -> Link:
             verdict += (f"; outside state_dict(): {made.names}, plain tensors made after the build (by "
                         f"{made.setup}(...) or the first forward; "
                         + ("they follow .to(torch.float64)" if len(made.followed) == len(made.tables) else
-                           "the forward still runs after .to(torch.float64)")
-                        + ("" if made.device_move is None else ", not after a move to another device") + ")")
+                           "the forward still runs after .to(torch.float64)" if made.dtype_move is None else
+                           f"after .to(torch.float64) {made.dtype_move}")
+                        + (", not after a move to another device" if made.device_broken else "") + ")")
             warnings.append(setup_tables.warning(made))
     advice = ""
     if status == "FAIL" and made is not None and made.broken:
@@ -321,45 +322,6 @@ def registration(s: Subject) -> Link:
     elif status == "FAIL":
         advice = "the model has no parameters: build its layers as nn.Module attributes (nn.Linear, nn.Embedding)"
     return Link("REGISTRATION", status, verdict, rows, warnings, advice=advice)
-
-
-def _forward_after_move(s: Subject, stayed: list[tuple[str, torch.Tensor]]) -> str | None:
-    """Whether the model still runs once its parameters and buffers are on another device while its plain
-    tensor attributes stay behind: None when it does (the model reconciles them itself, as modded-nanogpt's
-    rotary ``type_as(self.inv_freq)`` and ``.to(x.device)`` do), else what happened, in words.
-
-    Measured without a second device: a copy of the model gets fake tensors (``FakeTensorMode``: shapes,
-    dtypes and devices, no data) on the ``meta`` device for every parameter and buffer, and runs one forward
-    on fake ids there; a plain attribute, a real CPU tensor, joins the computation as a fake CPU tensor, so
-    an operation mixing it with the moved tensors raises a device mismatch, as it would on a GPU.
-    """
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    try:
-        twin = copy.deepcopy(s.model)
-    except Exception as exc:
-        return f"not measured: copying the model raised {type(exc).__name__}"
-    fake = FakeTensorMode(allow_non_fake_inputs=True)
-    try:
-        with fake:
-            for m in twin.modules():
-                for n, p in list(m._parameters.items()):
-                    if p is not None:
-                        m._parameters[n] = nn.Parameter(fake.from_tensor(p.detach().to("meta")),
-                                                        requires_grad=p.requires_grad)
-                for n, b in list(m._buffers.items()):
-                    if b is not None:
-                        m._buffers[n] = fake.from_tensor(b.to("meta"))
-            ids = fake.from_tensor(s.xs[:1, :4].to("meta"))
-            with mode(twin, False), torch.no_grad():
-                Forward(twin, s.forward.interface)(ids)
-    except Exception as exc:
-        said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        if "device" in said.lower():
-            return setup_tables.left_behind(exc, stayed)
-        return f"not measured: the forward under fake tensors raised {type(exc).__name__}" + \
-            (f": {said[:160]}" if said else "")
-    return None
 
 
 def _moved_by_forward(s: Subject) -> set[str]:
@@ -391,10 +353,8 @@ def _moved_by_forward(s: Subject) -> set[str]:
     except Exception:
         pass  # a forward that cannot finish on meta (a .item(), a data-dependent shape) moved what it moved
     for where in candidates:
-        owner_name, _, attr = where.rpartition(".")
-        try:
-            value = getattr(twin.get_submodule(owner_name) if owner_name else twin, attr)
-        except AttributeError:
+        value = setup_tables.attribute_at(twin, where)
+        if value is None:
             continue
         items = list(value.values()) if isinstance(value, dict) else list(value) if isinstance(value, (list, tuple)) \
             else [value]
@@ -412,8 +372,7 @@ def _left_behind(model: nn.Module, where: str) -> str:
     """What ``.to(torch.float64)`` does to a plain tensor attribute, measured on a copy of the model."""
     try:
         twin = copy.deepcopy(model).to(torch.float64)
-        owner_name, _, attr = where.rpartition(".")
-        value = getattr(twin.get_submodule(owner_name) if owner_name else twin, attr)
+        value = setup_tables.attribute_at(twin, where)
         if not isinstance(value, torch.Tensor):
             value = next(v for v in (value.values() if isinstance(value, dict) else value)
                          if isinstance(v, torch.Tensor))
