@@ -153,13 +153,7 @@ class AttentionCalls(TorchFunctionMode):
         two 3-D ones (B·H, T, D) @ (B·H, D, S) with the batch's B dividing B·H (``bmm``, ``matmul``, and
         ``baddbmm``'s ``batch1`` and ``batch2``, by position or keyword); else None. A 3-D product needs D
         of at least 4 (a rotary table's outer product is (B, D/2, 1) @ (B, 1, T))."""
-        if fname == "baddbmm":
-            rest = list(args[1:3])
-            a, b = (rest + [kwargs.get("batch1"), kwargs.get("batch2")][len(rest):])[:2]
-        elif len(args) == 2:
-            a, b = args
-        else:
-            return None
+        a, b = matmul_operands(fname, args, kwargs)
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.dim() != b.dim() \
                 or a.size(-1) != b.size(-2):
             return None
@@ -170,6 +164,15 @@ class AttentionCalls(TorchFunctionMode):
             H = a.size(0) // self.batch
             return (a.detach().reshape(self.batch, H, *a.shape[1:]), b.detach().reshape(self.batch, H, *b.shape[1:]))
         return None
+
+
+def matmul_operands(fname: str, args: tuple, kwargs: dict) -> tuple:
+    """(a, b) of the product ``a @ b`` a call of ``fname`` computes (``matmul``, ``__matmul__``, ``bmm``, and
+    ``baddbmm``'s ``batch1`` and ``batch2``, by position or keyword); (None, None) where it has no two."""
+    if fname == "baddbmm":
+        rest = list(args[1:3])
+        return tuple((rest + [kwargs.get("batch1"), kwargs.get("batch2")][len(rest):])[:2])
+    return tuple(args) if len(args) == 2 else (None, None)
 
 
 def _like(t: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:

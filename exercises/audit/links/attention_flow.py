@@ -38,7 +38,7 @@ import torch.nn as nn
 from torch.nn.modules import module as module_hooks
 from torch.overrides import TorchFunctionMode
 
-from exercises.audit.links.attention_call import MATMULS, SOFTMAXES, Call, read_scores
+from exercises.audit.links.attention_call import MATMULS, SOFTMAXES, Call, matmul_operands, read_scores
 
 #: A constant scale applied to q (or k) before the scores: ``q * c``, ``c * q``, ``q / c``, in place or not.
 SCALINGS = {"mul", "__mul__", "__rmul__", "div", "__truediv__", "true_divide", "__imul__", "mul_", "__itruediv__",
@@ -60,7 +60,7 @@ def _labels_einsum(args: tuple) -> tuple[list, list[list[str]], list[str]] | Non
     ellipsis becomes labels aligned from the right (as it broadcasts). None where it cannot be read."""
     if not args or not isinstance(args[0], str):
         return None
-    ops = list(args[1][0:]) if len(args) == 2 and isinstance(args[1], (list, tuple)) else list(args[1:])
+    ops = list(args[1]) if len(args) == 2 and isinstance(args[1], (list, tuple)) else list(args[1:])
     if not ops or not all(isinstance(t, torch.Tensor) for t in ops):
         return None
     eq = args[0].replace(" ", "")
@@ -89,13 +89,7 @@ def _labels_einsum(args: tuple) -> tuple[list, list[list[str]], list[str]] | Non
 def _labels_matmul(fname: str, args: tuple, kwargs: dict) -> tuple[list, list[list[str]], list[str]] | None:
     """The same for ``a @ b`` (``matmul``, ``bmm``) and ``baddbmm``'s batch1 @ batch2: leading axes
     labelled from the right, as they broadcast."""
-    if fname == "baddbmm":
-        rest = list(args[1:3])
-        a, b = (rest + [kwargs.get("batch1"), kwargs.get("batch2")][len(rest):])[:2]
-    elif len(args) == 2:
-        a, b = args
-    else:
-        return None
+    a, b = matmul_operands(fname, args, kwargs)
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or min(a.dim(), b.dim()) < 3:
         return None
     lead = max(a.dim(), b.dim()) - 2
@@ -358,12 +352,13 @@ def check(flow: Flow, label: str, reference) -> Checked:
     future = torch.ones(T, S, dtype=torch.bool, device=weights.device).triu(S - T + 1)
     read = (weights > LEAK) & future
     if fail is None and bool(read.any()):
-        rows, cols = read.nonzero()[:, -2], read.nonzero()[:, -1]
+        at = read.nonzero()
+        rows, cols = at[:, -2], at[:, -1]  # query i's own key is key i + S - T
         ahead = int((cols - rows - (S - T)).max())
         first = int(rows.min())
         fail = (f"{label}'s softmax weights are nonzero on keys after the query's own position (query {first} "
-                f"reads key {first + (S - T) + int((cols[rows == first] - rows[rows == first] - (S - T)).max())}, "
-                f"up to {ahead} position(s) ahead): the mask it applies lets the future in")
+                f"reads key {int(cols[rows == first].max())}, up to {ahead} position(s) ahead): the mask it "
+                "applies lets the future in")
         advice = ("hide every key j > i from query i (a mask of ones.triu(1) filled with −inf, or tril() kept)"
                   + (f"; reading {ahead} position(s) ahead is a mask shifted by {ahead}" if ahead <= 2 else ""))
     k = flow.k.float().repeat_interleave(H // kv, dim=1)
