@@ -335,6 +335,16 @@ def _sharpened(s: Subject) -> tuple[nn.Module, bool]:
     return copy.deepcopy(s.model), False
 
 
+def greedy_departures(judged: torch.Tensor, got: torch.Tensor, s: Subject) -> tuple[torch.Tensor, ...]:
+    """(the argmax of ``judged``, the full forward's logits at each new token; where the greedy tokens ``got``
+    depart from it; where its best two logits are within rounding of each other). Either token of a tie is
+    the argmax of a correct generate, so a tie is no departure (a head still at zero ties everywhere)."""
+    expected = judged.argmax(-1)
+    top2 = judged.topk(2, dim=-1).values
+    tied = (top2[..., 0] - top2[..., 1]) <= s.tol(CACHE_TOL) * finite_scale(judged)
+    return expected, (expected != got) & ~tied, tied
+
+
 def needs_tokenizer(model: nn.Module) -> bool:
     """Whether a library's generate cannot run here: it requires ``model.tokenizer`` and the model has none
     (TransformerLens' ``HookedTransformer.generate`` asserts one)."""
@@ -357,13 +367,8 @@ def _cache_through_generate(s: Subject) -> Link:
         seq = call_generate(twin.generate, prompt, n, kwargs)
         logits = Forward(twin, s.forward.interface)(seq[:, :-1])  # position j predicts token j + 1
     judged = logits[:, P - 1:].float()
-    expected = judged.argmax(-1)  # (B, n)
     got = seq[:, P:]
-    # Where the full forward's best two logits are within rounding of each other, either token is the
-    # argmax of a correct cache: such ties are not counted (a head still at zero ties everywhere).
-    top2 = judged.topk(2, dim=-1).values
-    tied = (top2[..., 0] - top2[..., 1]) <= s.tol(CACHE_TOL) * finite_scale(judged)
-    differs = (expected != got) & ~tied
+    _, differs, tied = greedy_departures(judged, got, s)
     wrong = int(differs.sum())
     first = int(differs.any(0).nonzero()[0]) if wrong else None
     evidence = [["greedy generate vs argmax of the full forward", f"{wrong} of {got.numel()} tokens differ"
@@ -439,14 +444,10 @@ def generate(s: Subject) -> Link:
                         "(the forward's convention, a cache set up for another batch size)")
             return Link("GENERATE", "FAIL", f"generate to {P + n} tokens raised {first_line(exc)[:120]}; {where}",
                         evidence, advice=fix)
-    shape_ok = tuple(out.shape) == (2, P + n)
-    ids_ok = not out.is_floating_point() and bool(((out >= 0) & (out < s.V)).all())
-    prompt_ok = shape_ok and bool(torch.equal(out[:, :P], prompt))
     evidence.append(["returned", f"{tuple(out.shape)} {out.dtype}".replace("torch.", "")])
-    if not (shape_ok and ids_ok and prompt_ok):
-        problem = (f"returned {tuple(out.shape)}, expected {(2, P + n)}" if not shape_ok else
-                   f"ids outside [0, {s.V}) or not integers" if not ids_ok else "does not begin with the prompt")
-        return Link("GENERATE", "FAIL", f"generate {problem}", evidence, advice=unbounded.generate_advice(shape_ok, ids_ok))
+    problem, advice = unbounded.generate_contract(out, prompt, n, s.V)
+    if problem:
+        return Link("GENERATE", "FAIL", f"generate {problem}", evidence, advice=advice)
     past = f"past block_size {block}" if crops else f"up to block_size {block}"
     return Link("GENERATE", "ok", f"generated {P + n} tokens {past}; ids within [0, {s.V})", evidence)
 

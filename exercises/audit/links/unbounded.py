@@ -22,22 +22,20 @@ import copy
 import torch
 
 from exercises.audit.adapter import Forward, hugging_face
-from exercises.audit.measure import finite_scale, mode, seeded
+from exercises.audit.measure import mode, seeded
 from exercises.audit.report import Link
 from exercises.audit.subject import Subject
 from exercises.outcome import first_line
 
 #: The prompt and the new tokens asked of a generate with no declared length.
 PROMPT, NEW_TOKENS = 8, 32
-#: Logits within this many times the largest finite logit of each other are a tie either token may win
-#: (the same bar CACHE holds a cache to: a cached generate and the full forward differ by rounding).
-TIE_TOL = 1e-4
 
 
 def generate_without_length(s: Subject) -> Link:
     """GENERATE's contract for a model with no declared length (see the module's docstring)."""
-    from exercises.audit.links.inference import (SHARPEN_STEPS, _sharpened, call_generate, greedy_kwargs,
-                                                  new_tokens_keyword)
+    # inference calls this module for GENERATE: its generate helpers are read once both are loaded
+    from exercises.audit.links.inference import (SHARPEN_STEPS, _sharpened, call_generate, greedy_departures,
+                                                  greedy_kwargs, new_tokens_keyword)
 
     P, n = min(PROMPT, s.T - 1), NEW_TOKENS
     kwargs = greedy_kwargs(s.model.generate)
@@ -69,10 +67,9 @@ def generate_without_length(s: Subject) -> Link:
                                          "or buffer sized at build (a mask, an ALiBi bias) has to grow with the "
                                          "sequence, or the model should declare its block_size")
         evidence.append(["returned", f"{tuple(seq.shape)} {seq.dtype}".replace("torch.", "")])
-        problem = _contract(seq, prompt, n, s.V)
+        problem, advice = generate_contract(seq, prompt, n, s.V)
         if problem:
-            return Link("GENERATE", "FAIL", f"generate {problem}", evidence,
-                        advice=generate_advice("expected" not in problem, "outside" not in problem))
+            return Link("GENERATE", "FAIL", f"generate {problem}", evidence, advice=advice)
         if not greedy:
             return Link("GENERATE", "ok", f"{why}; ids within [0, {s.V}) (generate has no greedy setting, so its "
                                           "choices cannot be compared with the full forward's)", evidence)
@@ -82,10 +79,8 @@ def generate_without_length(s: Subject) -> Link:
     if banned:  # min_new_tokens bans the end-of-sequence ids until the length is reached: so does the argmax
         judged[..., [i for i in banned if 0 <= i < judged.size(-1)]] = float("-inf")
         evidence.append(["end-of-sequence ids", f"{banned}: banned by min_new_tokens, left out of the argmax too"])
-    expected, got = judged.argmax(-1), seq[:, P:]
-    top2 = judged.topk(2, dim=-1).values
-    tied = (top2[..., 0] - top2[..., 1]) <= s.tol(TIE_TOL) * finite_scale(judged)
-    differs = (expected != got) & ~tied
+    got = seq[:, P:]
+    expected, differs, tied = greedy_departures(judged, got, s)
     wrong = int(differs.sum())
     evidence.append(["greedy tokens vs argmax of the full forward", f"{wrong} of {got.numel()} differ"
                      + (f" ({int(tied.sum())} ties within rounding, {s.precision}, not counted)" if bool(tied.any())
@@ -114,22 +109,17 @@ def _end_ids(model) -> list[int]:
     return []
 
 
-def _contract(seq: torch.Tensor, prompt: torch.Tensor, n: int, V: int) -> str:
-    """'' when ``seq`` is (B, P + n) integer ids in [0, V) beginning with the prompt, else what is wrong."""
+def generate_contract(seq: torch.Tensor, prompt: torch.Tensor, n: int, V: int) -> tuple[str, str]:
+    """('', '') when ``seq`` is (B, P + n) integer ids in [0, V) beginning with the prompt, else (what is wrong,
+    what to change)."""
     B, P = prompt.shape
     if tuple(seq.shape) != (B, P + n):
-        return f"returned {tuple(seq.shape)}, expected {(B, P + n)} (the prompt, then {n} new tokens)"
+        return (f"returned {tuple(seq.shape)}, expected {(B, P + n)}",
+                "return the prompt with the new tokens appended, (B, prompt + max_new_tokens): torch.cat((idx, next), 1)")
     if seq.is_floating_point() or not bool(((seq >= 0) & (seq < V)).all()):
-        return f"returned ids outside [0, {V}) or not integers"
+        return (f"ids outside [0, {V}) or not integers",
+                "sample integer token ids (argmax or torch.multinomial over softmax(logits)), not logits or probabilities")
     if not torch.equal(seq[:, :P], prompt):
-        return "does not begin with the prompt"
-    return ""
-
-
-def generate_advice(shape_ok: bool, ids_ok: bool) -> str:
-    """What to change when generate returns the wrong thing (shape, ids, prompt)."""
-    if not shape_ok:
-        return "return the prompt with the new tokens appended, (B, prompt + max_new_tokens): torch.cat((idx, next), 1)"
-    if not ids_ok:
-        return "sample integer token ids (argmax or torch.multinomial over softmax(logits)), not logits or probabilities"
-    return "keep the prompt at the front of what generate returns and append each new token after it"
+        return ("does not begin with the prompt",
+                "keep the prompt at the front of what generate returns and append each new token after it")
+    return "", ""
