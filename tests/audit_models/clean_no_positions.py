@@ -9,7 +9,7 @@ that had a block_size of 32, so past 32 tokens it chooses from less context than
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import fields, make_dataclass
 
 import torch
 import torch.nn as nn
@@ -18,15 +18,9 @@ from torch.nn import functional as F
 import zoo_nano
 
 
-@dataclass
-class Config:  # deliberately without block_size: nothing bounds the sequence
-    vocab_size: int = 37
-    n_layer: int = 2
-    n_head: int = 4
-    n_embd: int = 64
-    dropout: float = 0.0
-    bias: bool = True
-    tie_word_embeddings: bool = True
+#: zoo_nano's config without its block_size: nothing bounds the sequence.
+Config = make_dataclass("Config", [(f.name, f.type, f.default) for f in fields(zoo_nano.Config)
+                                   if f.name != "block_size"])
 
 
 class AlibiAttention(zoo_nano.SelfAttention):
