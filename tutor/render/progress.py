@@ -14,20 +14,23 @@ def _percent(fraction: float | None) -> str:
     return "-" if fraction is None else f"{100 * fraction:.0f} %"
 
 
+def _counted(n: int, what: str) -> str:
+    """``1 warm-up``, ``2 warm-ups``."""
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
 def with_warm_ups(graded: int, warm_ups: int) -> str:
     """How many exercises there are as a learner reads a list: the graded ones, and the warm-ups beside them
     (``3``, ``3 + 1 warm-up``, ``3 + 2 warm-ups``), the same in every count the tutor shows: ``tutor
     progress`` (its totals, and ``--all``), the home screen's list."""
-    if not warm_ups:
-        return str(graded)
-    return f"{graded} + {warm_ups} warm-up{'s' if warm_ups != 1 else ''}"
+    return f"{graded} + {_counted(warm_ups, 'warm-up')}" if warm_ups else str(graded)
 
 
 def exercises_count(graded: int, warm_ups: int) -> str:
     """:func:`with_warm_ups` in a sentence: ``186 graded exercises + 1 warm-up`` (``12 exercises`` with none)."""
     if not warm_ups:
-        return f"{graded} exercise{'s' if graded != 1 else ''}"
-    return f"{graded} graded exercise{'s' if graded != 1 else ''}" + with_warm_ups(graded, warm_ups)[len(str(graded)):]
+        return _counted(graded, "exercise")
+    return f"{_counted(graded, 'graded exercise')} + {_counted(warm_ups, 'warm-up')}"
 
 
 def set_totals(catalog, progress, per_set: dict | None = None) -> WordTable:
