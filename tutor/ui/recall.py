@@ -52,7 +52,8 @@ def open_page(recall: Recall, draft: dict, said: list, review) -> tuple[bool, in
     (``said``: the answers, oldest first), unless it is due for review (``review`` not None: asked as a
     recall, so it opens blank). Where the page holds what was last run and recorded, it opens for a new
     attempt: the answer stays (r runs it again) but how sure is said afresh, so the confidence starts
-    empty and the last run's is returned to show beside it, never carried silently into the next attempt.
+    empty and the last run's is returned to show beside it, never carried silently into the next attempt;
+    it is read from the last saved answer (that run's), so every later opening shows it too.
 
     Returns:
         (whether a kept draft is offered, the last run's confidence to show, or None).
@@ -66,9 +67,8 @@ def open_page(recall: Recall, draft: dict, said: list, review) -> tuple[bool, in
         recall.ran = (recall.answer, recall.confidence)  # saved, so not a draft
     if recall.ran is None or (recall.answer, recall.confidence) != recall.ran:
         return False, None  # nothing run yet, or a change left unrun: kept as it was left
-    last, recall.confidence = recall.confidence, None
-    recall.ran = (recall.answer, None)
-    return False, last
+    recall.confidence, recall.ran = None, (recall.answer, None)  # a new attempt: nothing unrun yet
+    return False, said[-1].confidence if said else None
 
 
 def recall_of(app, exercise_id: str) -> Recall:
