@@ -48,6 +48,19 @@ def warm(correct: bool, seed: int = 0, minute: int = 0) -> Attempt:
                    engine_hash="h", seed=seed, mode=WARMUP, confidence=90)
 
 
+async def home_line_then_page(pilot, exercise_id: str):
+    """The home screen's detail pane on ``exercise_id`` (its words single-spaced), then its page, opened."""
+    from textual.widgets import Static
+    from test_tui import open_exercise, text_of, wait_until
+    from tutor.ui.widgets.exercise_tree import ExerciseTree
+    home = pilot.app.screen
+    await wait_until(pilot, lambda: bool(home.query(ExerciseTree)), "the exercise list")
+    home.query_one(ExerciseTree).move_to(exercise_id)
+    detail = home.query_one("#home-detail-text", Static)
+    await wait_until(pilot, lambda: exercise_id in text_of(detail), f"{exercise_id} in the detail pane")
+    return " ".join(text_of(detail).split()), await open_exercise(pilot, exercise_id)
+
+
 def test_the_capstones_blind_bet_is_the_one_warm_up():
     catalog = load_catalog()
     assert [e.id for e in catalog.exercises if not e.graded] == [WARM]
@@ -211,8 +224,7 @@ def test_the_tui_shows_a_saved_warm_up_bet_after_a_relaunch_on_its_page_and_the_
     bet, and the home screen's detail pane counts it as a bet (it said "0 prediction(s)")."""
     pytest.importorskip("textual")
     from textual.widgets import Static
-    from test_tui import drive, make_app, open_exercise, text_of, wait_until
-    from tutor.ui.widgets.exercise_tree import ExerciseTree
+    from test_tui import drive, make_app, text_of, wait_until
 
     ProgressStore(tmp_path).record_attempt("ada", WARM, Attempt(**{**warm(False, seed=0).__dict__,
                                                                    "prediction": "shape"}))
@@ -220,13 +232,7 @@ def test_the_tui_shows_a_saved_warm_up_bet_after_a_relaunch_on_its_page_and_the_
     seen = {}
 
     async def script(pilot):
-        home = pilot.app.screen
-        await wait_until(pilot, lambda: bool(home.query(ExerciseTree)), "the exercise list")
-        home.query_one(ExerciseTree).move_to(WARM)
-        detail = home.query_one("#home-detail-text", Static)
-        await wait_until(pilot, lambda: WARM in text_of(detail), "the warm-up in the detail pane")
-        seen["home"] = " ".join(text_of(detail).split())
-        screen = await open_exercise(pilot, WARM)
+        seen["home"], screen = await home_line_then_page(pilot, WARM)
         panel = screen.query_one("#result")
         await wait_until(pilot, lambda: panel.has_class("-shown"), "the saved bet on the page")
         seen["page"] = " ".join(" ".join(text_of(s) for s in panel.query(Static)).split())

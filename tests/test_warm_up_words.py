@@ -6,36 +6,30 @@ confidence that calibration leaves out, and a hunt's missing file named without 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import tomli_w
 
+import test_cli
+from test_warm_up import WARM, home_line_then_page, warm
 from tutor.app.outcome import Outcome
 from tutor.cli import main
-from tutor.model.attempts import WARMUP, Attempt, ProgressError
+from tutor.model.attempts import Attempt, ProgressError
 from tutor.store.catalog_cache import load_catalog
-from tutor.store.names import file_stem
 from tutor.store.progress import ProgressStore
 
-ROOT = Path(__file__).resolve().parents[1]
-WARM = "audit"
 FULL = "cannot write progress to the folder (No space left on device)"
 
 
 def tutor(*args: str, folder: Path) -> subprocess.CompletedProcess:
     """``python -m tutor.cli ARGS`` with its progress in ``folder``, as a learner runs it."""
-    env = {**os.environ, "TUTOR_PROGRESS_DIR": str(folder), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "tutor.cli", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return test_cli.tutor(*args, env={"TUTOR_PROGRESS_DIR": str(folder), "COLUMNS": "200"})
 
 
-def bet(confidence: int | None = 90, seed: int = 0) -> Attempt:
-    return Attempt(time=f"2026-01-01T10:0{seed}:00+00:00", prediction="shape", observed="alignment", correct=False,
-                   status="fail", device="cpu", engine_hash="h", seed=seed, mode=WARMUP, confidence=confidence)
+def bet() -> Attempt:
+    """A warm-up bet on shape that missed (the mystery's first failing link was alignment), 90 % sure."""
+    return Attempt(**{**warm(False).__dict__, "prediction": "shape", "observed": "alignment"})
 
 
 def hunt() -> Attempt:
@@ -140,21 +134,14 @@ def test_a_hunt_without_a_bet_is_said_as_one_on_the_home_pane_and_the_page(tmp_p
     warm-up whose only attempt was a Find and fix of its mystery: no bet was made, and nothing is solved."""
     pytest.importorskip("textual")
     from textual.widgets import Static
-    from test_tui import drive, make_app, open_exercise, text_of, wait_until
-    from tutor.ui.widgets.exercise_tree import ExerciseTree
+    from test_tui import drive, make_app, text_of
 
     ProgressStore(tmp_path).record_attempt("ada", WARM, hunt())
     app, _ = make_app(tmp_path)
     seen = {}
 
     async def script(pilot):
-        home = pilot.app.screen
-        await wait_until(pilot, lambda: bool(home.query(ExerciseTree)), "the exercise list")
-        home.query_one(ExerciseTree).move_to(WARM)
-        detail = home.query_one("#home-detail-text", Static)
-        await wait_until(pilot, lambda: WARM in text_of(detail), "the warm-up in the detail pane")
-        seen["home"] = " ".join(text_of(detail).split())
-        screen = await open_exercise(pilot, WARM)
+        seen["home"], screen = await home_line_then_page(pilot, WARM)
         seen["page"] = " ".join(text_of(screen.query_one("#exercise-history", Static)).split())
     drive(app, script, size=(120, 40))
     assert "no warm-up bet yet (ungraded) · 0 warm-up bet(s), ungraded · 1 edit(s)" in seen["home"]
@@ -179,10 +166,7 @@ def test_tutor_progress_never_says_a_confidence_given_with_a_bet_is_missing(tmp_
     """A learner who bet with --confidence 90 was told "No prediction carries a confidence yet"."""
     monkeypatch.setenv("COLUMNS", "200")
     folder = tmp_path / "p"
-    folder.mkdir()
-    data = {"format_version": 2, "learner": "ada",
-            "exercises": {WARM: {"attempts": [{k: v for k, v in bet().__dict__.items() if v is not None}]}}}
-    (folder / f"{file_stem('ada')}.toml").write_text(tomli_w.dumps(data), encoding="utf-8")
+    ProgressStore(folder).record_attempt("ada", WARM, bet())
     assert main(["progress", "--progress-dir", str(folder), "--learner", "ada"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "No graded prediction carries a confidence yet (your 1 warm-up bet(s) with a confidence are never " \
