@@ -101,13 +101,12 @@ class JsonOutput:
     def show(self, reply: Reply) -> None:
         self._print(envelope(reply.data, reply.code))
 
-    def error(self, status: str, sentence: str, code: int, shown: str | None = None,
-              context: dict | None = None) -> int:
-        """The error on stderr (``shown``, else the sentence) and as the one JSON object; returns ``code``.
+    def error(self, status: str, sentence: str, code: int, context: dict | None = None) -> int:
+        """The error on stderr and as the one JSON object; returns ``code``.
 
         ``context`` (what the input was about: ``id``, ``learner``, ``prediction``) joins the object.
         """
-        fail(shown or sentence)
+        fail(sentence)
         if not self.printed:
             self._print(envelope({"status": status, "error": sentence, **(context or {})}, code))
         return code
@@ -126,23 +125,21 @@ class RichOutput:
     @property
     def console(self):
         if self._console is None:
+            # deferred: Rich loads only when something is drawn (--json draws nothing)
+            from rich.console import Console
+
+            from tutor.cli.piped import PipedConsole
             width = output_width()
-            if width is None:  # a terminal, or COLUMNS: Rich wraps at its width
-                # deferred: Rich loads only when something is drawn (--json draws nothing)
-                from rich.console import Console
-                self._console = Console(highlight=False)
-            else:  # a pipe or a file: prose whole, tables as wide as their content
-                # deferred: Rich loads only when something is drawn (--json draws nothing)
-                from tutor.cli.piped import PipedConsole
-                self._console = PipedConsole(highlight=False, width=width)
+            # a terminal, or COLUMNS: Rich wraps at its width; a pipe or a file: prose whole, tables as wide
+            # as their content
+            self._console = Console(highlight=False) if width is None else PipedConsole(highlight=False, width=width)
         return self._console
 
     def notice(self, sentence: str) -> None:
         fail(sentence)
 
-    def error(self, status: str, sentence: str, code: int, shown: str | None = None,
-              context: dict | None = None) -> int:
-        fail(shown or sentence)
+    def error(self, status: str, sentence: str, code: int, context: dict | None = None) -> int:
+        fail(sentence)
         return code
 
     def graded(self, row) -> None:

@@ -117,8 +117,6 @@ def house_sentence(message: str, prog: str) -> str:
         return f"{name} expected {_TYPE_WORDS.get(typed['type'], 'a ' + typed['type'])}, got {typed['got']}"
     if detail == "expected one argument":
         return f"{name} needs a value after it"
-    if detail == "expected at least one argument":
-        return f"{name} needs at least one value after it"
     if detail.startswith("not allowed with argument "):
         return f"{name} and {detail.removeprefix('not allowed with argument ')} cannot be given together: give one"
     if detail.startswith("ignored explicit argument "):
