@@ -33,6 +33,7 @@ from tutor.render import render_edit
 from tutor.ui.external_editor import at_line, changed_lines, editor_command, run_editor
 from tutor.ui.widgets.edit_head import MODE_TITLES, edit_head
 from tutor.ui.keys import PageFooter, PageScreen
+from tutor.ui.saving import save_notice
 from tutor.ui.screens.seeking import Seeking
 from tutor.ui.messages import EditCrashed, EditFinished, EditInstrumentsFinished, EditProgressed
 from tutor.ui.widgets.code_editor import CodeEditor
@@ -410,8 +411,8 @@ class EditScreen(Seeking, PageScreen):
         self.running = self._run.instruments_follow(outcome)
         self._show(outcome)
         saved = "" if outcome.saved_to is None else " · attempt saved"
-        if outcome.save_error:
-            self.notify(f"The attempt was not saved: {outcome.save_error}", severity="error", markup=False)
+        if (notice := save_notice(outcome)) is not None:
+            self.notify(notice, severity="error", markup=False)
         self._verdict_line = f"{outcome.verdict.status} · {message.seconds:.1f} s from save to verdict{saved}"
         self._verdict_error, self._done = outcome.verdict.status in ("not fixed", "syntax error"), {}
         more = " · the engine's instruments are running…" if self.running else ""

@@ -136,7 +136,6 @@ class ReadingKeys:
         """
         now = time.monotonic()
         guess = char == GUESS_KEY and prediction.choice_for_key(char) is None
-        explain = char == "e" and prediction.choice_for_key(char) is None and self.query_one(NoteEditor).display
         letter = char.isalpha() and char != "r" and not guess
         typing = now < self._word_until
         follows = letter and self._last_letter_at is not None and now - self._last_letter_at < WORD_GAP_S
@@ -167,7 +166,8 @@ class ReadingKeys:
             event.prevent_default()
             self._confidence_keyed = True  # an Enter right after it runs the check
             return
-        if explain:  # at once: the keys typed after it are the note's, never a word that picks or acts
+        if char == "e" and self.query_one(NoteEditor).display:
+            # no choice took e: to the note at once, so the keys typed after it are the note's, never a word
             event.stop()
             event.prevent_default()
             self._last_letter_at = None  # the next key read here (after Esc) starts no word with it
