@@ -51,3 +51,23 @@ def test_the_converted_rotary_holds_at_every_link_and_the_unconverted_fails_firs
     clean = audit(factory("zoo_plain_rotary"), overfit_steps=0)
     assert clean.first_failure is None and clean.exit_code == 0 and clean.warned == ["REGISTRATION"], clean.text()
     assert audit(factory("zoo_plain_rotary:build_unconverted"), overfit_steps=0).first_failure == "REGISTRATION"
+
+
+def test_a_set_up_table_move_that_could_not_be_measured_is_said_so_never_as_the_forward_breaking():
+    """A copy that cannot be made measures nothing: the evidence says "not measured", and the warning claims
+    neither that the forward breaks once moved nor that it runs after the dtype change."""
+    import torch
+
+    from exercises.audit.links import setup_tables
+
+    unmeasured = "not measured: copying the model raised RuntimeError"
+    found = setup_tables.SetupTables("setup_caches", [("freqs_cis", torch.zeros(4))], dtype_move=unmeasured,
+                                     device_move=unmeasured)
+    assert not found.broken and not found.device_broken
+    rows = dict(setup_tables.rows(found))
+    assert rows["after setup_caches, parameters and buffers moved to another device"] == unmeasured, rows
+    assert rows["after .to(torch.float64) and setup_caches again"].startswith(unmeasured + ";"), rows
+    assert "breaks" not in setup_tables.warning(found), setup_tables.warning(found)
+    found.device_move = "fails: freqs_cis stayed on cpu while the weights moved (RuntimeError)"
+    assert found.device_broken and "the forward breaks on them (freqs_cis stayed on cpu)" in \
+        setup_tables.warning(found), setup_tables.warning(found)
