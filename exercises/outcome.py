@@ -67,6 +67,11 @@ def table(title: str, columns: list[str], rows: list[list[Any]]) -> dict:
             "rows": [[fmt(cell) for cell in row] for row in rows]}
 
 
+#: How a whole-output record of one call (``tutor.sandbox.record``) titles the value it returned and the
+#: exception it raised: "ban_tokens, call 1: the value returned". The verdict reads the two apart by them.
+RECORD_RETURNED = "the value returned"
+RECORD_RAISED = "what it raised"
+
 #: Up to this many entries an output is recorded entry by entry (:func:`whole_output`); a larger one as one
 #: row per slice along its first axis.
 WHOLE_OUTPUT_ENTRIES = 64

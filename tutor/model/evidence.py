@@ -12,6 +12,7 @@ import math
 import re
 from typing import Any
 
+from exercises.outcome import RECORD_RAISED, RECORD_RETURNED
 from tutor.model.answers import same_values
 
 #: The learner's side is called this in every run, result and JSON object.
@@ -127,8 +128,8 @@ def first_record_difference(ours: list, theirs: list, ours_name: str = YOURS, th
     :func:`first_difference` compares evidence — a record that the clean code does not reproduce on its
     ``repeat`` run is skipped, one on a side only is a difference, and so are records of a shape no recorder
     writes (records that are not a list among them: never a pass) — and the sentence names the record
-    itself: ``the output of ban_tokens, call 1: logits after the call, row 2 (logits[0]): col 4: yours -inf
-    · clean 0``."""
+    itself, each row by what it shows: ``the output of ban_tokens, call 1: logits after the call, logits[0]:
+    col 4: yours -inf · clean 0``; a call that returned on one side and raised on the other is said so."""
     ours = ours if ours is not None else []
     theirs = theirs if theirs is not None else []
     difference = first_difference(ours, theirs, ours_name, theirs_name, repeat, tolerance, named_rows=True)
@@ -152,27 +153,30 @@ def first_record_difference(ours: list, theirs: list, ours_name: str = YOURS, th
 
 #: ", row 2 (logits[0]):" in a difference sentence, the row's name kept.
 _NUMBERED_ROW = re.compile(r"^, row \d+ \((.*?)\):")
-#: The titles of a call's outcome, as the recorder writes them: a value returned or an exception raised.
-_RETURNED, _RAISED = ": the value returned", ": what it raised"
 
 
 def _outcome_difference(title: str, ours: list, theirs: list, ours_name: str, theirs_name: str) -> str | None:
-    """When one side's call returned where the other's raised: that, in one sentence; else None."""
-    for mine, other in ((_RETURNED, _RAISED), (_RAISED, _RETURNED)):
-        if not title.endswith(mine):
-            continue
-        call = title[:-len(mine)]
-        titles = {side: {_item_key(i)[1]: i for i in items if isinstance(i, dict)}
-                  for side, items in ((ours_name, ours), (theirs_name, theirs if isinstance(theirs, list) else []))}
-        said = {}
-        for side in (ours_name, theirs_name):
-            if call + _RAISED in titles[side]:
-                rows = titles[side][call + _RAISED].get("rows") or [[]]
-                said[side] = f"raised {rows[0][-1] if rows[0] else 'an exception'}"
-            elif call + _RETURNED in titles[side]:
-                said[side] = "returned a value"
-        if len(said) == 2 and said[ours_name] != said[theirs_name]:
-            return f"the output of {call}: {ours_name} {said[ours_name]} where {theirs_name} {said[theirs_name]}"
+    """When one side's call returned where the other's raised (records titled ``f, call 1: the value
+    returned`` and ``f, call 1: what it raised``): that, in one sentence; else None."""
+    call = next((title[:-len(end) - 2] for end in (RECORD_RETURNED, RECORD_RAISED) if title.endswith(f": {end}")),
+                None)
+    if call is None:
+        return None
+    said = {ours_name: _outcome(call, ours), theirs_name: _outcome(call, theirs)}
+    if None in said.values() or said[ours_name] == said[theirs_name]:
+        return None
+    return f"the output of {call}: {ours_name} {said[ours_name]} where {theirs_name} {said[theirs_name]}"
+
+
+def _outcome(call: str, records: Any) -> str | None:
+    """How ``call`` ended in one side's records: "returned a value", "raised ValueError", or None."""
+    for item in records if isinstance(records, list) else []:
+        title = _item_key(item)[1] if isinstance(item, dict) else None
+        if title == f"{call}: {RECORD_RAISED}":
+            first = (item.get("rows") or [[]])[0]
+            return f"raised {first[-1] if isinstance(first, list) and first else 'an exception'}"
+        if title == f"{call}: {RECORD_RETURNED}":
+            return "returned a value"
     return None
 
 
@@ -248,9 +252,10 @@ def _extra_rows(rows: list, other: list, ours_name: str, theirs_name: str) -> st
     side only)"; "" when every row's name is on both sides."""
     names = {side: [str(r[0]) for r in table if r] for side, table in ((ours_name, rows), (theirs_name, other))}
     for side, that in ((ours_name, theirs_name), (theirs_name, ours_name)):
-        only = [n for n in names[side] if n not in set(names[that])]
-        if only:
-            return f" ({only[0]} on the {side} side only)"
+        there = set(names[that])
+        only = next((n for n in names[side] if n not in there), None)
+        if only is not None:
+            return f" ({only} on the {side} side only)"
     return ""
 
 

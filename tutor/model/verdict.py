@@ -222,11 +222,12 @@ def judge(exercise: Exercise, result, mode: str = "fix") -> Verdict:
     difference = _difference(exercise, result, measured)
     varies = _varies(exercise, runs)
     matched = next((run for run in runs if same_observation(exercise, observed, run)), None)
-    output = _record_difference(exercise, result)
-    if matched is not None and (difference is None or not measured.reproduces) and output is not None:
+    agrees = matched is not None and (difference is None or not measured.reproduces)
+    output = _record_difference(exercise, result) if agrees else None
+    if output is not None:
         return Verdict(mode, "not fixed", f"not fixed: yours observes {show(observed)} as the clean code does, "
                        f"but not the same whole output — {output}", output, status, observed)
-    if matched is not None and (difference is None or not measured.reproduces):
+    if agrees:
         if mode == "hunt" and matched == "none":  # the audit's answer for "no link fails": the words say it
             what = "every audit link holds"
         else:

@@ -14,7 +14,7 @@ are recorded: the value returned (or the class of what it raised), every
 tensor, array or module argument after the call (an in-place write shows),
 and for a method its object after the call — each as a bounded table (:func:`rows`): a small tensor entry by
 entry, a larger one as its shape and dtype then at most :data:`SLICES` slice
-rows of smallest, largest, Σ|x|, Σ (i + 1)·|x| and Σ of the negative entries' magnitudes,
+rows of smallest, largest, Σ|x|, Σ (i + 1)·|x| and Σ|x| over x < 0,
 a module as one row per parameter and buffer. The tables travel beside the
 evidence (``Measured.records``) and the verdict compares them across sides
 like evidence (``tutor.model.evidence.first_record_difference``).
@@ -34,7 +34,7 @@ import sys
 import threading
 from typing import Any
 
-from exercises.outcome import fmt
+from exercises.outcome import RECORD_RAISED, RECORD_RETURNED, fmt
 
 #: Where the modules whose whole output is recorded live (a side's file replacing one turns recording on).
 SNIPPETS = "exercises/snippets/"
@@ -148,11 +148,11 @@ class Recorder:
         parts = [("raised" if isinstance(result, Raised) else "returned", result)]
         for i, value in enumerate(args[skip:], start=skip):
             label = "self" if method and i == 0 else names[i] if i < len(names) else f"argument {i + 1}"
-            if label == "self" or _argument(value):
+            if label == "self" or _data(value):
                 parts.append((label, value))
-        parts.extend((key, value) for key, value in kwargs.items() if _argument(value))
+        parts.extend((key, value) for key, value in kwargs.items() if _data(value))
         for label, value in parts:
-            what = {"returned": "the value returned", "raised": "what it raised"}.get(label, f"{label} after the call")
+            what = {"returned": RECORD_RETURNED, "raised": RECORD_RAISED}.get(label, f"{label} after the call")
             try:
                 found = rows(label, value)
             except Exception as exc:  # an output no summary reads: its type, and why
@@ -162,8 +162,7 @@ class Recorder:
             size = len(json.dumps(table))
             if self._size + size > self.budget:
                 self._full = True
-                self.tables.append({"type": "table", "title": "records cut", "columns": ["record", "bytes"],
-                                    "rows": [[f"{name}, call {count}", f"past {self.budget}"]]})
+                self.tables.append(_cut(f"{name}, call {count}", self.budget))
                 return
             self._size += size
             self.tables.append(table)
@@ -174,11 +173,15 @@ class Recorder:
         for table in self.tables:
             size += len(json.dumps(table)) + 2
             if size > room:
-                kept.append({"type": "table", "title": "records cut", "columns": ["record", "bytes"],
-                             "rows": [[table["title"], f"past {room}"]]})
+                kept.append(_cut(table["title"], room))
                 break
             kept.append(table)
         return kept
+
+
+def _cut(record: str, limit: int) -> dict:
+    """The table that stands for records left out past ``limit`` bytes, from ``record`` on."""
+    return {"type": "table", "title": "records cut", "columns": ["record", "bytes"], "rows": [[record, f"past {limit}"]]}
 
 
 class Raised(str):
@@ -208,7 +211,8 @@ def _module(value) -> bool:
 
 def _data(value, depth: int = 0) -> bool:
     """Whether ``value`` carries data an output is made of: a tensor, an array, a module, or a list, tuple
-    or dict holding one."""
+    or dict holding one. Such an argument is recorded after the call (a call can write into it), and such
+    an attribute is an object's recorded state."""
     if _tensor(value) or _array(value) or _module(value):
         return True
     if depth < DEPTH and isinstance(value, (list, tuple)):
@@ -216,12 +220,6 @@ def _data(value, depth: int = 0) -> bool:
     if depth < DEPTH and isinstance(value, dict):
         return any(_data(v, depth + 1) for v in list(value.values())[:ITEMS])
     return False
-
-
-def _argument(value) -> bool:
-    """Whether an argument is recorded after the call: what a call can write into (tensors, arrays, modules)."""
-    return _tensor(value) or _array(value) or _module(value) or (
-        isinstance(value, (list, tuple)) and any(_tensor(v) or _array(v) for v in value[:ITEMS]))
 
 
 def _columns(value: Any, found: list[list]) -> list[str]:
@@ -257,7 +255,7 @@ def rows(label: str, value: Any, depth: int = 0) -> list[list]:
             found.extend(rows(f"{label}[{i}]", item, depth + 1))
         return found
     if isinstance(value, dict):
-        found = [[label, type(value).__name__, len(value)]]
+        found = [[label, "mapping", len(value)]]
         for i, (key, item) in enumerate(list(value.items())[:ITEMS]):
             shown = key if isinstance(key, (str, int, float, bool)) else f"#{i}"
             found.extend(rows(f"{label}[{shown!r}]", item, depth + 1))
@@ -284,9 +282,7 @@ def _tensor_rows(label: str, t) -> list[list]:
     t = t.cpu()
     if t.numel() <= ENTRIES:  # float16, bfloat16 and float8 entries read through float64
         return [head] + _entries(label, (t.double() if t.is_floating_point() else t).tolist())
-    as_float = t.double()
-    return [head] + _slices(label, as_float, lambda n: as_float.new_ones(n).cumsum(0),
-                            lambda g: float(g.clamp(max=0).abs().sum()))
+    return [head] + _slices(label, t.double())
 
 
 def _array_rows(label: str, a) -> list[list]:
@@ -296,11 +292,7 @@ def _array_rows(label: str, a) -> list[list]:
         return [head + ["unrecordable"]]
     if a.size <= ENTRIES:
         return [head] + _entries(label, a.tolist())
-    # in the check's child only, where the subject already loaded numpy: the runner never needs it
-    import numpy
-    as_float = a.astype("float64")
-    return [head] + _slices(label, as_float, lambda n: numpy.arange(1, n + 1, dtype="float64"),
-                            lambda g: float(numpy.abs(numpy.minimum(g, 0)).sum()))
+    return [head] + _slices(label, a.astype("float64"))
 
 
 def _entries(label: str, values: Any, index: tuple = ()) -> list[list]:
@@ -313,31 +305,34 @@ def _entries(label: str, values: Any, index: tuple = ()) -> list[list]:
     return [row for i, part in enumerate(values) for row in _entries(label, part, index + (i,))]
 
 
-def _slices(label: str, t, positions, negatives) -> list[list]:
-    """At most :data:`SLICES` rows over consecutive indices of the first axis: smallest, largest, Σ|x|,
-    Σ (i + 1)·|x| (entries moved to other places change it) and the negative entries' total magnitude
-    (signs flipped change it; unlike a count of negatives, an entry near 0 that another order of float
-    operations leaves at -1e-9 instead of +1e-9 does not)."""
+def _slices(label: str, t) -> list[list]:
+    """At most :data:`SLICES` rows of :func:`_stats` over consecutive indices of the first axis of a float64
+    tensor or array."""
     first = t.shape[0] if len(t.shape) else 1
-    flat = t.reshape(first, -1) if len(t.shape) else t.reshape(1, -1)
+    flat = t.reshape(first, -1)
     step = -(-first // SLICES)
     found = []
     for start in range(0, first, step):
         stop = min(start + step, first)
-        g = flat[start:stop].reshape(-1)
         name = f"{label}[{start}]" if stop - start == 1 else f"{label}[{start}:{stop}]"
-        if g.shape[0] == 0:
-            found.append([name, "empty", "", "", "", 0])
-            continue
-        found.append([name, *_stats(g, positions, negatives)])
+        found.append([name, *_stats(flat[start:stop].reshape(-1))])
     return found
 
 
-def _stats(g, positions, negatives) -> list:
-    """A flat float64 tensor or array: smallest, largest, Σ|x|, Σ (i + 1)·|x|, Σ|x| over x < 0."""
+def _stats(g) -> list:
+    """A flat float64 tensor or array (the same methods serve both): smallest, largest, Σ|x|,
+    Σ (i + 1)·|x| (entries moved to other places change it) and Σ|x| over x < 0 (signs flipped change it;
+    unlike a count of negatives, an entry near 0 that another order of float operations leaves at -1e-9
+    instead of +1e-9 does not). Σ (i + 1)·|x_i| is (n + 1)·S − Σ_k c_k, with S = Σ|x| and c the running
+    sums; the negative part is (S − Σx) / 2."""
+    n = g.shape[0]
+    if n == 0:
+        return ["empty", "", "", "", 0]
     magnitude = abs(g)
-    return [fmt(float(g.min())), fmt(float(g.max())), fmt(float(magnitude.sum())),
-            fmt(float((magnitude * positions(g.shape[0])).sum())), fmt(negatives(g))]
+    total = float(magnitude.sum())
+    weighted = (n + 1) * total - float(magnitude.cumsum(0).sum())
+    return [fmt(float(g.min())), fmt(float(g.max())), fmt(total), fmt(weighted),
+            fmt(max(0.0, (total - float(g.sum())) / 2))]
 
 
 def _module_rows(label: str, module) -> list[list]:
@@ -349,13 +344,10 @@ def _module_rows(label: str, module) -> list[list]:
     for name, tensor, parameter in named[:ITEMS]:
         t = tensor.detach().cpu()
         grad = getattr(tensor, "grad", None) if parameter else None
-        flat = t.double().reshape(-1)
-        summary = [f"{label}.{name}", *_stats(flat, lambda n: flat.new_ones(n).cumsum(0),
-                                              lambda g: float(g.clamp(max=0).abs().sum()))] \
-            if t.numel() and not t.is_complex() else [f"{label}.{name}", "empty", "", "", "", 0]
-        found.append(summary + [fmt(tuple(t.shape)), str(t.dtype),
-                                f"requires_grad {tensor.requires_grad}" if parameter else "buffer",
-                                "no grad" if grad is None else fmt(float(abs(grad.detach().double()).sum()))])
+        stats = _stats(t.double().reshape(-1)) if not t.is_complex() else ["complex", "", "", "", 0]
+        found.append([f"{label}.{name}", *stats, fmt(tuple(t.shape)), str(t.dtype),
+                      f"requires_grad {tensor.requires_grad}" if parameter else "buffer",
+                      "no grad" if grad is None else fmt(float(abs(grad.detach().double()).sum()))])
     if len(named) > ITEMS:
         found.append([label, f"{len(named) - ITEMS} more parameters and buffers"])
     return found
